@@ -1,0 +1,28 @@
+# The two commands a newcomer runs (see README.md):
+#   make up    install what is missing, build, start the all-in-one cluster
+#   make test  the same set-up, then the whole test suite
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: all setup build up test bench clean
+
+all: build
+
+setup:
+	@scripts/setup
+
+build: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+up: build
+	$(BUILD)/shoal up
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	scripts/bench-serving-plane
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,29 @@
+// Catalog administration shared by `shoal up` and `shoal models`: connect,
+// open the catalog bucket, register profiles (each with its pool's stream).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/model_spec.h"
+#include "queue/nats.h"
+#include "queue/topology.h"
+
+namespace shoal::cli {
+
+class CatalogAdmin {
+ public:
+  static Result<CatalogAdmin> Connect(const std::string& nats_url);
+
+  Status Register(const ModelSpec& spec);
+  Status Remove(const std::string& id);
+  Result<std::vector<ModelSpec>> List();
+
+ private:
+  CatalogAdmin() = default;
+  queue::ConnectionPtr nc_;
+  queue::JsCtxPtr js_;
+  queue::KvStorePtr models_;
+};
+
+}  // namespace shoal::cli

@@ -1,0 +1,39 @@
+// shoal gateway --nats URL: the HTTP edge as a process of its own.
+#include "cli/commands.h"
+#include "common/log.h"
+#include "gateway/gateway.h"
+
+namespace shoal::cli {
+
+Subcommand AddGateway(CLI::App& app) {
+  auto* sub = app.add_subcommand("gateway", "Run a gateway (the HTTP edge) against a NATS cluster");
+  auto opts = std::make_shared<gateway::GatewayOptions>();
+  opts->nats_url = "nats://127.0.0.1:4222";
+  auto timeout_ms = std::make_shared<int64_t>(30000);
+  sub->add_option("--nats", opts->nats_url, "NATS URL")->capture_default_str();
+  sub->add_option("--host", opts->http.host, "listen address")->capture_default_str();
+  sub->add_option("--port", opts->http.port, "listen port (0: any free port)")->capture_default_str();
+  sub->add_option("--io-threads", opts->http.io_threads, "HTTP I/O threads")->capture_default_str();
+  sub->add_option("--max-body-bytes", opts->http.max_body_bytes, "larger bodies get 413")->capture_default_str();
+  sub->add_option("--timeout-ms", *timeout_ms, "default request deadline")->capture_default_str();
+  sub->add_option("--id", opts->id, "gateway id (default: random)");
+  sub->add_flag("--in-process", opts->in_process,
+                "benchmark baseline: run models inside the gateway, no NATS, no workers");
+  sub->add_option("--models-dir", opts->models_dir, "profiles for --in-process");
+  return {sub, [opts, timeout_ms] {
+            BlockStopSignals();
+            opts->default_timeout = std::chrono::milliseconds(*timeout_ms);
+            if (opts->in_process && opts->models_dir.empty()) opts->models_dir = DefaultModelsDir();
+            auto gw = gateway::Gateway::Start(*opts);
+            if (!gw.ok()) {
+              spdlog::error("gateway: {}", gw.status().ToString());
+              return 1;
+            }
+            WaitForStopSignal();
+            spdlog::info("stopping: draining in-flight requests");
+            (*gw)->Drain(std::chrono::seconds(10));
+            return 0;
+          }};
+}
+
+}  // namespace shoal::cli

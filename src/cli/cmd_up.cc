@@ -1,0 +1,115 @@
+// shoal up: the all-in-one cluster for one machine — nats-server (unless
+// --nats is given), the bundled models registered, one worker, one gateway.
+// Ctrl-C drains the gateway, then the worker, then stops nats-server.
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/catalog_admin.h"
+#include "cli/commands.h"
+#include "common/log.h"
+#include "gateway/gateway.h"
+#include "queue/nats_server.h"
+#include "worker/worker.h"
+
+namespace shoal::cli {
+namespace {
+
+struct UpOptions {
+  std::string nats_url;  // empty: start our own nats-server
+  std::string data_dir = "var";
+  std::string models_dir;
+  int nats_port = 0;
+  gateway::GatewayOptions gateway;
+  int executors = 1;
+};
+
+int Up(UpOptions& o) {
+  BlockStopSignals();
+  std::unique_ptr<queue::NatsServer> nats;
+  std::string url = o.nats_url;
+  if (url.empty()) {
+    const std::string dir = std::filesystem::absolute(o.data_dir + "/nats").string();
+    auto server = queue::NatsServer::Start({.data_dir = dir, .port = o.nats_port});
+    if (!server.ok()) {
+      spdlog::error("up: {}", server.status().ToString());
+      return 1;
+    }
+    nats = std::move(server).value();
+    url = nats->url();
+    spdlog::info("up: nats-server with JetStream at {} (data in {})", url, dir);
+  }
+
+  const std::string models_dir = o.models_dir.empty() ? DefaultModelsDir() : o.models_dir;
+  auto specs = LoadModelProfiles(models_dir);
+  if (!specs.ok()) {
+    spdlog::error("up: {}", specs.status().ToString());
+    return 1;
+  }
+  {
+    auto admin = CatalogAdmin::Connect(url);
+    if (!admin.ok()) {
+      spdlog::error("up: {}", admin.status().ToString());
+      return 1;
+    }
+    for (const auto& spec : *specs) {
+      if (Status s = admin->Register(spec); !s.ok()) {
+        spdlog::error("up: registering {}: {}", spec.id, s.ToString());
+        return 1;
+      }
+    }
+    spdlog::info("up: {} model(s) registered from {}", specs->size(), models_dir);
+  }
+
+  worker::WorkerOptions wo;
+  wo.nats_url = url;
+  wo.executors = o.executors;
+  auto w = worker::Worker::Start(wo);
+  if (!w.ok()) {
+    spdlog::error("up: worker: {}", w.status().ToString());
+    return 1;
+  }
+  o.gateway.nats_url = url;
+  auto gw = gateway::Gateway::Start(o.gateway);
+  if (!gw.ok()) {
+    spdlog::error("up: gateway: {}", gw.status().ToString());
+    (*w)->Drain(std::chrono::seconds(5));
+    return 1;
+  }
+  const std::string http = "http://" + o.gateway.http.host + ":" + std::to_string((*gw)->port());
+  std::printf("\nShoal is up at %s   (NATS %s)\n", http.c_str(), url.c_str());
+  if (!specs->empty()) {
+    std::printf("Try:\n  curl -s %s/v1/embeddings -H 'Content-Type: application/json' \\\n"
+                "    -d '{\"model\": \"%s\", \"input\": \"hello world\"}'\n",
+                http.c_str(), specs->front().id.c_str());
+  }
+  std::printf("Ctrl-C drains and stops everything.\n\n");
+  std::fflush(stdout);
+
+  WaitForStopSignal();
+  spdlog::info("up: stopping — draining the gateway, then the worker");
+  (*gw)->Drain(std::chrono::seconds(10));
+  (*w)->Drain(std::chrono::seconds(10));
+  gw->reset();
+  w->reset();
+  if (nats) nats->Stop();
+  spdlog::info("up: stopped");
+  return 0;
+}
+
+}  // namespace
+
+Subcommand AddUp(CLI::App& app) {
+  auto* sub = app.add_subcommand("up", "All-in-one: nats-server, the bundled models, a worker, a gateway");
+  auto o = std::make_shared<UpOptions>();
+  sub->add_option("--nats", o->nats_url, "use this NATS server instead of starting one");
+  sub->add_option("--nats-port", o->nats_port, "port for the nats-server it starts (0: free port)");
+  sub->add_option("--data-dir", o->data_dir, "where the started nats-server keeps its data")->capture_default_str();
+  sub->add_option("--models-dir", o->models_dir, "profiles to register (default: ./models)");
+  sub->add_option("--host", o->gateway.http.host, "gateway listen address")->capture_default_str();
+  sub->add_option("--port", o->gateway.http.port, "gateway port")->capture_default_str();
+  sub->add_option("--io-threads", o->gateway.http.io_threads, "gateway I/O threads")->capture_default_str();
+  sub->add_option("--executors", o->executors, "worker executors")->capture_default_str();
+  return {sub, [o] { return Up(*o); }};
+}
+
+}  // namespace shoal::cli

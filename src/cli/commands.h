@@ -1,0 +1,32 @@
+// The `shoal` subcommands. Each registers its flags on a CLI11 subcommand and
+// runs when chosen; main.cc only dispatches.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace shoal::cli {
+
+// A registered subcommand and its body, run after parsing; the body returns
+// the process exit code.
+struct Subcommand {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Subcommand AddUp(CLI::App& app);
+Subcommand AddGateway(CLI::App& app);
+Subcommand AddWorker(CLI::App& app);
+Subcommand AddModels(CLI::App& app);
+
+// Blocks SIGINT and SIGTERM in the calling thread (call before starting any
+// thread, so all inherit it) and, later, waits for one of them.
+void BlockStopSignals();
+int WaitForStopSignal();
+
+// The profiles directory: the flag's value, else ./models, else the source
+// tree's models/ (a binary run from build/).
+std::string DefaultModelsDir();
+
+}  // namespace shoal::cli

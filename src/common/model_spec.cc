@@ -1,0 +1,182 @@
+#include "common/model_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "wire/subjects.h"
+
+namespace shoal {
+namespace {
+
+using nlohmann::json;
+
+// YAML has no scalar types of its own: a plain scalar that reads as a bool,
+// an integer or a float becomes one; quoted scalars stay strings.
+json YamlToJson(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return nullptr;
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& e : n) a.push_back(YamlToJson(e));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second);
+      return o;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = n.Scalar();
+      if (n.Tag() == "!") return s;  // quoted
+      if (s == "true" || s == "True") return true;
+      if (s == "false" || s == "False") return false;
+      if (s == "null" || s == "~") return nullptr;
+      try {
+        size_t used = 0;
+        long long i = std::stoll(s, &used);
+        if (used == s.size()) return i;
+        double d = std::stod(s, &used);
+        if (used == s.size()) return d;
+      } catch (...) {
+      }
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+Status ReadU32(const json& o, const char* key, const std::string& where, uint32_t* v) {
+  auto it = o.find(key);
+  if (it == o.end()) return Status::Ok();
+  if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > UINT32_MAX) {
+    return InvalidInput(where + key + ": expected a non-negative integer");
+  }
+  *v = it->get<uint32_t>();
+  return Status::Ok();
+}
+
+Status ReadString(const json& o, const char* key, std::string* v) {
+  auto it = o.find(key);
+  if (it == o.end()) return Status::Ok();
+  if (!it->is_string()) return InvalidInput(std::string(key) + ": expected a string");
+  *v = it->get<std::string>();
+  return Status::Ok();
+}
+
+Status FromJson(const json& o, ModelSpec* spec) {
+  if (!o.is_object()) return InvalidInput("model spec: expected a mapping");
+  static const char* kKnown[] = {"id",       "runtime", "task",  "pool",
+                                 "description", "max_input_tokens", "batching", "queue"};
+  SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
+  SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
+  SHOAL_RETURN_IF_ERROR(ReadString(o, "task", &spec->task));
+  SHOAL_RETURN_IF_ERROR(ReadString(o, "pool", &spec->pool));
+  SHOAL_RETURN_IF_ERROR(ReadString(o, "description", &spec->description));
+  SHOAL_RETURN_IF_ERROR(ReadU32(o, "max_input_tokens", "", &spec->max_input_tokens));
+  if (auto b = o.find("batching"); b != o.end()) {
+    if (!b->is_object()) return InvalidInput("batching: expected a mapping");
+    SHOAL_RETURN_IF_ERROR(ReadU32(*b, "max_batch_tokens", "batching.", &spec->batching.max_batch_tokens));
+    SHOAL_RETURN_IF_ERROR(ReadU32(*b, "max_batch_requests", "batching.", &spec->batching.max_batch_requests));
+    SHOAL_RETURN_IF_ERROR(ReadU32(*b, "max_batch_wait_ms", "batching.", &spec->batching.max_batch_wait_ms));
+  }
+  if (auto q = o.find("queue"); q != o.end()) {
+    if (!q->is_object()) return InvalidInput("queue: expected a mapping");
+    SHOAL_RETURN_IF_ERROR(ReadU32(*q, "ack_wait_ms", "queue.", &spec->queue.ack_wait_ms));
+    SHOAL_RETURN_IF_ERROR(ReadU32(*q, "max_deliver", "queue.", &spec->queue.max_deliver));
+  }
+
+  SHOAL_RETURN_IF_ERROR(wire::ValidateModelId(spec->id));
+  if (spec->runtime.empty()) return InvalidInput("runtime: missing");
+  if (spec->task != "encode") {
+    return InvalidInput("task: '" + spec->task + "' is not supported (supported: encode)");
+  }
+  SHOAL_RETURN_IF_ERROR(wire::ValidatePoolName(spec->pool));
+  if (spec->batching.max_batch_requests == 0 || spec->batching.max_batch_tokens == 0) {
+    return InvalidInput("batching: max_batch_requests and max_batch_tokens must be positive");
+  }
+  if (spec->queue.ack_wait_ms < 100) return InvalidInput("queue.ack_wait_ms: at least 100");
+  if (spec->queue.max_deliver == 0) return InvalidInput("queue.max_deliver: at least 1");
+
+  // Anything else must be the runtime's own section.
+  for (auto it = o.begin(); it != o.end(); ++it) {
+    bool known = it.key() == spec->runtime;
+    for (const char* k : kKnown) known = known || it.key() == k;
+    if (!known) return InvalidInput("unknown field '" + it.key() + "'");
+  }
+  if (auto r = o.find(spec->runtime); r != o.end()) {
+    if (!r->is_object()) return InvalidInput(spec->runtime + ": expected a mapping");
+    spec->runtime_options_json = r->dump();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string ModelSpec::ToJson() const {
+  json o = {
+      {"id", id},
+      {"runtime", runtime},
+      {"task", task},
+      {"pool", pool},
+      {"description", description},
+      {"max_input_tokens", max_input_tokens},
+      {"batching",
+       {{"max_batch_tokens", batching.max_batch_tokens},
+        {"max_batch_requests", batching.max_batch_requests},
+        {"max_batch_wait_ms", batching.max_batch_wait_ms}}},
+      {"queue", {{"ack_wait_ms", queue.ack_wait_ms}, {"max_deliver", queue.max_deliver}}},
+  };
+  o[runtime] = json::parse(runtime_options_json);
+  return o.dump();
+}
+
+Result<ModelSpec> ModelSpec::Parse(std::string_view text) {
+  json o;
+  try {
+    o = YamlToJson(YAML::Load(std::string(text)));
+  } catch (const YAML::Exception& e) {
+    return InvalidInput(std::string("model spec: not valid YAML/JSON: ") + e.what());
+  }
+  ModelSpec spec;
+  SHOAL_RETURN_IF_ERROR(FromJson(o, &spec));
+  return spec;
+}
+
+Result<ModelSpec> ModelSpec::LoadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return InvalidInput("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto spec = Parse(ss.str());
+  if (!spec.ok()) return Status(spec.status().code(), path + ": " + spec.status().message());
+  return spec;
+}
+
+}  // namespace shoal
+
+namespace shoal {
+
+Result<std::vector<ModelSpec>> LoadModelProfiles(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".yaml") paths.push_back(e.path().string());
+  }
+  if (ec) return InvalidInput("cannot list " + dir + ": " + ec.message());
+  std::sort(paths.begin(), paths.end());
+  std::vector<ModelSpec> specs;
+  for (const auto& p : paths) {
+    auto spec = ModelSpec::LoadFile(p);
+    if (!spec.ok()) return spec.status();
+    specs.push_back(std::move(spec).value());
+  }
+  return specs;
+}
+
+}  // namespace shoal

@@ -1,0 +1,58 @@
+// ModelSpec: what the catalog knows about a model — the Shoal profile
+// (`models/*.yaml`, `shoal.yaml` beside weights) in parsed form. The same
+// spec travels as JSON in the `shoal_models` KV bucket; YAML is a superset of
+// JSON, so one parser reads both.
+//
+//   id: shoal/identity            # [A-Za-z0-9._/-]
+//   runtime: identity             # which Runtime loads it
+//   task: encode
+//   pool: default                 # the work stream it is queued on
+//   description: "..."
+//   max_input_tokens: 512
+//   batching: {max_batch_tokens: 16384, max_batch_requests: 64, max_batch_wait_ms: 0}
+//   queue: {ack_wait_ms: 10000, max_deliver: 5}
+//   identity: {dim: 384}          # options for the runtime, under its name
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace shoal {
+
+struct BatchingSpec {
+  uint32_t max_batch_tokens = 16384;
+  uint32_t max_batch_requests = 64;
+  uint32_t max_batch_wait_ms = 0;  // 0: run what is there, do not wait for more
+};
+
+struct QueueSpec {
+  uint32_t ack_wait_ms = 10000;  // JetStream redelivers after this without an ack
+  uint32_t max_deliver = 5;      // then the message goes to the dead-letter stream
+};
+
+struct ModelSpec {
+  std::string id;
+  std::string runtime;
+  std::string task = "encode";
+  std::string pool = "default";
+  std::string description;
+  uint32_t max_input_tokens = 512;
+  BatchingSpec batching;
+  QueueSpec queue;
+  std::string runtime_options_json = "{}";  // the section named after the runtime
+
+  // The canonical JSON form (what the KV bucket stores).
+  std::string ToJson() const;
+
+  static Result<ModelSpec> Parse(std::string_view yaml_or_json);
+  static Result<ModelSpec> LoadFile(const std::string& path);
+};
+
+// Every `*.yaml` profile in `dir`, in name order; the first bad one fails all.
+Result<std::vector<ModelSpec>> LoadModelProfiles(const std::string& dir);
+
+}  // namespace shoal

@@ -1,0 +1,46 @@
+// Child processes (nats-server under `shoal up`, `shoal` itself in tests).
+//
+// A child runs in its own process group, so the terminal's Ctrl-C reaches
+// only the parent, which drains before stopping its children; and it gets
+// SIGTERM if the parent dies, so a crashed parent leaves no orphans.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace shoal {
+
+class Subprocess {
+ public:
+  // Starts `argv[0]` (looked up on PATH) with stdout and stderr appended to
+  // `log_path` (inherited when empty).
+  static Result<Subprocess> Spawn(const std::vector<std::string>& argv, const std::string& log_path = "");
+
+  Subprocess(Subprocess&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
+  Subprocess& operator=(Subprocess&& o) noexcept;
+  ~Subprocess();  // Kill(SIGKILL) if still running
+
+  pid_t pid() const { return pid_; }
+  bool Running();
+  void Signal(int sig);
+  // Sends `sig`, waits up to `grace`, then SIGKILL. Returns the exit status.
+  int Stop(int sig, std::chrono::milliseconds grace);
+
+ private:
+  explicit Subprocess(pid_t pid) : pid_(pid) {}
+  pid_t pid_ = -1;
+  int status_ = 0;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+Result<int> FreeLoopbackPort();
+
+// Whether something accepts TCP connections on 127.0.0.1:port.
+bool PortAcceptsConnections(int port);
+
+}  // namespace shoal

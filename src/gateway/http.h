@@ -1,0 +1,42 @@
+// Plain HTTP request/response values passed between the Beast server and the
+// route handlers, so that only http_server.cc includes Beast (a Beast
+// translation unit takes ~10 s to compile here).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace shoal::gateway {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query string, percent-decoded
+  std::string content_type;
+  std::string accept;
+  std::string timeout_ms;  // X-Shoal-Timeout-Ms
+  std::string body;
+  SteadyClock::time_point received = SteadyClock::now();
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Hands the response back to the connection. Call exactly once, from any thread.
+using Responder = std::function<void(HttpResponse)>;
+
+HttpResponse JsonResponse(int status, std::string body);
+// The error contract: status from the code, JSON error body, Retry-After
+// where the code asks for it.
+HttpResponse ErrorResponse(const Status& status, std::string_view request_id);
+
+}  // namespace shoal::gateway

@@ -1,0 +1,230 @@
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
+
+#include "gateway/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "wire/errors.h"
+
+namespace shoal::gateway {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+using asio::use_awaitable;
+
+constexpr auto kIdleTimeout = std::chrono::seconds(120);
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The path of a request target, percent-decoded, without the query.
+std::string DecodePath(std::string_view target) {
+  target = target.substr(0, target.find('?'));
+  std::string out;
+  out.reserve(target.size());
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == '%' && i + 2 < target.size()) {
+      const int hi = HexDigit(target[i + 1]), lo = HexDigit(target[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(target[i]);
+  }
+  return out;
+}
+
+// Where a connection waits for its response: the Responder posts the
+// response here and cancels the timer the coroutine is waiting on.
+struct ResponseSlot {
+  explicit ResponseSlot(asio::any_io_executor ex) : timer(ex) {
+    timer.expires_at(asio::steady_timer::time_point::max());
+  }
+  asio::steady_timer timer;
+  std::optional<HttpResponse> response;
+};
+
+http::response<http::string_body> ToBeast(HttpResponse&& r, unsigned version, bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+  res.set(http::field::server, "shoal");
+  res.set(http::field::content_type, r.content_type);
+  for (auto& [k, v] : r.headers) res.set(k, v);
+  res.keep_alive(keep_alive);
+  res.body() = std::move(r.body);
+  res.prepare_payload();
+  return res;
+}
+
+class BeastServer final : public HttpServer {
+ public:
+  BeastServer(const HttpServerOptions& options, Handler handler)
+      : options_(options), handler_(std::move(handler)) {}
+
+  ~BeastServer() override { Stop(); }
+
+  Status Listen() {
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(options_.host, ec);
+    if (ec) return InvalidInput("bad listen address '" + options_.host + "'");
+    int port = options_.port;
+    const int n = std::max(1, options_.io_threads);
+    for (int i = 0; i < n; ++i) {
+      auto ctx = std::make_unique<asio::io_context>(1);
+      auto acceptor = std::make_unique<tcp::acceptor>(*ctx);
+      tcp::endpoint ep(address, static_cast<unsigned short>(port));
+      acceptor->open(ep.protocol(), ec);
+      if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+      if (!ec) {
+        int one = 1;
+        ::setsockopt(acceptor->native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+        acceptor->bind(ep, ec);
+      }
+      if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) {
+        return Status(Code::kInternal, "cannot listen on " + options_.host + ":" +
+                                           std::to_string(port) + ": " + ec.message());
+      }
+      port = acceptor->local_endpoint().port();  // port 0 resolved once, shared by all
+      contexts_.push_back(std::move(ctx));
+      acceptors_.push_back(std::move(acceptor));
+    }
+    port_ = port;
+    for (size_t i = 0; i < contexts_.size(); ++i) {
+      asio::co_spawn(*contexts_[i], Accept(*acceptors_[i]), asio::detached);
+      threads_.emplace_back([ctx = contexts_[i].get()] { ctx->run(); });
+    }
+    return Status::Ok();
+  }
+
+  int port() const override { return port_; }
+
+  void StopAccepting() override {
+    for (size_t i = 0; i < acceptors_.size(); ++i) {
+      asio::post(*contexts_[i], [a = acceptors_[i].get()] {
+        boost::system::error_code ec;
+        a->close(ec);
+      });
+    }
+  }
+
+  void Stop() override {
+    for (auto& ctx : contexts_) ctx->stop();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+    threads_.clear();
+    acceptors_.clear();
+    contexts_.clear();
+  }
+
+ private:
+  awaitable<void> Accept(tcp::acceptor& acceptor) {
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
+      if (ec) {
+        if (!acceptor.is_open()) co_return;
+        continue;  // e.g. EMFILE: try again
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      asio::co_spawn(acceptor.get_executor(), Session(std::move(socket)), asio::detached);
+    }
+  }
+
+  awaitable<void> WriteError(beast::tcp_stream& stream, const Status& status) {
+    auto res = ToBeast(ErrorResponse(status, ""), 11, false);
+    boost::system::error_code ec;
+    co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+  }
+
+  awaitable<void> Session(tcp::socket socket) {
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    boost::system::error_code ec;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(options_.max_body_bytes);
+      stream.expires_after(kIdleTimeout);
+      co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      if (ec == http::error::body_limit) {
+        co_await WriteError(stream, Status(Code::kPayloadTooLarge,
+                                           "body over the limit of " +
+                                               std::to_string(options_.max_body_bytes) + " bytes"));
+        break;
+      }
+      if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+          ec == asio::error::eof || ec == asio::error::connection_reset ||
+          ec == asio::error::operation_aborted) {
+        break;
+      }
+      if (ec) {
+        co_await WriteError(stream, InvalidInput("malformed HTTP request: " + ec.message()));
+        break;
+      }
+      stream.expires_never();  // the request's own deadline bounds the wait
+
+      auto& req = parser.get();
+      const bool keep_alive = req.keep_alive();
+      const unsigned version = req.version();
+      HttpRequest r;
+      r.method = std::string(req.method_string());
+      r.path = DecodePath(std::string_view(req.target().data(), req.target().size()));
+      r.content_type = std::string(req[http::field::content_type]);
+      r.accept = std::string(req[http::field::accept]);
+      r.timeout_ms = std::string(req["X-Shoal-Timeout-Ms"]);
+      r.body = std::move(req.body());
+
+      auto slot = std::make_shared<ResponseSlot>(stream.get_executor());
+      handler_(std::move(r), [slot](HttpResponse response) {
+        asio::post(slot->timer.get_executor(), [slot, response = std::move(response)]() mutable {
+          slot->response = std::move(response);
+          slot->timer.cancel();
+        });
+      });
+      if (!slot->response) {
+        co_await slot->timer.async_wait(asio::redirect_error(use_awaitable, ec));
+      }
+      if (!slot->response) break;  // shutting down
+
+      auto res = ToBeast(std::move(*slot->response), version, keep_alive);
+      stream.expires_after(kIdleTimeout);
+      co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+      if (ec || !keep_alive) break;
+    }
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  HttpServerOptions options_;
+  Handler handler_;
+  int port_ = 0;
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                      Handler handler) {
+  auto server = std::make_unique<BeastServer>(options, std::move(handler));
+  SHOAL_RETURN_IF_ERROR(server->Listen());
+  return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+}  // namespace shoal::gateway

@@ -1,0 +1,59 @@
+#include "gateway/inprocess_dispatcher.h"
+
+#include "gateway/responses.h"
+#include "wire/work_message.h"
+
+namespace shoal::gateway {
+
+Result<Model*> InProcessDispatcher::ModelFor(const ModelSpec& spec) {
+  std::lock_guard lock(mu_);
+  auto it = models_.find(spec.id);
+  if (it != models_.end()) return it->second.get();
+  Runtime* runtime = FindRuntime(spec.runtime);
+  if (!runtime) return Status(Code::kModelLoadFailed, "no runtime '" + spec.runtime + "'");
+  auto model = runtime->Load(spec);
+  if (!model.ok()) return Status(Code::kModelLoadFailed, model.status().message());
+  Model* raw = model->get();
+  models_.emplace(spec.id, std::move(model).value());
+  return raw;
+}
+
+void InProcessDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
+  auto model = ModelFor(*p->model);
+  if (!model.ok()) {
+    table_->Finish(*p, ErrorResponse(model.status(), p->id));
+    return;
+  }
+  const auto& items = p->request.items;
+  std::vector<EncodeInput> inputs(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (Status s = wire::DecodeTextItem(items[i].payload, &inputs[i].text); !s.ok()) {
+      table_->Finish(*p, ItemErrorResponse(*p, i, s));
+      return;
+    }
+    inputs[i].truncate = p->request.options.truncate;
+    inputs[i].normalize = p->request.options.normalize;
+  }
+  std::vector<EncodeOutput> outputs(inputs.size());
+  const auto t0 = SteadyClock::now();
+  Status s = (*model)->Encode(inputs, outputs);
+  const int64_t inference_us = MicrosSince(t0);
+  if (!s.ok()) {
+    table_->Finish(*p, ErrorResponse(Status(Code::kInferenceError, s.message()), p->id));
+    return;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].status.ok()) {
+      table_->Finish(*p, ItemErrorResponse(*p, i, outputs[i].status));
+      return;
+    }
+    ItemResult& r = p->results[i];
+    r.filled = true;
+    wire::AppendDenseResult(outputs[i].dense.data(), outputs[i].dense.size(), &r.payload);
+    r.tokens = outputs[i].tokens;
+    r.inference_us = inference_us;
+  }
+  table_->Finish(*p, ComposeEncodeResponse(*p));
+}
+
+}  // namespace shoal::gateway

@@ -1,0 +1,127 @@
+#include "gateway/responses.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "wire/json_writer.h"
+#include "wire/msgpack_writer.h"
+#include "wire/transcode.h"
+#include "wire/work_message.h"
+
+namespace shoal::gateway {
+namespace {
+
+std::string Millis(int64_t us) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f", static_cast<double>(us) / 1000.0);
+  return buf;
+}
+
+Result<std::string> MsgpackBody(const PendingRequest& p, uint64_t tokens) {
+  std::string out;
+  size_t total = 64;
+  for (const auto& r : p.results) total += r.payload.size();
+  out.reserve(total);
+  wire::MsgpackWriter w(&out);
+  w.MapHeader(3);
+  w.Str("model");
+  w.Str(p.model->id);
+  w.Str("items");
+  w.ArrayHeader(static_cast<uint32_t>(p.results.size()));
+  for (const auto& r : p.results) w.Raw(r.payload);
+  w.Str("usage");
+  w.MapHeader(1);
+  w.Str("tokens");
+  w.Uint(tokens);
+  return out;
+}
+
+Result<std::string> JsonBody(const PendingRequest& p, uint64_t tokens) {
+  std::string out;
+  wire::JsonWriter w(&out);
+  w.Raw("{\"model\":");
+  w.String(p.model->id);
+  w.Raw(",\"items\":[");
+  for (size_t i = 0; i < p.results.size(); ++i) {
+    if (i) w.Char(',');
+    SHOAL_RETURN_IF_ERROR(wire::MsgpackToJson(p.results[i].payload, &out));
+  }
+  w.Raw("],\"usage\":{\"tokens\":");
+  w.Int(static_cast<int64_t>(tokens));
+  w.Raw("}}");
+  return out;
+}
+
+Result<std::string> OpenAiBody(const PendingRequest& p, uint64_t tokens) {
+  std::string out;
+  wire::JsonWriter w(&out);
+  w.Raw("{\"object\":\"list\",\"data\":[");
+  std::vector<float> v;
+  for (size_t i = 0; i < p.results.size(); ++i) {
+    if (i) w.Char(',');
+    w.Raw("{\"object\":\"embedding\",\"index\":");
+    w.Int(static_cast<int64_t>(i));
+    w.Raw(",\"embedding\":");
+    v.clear();
+    SHOAL_RETURN_IF_ERROR(wire::ForEachDense(p.results[i].payload, [&](float x) { v.push_back(x); }));
+    if (p.request.base64) {
+      // Little-endian float32 bytes, as OpenAI's base64 encoding_format.
+      out.push_back('"');
+      wire::AppendBase64({reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)}, &out);
+      out.push_back('"');
+    } else {
+      w.Char('[');
+      for (size_t k = 0; k < v.size(); ++k) {
+        if (k) w.Char(',');
+        w.Float(v[k]);
+      }
+      w.Char(']');
+    }
+    w.Char('}');
+  }
+  w.Raw("],\"model\":");
+  w.String(p.model->id);
+  w.Raw(",\"usage\":{\"prompt_tokens\":");
+  w.Int(static_cast<int64_t>(tokens));
+  w.Raw(",\"total_tokens\":");
+  w.Int(static_cast<int64_t>(tokens));
+  w.Raw("}}");
+  return out;
+}
+
+}  // namespace
+
+HttpResponse ItemErrorResponse(const PendingRequest& p, size_t index, const Status& error) {
+  if (p.request.items.size() <= 1) return ErrorResponse(error, p.id);
+  return ErrorResponse(Status(error.code(), "items[" + std::to_string(index) + "]: " + error.message()),
+                       p.id);
+}
+
+HttpResponse ComposeEncodeResponse(const PendingRequest& p) {
+  uint64_t tokens = 0;
+  int64_t queue_us = 0, inference_us = 0;
+  for (const auto& r : p.results) {
+    tokens += r.tokens;
+    queue_us = std::max(queue_us, r.queue_us);
+    inference_us = std::max(inference_us, r.inference_us);
+  }
+  Result<std::string> body = Internal("unknown format");
+  HttpResponse res;
+  switch (p.format) {
+    case ResponseFormat::kMsgpack:
+      body = MsgpackBody(p, tokens);
+      res.content_type = "application/msgpack";
+      break;
+    case ResponseFormat::kJson: body = JsonBody(p, tokens); break;
+    case ResponseFormat::kOpenAi: body = OpenAiBody(p, tokens); break;
+  }
+  if (!body.ok()) return ErrorResponse(body.status(), p.id);
+  res.body = std::move(body).value();
+  res.headers.emplace_back("X-Shoal-Request-Id", p.id);
+  res.headers.emplace_back("X-Shoal-Queue-Ms", Millis(queue_us));
+  res.headers.emplace_back("X-Shoal-Inference-Ms", Millis(inference_us));
+  res.headers.emplace_back("X-Shoal-Total-Ms", Millis(MicrosSince(p.received)));
+  return res;
+}
+
+}  // namespace shoal::gateway

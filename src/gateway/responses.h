@@ -1,0 +1,19 @@
+// The body and timing headers of a finished encode request, in the format
+// the client asked for: MessagePack (results spliced byte for byte), JSON
+// (transcoded), or the OpenAI embeddings shape.
+#pragma once
+
+#include "gateway/http.h"
+#include "gateway/pending.h"
+
+namespace shoal::gateway {
+
+// Call once every slot is filled (the caller holds no lock: results are
+// complete and no longer written).
+HttpResponse ComposeEncodeResponse(const PendingRequest& p);
+
+// The error response for a request one of whose items failed; the message
+// says which item when there is more than one.
+HttpResponse ItemErrorResponse(const PendingRequest& p, size_t index, const Status& error);
+
+}  // namespace shoal::gateway

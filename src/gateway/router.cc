@@ -1,0 +1,144 @@
+#include "gateway/router.h"
+
+#include <charconv>
+
+#include "wire/json_writer.h"
+
+namespace shoal::gateway {
+namespace {
+
+constexpr std::string_view kEncodePrefix = "/v1/encode/";
+
+bool Contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+}  // namespace
+
+Router::Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, Dispatcher* dispatcher,
+               PendingTable* table)
+    : options_(std::move(options)),
+      catalog_(std::move(catalog)),
+      ready_(std::move(ready)),
+      dispatcher_(dispatcher),
+      table_(table) {}
+
+void Router::Handle(HttpRequest&& req, Responder respond) {
+  const std::string_view path = req.path;
+  if (req.method == "POST" && path.starts_with(kEncodePrefix)) {
+    const std::string model(path.substr(kEncodePrefix.size()));
+    return Encode(std::move(req), std::move(respond), Api::kNative, model);
+  }
+  if (req.method == "POST" && path == "/v1/embeddings") {
+    return Encode(std::move(req), std::move(respond), Api::kOpenAi, {});
+  }
+  if (req.method == "GET" && path == "/v1/models") return respond(ListModels());
+  if (req.method == "GET" && path == "/healthz") return respond(JsonResponse(200, "{\"status\":\"ok\"}"));
+  if (req.method == "GET" && path == "/readyz") {
+    return respond(ready_() ? JsonResponse(200, "{\"status\":\"ready\"}")
+                            : ErrorResponse(Status(Code::kNoCapacity, "not ready"), ""));
+  }
+  respond(ErrorResponse(Status(Code::kNotFound, "no route for " + req.method + " " + req.path), ""));
+}
+
+std::shared_ptr<const ModelSpec> Router::FindModel(std::string_view id) const {
+  auto snapshot = catalog_();
+  auto it = snapshot->find(id);
+  return it == snapshot->end() ? nullptr : it->second;
+}
+
+void Router::Encode(HttpRequest&& req, Responder respond, Api api, std::string_view model_id) {
+  auto p = std::make_shared<PendingRequest>();
+  p->seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
+  p->id = options_.gateway_id + "-" + std::to_string(p->seq);
+  p->received = req.received;
+  p->body = std::move(req.body);  // before parsing: items may point into it
+
+  auto fail = [&](const Status& s) { respond(ErrorResponse(s, p->id)); };
+
+  auto timeout = options_.default_timeout;
+  if (!req.timeout_ms.empty()) {
+    int64_t ms = 0;
+    auto r = std::from_chars(req.timeout_ms.data(), req.timeout_ms.data() + req.timeout_ms.size(), ms);
+    if (r.ec != std::errc() || r.ptr != req.timeout_ms.data() + req.timeout_ms.size() || ms < 1 ||
+        ms > options_.max_timeout.count()) {
+      return fail(InvalidInput("X-Shoal-Timeout-Ms: expected milliseconds, 1 to " +
+                               std::to_string(options_.max_timeout.count())));
+    }
+    timeout = std::chrono::milliseconds(ms);
+  }
+
+  const bool json_body = Contains(req.content_type, "json");
+  if (api == Api::kNative) {
+    p->model = FindModel(model_id);
+    if (!p->model) {
+      return fail(Status(Code::kModelNotFound, "model '" + std::string(model_id) + "' is not in the catalog"));
+    }
+    if (!json_body && !req.content_type.empty() && !Contains(req.content_type, "msgpack")) {
+      return fail(InvalidInput("Content-Type: expected application/msgpack or application/json, got '" +
+                               req.content_type + "'"));
+    }
+    Status s = json_body ? wire::ParseEncodeJson(p->body, options_.limits, &p->request)
+                         : wire::ParseEncodeMsgpack(p->body, options_.limits, &p->request);
+    if (!s.ok()) return fail(s);
+    const bool wants_json = Contains(req.accept, "json");
+    const bool wants_msgpack = Contains(req.accept, "msgpack");
+    p->format = wants_json || (json_body && !wants_msgpack) ? ResponseFormat::kJson
+                                                             : ResponseFormat::kMsgpack;
+  } else {
+    if (Status s = wire::ParseOpenAiEmbeddings(p->body, options_.limits, &p->request); !s.ok()) {
+      return fail(s);
+    }
+    p->model = FindModel(p->request.model);
+    if (!p->model) {
+      return fail(Status(Code::kModelNotFound, "model '" + p->request.model + "' is not in the catalog"));
+    }
+    p->format = ResponseFormat::kOpenAi;
+  }
+  if (p->model->task != "encode") {
+    return fail(InvalidInput("model '" + p->model->id + "' does not encode (task: " + p->model->task + ")"));
+  }
+
+  const auto elapsed = SteadyClock::now() - p->received;
+  p->deadline = p->received + timeout;
+  p->deadline_unix_ms =
+      UnixMillis() + std::chrono::duration_cast<std::chrono::milliseconds>(timeout - elapsed).count();
+  p->results.resize(p->request.items.size());
+  p->remaining = p->request.items.size();
+  p->respond = std::move(respond);
+  table_->Insert(p);
+  dispatcher_->Submit(p);
+}
+
+HttpResponse Router::ListModels() const {
+  auto snapshot = catalog_();
+  std::string out;
+  wire::JsonWriter w(&out);
+  w.Raw("{\"object\":\"list\",\"data\":[");
+  bool first = true;
+  for (const auto& [id, spec] : *snapshot) {
+    if (!first) w.Char(',');
+    first = false;
+    w.Raw("{\"id\":");
+    w.String(id);
+    w.Raw(",\"object\":\"model\",\"created\":0,\"owned_by\":\"shoal\",\"shoal\":{\"runtime\":");
+    w.String(spec->runtime);
+    w.Raw(",\"task\":");
+    w.String(spec->task);
+    w.Raw(",\"pool\":");
+    w.String(spec->pool);
+    w.Raw(",\"description\":");
+    w.String(spec->description);
+    w.Raw(",\"max_input_tokens\":");
+    w.Int(spec->max_input_tokens);
+    w.Raw(",\"test_only\":");
+    w.Bool(spec->runtime == "identity");  // not a model: serving-plane measurement
+    w.Raw(",\"serving\":");
+    w.Bool(dispatcher_->HasCapacity(id));
+    w.Raw("}}");
+  }
+  w.Raw("]}");
+  return JsonResponse(200, std::move(out));
+}
+
+}  // namespace shoal::gateway

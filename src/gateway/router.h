@@ -1,0 +1,61 @@
+// Router: the gateway's routes. It does as little as the request allows:
+// finds the model (404), peeks and validates the body into items with a cost
+// estimate (400/413), puts the request in the pending table with its
+// deadline, and hands it to the Dispatcher. Everything after that is the
+// dispatcher's and the sweeper's.
+//
+//   GET  /healthz            the process is up
+//   GET  /readyz             connected, catalog loaded, not draining
+//   GET  /v1/models          OpenAI model list (+ a "shoal" object per model)
+//   POST /v1/encode/{model}  native; MessagePack by default, JSON by Content-Type
+//   POST /v1/embeddings      OpenAI
+//
+// Threading: Handle runs on I/O threads, concurrently; the router's own state
+// is the request counter.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "gateway/dispatcher.h"
+#include "gateway/http.h"
+#include "gateway/pending.h"
+#include "queue/catalog.h"
+
+namespace shoal::gateway {
+
+struct RouterOptions {
+  std::string gateway_id;
+  wire::ParseLimits limits;
+  std::chrono::milliseconds default_timeout{30000};
+  std::chrono::milliseconds max_timeout{600000};
+};
+
+class Router {
+ public:
+  using CatalogFn = std::function<std::shared_ptr<const queue::CatalogSnapshot>()>;
+  using ReadyFn = std::function<bool()>;
+
+  Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, Dispatcher* dispatcher,
+         PendingTable* table);
+
+  void Handle(HttpRequest&& req, Responder respond);
+
+ private:
+  enum class Api { kNative, kOpenAi };
+  void Encode(HttpRequest&& req, Responder respond, Api api, std::string_view model_id);
+  HttpResponse ListModels() const;
+  std::shared_ptr<const ModelSpec> FindModel(std::string_view id) const;
+
+  const RouterOptions options_;
+  const CatalogFn catalog_;
+  const ReadyFn ready_;
+  Dispatcher* dispatcher_;
+  PendingTable* table_;
+  std::atomic<uint64_t> next_seq_{1};
+};
+
+}  // namespace shoal::gateway

@@ -1,0 +1,56 @@
+// The model catalog: the `shoal_models` KV bucket (one key per model id, the
+// value its spec as JSON) and a local, always-current copy of it.
+//
+// Threading: Find/Snapshot are called from any thread (gateway I/O threads,
+// worker executors); updates come from the KvWatch thread. Readers take
+// `mu_` only to copy a shared_ptr to an immutable snapshot; an update builds
+// a new snapshot and swaps it in (copy-on-write), so a reader never sees a
+// half-applied change.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/model_spec.h"
+#include "queue/kv_watch.h"
+#include "queue/nats.h"
+
+namespace shoal::queue {
+
+using CatalogSnapshot = std::map<std::string, std::shared_ptr<const ModelSpec>, std::less<>>;
+
+// Writes (validated) and removes catalog entries.
+Status PutModel(kvStore* models, const ModelSpec& spec);
+Status DeleteModel(kvStore* models, std::string_view id);
+
+class Catalog {
+ public:
+  // Called on the watch thread after every change, with the new snapshot.
+  using OnChange = std::function<void(std::shared_ptr<const CatalogSnapshot>)>;
+
+  // Starts watching; returns once the existing entries are loaded (or after
+  // `timeout_ms`, with an error).
+  static Result<std::unique_ptr<Catalog>> Open(kvStore* models, OnChange on_change,
+                                               int timeout_ms = 5000);
+
+  std::shared_ptr<const ModelSpec> Find(std::string_view id) const;
+  std::shared_ptr<const CatalogSnapshot> Snapshot() const;
+
+ private:
+  Catalog() = default;
+  void Apply(const KvChange& change);
+
+  OnChange on_change_;
+  mutable std::mutex mu_;
+  std::condition_variable ready_cv_;
+  bool ready_ = false;                                // guarded by mu_
+  std::shared_ptr<const CatalogSnapshot> snapshot_;   // guarded by mu_
+  std::unique_ptr<KvWatch> watch_;                    // last: stops first
+};
+
+}  // namespace shoal::queue

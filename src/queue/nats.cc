@@ -1,0 +1,73 @@
+#include "queue/nats.h"
+
+#include "common/log.h"
+
+namespace shoal::queue {
+namespace {
+
+void OnDisconnected(natsConnection* nc, void* closure) {
+  if (natsConnection_IsClosed(nc)) return;  // our own Close, not a failure
+  spdlog::warn("nats: disconnected ({})", static_cast<const char*>(closure));
+}
+void OnReconnected(natsConnection*, void* closure) {
+  spdlog::info("nats: reconnected ({})", static_cast<const char*>(closure));
+}
+void OnError(natsConnection*, natsSubscription*, natsStatus err, void* closure) {
+  spdlog::warn("nats: async error ({}): {}", static_cast<const char*>(closure),
+               natsStatus_GetText(err));
+}
+
+struct OptionsDeleter {
+  void operator()(natsOptions* o) const { natsOptions_Destroy(o); }
+};
+
+}  // namespace
+
+Status FromNats(natsStatus s, std::string_view what) {
+  if (s == NATS_OK) return Status::Ok();
+  std::string msg(what);
+  msg += ": ";
+  msg += natsStatus_GetText(s);
+  const char* last = nats_GetLastError(nullptr);
+  if (last && *last && std::string_view(last) != natsStatus_GetText(s)) {
+    msg += " (";
+    msg += last;
+    msg += ")";
+  }
+  const bool connection = s == NATS_CONNECTION_CLOSED || s == NATS_NO_SERVER ||
+                          s == NATS_CONNECTION_DISCONNECTED || s == NATS_TIMEOUT ||
+                          s == NATS_NO_RESPONDERS;
+  return Status(connection ? Code::kNoCapacity : Code::kInternal, msg);
+}
+
+Result<ConnectionPtr> Connect(const ConnectOptions& options) {
+  natsOptions* raw = nullptr;
+  if (auto s = natsOptions_Create(&raw); s != NATS_OK) return FromNats(s, "nats options");
+  std::unique_ptr<natsOptions, OptionsDeleter> opts(raw);
+  // Callbacks may run until the connection is destroyed, which its owner
+  // controls; one small string per connection is kept for the process.
+  auto* name = new std::string(options.name);  // leaked on purpose: referenced by callbacks
+  natsOptions_SetURL(opts.get(), options.url.c_str());
+  natsOptions_SetName(opts.get(), options.name.c_str());
+  natsOptions_SetSendAsap(opts.get(), true);
+  natsOptions_SetTimeout(opts.get(), options.connect_timeout_ms);
+  natsOptions_SetMaxReconnect(opts.get(), -1);
+  natsOptions_SetReconnectWait(opts.get(), 250);
+  natsOptions_SetRetryOnFailedConnect(opts.get(), options.retry_initial_connect, nullptr, nullptr);
+  natsOptions_SetDisconnectedCB(opts.get(), OnDisconnected, name->data());
+  natsOptions_SetReconnectedCB(opts.get(), OnReconnected, name->data());
+  natsOptions_SetErrorHandler(opts.get(), OnError, name->data());
+  natsConnection* nc = nullptr;
+  if (auto s = natsConnection_Connect(&nc, opts.get()); s != NATS_OK) {
+    return FromNats(s, "connecting to " + options.url);
+  }
+  return ConnectionPtr(nc);
+}
+
+std::string_view Header(natsMsg* msg, const char* key) {
+  const char* v = nullptr;
+  if (natsMsgHeader_Get(msg, key, &v) != NATS_OK || v == nullptr) return {};
+  return v;
+}
+
+}  // namespace shoal::queue

@@ -1,0 +1,41 @@
+#include "queue/nats_server.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <thread>
+
+namespace shoal::queue {
+
+Result<std::unique_ptr<NatsServer>> NatsServer::Start(const NatsServerOptions& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) return Internal("cannot create " + options.data_dir + ": " + ec.message());
+  int port = options.port;
+  if (port == 0) {
+    auto free = FreeLoopbackPort();
+    if (!free.ok()) return free.status();
+    port = *free;
+  }
+  auto process = Subprocess::Spawn(
+      {"nats-server", "--jetstream", "--store_dir", options.data_dir, "--addr", "127.0.0.1",
+       "--port", std::to_string(port)},
+      options.data_dir + "/nats-server.log");
+  if (!process.ok()) return process.status();
+  std::unique_ptr<NatsServer> server(new NatsServer(std::move(process).value(), port));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (!PortAcceptsConnections(port)) {
+    if (!server->process_.Running()) {
+      return Internal("nats-server exited at start; see " + options.data_dir + "/nats-server.log");
+    }
+    if (std::chrono::steady_clock::now() > until) return Internal("nats-server did not start in 15 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return server;
+}
+
+NatsServer::~NatsServer() { Stop(); }
+
+void NatsServer::Stop(std::chrono::milliseconds grace) { process_.Stop(SIGTERM, grace); }
+
+}  // namespace shoal::queue

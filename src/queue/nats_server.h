@@ -1,0 +1,37 @@
+// A local nats-server with JetStream, as `shoal up` and the integration tests
+// run it: loopback only, data under a directory of the caller's.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "common/subprocess.h"
+
+namespace shoal::queue {
+
+struct NatsServerOptions {
+  std::string data_dir;  // JetStream store (and the log file, nats-server.log)
+  int port = 0;          // 0: a free one
+};
+
+class NatsServer {
+ public:
+  // Starts nats-server and waits until it accepts connections.
+  static Result<std::unique_ptr<NatsServer>> Start(const NatsServerOptions& options);
+  ~NatsServer();
+
+  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+  pid_t pid() const { return process_.pid(); }
+
+  // SIGTERM, then SIGKILL after `grace`.
+  void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
+
+ private:
+  NatsServer(Subprocess process, int port) : process_(std::move(process)), port_(port) {}
+  Subprocess process_;
+  int port_;
+};
+
+}  // namespace shoal::queue

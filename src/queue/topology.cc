@@ -1,0 +1,126 @@
+#include "queue/topology.h"
+
+#include <string>
+
+#include "wire/subjects.h"
+
+namespace shoal::queue {
+namespace {
+
+constexpr int64_t kNsPerMs = 1'000'000;
+
+Status JsError(natsStatus s, jsErrCode code, std::string_view what) {
+  Status st = FromNats(s, what);
+  if (code != 0) return Status(st.code(), st.message() + " [js " + std::to_string(code) + "]");
+  return st;
+}
+
+Status AddOrUpdateStream(jsCtx* js, jsStreamConfig* cfg) {
+  jsStreamInfo* si = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  natsStatus s = js_AddStream(&si, js, cfg, nullptr, &code);
+  if (s == NATS_OK) {
+    jsStreamInfo_Destroy(si);
+    return Status::Ok();
+  }
+  if (code != JSStreamNameExistErr) return JsError(s, code, std::string("stream ") + cfg->Name);
+  s = js_UpdateStream(&si, js, cfg, nullptr, &code);
+  if (s != NATS_OK) return JsError(s, code, std::string("updating stream ") + cfg->Name);
+  jsStreamInfo_Destroy(si);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<JsCtxPtr> NewJetStream(natsConnection* nc) {
+  jsOptions opts;
+  jsOptions_Init(&opts);
+  opts.Wait = 5000;
+  jsCtx* js = nullptr;
+  if (auto s = natsConnection_JetStream(&js, nc, &opts); s != NATS_OK) {
+    return FromNats(s, "jetstream context");
+  }
+  return JsCtxPtr(js);
+}
+
+Status EnsureWorkStream(jsCtx* js, std::string_view pool, const StreamLimits& limits) {
+  const std::string name = wire::WorkStreamName(pool);
+  const std::string subject = wire::WorkSubjectFilter(pool);
+  const char* subjects[] = {subject.c_str()};
+  jsStreamConfig cfg;
+  jsStreamConfig_Init(&cfg);
+  cfg.Name = name.c_str();
+  cfg.Subjects = subjects;
+  cfg.SubjectsLen = 1;
+  cfg.Retention = js_WorkQueuePolicy;
+  cfg.Storage = limits.memory_storage ? js_MemoryStorage : js_FileStorage;
+  cfg.MaxMsgs = limits.max_msgs;
+  cfg.MaxBytes = limits.max_bytes;
+  cfg.MaxAge = limits.max_age_ms * kNsPerMs;
+  cfg.Discard = js_DiscardNew;
+  cfg.Duplicates = 120'000 * kNsPerMs;
+  return AddOrUpdateStream(js, &cfg);
+}
+
+Status EnsureDeadLetterStream(jsCtx* js) {
+  const std::string name(wire::kDeadLetterStream);
+  const char* subjects[] = {"shoal.dlq.>"};
+  jsStreamConfig cfg;
+  jsStreamConfig_Init(&cfg);
+  cfg.Name = name.c_str();
+  cfg.Subjects = subjects;
+  cfg.SubjectsLen = 1;
+  cfg.Storage = js_FileStorage;
+  cfg.MaxMsgs = 100'000;
+  cfg.MaxAge = int64_t{7} * 24 * 3600 * 1000 * kNsPerMs;
+  return AddOrUpdateStream(js, &cfg);
+}
+
+Status EnsureConsumer(jsCtx* js, const ModelSpec& spec) {
+  const std::string stream = wire::WorkStreamName(spec.pool);
+  const std::string durable = wire::ConsumerName(spec.id);
+  const std::string filter = wire::WorkSubject(spec.pool, spec.id);
+  jsConsumerConfig cc;
+  jsConsumerConfig_Init(&cc);
+  cc.Durable = durable.c_str();
+  cc.AckPolicy = js_AckExplicit;
+  cc.AckWait = int64_t{spec.queue.ack_wait_ms} * kNsPerMs;
+  cc.MaxDeliver = spec.queue.max_deliver;
+  cc.FilterSubject = filter.c_str();
+  cc.DeliverPolicy = js_DeliverAll;
+  cc.MaxAckPending = 20'000;  // many workers each hold a few batches in flight
+  cc.MaxWaiting = 512;        // outstanding pull requests, across workers
+  jsConsumerInfo* ci = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  natsStatus s = js_AddConsumer(&ci, js, stream.c_str(), &cc, nullptr, &code);
+  if (s == NATS_OK) {
+    jsConsumerInfo_Destroy(ci);
+    return Status::Ok();
+  }
+  if (code != JSConsumerNameExistErr && code != JSConsumerExistingActiveErr) {
+    return JsError(s, code, "consumer " + durable + " on " + stream);
+  }
+  s = js_UpdateConsumer(&ci, js, stream.c_str(), &cc, nullptr, &code);
+  if (s != NATS_OK) return JsError(s, code, "updating consumer " + durable);
+  jsConsumerInfo_Destroy(ci);
+  return Status::Ok();
+}
+
+Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms) {
+  const std::string name(bucket);
+  kvConfig cfg;
+  kvConfig_Init(&cfg);
+  cfg.Bucket = name.c_str();
+  cfg.History = 1;
+  cfg.TTL = ttl_ms * kNsPerMs;  // cnats 3.4 passes TTL through as nanoseconds
+  cfg.StorageType = js_FileStorage;
+  kvStore* kv = nullptr;
+  natsStatus s = js_CreateKeyValue(&kv, js, &cfg);
+  if (s != NATS_OK) {
+    // Created by someone else with another configuration: use it as it is.
+    if (js_KeyValue(&kv, js, name.c_str()) != NATS_OK) return FromNats(s, "kv bucket " + name);
+  }
+  return KvStorePtr(kv);
+}
+
+}  // namespace shoal::queue

@@ -1,0 +1,45 @@
+// The JetStream objects Shoal relies on, created idempotently by whoever needs
+// them first (bootstrap, gateways, workers): every Ensure* call succeeds when
+// the object already exists with the same configuration and updates it when
+// the configuration changed.
+//
+//   SHOAL_WORK_<pool>  WorkQueue stream on shoal.work.<pool>.>, file storage,
+//                      discard-new limits (a full stream rejects work, so the
+//                      gateway answers 503 OVERLOADED rather than queueing
+//                      without bound), 2-minute duplicate window.
+//   <model-token>      durable pull consumer per (pool, model), explicit ack,
+//                      AckWait and MaxDeliver from the model's profile.
+//   SHOAL_DLQ          messages that exhausted MaxDeliver (dead letters).
+//   shoal_models       KV: the catalog.
+//   shoal_workers      KV: worker heartbeats, entries age out.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "common/model_spec.h"
+#include "common/status.h"
+#include "queue/nats.h"
+
+namespace shoal::queue {
+
+struct StreamLimits {
+  int64_t max_msgs = 1'000'000;
+  int64_t max_bytes = int64_t{1} << 30;
+  int64_t max_age_ms = 3'600'000;
+  bool memory_storage = false;  // file storage survives a nats-server restart
+};
+
+Result<JsCtxPtr> NewJetStream(natsConnection* nc);
+
+Status EnsureWorkStream(jsCtx* js, std::string_view pool, const StreamLimits& limits);
+Status EnsureConsumer(jsCtx* js, const ModelSpec& spec);
+Status EnsureDeadLetterStream(jsCtx* js);
+
+// Opens a KV bucket, creating it if missing. `ttl_ms` 0 keeps entries forever.
+Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms);
+
+// How long a heartbeat entry lives in shoal_workers when not rewritten.
+inline constexpr int64_t kWorkerEntryTtlMs = 30'000;
+
+}  // namespace shoal::queue

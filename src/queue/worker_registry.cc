@@ -1,0 +1,98 @@
+#include "queue/worker_registry.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+
+namespace shoal::queue {
+
+std::string WorkerInfo::ToJson() const {
+  nlohmann::json o = {{"id", id},           {"host", host},       {"pid", pid},
+                      {"pool", pool},       {"models", models},   {"executors", executors},
+                      {"queued", queued},   {"in_flight", in_flight}, {"ts_ms", ts_ms}};
+  return o.dump();
+}
+
+Result<WorkerInfo> WorkerInfo::Parse(std::string_view json) {
+  try {
+    auto o = nlohmann::json::parse(json);
+    WorkerInfo w;
+    w.id = o.at("id").get<std::string>();
+    w.host = o.value("host", "");
+    w.pid = o.value("pid", 0);
+    w.pool = o.value("pool", "");
+    w.models = o.value("models", std::vector<std::string>{});
+    w.executors = o.value("executors", 0);
+    w.queued = o.value("queued", uint64_t{0});
+    w.in_flight = o.value("in_flight", uint64_t{0});
+    w.ts_ms = o.value("ts_ms", int64_t{0});
+    return w;
+  } catch (const nlohmann::json::exception& e) {
+    return Internal(std::string("bad heartbeat: ") + e.what());
+  }
+}
+
+Status PutHeartbeat(kvStore* workers, const WorkerInfo& info) {
+  const std::string json = info.ToJson();
+  uint64_t rev = 0;
+  return FromNats(
+      kvStore_Put(&rev, workers, info.id.c_str(), json.data(), static_cast<int>(json.size())),
+      "heartbeat");
+}
+
+Status DeleteHeartbeat(kvStore* workers, std::string_view worker_id) {
+  return FromNats(kvStore_Delete(workers, std::string(worker_id).c_str()), "heartbeat delete");
+}
+
+Result<std::unique_ptr<WorkerRegistry>> WorkerRegistry::Open(kvStore* workers,
+                                                             std::chrono::milliseconds stale_after) {
+  std::unique_ptr<WorkerRegistry> r(new WorkerRegistry());
+  r->stale_after_ = stale_after;
+  WorkerRegistry* self = r.get();
+  auto watch = KvWatch::Start(workers, [self](const KvChange& c) { self->Apply(c); }, nullptr);
+  if (!watch.ok()) return watch.status();
+  r->watch_ = std::move(watch).value();
+  return r;
+}
+
+void WorkerRegistry::Apply(const KvChange& change) {
+  std::lock_guard lock(mu_);
+  if (change.deleted) {
+    workers_.erase(change.key);
+    return;
+  }
+  auto info = WorkerInfo::Parse(change.value);
+  if (!info.ok()) {
+    spdlog::warn("workers: ignoring entry '{}': {}", change.key, info.status().message());
+    return;
+  }
+  // An entry replayed at watch start may be old: date it by its own stamp.
+  const int64_t age_ms = std::max<int64_t>(0, UnixMillis() - info->ts_ms);
+  workers_[change.key] = {std::move(info).value(),
+                          SteadyClock::now() - std::chrono::milliseconds(age_ms)};
+}
+
+bool WorkerRegistry::AnyServing(std::string_view model_id) const {
+  const auto now = SteadyClock::now();
+  std::lock_guard lock(mu_);
+  for (const auto& [id, seen] : workers_) {
+    if (!IsLive(seen, now)) continue;
+    for (const auto& m : seen.info.models) {
+      if (m == model_id) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<WorkerInfo> WorkerRegistry::Live() const {
+  const auto now = SteadyClock::now();
+  std::lock_guard lock(mu_);
+  std::vector<WorkerInfo> out;
+  for (const auto& [id, seen] : workers_) {
+    if (IsLive(seen, now)) out.push_back(seen.info);
+  }
+  return out;
+}
+
+}  // namespace shoal::queue

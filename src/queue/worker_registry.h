@@ -1,0 +1,70 @@
+// Worker heartbeats: each worker rewrites its entry in the `shoal_workers` KV
+// bucket every second; gateways (and later, placement) read the set of live
+// workers from a watch on the bucket.
+//
+// nats-server 2.9 ages out a whole bucket's entries (no per-key TTL) and a
+// watcher is not told when an entry ages out, so liveness is decided here: a
+// worker is live while its last heartbeat arrived within `stale_after`.
+//
+// Threading: updates arrive on the KvWatch thread; queries from any thread
+// take `mu_`.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "queue/kv_watch.h"
+#include "queue/nats.h"
+
+namespace shoal::queue {
+
+struct WorkerInfo {
+  std::string id;
+  std::string host;
+  int pid = 0;
+  std::string pool;
+  std::vector<std::string> models;  // models this worker pulls for
+  int executors = 0;
+  uint64_t queued = 0;    // items in its machine-local queue
+  uint64_t in_flight = 0; // items in running batches
+  int64_t ts_ms = 0;      // when the heartbeat was written
+
+  std::string ToJson() const;
+  static Result<WorkerInfo> Parse(std::string_view json);
+};
+
+Status PutHeartbeat(kvStore* workers, const WorkerInfo& info);
+Status DeleteHeartbeat(kvStore* workers, std::string_view worker_id);
+
+inline constexpr auto kHeartbeatInterval = std::chrono::milliseconds(1000);
+
+class WorkerRegistry {
+ public:
+  static Result<std::unique_ptr<WorkerRegistry>> Open(
+      kvStore* workers, std::chrono::milliseconds stale_after = 4 * kHeartbeatInterval);
+
+  // Whether some live worker pulls for `model_id`.
+  bool AnyServing(std::string_view model_id) const;
+  std::vector<WorkerInfo> Live() const;
+
+ private:
+  struct Seen {
+    WorkerInfo info;
+    SteadyClock::time_point at;
+  };
+  WorkerRegistry() = default;
+  void Apply(const KvChange& change);
+  bool IsLive(const Seen& s, SteadyClock::time_point now) const { return now - s.at < stale_after_; }
+
+  std::chrono::milliseconds stale_after_{};
+  mutable std::mutex mu_;
+  std::map<std::string, Seen> workers_;  // guarded by mu_
+  std::unique_ptr<KvWatch> watch_;       // last: stops first
+};
+
+}  // namespace shoal::queue

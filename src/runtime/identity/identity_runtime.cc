@@ -1,0 +1,120 @@
+#include "runtime/identity/identity_runtime.h"
+
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace shoal {
+namespace {
+
+uint64_t Fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+class IdentityModel final : public Model {
+ public:
+  IdentityModel(ModelSpec spec, IdentityOptions opts) : spec_(std::move(spec)), opts_(opts) {}
+
+  const ModelSpec& spec() const override { return spec_; }
+  size_t memory_bytes() const override { return 1 << 20; }
+
+  Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override {
+    uint64_t batch_tokens = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      auto tokens = IdentityTokens(in[i].text);
+      if (tokens.size() > spec_.max_input_tokens) {
+        if (!in[i].truncate) {
+          out[i].status = InvalidInput("input has " + std::to_string(tokens.size()) +
+                                       " tokens, over the model's limit of " +
+                                       std::to_string(spec_.max_input_tokens) +
+                                       "; send \"truncate\": true to cut it");
+          continue;
+        }
+        tokens.resize(spec_.max_input_tokens);
+      }
+      out[i].status = Status::Ok();
+      out[i].tokens = static_cast<uint32_t>(tokens.size());
+      out[i].dense = IdentityVector(tokens, opts_.dim, in[i].normalize);
+      batch_tokens += tokens.size();
+    }
+    // Simulated device time: sleeping, not spinning, as a GPU leaves the CPU free.
+    const uint64_t us = opts_.us_per_batch + opts_.us_per_token * batch_tokens;
+    if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+    return Status::Ok();
+  }
+
+ private:
+  ModelSpec spec_;
+  IdentityOptions opts_;
+};
+
+}  // namespace
+
+std::vector<std::string_view> IdentityTokens(std::string_view text) {
+  std::vector<std::string_view> tokens;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    const size_t start = i;
+    while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    if (i > start) tokens.push_back(text.substr(start, i - start));
+  }
+  if (tokens.empty()) tokens.push_back(std::string_view());  // the empty input is one token
+  return tokens;
+}
+
+std::vector<float> IdentityVector(const std::vector<std::string_view>& tokens, uint32_t dim,
+                                  bool normalize) {
+  uint64_t seed = 0x5348'4f41'4cull;  // "SHOAL"
+  for (auto t : tokens) seed = Fnv1a(t, seed) ^ (seed >> 17);
+  std::vector<float> v(dim);
+  double norm2 = 0;
+  for (uint32_t i = 0; i < dim; ++i) {
+    // Uniform in [-1, 1), 24 bits of the hash.
+    v[i] = static_cast<float>(static_cast<int64_t>(SplitMix64(seed) >> 40) - (1 << 23)) /
+           static_cast<float>(1 << 23);
+    norm2 += static_cast<double>(v[i]) * v[i];
+  }
+  if (normalize && norm2 > 0) {
+    const float inv = static_cast<float>(1.0 / std::sqrt(norm2));
+    for (auto& x : v) x *= inv;
+  }
+  return v;
+}
+
+Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelSpec& spec) {
+  IdentityOptions opts;
+  try {
+    auto o = nlohmann::json::parse(spec.runtime_options_json);
+    auto read = [&](const char* key, uint32_t* v) -> Status {
+      auto it = o.find(key);
+      if (it == o.end()) return Status::Ok();
+      if (!it->is_number_integer() || it->get<int64_t>() < 0) return InvalidInput(std::string("identity.") + key + ": expected a non-negative integer");
+      *v = it->get<uint32_t>();
+      return Status::Ok();
+    };
+    SHOAL_RETURN_IF_ERROR(read("dim", &opts.dim));
+    SHOAL_RETURN_IF_ERROR(read("us_per_token", &opts.us_per_token));
+    SHOAL_RETURN_IF_ERROR(read("us_per_batch", &opts.us_per_batch));
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      if (it.key() != "dim" && it.key() != "us_per_token" && it.key() != "us_per_batch") {
+        return InvalidInput("identity: unknown option '" + it.key() + "'");
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidInput(std::string("identity: bad options: ") + e.what());
+  }
+  if (opts.dim == 0 || opts.dim > 65536) return InvalidInput("identity.dim: must be 1..65536");
+  return std::unique_ptr<Model>(std::make_unique<IdentityModel>(spec, opts));
+}
+
+}  // namespace shoal

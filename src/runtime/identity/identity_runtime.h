@@ -1,0 +1,43 @@
+// The `identity` runtime: deterministic vectors derived from the input text,
+// at a configurable cost, for measuring the serving plane alone. It is not a
+// model and is never a default for real traffic; /v1/models labels it.
+//
+// Profile section:
+//   identity:
+//     dim: 384              # vector length
+//     us_per_token: 0       # simulated device time per token in a batch
+//     us_per_batch: 0       # simulated fixed time per batch
+//
+// Tokens are whitespace-separated words (at least one per input). The vector
+// for a text is a function of its (possibly truncated) token sequence only, so
+// tests can compute the expected output with IdentityVector().
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "runtime/runtime.h"
+
+namespace shoal {
+
+struct IdentityOptions {
+  uint32_t dim = 384;
+  uint32_t us_per_token = 0;
+  uint32_t us_per_batch = 0;
+};
+
+// The words of `text` the identity model counts as tokens.
+std::vector<std::string_view> IdentityTokens(std::string_view text);
+
+// The vector the identity model returns for `tokens` (before normalization
+// when `normalize` is false).
+std::vector<float> IdentityVector(const std::vector<std::string_view>& tokens, uint32_t dim,
+                                  bool normalize);
+
+class IdentityRuntime final : public Runtime {
+ public:
+  std::string_view name() const override { return "identity"; }
+  Result<std::unique_ptr<Model>> Load(const ModelSpec& spec) override;
+};
+
+}  // namespace shoal

@@ -1,0 +1,63 @@
+// Encode requests as the gateway sees them: validated, split into items, each
+// item ready to publish as a work message, with a cost estimate — without
+// decoding more than it needs.
+//
+// Native body (POST /v1/encode/{model}), MessagePack (default) or JSON:
+//   {"items": [{"text": "..."}, ...], "truncate": false, "normalize": true}
+// OpenAI body (POST /v1/embeddings), JSON:
+//   {"model": "...", "input": "..." | ["...", ...],
+//    "encoding_format": "float" | "base64", "user": "..."}
+//
+// A MessagePack item is forwarded byte for byte (a view into the body); a JSON
+// item is re-encoded once into MessagePack in `storage`. Errors name the field:
+// 400 INVALID_INPUT "items[2].text: expected a string, got an integer", or
+// 413 PAYLOAD_TOO_LARGE for an item over the per-item limit.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace shoal::wire {
+
+struct EncodeOptions {
+  bool truncate = false;   // cut inputs over the model's limit instead of failing
+  bool normalize = true;   // unit-length vectors
+};
+
+struct RequestItem {
+  std::string_view payload;  // MessagePack {"text": ...}
+  uint32_t cost = 0;         // estimated tokens
+};
+
+struct EncodeRequest {
+  std::string model;  // OpenAI route only: the body's "model"
+  std::vector<RequestItem> items;
+  EncodeOptions options;
+  bool base64 = false;  // OpenAI encoding_format
+  // JSON items re-encoded as MessagePack; `items` may point into it. Held by
+  // pointer so the views survive a move of the request.
+  std::unique_ptr<std::string> storage;
+};
+
+struct ParseLimits {
+  size_t max_items = 2048;
+  size_t max_item_bytes = 1000 * 1000;
+};
+
+// The cost the gateway puts on an item before any tokenizer has seen it:
+// roughly four bytes of text per token.
+uint32_t EstimateTokens(size_t text_bytes);
+
+// `body` must outlive the request (its items may be views into it).
+Status ParseEncodeMsgpack(std::string_view body, const ParseLimits& limits, EncodeRequest* out);
+
+// `body` may grow in capacity (JSON parsing needs padding after the text).
+Status ParseEncodeJson(std::string& body, const ParseLimits& limits, EncodeRequest* out);
+Status ParseOpenAiEmbeddings(std::string& body, const ParseLimits& limits, EncodeRequest* out);
+
+}  // namespace shoal::wire

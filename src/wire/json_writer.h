@@ -1,0 +1,38 @@
+// JsonWriter: appends JSON text to a std::string. Escaping follows RFC 8259
+// (control characters as \u00XX, '"' and '\\' escaped, UTF-8 passed through);
+// floats print in their shortest round-trip form and non-finite values, which
+// JSON cannot carry, print as null.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace shoal::wire {
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string* out) : out_(out) {}
+
+  void String(std::string_view s);
+  void Float(float v);
+  void Double(double v);
+  void Int(int64_t v);
+  void Bool(bool v) { out_->append(v ? "true" : "false"); }
+  void Null() { out_->append("null"); }
+  void Raw(std::string_view text) { out_->append(text); }
+  void Char(char c) { out_->push_back(c); }
+  // `"key":`
+  void Key(std::string_view k) {
+    String(k);
+    out_->push_back(':');
+  }
+
+ private:
+  std::string* out_;
+};
+
+// Standard base64 (RFC 4648, with padding).
+void AppendBase64(std::string_view bytes, std::string* out);
+
+}  // namespace shoal::wire

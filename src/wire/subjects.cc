@@ -1,0 +1,97 @@
+#include "wire/subjects.h"
+
+#include <cctype>
+
+namespace shoal::wire {
+namespace {
+
+bool IsTokenChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-'; }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+Status ValidateModelId(std::string_view id) {
+  if (id.empty() || id.size() > 128) return InvalidInput("model id must be 1 to 128 characters");
+  if (id.front() == '.' || id.front() == '/') {
+    return InvalidInput("model id must not start with '.' or '/': '" + std::string(id) + "'");
+  }
+  for (char c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '/' &&
+        c != '-') {
+      return InvalidInput("model id may hold only [A-Za-z0-9._/-]: '" + std::string(id) + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidatePoolName(std::string_view pool) {
+  if (pool.empty() || pool.size() > 32) return InvalidInput("pool name must be 1 to 32 characters");
+  for (char c : pool) {
+    if (!std::islower(static_cast<unsigned char>(c)) && !std::isdigit(static_cast<unsigned char>(c)) &&
+        c != '_' && c != '-') {
+      return InvalidInput("pool name may hold only [a-z0-9_-]: '" + std::string(pool) + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string ModelToken(std::string_view model_id) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(model_id.size() + 8);
+  for (char c : model_id) {
+    if (IsTokenChar(c)) {
+      out.push_back(c);
+    } else {
+      const auto b = static_cast<unsigned char>(c);
+      out.push_back('_');
+      out.push_back(kHex[b >> 4]);
+      out.push_back(kHex[b & 15]);
+    }
+  }
+  return out;
+}
+
+Result<std::string> ModelIdFromToken(std::string_view token) {
+  std::string out;
+  for (size_t i = 0; i < token.size(); ++i) {
+    if (token[i] != '_') {
+      if (!IsTokenChar(token[i])) return InvalidInput("bad model token");
+      out.push_back(token[i]);
+      continue;
+    }
+    if (i + 2 >= token.size()) return InvalidInput("bad model token");
+    const int hi = HexValue(token[i + 1]), lo = HexValue(token[i + 2]);
+    if (hi < 0 || lo < 0) return InvalidInput("bad model token");
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+std::string WorkStreamName(std::string_view pool) { return "SHOAL_WORK_" + std::string(pool); }
+
+std::string WorkSubjectFilter(std::string_view pool) {
+  return "shoal.work." + std::string(pool) + ".>";
+}
+
+std::string WorkSubject(std::string_view pool, std::string_view model_id) {
+  return "shoal.work." + std::string(pool) + "." + ModelToken(model_id);
+}
+
+std::string ConsumerName(std::string_view model_id) { return ModelToken(model_id); }
+
+std::string ReplySubject(std::string_view gateway_id, uint64_t request_seq) {
+  return "_INBOX." + std::string(gateway_id) + "." + std::to_string(request_seq);
+}
+
+std::string ReplyWildcard(std::string_view gateway_id) {
+  return "_INBOX." + std::string(gateway_id) + ".>";
+}
+
+}  // namespace shoal::wire

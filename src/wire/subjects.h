@@ -1,0 +1,39 @@
+// Names on the NATS side: streams, subjects, consumers, buckets, inboxes.
+//
+// Model ids such as `org/name-v1.5` contain characters that subjects ('.')
+// and consumer names ('.', '/') cannot, so a model id travels as one token:
+// [A-Za-z0-9-] kept, every other byte written as '_' and two hex digits
+// (`org_2Fname-v1_2E5`). The mapping is reversible and deterministic, so
+// every gateway and worker derives the same names with no coordination.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace shoal::wire {
+
+inline constexpr std::string_view kModelsBucket = "shoal_models";
+inline constexpr std::string_view kWorkersBucket = "shoal_workers";
+inline constexpr std::string_view kDeadLetterStream = "SHOAL_DLQ";
+
+// Model ids: 1..128 bytes of [A-Za-z0-9._/-], not starting with '.' or '/'.
+Status ValidateModelId(std::string_view id);
+// Pool names: 1..32 bytes of [a-z0-9_-].
+Status ValidatePoolName(std::string_view pool);
+
+std::string ModelToken(std::string_view model_id);
+Result<std::string> ModelIdFromToken(std::string_view token);
+
+std::string WorkStreamName(std::string_view pool);            // SHOAL_WORK_<pool>
+std::string WorkSubjectFilter(std::string_view pool);         // shoal.work.<pool>.>
+std::string WorkSubject(std::string_view pool, std::string_view model_id);
+std::string ConsumerName(std::string_view model_id);          // the model token
+
+// Where a gateway collects results: _INBOX.<gateway-id>.<request-id>, and the
+// wildcard it subscribes to.
+std::string ReplySubject(std::string_view gateway_id, uint64_t request_seq);
+std::string ReplyWildcard(std::string_view gateway_id);
+
+}  // namespace shoal::wire

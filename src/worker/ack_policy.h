@@ -1,0 +1,59 @@
+// What a worker tells the client and JetStream about a work message, by
+// failure class — the policy of DESIGN.md in one table:
+//
+//   outcome            reply to the client         JetStream
+//   succeeded          the result                  +ACK
+//   bad input          INVALID_INPUT error         +TERM  (redelivery cannot help)
+//   inference failed   INFERENCE_ERROR error       +TERM
+//   expired            nothing (the gateway has    +ACK   (drop: nobody waits)
+//                      already answered 504)
+//   not served here    nothing                     -NAK after 100 ms (another
+//                      (model left this worker)           worker takes it)
+//   shutting down      nothing                     -NAK now (redeliver at once)
+//   worker crash       —                           nothing: JetStream redelivers
+//                                                  after AckWait
+//
+// Results are published before the ack, so a crash between the two leads to
+// a redelivery whose duplicate result the gateway ignores, never to a lost one.
+// Messages waiting or running longer than half their AckWait get +WPI
+// (in progress) so JetStream does not hand them to another worker meanwhile.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace shoal::worker {
+
+enum class Outcome {
+  kSucceeded,
+  kBadInput,
+  kInferenceFailed,
+  kExpired,
+  kNotServedHere,
+  kShuttingDown,
+};
+
+enum class AckAction { kAck, kTerm, kNak, kInProgress };
+
+struct Disposition {
+  bool reply;  // publish a result or an error to the client
+  AckAction action;
+  std::chrono::milliseconds nak_delay{0};
+};
+
+constexpr Disposition DispositionFor(Outcome o) {
+  switch (o) {
+    case Outcome::kSucceeded: return {true, AckAction::kAck};
+    case Outcome::kBadInput: return {true, AckAction::kTerm};
+    case Outcome::kInferenceFailed: return {true, AckAction::kTerm};
+    case Outcome::kExpired: return {false, AckAction::kAck};
+    case Outcome::kNotServedHere: return {false, AckAction::kNak, std::chrono::milliseconds(100)};
+    case Outcome::kShuttingDown: return {false, AckAction::kNak};
+  }
+  return {false, AckAction::kNak};
+}
+
+// The body JetStream expects on the ack subject for `action`.
+std::string AckBody(AckAction action, std::chrono::milliseconds nak_delay);
+
+}  // namespace shoal::worker

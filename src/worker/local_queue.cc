@@ -1,0 +1,114 @@
+#include "worker/local_queue.h"
+
+namespace shoal::worker {
+
+void LocalQueue::Push(WorkItem item) {
+  {
+    std::lock_guard lock(mu_);
+    item.model->queued.fetch_add(1, std::memory_order_relaxed);
+    by_model_[item.model.get()].push_back(std::move(item));
+    ++count_;
+  }
+  cv_.notify_one();
+}
+
+std::vector<WorkItem> LocalQueue::TakeBatch() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (EmptyLocked()) {
+      if (closed_) return {};
+      cv_.wait(lock);
+      continue;
+    }
+    // The model whose oldest item has waited longest.
+    std::deque<WorkItem>* items = nullptr;
+    for (auto& [model, q] : by_model_) {
+      if (q.empty()) continue;
+      if (!items || q.front().received < items->front().received) items = &q;
+    }
+    const BatchingSpec& limits = items->front().model->spec->batching;
+
+    size_t n = 0;
+    uint64_t tokens = 0;
+    bool full = false;
+    for (const WorkItem& it : *items) {
+      if (n == limits.max_batch_requests || (n > 0 && tokens + it.cost > limits.max_batch_tokens)) {
+        full = true;
+        break;
+      }
+      tokens += it.cost;
+      ++n;
+    }
+    if (!full && !closed_ && limits.max_batch_wait_ms > 0) {
+      const auto until = items->front().received + std::chrono::milliseconds(limits.max_batch_wait_ms);
+      if (SteadyClock::now() < until) {
+        cv_.wait_until(lock, until);
+        continue;  // re-evaluate: more items, another model, or time is up
+      }
+    }
+
+    std::vector<WorkItem> batch;
+    batch.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      batch.push_back(std::move(items->front()));
+      items->pop_front();
+    }
+    count_ -= n;
+    auto* model = batch.front().model.get();
+    model->queued.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
+    model->in_flight.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+    if (items->empty()) by_model_.erase(model);
+    if (!EmptyLocked()) cv_.notify_one();  // another executor may start the rest
+    return batch;
+  }
+}
+
+void LocalQueue::Close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
+std::vector<WorkItem> LocalQueue::TakeAll() {
+  std::lock_guard lock(mu_);
+  std::vector<WorkItem> out;
+  for (auto& [model, q] : by_model_) {
+    for (auto& it : q) {
+      it.model->queued.fetch_sub(1, std::memory_order_relaxed);
+      out.push_back(std::move(it));
+    }
+  }
+  by_model_.clear();
+  count_ = 0;
+  return out;
+}
+
+std::vector<WorkItem> LocalQueue::TakeAllFor(const ServedModel* model) {
+  std::lock_guard lock(mu_);
+  std::vector<WorkItem> out;
+  auto found = by_model_.find(model);
+  if (found == by_model_.end()) return out;
+  for (auto& it : found->second) {
+    it.model->queued.fetch_sub(1, std::memory_order_relaxed);
+    out.push_back(std::move(it));
+  }
+  count_ -= found->second.size();
+  by_model_.erase(found);
+  return out;
+}
+
+void LocalQueue::ForEach(const std::function<void(WorkItem&)>& fn) {
+  std::lock_guard lock(mu_);
+  for (auto& [model, q] : by_model_) {
+    for (auto& it : q) fn(it);
+  }
+}
+
+size_t LocalQueue::size() const {
+  std::lock_guard lock(mu_);
+  return count_;
+}
+
+}  // namespace shoal::worker

@@ -1,0 +1,58 @@
+// LocalQueue: the machine-local queue of one worker process. The pull
+// subscriber pushes delivered work in; executors (one per device) take
+// batches out. Items that one executor cannot start stay here for another,
+// with no network hop.
+//
+// Batching (the simple cost-bounded batcher): an executor takes the model
+// whose oldest item has waited longest, then that model's items in arrival
+// order while they fit its profile's max_batch_requests and max_batch_tokens
+// (the first item always fits, so an oversize item runs alone). If the batch
+// is not full and the profile has max_batch_wait_ms, it waits until the
+// oldest item has waited that long, or the batch fills.
+//
+// Threading: all methods are thread-safe; `mu_` guards everything.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "worker/work_item.h"
+
+namespace shoal::worker {
+
+class LocalQueue {
+ public:
+  void Push(WorkItem item);
+
+  // Blocks until a batch is ready. Returns an empty batch once the queue is
+  // closed and empty.
+  std::vector<WorkItem> TakeBatch();
+
+  // Wakes all takers; TakeBatch hands out what is left without waiting, then
+  // returns empty.
+  void Close();
+
+  // Removes every waiting item (for shutdown, or a model that left).
+  std::vector<WorkItem> TakeAll();
+  std::vector<WorkItem> TakeAllFor(const ServedModel* model);
+
+  // Calls `fn` on every waiting item, under the lock (keep it short).
+  void ForEach(const std::function<void(WorkItem&)>& fn);
+
+  size_t size() const;
+
+ private:
+  bool EmptyLocked() const { return count_ == 0; }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<const ServedModel*, std::deque<WorkItem>> by_model_;  // guarded by mu_
+  size_t count_ = 0;                                              // guarded by mu_
+  bool closed_ = false;                                           // guarded by mu_
+};
+
+}  // namespace shoal::worker

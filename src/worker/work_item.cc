@@ -1,0 +1,33 @@
+#include "worker/work_item.h"
+
+#include "wire/work_message.h"
+
+namespace shoal::worker {
+
+Status ParseWorkItem(queue::MsgPtr msg, std::shared_ptr<ServedModel> model, uint64_t delivered,
+                     WorkItem* out) {
+  using queue::Header;
+  natsMsg* m = msg.get();
+  out->payload = queue::Payload(m);
+  out->request_id = Header(m, wire::kHeaderRequestId);
+  out->reply = Header(m, wire::kHeaderReply);
+  const char* ack = natsMsg_GetReply(m);
+  out->ack = ack ? ack : "";
+  uint64_t v = 0;
+  if (wire::ParseU64(Header(m, wire::kHeaderItem), &v)) out->index = static_cast<uint32_t>(v);
+  if (wire::ParseU64(Header(m, wire::kHeaderCost), &v)) out->cost = static_cast<uint32_t>(std::max<uint64_t>(v, 1));
+  if (wire::ParseU64(Header(m, wire::kHeaderDeadline), &v)) out->deadline_ms = static_cast<int64_t>(v);
+  if (wire::ParseU64(Header(m, wire::kHeaderEnqueued), &v)) out->enqueued_us = static_cast<int64_t>(v);
+  out->truncate = Header(m, wire::kHeaderTruncate) == "1";
+  out->normalize = Header(m, wire::kHeaderNormalize) != "0";
+  out->delivered = delivered;
+  out->received = out->last_progress = SteadyClock::now();
+  out->model = std::move(model);
+  out->msg = std::move(msg);
+  if (out->reply.empty() || out->ack.empty()) {
+    return InvalidInput("work message without Shoal-Reply or ack subject");
+  }
+  return Status::Ok();
+}
+
+}  // namespace shoal::worker

@@ -1,0 +1,267 @@
+#include "worker/worker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/ids.h"
+#include "common/log.h"
+#include "wire/subjects.h"
+
+namespace shoal::worker {
+
+Result<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options) {
+  if (options.id.empty()) {
+    options.id = HostName() + "-" + std::to_string(getpid()) + "-" + RandomToken(4);
+  }
+  SHOAL_RETURN_IF_ERROR(wire::ValidatePoolName(options.pool));
+  if (options.executors < 1) return InvalidInput("executors: at least 1");
+  std::unique_ptr<Worker> w(new Worker(std::move(options)));
+  SHOAL_RETURN_IF_ERROR(w->Init());
+  return w;
+}
+
+Worker::Worker(WorkerOptions options) : options_(std::move(options)) {}
+
+Status Worker::Init() {
+  auto nc = queue::Connect({.url = options_.nats_url, .name = "shoal-worker " + options_.id});
+  if (!nc.ok()) return nc.status();
+  nc_ = std::move(nc).value();
+  auto js = queue::NewJetStream(nc_.get());
+  if (!js.ok()) return js.status();
+  js_ = std::move(js).value();
+  auto models = queue::OpenBucket(js_.get(), wire::kModelsBucket, 0);
+  if (!models.ok()) return models.status();
+  models_kv_ = std::move(models).value();
+  auto workers = queue::OpenBucket(js_.get(), wire::kWorkersBucket, queue::kWorkerEntryTtlMs);
+  if (!workers.ok()) return workers.status();
+  workers_kv_ = std::move(workers).value();
+  SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStream(js_.get(), options_.pool, options_.stream_limits));
+
+  runner_ = std::make_unique<BatchRunner>(nc_.get(), options_.id);
+  pull_ = std::make_unique<queue::PullSubscriber>(
+      nc_.get(), "_SHOAL.pull." + options_.id,
+      [this](int slot, queue::MsgPtr msg, uint64_t delivered) {
+        OnDelivered(slot, std::move(msg), delivered);
+      },
+      options_.pull);
+  SHOAL_RETURN_IF_ERROR(pull_->Start());
+  for (int i = 0; i < options_.executors; ++i) {
+    executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { RefillAll(); }));
+  }
+  auto catalog = queue::Catalog::Open(models_kv_.get(), [this](auto snap) { OnCatalog(snap); });
+  if (!catalog.ok()) return catalog.status();
+  catalog_ = std::move(catalog).value();
+  OnCatalog(catalog_->Snapshot());  // the watch may have run it already; it is idempotent
+  keeper_ = std::thread([this] { KeeperLoop(); });
+  spdlog::info("worker {} up: pool {}, {} executor(s), serving {} model(s)", options_.id,
+               options_.pool, options_.executors, ServedModels().size());
+  return Status::Ok();
+}
+
+Worker::~Worker() { Drain(std::chrono::milliseconds(0)); }
+
+bool Worker::Wants(const ModelSpec& spec) const {
+  if (spec.pool != options_.pool) return false;
+  if (!options_.models.empty() &&
+      std::find(options_.models.begin(), options_.models.end(), spec.id) == options_.models.end()) {
+    return false;
+  }
+  return FindRuntime(spec.runtime) != nullptr;
+}
+
+void Worker::OnCatalog(std::shared_ptr<const queue::CatalogSnapshot> snapshot) {
+  std::lock_guard reconcile(reconcile_mu_);
+  if (draining_) return;
+  for (const auto& [id, spec] : *snapshot) {
+    if (!Wants(*spec)) continue;
+    {
+      std::lock_guard lock(models_mu_);
+      auto it = models_.find(id);
+      if (it != models_.end() && it->second->spec->ToJson() == spec->ToJson()) continue;
+    }
+    Serve(spec);
+  }
+  std::vector<std::string> gone;
+  {
+    std::lock_guard lock(models_mu_);
+    for (const auto& [id, served] : models_) {
+      auto it = snapshot->find(id);
+      if (it == snapshot->end() || !Wants(*it->second)) gone.push_back(id);
+    }
+  }
+  for (const auto& id : gone) Retire(id);
+  Heartbeat();
+}
+
+void Worker::Serve(std::shared_ptr<const ModelSpec> spec) {
+  Runtime* runtime = FindRuntime(spec->runtime);
+  const auto t0 = SteadyClock::now();
+  auto model = runtime->Load(*spec);
+  if (!model.ok()) {
+    spdlog::error("worker: cannot load {}: {}", spec->id, model.status().ToString());
+    return;
+  }
+  if (Status s = queue::EnsureConsumer(js_.get(), *spec); !s.ok()) {
+    spdlog::error("worker: no consumer for {}: {}", spec->id, s.ToString());
+    return;
+  }
+  auto served = std::make_shared<ServedModel>();
+  served->spec = spec;
+  served->model = std::move(model).value();
+  served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
+  {
+    std::lock_guard lock(models_mu_);
+    if (auto old = models_.find(spec->id); old != models_.end()) old->second->retired = true;
+    models_[spec->id] = served;
+    if (by_slot_.size() <= static_cast<size_t>(served->slot)) by_slot_.resize(served->slot + 1);
+    by_slot_[served->slot] = served;
+  }
+  spdlog::info("worker: serving {} ({} runtime, loaded in {} ms)", spec->id, spec->runtime,
+               MicrosSince(t0) / 1000);
+  RefillAll();
+}
+
+void Worker::Retire(const std::string& id) {
+  std::shared_ptr<ServedModel> served;
+  {
+    std::lock_guard lock(models_mu_);
+    auto it = models_.find(id);
+    if (it == models_.end()) return;
+    served = it->second;
+    models_.erase(it);
+    by_slot_[served->slot] = nullptr;
+  }
+  served->retired = true;
+  pull_->DisableConsumer(served->slot);
+  for (auto& item : queue_.TakeAllFor(served.get())) runner_->Settle(item, Outcome::kNotServedHere);
+  spdlog::info("worker: no longer serving {}", id);
+}
+
+void Worker::OnDelivered(int slot, queue::MsgPtr msg, uint64_t delivered) {
+  std::shared_ptr<ServedModel> served;
+  {
+    std::lock_guard lock(models_mu_);
+    if (static_cast<size_t>(slot) < by_slot_.size()) served = by_slot_[slot];
+  }
+  WorkItem item;
+  Status s = ParseWorkItem(std::move(msg), served, delivered, &item);
+  if (!served || served->retired) {
+    if (!item.ack.empty()) runner_->Settle(item, Outcome::kNotServedHere);
+    return;
+  }
+  if (!s.ok()) {
+    // Nobody to answer: terminate it so it does not circle forever.
+    spdlog::warn("worker: malformed work message terminated: {}", s.message());
+    if (!item.ack.empty()) {
+      natsConnection_PublishString(nc_.get(), std::string(item.ack).c_str(), "+TERM");
+    }
+    return;
+  }
+  queue_.Push(std::move(item));
+}
+
+void Worker::RefillAll() {
+  std::vector<std::shared_ptr<ServedModel>> served;
+  {
+    std::lock_guard lock(models_mu_);
+    for (const auto& [id, m] : models_) served.push_back(m);
+  }
+  for (const auto& m : served) {
+    const int64_t capacity = 2 * int64_t{options_.executors} * m->spec->batching.max_batch_requests;
+    const int64_t want = capacity - m->queued.load(std::memory_order_relaxed) -
+                         m->in_flight.load(std::memory_order_relaxed);
+    pull_->Refill(m->slot, want);
+  }
+}
+
+void Worker::KeeperLoop() {
+  auto next_heartbeat = SteadyClock::now();
+  while (!stop_keeper_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto now = SteadyClock::now();
+    pull_->Tick();
+    RefillAll();
+    queue_.ForEach([&](WorkItem& it) {
+      if (now - it.last_progress >= std::chrono::milliseconds(it.model->spec->queue.ack_wait_ms / 2)) {
+        runner_->Progress(it);
+        it.last_progress = now;
+      }
+    });
+    for (auto& e : executors_) e->KeepAlive(now);
+    if (now >= next_heartbeat) {
+      Heartbeat();
+      next_heartbeat = now + queue::kHeartbeatInterval;
+    }
+  }
+}
+
+std::vector<std::string> Worker::ServedModels() const {
+  std::lock_guard lock(models_mu_);
+  std::vector<std::string> ids;
+  for (const auto& [id, m] : models_) ids.push_back(id);
+  return ids;
+}
+
+void Worker::Heartbeat() {
+  if (draining_ || !workers_kv_) return;
+  queue::WorkerInfo info;
+  info.id = options_.id;
+  info.host = HostName();
+  info.pid = getpid();
+  info.pool = options_.pool;
+  info.executors = options_.executors;
+  {
+    std::lock_guard lock(models_mu_);
+    for (const auto& [id, m] : models_) {
+      info.models.push_back(id);
+      info.queued += m->queued.load(std::memory_order_relaxed);
+      info.in_flight += m->in_flight.load(std::memory_order_relaxed);
+    }
+  }
+  info.ts_ms = UnixMillis();
+  if (Status s = queue::PutHeartbeat(workers_kv_.get(), info); !s.ok()) {
+    spdlog::debug("worker: heartbeat not written: {}", s.message());
+  }
+}
+
+void Worker::Drain(std::chrono::milliseconds timeout) {
+  if (drained_) return;
+  drained_ = true;
+  draining_ = true;
+  const auto deadline = SteadyClock::now() + timeout;
+  if (pull_) {
+    pull_->StopRefilling();
+    // Let outstanding pull requests run out (served or expired), working on
+    // whatever they still bring.
+    const auto pulls_end = std::min(deadline, SteadyClock::now() + options_.pull.expires +
+                                                  std::chrono::milliseconds(500));
+    while (pull_->TotalCredit() > 0 && SteadyClock::now() < pulls_end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    pull_->Stop();
+  }
+  auto busy = [this] {
+    if (queue_.size() > 0) return true;
+    std::lock_guard lock(models_mu_);
+    for (const auto& [id, m] : models_) {
+      if (m->in_flight.load() > 0) return true;
+    }
+    return false;
+  };
+  while (busy() && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // Hand back what did not start; JetStream redelivers it at once.
+  for (auto& item : queue_.TakeAll()) runner_->Settle(item, Outcome::kShuttingDown);
+  queue_.Close();
+  executors_.clear();  // joins; running batches finish
+  stop_keeper_ = true;
+  if (keeper_.joinable()) keeper_.join();
+  catalog_.reset();
+  if (workers_kv_) queue::DeleteHeartbeat(workers_kv_.get(), options_.id);
+  if (nc_) natsConnection_FlushTimeout(nc_.get(), 2000);
+  spdlog::info("worker {} stopped", options_.id);
+}
+
+}  // namespace shoal::worker

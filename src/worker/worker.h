@@ -1,0 +1,95 @@
+// Worker: pulls work for the models it serves, batches it, runs it.
+//
+//   catalog watch ──▶ load model, ensure its consumer, add a pull slot
+//   pull inbox ─────▶ LocalQueue ──▶ Executors ──▶ results + acks
+//   keeper thread ──▶ pull credit top-up, +WPI for long waits, heartbeats
+//
+// Pull credit per model covers two batches per executor, less what is
+// already queued or running here, so a busy worker does not over-pull and an
+// idle one holds a request open instead of polling.
+//
+// Threading: catalog changes arrive on the catalog watch thread; deliveries
+// on the pull subscription's thread; batches on executor threads; upkeep on
+// the keeper thread. `models_mu_` guards the served-model maps.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "queue/catalog.h"
+#include "queue/nats.h"
+#include "queue/pull_subscriber.h"
+#include "queue/topology.h"
+#include "queue/worker_registry.h"
+#include "worker/batch_runner.h"
+#include "worker/executor.h"
+#include "worker/local_queue.h"
+
+namespace shoal::worker {
+
+struct WorkerOptions {
+  std::string nats_url;
+  std::string pool = "default";
+  // Serve only these model ids (empty: every model of the pool whose runtime
+  // this binary has).
+  std::vector<std::string> models;
+  int executors = 1;
+  std::string id;  // default: <host>-<pid>-<random>
+  queue::PullTiming pull;
+  queue::StreamLimits stream_limits;
+};
+
+class Worker {
+ public:
+  static Result<std::unique_ptr<Worker>> Start(WorkerOptions options);
+  ~Worker();
+
+  // Stops pulling, finishes queued and running work within `timeout`, hands
+  // back (nak) whatever is left, and leaves the worker registry.
+  void Drain(std::chrono::milliseconds timeout);
+
+  const std::string& id() const { return options_.id; }
+  // Model ids this worker is pulling for.
+  std::vector<std::string> ServedModels() const;
+
+ private:
+  explicit Worker(WorkerOptions options);
+  Status Init();
+  void OnCatalog(std::shared_ptr<const queue::CatalogSnapshot> snapshot);
+  void Serve(std::shared_ptr<const ModelSpec> spec);
+  void Retire(const std::string& id);
+  void OnDelivered(int slot, queue::MsgPtr msg, uint64_t delivered);
+  void RefillAll();
+  void KeeperLoop();
+  void Heartbeat();
+  bool Wants(const ModelSpec& spec) const;
+
+  WorkerOptions options_;
+  queue::ConnectionPtr nc_;
+  queue::JsCtxPtr js_;
+  queue::KvStorePtr models_kv_;
+  queue::KvStorePtr workers_kv_;
+  LocalQueue queue_;
+  std::unique_ptr<BatchRunner> runner_;
+  std::unique_ptr<queue::PullSubscriber> pull_;
+  std::vector<std::unique_ptr<Executor>> executors_;
+
+  std::mutex reconcile_mu_;  // one catalog reconciliation at a time
+  mutable std::mutex models_mu_;
+  std::map<std::string, std::shared_ptr<ServedModel>> models_;  // by id; guarded
+  std::vector<std::shared_ptr<ServedModel>> by_slot_;           // guarded
+
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> stop_keeper_{false};
+  std::thread keeper_;
+  std::unique_ptr<queue::Catalog> catalog_;
+  bool drained_ = false;
+};
+
+}  // namespace shoal::worker
