@@ -46,6 +46,12 @@ bool MsgpackReader::DecodeHeader(size_t pos, Header* h) const {
     h->payload_bytes = payload_follows ? h->length : 0;
     return true;
   };
+  // ext 8/16/32: an n-byte length, a type byte, then the data.
+  auto ext = [&](size_t n) {
+    if (avail < 2 + n || !sized(MsgpackType::kExt, n, true)) return false;
+    h->header_bytes += 1;
+    return true;
+  };
   auto fixed = [&](MsgpackType type, size_t payload) {
     h->type = type;
     h->header_bytes = 1;
@@ -63,9 +69,9 @@ bool MsgpackReader::DecodeHeader(size_t pos, Header* h) const {
     case 0xc4: return sized(MsgpackType::kBin, 1, true);
     case 0xc5: return sized(MsgpackType::kBin, 2, true);
     case 0xc6: return sized(MsgpackType::kBin, 4, true);
-    case 0xc7: if (!sized(MsgpackType::kExt, 1, true)) return false; h->header_bytes += 1; return true;
-    case 0xc8: if (!sized(MsgpackType::kExt, 2, true)) return false; h->header_bytes += 1; return true;
-    case 0xc9: if (!sized(MsgpackType::kExt, 4, true)) return false; h->header_bytes += 1; return true;
+    case 0xc7: return ext(1);
+    case 0xc8: return ext(2);
+    case 0xc9: return ext(4);
     case 0xca: return fixed(MsgpackType::kFloat, 4);
     case 0xcb: return fixed(MsgpackType::kFloat, 8);
     case 0xcc: case 0xd0: return fixed(MsgpackType::kInt, 1);
@@ -156,6 +162,12 @@ bool MsgpackReader::ReadDouble(double* v) {
     if (avail < 9) return false;
     uint64_t bits = BigEndian(p + 1, 8);
     std::memcpy(v, &bits, 8);
+    pos_ += 9;
+    return true;
+  }
+  if (p[0] == 0xcf) {  // uint64, possibly above INT64_MAX
+    if (avail < 9) return false;
+    *v = static_cast<double>(BigEndian(p + 1, 8));
     pos_ += 9;
     return true;
   }

@@ -1,0 +1,276 @@
+// Request peeking: the gateway's view of encode bodies, and its error
+// messages, which must name the field at fault.
+#include "wire/encode_request.h"
+
+#include <gtest/gtest.h>
+
+#include <msgpack.hpp>
+
+#include "wire/work_message.h"
+
+namespace shoal::wire {
+namespace {
+
+// Packs a map with msgpack-cxx (an independent encoder).
+class Packer {
+ public:
+  Packer() : pk_(buf_) {}
+  msgpack::packer<msgpack::sbuffer>& operator*() { return pk_; }
+  msgpack::packer<msgpack::sbuffer>* operator->() { return &pk_; }
+  std::string str() const { return std::string(buf_.data(), buf_.size()); }
+
+ private:
+  msgpack::sbuffer buf_;
+  msgpack::packer<msgpack::sbuffer> pk_;
+};
+
+std::string TextsBody(const std::vector<std::string>& texts) {
+  Packer p;
+  p->pack_map(1);
+  p->pack(std::string("items"));
+  p->pack_array(static_cast<uint32_t>(texts.size()));
+  for (const auto& t : texts) {
+    p->pack_map(1);
+    p->pack(std::string("text"));
+    p->pack(t);
+  }
+  return p.str();
+}
+
+std::string ItemText(std::string_view payload) {
+  std::string_view text;
+  EXPECT_TRUE(DecodeTextItem(payload, &text).ok());
+  return std::string(text);
+}
+
+TEST(ParseEncodeMsgpack, ItemsAreViewsOfTheBodyWithCosts) {
+  const std::string body = TextsBody({"hello world", std::string(400, 'a')});
+  EncodeRequest req;
+  ASSERT_TRUE(ParseEncodeMsgpack(body, {}, &req).ok());
+  ASSERT_EQ(req.items.size(), 2u);
+  EXPECT_EQ(ItemText(req.items[0].payload), "hello world");
+  EXPECT_EQ(req.items[1].payload.data() >= body.data() &&
+                req.items[1].payload.data() < body.data() + body.size(),
+            true)
+      << "zero-copy: the item points into the body";
+  EXPECT_EQ(req.items[0].cost, EstimateTokens(11));
+  EXPECT_EQ(req.items[1].cost, 101u);
+  EXPECT_FALSE(req.options.truncate);
+  EXPECT_TRUE(req.options.normalize);
+}
+
+TEST(ParseEncodeMsgpack, ReadsOptions) {
+  Packer p;
+  p->pack_map(3);
+  p->pack(std::string("truncate"));
+  p->pack(true);
+  p->pack(std::string("items"));
+  p->pack_array(1);
+  p->pack_map(1);
+  p->pack(std::string("text"));
+  p->pack(std::string("x"));
+  p->pack(std::string("normalize"));
+  p->pack(false);
+  EncodeRequest req;
+  ASSERT_TRUE(ParseEncodeMsgpack(p.str(), {}, &req).ok());
+  EXPECT_TRUE(req.options.truncate);
+  EXPECT_FALSE(req.options.normalize);
+}
+
+struct BadCase {
+  std::string name;
+  std::string body;
+  Code code;
+  std::string message_part;
+};
+
+TEST(ParseEncodeMsgpack, NamesTheFieldAtFault) {
+  std::vector<BadCase> cases;
+  cases.push_back({"empty", "", Code::kInvalidInput, "body: empty"});
+  cases.push_back({"not a map", "\x93\x01\x02\x03", Code::kInvalidInput, "body: expected a map, got an array"});
+  {
+    Packer p;
+    p->pack_map(1);
+    p->pack(std::string("items"));
+    p->pack(std::string("oops"));
+    cases.push_back({"items not array", p.str(), Code::kInvalidInput, "items: expected an array, got a string"});
+  }
+  {
+    Packer p;
+    p->pack_map(1);
+    p->pack(std::string("items"));
+    p->pack_array(2);
+    p->pack_map(1);
+    p->pack(std::string("text"));
+    p->pack(std::string("ok"));
+    p->pack_map(1);
+    p->pack(std::string("text"));
+    p->pack(42);
+    cases.push_back({"text not string", p.str(), Code::kInvalidInput, "items[1].text: expected a string, got an integer"});
+  }
+  {
+    Packer p;
+    p->pack_map(1);
+    p->pack(std::string("items"));
+    p->pack_array(1);
+    p->pack_map(0);
+    cases.push_back({"text missing", p.str(), Code::kInvalidInput, "items[0].text: missing"});
+  }
+  {
+    Packer p;
+    p->pack_map(1);
+    p->pack(std::string("items"));
+    p->pack_array(0);
+    cases.push_back({"no items", p.str(), Code::kInvalidInput, "items: must hold at least one item"});
+  }
+  {
+    Packer p;
+    p->pack_map(1);
+    p->pack(std::string("normalise"));
+    p->pack(true);
+    cases.push_back({"unknown field", p.str(), Code::kInvalidInput, "unknown field 'normalise'"});
+  }
+  {
+    Packer p;
+    p->pack_map(2);
+    p->pack(std::string("items"));
+    p->pack_array(1);
+    p->pack_map(1);
+    p->pack(std::string("text"));
+    p->pack(std::string("x"));
+    p->pack(std::string("truncate"));
+    p->pack(std::string("yes"));
+    cases.push_back({"truncate not bool", p.str(), Code::kInvalidInput, "truncate: expected a boolean, got a string"});
+  }
+  cases.push_back({"items missing", "\x80", Code::kInvalidInput, "items: missing"});
+  {
+    std::string body = TextsBody({"abc"});
+    body.push_back('\x01');
+    cases.push_back({"trailing", body, Code::kInvalidInput, "trailing bytes"});
+  }
+  {
+    std::string body = TextsBody({"abcdef"});
+    body.pop_back();
+    cases.push_back({"truncated", body, Code::kInvalidInput, "items[0].text"});
+  }
+  for (const auto& c : cases) {
+    EncodeRequest req;
+    Status s = ParseEncodeMsgpack(c.body, {}, &req);
+    EXPECT_EQ(s.code(), c.code) << c.name << ": " << s.ToString();
+    EXPECT_NE(s.message().find(c.message_part), std::string::npos) << c.name << ": " << s.message();
+  }
+}
+
+TEST(ParseEncodeMsgpack, LimitsItemsAndItemSize) {
+  ParseLimits limits;
+  limits.max_items = 3;
+  limits.max_item_bytes = 100;
+  EncodeRequest req;
+  Status s = ParseEncodeMsgpack(TextsBody({"a", "b", "c", "d"}), limits, &req);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("at most 3"), std::string::npos);
+  s = ParseEncodeMsgpack(TextsBody({"a", std::string(200, 'b')}), limits, &req);
+  EXPECT_EQ(s.code(), Code::kPayloadTooLarge);
+  EXPECT_NE(s.message().find("items[1]"), std::string::npos) << s.message();
+}
+
+TEST(ParseEncodeJson, ReencodesItemsAsMsgpack) {
+  std::string body = R"({"items":[{"text":"caf\u00e9 \"q\""},{"text":""}],"truncate":true})";
+  EncodeRequest req;
+  ASSERT_TRUE(ParseEncodeJson(body, {}, &req).ok());
+  ASSERT_EQ(req.items.size(), 2u);
+  EXPECT_EQ(ItemText(req.items[0].payload), "café \"q\"");
+  EXPECT_EQ(ItemText(req.items[1].payload), "");
+  EXPECT_TRUE(req.options.truncate);
+  // The views survive moving the request.
+  EncodeRequest moved = std::move(req);
+  EXPECT_EQ(ItemText(moved.items[0].payload), "café \"q\"");
+}
+
+TEST(ParseEncodeJson, NamesTheFieldAtFault) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "body: empty"},
+      {"[1,2]", "body: expected a JSON object"},
+      {"{\"items\": 3}", "items: expected an array, got a number"},
+      {"{\"items\": [\"x\"]}", "items[0]: expected an object, got a string"},
+      {"{\"items\": [{\"text\": null}]}", "items[0].text: expected a string, got null"},
+      {"{\"items\": [{\"txt\": \"a\"}]}", "items[0]: unknown field 'txt'"},
+      {"{\"items\": [{}]}", "items[0].text: missing"},
+      {"{\"items\": []}", "items: must hold at least one item"},
+      {"{\"normalize\": 1, \"items\": [{\"text\":\"a\"}]}", "normalize: expected a boolean, got a number"},
+      {"{\"items\": [{\"text\": \"a\"}", "malformed JSON"},
+      {"{\"items\": [{\"text\": \"a\"}]} x", "malformed JSON"},
+      {"{}", "items: missing"},
+  };
+  for (const auto& [body_text, want] : cases) {
+    std::string body = body_text;
+    EncodeRequest req;
+    Status s = ParseEncodeJson(body, {}, &req);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << body_text;
+    EXPECT_NE(s.message().find(want), std::string::npos) << body_text << " -> " << s.message();
+  }
+}
+
+TEST(ParseOpenAiEmbeddings, StringOrArrayInput) {
+  std::string one = R"({"model":"m/1","input":"hello","encoding_format":"base64","user":"u"})";
+  EncodeRequest req;
+  ASSERT_TRUE(ParseOpenAiEmbeddings(one, {}, &req).ok());
+  EXPECT_EQ(req.model, "m/1");
+  ASSERT_EQ(req.items.size(), 1u);
+  EXPECT_EQ(ItemText(req.items[0].payload), "hello");
+  EXPECT_TRUE(req.base64);
+
+  std::string many = R"({"input":["a","b","c"],"model":"m"})";
+  EncodeRequest req2;
+  ASSERT_TRUE(ParseOpenAiEmbeddings(many, {}, &req2).ok());
+  ASSERT_EQ(req2.items.size(), 3u);
+  EXPECT_EQ(ItemText(req2.items[2].payload), "c");
+  EXPECT_FALSE(req2.base64);
+}
+
+TEST(ParseOpenAiEmbeddings, Errors) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"input":"x"})", "model: missing"},
+      {R"({"model":"m"})", "input: missing"},
+      {R"({"model":"m","input":[1,2,3]})", "token-id inputs are not supported"},
+      {R"({"model":"m","input":[[1,2]]})", "token-id inputs are not supported"},
+      {R"({"model":"m","input":[]})", "input: must hold at least one item"},
+      {R"({"model":"m","input":{"a":1}})", "input: expected a string or an array of strings"},
+      {R"({"model":"m","input":"x","encoding_format":"int8"})", "encoding_format: must be"},
+      {R"({"model":"m","input":"x","dimensions":64})", "dimensions: not supported"},
+      {R"({"model":7,"input":"x"})", "model: expected a string"},
+  };
+  for (const auto& [body_text, want] : cases) {
+    std::string body = body_text;
+    EncodeRequest req;
+    Status s = ParseOpenAiEmbeddings(body, {}, &req);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << body_text;
+    EXPECT_NE(s.message().find(want), std::string::npos) << body_text << " -> " << s.message();
+  }
+}
+
+TEST(WorkMessage, DenseResultRoundTrip) {
+  const float v[] = {0.25f, -1.0f, 3.5f};
+  std::string payload;
+  AppendDenseResult(v, 3, &payload);
+  auto h = msgpack::unpack(payload.data(), payload.size());
+  auto m = h.get().as<std::map<std::string, std::vector<float>>>();
+  EXPECT_EQ(m.at("dense"), std::vector<float>({0.25f, -1.0f, 3.5f}));
+  std::vector<float> back;
+  ASSERT_TRUE(ForEachDense(payload, [&](float x) { back.push_back(x); }).ok());
+  EXPECT_EQ(back, std::vector<float>({0.25f, -1.0f, 3.5f}));
+}
+
+TEST(WorkMessage, DecodeTextItemErrors) {
+  std::string_view text;
+  EXPECT_FALSE(DecodeTextItem("\x90", &text).ok());
+  std::string item;
+  AppendTextItem("hi", &item);
+  EXPECT_TRUE(DecodeTextItem(item, &text).ok());
+  EXPECT_EQ(text, "hi");
+  item.push_back('\0');
+  EXPECT_FALSE(DecodeTextItem(item, &text).ok());
+}
+
+}  // namespace
+}  // namespace shoal::wire

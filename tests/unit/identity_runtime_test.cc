@@ -1,0 +1,68 @@
+#include "runtime/identity/identity_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace shoal {
+namespace {
+
+std::unique_ptr<Model> Load(const std::string& extra = "identity: {dim: 16}") {
+  auto spec = ModelSpec::Parse("id: t\nruntime: identity\nmax_input_tokens: 4\n" + extra);
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  auto model = FindRuntime("identity")->Load(*spec);
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  return std::move(model).value();
+}
+
+TEST(IdentityRuntime, DeterministicNormalizedVectorsThatDependOnTheText) {
+  auto m = Load();
+  std::vector<EncodeInput> in = {{"hello world"}, {"hello  world "}, {"hello there"}};
+  std::vector<EncodeOutput> out(3);
+  ASSERT_TRUE(m->Encode(in, out).ok());
+  for (auto& o : out) {
+    ASSERT_TRUE(o.status.ok());
+    ASSERT_EQ(o.dense.size(), 16u);
+    double n = 0;
+    for (float x : o.dense) n += x * x;
+    EXPECT_NEAR(n, 1.0, 1e-5);
+  }
+  EXPECT_EQ(out[0].dense, out[1].dense) << "same tokens, same vector";
+  EXPECT_NE(out[0].dense, out[2].dense);
+  EXPECT_EQ(out[0].tokens, 2u);
+  EXPECT_EQ(out[0].dense, IdentityVector(IdentityTokens("hello world"), 16, true));
+}
+
+TEST(IdentityRuntime, TooLongIsAnErrorUnlessTruncating) {
+  auto m = Load();
+  std::vector<EncodeInput> in = {{"a b c d e f", false}, {"a b c d e f", true}, {"a b c d", false}};
+  std::vector<EncodeOutput> out(3);
+  ASSERT_TRUE(m->Encode(in, out).ok());
+  EXPECT_EQ(out[0].status.code(), Code::kInvalidInput);
+  EXPECT_NE(out[0].status.message().find("6 tokens, over the model's limit of 4"), std::string::npos);
+  ASSERT_TRUE(out[1].status.ok());
+  EXPECT_EQ(out[1].tokens, 4u);
+  EXPECT_EQ(out[1].dense, out[2].dense) << "truncated to the first 4 tokens";
+}
+
+TEST(IdentityRuntime, UnnormalizedVectorsKeepTheirScale) {
+  auto m = Load();
+  std::vector<EncodeInput> in = {{"x", false, false}};
+  std::vector<EncodeOutput> out(1);
+  ASSERT_TRUE(m->Encode(in, out).ok());
+  double n = 0;
+  for (float x : out[0].dense) n += x * x;
+  EXPECT_GT(std::abs(n - 1.0), 1e-3);
+}
+
+TEST(IdentityRuntime, RejectsBadOptions) {
+  auto spec = ModelSpec::Parse("id: t\nruntime: identity\nidentity: {dims: 3}\n");
+  ASSERT_TRUE(spec.ok());
+  auto model = FindRuntime("identity")->Load(*spec);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("unknown option 'dims'"), std::string::npos);
+  EXPECT_EQ(FindRuntime("no-such-runtime"), nullptr);
+}
+
+}  // namespace
+}  // namespace shoal

@@ -1,0 +1,42 @@
+#include "wire/subjects.h"
+
+#include <gtest/gtest.h>
+
+namespace shoal::wire {
+namespace {
+
+TEST(Subjects, ModelIdsBecomeOneSubjectSafeToken) {
+  EXPECT_EQ(ModelToken("org/name-v1.5"), "org_2Fname-v1_2E5");
+  EXPECT_EQ(ModelToken("a_b"), "a_5Fb");
+  for (std::string id : {"org/name-v1.5", "a_b", "x", "BAAI/bge-small-en-v1.5", "_._/"}) {
+    const std::string t = ModelToken(id);
+    EXPECT_EQ(t.find_first_of(".*> /\\"), std::string::npos) << t;
+    auto back = ModelIdFromToken(t);
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, id);
+  }
+  EXPECT_FALSE(ModelIdFromToken("bad_Z").ok());
+  EXPECT_FALSE(ModelIdFromToken("bad_4").ok());
+}
+
+TEST(Subjects, Names) {
+  EXPECT_EQ(WorkStreamName("default"), "SHOAL_WORK_default");
+  EXPECT_EQ(WorkSubject("default", "org/m.1"), "shoal.work.default.org_2Fm_2E1");
+  EXPECT_EQ(WorkSubjectFilter("gpu"), "shoal.work.gpu.>");
+  EXPECT_EQ(ReplySubject("gwabc", 42), "_INBOX.gwabc.42");
+}
+
+TEST(Subjects, Validation) {
+  EXPECT_TRUE(ValidateModelId("org/name-v1.5").ok());
+  EXPECT_FALSE(ValidateModelId("").ok());
+  EXPECT_FALSE(ValidateModelId("/abs").ok());
+  EXPECT_FALSE(ValidateModelId(".hidden").ok());
+  EXPECT_FALSE(ValidateModelId("has space").ok());
+  EXPECT_FALSE(ValidateModelId(std::string(129, 'a')).ok());
+  EXPECT_TRUE(ValidatePoolName("gpu-a100_2").ok());
+  EXPECT_FALSE(ValidatePoolName("GPU").ok());
+  EXPECT_FALSE(ValidatePoolName("a.b").ok());
+}
+
+}  // namespace
+}  // namespace shoal::wire
