@@ -32,6 +32,7 @@ struct ItemResult {
   uint32_t tokens = 0;
   int64_t queue_us = 0;
   int64_t inference_us = 0;
+  uint32_t attempt = 1;  // JetStream deliveries it took
 };
 
 struct PendingRequest {

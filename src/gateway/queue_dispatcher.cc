@@ -163,6 +163,7 @@ void QueueDispatcher::OnResult(PendingRequest& p, natsMsg* msg) {
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderTokens), &v)) r.tokens = static_cast<uint32_t>(v);
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderQueueUs), &v)) r.queue_us = static_cast<int64_t>(v);
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderInferenceUs), &v)) r.inference_us = static_cast<int64_t>(v);
+    if (wire::ParseU64(queue::Header(msg, wire::kHeaderAttempt), &v)) r.attempt = static_cast<uint32_t>(v);
     complete = --p.remaining == 0;
   }
   if (complete && !p.finished) table_->Finish(p, ComposeEncodeResponse(p));

@@ -100,8 +100,10 @@ HttpResponse ItemErrorResponse(const PendingRequest& p, size_t index, const Stat
 HttpResponse ComposeEncodeResponse(const PendingRequest& p) {
   uint64_t tokens = 0;
   int64_t queue_us = 0, inference_us = 0;
+  uint32_t attempts = 1;
   for (const auto& r : p.results) {
     tokens += r.tokens;
+    attempts = std::max(attempts, r.attempt);
     queue_us = std::max(queue_us, r.queue_us);
     inference_us = std::max(inference_us, r.inference_us);
   }
@@ -121,6 +123,8 @@ HttpResponse ComposeEncodeResponse(const PendingRequest& p) {
   res.headers.emplace_back("X-Shoal-Queue-Ms", Millis(queue_us));
   res.headers.emplace_back("X-Shoal-Inference-Ms", Millis(inference_us));
   res.headers.emplace_back("X-Shoal-Total-Ms", Millis(MicrosSince(p.received)));
+  // Above 1 when a worker failed mid-batch and another ran the item again.
+  res.headers.emplace_back("X-Shoal-Attempts", std::to_string(attempts));
   return res;
 }
 

@@ -8,7 +8,8 @@
 //   payload  MessagePack: {"dense": [float32...]} on success, the error
 //            message (UTF-8 text) on failure
 //   headers  Shoal-Item, Shoal-Tokens, Shoal-Queue-Us, Shoal-Inference-Us,
-//            Shoal-Worker, and Shoal-Error (an API code name) on failure.
+//            Shoal-Worker, Shoal-Attempt (JetStream's delivery count: above 1
+//            after a redelivery), and Shoal-Error (an API code name) on failure.
 // The reply subject is _INBOX.<gateway-id>.<request-seq>; JetStream's publish
 // acknowledgements come back on <reply>.ack so one subscription sees both.
 #pragma once
@@ -36,6 +37,7 @@ inline constexpr char kHeaderTokens[] = "Shoal-Tokens";
 inline constexpr char kHeaderQueueUs[] = "Shoal-Queue-Us";
 inline constexpr char kHeaderInferenceUs[] = "Shoal-Inference-Us";
 inline constexpr char kHeaderWorker[] = "Shoal-Worker";
+inline constexpr char kHeaderAttempt[] = "Shoal-Attempt";
 inline constexpr char kHeaderError[] = "Shoal-Error";
 
 inline constexpr char kAckSuffix[] = ".ack";

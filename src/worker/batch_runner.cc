@@ -93,6 +93,7 @@ void BatchRunner::PublishResult(const WorkItem& item, std::string_view payload, 
   natsMsgHeader_Set(m, wire::kHeaderQueueUs, std::to_string(queue_us).c_str());
   natsMsgHeader_Set(m, wire::kHeaderInferenceUs, std::to_string(inference_us).c_str());
   natsMsgHeader_Set(m, wire::kHeaderWorker, worker_id_.c_str());
+  natsMsgHeader_Set(m, wire::kHeaderAttempt, std::to_string(item.delivered).c_str());
   if (natsStatus s = natsConnection_PublishMsg(nc_, m); s != NATS_OK) {
     spdlog::warn("rid={} result not published: {}", item.request_id, natsStatus_GetText(s));
   }

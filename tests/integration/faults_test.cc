@@ -1,0 +1,139 @@
+// Faults: a worker killed mid-batch, clients that hang up, and a clean
+// Ctrl-C of the all-in-one cluster.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "runtime/identity/identity_runtime.h"
+#include "support/http_client.h"
+#include "support/test_cluster.h"
+
+namespace shoal::testing {
+namespace {
+
+TEST(Faults, WorkerKilledMidLoadLosesNothing) {
+  TestCluster cluster;
+  // 20 ms per batch of up to 4, AckWait 1 s: a killed worker's batches come
+  // back to the queue within about a second.
+  cluster.Register(IdentityProfile("test/embed",
+                                   "identity: {dim: 8, us_per_batch: 20000}\n"
+                                   "batching: {max_batch_requests: 4}\n"));
+  Subprocess victim = cluster.SpawnWorker();
+  Subprocess survivor = cluster.SpawnWorker();
+  cluster.WaitForWorkers("test/embed", 2);
+  gateway::GatewayOptions o;
+  o.default_timeout = std::chrono::seconds(30);
+  auto gateway = cluster.StartGateway(o);
+  ASSERT_TRUE(gateway);
+
+  constexpr int kThreads = 12, kPerThread = 25;
+  std::atomic<int> done{0}, correct{0}, retried{0};
+  std::vector<std::string> failures;
+  std::mutex failures_mu;
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kThreads; ++t) {
+    clients.emplace_back([&, t] {
+      HttpClient http(gateway->port());
+      for (int i = 0; i < kPerThread; ++i) {
+        const std::string text = "t" + std::to_string(t) + " i" + std::to_string(i);
+        auto res = http.PostJson("/v1/embeddings", R"({"model":"test/embed","input":")" + text + R"("})");
+        ++done;
+        if (!res.ok() || res->status != 200) {
+          std::lock_guard lock(failures_mu);
+          failures.push_back(res.ok() ? res->body : res.status().ToString());
+          continue;
+        }
+        auto v = nlohmann::json::parse(res->body)["data"][0]["embedding"].get<std::vector<float>>();
+        if (v == IdentityVector(IdentityTokens(text), 8, true)) ++correct;
+        if (res->Header("x-shoal-attempts") != "1") ++retried;
+      }
+    });
+  }
+  // Kill one worker while batches are in flight.
+  while (done < kThreads * kPerThread / 4) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  victim.Signal(SIGKILL);
+  for (auto& c : clients) c.join();
+
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failed, e.g. " << failures.front();
+  EXPECT_EQ(correct.load(), kThreads * kPerThread) << "every request answered, correctly";
+  EXPECT_GT(retried.load(), 0) << "some items were redelivered after the kill";
+  EXPECT_EQ(cluster.StreamMessages(), 0u);
+  survivor.Stop(SIGTERM, std::chrono::seconds(15));
+}
+
+TEST(Faults, ClientsThatHangUpDoNotLeaveWorkRunning) {
+  TestCluster cluster;
+  // Each batch (one item) takes 2 s: run them all and five would take 10 s.
+  cluster.Register(IdentityProfile("test/slow",
+                                   "identity: {dim: 8, us_per_batch: 2000000}\n"
+                                   "batching: {max_batch_requests: 1}\n"
+                                   "queue: {ack_wait_ms: 5000, max_deliver: 5}\n"));
+  auto worker = cluster.StartWorker();
+  cluster.WaitForWorkers("test/slow", 1);
+  auto gateway = cluster.StartGateway();
+  ASSERT_TRUE(gateway);
+  const std::string body = R"({"items":[{"text":"abandoned"}]})";
+  for (int i = 0; i < 5; ++i) {
+    HttpClient::SendAndHangUp(gateway->port(),
+                              "POST /v1/encode/test/slow HTTP/1.1\r\nHost: x\r\n"
+                              "Content-Type: application/json\r\nX-Shoal-Timeout-Ms: 300\r\n"
+                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  }
+  // The first item started before its deadline and runs its 2 s; the others
+  // expire in the queue and are dropped unrun.
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  while (cluster.StreamMessages("default") > 0 &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(cluster.StreamMessages("default"), 0u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(7))
+      << "expired work was dropped, not run";
+}
+
+TEST(Faults, ShoalUpDrainsAndStopsEverythingOnCtrlC) {
+  char tmpl[] = "/tmp/shoal-up-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  auto http_port = FreeLoopbackPort();
+  auto nats_port = FreeLoopbackPort();
+  ASSERT_TRUE(http_port.ok() && nats_port.ok());
+  auto up = Subprocess::Spawn({SHOAL_BINARY, "up", "--port", std::to_string(*http_port), "--nats-port",
+                               std::to_string(*nats_port), "--data-dir", dir + "/var",
+                               "--models-dir", std::string(SHOAL_SOURCE_DIR) + "/models"},
+                              dir + "/up.log");
+  ASSERT_TRUE(up.ok());
+  HttpClient http(*http_port);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    auto ready = http.Get("/readyz");
+    if (ready.ok() && ready->status == 200) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), until) << "shoal up did not become ready";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  // The bundled default model answers (until a worker appears, it waits).
+  Result<HttpResult> res = Internal("no request");
+  for (int i = 0; i < 50; ++i) {
+    res = http.PostJson("/v1/embeddings", R"({"model":"shoal/identity","input":"hello"})");
+    if (res.ok() && res->status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->status, 200) << res->body;
+
+  up->Signal(SIGINT);
+  const auto stop_until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (up->Running() && std::chrono::steady_clock::now() < stop_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(up->Running()) << "shoal up did not stop on SIGINT";
+  EXPECT_FALSE(PortAcceptsConnections(*nats_port)) << "the nats-server it started is gone";
+  EXPECT_FALSE(PortAcceptsConnections(*http_port));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace shoal::testing

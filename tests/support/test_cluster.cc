@@ -1,0 +1,115 @@
+#include "support/test_cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "queue/catalog.h"
+#include "queue/topology.h"
+#include "queue/worker_registry.h"
+#include "wire/subjects.h"
+
+namespace shoal::testing {
+
+std::string IdentityProfile(const std::string& id, const std::string& extra) {
+  return "id: " + id +
+         "\nruntime: identity\nmax_input_tokens: 64\n"
+         "queue: {ack_wait_ms: 1000, max_deliver: 5}\n" +
+         extra;
+}
+
+TestCluster::TestCluster() {
+  char tmpl[] = "/tmp/shoal-test-XXXXXX";
+  dir_ = mkdtemp(tmpl);
+  auto nats = queue::NatsServer::Start({.data_dir = dir_ + "/nats"});
+  if (!nats.ok()) {
+    ADD_FAILURE() << nats.status().ToString();
+    return;
+  }
+  nats_ = std::move(nats).value();
+  url_ = nats_->url();
+  auto nc = queue::Connect({.url = url_, .name = "test"});
+  EXPECT_TRUE(nc.ok()) << nc.status().ToString();
+  nc_ = std::move(nc).value();
+  auto js = queue::NewJetStream(nc_.get());
+  EXPECT_TRUE(js.ok());
+  js_ = std::move(js).value();
+  auto models = queue::OpenBucket(js_.get(), wire::kModelsBucket, 0);
+  EXPECT_TRUE(models.ok());
+  models_ = std::move(models).value();
+  auto workers = queue::OpenBucket(js_.get(), wire::kWorkersBucket, queue::kWorkerEntryTtlMs);
+  EXPECT_TRUE(workers.ok());
+  workers_ = std::move(workers).value();
+}
+
+TestCluster::~TestCluster() {
+  workers_.reset();
+  models_.reset();
+  js_.reset();
+  nc_.reset();
+  if (nats_) nats_->Stop();
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void TestCluster::Register(const std::string& yaml) {
+  auto spec = ModelSpec::Parse(yaml);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_TRUE(queue::EnsureWorkStream(js_.get(), spec->pool, {}).ok());
+  ASSERT_TRUE(queue::PutModel(models_.get(), *spec).ok());
+}
+
+std::unique_ptr<worker::Worker> TestCluster::StartWorker(std::vector<std::string> models, int executors) {
+  worker::WorkerOptions o;
+  o.nats_url = url_;
+  o.models = std::move(models);
+  o.executors = executors;
+  auto w = worker::Worker::Start(o);
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  return w.ok() ? std::move(w).value() : nullptr;
+}
+
+std::unique_ptr<gateway::Gateway> TestCluster::StartGateway(gateway::GatewayOptions options) {
+  options.nats_url = url_;
+  options.http.port = 0;
+  auto g = gateway::Gateway::Start(options);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return g.ok() ? std::move(g).value() : nullptr;
+}
+
+Subprocess TestCluster::SpawnWorker(const std::vector<std::string>& extra_args) {
+  std::vector<std::string> argv = {SHOAL_BINARY, "worker", "--nats", url_};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  auto p = Subprocess::Spawn(argv, dir_ + "/worker.log");
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return std::move(p).value();
+}
+
+void TestCluster::WaitForWorkers(const std::string& model, size_t n) {
+  auto registry = queue::WorkerRegistry::Open(workers_.get());
+  ASSERT_TRUE(registry.ok());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    size_t serving = 0;
+    for (const auto& w : (*registry)->Live()) {
+      for (const auto& m : w.models) serving += m == model;
+    }
+    if (serving >= n) return;
+    ASSERT_LT(std::chrono::steady_clock::now(), until)
+        << "only " << serving << " of " << n << " workers serve " << model;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+uint64_t TestCluster::StreamMessages(const std::string& pool) {
+  jsStreamInfo* si = nullptr;
+  const std::string name = wire::WorkStreamName(pool);
+  if (js_GetStreamInfo(&si, js_.get(), name.c_str(), nullptr, nullptr) != NATS_OK) return 0;
+  const uint64_t n = si->State.Msgs;
+  jsStreamInfo_Destroy(si);
+  return n;
+}
+
+}  // namespace shoal::testing

@@ -1,0 +1,55 @@
+// TestCluster: a real nats-server on a free loopback port in a temporary
+// directory, plus helpers to register models and to start gateways and
+// workers — in this process, or as `shoal` processes when a test needs to
+// kill one.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+#include "gateway/gateway.h"
+#include "queue/nats_server.h"
+#include "worker/worker.h"
+
+namespace shoal::testing {
+
+class TestCluster {
+ public:
+  TestCluster();  // starts nats-server; fails the test on error
+  ~TestCluster();
+
+  const std::string& nats_url() const { return url_; }
+  const std::string& dir() const { return dir_; }
+
+  // Registers a model profile (YAML) in the catalog.
+  void Register(const std::string& yaml);
+
+  std::unique_ptr<worker::Worker> StartWorker(std::vector<std::string> models = {},
+                                              int executors = 1);
+  std::unique_ptr<gateway::Gateway> StartGateway(gateway::GatewayOptions options = {});
+
+  // `shoal worker` as a process (a test may SIGKILL it).
+  Subprocess SpawnWorker(const std::vector<std::string>& extra_args = {});
+
+  // Waits until `n` live workers pull for `model` (per the registry).
+  void WaitForWorkers(const std::string& model, size_t n);
+
+  // Messages waiting in a pool's work stream.
+  uint64_t StreamMessages(const std::string& pool = "default");
+
+ private:
+  std::string dir_;
+  std::unique_ptr<queue::NatsServer> nats_;
+  std::string url_;
+  queue::ConnectionPtr nc_;
+  queue::JsCtxPtr js_;
+  queue::KvStorePtr models_;
+  queue::KvStorePtr workers_;
+};
+
+// A profile for the identity model with test-friendly queue settings.
+std::string IdentityProfile(const std::string& id, const std::string& extra = "");
+
+}  // namespace shoal::testing
