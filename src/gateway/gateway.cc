@@ -1,5 +1,7 @@
 #include "gateway/gateway.h"
 
+#include <thread>
+
 #include "common/ids.h"
 #include "common/log.h"
 #include "gateway/inprocess_dispatcher.h"
@@ -8,11 +10,38 @@
 
 namespace shoal::gateway {
 
+namespace {
+constexpr auto kSweepPeriod = std::chrono::milliseconds(5);
+}
+
 Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   if (options.id.empty()) options.id = "gw" + RandomToken(6);
   std::unique_ptr<Gateway> g(new Gateway(std::move(options)));
   SHOAL_RETURN_IF_ERROR(g->Init());
   return g;
+}
+
+Status Gateway::ConnectControlPlane() {
+  auto nc = queue::Connect({.url = options_.nats_url, .name = "shoal-gateway " + options_.id});
+  if (!nc.ok()) return nc.status();
+  nc_ = std::move(nc).value();
+  auto js = queue::NewJetStream(nc_.get());
+  if (!js.ok()) return js.status();
+  js_ = std::move(js).value();
+  auto models = queue::OpenBucket(js_.get(), wire::kModelsBucket, 0);
+  if (!models.ok()) return models.status();
+  models_kv_ = std::move(models).value();
+  auto workers_kv = queue::OpenBucket(js_.get(), wire::kWorkersBucket, queue::kWorkerEntryTtlMs);
+  if (!workers_kv.ok()) return workers_kv.status();
+  workers_kv_ = std::move(workers_kv).value();
+  auto registry = queue::WorkerRegistry::Open(workers_kv_.get());
+  if (!registry.ok()) return registry.status();
+  workers_ = std::move(registry).value();
+  auto catalog = queue::Catalog::Open(models_kv_.get(), [this](auto snap) { OnCatalog(snap); });
+  if (!catalog.ok()) return catalog.status();
+  catalog_ = std::move(catalog).value();
+  OnCatalog(catalog_->Snapshot());
+  return Status::Ok();
 }
 
 Status Gateway::Init() {
@@ -23,54 +52,47 @@ Status Gateway::Init() {
     auto snap = std::make_shared<queue::CatalogSnapshot>();
     for (auto& s : *specs) (*snap)[s.id] = std::make_shared<const ModelSpec>(s);
     static_catalog_ = snap;
-    dispatcher_ = std::make_unique<InProcessDispatcher>(&pending_);
     catalog_fn = [this] { return static_catalog_; };
   } else {
-    auto nc = queue::Connect({.url = options_.nats_url, .name = "shoal-gateway " + options_.id});
-    if (!nc.ok()) return nc.status();
-    nc_ = std::move(nc).value();
-    auto js = queue::NewJetStream(nc_.get());
-    if (!js.ok()) return js.status();
-    js_ = std::move(js).value();
-    auto models = queue::OpenBucket(js_.get(), wire::kModelsBucket, 0);
-    if (!models.ok()) return models.status();
-    models_kv_ = std::move(models).value();
-    auto workers_kv = queue::OpenBucket(js_.get(), wire::kWorkersBucket, queue::kWorkerEntryTtlMs);
-    if (!workers_kv.ok()) return workers_kv.status();
-    workers_kv_ = std::move(workers_kv).value();
-    auto registry = queue::WorkerRegistry::Open(workers_kv_.get());
-    if (!registry.ok()) return registry.status();
-    workers_ = std::move(registry).value();
-    auto qd = std::make_unique<QueueDispatcher>(nc_.get(), options_.id, workers_.get(), &pending_,
-                                                QueueDispatcherOptions{options_.no_capacity_wait});
-    SHOAL_RETURN_IF_ERROR(qd->Start());
-    dispatcher_ = std::move(qd);
-    auto catalog = queue::Catalog::Open(models_kv_.get(), [this](auto snap) { OnCatalog(snap); });
-    if (!catalog.ok()) return catalog.status();
-    catalog_ = std::move(catalog).value();
-    OnCatalog(catalog_->Snapshot());
+    SHOAL_RETURN_IF_ERROR(ConnectControlPlane());
     catalog_fn = [this] { return catalog_->Snapshot(); };
   }
 
-  // Items must fit a NATS message with room for the headers.
-  if (nc_) {
-    const int64_t max_payload = natsConnection_GetMaxPayload(nc_.get());
-    options_.limits.max_item_bytes = std::min<size_t>(options_.limits.max_item_bytes,
-                                                      static_cast<size_t>(max_payload) - 4096);
+  std::vector<RouterLane> router_lanes;
+  std::vector<EventLoop*> loops;
+  const int n = std::max(1, options_.http.io_threads);
+  for (int i = 0; i < n; ++i) {
+    auto lane = std::make_unique<Lane>();
+    const std::string lane_id = options_.id + "-" + std::to_string(i);
+    lane->loop.Start();
+    if (options_.in_process) {
+      lane->dispatcher = std::make_unique<InProcessDispatcher>(&lane->pending);
+    } else {
+      auto qd = std::make_unique<QueueDispatcher>(&lane->loop, lane_id, workers_.get(), &lane->pending,
+                                                  QueueDispatcherOptions{options_.no_capacity_wait});
+      SHOAL_RETURN_IF_ERROR(qd->Start(options_.nats_url));
+      // Items must fit a NATS message with room for the headers.
+      options_.limits.max_item_bytes =
+          std::min<size_t>(options_.limits.max_item_bytes, static_cast<size_t>(qd->MaxPayload()) - 4096);
+      lane->dispatcher = std::move(qd);
+    }
+    lane->loop.Every(kSweepPeriod, [this, l = lane.get()] { Sweep(*l); });
+    router_lanes.push_back({lane_id, lane->dispatcher.get(), &lane->pending});
+    loops.push_back(&lane->loop);
+    lanes_.push_back(std::move(lane));
   }
+
   router_ = std::make_unique<Router>(
-      RouterOptions{.gateway_id = options_.id, .limits = options_.limits,
-                    .default_timeout = options_.default_timeout},
-      catalog_fn, [this] { return ready_.load(); }, dispatcher_.get(), &pending_);
-  auto server = HttpServer::Start(options_.http, [this](HttpRequest&& req, Responder respond) {
-    router_->Handle(std::move(req), std::move(respond));
+      RouterOptions{.limits = options_.limits, .default_timeout = options_.default_timeout},
+      catalog_fn, [this] { return ready_.load(); }, std::move(router_lanes));
+  auto server = HttpServer::Start(options_.http, loops, [this](size_t lane, HttpRequest&& req, Responder r) {
+    router_->Handle(lane, std::move(req), std::move(r));
   });
   if (!server.ok()) return server.status();
   server_ = std::move(server).value();
-  sweeper_ = std::thread([this] { SweepLoop(); });
   ready_ = true;
-  spdlog::info("gateway {} listening on http://{}:{}{}", options_.id, options_.http.host, port(),
-               options_.in_process ? " (in-process runtime, no queue)" : "");
+  spdlog::info("gateway {} listening on http://{}:{} ({} lane(s){})", options_.id, options_.http.host,
+               port(), lanes_.size(), options_.in_process ? ", in-process runtime, no queue" : "");
   return Status::Ok();
 }
 
@@ -88,18 +110,21 @@ void Gateway::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& sna
   }
 }
 
-void Gateway::SweepLoop() {
-  while (!stop_sweeper_) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    const auto now = SteadyClock::now();
-    for (auto& p : pending_.Expired(now)) {
-      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - p->received);
-      pending_.Finish(*p, ErrorResponse(Status(Code::kDeadlineExceeded,
-                                               "no result within " + std::to_string(waited.count()) + " ms"),
-                                        p->id));
-    }
-    dispatcher_->Tick(now);
+void Gateway::Sweep(Lane& lane) {
+  const auto now = SteadyClock::now();
+  for (auto& p : lane.pending.Expired(now)) {
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - p->received);
+    lane.pending.Finish(*p, ErrorResponse(Status(Code::kDeadlineExceeded, "no result within " +
+                                                                              std::to_string(waited.count()) + " ms"),
+                                          p->id));
   }
+  lane.dispatcher->Tick(now);
+}
+
+size_t Gateway::InFlight() const {
+  size_t n = 0;
+  for (const auto& lane : lanes_) n += lane->pending.size();
+  return n;
 }
 
 void Gateway::Drain(std::chrono::milliseconds timeout) {
@@ -109,28 +134,35 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
   if (server_) {
     server_->StopAccepting();
     const auto deadline = SteadyClock::now() + timeout;
-    while (pending_.size() > 0 && SteadyClock::now() < deadline) {
+    while (InFlight() > 0 && SteadyClock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  stop_sweeper_ = true;
-  if (sweeper_.joinable()) sweeper_.join();
-  if (dispatcher_) dispatcher_->Stop();
-  // Whoever is still waiting hears why, rather than a closed connection.
-  const auto left = pending_.Expired(SteadyClock::time_point::max());
-  for (auto& p : left) {
-    pending_.Finish(*p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
+  size_t refused = 0;
+  for (auto& lane : lanes_) {
+    lane->loop.RunAndWait([&] {
+      // Whoever is still waiting hears why, rather than a closed connection.
+      for (auto& p : lane->pending.Expired(SteadyClock::time_point::max())) {
+        refused += lane->pending.Finish(
+            *p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
+      }
+      lane->dispatcher->Stop();
+    });
   }
-  if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Let those answers reach their sockets before the loops stop.
+  if (refused > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   catalog_.reset();
   workers_.reset();
-  // Responders of requests still pending hold the I/O contexts' timers: drop
-  // them before the server destroys its contexts.
-  pending_.Clear();
-  if (server_) server_->Stop();
+  server_.reset();
+  for (auto& lane : lanes_) lane->loop.Stop();
   spdlog::info("gateway {} stopped", options_.id);
 }
 
-Gateway::~Gateway() { Drain(std::chrono::milliseconds(0)); }
+Gateway::~Gateway() {
+  Drain(std::chrono::milliseconds(0));
+  // Loops (and the connections' coroutine frames on them) go before the
+  // dispatchers and tables their handlers point at.
+  for (auto& lane : lanes_) lane->loop.Stop();
+}
 
 }  // namespace shoal::gateway

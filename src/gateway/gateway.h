@@ -1,10 +1,12 @@
-// Gateway: the HTTP edge. Stateless — run as many as you like; each has its
-// own id, its own result inbox, and a watch on the catalog and the worker
-// registry.
+// Gateway: the HTTP edge. Stateless — run as many as you like.
 //
-// Threading: I/O threads run routes; the sweeper thread finishes requests
-// past their deadline (504) and drives the dispatcher's capacity waits;
-// results arrive on the dispatcher's NATS delivery thread.
+// A gateway is a set of lanes, one per I/O thread. A lane is an event loop
+// that serves its HTTP connections *and* owns a NATS connection, an inbox
+// (_INBOX.<gateway-id>-<n>.>), the requests it has in flight and their
+// deadlines: a request is read, published, collected and answered on one
+// thread, with no locks and no hand-offs (Seastar-style shared nothing).
+// Shared, thread-safe state is only the catalog and the worker registry,
+// both fed by KV watches on their own threads.
 #pragma once
 
 #include <atomic>
@@ -12,8 +14,9 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
+#include <vector>
 
+#include "common/event_loop.h"
 #include "gateway/dispatcher.h"
 #include "gateway/http_server.h"
 #include "gateway/pending.h"
@@ -46,16 +49,26 @@ class Gateway {
   int port() const { return server_->port(); }
   const std::string& id() const { return options_.id; }
 
-  // Stops accepting, lets in-flight requests finish within `timeout`, stops.
+  // Stops accepting, lets in-flight requests finish within `timeout`, answers
+  // the rest with 503, stops.
   void Drain(std::chrono::milliseconds timeout);
 
  private:
+  struct Lane {
+    EventLoop loop;
+    PendingTable pending;
+    std::unique_ptr<Dispatcher> dispatcher;
+  };
+
   explicit Gateway(GatewayOptions options) : options_(std::move(options)) {}
   Status Init();
+  Status ConnectControlPlane();
   void OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot);
-  void SweepLoop();
+  void Sweep(Lane& lane);
+  size_t InFlight() const;
 
   GatewayOptions options_;
+  // Control plane: KV buckets and watches, on a connection of their own.
   queue::ConnectionPtr nc_;
   queue::JsCtxPtr js_;
   queue::KvStorePtr models_kv_;
@@ -63,15 +76,14 @@ class Gateway {
   std::unique_ptr<queue::Catalog> catalog_;
   std::shared_ptr<const queue::CatalogSnapshot> static_catalog_;  // in-process mode
   std::unique_ptr<queue::WorkerRegistry> workers_;
-  PendingTable pending_;
-  std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<Router> router_;
-  std::unique_ptr<HttpServer> server_;
   std::mutex pools_mu_;
   std::set<std::string> pools_;  // work streams ensured; guarded by pools_mu_
+
+  // Data plane.
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::unique_ptr<Router> router_;
+  std::unique_ptr<HttpServer> server_;
   std::atomic<bool> ready_{false};
-  std::atomic<bool> stop_sweeper_{false};
-  std::thread sweeper_;
   bool stopped_ = false;
 };
 

@@ -71,22 +71,104 @@ http::response<http::string_body> ToBeast(HttpResponse&& r, unsigned version, bo
   return res;
 }
 
+// What connections need, shared with them: a connection can outlive the
+// server object (it lives on its loop until the loop stops).
+struct SessionContext {
+  HttpServerOptions options;
+  HttpServer::Handler handler;
+};
+
+awaitable<void> WriteError(beast::tcp_stream& stream, const Status& status) {
+  auto res = ToBeast(ErrorResponse(status, ""), 11, false);
+  boost::system::error_code ec;
+  co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+}
+
+awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  boost::system::error_code ec;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(ctx->options.max_body_bytes);
+    stream.expires_after(kIdleTimeout);
+    co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+    if (ec == http::error::body_limit) {
+      co_await WriteError(stream, Status(Code::kPayloadTooLarge,
+                                         "body over the limit of " +
+                                             std::to_string(ctx->options.max_body_bytes) + " bytes"));
+      break;
+    }
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+      break;
+    }
+    if (ec) {
+      co_await WriteError(stream, InvalidInput("malformed HTTP request: " + ec.message()));
+      break;
+    }
+    stream.expires_never();  // the request's own deadline bounds the wait
+
+    auto& req = parser.get();
+    const bool keep_alive = req.keep_alive();
+    const unsigned version = req.version();
+    HttpRequest r;
+    r.method = std::string(req.method_string());
+    r.path = DecodePath(std::string_view(req.target().data(), req.target().size()));
+    r.content_type = std::string(req[http::field::content_type]);
+    r.accept = std::string(req[http::field::accept]);
+    r.timeout_ms = std::string(req["X-Shoal-Timeout-Ms"]);
+    r.body = std::move(req.body());
+
+    auto slot = std::make_shared<ResponseSlot>(stream.get_executor());
+    ctx->handler(lane, std::move(r), [slot](HttpResponse response) {
+      asio::post(slot->timer.get_executor(), [slot, response = std::move(response)]() mutable {
+        slot->response = std::move(response);
+        slot->timer.cancel();
+      });
+    });
+    if (!slot->response) {
+      co_await slot->timer.async_wait(asio::redirect_error(use_awaitable, ec));
+    }
+    if (!slot->response) break;  // shutting down
+
+    auto res = ToBeast(std::move(*slot->response), version, keep_alive);
+    stream.expires_after(kIdleTimeout);
+    co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+    if (ec || !keep_alive) break;
+  }
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+// Shares ownership of the acceptor: it may resume after the server is gone.
+awaitable<void> Accept(std::shared_ptr<tcp::acceptor> acceptor, size_t lane,
+                       std::shared_ptr<const SessionContext> ctx) {
+  for (;;) {
+    boost::system::error_code ec;
+    tcp::socket socket = co_await acceptor->async_accept(asio::redirect_error(use_awaitable, ec));
+    if (!acceptor->is_open()) co_return;
+    if (ec) continue;  // e.g. EMFILE: try again
+    socket.set_option(tcp::no_delay(true), ec);
+    asio::co_spawn(acceptor->get_executor(), Session(std::move(socket), lane, ctx), asio::detached);
+  }
+}
+
 class BeastServer final : public HttpServer {
  public:
-  BeastServer(const HttpServerOptions& options, Handler handler)
-      : options_(options), handler_(std::move(handler)) {}
+  BeastServer(const HttpServerOptions& options, std::vector<EventLoop*> loops, Handler handler)
+      : options_(options),
+        loops_(std::move(loops)),
+        context_(std::make_shared<SessionContext>(SessionContext{options, std::move(handler)})) {}
 
-  ~BeastServer() override { Stop(); }
+  ~BeastServer() override { StopAccepting(); }
 
   Status Listen() {
     boost::system::error_code ec;
     const auto address = asio::ip::make_address(options_.host, ec);
     if (ec) return InvalidInput("bad listen address '" + options_.host + "'");
     int port = options_.port;
-    const int n = std::max(1, options_.io_threads);
-    for (int i = 0; i < n; ++i) {
-      auto ctx = std::make_unique<asio::io_context>(1);
-      auto acceptor = std::make_unique<tcp::acceptor>(*ctx);
+    for (EventLoop* loop : loops_) {
+      auto acceptor = std::make_shared<tcp::acceptor>(loop->context());
       tcp::endpoint ep(address, static_cast<unsigned short>(port));
       acceptor->open(ep.protocol(), ec);
       if (!ec) acceptor->set_option(asio::socket_base::reuse_address(true), ec);
@@ -101,13 +183,11 @@ class BeastServer final : public HttpServer {
                                            std::to_string(port) + ": " + ec.message());
       }
       port = acceptor->local_endpoint().port();  // port 0 resolved once, shared by all
-      contexts_.push_back(std::move(ctx));
       acceptors_.push_back(std::move(acceptor));
     }
     port_ = port;
-    for (size_t i = 0; i < contexts_.size(); ++i) {
-      asio::co_spawn(*contexts_[i], Accept(*acceptors_[i]), asio::detached);
-      threads_.emplace_back([ctx = contexts_[i].get()] { ctx->run(); });
+    for (size_t i = 0; i < loops_.size(); ++i) {
+      asio::co_spawn(loops_[i]->context(), Accept(acceptors_[i], i, context_), asio::detached);
     }
     return Status::Ok();
   }
@@ -116,113 +196,28 @@ class BeastServer final : public HttpServer {
 
   void StopAccepting() override {
     for (size_t i = 0; i < acceptors_.size(); ++i) {
-      asio::post(*contexts_[i], [a = acceptors_[i].get()] {
+      loops_[i]->RunAndWait([a = acceptors_[i].get()] {
         boost::system::error_code ec;
         a->close(ec);
       });
     }
-  }
-
-  void Stop() override {
-    for (auto& ctx : contexts_) ctx->stop();
-    for (auto& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-    threads_.clear();
     acceptors_.clear();
-    contexts_.clear();
   }
 
  private:
-  awaitable<void> Accept(tcp::acceptor& acceptor) {
-    for (;;) {
-      boost::system::error_code ec;
-      tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
-      if (ec) {
-        if (!acceptor.is_open()) co_return;
-        continue;  // e.g. EMFILE: try again
-      }
-      socket.set_option(tcp::no_delay(true), ec);
-      asio::co_spawn(acceptor.get_executor(), Session(std::move(socket)), asio::detached);
-    }
-  }
-
-  awaitable<void> WriteError(beast::tcp_stream& stream, const Status& status) {
-    auto res = ToBeast(ErrorResponse(status, ""), 11, false);
-    boost::system::error_code ec;
-    co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
-  }
-
-  awaitable<void> Session(tcp::socket socket) {
-    beast::tcp_stream stream(std::move(socket));
-    beast::flat_buffer buffer;
-    boost::system::error_code ec;
-    for (;;) {
-      http::request_parser<http::string_body> parser;
-      parser.body_limit(options_.max_body_bytes);
-      stream.expires_after(kIdleTimeout);
-      co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
-      if (ec == http::error::body_limit) {
-        co_await WriteError(stream, Status(Code::kPayloadTooLarge,
-                                           "body over the limit of " +
-                                               std::to_string(options_.max_body_bytes) + " bytes"));
-        break;
-      }
-      if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-          ec == asio::error::eof || ec == asio::error::connection_reset ||
-          ec == asio::error::operation_aborted) {
-        break;
-      }
-      if (ec) {
-        co_await WriteError(stream, InvalidInput("malformed HTTP request: " + ec.message()));
-        break;
-      }
-      stream.expires_never();  // the request's own deadline bounds the wait
-
-      auto& req = parser.get();
-      const bool keep_alive = req.keep_alive();
-      const unsigned version = req.version();
-      HttpRequest r;
-      r.method = std::string(req.method_string());
-      r.path = DecodePath(std::string_view(req.target().data(), req.target().size()));
-      r.content_type = std::string(req[http::field::content_type]);
-      r.accept = std::string(req[http::field::accept]);
-      r.timeout_ms = std::string(req["X-Shoal-Timeout-Ms"]);
-      r.body = std::move(req.body());
-
-      auto slot = std::make_shared<ResponseSlot>(stream.get_executor());
-      handler_(std::move(r), [slot](HttpResponse response) {
-        asio::post(slot->timer.get_executor(), [slot, response = std::move(response)]() mutable {
-          slot->response = std::move(response);
-          slot->timer.cancel();
-        });
-      });
-      if (!slot->response) {
-        co_await slot->timer.async_wait(asio::redirect_error(use_awaitable, ec));
-      }
-      if (!slot->response) break;  // shutting down
-
-      auto res = ToBeast(std::move(*slot->response), version, keep_alive);
-      stream.expires_after(kIdleTimeout);
-      co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
-      if (ec || !keep_alive) break;
-    }
-    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  }
-
   HttpServerOptions options_;
-  Handler handler_;
+  std::vector<EventLoop*> loops_;
+  std::shared_ptr<const SessionContext> context_;
   int port_ = 0;
-  std::vector<std::unique_ptr<asio::io_context>> contexts_;
-  std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
-  std::vector<std::thread> threads_;
+  std::vector<std::shared_ptr<tcp::acceptor>> acceptors_;  // one per loop
 };
 
 }  // namespace
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                      std::vector<EventLoop*> loops,
                                                       Handler handler) {
-  auto server = std::make_unique<BeastServer>(options, std::move(handler));
+  auto server = std::make_unique<BeastServer>(options, std::move(loops), std::move(handler));
   SHOAL_RETURN_IF_ERROR(server->Listen());
   return std::unique_ptr<HttpServer>(std::move(server));
 }

@@ -1,18 +1,16 @@
-// Requests in flight at a gateway, waiting for their items' results.
+// Requests in flight at one gateway lane, waiting for their items' results.
 //
 // A PendingRequest owns its body (the MessagePack items are views into it)
 // and one result slot per item. It finishes exactly once — with its response,
-// an error result from a worker, a failed publish, or its deadline — and
-// whoever finishes it calls the Responder and removes it from the table.
+// an error result from a worker, a failed publish, its deadline, or shutdown —
+// and whoever finishes it calls the Responder and removes it from the table.
 //
-// Threading: slots are filled on the result collector's thread; deadlines
-// fire on the gateway's sweeper thread; `mu` guards the slots, `finished`
-// decides the one winner.
+// Threading: a PendingTable and its requests belong to one lane and are used
+// on that lane's loop thread only; size() alone may be read from anywhere.
 #pragma once
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,8 +34,8 @@ struct ItemResult {
 };
 
 struct PendingRequest {
-  uint64_t seq = 0;     // unique within this gateway
-  std::string id;       // <gateway-id>-<seq>, given to the client
+  uint64_t seq = 0;     // unique within its lane
+  std::string id;       // <lane-id>-<seq>, given to the client
   std::shared_ptr<const ModelSpec> model;
   std::string body;     // owns the bytes `request.items` may point into
   wire::EncodeRequest request;
@@ -47,41 +45,26 @@ struct PendingRequest {
   int64_t deadline_unix_ms = 0;
   Responder respond;
 
-  std::mutex mu;
-  std::vector<ItemResult> results;  // guarded by mu
-  size_t remaining = 0;             // guarded by mu
-  std::atomic<bool> finished{false};
+  std::vector<ItemResult> results;
+  size_t remaining = 0;
+  bool finished = false;
 };
 
-// In-flight requests by seq, sharded to keep the collector and the I/O
-// threads off one lock. The sweeper finds expired requests by scanning the
-// live ones: they are few (bounded by open connections), and a finished
-// request leaves nothing behind.
 class PendingTable {
  public:
   void Insert(const std::shared_ptr<PendingRequest>& p);
   std::shared_ptr<PendingRequest> Find(uint64_t seq) const;
   size_t size() const { return size_.load(std::memory_order_relaxed); }
 
-  // Finishes `p` with `response` if nobody has; returns whether this call did.
+  // Finishes `p` with `response` unless it is finished; returns whether
+  // this call did.
   bool Finish(PendingRequest& p, HttpResponse response);
 
-  // Requests whose deadline has passed (and are not finished).
-  std::vector<std::shared_ptr<PendingRequest>> Expired(SteadyClock::time_point now);
-
-  // Drops every request without answering (shutdown, after draining).
-  void Clear();
+  // Requests whose deadline is at or before `now`.
+  std::vector<std::shared_ptr<PendingRequest>> Expired(SteadyClock::time_point now) const;
 
  private:
-  static constexpr size_t kShards = 16;
-  struct Shard {
-    mutable std::mutex mu;
-    std::unordered_map<uint64_t, std::shared_ptr<PendingRequest>> map;
-  };
-  Shard& ShardFor(uint64_t seq) const { return shards_[seq % kShards]; }
-  void Erase(uint64_t seq);
-
-  mutable Shard shards_[kShards];
+  std::unordered_map<uint64_t, std::shared_ptr<PendingRequest>> map_;
   std::atomic<size_t> size_{0};
 };
 

@@ -2,37 +2,54 @@
 
 #include "common/log.h"
 #include "gateway/responses.h"
+#include "queue/loop_connection.h"
 #include "wire/subjects.h"
 #include "wire/work_message.h"
 
 namespace shoal::gateway {
 
-QueueDispatcher::QueueDispatcher(natsConnection* nc, std::string gateway_id,
+QueueDispatcher::QueueDispatcher(EventLoop* loop, std::string lane_id,
                                  const queue::WorkerRegistry* workers, PendingTable* table,
                                  QueueDispatcherOptions options)
-    : nc_(nc),
-      gateway_id_(std::move(gateway_id)),
-      reply_prefix_("_INBOX." + gateway_id_ + "."),
+    : loop_(loop),
+      lane_id_(std::move(lane_id)),
+      reply_prefix_("_INBOX." + lane_id_ + "."),
       workers_(workers),
       table_(table),
       options_(options) {}
 
-QueueDispatcher::~QueueDispatcher() { Stop(); }
+QueueDispatcher::~QueueDispatcher() = default;
 
-Status QueueDispatcher::Start() {
+Status QueueDispatcher::Start(const std::string& nats_url) {
+  auto nc = queue::ConnectOnLoop({.url = nats_url, .name = "shoal-gateway " + lane_id_}, loop_, [this] {
+    if (!sub_) return;
+    queue::DrainSubscription(sub_.get(), [this](queue::MsgPtr m) {
+      OnReply(m.get());
+      reaper_.Add(std::move(m));
+    });
+  });
+  if (!nc.ok()) return nc.status();
+  nc_ = std::move(nc).value();
   natsSubscription* sub = nullptr;
-  const std::string wildcard = wire::ReplyWildcard(gateway_id_);
   SHOAL_RETURN_IF_ERROR(queue::FromNats(
-      natsConnection_Subscribe(&sub, nc_, wildcard.c_str(), &OnReplyThunk, this), "result inbox"));
+      natsConnection_SubscribeSync(&sub, nc_.get(), wire::ReplyWildcard(lane_id_).c_str()),
+      "result inbox"));
   natsSubscription_SetPendingLimits(sub, -1, -1);
   sub_.reset(sub);
   return Status::Ok();
 }
 
+int64_t QueueDispatcher::MaxPayload() const { return natsConnection_GetMaxPayload(nc_.get()); }
+
 void QueueDispatcher::Stop() {
-  if (!sub_) return;
-  natsSubscription_Unsubscribe(sub_.get());
+  for (auto& w : waiting_) {
+    table_->Finish(*w.request, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"),
+                                             w.request->id));
+  }
+  waiting_.clear();
+  if (sub_) natsSubscription_Unsubscribe(sub_.get());
   sub_.reset();
+  nc_.reset();
 }
 
 bool QueueDispatcher::HasCapacity(std::string_view model_id) const {
@@ -40,25 +57,24 @@ bool QueueDispatcher::HasCapacity(std::string_view model_id) const {
 }
 
 void QueueDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
+  if (!nc_) {  // stopped: the gateway is going away
+    table_->Finish(*p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
+    return;
+  }
   if (HasCapacity(p->model->id)) return Publish(*p);
-  std::lock_guard lock(waiting_mu_);
   waiting_.push_back({p, SteadyClock::now() + options_.no_capacity_wait});
 }
 
 void QueueDispatcher::Tick(SteadyClock::time_point now) {
+  reaper_.Reap();
+  if (waiting_.empty()) return;
   std::vector<Waiting> ready, expired;
-  {
-    std::lock_guard lock(waiting_mu_);
-    if (waiting_.empty()) return;
-    for (auto& w : waiting_) {
-      if (w.request->finished) continue;
-      if (HasCapacity(w.request->model->id)) ready.push_back(std::move(w));
-      else if (now >= w.give_up) expired.push_back(std::move(w));
-      else continue;
-      w.request = nullptr;
-    }
-    std::erase_if(waiting_, [](const Waiting& w) { return !w.request || w.request->finished; });
+  for (auto& w : waiting_) {
+    if (w.request->finished) continue;
+    if (HasCapacity(w.request->model->id)) ready.push_back(std::move(w));
+    else if (now >= w.give_up) expired.push_back(std::move(w));
   }
+  std::erase_if(waiting_, [](const Waiting& w) { return !w.request || w.request->finished; });
   for (auto& w : ready) Publish(*w.request);
   for (auto& w : expired) {
     table_->Finish(*w.request,
@@ -74,7 +90,6 @@ void QueueDispatcher::Publish(PendingRequest& p) {
   const std::string reply = reply_prefix_ + std::to_string(p.seq);
   const std::string ack_reply = reply + wire::kAckSuffix;
   const std::string deadline = std::to_string(p.deadline_unix_ms);
-  const std::string enqueued = std::to_string(UnixMicros());
   for (size_t i = 0; i < p.request.items.size(); ++i) {
     const auto& item = p.request.items[i];
     natsMsg* raw = nullptr;
@@ -86,28 +101,22 @@ void QueueDispatcher::Publish(PendingRequest& p) {
     }
     queue::MsgPtr m(raw);
     const std::string index = std::to_string(i);
-    natsMsgHeader_Set(raw, "Nats-Msg-Id", (p.id + "." + index).c_str());
     natsMsgHeader_Set(raw, wire::kHeaderRequestId, p.id.c_str());
     natsMsgHeader_Set(raw, wire::kHeaderItem, index.c_str());
     natsMsgHeader_Set(raw, wire::kHeaderCost, std::to_string(item.cost).c_str());
     natsMsgHeader_Set(raw, wire::kHeaderDeadline, deadline.c_str());
-    natsMsgHeader_Set(raw, wire::kHeaderEnqueued, enqueued.c_str());
     natsMsgHeader_Set(raw, wire::kHeaderReply, reply.c_str());
     natsMsgHeader_Set(raw, wire::kHeaderTask, spec.task.c_str());
     if (p.request.options.truncate) natsMsgHeader_Set(raw, wire::kHeaderTruncate, "1");
     if (!p.request.options.normalize) natsMsgHeader_Set(raw, wire::kHeaderNormalize, "0");
-    s = natsConnection_PublishMsg(nc_, raw);
+    s = natsConnection_PublishMsg(nc_.get(), raw);
     if (s != NATS_OK) {
       // Items already published may still run; their results will be ignored.
       table_->Finish(p, ErrorResponse(queue::FromNats(s, "queueing work"), p.id));
       return;
     }
+    reaper_.Add(std::move(m));
   }
-}
-
-void QueueDispatcher::OnReplyThunk(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
-  queue::MsgPtr owned(msg);
-  static_cast<QueueDispatcher*>(closure)->OnReply(msg);
 }
 
 void QueueDispatcher::OnReply(natsMsg* msg) {
@@ -154,7 +163,6 @@ void QueueDispatcher::OnResult(PendingRequest& p, natsMsg* msg) {
   }
   bool complete = false;
   {
-    std::lock_guard lock(p.mu);
     if (index >= p.results.size() || p.results[index].filled) return;
     ItemResult& r = p.results[index];
     r.filled = true;

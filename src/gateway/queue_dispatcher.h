@@ -1,26 +1,27 @@
-// QueueDispatcher: puts a request's items on JetStream and collects their
-// results from core NATS.
+// QueueDispatcher: one per gateway lane. Puts a request's items on JetStream
+// and collects their results, over its own NATS connection driven by the
+// lane's loop (loop_connection.h) — so a request is parsed, published,
+// answered and written back on one thread.
 //
 //   Submit ──▶ (no live worker pulls for the model? wait up to
 //              no_capacity_wait, then 503 NO_CAPACITY — nothing is queued
 //              that nobody can run)
 //          ──▶ one publish per item to shoal.work.<pool>.<model-token>,
 //              reply <inbox>.ack for JetStream's publish acknowledgement
-//   _INBOX.<gateway-id>.> ──▶ results by item index; publish-ack errors
+//   _INBOX.<lane-id>.> ──▶ results by item index; publish-ack errors
 //              (stream full → 503 OVERLOADED; no stream → 503 NO_CAPACITY)
 //
 // A second result for a filled slot (a redelivery after a worker died
 // between publishing and acking) is ignored.
 //
-// Threading: Submit runs on I/O threads, Tick on the sweeper, replies on the
-// subscription's delivery thread. `waiting_mu_` guards the capacity waiters.
+// Threading: everything but Start runs on the lane's loop thread.
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/event_loop.h"
 #include "gateway/dispatcher.h"
 #include "queue/nats.h"
 #include "queue/worker_registry.h"
@@ -33,16 +34,19 @@ struct QueueDispatcherOptions {
 
 class QueueDispatcher final : public Dispatcher {
  public:
-  QueueDispatcher(natsConnection* nc, std::string gateway_id, const queue::WorkerRegistry* workers,
+  QueueDispatcher(EventLoop* loop, std::string lane_id, const queue::WorkerRegistry* workers,
                   PendingTable* table, QueueDispatcherOptions options = {});
   ~QueueDispatcher() override;
 
-  Status Start();
-  void Stop() override;
+  // Connects (from any thread) and subscribes the lane's inbox.
+  Status Start(const std::string& nats_url);
+  // Largest item the connection's server accepts.
+  int64_t MaxPayload() const;
 
   void Submit(const std::shared_ptr<PendingRequest>& p) override;
   void Tick(SteadyClock::time_point now) override;
   bool HasCapacity(std::string_view model_id) const override;
+  void Stop() override;
 
  private:
   struct Waiting {
@@ -51,21 +55,20 @@ class QueueDispatcher final : public Dispatcher {
   };
 
   void Publish(PendingRequest& p);
-  static void OnReplyThunk(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
   void OnReply(natsMsg* msg);
   void OnPublishAck(PendingRequest& p, natsMsg* msg);
   void OnResult(PendingRequest& p, natsMsg* msg);
 
-  natsConnection* nc_;
-  const std::string gateway_id_;
-  const std::string reply_prefix_;  // "_INBOX.<gateway-id>."
+  EventLoop* loop_;
+  const std::string lane_id_;
+  const std::string reply_prefix_;  // "_INBOX.<lane-id>."
   const queue::WorkerRegistry* workers_;
   PendingTable* table_;
   const QueueDispatcherOptions options_;
+  queue::ConnectionPtr nc_;
   queue::SubscriptionPtr sub_;
-
-  std::mutex waiting_mu_;
-  std::vector<Waiting> waiting_;  // guarded by waiting_mu_
+  queue::MsgReaper reaper_;  // reaped on Tick
+  std::vector<Waiting> waiting_;  // requests waiting for a worker to appear
 };
 
 }  // namespace shoal::gateway

@@ -15,24 +15,23 @@ bool Contains(std::string_view haystack, std::string_view needle) {
 
 }  // namespace
 
-Router::Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, Dispatcher* dispatcher,
-               PendingTable* table)
+Router::Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, std::vector<RouterLane> lanes)
     : options_(std::move(options)),
       catalog_(std::move(catalog)),
       ready_(std::move(ready)),
-      dispatcher_(dispatcher),
-      table_(table) {}
+      lanes_(std::move(lanes)) {}
 
-void Router::Handle(HttpRequest&& req, Responder respond) {
+void Router::Handle(size_t lane_index, HttpRequest&& req, Responder respond) {
+  RouterLane& lane = lanes_[lane_index];
   const std::string_view path = req.path;
   if (req.method == "POST" && path.starts_with(kEncodePrefix)) {
     const std::string model(path.substr(kEncodePrefix.size()));
-    return Encode(std::move(req), std::move(respond), Api::kNative, model);
+    return Encode(lane, std::move(req), std::move(respond), Api::kNative, model);
   }
   if (req.method == "POST" && path == "/v1/embeddings") {
-    return Encode(std::move(req), std::move(respond), Api::kOpenAi, {});
+    return Encode(lane, std::move(req), std::move(respond), Api::kOpenAi, {});
   }
-  if (req.method == "GET" && path == "/v1/models") return respond(ListModels());
+  if (req.method == "GET" && path == "/v1/models") return respond(ListModels(lane));
   if (req.method == "GET" && path == "/healthz") return respond(JsonResponse(200, "{\"status\":\"ok\"}"));
   if (req.method == "GET" && path == "/readyz") {
     return respond(ready_() ? JsonResponse(200, "{\"status\":\"ready\"}")
@@ -47,10 +46,11 @@ std::shared_ptr<const ModelSpec> Router::FindModel(std::string_view id) const {
   return it == snapshot->end() ? nullptr : it->second;
 }
 
-void Router::Encode(HttpRequest&& req, Responder respond, Api api, std::string_view model_id) {
+void Router::Encode(RouterLane& lane, HttpRequest&& req, Responder respond, Api api,
+                    std::string_view model_id) {
   auto p = std::make_shared<PendingRequest>();
-  p->seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
-  p->id = options_.gateway_id + "-" + std::to_string(p->seq);
+  p->seq = lane.next_seq++;
+  p->id = lane.id + "-" + std::to_string(p->seq);
   p->received = req.received;
   p->body = std::move(req.body);  // before parsing: items may point into it
 
@@ -106,11 +106,11 @@ void Router::Encode(HttpRequest&& req, Responder respond, Api api, std::string_v
   p->results.resize(p->request.items.size());
   p->remaining = p->request.items.size();
   p->respond = std::move(respond);
-  table_->Insert(p);
-  dispatcher_->Submit(p);
+  lane.table->Insert(p);
+  lane.dispatcher->Submit(p);
 }
 
-HttpResponse Router::ListModels() const {
+HttpResponse Router::ListModels(const RouterLane& lane) const {
   auto snapshot = catalog_();
   std::string out;
   wire::JsonWriter w(&out);
@@ -134,7 +134,7 @@ HttpResponse Router::ListModels() const {
     w.Raw(",\"test_only\":");
     w.Bool(spec->runtime == "identity");  // not a model: serving-plane measurement
     w.Raw(",\"serving\":");
-    w.Bool(dispatcher_->HasCapacity(id));
+    w.Bool(lane.dispatcher->HasCapacity(id));
     w.Raw("}}");
   }
   w.Raw("]}");

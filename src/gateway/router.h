@@ -10,15 +10,15 @@
 //   POST /v1/encode/{model}  native; MessagePack by default, JSON by Content-Type
 //   POST /v1/embeddings      OpenAI
 //
-// Threading: Handle runs on I/O threads, concurrently; the router's own state
-// is the request counter.
+// Threading: Handle(lane, ...) runs on that lane's loop thread; lanes run
+// concurrently and share nothing but the catalog (thread-safe).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gateway/dispatcher.h"
 #include "gateway/http.h"
@@ -28,10 +28,17 @@
 namespace shoal::gateway {
 
 struct RouterOptions {
-  std::string gateway_id;
   wire::ParseLimits limits;
   std::chrono::milliseconds default_timeout{30000};
   std::chrono::milliseconds max_timeout{600000};
+};
+
+// What the router needs of one gateway lane.
+struct RouterLane {
+  std::string id;  // <gateway-id>-<n>: prefixes request ids and the reply inbox
+  Dispatcher* dispatcher;
+  PendingTable* table;
+  uint64_t next_seq = 1;  // used on the lane's thread only
 };
 
 class Router {
@@ -39,23 +46,21 @@ class Router {
   using CatalogFn = std::function<std::shared_ptr<const queue::CatalogSnapshot>()>;
   using ReadyFn = std::function<bool()>;
 
-  Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, Dispatcher* dispatcher,
-         PendingTable* table);
+  Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, std::vector<RouterLane> lanes);
 
-  void Handle(HttpRequest&& req, Responder respond);
+  void Handle(size_t lane, HttpRequest&& req, Responder respond);
 
  private:
   enum class Api { kNative, kOpenAi };
-  void Encode(HttpRequest&& req, Responder respond, Api api, std::string_view model_id);
-  HttpResponse ListModels() const;
+  void Encode(RouterLane& lane, HttpRequest&& req, Responder respond, Api api,
+              std::string_view model_id);
+  HttpResponse ListModels(const RouterLane& lane) const;
   std::shared_ptr<const ModelSpec> FindModel(std::string_view id) const;
 
   const RouterOptions options_;
   const CatalogFn catalog_;
   const ReadyFn ready_;
-  Dispatcher* dispatcher_;
-  PendingTable* table_;
-  std::atomic<uint64_t> next_seq_{1};
+  std::vector<RouterLane> lanes_;
 };
 
 }  // namespace shoal::gateway

@@ -5,6 +5,8 @@
 namespace shoal::queue {
 namespace {
 
+constexpr int64_t kLockSpinCount = 0;
+
 void OnDisconnected(natsConnection* nc, void* closure) {
   if (natsConnection_IsClosed(nc)) return;  // our own Close, not a failure
   spdlog::warn("nats: disconnected ({})", static_cast<const char*>(closure));
@@ -41,6 +43,11 @@ Status FromNats(natsStatus s, std::string_view what) {
 }
 
 Result<ConnectionPtr> Connect(const ConnectOptions& options) {
+  // cnats spins up to 2000 times on a contended lock before sleeping; on a
+  // machine with few cores that spinning competes with the very thread it
+  // waits for. Opened once, before the first connection.
+  static const natsStatus opened = nats_Open(kLockSpinCount);
+  if (opened != NATS_OK) return FromNats(opened, "opening the NATS library");
   natsOptions* raw = nullptr;
   if (auto s = natsOptions_Create(&raw); s != NATS_OK) return FromNats(s, "nats options");
   std::unique_ptr<natsOptions, OptionsDeleter> opts(raw);
@@ -57,6 +64,9 @@ Result<ConnectionPtr> Connect(const ConnectOptions& options) {
   natsOptions_SetDisconnectedCB(opts.get(), OnDisconnected, name->data());
   natsOptions_SetReconnectedCB(opts.get(), OnReconnected, name->data());
   natsOptions_SetErrorHandler(opts.get(), OnError, name->data());
+  if (const auto& ev = options.event_loop; ev.loop != nullptr) {
+    natsOptions_SetEventLoop(opts.get(), ev.loop, ev.attach, ev.read, ev.write, ev.detach);
+  }
   natsConnection* nc = nullptr;
   if (auto s = natsConnection_Connect(&nc, opts.get()); s != NATS_OK) {
     return FromNats(s, "connecting to " + options.url);

@@ -1,14 +1,17 @@
 // Owning handles for cnats objects, and connecting.
 //
 // Every cnats object Shoal holds is in a unique_ptr with the matching destroy
-// function, so ownership is visible in the types. Connections are made with
-// SendAsap (a publish leaves at once instead of waiting ~1 ms for cnats'
-// flusher), unlimited reconnects, and logging of connection events.
+// function, so ownership is visible in the types. Connections reconnect
+// forever and log their events, and use SendAsap: a publish leaves at once
+// instead of ~1 ms later with cnats' flusher thread. Hot paths use
+// connections driven by an EventLoop instead (loop_connection.h).
 #pragma once
 
 #include <nats/nats.h>
 
 #include <memory>
+#include <mutex>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -47,9 +50,45 @@ struct ConnectOptions {
   std::string name;               // shown by the server's monitoring
   int connect_timeout_ms = 2000;
   bool retry_initial_connect = false;
+
+  // cnats' external event loop hooks (see loop_connection.h); unset, cnats
+  // runs its own reader and flusher threads.
+  struct EventLoopHooks {
+    void* loop = nullptr;
+    natsEvLoop_Attach attach = nullptr;
+    natsEvLoop_ReadAddRemove read = nullptr;
+    natsEvLoop_WriteAddRemove write = nullptr;
+    natsEvLoop_Detach detach = nullptr;
+  };
+  EventLoopHooks event_loop;
 };
 
 Result<ConnectionPtr> Connect(const ConnectOptions& options);
+
+// Frees messages in batches. cnats hands every destroyed message to a
+// garbage-collector thread and wakes it if it sleeps — at a few messages per
+// request that was the busiest thread of a gateway. Owners put messages
+// here and Reap() every few milliseconds: one wake per batch.
+// Threading: thread-safe.
+class MsgReaper {
+ public:
+  ~MsgReaper() { Reap(); }
+  void Add(MsgPtr msg) {
+    std::lock_guard lock(mu_);
+    dead_.push_back(std::move(msg));
+  }
+  void Reap() {
+    std::vector<MsgPtr> dead;
+    {
+      std::lock_guard lock(mu_);
+      dead.swap(dead_);
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<MsgPtr> dead_;  // guarded by mu_
+};
 
 // A header value, or empty when absent.
 std::string_view Header(natsMsg* msg, const char* key);

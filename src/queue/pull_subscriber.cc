@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "common/log.h"
+#include "queue/loop_connection.h"
 #include "wire/work_message.h"
 
 namespace shoal::queue {
@@ -34,20 +35,22 @@ Status PullSubscriber::Start() {
   natsSubscription* sub = nullptr;
   const std::string wildcard = inbox_prefix_ + ".>";
   SHOAL_RETURN_IF_ERROR(
-      FromNats(natsConnection_Subscribe(&sub, nc_, wildcard.c_str(), &OnMsgThunk, this), "pull inbox"));
+      FromNats(natsConnection_SubscribeSync(&sub, nc_, wildcard.c_str()), "pull inbox"));
   // Deliveries are bounded by credit; never let cnats drop one as a slow consumer.
   natsSubscription_SetPendingLimits(sub, -1, -1);
   sub_.reset(sub);
   return Status::Ok();
 }
 
+void PullSubscriber::Drain() {
+  if (!sub_) return;
+  DrainSubscription(sub_.get(), [this](MsgPtr msg) { HandleMessage(std::move(msg)); });
+}
+
 void PullSubscriber::Stop() {
   if (!sub_) return;
-  // Drain rather than unsubscribe: messages already received still reach
-  // OnMessage, and no callback runs after this returns.
-  if (natsSubscription_Drain(sub_.get()) == NATS_OK) {
-    natsSubscription_WaitForDrainCompletion(sub_.get(), 2000);
-  }
+  Drain();
+  natsSubscription_Unsubscribe(sub_.get());
   std::lock_guard lock(mu_);
   sub_.reset();
 }
@@ -154,30 +157,25 @@ int64_t PullSubscriber::TotalCredit() const {
   return total;
 }
 
-void PullSubscriber::OnMsgThunk(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
-  static_cast<PullSubscriber*>(closure)->HandleMessage(MsgPtr(msg));
-}
-
 void PullSubscriber::HandleMessage(MsgPtr msg) {
   if (natsMsg_GetDataLength(msg.get()) == 0) {
     const std::string_view status = Header(msg.get(), "Status");
     if (!status.empty()) return HandleStatus(msg.get(), status);
   }
   const char* reply = natsMsg_GetReply(msg.get());
-  uint64_t delivered = 1;
-  const int slot = reply ? SlotForAckSubject(reply, &delivered) : -1;
-  if (slot < 0) {
+  Delivery d;
+  if (!reply || !ParseAckSubject(reply, &d)) {
     spdlog::warn("pull: message on {} without a known ack subject; dropped",
                  natsMsg_GetSubject(msg.get()));
     return;
   }
   {
     std::lock_guard lock(mu_);
-    Slot& s = slots_[slot];
+    Slot& s = slots_[d.slot];
     s.credit = std::max<int64_t>(0, s.credit - 1);
     s.last_heard = SteadyClock::now();
   }
-  on_message_(slot, std::move(msg), delivered);
+  on_message_(d, std::move(msg));
 }
 
 void PullSubscriber::HandleStatus(natsMsg* msg, std::string_view status) {
@@ -207,17 +205,21 @@ void PullSubscriber::HandleStatus(natsMsg* msg, std::string_view status) {
   s.credit = std::max<int64_t>(0, s.credit - static_cast<int64_t>(pending));
 }
 
-int PullSubscriber::SlotForAckSubject(std::string_view ack, uint64_t* delivered) const {
+bool PullSubscriber::ParseAckSubject(std::string_view ack, Delivery* d) const {
   // v1: $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
-  // v2: $JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>....<random>
+  // v2: $JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>.<random>
   std::string_view t[12];
   const size_t n = SplitTokens(ack, t, 12);
-  if (n < 9 || t[0] != "$JS" || t[1] != "ACK") return -1;
+  if (n < 9 || t[0] != "$JS" || t[1] != "ACK") return false;
   const size_t consumer_at = n == 9 ? 3 : 5;
-  if (!wire::ParseU64(t[consumer_at + 1], delivered)) *delivered = 1;
+  if (!wire::ParseU64(t[consumer_at + 1], &d->delivered)) d->delivered = 1;
+  uint64_t ts = 0;
+  if (wire::ParseU64(t[consumer_at + 4], &ts)) d->stored_unix_ns = static_cast<int64_t>(ts);
   std::lock_guard lock(mu_);
   auto it = by_name_.find(t[consumer_at]);
-  return it == by_name_.end() ? -1 : it->second;
+  if (it == by_name_.end()) return false;
+  d->slot = it->second;
+  return true;
 }
 
 }  // namespace shoal::queue

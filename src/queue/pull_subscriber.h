@@ -22,9 +22,10 @@
 // requests past their expiry and drops credit the server no longer holds —
 // after a missed heartbeat, e.g. when nats-server restarted.
 //
-// Threading: OnMessage runs on the subscription's delivery thread. Refill and
-// Tick run on any thread. All state is guarded by `mu_`; publishes happen
-// outside it.
+// Threading: the inbox is a synchronous subscription on a connection driven
+// by an EventLoop (loop_connection.h); Drain runs on that loop after each
+// read and calls OnMessage there. Refill and Tick run on any thread. All
+// state is guarded by `mu_`; publishes happen outside it.
 #pragma once
 
 #include <chrono>
@@ -49,16 +50,23 @@ struct PullTiming {
 
 class PullSubscriber {
  public:
-  // A delivered message: the slot it was pulled for, and how many times
-  // JetStream has delivered it (1 the first time).
-  using OnMessage = std::function<void(int slot, MsgPtr msg, uint64_t delivered)>;
+  // What the ack subject tells about a delivered message.
+  struct Delivery {
+    int slot = -1;              // the consumer it was pulled for
+    uint64_t delivered = 1;     // JetStream's delivery count (1 the first time)
+    int64_t stored_unix_ns = 0; // when the stream stored it
+  };
+  using OnMessage = std::function<void(const Delivery& d, MsgPtr msg)>;
 
   PullSubscriber(natsConnection* nc, std::string inbox_prefix, OnMessage on_message,
                  PullTiming timing = {});
   ~PullSubscriber();
 
   Status Start();
-  // Unsubscribes; messages still on their way are redelivered after AckWait.
+  // Hands every message already received to OnMessage (on the loop thread).
+  void Drain();
+  // Unsubscribes (on the loop thread, after a last Drain); messages still on
+  // their way are redelivered after AckWait.
   void Stop();
 
   // Registers a consumer and returns its slot (credit starts at zero).
@@ -89,10 +97,9 @@ class PullSubscriber {
     SteadyClock::time_point last_heard{};
   };
 
-  static void OnMsgThunk(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
   void HandleMessage(MsgPtr msg);
   void HandleStatus(natsMsg* msg, std::string_view status);
-  int SlotForAckSubject(std::string_view ack, uint64_t* delivered) const;
+  bool ParseAckSubject(std::string_view ack, Delivery* d) const;
 
   natsConnection* nc_;
   const std::string inbox_prefix_;

@@ -37,12 +37,10 @@ Status DecodeTextItem(std::string_view msgpack, std::string_view* text) {
 }
 
 void AppendDenseResult(const float* v, size_t n, std::string* out) {
-  out->reserve(out->size() + 8 + 5 * n);
   MsgpackWriter w(out);
   w.MapHeader(1);
   w.Str("dense");
-  w.ArrayHeader(static_cast<uint32_t>(n));
-  for (size_t i = 0; i < n; ++i) w.Float32(v[i]);
+  w.Float32Array(v, n);
 }
 
 bool ParseU64(std::string_view s, uint64_t* v) {

@@ -2,8 +2,12 @@
 //
 // Work (gateway → JetStream subject shoal.work.<pool>.<model-token>):
 //   payload  one item as MessagePack: {"text": str}
-//   headers  the kHeader* names below; Nats-Msg-Id = <request-id>.<item> so a
-//            republished item is deduplicated by the stream.
+//   headers  Shoal-Request-Id, Shoal-Item, Shoal-Cost, Shoal-Deadline,
+//            Shoal-Reply, Shoal-Task; Shoal-Truncate / Shoal-Normalize only
+//            when not the default. No Nats-Msg-Id: a gateway never republishes,
+//            and deduplication would cost the server a lookup per message.
+//            When the item was queued is JetStream's own stamp (in the ack
+//            subject), not a header.
 // Result (worker → core NATS, to the work message's Shoal-Reply subject):
 //   payload  MessagePack: {"dense": [float32...]} on success, the error
 //            message (UTF-8 text) on failure
@@ -26,7 +30,6 @@ inline constexpr char kHeaderRequestId[] = "Shoal-Request-Id";
 inline constexpr char kHeaderItem[] = "Shoal-Item";
 inline constexpr char kHeaderCost[] = "Shoal-Cost";
 inline constexpr char kHeaderDeadline[] = "Shoal-Deadline";    // Unix ms
-inline constexpr char kHeaderEnqueued[] = "Shoal-Enqueued";    // Unix µs
 inline constexpr char kHeaderReply[] = "Shoal-Reply";
 inline constexpr char kHeaderTask[] = "Shoal-Task";
 inline constexpr char kHeaderLora[] = "Shoal-Lora";

@@ -5,8 +5,11 @@
 
 namespace shoal::worker {
 
+static std::atomic<uint64_t> g_batches{0}, g_items{0};
+void DebugBatchStats() { spdlog::warn("DEBUG batches {} items {} avg {}", g_batches.load(), g_items.load(), double(g_items)/std::max<uint64_t>(1,g_batches)); }
 void BatchRunner::Run(std::vector<WorkItem>& batch) {
   if (batch.empty()) return;
+  g_batches++; g_items += batch.size();
   ServedModel& served = *batch.front().model;
   const int64_t start_wall_us = UnixMicros();
   const int64_t now_ms = start_wall_us / 1000;
@@ -97,6 +100,7 @@ void BatchRunner::PublishResult(const WorkItem& item, std::string_view payload, 
   if (natsStatus s = natsConnection_PublishMsg(nc_, m); s != NATS_OK) {
     spdlog::warn("rid={} result not published: {}", item.request_id, natsStatus_GetText(s));
   }
+  reaper_->Add(std::move(msg));
 }
 
 void BatchRunner::PublishError(const WorkItem& item, const Status& error) {
@@ -111,6 +115,7 @@ void BatchRunner::PublishError(const WorkItem& item, const Status& error) {
   natsMsgHeader_Set(m, wire::kHeaderError, std::string(CodeName(error.code())).c_str());
   natsMsgHeader_Set(m, wire::kHeaderWorker, worker_id_.c_str());
   natsConnection_PublishMsg(nc_, m);
+  reaper_->Add(std::move(msg));
 }
 
 void BatchRunner::Ack(const WorkItem& item, AckAction action, std::chrono::milliseconds delay) {

@@ -2,6 +2,11 @@
 // items, runs the model, publishes each result to its reply subject, and
 // settles each message with JetStream per ack_policy.h.
 //
+// Results and acks go out on the worker's loop connection (queue/
+// loop_connection.h): the executor only buffers them, and the intake loop
+// writes a whole batch's results and acks in one write — a write per message
+// had been the largest part of a worker's CPU.
+//
 // Threading: Run is called by executor threads, several at once; it holds no
 // state of its own beyond the connection (thread-safe in cnats).
 #pragma once
@@ -17,10 +22,15 @@ namespace shoal::worker {
 
 class BatchRunner {
  public:
-  BatchRunner(natsConnection* nc, std::string worker_id)
-      : nc_(nc), worker_id_(std::move(worker_id)) {}
+  BatchRunner(natsConnection* nc, queue::MsgReaper* reaper, std::string worker_id)
+      : nc_(nc), reaper_(reaper), worker_id_(std::move(worker_id)) {}
 
   void Run(std::vector<WorkItem>& batch);
+
+  // Hands the batch's messages to the reaper (once nobody reads them).
+  void Release(std::vector<WorkItem>& batch) {
+    for (WorkItem& it : batch) reaper_->Add(std::move(it.msg));
+  }
 
   // Replies (when the policy says so) and acks one item.
   void Settle(const WorkItem& item, Outcome outcome, const Status& error = Status::Ok());
@@ -35,6 +45,7 @@ class BatchRunner {
   void Ack(const WorkItem& item, AckAction action, std::chrono::milliseconds delay);
 
   natsConnection* nc_;
+  queue::MsgReaper* reaper_;  // messages are freed in batches (see nats.h)
   const std::string worker_id_;
 };
 

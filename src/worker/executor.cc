@@ -25,6 +25,7 @@ void Executor::Loop() {
       std::lock_guard lock(mu_);
       running_ = nullptr;
     }
+    runner_->Release(batch);
     if (on_batch_done_) on_batch_done_();
   }
 }

@@ -4,8 +4,8 @@
 
 namespace shoal::worker {
 
-Status ParseWorkItem(queue::MsgPtr msg, std::shared_ptr<ServedModel> model, uint64_t delivered,
-                     WorkItem* out) {
+Status ParseWorkItem(queue::MsgPtr msg, std::shared_ptr<ServedModel> model,
+                     const queue::PullSubscriber::Delivery& delivery, WorkItem* out) {
   using queue::Header;
   natsMsg* m = msg.get();
   out->payload = queue::Payload(m);
@@ -17,10 +17,10 @@ Status ParseWorkItem(queue::MsgPtr msg, std::shared_ptr<ServedModel> model, uint
   if (wire::ParseU64(Header(m, wire::kHeaderItem), &v)) out->index = static_cast<uint32_t>(v);
   if (wire::ParseU64(Header(m, wire::kHeaderCost), &v)) out->cost = static_cast<uint32_t>(std::max<uint64_t>(v, 1));
   if (wire::ParseU64(Header(m, wire::kHeaderDeadline), &v)) out->deadline_ms = static_cast<int64_t>(v);
-  if (wire::ParseU64(Header(m, wire::kHeaderEnqueued), &v)) out->enqueued_us = static_cast<int64_t>(v);
   out->truncate = Header(m, wire::kHeaderTruncate) == "1";
   out->normalize = Header(m, wire::kHeaderNormalize) != "0";
-  out->delivered = delivered;
+  out->delivered = delivery.delivered;
+  out->enqueued_us = delivery.stored_unix_ns / 1000;
   out->received = out->last_progress = SteadyClock::now();
   out->model = std::move(model);
   out->msg = std::move(msg);

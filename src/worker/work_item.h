@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "queue/nats.h"
+#include "queue/pull_subscriber.h"
 #include "worker/served_model.h"
 
 namespace shoal::worker {
@@ -26,7 +27,7 @@ struct WorkItem {
   uint32_t index = 0;
   uint32_t cost = 1;
   int64_t deadline_ms = 0;  // Unix ms; 0 = none
-  int64_t enqueued_us = 0;  // Unix µs, when the gateway published it
+  int64_t enqueued_us = 0;  // Unix µs, when JetStream stored it
   bool truncate = false;
   bool normalize = true;
   uint64_t delivered = 1;   // JetStream delivery count
@@ -37,7 +38,7 @@ struct WorkItem {
 
 // Reads the headers of a delivered work message. Fails (and the caller
 // terminates the message) when the headers a reply needs are missing.
-Status ParseWorkItem(queue::MsgPtr msg, std::shared_ptr<ServedModel> model, uint64_t delivered,
-                     WorkItem* out);
+Status ParseWorkItem(queue::MsgPtr msg, std::shared_ptr<ServedModel> model,
+                     const queue::PullSubscriber::Delivery& delivery, WorkItem* out);
 
 }  // namespace shoal::worker

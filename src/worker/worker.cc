@@ -6,6 +6,7 @@
 
 #include "common/ids.h"
 #include "common/log.h"
+#include "queue/loop_connection.h"
 #include "wire/subjects.h"
 
 namespace shoal::worker {
@@ -24,7 +25,7 @@ Result<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options) {
 Worker::Worker(WorkerOptions options) : options_(std::move(options)) {}
 
 Status Worker::Init() {
-  auto nc = queue::Connect({.url = options_.nats_url, .name = "shoal-worker " + options_.id});
+  auto nc = queue::Connect({.url = options_.nats_url, .name = "shoal-worker-control " + options_.id});
   if (!nc.ok()) return nc.status();
   nc_ = std::move(nc).value();
   auto js = queue::NewJetStream(nc_.get());
@@ -38,11 +39,19 @@ Status Worker::Init() {
   workers_kv_ = std::move(workers).value();
   SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStream(js_.get(), options_.pool, options_.stream_limits));
 
-  runner_ = std::make_unique<BatchRunner>(nc_.get(), options_.id);
+  intake_.Start();
+  auto pull_nc = queue::ConnectOnLoop(
+      {.url = options_.nats_url, .name = "shoal-worker-data " + options_.id}, &intake_, [this] {
+        if (pull_) pull_->Drain();
+      });
+  if (!pull_nc.ok()) return pull_nc.status();
+  pull_nc_ = std::move(pull_nc).value();
+  runner_ = std::make_unique<BatchRunner>(pull_nc_.get(), &reaper_, options_.id);
+
   pull_ = std::make_unique<queue::PullSubscriber>(
-      nc_.get(), "_SHOAL.pull." + options_.id,
-      [this](int slot, queue::MsgPtr msg, uint64_t delivered) {
-        OnDelivered(slot, std::move(msg), delivered);
+      pull_nc_.get(), "_SHOAL.pull." + options_.id,
+      [this](const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg) {
+        OnDelivered(d, std::move(msg));
       },
       options_.pull);
   SHOAL_RETURN_IF_ERROR(pull_->Start());
@@ -138,14 +147,14 @@ void Worker::Retire(const std::string& id) {
   spdlog::info("worker: no longer serving {}", id);
 }
 
-void Worker::OnDelivered(int slot, queue::MsgPtr msg, uint64_t delivered) {
+void Worker::OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg) {
   std::shared_ptr<ServedModel> served;
   {
     std::lock_guard lock(models_mu_);
-    if (static_cast<size_t>(slot) < by_slot_.size()) served = by_slot_[slot];
+    if (static_cast<size_t>(d.slot) < by_slot_.size()) served = by_slot_[d.slot];
   }
   WorkItem item;
-  Status s = ParseWorkItem(std::move(msg), served, delivered, &item);
+  Status s = ParseWorkItem(std::move(msg), served, d, &item);
   if (!served || served->retired) {
     if (!item.ack.empty()) runner_->Settle(item, Outcome::kNotServedHere);
     return;
@@ -154,7 +163,7 @@ void Worker::OnDelivered(int slot, queue::MsgPtr msg, uint64_t delivered) {
     // Nobody to answer: terminate it so it does not circle forever.
     spdlog::warn("worker: malformed work message terminated: {}", s.message());
     if (!item.ack.empty()) {
-      natsConnection_PublishString(nc_.get(), std::string(item.ack).c_str(), "+TERM");
+      natsConnection_PublishString(pull_nc_.get(), std::string(item.ack).c_str(), "+TERM");
     }
     return;
   }
@@ -180,6 +189,7 @@ void Worker::KeeperLoop() {
   while (!stop_keeper_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const auto now = SteadyClock::now();
+    reaper_.Reap();
     pull_->Tick();
     RefillAll();
     queue_.ForEach([&](WorkItem& it) {
@@ -225,7 +235,9 @@ void Worker::Heartbeat() {
   }
 }
 
+void DebugBatchStats();
 void Worker::Drain(std::chrono::milliseconds timeout) {
+  DebugBatchStats();
   if (drained_) return;
   drained_ = true;
   draining_ = true;
@@ -239,7 +251,7 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
     while (pull_->TotalCredit() > 0 && SteadyClock::now() < pulls_end) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    pull_->Stop();
+    intake_.RunAndWait([&] { pull_->Stop(); });
   }
   auto busy = [this] {
     if (queue_.size() > 0) return true;
@@ -260,7 +272,10 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
   if (keeper_.joinable()) keeper_.join();
   catalog_.reset();
   if (workers_kv_) queue::DeleteHeartbeat(workers_kv_.get(), options_.id);
-  if (nc_) natsConnection_FlushTimeout(nc_.get(), 2000);
+  if (pull_nc_) natsConnection_FlushTimeout(pull_nc_.get(), 2000);
+  pull_.reset();
+  pull_nc_.reset();  // its cleanup is posted to the loop, which Stop runs first
+  intake_.Stop();
   spdlog::info("worker {} stopped", options_.id);
 }
 

@@ -1,16 +1,21 @@
 // Worker: pulls work for the models it serves, batches it, runs it.
 //
 //   catalog watch ──▶ load model, ensure its consumer, add a pull slot
-//   pull inbox ─────▶ LocalQueue ──▶ Executors ──▶ results + acks
+//   intake loop ────▶ LocalQueue ──▶ Executors ──▶ results + acks
 //   keeper thread ──▶ pull credit top-up, +WPI for long waits, heartbeats
+//
+// The intake loop owns the data connection (loop_connection.h): it reads
+// the socket itself and queues work directly, so a message reaches an
+// executor in one thread hop, and it writes what executors publish, a batch
+// at a time. The control connection carries KV, admin and heartbeats.
 //
 // Pull credit per model covers two batches per executor, less what is
 // already queued or running here, so a busy worker does not over-pull and an
 // idle one holds a request open instead of polling.
 //
 // Threading: catalog changes arrive on the catalog watch thread; deliveries
-// on the pull subscription's thread; batches on executor threads; upkeep on
-// the keeper thread. `models_mu_` guards the served-model maps.
+// on the intake loop; batches on executor threads; upkeep on the keeper
+// thread. `models_mu_` guards the served-model maps.
 #pragma once
 
 #include <atomic>
@@ -22,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/event_loop.h"
 #include "queue/catalog.h"
 #include "queue/nats.h"
 #include "queue/pull_subscriber.h"
@@ -64,18 +70,21 @@ class Worker {
   void OnCatalog(std::shared_ptr<const queue::CatalogSnapshot> snapshot);
   void Serve(std::shared_ptr<const ModelSpec> spec);
   void Retire(const std::string& id);
-  void OnDelivered(int slot, queue::MsgPtr msg, uint64_t delivered);
+  void OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg);
   void RefillAll();
   void KeeperLoop();
   void Heartbeat();
   bool Wants(const ModelSpec& spec) const;
 
   WorkerOptions options_;
-  queue::ConnectionPtr nc_;
+  EventLoop intake_;
+  queue::ConnectionPtr pull_nc_;  // data: pulls, deliveries, results, acks; on intake_
+  queue::ConnectionPtr nc_;       // control: KV, streams, heartbeats
   queue::JsCtxPtr js_;
   queue::KvStorePtr models_kv_;
   queue::KvStorePtr workers_kv_;
   LocalQueue queue_;
+  queue::MsgReaper reaper_;  // reaped by the keeper
   std::unique_ptr<BatchRunner> runner_;
   std::unique_ptr<queue::PullSubscriber> pull_;
   std::vector<std::unique_ptr<Executor>> executors_;

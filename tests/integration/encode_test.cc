@@ -181,7 +181,7 @@ TEST_F(EncodeTest, ConcurrentClientsAllGetTheirOwnAnswers) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), kThreads * kPerThread);
-  EXPECT_EQ(cluster_.StreamMessages(), 0u) << "every work message was acknowledged";
+  EXPECT_EQ(cluster_.WaitForEmptyStream(), 0u) << "every work message was acknowledged";
 }
 
 TEST(EncodeProcesses, GatewayAndWorkerAsSeparateProcesses) {

@@ -59,7 +59,7 @@ TEST(Faults, WorkerKilledMidLoadLosesNothing) {
   EXPECT_TRUE(failures.empty()) << failures.size() << " failed, e.g. " << failures.front();
   EXPECT_EQ(correct.load(), kThreads * kPerThread) << "every request answered, correctly";
   EXPECT_GT(retried.load(), 0) << "some items were redelivered after the kill";
-  EXPECT_EQ(cluster.StreamMessages(), 0u);
+  EXPECT_EQ(cluster.WaitForEmptyStream(), 0u) << "every item acknowledged in the end";
   survivor.Stop(SIGTERM, std::chrono::seconds(15));
 }
 
@@ -85,11 +85,7 @@ TEST(Faults, ClientsThatHangUpDoNotLeaveWorkRunning) {
   // expire in the queue and are dropped unrun.
   const auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  while (cluster.StreamMessages("default") > 0 &&
-         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(cluster.StreamMessages("default"), 0u);
+  EXPECT_EQ(cluster.WaitForEmptyStream("default", std::chrono::seconds(20)), 0u);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(7))
       << "expired work was dropped, not run";
 }

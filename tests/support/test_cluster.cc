@@ -103,6 +103,16 @@ void TestCluster::WaitForWorkers(const std::string& model, size_t n) {
   }
 }
 
+uint64_t TestCluster::WaitForEmptyStream(const std::string& pool, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  uint64_t left = StreamMessages(pool);
+  while (left > 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    left = StreamMessages(pool);
+  }
+  return left;
+}
+
 uint64_t TestCluster::StreamMessages(const std::string& pool) {
   jsStreamInfo* si = nullptr;
   const std::string name = wire::WorkStreamName(pool);

@@ -38,6 +38,11 @@ class TestCluster {
 
   // Messages waiting in a pool's work stream.
   uint64_t StreamMessages(const std::string& pool = "default");
+  // Waits (up to `timeout`) until the pool's work stream is empty; returns
+  // what is left. Acks travel on a buffered connection and a killed worker's
+  // unacked items come back after AckWait, so "empty" takes a moment.
+  uint64_t WaitForEmptyStream(const std::string& pool = "default",
+                              std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
  private:
   std::string dir_;

@@ -1,0 +1,124 @@
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
+
+#include "load_generator.h"
+
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <cmath>
+#include <cstdlib>
+
+namespace shoal::bench {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+struct Shared {
+  const LoadSpec* spec;
+  std::string request;
+  Clock::time_point start, measure_from, stop;
+  uint64_t ok = 0, errors = 0;
+  std::vector<double> latencies;
+};
+
+// Reads one response; returns its status, or 0 on a broken connection.
+asio::awaitable<int> ReadResponse(tcp::socket& s, std::string& buf) {
+  boost::system::error_code ec;
+  const size_t head = co_await asio::async_read_until(
+      s, asio::dynamic_buffer(buf), "\r\n\r\n", asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return 0;
+  const int status = std::atoi(buf.c_str() + buf.find(' ') + 1);
+  size_t length = 0;
+  for (size_t at = 0; at < head;) {
+    const size_t eol = buf.find("\r\n", at);
+    if (eol == std::string::npos || eol > head) break;
+    if (eol - at > 15 && strncasecmp(buf.c_str() + at, "content-length:", 15) == 0) {
+      length = std::strtoul(buf.c_str() + at + 15, nullptr, 10);
+    }
+    at = eol + 2;
+  }
+  if (buf.size() < head + length) {
+    co_await asio::async_read(s, asio::dynamic_buffer(buf), asio::transfer_exactly(head + length - buf.size()),
+                              asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return 0;
+  }
+  buf.erase(0, head + length);
+  co_return status;
+}
+
+asio::awaitable<void> Connection(Shared& sh, int index) {
+  auto ex = co_await asio::this_coro::executor;
+  tcp::socket s(ex);
+  boost::system::error_code ec;
+  co_await s.async_connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(sh.spec->port)},
+                           asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) {
+    ++sh.errors;
+    co_return;
+  }
+  s.set_option(tcp::no_delay(true));
+  asio::steady_timer timer(ex);
+  std::string buf;
+  const double rate = sh.spec->rate;
+  const int conns = sh.spec->connections;
+  for (uint64_t k = 0;; ++k) {
+    Clock::time_point due = Clock::now();
+    if (rate > 0) {
+      // Request k of this connection is due at (k*conns + index) / rate.
+      const double at_s = (static_cast<double>(k) * conns + index) / rate;
+      due = sh.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(at_s));
+      if (due > Clock::now()) {
+        timer.expires_at(due);
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+    }
+    if (due >= sh.stop) break;
+    co_await asio::async_write(s, asio::buffer(sh.request), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      ++sh.errors;
+      break;
+    }
+    const int status = co_await ReadResponse(s, buf);
+    const auto done = Clock::now();
+    if (due < sh.measure_from) continue;
+    if (status == 200) {
+      ++sh.ok;
+      sh.latencies.push_back(std::chrono::duration<double, std::milli>(done - due).count());
+    } else {
+      ++sh.errors;
+      if (status == 0) break;
+    }
+  }
+}
+
+}  // namespace
+
+double LoadResult::Percentile(double p) const {
+  if (latencies_ms.empty()) return NAN;
+  std::vector<double> v = latencies_ms;
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * v.size()));
+  std::nth_element(v.begin(), v.begin() + k, v.end());
+  return v[k];
+}
+
+LoadResult RunLoad(const LoadSpec& spec) {
+  Shared sh;
+  sh.spec = &spec;
+  sh.request = "POST " + spec.path + " HTTP/1.1\r\nHost: bench\r\nContent-Type: " + spec.content_type +
+               "\r\nContent-Length: " + std::to_string(spec.body.size()) + "\r\n\r\n" + spec.body;
+  asio::io_context ctx(1);
+  sh.start = Clock::now();
+  sh.measure_from = sh.start + spec.warmup;
+  sh.stop = sh.measure_from + spec.duration;
+  for (int c = 0; c < spec.connections; ++c) asio::co_spawn(ctx, Connection(sh, c), asio::detached);
+  ctx.run();
+  LoadResult r;
+  r.ok = sh.ok;
+  r.errors = sh.errors;
+  r.requests_per_s = static_cast<double>(sh.ok) / std::chrono::duration<double>(spec.duration).count();
+  r.latencies_ms = std::move(sh.latencies);
+  return r;
+}
+
+}  // namespace shoal::bench
