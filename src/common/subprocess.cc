@@ -14,11 +14,20 @@
 
 namespace shoal {
 
-Result<Subprocess> Subprocess::Spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+Result<Subprocess> Subprocess::Spawn(const std::vector<std::string>& argv, const std::string& log_path,
+                                     const std::vector<std::string>& env) {
   if (argv.empty()) return InvalidInput("empty command");
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // Built before fork: the child may only call async-signal-safe functions.
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e) envp.push_back(*e);
+  for (const auto& kv : env) {
+    const std::string name = kv.substr(0, kv.find('='));
+    if (getenv(name.c_str()) == nullptr) envp.push_back(const_cast<char*>(kv.c_str()));
+  }
+  envp.push_back(nullptr);
   int log_fd = -1;
   if (!log_path.empty()) {
     log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -38,7 +47,7 @@ Result<Subprocess> Subprocess::Spawn(const std::vector<std::string>& argv, const
       dup2(log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
     }
-    execvp(args[0], args.data());
+    execvpe(args[0], args.data(), envp.data());
     _exit(127);
   }
   if (log_fd >= 0) ::close(log_fd);

@@ -18,8 +18,10 @@ namespace shoal {
 class Subprocess {
  public:
   // Starts `argv[0]` (looked up on PATH) with stdout and stderr appended to
-  // `log_path` (inherited when empty).
-  static Result<Subprocess> Spawn(const std::vector<std::string>& argv, const std::string& log_path = "");
+  // `log_path` (inherited when empty), in this process's environment plus
+  // `env` ("NAME=value"; a name already set here keeps its value).
+  static Result<Subprocess> Spawn(const std::vector<std::string>& argv, const std::string& log_path = "",
+                                  const std::vector<std::string>& env = {});
 
   Subprocess(Subprocess&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
   Subprocess& operator=(Subprocess&& o) noexcept;

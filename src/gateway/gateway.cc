@@ -41,7 +41,8 @@ Status Gateway::ConnectControlPlane() {
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());
-  return Status::Ok();
+  dead_letters_ = std::make_unique<DeadLetters>(nc_.get(), js_.get());
+  return dead_letters_->Start();
 }
 
 Status Gateway::Init() {
@@ -151,6 +152,7 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
   }
   // Let those answers reach their sockets before the loops stop.
   if (refused > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  dead_letters_.reset();
   catalog_.reset();
   workers_.reset();
   server_.reset();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/event_loop.h"
+#include "gateway/dead_letters.h"
 #include "gateway/dispatcher.h"
 #include "gateway/http_server.h"
 #include "gateway/pending.h"
@@ -76,6 +77,7 @@ class Gateway {
   std::unique_ptr<queue::Catalog> catalog_;
   std::shared_ptr<const queue::CatalogSnapshot> static_catalog_;  // in-process mode
   std::unique_ptr<queue::WorkerRegistry> workers_;
+  std::unique_ptr<DeadLetters> dead_letters_;
   std::mutex pools_mu_;
   std::set<std::string> pools_;  // work streams ensured; guarded by pools_mu_
 

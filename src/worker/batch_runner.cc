@@ -5,11 +5,8 @@
 
 namespace shoal::worker {
 
-static std::atomic<uint64_t> g_batches{0}, g_items{0};
-void DebugBatchStats() { spdlog::warn("DEBUG batches {} items {} avg {}", g_batches.load(), g_items.load(), double(g_items)/std::max<uint64_t>(1,g_batches)); }
 void BatchRunner::Run(std::vector<WorkItem>& batch) {
   if (batch.empty()) return;
-  g_batches++; g_items += batch.size();
   ServedModel& served = *batch.front().model;
   const int64_t start_wall_us = UnixMicros();
   const int64_t now_ms = start_wall_us / 1000;

@@ -235,9 +235,7 @@ void Worker::Heartbeat() {
   }
 }
 
-void DebugBatchStats();
 void Worker::Drain(std::chrono::milliseconds timeout) {
-  DebugBatchStats();
   if (drained_) return;
   drained_ = true;
   draining_ = true;

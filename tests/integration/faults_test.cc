@@ -90,6 +90,38 @@ TEST(Faults, ClientsThatHangUpDoNotLeaveWorkRunning) {
       << "expired work was dropped, not run";
 }
 
+TEST(Faults, AnItemJetStreamGivesUpOnIsAnErrorAndADeadLetter) {
+  TestCluster cluster;
+  // One delivery allowed; each batch takes 3 s (kept alive by +WPI while its
+  // worker lives). Killing the worker mid-batch exhausts MaxDeliver.
+  cluster.Register(IdentityProfile("test/poison", "identity: {dim: 8, us_per_batch: 3000000}\n"
+                                                  "queue: {ack_wait_ms: 500, max_deliver: 1}\n"));
+  Subprocess worker = cluster.SpawnWorker();
+  cluster.WaitForWorkers("test/poison", 1);
+  auto gateway = cluster.StartGateway();
+  ASSERT_TRUE(gateway);
+  // The worker dies holding the item; a worker that pulls afterwards makes
+  // JetStream notice the item is out of deliveries.
+  std::unique_ptr<worker::Worker> next;
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    worker.Signal(SIGKILL);
+    next = cluster.StartWorker();
+  });
+  HttpClient http(gateway->port());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto res = http.PostJson("/v1/encode/test/poison", R"({"items":[{"text":"poison"}]})");
+  killer.join();
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->status, 500) << res->body;
+  auto j = nlohmann::json::parse(res->body);
+  EXPECT_EQ(j["error"]["code"], "INFERENCE_ERROR");
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("SHOAL_DLQ"), std::string::npos) << res->body;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << "an error, not a timeout";
+  EXPECT_EQ(cluster.WaitForEmptyStream(), 0u) << "out of the work queue";
+  EXPECT_EQ(cluster.StreamMessagesNamed("SHOAL_DLQ"), 1u) << "kept for inspection";
+}
+
 TEST(Faults, ShoalUpDrainsAndStopsEverythingOnCtrlC) {
   char tmpl[] = "/tmp/shoal-up-XXXXXX";
   const std::string dir = mkdtemp(tmpl);

@@ -14,10 +14,9 @@
 namespace shoal::testing {
 
 std::string IdentityProfile(const std::string& id, const std::string& extra) {
-  return "id: " + id +
-         "\nruntime: identity\nmax_input_tokens: 64\n"
-         "queue: {ack_wait_ms: 1000, max_deliver: 5}\n" +
-         extra;
+  std::string yaml = "id: " + id + "\nruntime: identity\nmax_input_tokens: 64\n";
+  if (extra.find("queue:") == std::string::npos) yaml += "queue: {ack_wait_ms: 1000, max_deliver: 5}\n";
+  return yaml + extra;
 }
 
 TestCluster::TestCluster() {
@@ -114,8 +113,11 @@ uint64_t TestCluster::WaitForEmptyStream(const std::string& pool, std::chrono::m
 }
 
 uint64_t TestCluster::StreamMessages(const std::string& pool) {
+  return StreamMessagesNamed(wire::WorkStreamName(pool));
+}
+
+uint64_t TestCluster::StreamMessagesNamed(const std::string& name) {
   jsStreamInfo* si = nullptr;
-  const std::string name = wire::WorkStreamName(pool);
   if (js_GetStreamInfo(&si, js_.get(), name.c_str(), nullptr, nullptr) != NATS_OK) return 0;
   const uint64_t n = si->State.Msgs;
   jsStreamInfo_Destroy(si);

@@ -36,8 +36,9 @@ class TestCluster {
   // Waits until `n` live workers pull for `model` (per the registry).
   void WaitForWorkers(const std::string& model, size_t n);
 
-  // Messages waiting in a pool's work stream.
+  // Messages waiting in a pool's work stream, or in any stream by name.
   uint64_t StreamMessages(const std::string& pool = "default");
+  uint64_t StreamMessagesNamed(const std::string& stream);
   // Waits (up to `timeout`) until the pool's work stream is empty; returns
   // what is left. Acks travel on a buffered connection and a killed worker's
   // unacked items come back after AckWait, so "empty" takes a moment.
@@ -54,7 +55,8 @@ class TestCluster {
   queue::KvStorePtr workers_;
 };
 
-// A profile for the identity model with test-friendly queue settings.
+// A profile for the identity model with test-friendly queue settings
+// (unless `extra` has its own `queue:`).
 std::string IdentityProfile(const std::string& id, const std::string& extra = "");
 
 }  // namespace shoal::testing
