@@ -266,7 +266,7 @@ void Report(std::map<std::string, std::vector<double>>& m, double max_rps, int q
     bool first = true;
     for (const auto& [k, v] : r) {
       char num[64];
-      std::snprintf(num, sizeof(num), "%.4g", v);
+      std::snprintf(num, sizeof(num), "%.6g", v);
       out << (first ? "" : ",") << "\n  \"" << k << "\": " << num;
       first = false;
     }

@@ -85,7 +85,7 @@ Status Gateway::Init() {
 
   router_ = std::make_unique<Router>(
       RouterOptions{.limits = options_.limits, .default_timeout = options_.default_timeout},
-      catalog_fn, [this] { return ready_.load(); }, std::move(router_lanes));
+      catalog_fn, [this] { return Ready(); }, std::move(router_lanes));
   auto server = HttpServer::Start(options_.http, loops, [this](size_t lane, HttpRequest&& req, Responder r) {
     router_->Handle(lane, std::move(req), std::move(r));
   });
@@ -120,6 +120,11 @@ void Gateway::Sweep(Lane& lane) {
                                           p->id));
   }
   lane.dispatcher->Tick(now);
+}
+
+bool Gateway::Ready() const {
+  // Serving, and (unless in-process) still connected to NATS.
+  return ready_ && (!nc_ || natsConnection_Status(nc_.get()) == NATS_CONN_STATUS_CONNECTED);
 }
 
 size_t Gateway::InFlight() const {

@@ -67,6 +67,7 @@ class Gateway {
   void OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot);
   void Sweep(Lane& lane);
   size_t InFlight() const;
+  bool Ready() const;
 
   GatewayOptions options_;
   // Control plane: KV buckets and watches, on a connection of their own.

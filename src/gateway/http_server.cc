@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <array>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -60,15 +61,40 @@ struct ResponseSlot {
   std::optional<HttpResponse> response;
 };
 
-http::response<http::string_body> ToBeast(HttpResponse&& r, unsigned version, bool keep_alive) {
-  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
-  res.set(http::field::server, "shoal");
-  res.set(http::field::content_type, r.content_type);
-  for (auto& [k, v] : r.headers) res.set(k, v);
-  res.keep_alive(keep_alive);
-  res.body() = std::move(r.body);
-  res.prepare_payload();
-  return res;
+// The status line and headers of a response. Written by hand rather than
+// through Beast's serializer: that was a tenth of a gateway's CPU.
+std::string ResponseHead(const HttpResponse& r, unsigned version, bool keep_alive) {
+  const auto reason = http::obsolete_reason(static_cast<http::status>(r.status));
+  std::string head;
+  head.reserve(256);
+  head += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  head += std::to_string(r.status);
+  head += ' ';
+  head.append(reason.data(), reason.size());
+  head += "\r\nServer: shoal\r\nContent-Type: ";
+  head += r.content_type;
+  head += "\r\nContent-Length: ";
+  head += std::to_string(r.body.size());
+  for (const auto& [k, v] : r.headers) {
+    head += "\r\n";
+    head += k;
+    head += ": ";
+    head += v;
+  }
+  // HTTP/1.1 keeps alive by default, HTTP/1.0 closes by default.
+  if (!keep_alive && version != 10) head += "\r\nConnection: close";
+  if (keep_alive && version == 10) head += "\r\nConnection: keep-alive";
+  head += "\r\n\r\n";
+  return head;
+}
+
+awaitable<boost::system::error_code> WriteResponse(beast::tcp_stream& stream, const HttpResponse& r,
+                                                   unsigned version, bool keep_alive) {
+  const std::string head = ResponseHead(r, version, keep_alive);
+  const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head), asio::buffer(r.body)};
+  boost::system::error_code ec;
+  co_await asio::async_write(stream, buffers, asio::redirect_error(use_awaitable, ec));
+  co_return ec;
 }
 
 // What connections need, shared with them: a connection can outlive the
@@ -79,9 +105,7 @@ struct SessionContext {
 };
 
 awaitable<void> WriteError(beast::tcp_stream& stream, const Status& status) {
-  auto res = ToBeast(ErrorResponse(status, ""), 11, false);
-  boost::system::error_code ec;
-  co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+  co_await WriteResponse(stream, ErrorResponse(status, ""), 11, false);
 }
 
 awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx) {
@@ -132,9 +156,8 @@ awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const S
     }
     if (!slot->response) break;  // shutting down
 
-    auto res = ToBeast(std::move(*slot->response), version, keep_alive);
     stream.expires_after(kIdleTimeout);
-    co_await http::async_write(stream, res, asio::redirect_error(use_awaitable, ec));
+    ec = co_await WriteResponse(stream, *slot->response, version, keep_alive);
     if (ec || !keep_alive) break;
   }
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);

@@ -1,7 +1,6 @@
 #include "gateway/responses.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "wire/json_writer.h"
 #include "wire/msgpack_writer.h"
@@ -11,10 +10,11 @@
 namespace shoal::gateway {
 namespace {
 
+// Microseconds as milliseconds with three decimals ("0.512").
 std::string Millis(int64_t us) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3f", static_cast<double>(us) / 1000.0);
-  return buf;
+  us = std::max<int64_t>(us, 0);
+  std::string frac = std::to_string(us % 1000);
+  return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
 }
 
 Result<std::string> MsgpackBody(const PendingRequest& p, uint64_t tokens) {
