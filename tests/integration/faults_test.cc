@@ -122,6 +122,40 @@ TEST(Faults, AnItemJetStreamGivesUpOnIsAnErrorAndADeadLetter) {
   EXPECT_EQ(cluster.StreamMessagesNamed("SHOAL_DLQ"), 1u) << "kept for inspection";
 }
 
+TEST(Faults, ANatsServerRestartLosesNoAcceptedRequest) {
+  TestCluster cluster;
+  cluster.Register(IdentityProfile("test/embed", "identity: {dim: 8}\n"));
+  auto worker = cluster.StartWorker();
+  cluster.WaitForWorkers("test/embed", 1);
+  auto gateway = cluster.StartGateway();
+  ASSERT_TRUE(gateway);
+  HttpClient http(gateway->port());
+  auto before = http.PostJson("/v1/embeddings", R"({"model":"test/embed","input":"before"})");
+  ASSERT_TRUE(before.ok());
+  ASSERT_EQ(before->status, 200);
+
+  cluster.StopNats();
+  // Sent while the server is down: the gateway holds the publish until it
+  // reconnects, the worker re-issues its pull requests, the answer comes.
+  Result<HttpResult> during = Internal("not sent");
+  std::thread client([&] {
+    HttpClient h(gateway->port());
+    during = h.PostJson("/v1/embeddings", R"({"model":"test/embed","input":"during"})",
+                        {{"X-Shoal-Timeout-Ms", "20000"}});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  cluster.StartNats();
+  client.join();
+  ASSERT_TRUE(during.ok()) << during.status().ToString();
+  EXPECT_EQ(during->status, 200) << during->body;
+  auto v = nlohmann::json::parse(during->body)["data"][0]["embedding"].get<std::vector<float>>();
+  EXPECT_EQ(v, IdentityVector(IdentityTokens("during"), 8, true));
+
+  auto after = http.PostJson("/v1/embeddings", R"({"model":"test/embed","input":"after"})");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->status, 200) << after->body;
+}
+
 TEST(Faults, ShoalUpDrainsAndStopsEverythingOnCtrlC) {
   char tmpl[] = "/tmp/shoal-up-XXXXXX";
   const std::string dir = mkdtemp(tmpl);

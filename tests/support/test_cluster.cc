@@ -43,6 +43,32 @@ TestCluster::TestCluster() {
   workers_ = std::move(workers).value();
 }
 
+void TestCluster::StopNats() {
+  workers_.reset();
+  models_.reset();
+  js_.reset();
+  nc_.reset();
+  nats_->Stop();
+}
+
+void TestCluster::StartNats() {
+  auto nats = queue::NatsServer::Start({.data_dir = dir_ + "/nats", .port = nats_->port()});
+  ASSERT_TRUE(nats.ok()) << nats.status().ToString();
+  nats_ = std::move(nats).value();
+  auto nc = queue::Connect({.url = url_, .name = "test"});
+  ASSERT_TRUE(nc.ok());
+  nc_ = std::move(nc).value();
+  auto js = queue::NewJetStream(nc_.get());
+  ASSERT_TRUE(js.ok());
+  js_ = std::move(js).value();
+  auto models = queue::OpenBucket(js_.get(), wire::kModelsBucket, 0);
+  ASSERT_TRUE(models.ok());
+  models_ = std::move(models).value();
+  auto workers = queue::OpenBucket(js_.get(), wire::kWorkersBucket, queue::kWorkerEntryTtlMs);
+  ASSERT_TRUE(workers.ok());
+  workers_ = std::move(workers).value();
+}
+
 TestCluster::~TestCluster() {
   workers_.reset();
   models_.reset();

@@ -21,6 +21,11 @@ class TestCluster {
   ~TestCluster();
 
   const std::string& nats_url() const { return url_; }
+
+  // Stops nats-server (SIGTERM) and, with Start, brings it back on the same
+  // port with the same data.
+  void StopNats();
+  void StartNats();
   const std::string& dir() const { return dir_; }
 
   // Registers a model profile (YAML) in the catalog.
