@@ -30,13 +30,17 @@ Status QueueDispatcher::Start(const std::string& nats_url) {
   });
   if (!nc.ok()) return nc.status();
   nc_ = std::move(nc).value();
-  natsSubscription* sub = nullptr;
-  SHOAL_RETURN_IF_ERROR(queue::FromNats(
-      natsConnection_SubscribeSync(&sub, nc_.get(), wire::ReplyWildcard(lane_id_).c_str()),
-      "result inbox"));
-  natsSubscription_SetPendingLimits(sub, -1, -1);
-  sub_.reset(sub);
-  return Status::Ok();
+  Status status;
+  loop_->RunAndWait([&] {  // sub_ is the loop's alone
+    natsSubscription* sub = nullptr;
+    status = queue::FromNats(
+        natsConnection_SubscribeSync(&sub, nc_.get(), wire::ReplyWildcard(lane_id_).c_str()),
+        "result inbox");
+    if (!status.ok()) return;
+    natsSubscription_SetPendingLimits(sub, -1, -1);
+    sub_.reset(sub);
+  });
+  return status;
 }
 
 int64_t QueueDispatcher::MaxPayload() const { return natsConnection_GetMaxPayload(nc_.get()); }

@@ -14,7 +14,8 @@
 // A second result for a filled slot (a redelivery after a worker died
 // between publishing and acking) is ignored.
 //
-// Threading: everything but Start runs on the lane's loop thread.
+// Threading: everything but Start and MaxPayload runs on the lane's loop
+// thread; Start makes the subscription there.
 #pragma once
 
 #include <chrono>

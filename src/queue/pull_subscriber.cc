@@ -24,21 +24,26 @@ size_t SplitTokens(std::string_view s, std::string_view* out, size_t max) {
 
 }  // namespace
 
-PullSubscriber::PullSubscriber(natsConnection* nc, std::string inbox_prefix, OnMessage on_message,
-                               PullTiming timing)
-    : nc_(nc), inbox_prefix_(std::move(inbox_prefix)), on_message_(std::move(on_message)),
-      timing_(timing) {}
+PullSubscriber::PullSubscriber(std::string inbox_prefix, OnMessage on_message, PullTiming timing)
+    : inbox_prefix_(std::move(inbox_prefix)), on_message_(std::move(on_message)), timing_(timing) {}
 
 PullSubscriber::~PullSubscriber() { Stop(); }
 
-Status PullSubscriber::Start() {
-  natsSubscription* sub = nullptr;
-  const std::string wildcard = inbox_prefix_ + ".>";
-  SHOAL_RETURN_IF_ERROR(
-      FromNats(natsConnection_SubscribeSync(&sub, nc_, wildcard.c_str()), "pull inbox"));
-  // Deliveries are bounded by credit; never let cnats drop one as a slow consumer.
-  natsSubscription_SetPendingLimits(sub, -1, -1);
-  sub_.reset(sub);
+Status PullSubscriber::Start(natsConnection* nc, EventLoop* loop) {
+  nc_ = nc;
+  Status status;
+  loop->RunAndWait([&] {
+    natsSubscription* sub = nullptr;
+    const std::string wildcard = inbox_prefix_ + ".>";
+    status = FromNats(natsConnection_SubscribeSync(&sub, nc_, wildcard.c_str()), "pull inbox");
+    if (!status.ok()) return;
+    // Deliveries are bounded by credit; never let cnats drop one as a slow consumer.
+    natsSubscription_SetPendingLimits(sub, -1, -1);
+    sub_.reset(sub);
+  });
+  SHOAL_RETURN_IF_ERROR(status);
+  std::lock_guard lock(mu_);
+  refilling_ = true;
   return Status::Ok();
 }
 
@@ -48,10 +53,13 @@ void PullSubscriber::Drain() {
 }
 
 void PullSubscriber::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    refilling_ = false;
+  }
   if (!sub_) return;
   Drain();
   natsSubscription_Unsubscribe(sub_.get());
-  std::lock_guard lock(mu_);
   sub_.reset();
 }
 
@@ -88,7 +96,7 @@ void PullSubscriber::Refill(int slot, int64_t want) {
   {
     std::lock_guard lock(mu_);
     Slot& s = slots_[slot];
-    if (!refilling_ || !s.enabled || !sub_) return;
+    if (!refilling_ || !s.enabled) return;
     const int64_t deficit = want - s.credit;
     if (deficit <= 0) return;
     if (s.credit > 0 && deficit < std::max<int64_t>(1, want / 2)) return;

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/event_loop.h"
 #include "common/status.h"
 #include "queue/nats.h"
 
@@ -58,15 +59,16 @@ class PullSubscriber {
   };
   using OnMessage = std::function<void(const Delivery& d, MsgPtr msg)>;
 
-  PullSubscriber(natsConnection* nc, std::string inbox_prefix, OnMessage on_message,
-                 PullTiming timing = {});
+  PullSubscriber(std::string inbox_prefix, OnMessage on_message, PullTiming timing = {});
   ~PullSubscriber();
 
-  Status Start();
+  // Subscribes the inbox on `nc`, a connection driven by `loop` (from any
+  // thread; the subscription is made on the loop).
+  Status Start(natsConnection* nc, EventLoop* loop);
   // Hands every message already received to OnMessage (on the loop thread).
   void Drain();
-  // Unsubscribes (on the loop thread, after a last Drain); messages still on
-  // their way are redelivered after AckWait.
+  // Stops refilling and unsubscribes (on the loop thread, after a last
+  // Drain); messages still on their way are redelivered after AckWait.
   void Stop();
 
   // Registers a consumer and returns its slot (credit starts at zero).
@@ -101,17 +103,17 @@ class PullSubscriber {
   void HandleStatus(natsMsg* msg, std::string_view status);
   bool ParseAckSubject(std::string_view ack, Delivery* d) const;
 
-  natsConnection* nc_;
+  natsConnection* nc_ = nullptr;
   const std::string inbox_prefix_;
   const OnMessage on_message_;
   const PullTiming timing_;
-  SubscriptionPtr sub_;
+  SubscriptionPtr sub_;  // touched on the loop thread only
 
   mutable std::mutex mu_;
   std::vector<Slot> slots_;                          // guarded by mu_
   std::map<std::string, int, std::less<>> by_name_;  // consumer → slot; guarded by mu_
   uint64_t next_seq_ = 1;                            // guarded by mu_
-  bool refilling_ = true;                            // guarded by mu_
+  bool refilling_ = false;                           // guarded by mu_; true once started
 };
 
 }  // namespace shoal::queue

@@ -39,22 +39,19 @@ Status Worker::Init() {
   workers_kv_ = std::move(workers).value();
   SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStream(js_.get(), options_.pool, options_.stream_limits));
 
-  intake_.Start();
-  auto pull_nc = queue::ConnectOnLoop(
-      {.url = options_.nats_url, .name = "shoal-worker-data " + options_.id}, &intake_, [this] {
-        if (pull_) pull_->Drain();
-      });
-  if (!pull_nc.ok()) return pull_nc.status();
-  pull_nc_ = std::move(pull_nc).value();
-  runner_ = std::make_unique<BatchRunner>(pull_nc_.get(), &reaper_, options_.id);
-
   pull_ = std::make_unique<queue::PullSubscriber>(
-      pull_nc_.get(), "_SHOAL.pull." + options_.id,
+      "_SHOAL.pull." + options_.id,
       [this](const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg) {
         OnDelivered(d, std::move(msg));
       },
       options_.pull);
-  SHOAL_RETURN_IF_ERROR(pull_->Start());
+  intake_.Start();
+  auto pull_nc = queue::ConnectOnLoop({.url = options_.nats_url, .name = "shoal-worker-data " + options_.id},
+                                      &intake_, [pull = pull_.get()] { pull->Drain(); });
+  if (!pull_nc.ok()) return pull_nc.status();
+  pull_nc_ = std::move(pull_nc).value();
+  runner_ = std::make_unique<BatchRunner>(pull_nc_.get(), &reaper_, options_.id);
+  SHOAL_RETURN_IF_ERROR(pull_->Start(pull_nc_.get(), &intake_));
   for (int i = 0; i < options_.executors; ++i) {
     executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { RefillAll(); }));
   }
