@@ -14,9 +14,12 @@ namespace {
 
 namespace asio = boost::asio;
 
-// One per connection; lives until cnats detaches it. Everything but the two
-// atomics is touched on the loop thread only.
-struct Adapter {
+// One per connection. It keeps itself alive (`self`) until cnats detaches
+// it, and every wait it arms holds a reference, so a completion that was
+// already queued when the connection went away still finds it. Everything
+// but the two atomics is touched on the loop thread only.
+struct Adapter : std::enable_shared_from_this<Adapter> {
+  std::shared_ptr<Adapter> self;
   EventLoop* loop = nullptr;
   natsConnection* nc = nullptr;
   std::function<void()> on_readable;
@@ -32,13 +35,13 @@ struct Adapter {
     if (want_read && !read_armed) {
       read_armed = true;
       socket->async_wait(asio::posix::stream_descriptor::wait_read,
-                         [this, gen = generation](const boost::system::error_code& ec) {
-                           if (gen != generation) return;
-                           read_armed = false;
-                           if (ec || !want_read) return;
-                           natsConnection_ProcessReadEvent(nc);
-                           if (on_readable) on_readable();
-                           Arm();
+                         [a = shared_from_this(), gen = generation](const boost::system::error_code& ec) {
+                           if (gen != a->generation) return;
+                           a->read_armed = false;
+                           if (ec || !a->want_read) return;
+                           natsConnection_ProcessReadEvent(a->nc);
+                           if (a->on_readable) a->on_readable();
+                           a->Arm();
                          });
     }
     if (want_write && !write_armed) {
@@ -47,11 +50,11 @@ struct Adapter {
       if (want_write && !write_armed && socket) {
         write_armed = true;
         socket->async_wait(asio::posix::stream_descriptor::wait_write,
-                           [this, gen = generation](const boost::system::error_code& ec) {
-                             if (gen != generation) return;
-                             write_armed = false;
+                           [a = shared_from_this(), gen = generation](const boost::system::error_code& ec) {
+                             if (gen != a->generation) return;
+                             a->write_armed = false;
                              if (ec) return;
-                             Arm();
+                             a->Arm();
                            });
       }
     }
@@ -78,7 +81,9 @@ natsStatus OnAttach(void** user_data, void* loop_ptr, natsConnection* nc, natsSo
   auto* seed = static_cast<AdapterSeed*>(loop_ptr);
   Adapter* a = static_cast<Adapter*>(*user_data);
   if (a == nullptr) {  // first connect (not a reconnect)
-    a = new Adapter();
+    auto owned = std::make_shared<Adapter>();
+    owned->self = owned;
+    a = owned.get();
     a->loop = seed->loop;
     a->nc = nc;
     a->on_readable = seed->on_readable;
@@ -87,7 +92,7 @@ natsStatus OnAttach(void** user_data, void* loop_ptr, natsConnection* nc, natsSo
   // cnats expects an attached socket to be polled for reads from now on; it
   // calls OnRead only to stop and restart that later.
   a->want_read = true;
-  a->loop->Post([a, fd] {
+  a->loop->Post([a = a->shared_from_this(), fd] {
     a->Drop();
     a->socket = std::make_unique<asio::posix::stream_descriptor>(a->loop->context(), fd);
     a->Arm();
@@ -98,14 +103,14 @@ natsStatus OnAttach(void** user_data, void* loop_ptr, natsConnection* nc, natsSo
 natsStatus OnRead(void* user_data, bool add) {
   auto* a = static_cast<Adapter*>(user_data);
   a->want_read = add;
-  if (add) a->loop->Post([a] { a->Arm(); });
+  if (add) a->loop->Post([a = a->shared_from_this()] { a->Arm(); });
   return NATS_OK;
 }
 
 natsStatus OnWrite(void* user_data, bool add) {
   auto* a = static_cast<Adapter*>(user_data);
   const bool was = a->want_write.exchange(add);
-  if (add && !was) a->loop->Post([a] { a->Arm(); });
+  if (add && !was) a->loop->Post([a = a->shared_from_this()] { a->Arm(); });
   return NATS_OK;
 }
 
@@ -113,9 +118,9 @@ natsStatus OnDetach(void* user_data) {
   auto* a = static_cast<Adapter*>(user_data);
   a->want_read = false;
   a->want_write = false;
-  a->loop->Post([a] {
+  a->loop->Post([a = a->shared_from_this()] {
     a->Drop();
-    delete a;
+    a->self.reset();  // freed when the last queued wait has run
   });
   return NATS_OK;
 }

@@ -237,7 +237,7 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
   drained_ = true;
   draining_ = true;
   const auto deadline = SteadyClock::now() + timeout;
-  if (pull_) {
+  if (pull_nc_) {  // the intake loop runs
     pull_->StopRefilling();
     // Let outstanding pull requests run out (served or expired), working on
     // whatever they still bring.
@@ -259,18 +259,24 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
   while (busy() && SteadyClock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  // Hand back what did not start; JetStream redelivers it at once.
-  for (auto& item : queue_.TakeAll()) runner_->Settle(item, Outcome::kShuttingDown);
-  queue_.Close();
-  executors_.clear();  // joins; running batches finish
+  // The keeper touches executors and the queue: it goes first.
   stop_keeper_ = true;
   if (keeper_.joinable()) keeper_.join();
+  // Hand back what did not start; JetStream redelivers it at once.
+  if (runner_) {
+    for (auto& item : queue_.TakeAll()) runner_->Settle(item, Outcome::kShuttingDown);
+  }
+  queue_.Close();
+  executors_.clear();  // joins; running batches finish
   catalog_.reset();
   if (workers_kv_) queue::DeleteHeartbeat(workers_kv_.get(), options_.id);
-  if (pull_nc_) natsConnection_FlushTimeout(pull_nc_.get(), 2000);
+  if (pull_nc_) {
+    natsConnection_FlushTimeout(pull_nc_.get(), 2000);  // the last results and acks
+    intake_.RunAndWait([&] { pull_nc_.reset(); });      // closed on its own loop
+  }
+  intake_.Stop();  // after the connection's cleanup, which it runs first
   pull_.reset();
-  pull_nc_.reset();  // its cleanup is posted to the loop, which Stop runs first
-  intake_.Stop();
+  reaper_.Reap();
   spdlog::info("worker {} stopped", options_.id);
 }
 
