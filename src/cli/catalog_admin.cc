@@ -8,15 +8,9 @@ namespace shoal::cli {
 
 Result<CatalogAdmin> CatalogAdmin::Connect(const std::string& nats_url) {
   CatalogAdmin a;
-  auto nc = queue::Connect({.url = nats_url, .name = "shoal-admin"});
-  if (!nc.ok()) return nc.status();
-  a.nc_ = std::move(nc).value();
-  auto js = queue::NewJetStream(a.nc_.get());
-  if (!js.ok()) return js.status();
-  a.js_ = std::move(js).value();
-  auto kv = queue::OpenBucket(a.js_.get(), wire::kModelsBucket, 0);
-  if (!kv.ok()) return kv.status();
-  a.models_ = std::move(kv).value();
+  auto control = queue::ControlPlane::Connect(nats_url, "shoal-admin");
+  if (!control.ok()) return control.status();
+  a.control_ = std::move(control).value();
   return a;
 }
 
@@ -25,28 +19,28 @@ Status CatalogAdmin::Register(const ModelSpec& spec) {
   Runtime* runtime = FindRuntime(spec.runtime);
   if (!runtime) return InvalidInput("runtime '" + spec.runtime + "' is not known to this build");
   if (auto m = runtime->Load(spec); !m.ok()) return m.status();
-  SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStream(js_.get(), spec.pool, {}));
-  return queue::PutModel(models_.get(), spec);
+  SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStream(control_.js.get(), spec.pool, {}));
+  return queue::PutModel(control_.models.get(), spec);
 }
 
 Status CatalogAdmin::Remove(const std::string& id) {
   kvEntry* e = nullptr;
-  if (kvStore_Get(&e, models_.get(), id.c_str()) != NATS_OK) {
+  if (kvStore_Get(&e, control_.models.get(), id.c_str()) != NATS_OK) {
     return Status(Code::kModelNotFound, "model '" + id + "' is not in the catalog");
   }
   kvEntry_Destroy(e);
-  return queue::DeleteModel(models_.get(), id);
+  return queue::DeleteModel(control_.models.get(), id);
 }
 
 Result<std::vector<ModelSpec>> CatalogAdmin::List() {
   kvKeysList keys;
   std::vector<ModelSpec> out;
-  natsStatus s = kvStore_Keys(&keys, models_.get(), nullptr);
+  natsStatus s = kvStore_Keys(&keys, control_.models.get(), nullptr);
   if (s == NATS_NOT_FOUND) return out;  // an empty bucket
   if (s != NATS_OK) return queue::FromNats(s, "catalog keys");
   for (int i = 0; i < keys.Count; ++i) {
     kvEntry* e = nullptr;
-    if (kvStore_Get(&e, models_.get(), keys.Keys[i]) != NATS_OK) continue;
+    if (kvStore_Get(&e, control_.models.get(), keys.Keys[i]) != NATS_OK) continue;
     auto spec = ModelSpec::Parse(std::string_view(kvEntry_ValueString(e), kvEntry_ValueLen(e)));
     kvEntry_Destroy(e);
     if (spec.ok()) out.push_back(std::move(spec).value());

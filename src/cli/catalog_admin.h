@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/model_spec.h"
-#include "queue/nats.h"
+#include "queue/control_plane.h"
 #include "queue/topology.h"
 
 namespace shoal::cli {
@@ -21,9 +21,7 @@ class CatalogAdmin {
 
  private:
   CatalogAdmin() = default;
-  queue::ConnectionPtr nc_;
-  queue::JsCtxPtr js_;
-  queue::KvStorePtr models_;
+  queue::ControlPlane control_;
 };
 
 }  // namespace shoal::cli

@@ -22,26 +22,17 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
 }
 
 Status Gateway::ConnectControlPlane() {
-  auto nc = queue::Connect({.url = options_.nats_url, .name = "shoal-gateway " + options_.id});
-  if (!nc.ok()) return nc.status();
-  nc_ = std::move(nc).value();
-  auto js = queue::NewJetStream(nc_.get());
-  if (!js.ok()) return js.status();
-  js_ = std::move(js).value();
-  auto models = queue::OpenBucket(js_.get(), wire::kModelsBucket, 0);
-  if (!models.ok()) return models.status();
-  models_kv_ = std::move(models).value();
-  auto workers_kv = queue::OpenBucket(js_.get(), wire::kWorkersBucket, queue::kWorkerEntryTtlMs);
-  if (!workers_kv.ok()) return workers_kv.status();
-  workers_kv_ = std::move(workers_kv).value();
-  auto registry = queue::WorkerRegistry::Open(workers_kv_.get());
+  auto control = queue::ControlPlane::Connect(options_.nats_url, "shoal-gateway " + options_.id);
+  if (!control.ok()) return control.status();
+  control_ = std::move(control).value();
+  auto registry = queue::WorkerRegistry::Open(control_.workers.get());
   if (!registry.ok()) return registry.status();
   workers_ = std::move(registry).value();
-  auto catalog = queue::Catalog::Open(models_kv_.get(), [this](auto snap) { OnCatalog(snap); });
+  auto catalog = queue::Catalog::Open(control_.models.get(), [this](auto snap) { OnCatalog(snap); });
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());
-  dead_letters_ = std::make_unique<DeadLetters>(nc_.get(), js_.get());
+  dead_letters_ = std::make_unique<DeadLetters>(control_.nc.get(), control_.js.get());
   return dead_letters_->Start();
 }
 
@@ -103,7 +94,7 @@ void Gateway::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& sna
   std::lock_guard lock(pools_mu_);
   for (const auto& [id, spec] : *snapshot) {
     if (pools_.count(spec->pool)) continue;
-    if (Status s = queue::EnsureWorkStream(js_.get(), spec->pool, options_.stream_limits); !s.ok()) {
+    if (Status s = queue::EnsureWorkStream(control_.js.get(), spec->pool, options_.stream_limits); !s.ok()) {
       spdlog::error("gateway: work stream for pool {}: {}", spec->pool, s.ToString());
       continue;
     }
@@ -124,7 +115,7 @@ void Gateway::Sweep(Lane& lane) {
 
 bool Gateway::Ready() const {
   // Serving, and (unless in-process) still connected to NATS.
-  return ready_ && (!nc_ || natsConnection_Status(nc_.get()) == NATS_CONN_STATUS_CONNECTED);
+  return ready_ && (!control_.nc || natsConnection_Status(control_.nc.get()) == NATS_CONN_STATUS_CONNECTED);
 }
 
 size_t Gateway::InFlight() const {

@@ -23,6 +23,7 @@
 #include "gateway/pending.h"
 #include "gateway/router.h"
 #include "queue/catalog.h"
+#include "queue/control_plane.h"
 #include "queue/nats.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
@@ -71,10 +72,7 @@ class Gateway {
 
   GatewayOptions options_;
   // Control plane: KV buckets and watches, on a connection of their own.
-  queue::ConnectionPtr nc_;
-  queue::JsCtxPtr js_;
-  queue::KvStorePtr models_kv_;
-  queue::KvStorePtr workers_kv_;
+  queue::ControlPlane control_;
   std::unique_ptr<queue::Catalog> catalog_;
   std::shared_ptr<const queue::CatalogSnapshot> static_catalog_;  // in-process mode
   std::unique_ptr<queue::WorkerRegistry> workers_;

@@ -25,19 +25,11 @@ Result<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options) {
 Worker::Worker(WorkerOptions options) : options_(std::move(options)) {}
 
 Status Worker::Init() {
-  auto nc = queue::Connect({.url = options_.nats_url, .name = "shoal-worker-control " + options_.id});
-  if (!nc.ok()) return nc.status();
-  nc_ = std::move(nc).value();
-  auto js = queue::NewJetStream(nc_.get());
-  if (!js.ok()) return js.status();
-  js_ = std::move(js).value();
-  auto models = queue::OpenBucket(js_.get(), wire::kModelsBucket, 0);
-  if (!models.ok()) return models.status();
-  models_kv_ = std::move(models).value();
-  auto workers = queue::OpenBucket(js_.get(), wire::kWorkersBucket, queue::kWorkerEntryTtlMs);
-  if (!workers.ok()) return workers.status();
-  workers_kv_ = std::move(workers).value();
-  SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStream(js_.get(), options_.pool, options_.stream_limits));
+  auto control = queue::ControlPlane::Connect(options_.nats_url, "shoal-worker-control " + options_.id);
+  if (!control.ok()) return control.status();
+  control_ = std::move(control).value();
+  SHOAL_RETURN_IF_ERROR(
+      queue::EnsureWorkStream(control_.js.get(), options_.pool, options_.stream_limits));
 
   pull_ = std::make_unique<queue::PullSubscriber>(
       "_SHOAL.pull." + options_.id,
@@ -55,7 +47,7 @@ Status Worker::Init() {
   for (int i = 0; i < options_.executors; ++i) {
     executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { RefillAll(); }));
   }
-  auto catalog = queue::Catalog::Open(models_kv_.get(), [this](auto snap) { OnCatalog(snap); });
+  auto catalog = queue::Catalog::Open(control_.models.get(), [this](auto snap) { OnCatalog(snap); });
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());  // the watch may have run it already; it is idempotent
@@ -108,7 +100,7 @@ void Worker::Serve(std::shared_ptr<const ModelSpec> spec) {
     spdlog::error("worker: cannot load {}: {}", spec->id, model.status().ToString());
     return;
   }
-  if (Status s = queue::EnsureConsumer(js_.get(), *spec); !s.ok()) {
+  if (Status s = queue::EnsureConsumer(control_.js.get(), *spec); !s.ok()) {
     spdlog::error("worker: no consumer for {}: {}", spec->id, s.ToString());
     return;
   }
@@ -211,7 +203,7 @@ std::vector<std::string> Worker::ServedModels() const {
 }
 
 void Worker::Heartbeat() {
-  if (draining_ || !workers_kv_) return;
+  if (draining_ || !control_.workers) return;
   queue::WorkerInfo info;
   info.id = options_.id;
   info.host = HostName();
@@ -227,7 +219,7 @@ void Worker::Heartbeat() {
     }
   }
   info.ts_ms = UnixMillis();
-  if (Status s = queue::PutHeartbeat(workers_kv_.get(), info); !s.ok()) {
+  if (Status s = queue::PutHeartbeat(control_.workers.get(), info); !s.ok()) {
     spdlog::debug("worker: heartbeat not written: {}", s.message());
   }
 }
@@ -269,7 +261,7 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
   queue_.Close();
   executors_.clear();  // joins; running batches finish
   catalog_.reset();
-  if (workers_kv_) queue::DeleteHeartbeat(workers_kv_.get(), options_.id);
+  if (control_.workers) queue::DeleteHeartbeat(control_.workers.get(), options_.id);
   if (pull_nc_) {
     natsConnection_FlushTimeout(pull_nc_.get(), 2000);  // the last results and acks
     intake_.RunAndWait([&] { pull_nc_.reset(); });      // closed on its own loop

@@ -29,6 +29,7 @@
 
 #include "common/event_loop.h"
 #include "queue/catalog.h"
+#include "queue/control_plane.h"
 #include "queue/nats.h"
 #include "queue/pull_subscriber.h"
 #include "queue/topology.h"
@@ -79,10 +80,7 @@ class Worker {
   WorkerOptions options_;
   EventLoop intake_;
   queue::ConnectionPtr pull_nc_;  // data: pulls, deliveries, results, acks; on intake_
-  queue::ConnectionPtr nc_;       // control: KV, streams, heartbeats
-  queue::JsCtxPtr js_;
-  queue::KvStorePtr models_kv_;
-  queue::KvStorePtr workers_kv_;
+  queue::ControlPlane control_;   // KV, streams, heartbeats
   LocalQueue queue_;
   queue::MsgReaper reaper_;  // reaped by the keeper
   std::unique_ptr<BatchRunner> runner_;

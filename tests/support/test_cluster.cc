@@ -29,25 +29,16 @@ TestCluster::TestCluster() {
   }
   nats_ = std::move(nats).value();
   url_ = nats_->url();
-  auto nc = queue::Connect({.url = url_, .name = "test"});
-  EXPECT_TRUE(nc.ok()) << nc.status().ToString();
-  nc_ = std::move(nc).value();
-  auto js = queue::NewJetStream(nc_.get());
-  EXPECT_TRUE(js.ok());
-  js_ = std::move(js).value();
-  auto models = queue::OpenBucket(js_.get(), wire::kModelsBucket, 0);
-  EXPECT_TRUE(models.ok());
-  models_ = std::move(models).value();
-  auto workers = queue::OpenBucket(js_.get(), wire::kWorkersBucket, queue::kWorkerEntryTtlMs);
-  EXPECT_TRUE(workers.ok());
-  workers_ = std::move(workers).value();
+  auto control = queue::ControlPlane::Connect(url_, "test");
+  if (!control.ok()) {
+    ADD_FAILURE() << control.status().ToString();
+    return;
+  }
+  control_ = std::move(control).value();
 }
 
 void TestCluster::StopNats() {
-  workers_.reset();
-  models_.reset();
-  js_.reset();
-  nc_.reset();
+  control_ = {};
   nats_->Stop();
 }
 
@@ -55,25 +46,13 @@ void TestCluster::StartNats() {
   auto nats = queue::NatsServer::Start({.data_dir = dir_ + "/nats", .port = nats_->port()});
   ASSERT_TRUE(nats.ok()) << nats.status().ToString();
   nats_ = std::move(nats).value();
-  auto nc = queue::Connect({.url = url_, .name = "test"});
-  ASSERT_TRUE(nc.ok());
-  nc_ = std::move(nc).value();
-  auto js = queue::NewJetStream(nc_.get());
-  ASSERT_TRUE(js.ok());
-  js_ = std::move(js).value();
-  auto models = queue::OpenBucket(js_.get(), wire::kModelsBucket, 0);
-  ASSERT_TRUE(models.ok());
-  models_ = std::move(models).value();
-  auto workers = queue::OpenBucket(js_.get(), wire::kWorkersBucket, queue::kWorkerEntryTtlMs);
-  ASSERT_TRUE(workers.ok());
-  workers_ = std::move(workers).value();
+  auto control = queue::ControlPlane::Connect(url_, "test");
+  ASSERT_TRUE(control.ok()) << control.status().ToString();
+  control_ = std::move(control).value();
 }
 
 TestCluster::~TestCluster() {
-  workers_.reset();
-  models_.reset();
-  js_.reset();
-  nc_.reset();
+  control_ = {};
   if (nats_) nats_->Stop();
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
@@ -82,8 +61,8 @@ TestCluster::~TestCluster() {
 void TestCluster::Register(const std::string& yaml) {
   auto spec = ModelSpec::Parse(yaml);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  ASSERT_TRUE(queue::EnsureWorkStream(js_.get(), spec->pool, {}).ok());
-  ASSERT_TRUE(queue::PutModel(models_.get(), *spec).ok());
+  ASSERT_TRUE(queue::EnsureWorkStream(control_.js.get(), spec->pool, {}).ok());
+  ASSERT_TRUE(queue::PutModel(control_.models.get(), *spec).ok());
 }
 
 std::unique_ptr<worker::Worker> TestCluster::StartWorker(std::vector<std::string> models, int executors) {
@@ -113,7 +92,7 @@ Subprocess TestCluster::SpawnWorker(const std::vector<std::string>& extra_args) 
 }
 
 void TestCluster::WaitForWorkers(const std::string& model, size_t n) {
-  auto registry = queue::WorkerRegistry::Open(workers_.get());
+  auto registry = queue::WorkerRegistry::Open(control_.workers.get());
   ASSERT_TRUE(registry.ok());
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   for (;;) {
@@ -144,7 +123,7 @@ uint64_t TestCluster::StreamMessages(const std::string& pool) {
 
 uint64_t TestCluster::StreamMessagesNamed(const std::string& name) {
   jsStreamInfo* si = nullptr;
-  if (js_GetStreamInfo(&si, js_.get(), name.c_str(), nullptr, nullptr) != NATS_OK) return 0;
+  if (js_GetStreamInfo(&si, control_.js.get(), name.c_str(), nullptr, nullptr) != NATS_OK) return 0;
   const uint64_t n = si->State.Msgs;
   jsStreamInfo_Destroy(si);
   return n;

@@ -10,6 +10,7 @@
 
 #include "common/subprocess.h"
 #include "gateway/gateway.h"
+#include "queue/control_plane.h"
 #include "queue/nats_server.h"
 #include "worker/worker.h"
 
@@ -54,10 +55,7 @@ class TestCluster {
   std::string dir_;
   std::unique_ptr<queue::NatsServer> nats_;
   std::string url_;
-  queue::ConnectionPtr nc_;
-  queue::JsCtxPtr js_;
-  queue::KvStorePtr models_;
-  queue::KvStorePtr workers_;
+  queue::ControlPlane control_;
 };
 
 // A profile for the identity model with test-friendly queue settings

@@ -1,0 +1,25 @@
+#include "queue/control_plane.h"
+
+#include "queue/topology.h"
+#include "wire/subjects.h"
+
+namespace shoal::queue {
+
+Result<ControlPlane> ControlPlane::Connect(const std::string& url, const std::string& name) {
+  ControlPlane cp;
+  auto nc = queue::Connect({.url = url, .name = name});
+  if (!nc.ok()) return nc.status();
+  cp.nc = std::move(nc).value();
+  auto js = NewJetStream(cp.nc.get());
+  if (!js.ok()) return js.status();
+  cp.js = std::move(js).value();
+  auto models = OpenBucket(cp.js.get(), wire::kModelsBucket, 0);
+  if (!models.ok()) return models.status();
+  cp.models = std::move(models).value();
+  auto workers = OpenBucket(cp.js.get(), wire::kWorkersBucket, kWorkerEntryTtlMs);
+  if (!workers.ok()) return workers.status();
+  cp.workers = std::move(workers).value();
+  return cp;
+}
+
+}  // namespace shoal::queue
