@@ -15,14 +15,10 @@ EventLoop::EventLoop() : context_(std::make_unique<boost::asio::io_context>(1)) 
 EventLoop::~EventLoop() { Stop(); }
 
 void EventLoop::Start() {
-  std::promise<std::thread::id> started;
-  auto id = started.get_future();
-  thread_ = std::thread([this, &started] {
-    started.set_value(std::this_thread::get_id());
+  thread_ = std::thread([this] {
     auto guard = boost::asio::make_work_guard(*context_);  // run until Stop
     context_->run();
   });
-  thread_id_ = id.get();
 }
 
 void EventLoop::Stop() {

@@ -39,13 +39,11 @@ class EventLoop {
   void Every(std::chrono::milliseconds period, std::function<void()> fn);
   // Runs `fn` on the loop and waits for it (not from the loop's own thread).
   void RunAndWait(const std::function<void()>& fn);
-  bool InLoopThread() const { return std::this_thread::get_id() == thread_id_; }
   boost::asio::io_context& context() { return *context_; }
 
  private:
   std::unique_ptr<boost::asio::io_context> context_;
   std::thread thread_;
-  std::thread::id thread_id_;
 };
 
 }  // namespace shoal

@@ -35,11 +35,12 @@ void DeadLetters::OnAdvisory(natsConnection*, natsSubscription*, natsMsg* msg, v
 }
 
 void DeadLetters::Handle(std::string_view advisory_json) {
-  std::string stream;
+  std::string stream, consumer;
   uint64_t seq = 0, deliveries = 0;
   try {
     auto a = nlohmann::json::parse(advisory_json);
     stream = a.at("stream").get<std::string>();
+    consumer = a.value("consumer", "");
     seq = a.at("stream_seq").get<uint64_t>();
     deliveries = a.value("deliveries", uint64_t{0});
   } catch (const nlohmann::json::exception& e) {
@@ -96,8 +97,9 @@ void DeadLetters::Handle(std::string_view advisory_json) {
 
   // 3. Out of the work queue.
   js_DeleteMsg(js_, stream.c_str(), seq, nullptr, &code);
-  spdlog::warn("dead letters: rid={} item={} moved to {} after {} deliveries", request_id, item,
-               wire::kDeadLetterStream, deliveries);
+  auto model = wire::ModelIdFromToken(consumer);
+  spdlog::warn("dead letters: rid={} item={} of {} moved to {} after {} deliveries", request_id, item,
+               model.ok() ? *model : consumer, wire::kDeadLetterStream, deliveries);
 }
 
 }  // namespace shoal::gateway

@@ -91,7 +91,7 @@ void QueueDispatcher::Tick(SteadyClock::time_point now) {
 void QueueDispatcher::Publish(PendingRequest& p) {
   const ModelSpec& spec = *p.model;
   const std::string subject = wire::WorkSubject(spec.pool, spec.id);
-  const std::string reply = reply_prefix_ + std::to_string(p.seq);
+  const std::string reply = wire::ReplySubject(lane_id_, p.seq);
   const std::string ack_reply = reply + wire::kAckSuffix;
   const std::string deadline = std::to_string(p.deadline_unix_ms);
   for (size_t i = 0; i < p.request.items.size(); ++i) {

@@ -153,11 +153,6 @@ void PullSubscriber::Tick() {
   }
 }
 
-int64_t PullSubscriber::Credit(int slot) const {
-  std::lock_guard lock(mu_);
-  return slots_[slot].credit;
-}
-
 int64_t PullSubscriber::TotalCredit() const {
   std::lock_guard lock(mu_);
   int64_t total = 0;

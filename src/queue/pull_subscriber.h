@@ -81,7 +81,6 @@ class PullSubscriber {
   void Refill(int slot, int64_t want);
   void Tick();
 
-  int64_t Credit(int slot) const;
   int64_t TotalCredit() const;
 
  private:

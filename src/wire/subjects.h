@@ -31,9 +31,9 @@ std::string WorkSubjectFilter(std::string_view pool);         // shoal.work.<poo
 std::string WorkSubject(std::string_view pool, std::string_view model_id);
 std::string ConsumerName(std::string_view model_id);          // the model token
 
-// Where a gateway collects results: _INBOX.<gateway-id>.<request-id>, and the
-// wildcard it subscribes to.
-std::string ReplySubject(std::string_view gateway_id, uint64_t request_seq);
-std::string ReplyWildcard(std::string_view gateway_id);
+// Where a gateway lane collects results: _INBOX.<lane-id>.<request-seq>, and
+// the wildcard it subscribes to. (A lane is <gateway-id>-<n>.)
+std::string ReplySubject(std::string_view lane_id, uint64_t request_seq);
+std::string ReplyWildcard(std::string_view lane_id);
 
 }  // namespace shoal::wire

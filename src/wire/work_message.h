@@ -32,7 +32,6 @@ inline constexpr char kHeaderCost[] = "Shoal-Cost";
 inline constexpr char kHeaderDeadline[] = "Shoal-Deadline";    // Unix ms
 inline constexpr char kHeaderReply[] = "Shoal-Reply";
 inline constexpr char kHeaderTask[] = "Shoal-Task";
-inline constexpr char kHeaderLora[] = "Shoal-Lora";
 inline constexpr char kHeaderTruncate[] = "Shoal-Truncate";    // "1" or absent
 inline constexpr char kHeaderNormalize[] = "Shoal-Normalize";  // "0" or absent
 
