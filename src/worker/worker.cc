@@ -68,7 +68,7 @@ bool Worker::Wants(const ModelSpec& spec) const {
   return FindRuntime(spec.runtime) != nullptr;
 }
 
-void Worker::OnCatalog(std::shared_ptr<const queue::CatalogSnapshot> snapshot) {
+void Worker::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot) {
   std::lock_guard reconcile(reconcile_mu_);
   if (draining_) return;
   for (const auto& [id, spec] : *snapshot) {
@@ -92,7 +92,7 @@ void Worker::OnCatalog(std::shared_ptr<const queue::CatalogSnapshot> snapshot) {
   Heartbeat();
 }
 
-void Worker::Serve(std::shared_ptr<const ModelSpec> spec) {
+void Worker::Serve(const std::shared_ptr<const ModelSpec>& spec) {
   Runtime* runtime = FindRuntime(spec->runtime);
   const auto t0 = SteadyClock::now();
   auto model = runtime->Load(*spec);

@@ -68,8 +68,8 @@ class Worker {
  private:
   explicit Worker(WorkerOptions options);
   Status Init();
-  void OnCatalog(std::shared_ptr<const queue::CatalogSnapshot> snapshot);
-  void Serve(std::shared_ptr<const ModelSpec> spec);
+  void OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot);
+  void Serve(const std::shared_ptr<const ModelSpec>& spec);
   void Retire(const std::string& id);
   void OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg);
   void RefillAll();
