@@ -7,7 +7,6 @@
 #include <boost/beast/http.hpp>
 #include <array>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "common/log.h"

@@ -6,7 +6,6 @@
 namespace shoal::gateway {
 
 Result<Model*> InProcessDispatcher::ModelFor(const ModelSpec& spec) {
-  std::lock_guard lock(mu_);
   auto it = models_.find(spec.id);
   if (it != models_.end()) return it->second.get();
   Runtime* runtime = FindRuntime(spec.runtime);

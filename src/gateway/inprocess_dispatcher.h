@@ -2,11 +2,12 @@
 // gateway process, on the calling I/O thread — no queue, no worker. It is the
 // baseline the serving-plane benchmark measures the queue path against
 // (`shoal gateway --in-process`), not a way to serve production traffic.
+//
+// Threading: one per lane, used on that lane's loop thread only.
 #pragma once
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "gateway/dispatcher.h"
@@ -25,8 +26,7 @@ class InProcessDispatcher final : public Dispatcher {
   Result<Model*> ModelFor(const ModelSpec& spec);
 
   PendingTable* table_;
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Model>> models_;  // guarded by mu_; loaded on first use
+  std::map<std::string, std::unique_ptr<Model>> models_;  // loaded on first use
 };
 
 }  // namespace shoal::gateway

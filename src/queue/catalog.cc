@@ -58,12 +58,6 @@ void Catalog::Apply(const KvChange& change) {
   if (on_change_) on_change_(next);
 }
 
-std::shared_ptr<const ModelSpec> Catalog::Find(std::string_view id) const {
-  auto snap = Snapshot();
-  auto it = snap->find(id);
-  return it == snap->end() ? nullptr : it->second;
-}
-
 std::shared_ptr<const CatalogSnapshot> Catalog::Snapshot() const {
   std::lock_guard lock(mu_);
   return snapshot_;

@@ -1,7 +1,7 @@
 // The model catalog: the `shoal_models` KV bucket (one key per model id, the
 // value its spec as JSON) and a local, always-current copy of it.
 //
-// Threading: Find/Snapshot are called from any thread (gateway I/O threads,
+// Threading: Snapshot is called from any thread (gateway I/O threads,
 // worker executors); updates come from the KvWatch thread. Readers take
 // `mu_` only to copy a shared_ptr to an immutable snapshot; an update builds
 // a new snapshot and swaps it in (copy-on-write), so a reader never sees a
@@ -38,7 +38,6 @@ class Catalog {
   static Result<std::unique_ptr<Catalog>> Open(kvStore* models, OnChange on_change,
                                                int timeout_ms = 5000);
 
-  std::shared_ptr<const ModelSpec> Find(std::string_view id) const;
   std::shared_ptr<const CatalogSnapshot> Snapshot() const;
 
  private:
