@@ -1,0 +1,54 @@
+// Tokenizer: Hugging Face `tokenizer.json` (normalizer, pre-tokenizer, model,
+// post-processor, added tokens) as one immutable object.
+//
+// Models: WordPiece, BPE (byte-level and byte_fallback) and Unigram.
+// Thread-safety: a loaded Tokenizer is immutable; Encode may be called from
+// any number of threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace shoal::native {
+
+struct Encoding {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> type_ids;  // 0 for the first sequence, 1 for the pair
+  // Byte offsets [start, end) into the text the token came from (the first
+  // or, for type 1, the second text); {0, 0} for added special tokens.
+  std::vector<std::pair<uint32_t, uint32_t>> offsets;
+  std::vector<uint8_t> special;  // 1 where a special token was added or matched
+  uint32_t untruncated_length = 0;  // what ids.size() would be without truncation
+  bool truncated = false;
+};
+
+struct EncodeOptions {
+  bool add_special_tokens = true;  // the post-processor's template ([CLS] … [SEP])
+  size_t max_length = 0;           // 0: no limit; else counts special tokens too
+  // Over max_length: cut (longest first, for pairs) when true; else the call
+  // fails with INVALID_INPUT naming both lengths.
+  bool truncate = false;
+};
+
+class Tokenizer {
+ public:
+  static Result<std::unique_ptr<Tokenizer>> LoadFile(const std::string& path);
+  static Result<std::unique_ptr<Tokenizer>> Parse(std::string_view tokenizer_json);
+  virtual ~Tokenizer() = default;
+
+  virtual Result<Encoding> Encode(std::string_view text, const EncodeOptions& options) const = 0;
+  virtual Result<Encoding> EncodePair(std::string_view first, std::string_view second,
+                                      const EncodeOptions& options) const = 0;
+
+  virtual std::optional<int32_t> TokenToId(std::string_view token) const = 0;
+  virtual std::string IdToToken(int32_t id) const = 0;  // "" when out of range
+  virtual size_t vocab_size() const = 0;                // including added tokens
+};
+
+}  // namespace shoal::native
