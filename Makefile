@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build up test bench clean
+.PHONY: all setup build up test bench bench-encoders clean
 
 all: build
 
@@ -23,6 +23,10 @@ test: build
 
 bench: build
 	scripts/bench-serving-plane
+
+# Shoal's encoder engine against PyTorch and ONNX Runtime (about ten minutes).
+bench-encoders: build
+	$(BUILD)/bench/encoders_bench --out docs/bench/encoders.json
 
 clean:
 	rm -rf $(BUILD)

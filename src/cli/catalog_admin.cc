@@ -18,7 +18,7 @@ Status CatalogAdmin::Register(const ModelSpec& spec) {
   // A model no worker binary can load is rejected here, not at first request.
   Runtime* runtime = FindRuntime(spec.runtime);
   if (!runtime) return InvalidInput("runtime '" + spec.runtime + "' is not known to this build");
-  if (auto m = runtime->Load(spec); !m.ok()) return m.status();
+  if (auto m = runtime->Load(spec, LoadContext{}); !m.ok()) return m.status();
   SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStream(control_.js.get(), spec.pool, {}));
   return queue::PutModel(control_.models.get(), spec);
 }

@@ -1,6 +1,7 @@
 // shoal up: the all-in-one cluster for one machine — nats-server (unless
 // --nats is given), the bundled models registered, one worker, one gateway.
 // Ctrl-C drains the gateway, then the worker, then stops nats-server.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -77,10 +78,14 @@ int Up(UpOptions& o) {
   }
   const std::string http = "http://" + o.gateway.http.host + ":" + std::to_string((*gw)->port());
   std::printf("\nShoal is up at %s   (NATS %s)\n", http.c_str(), url.c_str());
-  if (!specs->empty()) {
+  // The example uses a real embedder when there is one (not the identity runtime).
+  auto example = std::find_if(specs->begin(), specs->end(),
+                              [](const ModelSpec& s) { return s.runtime != "identity" && s.task == "encode"; });
+  if (example == specs->end()) example = specs->begin();
+  if (example != specs->end()) {
     std::printf("Try:\n  curl -s %s/v1/embeddings -H 'Content-Type: application/json' \\\n"
-                "    -d '{\"model\": \"%s\", \"input\": \"hello world\"}'\n",
-                http.c_str(), specs->front().id.c_str());
+                "    -d '{\"model\": \"%s\", \"input\": [\"a cat\", \"a kitten\"]}'\n",
+                http.c_str(), example->id.c_str());
   }
   std::printf("Ctrl-C drains and stops everything.\n\n");
   std::fflush(stdout);

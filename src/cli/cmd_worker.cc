@@ -13,6 +13,9 @@ Subcommand AddWorker(CLI::App& app) {
   sub->add_option("--pool", opts->pool, "the pool whose models it serves")->capture_default_str();
   sub->add_option("--model", opts->models, "serve only this model (repeatable)");
   sub->add_option("--executors", opts->executors, "batches run at once (devices)")->capture_default_str();
+  sub->add_option("--threads", opts->threads_per_executor,
+                  "cores each executor's batch may use (0: the machine's cores / executors)")
+      ->capture_default_str();
   sub->add_option("--id", opts->id, "worker id (default: host-pid-random)");
   return {sub, [opts] {
             BlockStopSignals();

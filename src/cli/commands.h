@@ -19,6 +19,7 @@ Subcommand AddUp(CLI::App& app);
 Subcommand AddGateway(CLI::App& app);
 Subcommand AddWorker(CLI::App& app);
 Subcommand AddModels(CLI::App& app);
+Subcommand AddTokenize(CLI::App& app);
 
 // Blocks SIGINT and SIGTERM in the calling thread (call before starting any
 // thread, so all inherit it) and, later, waits for one of them.

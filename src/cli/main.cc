@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       shoal::cli::AddGateway(app),
       shoal::cli::AddWorker(app),
       shoal::cli::AddModels(app),
+      shoal::cli::AddTokenize(app),
   };
   CLI11_PARSE(app, argc, argv);
   shoal::InitLogging(log_level);

@@ -71,10 +71,11 @@ Status ReadString(const json& o, const char* key, std::string* v) {
 
 Status FromJson(const json& o, ModelSpec* spec) {
   if (!o.is_object()) return InvalidInput("model spec: expected a mapping");
-  static const char* kKnown[] = {"id",       "runtime", "task",  "pool",
+  static const char* kKnown[] = {"id",          "runtime",          "path",     "task", "pool",
                                  "description", "max_input_tokens", "batching", "queue"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
+  SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "task", &spec->task));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "pool", &spec->pool));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "description", &spec->description));
@@ -93,8 +94,8 @@ Status FromJson(const json& o, ModelSpec* spec) {
 
   SHOAL_RETURN_IF_ERROR(wire::ValidateModelId(spec->id));
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
-  if (spec->task != "encode") {
-    return InvalidInput("task: '" + spec->task + "' is not supported (supported: encode)");
+  if (spec->task != "encode" && spec->task != "score") {
+    return InvalidInput("task: '" + spec->task + "' is not supported (supported: encode, score)");
   }
   SHOAL_RETURN_IF_ERROR(wire::ValidatePoolName(spec->pool));
   if (spec->batching.max_batch_requests == 0 || spec->batching.max_batch_tokens == 0) {
@@ -132,6 +133,7 @@ std::string ModelSpec::ToJson() const {
         {"max_batch_wait_ms", batching.max_batch_wait_ms}}},
       {"queue", {{"ack_wait_ms", queue.ack_wait_ms}, {"max_deliver", queue.max_deliver}}},
   };
+  if (!path.empty()) o["path"] = path;
   o[runtime] = json::parse(runtime_options_json);
   return o.dump();
 }
@@ -155,6 +157,10 @@ Result<ModelSpec> ModelSpec::LoadFile(const std::string& path) {
   ss << in.rdbuf();
   auto spec = Parse(ss.str());
   if (!spec.ok()) return Status(spec.status().code(), path + ": " + spec.status().message());
+  if (!spec->path.empty()) {
+    namespace fs = std::filesystem;
+    spec->path = fs::weakly_canonical(fs::absolute(fs::path(path).parent_path() / spec->path)).string();
+  }
   return spec;
 }
 

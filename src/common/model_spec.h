@@ -5,7 +5,9 @@
 //
 //   id: shoal/identity            # [A-Za-z0-9._/-]
 //   runtime: identity             # which Runtime loads it
-//   task: encode
+//   path: ../models/bge-small     # the model directory (native runtime);
+//                                 # relative to the profile file
+//   task: encode                  # encode, or score (cross-encoders)
 //   pool: default                 # the work stream it is queued on
 //   description: "..."
 //   max_input_tokens: 512
@@ -37,6 +39,7 @@ struct QueueSpec {
 struct ModelSpec {
   std::string id;
   std::string runtime;
+  std::string path;  // absolute once loaded from a file
   std::string task = "encode";
   std::string pool = "default";
   std::string description;

@@ -10,7 +10,7 @@ Result<Model*> InProcessDispatcher::ModelFor(const ModelSpec& spec) {
   if (it != models_.end()) return it->second.get();
   Runtime* runtime = FindRuntime(spec.runtime);
   if (!runtime) return Status(Code::kModelLoadFailed, "no runtime '" + spec.runtime + "'");
-  auto model = runtime->Load(spec);
+  auto model = runtime->Load(spec, LoadContext{});
   if (!model.ok()) return Status(Code::kModelLoadFailed, model.status().message());
   Model* raw = model->get();
   models_.emplace(spec.id, std::move(model).value());
@@ -21,6 +21,11 @@ void InProcessDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
   auto model = ModelFor(*p->model);
   if (!model.ok()) {
     table_->Finish(*p, ErrorResponse(model.status(), p->id));
+    return;
+  }
+  if (p->request.task != wire::Task::kEncode) {
+    // A benchmark baseline for the serving plane; it only ever encodes.
+    table_->Finish(*p, ErrorResponse(InvalidInput("the in-process dispatcher only encodes"), p->id));
     return;
   }
   const auto& items = p->request.items;
@@ -52,7 +57,7 @@ void InProcessDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
     r.tokens = outputs[i].tokens;
     r.inference_us = inference_us;
   }
-  table_->Finish(*p, ComposeEncodeResponse(*p));
+  table_->Finish(*p, ComposeResponse(*p));
 }
 
 }  // namespace shoal::gateway

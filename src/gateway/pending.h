@@ -22,12 +22,21 @@
 
 namespace shoal::gateway {
 
-enum class ResponseFormat { kMsgpack, kJson, kOpenAi };
+// How a request's results become a response body.
+enum class ResponseFormat {
+  kMsgpack,   // native encode
+  kJson,      // native encode
+  kOpenAi,    // OpenAI embeddings
+  kScore,     // native score
+  kRerank,    // Cohere rerank
+  kTokenize,  // TEI-style tokenize
+};
 
 struct ItemResult {
   bool filled = false;
   std::string payload;  // MessagePack from the worker
   uint32_t tokens = 0;
+  bool truncated = false;
   int64_t queue_us = 0;
   int64_t inference_us = 0;
   uint32_t attempt = 1;  // JetStream deliveries it took
@@ -38,7 +47,7 @@ struct PendingRequest {
   std::string id;       // <lane-id>-<seq>, given to the client
   std::shared_ptr<const ModelSpec> model;
   std::string body;     // owns the bytes `request.items` may point into
-  wire::EncodeRequest request;
+  wire::WorkRequest request;
   ResponseFormat format = ResponseFormat::kMsgpack;
   SteadyClock::time_point received;
   SteadyClock::time_point deadline;

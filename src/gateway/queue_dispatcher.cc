@@ -110,7 +110,7 @@ void QueueDispatcher::Publish(PendingRequest& p) {
     natsMsgHeader_Set(raw, wire::kHeaderCost, std::to_string(item.cost).c_str());
     natsMsgHeader_Set(raw, wire::kHeaderDeadline, deadline.c_str());
     natsMsgHeader_Set(raw, wire::kHeaderReply, reply.c_str());
-    natsMsgHeader_Set(raw, wire::kHeaderTask, spec.task.c_str());
+    natsMsgHeader_Set(raw, wire::kHeaderTask, std::string(wire::TaskName(p.request.task)).c_str());
     if (p.request.options.truncate) natsMsgHeader_Set(raw, wire::kHeaderTruncate, "1");
     if (!p.request.options.normalize) natsMsgHeader_Set(raw, wire::kHeaderNormalize, "0");
     s = natsConnection_PublishMsg(nc_.get(), raw);
@@ -173,12 +173,13 @@ void QueueDispatcher::OnResult(PendingRequest& p, natsMsg* msg) {
     r.payload.assign(queue::Payload(msg));
     uint64_t v = 0;
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderTokens), &v)) r.tokens = static_cast<uint32_t>(v);
+    r.truncated = queue::Header(msg, wire::kHeaderTruncated) == "1";
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderQueueUs), &v)) r.queue_us = static_cast<int64_t>(v);
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderInferenceUs), &v)) r.inference_us = static_cast<int64_t>(v);
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderAttempt), &v)) r.attempt = static_cast<uint32_t>(v);
     complete = --p.remaining == 0;
   }
-  if (complete && !p.finished) table_->Finish(p, ComposeEncodeResponse(p));
+  if (complete && !p.finished) table_->Finish(p, ComposeResponse(p));
 }
 
 }  // namespace shoal::gateway

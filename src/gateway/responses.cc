@@ -1,8 +1,10 @@
 #include "gateway/responses.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "wire/json_writer.h"
+#include "wire/msgpack_reader.h"
 #include "wire/msgpack_writer.h"
 #include "wire/transcode.h"
 #include "wire/work_message.h"
@@ -89,6 +91,100 @@ Result<std::string> OpenAiBody(const PendingRequest& p, uint64_t tokens) {
   return out;
 }
 
+// A pair's relevance: the first logit, through a sigmoid unless the caller
+// asked for raw logits (sentence-transformers' CrossEncoder default).
+Result<std::vector<float>> Scores(const PendingRequest& p) {
+  std::vector<float> scores;
+  scores.reserve(p.results.size());
+  for (const auto& r : p.results) {
+    bool first = true;
+    SHOAL_RETURN_IF_ERROR(wire::ForEachFloat(r.payload, "logits", [&](float x) {
+      if (first) scores.push_back(p.request.raw_scores ? x : 1.0f / (1.0f + std::exp(-x)));
+      first = false;
+    }));
+    if (first) return Internal("result: no logits");
+  }
+  return scores;
+}
+
+Result<std::string> ScoreBody(const PendingRequest& p, uint64_t tokens) {
+  auto scores = Scores(p);
+  if (!scores.ok()) return scores.status();
+  std::string out;
+  wire::JsonWriter w(&out);
+  w.Raw("{\"model\":");
+  w.String(p.model->id);
+  w.Raw(",\"scores\":[");
+  for (size_t i = 0; i < scores->size(); ++i) {
+    if (i) w.Char(',');
+    w.Float((*scores)[i]);
+  }
+  w.Raw("],\"usage\":{\"tokens\":");
+  w.Int(static_cast<int64_t>(tokens));
+  w.Raw("}}");
+  return out;
+}
+
+// Cohere's rerank response: documents by descending relevance, each with its
+// index in the request (and the caller's id, when the document had one).
+Result<std::string> RerankBody(const PendingRequest& p, uint64_t tokens) {
+  auto scores = Scores(p);
+  if (!scores.ok()) return scores.status();
+  const wire::RerankOptions& o = p.request.rerank;
+  std::vector<size_t> order(scores->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return (*scores)[a] > (*scores)[b]; });
+  if (o.top_n > 0 && o.top_n < order.size()) order.resize(o.top_n);
+  std::string out;
+  wire::JsonWriter w(&out);
+  w.Raw("{\"id\":");
+  w.String(p.id);
+  w.Raw(",\"results\":[");
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
+    if (k) w.Char(',');
+    w.Raw("{\"index\":");
+    w.Int(static_cast<int64_t>(i));
+    if (i < o.ids.size() && !o.ids[i].empty()) {
+      w.Raw(",\"id\":");
+      w.Raw(o.ids[i]);  // the caller's JSON token, as sent
+    }
+    w.Raw(",\"relevance_score\":");
+    w.Float((*scores)[i]);
+    if (o.return_documents && i < o.texts.size()) {
+      w.Raw(",\"document\":{\"text\":");
+      w.String(o.texts[i]);
+      w.Char('}');
+    }
+    w.Char('}');
+  }
+  w.Raw("],\"model\":");
+  w.String(p.model->id);
+  w.Raw(",\"meta\":{\"api_version\":{\"version\":\"1\"},\"billed_units\":{\"search_units\":1},"
+        "\"tokens\":{\"input_tokens\":");
+  w.Int(static_cast<int64_t>(tokens));
+  w.Raw("}}}");
+  return out;
+}
+
+// TEI's tokenize response: one array of tokens per input.
+Result<std::string> TokenizeBody(const PendingRequest& p) {
+  std::string out = "[";
+  for (size_t i = 0; i < p.results.size(); ++i) {
+    if (i) out.push_back(',');
+    wire::MsgpackReader r(p.results[i].payload);
+    uint32_t fields = 0;
+    std::string_view key, tokens;
+    if (!r.ReadMapHeader(&fields) || fields != 1 || !r.ReadStr(&key) || key != "tokens" ||
+        !r.ReadRaw(&tokens)) {
+      return Internal("result: no tokens");
+    }
+    SHOAL_RETURN_IF_ERROR(wire::MsgpackToJson(tokens, &out));
+  }
+  out.push_back(']');
+  return out;
+}
+
 }  // namespace
 
 HttpResponse ItemErrorResponse(const PendingRequest& p, size_t index, const Status& error) {
@@ -97,12 +193,13 @@ HttpResponse ItemErrorResponse(const PendingRequest& p, size_t index, const Stat
                        p.id);
 }
 
-HttpResponse ComposeEncodeResponse(const PendingRequest& p) {
-  uint64_t tokens = 0;
+HttpResponse ComposeResponse(const PendingRequest& p) {
+  uint64_t tokens = 0, truncated = 0;
   int64_t queue_us = 0, inference_us = 0;
   uint32_t attempts = 1;
   for (const auto& r : p.results) {
     tokens += r.tokens;
+    truncated += r.truncated;
     attempts = std::max(attempts, r.attempt);
     queue_us = std::max(queue_us, r.queue_us);
     inference_us = std::max(inference_us, r.inference_us);
@@ -116,6 +213,9 @@ HttpResponse ComposeEncodeResponse(const PendingRequest& p) {
       break;
     case ResponseFormat::kJson: body = JsonBody(p, tokens); break;
     case ResponseFormat::kOpenAi: body = OpenAiBody(p, tokens); break;
+    case ResponseFormat::kScore: body = ScoreBody(p, tokens); break;
+    case ResponseFormat::kRerank: body = RerankBody(p, tokens); break;
+    case ResponseFormat::kTokenize: body = TokenizeBody(p); break;
   }
   if (!body.ok()) return ErrorResponse(body.status(), p.id);
   res.body = std::move(body).value();
@@ -125,6 +225,8 @@ HttpResponse ComposeEncodeResponse(const PendingRequest& p) {
   res.headers.emplace_back("X-Shoal-Total-Ms", Millis(MicrosSince(p.received)));
   // Above 1 when a worker failed mid-batch and another ran the item again.
   res.headers.emplace_back("X-Shoal-Attempts", std::to_string(attempts));
+  // How many inputs were cut to the model's limit (only ever when asked).
+  res.headers.emplace_back("X-Shoal-Truncated", std::to_string(truncated));
   return res;
 }
 

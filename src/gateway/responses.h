@@ -1,6 +1,7 @@
-// The body and timing headers of a finished encode request, in the format
-// the client asked for: MessagePack (results spliced byte for byte), JSON
-// (transcoded), or the OpenAI embeddings shape.
+// The body and timing headers of a finished request, in the format the
+// client asked for: native encode as MessagePack (results spliced byte for
+// byte) or JSON (transcoded), OpenAI embeddings, native scores, Cohere
+// rerank, or TEI-style tokens.
 #pragma once
 
 #include "gateway/http.h"
@@ -10,7 +11,7 @@ namespace shoal::gateway {
 
 // Call once every slot is filled (the caller holds no lock: results are
 // complete and no longer written).
-HttpResponse ComposeEncodeResponse(const PendingRequest& p);
+HttpResponse ComposeResponse(const PendingRequest& p);
 
 // The error response for a request one of whose items failed; the message
 // says which item when there is more than one.

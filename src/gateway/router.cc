@@ -3,11 +3,10 @@
 #include <charconv>
 
 #include "wire/json_writer.h"
+#include "wire/score_request.h"
 
 namespace shoal::gateway {
 namespace {
-
-constexpr std::string_view kEncodePrefix = "/v1/encode/";
 
 bool Contains(std::string_view haystack, std::string_view needle) {
   return haystack.find(needle) != std::string_view::npos;
@@ -24,12 +23,20 @@ Router::Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, std::vec
 void Router::Handle(size_t lane_index, HttpRequest&& req, Responder respond) {
   RouterLane& lane = lanes_[lane_index];
   const std::string_view path = req.path;
-  if (req.method == "POST" && path.starts_with(kEncodePrefix)) {
-    const std::string model(path.substr(kEncodePrefix.size()));
-    return Encode(lane, std::move(req), std::move(respond), Api::kNative, model);
-  }
-  if (req.method == "POST" && path == "/v1/embeddings") {
-    return Encode(lane, std::move(req), std::move(respond), Api::kOpenAi, {});
+  if (req.method == "POST") {
+    static constexpr std::pair<std::string_view, Route> kModelRoutes[] = {
+        {"/v1/encode/", Route::kEncode},
+        {"/v1/score/", Route::kScore},
+        {"/v1/tokenize/", Route::kTokenize},
+    };
+    for (const auto& [prefix, route] : kModelRoutes) {
+      if (path.starts_with(prefix)) {
+        const std::string model(path.substr(prefix.size()));
+        return Submit(lane, std::move(req), std::move(respond), route, model);
+      }
+    }
+    if (path == "/v1/embeddings") return Submit(lane, std::move(req), std::move(respond), Route::kEmbeddings, {});
+    if (path == "/v1/rerank") return Submit(lane, std::move(req), std::move(respond), Route::kRerank, {});
   }
   if (req.method == "GET" && path == "/v1/models") return respond(ListModels(lane));
   if (req.method == "GET" && path == "/healthz") return respond(JsonResponse(200, "{\"status\":\"ok\"}"));
@@ -46,7 +53,41 @@ std::shared_ptr<const ModelSpec> Router::FindModel(std::string_view id) const {
   return it == snapshot->end() ? nullptr : it->second;
 }
 
-void Router::Encode(RouterLane& lane, HttpRequest&& req, Responder respond, Api api,
+Status Router::Parse(Route route, const HttpRequest& req, PendingRequest* p) const {
+  const bool json_body = Contains(req.content_type, "json");
+  if (route == Route::kEncode) {
+    if (!json_body && !req.content_type.empty() && !Contains(req.content_type, "msgpack")) {
+      return InvalidInput("Content-Type: expected application/msgpack or application/json, got '" +
+                          req.content_type + "'");
+    }
+    SHOAL_RETURN_IF_ERROR(json_body ? wire::ParseEncodeJson(p->body, options_.limits, &p->request)
+                                    : wire::ParseEncodeMsgpack(p->body, options_.limits, &p->request));
+    const bool wants_json = Contains(req.accept, "json");
+    const bool wants_msgpack = Contains(req.accept, "msgpack");
+    p->format = wants_json || (json_body && !wants_msgpack) ? ResponseFormat::kJson : ResponseFormat::kMsgpack;
+    return Status::Ok();
+  }
+  // The other routes speak JSON only, whatever the Content-Type says (curl's
+  // default is a form type); a body that is not JSON is an error anyway.
+  switch (route) {
+    case Route::kEmbeddings:
+      p->format = ResponseFormat::kOpenAi;
+      return wire::ParseOpenAiEmbeddings(p->body, options_.limits, &p->request);
+    case Route::kScore:
+      p->format = ResponseFormat::kScore;
+      return wire::ParseScoreJson(p->body, options_.limits, &p->request);
+    case Route::kRerank:
+      p->format = ResponseFormat::kRerank;
+      return wire::ParseRerankJson(p->body, options_.limits, &p->request);
+    case Route::kTokenize:
+      p->format = ResponseFormat::kTokenize;
+      return wire::ParseTokenizeJson(p->body, options_.limits, &p->request);
+    case Route::kEncode: break;
+  }
+  return Internal("unknown route");
+}
+
+void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Route route,
                     std::string_view model_id) {
   auto p = std::make_shared<PendingRequest>();
   p->seq = lane.next_seq++;
@@ -68,35 +109,26 @@ void Router::Encode(RouterLane& lane, HttpRequest&& req, Responder respond, Api 
     timeout = std::chrono::milliseconds(ms);
   }
 
-  const bool json_body = Contains(req.content_type, "json");
-  if (api == Api::kNative) {
+  // Routes with the model in the path find it before reading the body.
+  const bool model_in_body = route == Route::kEmbeddings || route == Route::kRerank;
+  if (!model_in_body) {
     p->model = FindModel(model_id);
     if (!p->model) {
       return fail(Status(Code::kModelNotFound, "model '" + std::string(model_id) + "' is not in the catalog"));
     }
-    if (!json_body && !req.content_type.empty() && !Contains(req.content_type, "msgpack")) {
-      return fail(InvalidInput("Content-Type: expected application/msgpack or application/json, got '" +
-                               req.content_type + "'"));
-    }
-    Status s = json_body ? wire::ParseEncodeJson(p->body, options_.limits, &p->request)
-                         : wire::ParseEncodeMsgpack(p->body, options_.limits, &p->request);
-    if (!s.ok()) return fail(s);
-    const bool wants_json = Contains(req.accept, "json");
-    const bool wants_msgpack = Contains(req.accept, "msgpack");
-    p->format = wants_json || (json_body && !wants_msgpack) ? ResponseFormat::kJson
-                                                             : ResponseFormat::kMsgpack;
-  } else {
-    if (Status s = wire::ParseOpenAiEmbeddings(p->body, options_.limits, &p->request); !s.ok()) {
-      return fail(s);
-    }
+  }
+  if (Status s = Parse(route, req, p.get()); !s.ok()) return fail(s);
+  if (model_in_body) {
     p->model = FindModel(p->request.model);
     if (!p->model) {
       return fail(Status(Code::kModelNotFound, "model '" + p->request.model + "' is not in the catalog"));
     }
-    p->format = ResponseFormat::kOpenAi;
   }
-  if (p->model->task != "encode") {
-    return fail(InvalidInput("model '" + p->model->id + "' does not encode (task: " + p->model->task + ")"));
+  // Tokenizing works for any model; the other tasks need a model of theirs.
+  const std::string_view needs = p->request.task == wire::Task::kScore ? "score" : "encode";
+  if (p->request.task != wire::Task::kTokenize && p->model->task != needs) {
+    return fail(InvalidInput("model '" + p->model->id + "' does not " + std::string(needs) +
+                             " (task: " + p->model->task + ")"));
   }
 
   const auto elapsed = SteadyClock::now() - p->received;

@@ -9,6 +9,9 @@
 //   GET  /v1/models          OpenAI model list (+ a "shoal" object per model)
 //   POST /v1/encode/{model}  native; MessagePack by default, JSON by Content-Type
 //   POST /v1/embeddings      OpenAI
+//   POST /v1/score/{model}   native cross-encoder scores (JSON)
+//   POST /v1/rerank          Cohere rerank (JSON)
+//   POST /v1/tokenize/{model} the model's tokens, as TEI (JSON)
 //
 // Threading: Handle(lane, ...) runs on that lane's loop thread; lanes run
 // concurrently and share nothing but the catalog (thread-safe).
@@ -51,9 +54,11 @@ class Router {
   void Handle(size_t lane, HttpRequest&& req, Responder respond);
 
  private:
-  enum class Api { kNative, kOpenAi };
-  void Encode(RouterLane& lane, HttpRequest&& req, Responder respond, Api api,
+  enum class Route { kEncode, kEmbeddings, kScore, kRerank, kTokenize };
+  void Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Route route,
               std::string_view model_id);
+  // Parses the body into p->request and picks the response format.
+  Status Parse(Route route, const HttpRequest& req, PendingRequest* p) const;
   HttpResponse ListModels(const RouterLane& lane) const;
   std::shared_ptr<const ModelSpec> FindModel(std::string_view id) const;
 

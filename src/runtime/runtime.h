@@ -1,10 +1,13 @@
 // The boundary between the worker and inference engines.
 //
-// A Runtime turns a ModelSpec into a loaded Model; a Model runs batches. The
-// worker owns Models through unique_ptr and calls Encode from one executor
-// thread at a time per model (a Model need not be thread-safe). Runtimes
-// report failures as Status values, per item where the input is at fault
-// (too long, not text) and per call where the model is.
+// A Runtime turns a ModelSpec into a loaded Model; a Model runs batches of one
+// task: Encode (a vector per text), Score (a relevance logit per text pair,
+// for cross-encoders) or Tokenize (the model's tokens, for debugging). A model
+// answers the tasks it has; the others fail with INVALID_INPUT. The worker
+// owns Models through unique_ptr and may call them from several executor
+// threads at once, so a loaded Model is immutable (scratch memory is per
+// call). Runtimes report failures as Status values, per item where the input
+// is at fault (too long, not text) and per call where the model is.
 //
 // kRuntimeApiVersion changes whenever these types change in a way an
 // out-of-process runtime would notice.
@@ -22,7 +25,7 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 1;
+inline constexpr int kRuntimeApiVersion = 2;
 
 struct EncodeInput {
   std::string_view text;
@@ -34,6 +37,40 @@ struct EncodeOutput {
   Status status;             // per item: INVALID_INPUT when the input is at fault
   std::vector<float> dense;  // the vector, when status is ok
   uint32_t tokens = 0;       // tokens the model saw (after truncation)
+  bool truncated = false;    // the input was cut to the model's limit
+};
+
+struct ScoreInput {
+  std::string_view text;       // the query
+  std::string_view text_pair;  // the document
+  bool truncate = false;
+};
+
+struct ScoreOutput {
+  Status status;
+  std::vector<float> logits;  // one per label; rerankers have one
+  uint32_t tokens = 0;
+  bool truncated = false;
+};
+
+struct TokenizeInput {
+  std::string_view text;
+  bool add_special_tokens = true;
+};
+
+struct Token {
+  int32_t id = 0;
+  std::string text;  // the vocabulary piece
+  bool special = false;
+  // Byte offsets [start, stop) into the input; absent for added specials.
+  bool has_offsets = false;
+  uint32_t start = 0;
+  uint32_t stop = 0;
+};
+
+struct TokenizeOutput {
+  Status status;
+  std::vector<Token> tokens;
 };
 
 class Model {
@@ -44,16 +81,23 @@ class Model {
   // Bytes the model holds (weights, workspace) for residency accounting.
   virtual size_t memory_bytes() const = 0;
 
-  // Runs one batch. `out` has one slot per input. A non-ok return means the
-  // whole batch failed (INFERENCE_ERROR); per-item failures go in out[i].
-  virtual Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) = 0;
+  // Each runs one batch; `out` has one slot per input. A non-ok return means
+  // the whole batch failed (INFERENCE_ERROR); per-item failures go in out[i].
+  virtual Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out);
+  virtual Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out);
+  virtual Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out);
+};
+
+// What the worker tells a runtime about where a model will run.
+struct LoadContext {
+  int threads = 1;  // cores one call may use (the executor's share)
 };
 
 class Runtime {
  public:
   virtual ~Runtime() = default;
   virtual std::string_view name() const = 0;
-  virtual Result<std::unique_ptr<Model>> Load(const ModelSpec& spec) = 0;
+  virtual Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const LoadContext& ctx) = 0;
 };
 
 // The runtimes built into this binary, by name ("identity", ...); null when

@@ -1,6 +1,8 @@
-// Encode requests as the gateway sees them: validated, split into items, each
-// item ready to publish as a work message, with a cost estimate — without
-// decoding more than it needs.
+// Requests as the gateway sees them: validated, split into items, each item
+// ready to publish as a work message, with a cost estimate — without
+// decoding more than it needs. This file parses encode requests;
+// score_request.h parses score, rerank and tokenize requests into the same
+// WorkRequest.
 //
 // Native body (POST /v1/encode/{model}), MessagePack (default) or JSON:
 //   {"items": [{"text": "..."}, ...], "truncate": false, "normalize": true}
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "wire/work_message.h"
 
 namespace shoal::wire {
 
@@ -30,15 +33,26 @@ struct EncodeOptions {
 };
 
 struct RequestItem {
-  std::string_view payload;  // MessagePack {"text": ...}
+  std::string_view payload;  // MessagePack {"text": ...} (see work_message.h)
   uint32_t cost = 0;         // estimated tokens
 };
 
-struct EncodeRequest {
-  std::string model;  // OpenAI route only: the body's "model"
+// Rerank (Cohere) only: how to present the ranking.
+struct RerankOptions {
+  size_t top_n = 0;               // 0: all documents
+  bool return_documents = false;  // echo each document's text
+  std::vector<std::string> ids;   // the caller's document ids as JSON ("" if none)
+  std::vector<std::string> texts; // kept only when return_documents
+};
+
+struct WorkRequest {
+  std::string model;  // OpenAI and Cohere routes: the body's "model"
+  Task task = Task::kEncode;
   std::vector<RequestItem> items;
   EncodeOptions options;
-  bool base64 = false;  // OpenAI encoding_format
+  bool base64 = false;      // OpenAI encoding_format
+  bool raw_scores = false;  // score/rerank: logits instead of sigmoid(logit)
+  RerankOptions rerank;
   // JSON items re-encoded as MessagePack; `items` may point into it. Held by
   // pointer so the views survive a move of the request.
   std::unique_ptr<std::string> storage;
@@ -54,10 +68,10 @@ struct ParseLimits {
 uint32_t EstimateTokens(size_t text_bytes);
 
 // `body` must outlive the request (its items may be views into it).
-Status ParseEncodeMsgpack(std::string_view body, const ParseLimits& limits, EncodeRequest* out);
+Status ParseEncodeMsgpack(std::string_view body, const ParseLimits& limits, WorkRequest* out);
 
 // `body` may grow in capacity (JSON parsing needs padding after the text).
-Status ParseEncodeJson(std::string& body, const ParseLimits& limits, EncodeRequest* out);
-Status ParseOpenAiEmbeddings(std::string& body, const ParseLimits& limits, EncodeRequest* out);
+Status ParseEncodeJson(std::string& body, const ParseLimits& limits, WorkRequest* out);
+Status ParseOpenAiEmbeddings(std::string& body, const ParseLimits& limits, WorkRequest* out);
 
 }  // namespace shoal::wire

@@ -1,7 +1,9 @@
 // The work and result messages that cross JetStream and core NATS.
 //
 // Work (gateway → JetStream subject shoal.work.<pool>.<model-token>):
-//   payload  one item as MessagePack: {"text": str}
+//   payload  one item as MessagePack: {"text": str} to encode; plus
+//            "text_pair": str to score a (query, document) pair;
+//            {"text": str, "add_special_tokens": bool} to tokenize
 //   headers  Shoal-Request-Id, Shoal-Item, Shoal-Cost, Shoal-Deadline,
 //            Shoal-Reply, Shoal-Task; Shoal-Truncate / Shoal-Normalize only
 //            when not the default. No Nats-Msg-Id: a gateway never republishes,
@@ -9,9 +11,12 @@
 //            When the item was queued is JetStream's own stamp (in the ack
 //            subject), not a header.
 // Result (worker → core NATS, to the work message's Shoal-Reply subject):
-//   payload  MessagePack: {"dense": [float32...]} on success, the error
-//            message (UTF-8 text) on failure
-//   headers  Shoal-Item, Shoal-Tokens, Shoal-Queue-Us, Shoal-Inference-Us,
+//   payload  MessagePack on success — encode {"dense": [float32...]},
+//            score {"logits": [float32...]}, tokenize {"tokens": [{"id",
+//            "text", "special", "start", "stop"}...]} (start/stop nil for
+//            added special tokens) — and the error message (UTF-8 text) on
+//            failure
+//   headers  Shoal-Item, Shoal-Tokens, Shoal-Truncated, Shoal-Queue-Us, Shoal-Inference-Us,
 //            Shoal-Worker, Shoal-Attempt (JetStream's delivery count: above 1
 //            after a redelivery), and Shoal-Error (an API code name) on failure.
 // The reply subject is _INBOX.<gateway-id>.<request-seq>; JetStream's publish
@@ -36,6 +41,7 @@ inline constexpr char kHeaderTruncate[] = "Shoal-Truncate";    // "1" or absent
 inline constexpr char kHeaderNormalize[] = "Shoal-Normalize";  // "0" or absent
 
 inline constexpr char kHeaderTokens[] = "Shoal-Tokens";
+inline constexpr char kHeaderTruncated[] = "Shoal-Truncated";  // "1" or absent
 inline constexpr char kHeaderQueueUs[] = "Shoal-Queue-Us";
 inline constexpr char kHeaderInferenceUs[] = "Shoal-Inference-Us";
 inline constexpr char kHeaderWorker[] = "Shoal-Worker";
@@ -44,18 +50,61 @@ inline constexpr char kHeaderError[] = "Shoal-Error";
 
 inline constexpr char kAckSuffix[] = ".ack";
 
+// What a work message asks of the model (header Shoal-Task).
+enum class Task { kEncode, kScore, kTokenize };
+std::string_view TaskName(Task task);
+bool ParseTask(std::string_view name, Task* task);
+
+// An item's fields, as views into its MessagePack.
+struct ItemFields {
+  std::string_view text;
+  std::string_view text_pair;  // score only
+  bool add_special_tokens = true;  // tokenize only
+};
+
 // {"text": text} as MessagePack, appended to `out`.
 void AppendTextItem(std::string_view text, std::string* out);
+// {"text": text, "text_pair": pair}.
+void AppendPairItem(std::string_view text, std::string_view pair, std::string* out);
+// {"text": text, "add_special_tokens": add_special_tokens}.
+void AppendTokenizeItem(std::string_view text, bool add_special_tokens, std::string* out);
 
-// Reads {"text": str} (the only field); errors name the field.
-Status DecodeTextItem(std::string_view msgpack, std::string_view* text);
+// Reads an item; "text" is required, and what else may appear depends on the
+// task. Errors name the field.
+Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out);
+
+// DecodeItem for an encode item: just its text.
+inline Status DecodeTextItem(std::string_view msgpack, std::string_view* text) {
+  ItemFields f;
+  SHOAL_RETURN_IF_ERROR(DecodeItem(msgpack, Task::kEncode, &f));
+  *text = f.text;
+  return Status::Ok();
+}
 
 // {"dense": [v...]} as MessagePack (float32 elements), appended to `out`.
 void AppendDenseResult(const float* v, size_t n, std::string* out);
+// {"logits": [v...]}.
+void AppendLogitsResult(const float* v, size_t n, std::string* out);
 
-// Finds the "dense" array of a result and calls `each` per element.
+struct TokenView {
+  int32_t id;
+  std::string_view text;
+  bool special;
+  bool has_offsets;
+  uint32_t start, stop;
+};
+// {"tokens": [{"id", "text", "special", "start", "stop"}...]}.
+template <class Tokens>
+void AppendTokensResult(const Tokens& tokens, std::string* out);
+
+// Finds the array `key` ("dense", "logits") of a result and calls `each` per
+// element.
 template <class Fn>
-Status ForEachDense(std::string_view msgpack, Fn&& each);
+Status ForEachFloat(std::string_view msgpack, std::string_view key, Fn&& each);
+template <class Fn>
+Status ForEachDense(std::string_view msgpack, Fn&& each) {
+  return ForEachFloat(msgpack, "dense", std::forward<Fn>(each));
+}
 
 // Parses a non-negative decimal header value; false on anything else.
 bool ParseU64(std::string_view s, uint64_t* v);
@@ -63,31 +112,53 @@ bool ParseU64(std::string_view s, uint64_t* v);
 }  // namespace shoal::wire
 
 #include "wire/msgpack_reader.h"
+#include "wire/msgpack_writer.h"
 
 namespace shoal::wire {
 
+template <class Tokens>
+void AppendTokensResult(const Tokens& tokens, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(1);
+  w.Str("tokens");
+  w.ArrayHeader(static_cast<uint32_t>(tokens.size()));
+  for (const auto& t : tokens) {
+    w.MapHeader(5);
+    w.Str("id");
+    w.Int(t.id);
+    w.Str("text");
+    w.Str(t.text);
+    w.Str("special");
+    w.Bool(t.special);
+    w.Str("start");
+    t.has_offsets ? w.Uint(t.start) : w.Nil();
+    w.Str("stop");
+    t.has_offsets ? w.Uint(t.stop) : w.Nil();
+  }
+}
+
 template <class Fn>
-Status ForEachDense(std::string_view msgpack, Fn&& each) {
+Status ForEachFloat(std::string_view msgpack, std::string_view key_wanted, Fn&& each) {
   MsgpackReader r(msgpack);
   uint32_t fields;
   if (!r.ReadMapHeader(&fields)) return Internal("result: expected a map");
   for (uint32_t f = 0; f < fields; ++f) {
     std::string_view key;
     if (!r.ReadStr(&key)) return Internal("result: expected string keys");
-    if (key != "dense") {
+    if (key != key_wanted) {
       if (!r.Skip()) return Internal("result: truncated");
       continue;
     }
     uint32_t n;
-    if (!r.ReadArrayHeader(&n)) return Internal("result.dense: expected an array");
+    if (!r.ReadArrayHeader(&n)) return Internal("result." + std::string(key) + ": expected an array");
     for (uint32_t i = 0; i < n; ++i) {
       double d;
-      if (!r.ReadDouble(&d)) return Internal("result.dense: expected numbers");
+      if (!r.ReadDouble(&d)) return Internal("result." + std::string(key) + ": expected numbers");
       each(static_cast<float>(d));
     }
     return Status::Ok();
   }
-  return Internal("result: no dense vector");
+  return Internal("result: no " + std::string(key_wanted));
 }
 
 }  // namespace shoal::wire

@@ -5,66 +5,125 @@
 
 namespace shoal::worker {
 
+// One task's share of a batch: the items and their decoded fields.
+struct TaskGroup {
+  std::vector<const WorkItem*> items;
+  std::vector<wire::ItemFields> fields;
+};
+
+namespace {
+
+EncodeInput MakeInput(const WorkItem& it, const wire::ItemFields& f, EncodeOutput*) {
+  return {f.text, it.truncate, it.normalize};
+}
+ScoreInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ScoreOutput*) {
+  return {f.text, f.text_pair, it.truncate};
+}
+TokenizeInput MakeInput(const WorkItem&, const wire::ItemFields& f, TokenizeOutput*) {
+  return {f.text, f.add_special_tokens};
+}
+
+ResultMeta AppendResult(const EncodeOutput& o, std::string* payload) {
+  wire::AppendDenseResult(o.dense.data(), o.dense.size(), payload);
+  return {o.tokens, o.truncated};
+}
+ResultMeta AppendResult(const ScoreOutput& o, std::string* payload) {
+  wire::AppendLogitsResult(o.logits.data(), o.logits.size(), payload);
+  return {o.tokens, o.truncated};
+}
+ResultMeta AppendResult(const TokenizeOutput& o, std::string* payload) {
+  std::vector<wire::TokenView> views;
+  views.reserve(o.tokens.size());
+  for (const Token& t : o.tokens) {
+    views.push_back({t.id, t.text, t.special, t.has_offsets, t.start, t.stop});
+  }
+  wire::AppendTokensResult(views, payload);
+  return {static_cast<uint32_t>(o.tokens.size()), false};
+}
+
+Status Call(Model& m, std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
+  return m.Encode(in, out);
+}
+Status Call(Model& m, std::span<const ScoreInput> in, std::span<ScoreOutput> out) {
+  return m.Score(in, out);
+}
+Status Call(Model& m, std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) {
+  return m.Tokenize(in, out);
+}
+
+}  // namespace
+
 void BatchRunner::Run(std::vector<WorkItem>& batch) {
   if (batch.empty()) return;
   ServedModel& served = *batch.front().model;
   const int64_t start_wall_us = UnixMicros();
   const int64_t now_ms = start_wall_us / 1000;
 
-  // Items worth running: not expired, decodable.
-  std::vector<size_t> live;
-  std::vector<EncodeInput> inputs;
-  live.reserve(batch.size());
-  inputs.reserve(batch.size());
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const WorkItem& it = batch[i];
+  // Items worth running (not expired, decodable), grouped by task.
+  TaskGroup groups[3];
+  for (const WorkItem& it : batch) {
     if (it.deadline_ms > 0 && now_ms >= it.deadline_ms) {
       Settle(it, Outcome::kExpired);
       continue;
     }
-    EncodeInput in;
-    if (Status s = wire::DecodeTextItem(it.payload, &in.text); !s.ok()) {
+    wire::Task task = wire::Task::kEncode;
+    if (!it.task.empty() && !wire::ParseTask(it.task, &task)) {
+      Settle(it, Outcome::kBadInput, InvalidInput("unknown task '" + std::string(it.task) + "'"));
+      continue;
+    }
+    wire::ItemFields fields;
+    if (Status s = wire::DecodeItem(it.payload, task, &fields); !s.ok()) {
       Settle(it, Outcome::kBadInput, s);
       continue;
     }
-    in.truncate = it.truncate;
-    in.normalize = it.normalize;
-    live.push_back(i);
-    inputs.push_back(in);
+    TaskGroup& g = groups[static_cast<int>(task)];
+    g.items.push_back(&it);
+    g.fields.push_back(fields);
   }
-
-  if (!inputs.empty()) {
-    std::vector<EncodeOutput> outputs(inputs.size());
-    const auto t0 = SteadyClock::now();
-    Status batch_status = served.model->Encode(inputs, outputs);
-    const int64_t inference_us = MicrosSince(t0);
-
-    std::string payload;
-    for (size_t k = 0; k < live.size(); ++k) {
-      const WorkItem& it = batch[live[k]];
-      if (!batch_status.ok()) {
-        Settle(it, Outcome::kInferenceFailed, Status(Code::kInferenceError, batch_status.message()));
-        continue;
-      }
-      EncodeOutput& out = outputs[k];
-      if (!out.status.ok()) {
-        Settle(it, out.status.code() == Code::kInvalidInput ? Outcome::kBadInput
-                                                            : Outcome::kInferenceFailed,
-               out.status);
-        continue;
-      }
-      payload.clear();
-      wire::AppendDenseResult(out.dense.data(), out.dense.size(), &payload);
-      PublishResult(it, payload, out.tokens, std::max<int64_t>(0, start_wall_us - it.enqueued_us),
-                    inference_us);
-      Ack(it, DispositionFor(Outcome::kSucceeded).action, {});
-    }
-    if (!batch_status.ok()) {
-      spdlog::error("batch of {} on {} failed: {}", inputs.size(), served.spec->id,
-                    batch_status.ToString());
-    }
-  }
+  RunGroup<EncodeOutput>(served, groups[static_cast<int>(wire::Task::kEncode)], start_wall_us);
+  RunGroup<ScoreOutput>(served, groups[static_cast<int>(wire::Task::kScore)], start_wall_us);
+  RunGroup<TokenizeOutput>(served, groups[static_cast<int>(wire::Task::kTokenize)], start_wall_us);
   served.in_flight.fetch_sub(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+}
+
+template <class Out>
+void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t start_wall_us) {
+  if (g.items.empty()) return;
+  using In = decltype(MakeInput(*g.items[0], g.fields[0], static_cast<Out*>(nullptr)));
+  std::vector<In> inputs;
+  inputs.reserve(g.items.size());
+  for (size_t k = 0; k < g.items.size(); ++k) {
+    inputs.push_back(MakeInput(*g.items[k], g.fields[k], static_cast<Out*>(nullptr)));
+  }
+  std::vector<Out> outputs(inputs.size());
+  const auto t0 = SteadyClock::now();
+  const Status batch_status = Call(*served.model, std::span<const In>(inputs), std::span<Out>(outputs));
+  const int64_t inference_us = MicrosSince(t0);
+  if (!batch_status.ok()) {
+    spdlog::error("batch of {} on {} failed: {}", inputs.size(), served.spec->id,
+                  batch_status.ToString());
+  }
+
+  std::string payload;
+  for (size_t k = 0; k < g.items.size(); ++k) {
+    const WorkItem& it = *g.items[k];
+    if (!batch_status.ok()) {
+      Settle(it, Outcome::kInferenceFailed, Status(Code::kInferenceError, batch_status.message()));
+      continue;
+    }
+    const Out& out = outputs[k];
+    if (!out.status.ok()) {
+      Settle(it, out.status.code() == Code::kInvalidInput ? Outcome::kBadInput
+                                                          : Outcome::kInferenceFailed,
+             out.status);
+      continue;
+    }
+    payload.clear();
+    const ResultMeta meta = AppendResult(out, &payload);
+    PublishResult(it, payload, meta, std::max<int64_t>(0, start_wall_us - it.enqueued_us),
+                  inference_us);
+    Ack(it, DispositionFor(Outcome::kSucceeded).action, {});
+  }
 }
 
 void BatchRunner::Settle(const WorkItem& item, Outcome outcome, const Status& error) {
@@ -79,7 +138,7 @@ void BatchRunner::Settle(const WorkItem& item, Outcome outcome, const Status& er
 
 void BatchRunner::Progress(const WorkItem& item) { Ack(item, AckAction::kInProgress, {}); }
 
-void BatchRunner::PublishResult(const WorkItem& item, std::string_view payload, uint32_t tokens,
+void BatchRunner::PublishResult(const WorkItem& item, std::string_view payload, ResultMeta meta,
                                 int64_t queue_us, int64_t inference_us) {
   const std::string reply(item.reply);
   natsMsg* m = nullptr;
@@ -89,7 +148,8 @@ void BatchRunner::PublishResult(const WorkItem& item, std::string_view payload, 
   }
   queue::MsgPtr msg(m);
   natsMsgHeader_Set(m, wire::kHeaderItem, std::to_string(item.index).c_str());
-  natsMsgHeader_Set(m, wire::kHeaderTokens, std::to_string(tokens).c_str());
+  natsMsgHeader_Set(m, wire::kHeaderTokens, std::to_string(meta.tokens).c_str());
+  if (meta.truncated) natsMsgHeader_Set(m, wire::kHeaderTruncated, "1");
   natsMsgHeader_Set(m, wire::kHeaderQueueUs, std::to_string(queue_us).c_str());
   natsMsgHeader_Set(m, wire::kHeaderInferenceUs, std::to_string(inference_us).c_str());
   natsMsgHeader_Set(m, wire::kHeaderWorker, worker_id_.c_str());

@@ -1,5 +1,6 @@
 // BatchRunner: runs one batch end to end — drops what expired, decodes the
-// items, runs the model, publishes each result to its reply subject, and
+// items, runs the model (one call per task the batch holds: encode, score,
+// tokenize), publishes each result to its reply subject, and
 // settles each message with JetStream per ack_policy.h.
 //
 // Results and acks go out on the worker's loop connection (queue/
@@ -20,6 +21,14 @@
 
 namespace shoal::worker {
 
+struct TaskGroup;
+
+// What a result's headers say besides the payload.
+struct ResultMeta {
+  uint32_t tokens = 0;
+  bool truncated = false;
+};
+
 class BatchRunner {
  public:
   BatchRunner(natsConnection* nc, queue::MsgReaper* reaper, std::string worker_id)
@@ -39,7 +48,9 @@ class BatchRunner {
   void Progress(const WorkItem& item);
 
  private:
-  void PublishResult(const WorkItem& item, std::string_view payload, uint32_t tokens,
+  template <class Out>
+  void RunGroup(ServedModel& served, const TaskGroup& group, int64_t start_wall_us);
+  void PublishResult(const WorkItem& item, std::string_view payload, ResultMeta meta,
                      int64_t queue_us, int64_t inference_us);
   void PublishError(const WorkItem& item, const Status& error);
   void Ack(const WorkItem& item, AckAction action, std::chrono::milliseconds delay);

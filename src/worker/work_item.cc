@@ -11,6 +11,7 @@ Status ParseWorkItem(queue::MsgPtr msg, std::shared_ptr<ServedModel> model,
   out->payload = queue::Payload(m);
   out->request_id = Header(m, wire::kHeaderRequestId);
   out->reply = Header(m, wire::kHeaderReply);
+  out->task = Header(m, wire::kHeaderTask);
   const char* ack = natsMsg_GetReply(m);
   out->ack = ack ? ack : "";
   uint64_t v = 0;

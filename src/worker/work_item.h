@@ -24,6 +24,7 @@ struct WorkItem {
   std::string_view reply;  // where the result goes
   std::string_view ack;    // the JetStream ack subject
 
+  std::string_view task;  // Shoal-Task; empty means encode
   uint32_t index = 0;
   uint32_t cost = 1;
   int64_t deadline_ms = 0;  // Unix ms; 0 = none

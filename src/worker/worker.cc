@@ -95,7 +95,13 @@ void Worker::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snap
 void Worker::Serve(const std::shared_ptr<const ModelSpec>& spec) {
   Runtime* runtime = FindRuntime(spec->runtime);
   const auto t0 = SteadyClock::now();
-  auto model = runtime->Load(*spec);
+  LoadContext ctx;
+  ctx.threads = options_.threads_per_executor;
+  if (ctx.threads <= 0) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    ctx.threads = std::max(1, cores / std::max(1, options_.executors));
+  }
+  auto model = runtime->Load(*spec, ctx);
   if (!model.ok()) {
     spdlog::error("worker: cannot load {}: {}", spec->id, model.status().ToString());
     return;

@@ -47,6 +47,9 @@ struct WorkerOptions {
   // this binary has).
   std::vector<std::string> models;
   int executors = 1;
+  // Cores one executor's batch may use (0: this machine's cores divided
+  // among the executors).
+  int threads_per_executor = 0;
   std::string id;  // default: <host>-<pid>-<random>
   queue::PullTiming pull;
   queue::StreamLimits stream_limits;

@@ -45,7 +45,7 @@ std::string ItemText(std::string_view payload) {
 
 TEST(ParseEncodeMsgpack, ItemsAreViewsOfTheBodyWithCosts) {
   const std::string body = TextsBody({"hello world", std::string(400, 'a')});
-  EncodeRequest req;
+  WorkRequest req;
   ASSERT_TRUE(ParseEncodeMsgpack(body, {}, &req).ok());
   ASSERT_EQ(req.items.size(), 2u);
   EXPECT_EQ(ItemText(req.items[0].payload), "hello world");
@@ -71,7 +71,7 @@ TEST(ParseEncodeMsgpack, ReadsOptions) {
   p->pack(std::string("x"));
   p->pack(std::string("normalize"));
   p->pack(false);
-  EncodeRequest req;
+  WorkRequest req;
   ASSERT_TRUE(ParseEncodeMsgpack(p.str(), {}, &req).ok());
   EXPECT_TRUE(req.options.truncate);
   EXPECT_FALSE(req.options.normalize);
@@ -154,7 +154,7 @@ TEST(ParseEncodeMsgpack, NamesTheFieldAtFault) {
     cases.push_back({"truncated", body, Code::kInvalidInput, "items[0].text"});
   }
   for (const auto& c : cases) {
-    EncodeRequest req;
+    WorkRequest req;
     Status s = ParseEncodeMsgpack(c.body, {}, &req);
     EXPECT_EQ(s.code(), c.code) << c.name << ": " << s.ToString();
     EXPECT_NE(s.message().find(c.message_part), std::string::npos) << c.name << ": " << s.message();
@@ -165,7 +165,7 @@ TEST(ParseEncodeMsgpack, LimitsItemsAndItemSize) {
   ParseLimits limits;
   limits.max_items = 3;
   limits.max_item_bytes = 100;
-  EncodeRequest req;
+  WorkRequest req;
   Status s = ParseEncodeMsgpack(TextsBody({"a", "b", "c", "d"}), limits, &req);
   EXPECT_EQ(s.code(), Code::kInvalidInput);
   EXPECT_NE(s.message().find("at most 3"), std::string::npos);
@@ -176,14 +176,14 @@ TEST(ParseEncodeMsgpack, LimitsItemsAndItemSize) {
 
 TEST(ParseEncodeJson, ReencodesItemsAsMsgpack) {
   std::string body = R"({"items":[{"text":"caf\u00e9 \"q\""},{"text":""}],"truncate":true})";
-  EncodeRequest req;
+  WorkRequest req;
   ASSERT_TRUE(ParseEncodeJson(body, {}, &req).ok());
   ASSERT_EQ(req.items.size(), 2u);
   EXPECT_EQ(ItemText(req.items[0].payload), "café \"q\"");
   EXPECT_EQ(ItemText(req.items[1].payload), "");
   EXPECT_TRUE(req.options.truncate);
   // The views survive moving the request.
-  EncodeRequest moved = std::move(req);
+  WorkRequest moved = std::move(req);
   EXPECT_EQ(ItemText(moved.items[0].payload), "café \"q\"");
 }
 
@@ -204,7 +204,7 @@ TEST(ParseEncodeJson, NamesTheFieldAtFault) {
   };
   for (const auto& [body_text, want] : cases) {
     std::string body = body_text;
-    EncodeRequest req;
+    WorkRequest req;
     Status s = ParseEncodeJson(body, {}, &req);
     EXPECT_EQ(s.code(), Code::kInvalidInput) << body_text;
     EXPECT_NE(s.message().find(want), std::string::npos) << body_text << " -> " << s.message();
@@ -213,7 +213,7 @@ TEST(ParseEncodeJson, NamesTheFieldAtFault) {
 
 TEST(ParseOpenAiEmbeddings, StringOrArrayInput) {
   std::string one = R"({"model":"m/1","input":"hello","encoding_format":"base64","user":"u"})";
-  EncodeRequest req;
+  WorkRequest req;
   ASSERT_TRUE(ParseOpenAiEmbeddings(one, {}, &req).ok());
   EXPECT_EQ(req.model, "m/1");
   ASSERT_EQ(req.items.size(), 1u);
@@ -221,7 +221,7 @@ TEST(ParseOpenAiEmbeddings, StringOrArrayInput) {
   EXPECT_TRUE(req.base64);
 
   std::string many = R"({"input":["a","b","c"],"model":"m"})";
-  EncodeRequest req2;
+  WorkRequest req2;
   ASSERT_TRUE(ParseOpenAiEmbeddings(many, {}, &req2).ok());
   ASSERT_EQ(req2.items.size(), 3u);
   EXPECT_EQ(ItemText(req2.items[2].payload), "c");
@@ -242,7 +242,7 @@ TEST(ParseOpenAiEmbeddings, Errors) {
   };
   for (const auto& [body_text, want] : cases) {
     std::string body = body_text;
-    EncodeRequest req;
+    WorkRequest req;
     Status s = ParseOpenAiEmbeddings(body, {}, &req);
     EXPECT_EQ(s.code(), Code::kInvalidInput) << body_text;
     EXPECT_NE(s.message().find(want), std::string::npos) << body_text << " -> " << s.message();

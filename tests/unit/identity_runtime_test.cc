@@ -10,7 +10,7 @@ namespace {
 std::unique_ptr<Model> Load(const std::string& extra = "identity: {dim: 16}") {
   auto spec = ModelSpec::Parse("id: t\nruntime: identity\nmax_input_tokens: 4\n" + extra);
   EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-  auto model = FindRuntime("identity")->Load(*spec);
+  auto model = FindRuntime("identity")->Load(*spec, LoadContext{});
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return std::move(model).value();
 }
@@ -58,7 +58,7 @@ TEST(IdentityRuntime, UnnormalizedVectorsKeepTheirScale) {
 TEST(IdentityRuntime, RejectsBadOptions) {
   auto spec = ModelSpec::Parse("id: t\nruntime: identity\nidentity: {dims: 3}\n");
   ASSERT_TRUE(spec.ok());
-  auto model = FindRuntime("identity")->Load(*spec);
+  auto model = FindRuntime("identity")->Load(*spec, LoadContext{});
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("unknown option 'dims'"), std::string::npos);
   EXPECT_EQ(FindRuntime("no-such-runtime"), nullptr);

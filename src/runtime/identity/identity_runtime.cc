@@ -52,6 +52,24 @@ class IdentityModel final : public Model {
     return Status::Ok();
   }
 
+  // Whitespace words, each with a stable id, so the tokenize path can be
+  // tested without a real model.
+  Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override {
+    for (size_t i = 0; i < in.size(); ++i) {
+      out[i].status = Status::Ok();
+      for (std::string_view word : IdentityTokens(in[i].text)) {
+        Token t;
+        t.id = static_cast<int32_t>(Fnv1a(word) % 1000000);
+        t.text = std::string(word);
+        t.has_offsets = true;
+        t.start = word.empty() ? 0 : static_cast<uint32_t>(word.data() - in[i].text.data());
+        t.stop = t.start + static_cast<uint32_t>(word.size());
+        out[i].tokens.push_back(std::move(t));
+      }
+    }
+    return Status::Ok();
+  }
+
  private:
   ModelSpec spec_;
   IdentityOptions opts_;
@@ -91,7 +109,7 @@ std::vector<float> IdentityVector(const std::vector<std::string_view>& tokens, u
   return v;
 }
 
-Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelSpec& spec) {
+Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelSpec& spec, const LoadContext&) {
   IdentityOptions opts;
   try {
     auto o = nlohmann::json::parse(spec.runtime_options_json);

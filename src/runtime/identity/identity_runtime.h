@@ -37,7 +37,7 @@ std::vector<float> IdentityVector(const std::vector<std::string_view>& tokens, u
 class IdentityRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "identity"; }
-  Result<std::unique_ptr<Model>> Load(const ModelSpec& spec) override;
+  Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const LoadContext& ctx) override;
 };
 
 }  // namespace shoal

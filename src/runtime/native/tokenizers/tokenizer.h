@@ -1,7 +1,17 @@
 // Tokenizer: Hugging Face `tokenizer.json` (normalizer, pre-tokenizer, model,
 // post-processor, added tokens) as one immutable object.
 //
-// Models: WordPiece, BPE (byte-level and byte_fallback) and Unigram.
+// Models: WordPiece, BPE (byte-level and byte_fallback) and Unigram. The
+// semantics are those of the Rust `tokenizers` crate; the ids agree with
+// @lenml/tokenizers on the real Qwen3, Llama-3 and Gemma-3 files (see
+// tests/tokenizers/reference_test.sh). The "decoder", "truncation" and
+// "padding" sections are not read: requests choose truncation
+// (EncodeOptions), and batching pads.
+//
+// Errors are values: loading fails with kModelLoadFailed naming the JSON path
+// at fault; encoding fails with kInvalidInput (invalid UTF-8, over
+// max_length). Nothing throws.
+//
 // Thread-safety: a loaded Tokenizer is immutable; Encode may be called from
 // any number of threads at once.
 #pragma once
@@ -21,9 +31,12 @@ struct Encoding {
   std::vector<int32_t> ids;
   std::vector<int32_t> type_ids;  // 0 for the first sequence, 1 for the pair
   // Byte offsets [start, end) into the text the token came from (the first
-  // or, for type 1, the second text); {0, 0} for added special tokens.
+  // or, for type 1, the second text); {0, 0} for special tokens the
+  // post-processor adds. A token that covers part of a character (byte-level
+  // BPE splitting an emoji) gets the bytes of that part; a character the
+  // normalizer rewrote maps, whole, to the original character.
   std::vector<std::pair<uint32_t, uint32_t>> offsets;
-  std::vector<uint8_t> special;  // 1 where a special token was added or matched
+  std::vector<uint8_t> special;     // 1 where a special token was added or matched
   uint32_t untruncated_length = 0;  // what ids.size() would be without truncation
   bool truncated = false;
 };
@@ -48,7 +61,8 @@ class Tokenizer {
 
   virtual std::optional<int32_t> TokenToId(std::string_view token) const = 0;
   virtual std::string IdToToken(int32_t id) const = 0;  // "" when out of range
-  virtual size_t vocab_size() const = 0;                // including added tokens
+  // One past the largest id, added tokens included (the embedding rows).
+  virtual size_t vocab_size() const = 0;
 };
 
 }  // namespace shoal::native

@@ -4,8 +4,19 @@
 //
 // Threading: every call takes `threads`, the number of cores the calling
 // executor owns, and never uses more; calls from different executors may run
-// at once (kernels keep no shared mutable state). Weights are immutable after
-// load and may be shared by any number of callers.
+// at once (kernels keep no shared mutable state beyond Linear's internally
+// locked primitive cache). Weights are immutable after load and may be shared
+// by any number of callers. Parallel work runs on OpenMP (libgomp), the
+// runtime oneDNN is built on: each calling thread gets its own team of
+// `threads` − 1 helpers, sized per call (the caller's OpenMP thread-count
+// setting is restored on return). Helpers spin briefly after a region, then
+// sleep (libgomp's default), so back-to-back kernels do not pay a wake-up.
+// Use one calling thread per executor; start no second pool that spins on the
+// same cores.
+//
+// GEMM backend: oneDNN's matmul primitive (see linear.cc for the figures that
+// chose it). Each kernel has an AVX-512 path and a portable one, picked at
+// run time, so the library runs on any x86-64 CPU.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +39,11 @@ enum class WeightLayout {
 
 // A dense layer y = act(x · W + b), weights prepared once at load time in the
 // layout and precision the GEMM backend runs fastest.
+//
+// kBF16: weights are stored in bf16 and x is rounded to bf16 per call;
+// products accumulate in fp32 and y is fp32. Each output is within
+// 1.13 · 2⁻⁸ · Σₖ|xₖ·wₖ| of the exact value (≈ 0.6 % of max|y| on random
+// data, tested); about 2× the fp32 throughput on AVX512_BF16 CPUs.
 class Linear {
  public:
   // Copies (and for kBF16 converts) the weights; `bias` may be null.
@@ -35,7 +51,9 @@ class Linear {
                                                 size_t out, const float* bias, Precision precision);
   virtual ~Linear() = default;
 
-  // x: [rows, in] (row stride in), y: [rows, out] (row stride out).
+  // x: [rows, in] (row stride in), y: [rows, out] (row stride out); x and y
+  // must not overlap. Never throws; if the backend fails after a successful
+  // Create (out of memory), y is filled with NaN and the error is logged.
   virtual void Forward(const float* x, size_t rows, float* y, Activation act,
                        int threads) const = 0;
 
@@ -59,7 +77,7 @@ void Attention(const float* q, const float* k, const float* v, size_t ld, float*
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
                int threads);
 
-// Elementwise, in place.
+// Elementwise, in place, on the calling thread.
 void Activate(float* x, size_t n, Activation act);
 
 // out[s] = mean of rows [offsets[s], offsets[s+1]) of x ([rows, cols]).

@@ -1,0 +1,255 @@
+// The encoder benchmark: Shoal's native BERT-family engine against PyTorch
+// (Debian's python3-torch, eager, inference_mode, its best thread setting)
+// and ONNX Runtime (onnxruntime-node on the same weights exported to ONNX),
+// all in this run, on this machine, one after the other.
+//
+// Models: the all-MiniLM-L6-v2 shape and the BERT-base shape with seeded
+// random weights (scripts/make-test-models --bench). Inputs: seeded random
+// token ids, sequence length 128, batch 1, 8 and 32. For each: warm-up, then
+// repeats for --seconds (at least 3), median batch time → tokens/s; batch-1
+// latency is the median batch-1 time. Shoal runs f32 (what the peers run)
+// and bf16 (AVX-512 BF16 GEMMs; the tests state its error bound).
+//
+// Also measured in the run: the machine's GEMM ceiling (1024³ f32 and bf16
+// through the same GEMM backend on the same threads), and the fraction of it
+// the model reaches at batch 32 (model FLOPs / time / ceiling).
+//
+// Prints a table with the ratios; writes docs/bench/encoders.json.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "runtime/native/kernels/cpu/kernels.h"
+#include "runtime/native/loaders/hf_config.h"
+#include "runtime/native/models/bert.h"
+
+namespace shoal::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using native::cpu::Precision;
+
+struct Options {
+  std::string source_dir = SHOAL_SOURCE_DIR;
+  std::string models_dir;
+  std::vector<std::string> models = {"minilm-l6", "bert-base"};
+  std::vector<int> batches = {1, 8, 32};
+  int seq = 128;
+  int threads = 2;
+  double seconds = 5;
+  bool peers = true;
+  std::string out;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median seconds per call of `fn` after one warm-up, over `seconds` (≥ 3 calls).
+template <class Fn>
+double TimeIt(Fn&& fn, double seconds) {
+  fn();
+  std::vector<double> t;
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  while (t.size() < 3 || Clock::now() < end) {
+    const auto t0 = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return Median(t);
+}
+
+// Runs a peer; its result is the JSON object on its last line of stdout.
+nlohmann::json RunPeer(const std::string& cmd) {
+  std::fprintf(stderr, "  $ %s\n", cmd.c_str());
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {};
+  std::string last, line;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) {
+    line += buf;
+    if (line.ends_with('\n')) {
+      if (line.size() > 1) last = line;
+      line.clear();
+    }
+  }
+  if (!line.empty()) last = line;
+  if (pclose(p) != 0) {
+    std::fprintf(stderr, "  peer failed: %s\n", cmd.c_str());
+    return {};
+  }
+  return nlohmann::json::parse(last, nullptr, false);
+}
+
+// FLOPs of one forward pass over `batch` sequences of `seq` tokens.
+double ModelFlops(const native::EncoderConfig& c, int batch, int seq) {
+  const double T = static_cast<double>(batch) * seq, H = c.hidden_size, I = c.intermediate_size;
+  const double dense = 2 * T * (3 * H * H + H * H + 2 * H * I);
+  const double attention = 2 * 2 * static_cast<double>(batch) * seq * seq * H;  // q·kᵀ and p·v
+  return c.num_hidden_layers * (dense + attention);
+}
+
+// GFLOP/s of a 1024³ GEMM through cpu::Linear on `threads` threads.
+double GemmCeiling(Precision p, int threads, double seconds) {
+  const size_t n = 1024;
+  std::vector<float> w(n * n), x(n * n), y(n * n);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& v : w) v = u(rng);
+  for (auto& v : x) v = u(rng);
+  auto linear = native::cpu::Linear::Create(w.data(), native::cpu::WeightLayout::kOutIn, n, n, nullptr, p);
+  if (!linear.ok()) return 0;
+  const double t = TimeIt([&] { (*linear)->Forward(x.data(), n, y.data(), native::cpu::Activation::kNone, threads); },
+                          seconds / 2);
+  return 2.0 * n * n * n / t / 1e9;
+}
+
+struct ShoalFigures {
+  std::map<int, double> tokens_per_s;
+  double b1_latency_ms = 0;
+  double b32_gflops = 0;
+};
+
+ShoalFigures MeasureShoal(const std::string& dir, const native::EncoderConfig& config, Precision precision,
+                          const Options& o) {
+  ShoalFigures f;
+  auto bert = native::Bert::Load(dir, config, precision);
+  if (!bert.ok()) {
+    std::fprintf(stderr, "  cannot load %s: %s\n", dir.c_str(), bert.status().ToString().c_str());
+    return f;
+  }
+  std::mt19937 rng(42);
+  for (int batch : o.batches) {
+    std::vector<std::vector<int32_t>> ids(batch, std::vector<int32_t>(o.seq));
+    for (auto& s : ids) {
+      for (auto& id : s) id = static_cast<int32_t>(rng() % config.vocab_size);
+    }
+    std::vector<native::TokenSequence> seqs;
+    for (const auto& s : ids) seqs.push_back({s, {}});
+    std::vector<float> out(static_cast<size_t>(batch) * config.hidden_size);
+    const double t = TimeIt(
+        [&] { (void)(*bert)->Embed(seqs, native::Pooling::kCls, false, out.data(), o.threads); }, o.seconds);
+    f.tokens_per_s[batch] = batch * o.seq / t;
+    if (batch == 1) f.b1_latency_ms = t * 1e3;
+    if (batch == 32) f.b32_gflops = ModelFlops(config, batch, o.seq) / t / 1e9;
+    std::fprintf(stderr, "  shoal %s batch %2d: %8.0f tokens/s (%.2f ms per batch)\n",
+                 precision == Precision::kBF16 ? "bf16" : "f32 ", batch, f.tokens_per_s[batch], t * 1e3);
+  }
+  return f;
+}
+
+double PeerTokens(const nlohmann::json& peer, int batch) {
+  const std::string key = "b" + std::to_string(batch) + "_tokens_per_s";
+  return peer.contains(key) ? peer[key].get<double>() : NAN;
+}
+
+int Run(const Options& o) {
+  const std::string models_dir = o.models_dir.empty() ? o.source_dir + "/build-models" : o.models_dir;
+  std::fprintf(stderr, "encoders: generating the bench models in %s (once)\n", models_dir.c_str());
+  if (std::system((o.source_dir + "/scripts/make-test-models " + models_dir + " --bench >&2").c_str()) != 0) {
+    return 1;
+  }
+  nlohmann::json out;
+  const std::string secs = std::to_string(o.seconds);
+  std::fprintf(stderr, "encoders: GEMM ceiling, 1024^3 on %d thread(s)\n", o.threads);
+  const double ceiling_f32 = GemmCeiling(Precision::kF32, o.threads, o.seconds);
+  const double ceiling_bf16 = GemmCeiling(Precision::kBF16, o.threads, o.seconds);
+  std::fprintf(stderr, "  f32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n", ceiling_f32, ceiling_bf16);
+  out["gemm_ceiling_f32_gflops"] = ceiling_f32;
+  out["gemm_ceiling_bf16_gflops"] = ceiling_bf16;
+
+  std::printf("\n%-10s %-14s %12s %12s %12s %14s\n", "model", "engine", "b1 tok/s", "b8 tok/s", "b32 tok/s",
+              "b1 latency ms");
+  for (const std::string& name : o.models) {
+    const std::string dir = models_dir + "/" + name;
+    const std::string key = name == "bert-base" ? "bertbase" : "minilm";
+    auto config = native::LoadEncoderConfig(dir);
+    if (!config.ok()) {
+      std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "encoders: %s\n", name.c_str());
+    nlohmann::json torch, ort;
+    if (o.peers) {
+      std::string onnx = models_dir + "/onnx/" + name + ".onnx";
+      std::system(("mkdir -p " + models_dir + "/onnx").c_str());
+      if (std::system(("test -f " + onnx + ".check.json || /usr/bin/python3 " + o.source_dir +
+                       "/bench/encoders/export_onnx.py " + dir + " " + onnx + " > " + onnx + ".log 2>&1")
+                          .c_str()) != 0) {
+        std::fprintf(stderr, "  ONNX export failed: see %s.log\n", onnx.c_str());
+        return 1;
+      }
+      torch = RunPeer("/usr/bin/python3 " + o.source_dir + "/bench/encoders/torch_peer.py " + dir +
+                      " --seconds " + secs);
+      ort = RunPeer("node " + o.source_dir + "/bench/encoders/ort_peer.mjs " + onnx + " --seconds " + secs);
+    }
+    const ShoalFigures f32 = MeasureShoal(dir, *config, Precision::kF32, o);
+    const ShoalFigures bf16 = MeasureShoal(dir, *config, Precision::kBF16, o);
+
+    auto row = [&](const char* engine, auto tokens, double latency) {
+      std::printf("%-10s %-14s %12.0f %12.0f %12.0f %14.2f\n", name.c_str(), engine, tokens(1), tokens(8),
+                  tokens(32), latency);
+    };
+    if (!torch.is_discarded() && !torch.empty()) {
+      row("torch", [&](int b) { return PeerTokens(torch, b); }, torch.value("b1_latency_ms", NAN));
+    }
+    if (!ort.is_discarded() && !ort.empty()) {
+      row("onnxruntime", [&](int b) { return PeerTokens(ort, b); }, ort.value("b1_latency_ms", NAN));
+    }
+    row("shoal f32", [&](int b) { return f32.tokens_per_s.at(b); }, f32.b1_latency_ms);
+    row("shoal bf16", [&](int b) { return bf16.tokens_per_s.at(b); }, bf16.b1_latency_ms);
+
+    for (const auto& [label, f] : {std::pair{"", &f32}, std::pair{"_bf16", &bf16}}) {
+      const double mine = f->tokens_per_s.at(32);
+      out[key + "_b32" + label + "_tokens_per_s"] = mine;
+      out[key + "_b1" + label + "_latency_ms"] = f->b1_latency_ms;
+      if (o.peers) {
+        out[key + "_b32" + label + "_vs_torch"] = mine / PeerTokens(torch, 32);
+        out[key + "_b32" + label + "_vs_ort"] = mine / PeerTokens(ort, 32);
+        out[key + "_b1" + label + "_latency_vs_ort"] = f->b1_latency_ms / ort.value("b1_latency_ms", NAN);
+      }
+    }
+    out[key + "_b32_gemm_fraction"] = f32.b32_gflops / ceiling_f32;
+    out[key + "_b32_bf16_gemm_fraction"] = bf16.b32_gflops / ceiling_bf16;
+    if (o.peers) {
+      out[key + "_torch_b32_tokens_per_s"] = PeerTokens(torch, 32);
+      out[key + "_ort_b32_tokens_per_s"] = PeerTokens(ort, 32);
+      out[key + "_ort_b1_latency_ms"] = ort.value("b1_latency_ms", NAN);
+    }
+  }
+  // The headline keys (issue 3): f32 against the peers' f32.
+  if (o.peers) {
+    out["b1_latency_vs_ort"] = std::max(out.value("minilm_b1_latency_vs_ort", NAN),
+                                        out.value("bertbase_b1_latency_vs_ort", NAN));
+  }
+  out["gemm_fraction"] = out.value("bertbase_b32_gemm_fraction", NAN);
+  std::printf("\n%s\n", out.dump(2).c_str());
+  if (!o.out.empty()) {
+    std::ofstream(o.out) << out.dump(2) << "\n";
+    std::fprintf(stderr, "encoders: wrote %s\n", o.out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace shoal::bench
+
+int main(int argc, char** argv) {
+  shoal::bench::Options o;
+  CLI::App app{"Encoder throughput: Shoal's native engine against PyTorch and ONNX Runtime"};
+  app.add_option("--models-dir", o.models_dir, "where the bench models are generated (default: build-models)");
+  app.add_option("--models", o.models, "which models")->capture_default_str();
+  app.add_option("--seconds", o.seconds, "measuring time per batch size")->capture_default_str();
+  app.add_option("--threads", o.threads, "Shoal's threads")->capture_default_str();
+  app.add_flag("!--no-peers", o.peers, "measure Shoal alone");
+  app.add_option("--out", o.out, "write the figures here (docs/bench/encoders.json)");
+  CLI11_PARSE(app, argc, argv);
+  return shoal::bench::Run(o);
+}

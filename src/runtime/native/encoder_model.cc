@@ -1,0 +1,155 @@
+#include "runtime/native/encoder_model.h"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace shoal::native {
+
+Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelSpec& spec, const NativeOptions& options,
+                                                  int threads) {
+  std::unique_ptr<EncoderModel> m(new EncoderModel());
+  m->spec_ = spec;
+  m->threads_ = std::max(1, threads);
+  auto config = LoadEncoderConfig(spec.path);
+  if (!config.ok()) return config.status();
+  if (spec.task == "score" && !config->sequence_classifier()) {
+    return InvalidInput(spec.path + ": task score needs a cross-encoder (a *ForSequenceClassification "
+                        "architecture in config.json)");
+  }
+  if (spec.task == "score" && config->num_labels != 1) {
+    return InvalidInput(spec.path + ": a reranker has one label; this classifier has " +
+                        std::to_string(config->num_labels));
+  }
+  if (spec.task == "encode" && config->sequence_classifier()) {
+    return InvalidInput(spec.path + ": this is a cross-encoder; register it with task: score");
+  }
+  auto pooling = LoadPoolingConfig(spec.path);
+  if (!pooling.ok()) return pooling.status();
+  m->pooling_ = options.pooling.value_or(pooling->pooling);
+
+  const std::string tokenizer_path = (std::filesystem::path(spec.path) / "tokenizer.json").string();
+  auto tokenizer = Tokenizer::LoadFile(tokenizer_path);
+  if (!tokenizer.ok()) return tokenizer.status();
+  m->tokenizer_ = std::move(tokenizer).value();
+
+  auto bert = Bert::Load(spec.path, *config, options.precision);
+  if (!bert.ok()) return bert.status();
+  m->bert_ = std::move(bert).value();
+  m->max_tokens_ = std::min<size_t>(spec.max_input_tokens, config->max_tokens());
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+EncodeOptions EncoderModel::LimitFor(bool truncate) const {
+  EncodeOptions o;
+  o.add_special_tokens = true;
+  o.max_length = max_tokens_;
+  o.truncate = truncate;
+  return o;
+}
+
+namespace {
+
+// Runs `forward` on the items that tokenized; the others already hold their
+// error. Returns the forward pass's status.
+template <class Out, class Forward>
+Status RunTokenized(std::vector<Encoding>& encodings, std::vector<size_t>& ok, std::span<Out> out,
+                    Forward&& forward) {
+  if (ok.empty()) return Status::Ok();
+  std::vector<TokenSequence> seqs;
+  seqs.reserve(ok.size());
+  for (size_t i : ok) seqs.push_back({encodings[i].ids, encodings[i].type_ids});
+  SHOAL_RETURN_IF_ERROR(forward(std::span<const TokenSequence>(seqs)));
+  for (size_t i : ok) {
+    out[i].status = Status::Ok();
+    out[i].tokens = static_cast<uint32_t>(encodings[i].ids.size());
+    out[i].truncated = encodings[i].truncated;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
+  if (spec_.task != "encode") return Model::Encode(in, out);
+  std::vector<Encoding> encodings(in.size());
+  std::vector<size_t> ok;
+  for (size_t i = 0; i < in.size(); ++i) {
+    auto e = tokenizer_->Encode(in[i].text, LimitFor(in[i].truncate));
+    if (!e.ok()) {
+      out[i].status = e.status();
+      continue;
+    }
+    encodings[i] = std::move(e).value();
+    ok.push_back(i);
+  }
+  // Requests choose normalization per item; group by it so each group is
+  // one pass (in practice a batch is all one or the other).
+  for (bool normalize : {true, false}) {
+    std::vector<size_t> group;
+    for (size_t i : ok) {
+      if (in[i].normalize == normalize) group.push_back(i);
+    }
+    const size_t H = bert_->config().hidden_size;
+    std::vector<float> vectors(group.size() * H);
+    SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, group, out, [&](std::span<const TokenSequence> seqs) {
+      return bert_->Embed(seqs, pooling_, normalize, vectors.data(), threads_);
+    }));
+    for (size_t k = 0; k < group.size(); ++k) {
+      out[group[k]].dense.assign(vectors.begin() + k * H, vectors.begin() + (k + 1) * H);
+    }
+  }
+  return Status::Ok();
+}
+
+Status EncoderModel::Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) {
+  if (spec_.task != "score") return Model::Score(in, out);
+  std::vector<Encoding> encodings(in.size());
+  std::vector<size_t> ok;
+  for (size_t i = 0; i < in.size(); ++i) {
+    auto e = tokenizer_->EncodePair(in[i].text, in[i].text_pair, LimitFor(in[i].truncate));
+    if (!e.ok()) {
+      out[i].status = e.status();
+      continue;
+    }
+    encodings[i] = std::move(e).value();
+    ok.push_back(i);
+  }
+  const size_t labels = bert_->config().num_labels;
+  std::vector<float> logits(ok.size() * labels);
+  SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, ok, out, [&](std::span<const TokenSequence> seqs) {
+    return bert_->Classify(seqs, logits.data(), threads_);
+  }));
+  for (size_t k = 0; k < ok.size(); ++k) {
+    out[ok[k]].logits.assign(logits.begin() + k * labels, logits.begin() + (k + 1) * labels);
+  }
+  return Status::Ok();
+}
+
+Status EncoderModel::Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    EncodeOptions o;
+    o.add_special_tokens = in[i].add_special_tokens;
+    auto e = tokenizer_->Encode(in[i].text, o);
+    if (!e.ok()) {
+      out[i].status = e.status();
+      continue;
+    }
+    out[i].status = Status::Ok();
+    out[i].tokens.reserve(e->ids.size());
+    for (size_t k = 0; k < e->ids.size(); ++k) {
+      Token t;
+      t.id = e->ids[k];
+      t.text = tokenizer_->IdToToken(t.id);
+      t.special = e->special[k] != 0;
+      // Specials the template added have no place in the text; those
+      // matched in it do.
+      t.has_offsets = !(t.special && e->offsets[k].first == 0 && e->offsets[k].second == 0);
+      t.start = e->offsets[k].first;
+      t.stop = e->offsets[k].second;
+      out[i].tokens.push_back(std::move(t));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace shoal::native

@@ -1,0 +1,46 @@
+// EncoderModel: a BERT-family network and its tokenizer behind the Runtime
+// interface — embeddings (Encode), cross-encoder relevance (Score), and the
+// tokens themselves (Tokenize).
+//
+// Inputs are tokenized on the calling executor's thread, then the batch runs
+// as one packed forward pass. An input over the model's limit (the profile's
+// max_input_tokens, capped by the position table) fails with INVALID_INPUT
+// unless the request asked to truncate; truncation is reported per item.
+//
+// Threading: immutable after Load; calls may run concurrently.
+#pragma once
+
+#include <memory>
+
+#include "runtime/native/models/bert.h"
+#include "runtime/native/native_options.h"
+#include "runtime/native/tokenizers/tokenizer.h"
+#include "runtime/runtime.h"
+
+namespace shoal::native {
+
+class EncoderModel final : public Model {
+ public:
+  static Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const NativeOptions& options,
+                                             int threads);
+
+  const ModelSpec& spec() const override { return spec_; }
+  size_t memory_bytes() const override { return bert_->memory_bytes(); }
+
+  Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override;
+  Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) override;
+  Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
+
+ private:
+  EncoderModel() = default;
+  EncodeOptions LimitFor(bool truncate) const;
+
+  ModelSpec spec_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Bert> bert_;
+  Pooling pooling_ = Pooling::kCls;
+  size_t max_tokens_ = 0;
+  int threads_ = 1;
+};
+
+}  // namespace shoal::native

@@ -1,0 +1,132 @@
+#include "runtime/native/loaders/hf_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace shoal::native {
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<nlohmann::json> ReadJson(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return InvalidInput(path.string() + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    return InvalidInput(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+bool EncoderConfig::roberta_positions() const {
+  return model_type == "roberta" || model_type == "xlm-roberta" || model_type == "camembert";
+}
+
+bool EncoderConfig::sequence_classifier() const {
+  for (const auto& a : architectures) {
+    if (a.ends_with("ForSequenceClassification")) return true;
+  }
+  return false;
+}
+
+uint32_t EncoderConfig::max_tokens() const {
+  // RoBERTa reserves the positions up to pad_token_id.
+  if (roberta_positions()) return max_position_embeddings - static_cast<uint32_t>(pad_token_id) - 1;
+  return max_position_embeddings;
+}
+
+Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
+  const fs::path path = fs::path(dir) / "config.json";
+  auto j = ReadJson(path);
+  if (!j.ok()) return j.status();
+  EncoderConfig c;
+  try {
+    c.model_type = j->value("model_type", "");
+    if (j->contains("architectures") && (*j)["architectures"].is_array()) {
+      c.architectures = (*j)["architectures"].get<std::vector<std::string>>();
+    }
+    c.hidden_size = j->at("hidden_size").get<uint32_t>();
+    c.num_hidden_layers = j->at("num_hidden_layers").get<uint32_t>();
+    c.num_attention_heads = j->at("num_attention_heads").get<uint32_t>();
+    c.intermediate_size = j->at("intermediate_size").get<uint32_t>();
+    c.vocab_size = j->at("vocab_size").get<uint32_t>();
+    c.layer_norm_eps = j->value("layer_norm_eps", 1e-12f);
+    c.max_position_embeddings = j->value("max_position_embeddings", 512u);
+    c.type_vocab_size = j->value("type_vocab_size", 2u);
+    if (j->contains("pad_token_id") && !(*j)["pad_token_id"].is_null()) {
+      c.pad_token_id = (*j)["pad_token_id"].get<int32_t>();
+    }
+    const std::string act = j->value("hidden_act", "gelu");
+    if (act == "gelu") {
+      c.hidden_act = HiddenAct::kGelu;
+    } else if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") {
+      c.hidden_act = HiddenAct::kGeluTanh;
+    } else if (act == "relu") {
+      c.hidden_act = HiddenAct::kRelu;
+    } else {
+      return InvalidInput(path.string() + ": hidden_act '" + act + "' is not supported");
+    }
+    const std::string pos = j->value("position_embedding_type", "absolute");
+    if (pos != "absolute") {
+      return InvalidInput(path.string() + ": position_embedding_type '" + pos + "' is not supported");
+    }
+    if (j->contains("id2label") && (*j)["id2label"].is_object()) {
+      c.num_labels = static_cast<uint32_t>((*j)["id2label"].size());
+    }
+    c.num_labels = j->value("num_labels", c.num_labels);
+  } catch (const std::exception& e) {
+    return InvalidInput(path.string() + ": " + e.what());
+  }
+  if (c.hidden_size == 0 || c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0) {
+    return InvalidInput(path.string() + ": hidden_size must be a positive multiple of num_attention_heads");
+  }
+  if (c.num_hidden_layers == 0 || c.intermediate_size == 0 || c.vocab_size == 0) {
+    return InvalidInput(path.string() + ": num_hidden_layers, intermediate_size and vocab_size must be positive");
+  }
+  if (c.roberta_positions() && c.max_position_embeddings <= static_cast<uint32_t>(c.pad_token_id) + 1) {
+    return InvalidInput(path.string() + ": max_position_embeddings leaves no positions after pad_token_id");
+  }
+  if (c.sequence_classifier() && c.num_labels == 0) c.num_labels = 2;  // transformers' default
+  return c;
+}
+
+Result<PoolingConfig> LoadPoolingConfig(const std::string& dir) {
+  PoolingConfig p;
+  const fs::path modules_path = fs::path(dir) / "modules.json";
+  std::error_code ec;
+  if (!fs::exists(modules_path, ec)) return p;
+  auto modules = ReadJson(modules_path);
+  if (!modules.ok()) return modules.status();
+  p.from_files = true;
+  try {
+    for (const auto& m : *modules) {
+      const std::string type = m.value("type", "");
+      if (type.ends_with("models.Normalize")) p.normalize = true;
+      if (!type.ends_with("models.Pooling")) continue;
+      const fs::path cfg_path = fs::path(dir) / m.value("path", "1_Pooling") / "config.json";
+      auto cfg = ReadJson(cfg_path);
+      if (!cfg.ok()) return cfg.status();
+      const bool cls = cfg->value("pooling_mode_cls_token", false);
+      const bool mean = cfg->value("pooling_mode_mean_tokens", false);
+      for (const char* other : {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
+                                "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"}) {
+        if (cfg->value(other, false)) {
+          return InvalidInput(cfg_path.string() + ": " + other + " is not supported (CLS or mean only)");
+        }
+      }
+      if (cls == mean) {
+        return InvalidInput(cfg_path.string() + ": exactly one of pooling_mode_cls_token and "
+                            "pooling_mode_mean_tokens must be true");
+      }
+      p.pooling = cls ? Pooling::kCls : Pooling::kMean;
+    }
+  } catch (const std::exception& e) {
+    return InvalidInput(modules_path.string() + ": " + e.what());
+  }
+  return p;
+}
+
+}  // namespace shoal::native

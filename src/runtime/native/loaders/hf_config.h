@@ -1,0 +1,56 @@
+// The configuration files of a Hugging Face model directory that the native
+// runtime reads: `config.json` (the architecture), and the
+// sentence-transformers files `modules.json` + `<pooling dir>/config.json`
+// (how token vectors become one sentence vector, and whether it is
+// normalized). Missing optional files fall back to what transformers and
+// sentence-transformers would assume; present but malformed files are errors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace shoal::native {
+
+enum class HiddenAct { kGelu, kGeluTanh, kRelu };
+
+struct EncoderConfig {
+  std::string model_type;               // bert, roberta, xlm-roberta, ...
+  std::vector<std::string> architectures;
+  uint32_t hidden_size = 0;
+  uint32_t num_hidden_layers = 0;
+  uint32_t num_attention_heads = 0;
+  uint32_t intermediate_size = 0;
+  HiddenAct hidden_act = HiddenAct::kGelu;
+  float layer_norm_eps = 1e-12f;
+  uint32_t max_position_embeddings = 512;
+  uint32_t type_vocab_size = 2;
+  uint32_t vocab_size = 0;
+  int32_t pad_token_id = 0;
+  uint32_t num_labels = 0;  // classification heads only
+
+  // RoBERTa-style models number positions from pad_token_id + 1.
+  bool roberta_positions() const;
+  // A sequence-classification head (cross-encoder) follows the encoder.
+  bool sequence_classifier() const;
+  // The longest input the position table allows.
+  uint32_t max_tokens() const;
+};
+
+Result<EncoderConfig> LoadEncoderConfig(const std::string& dir);
+
+enum class Pooling { kCls, kMean };
+
+struct PoolingConfig {
+  Pooling pooling = Pooling::kCls;
+  bool normalize = false;
+  bool from_files = false;  // read from sentence-transformers files
+};
+
+// The pooling a sentence-transformers directory declares; without the files,
+// CLS and no normalization (what a bare transformers encoder gives).
+Result<PoolingConfig> LoadPoolingConfig(const std::string& dir);
+
+}  // namespace shoal::native

@@ -1,0 +1,265 @@
+#include "runtime/native/models/bert.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace shoal::native {
+
+struct Bert::Layer {
+  std::unique_ptr<cpu::Linear> qkv;       // query, key, value fused: [H] → [3H]
+  std::unique_ptr<cpu::Linear> attn_out;  // [H] → [H]
+  std::unique_ptr<cpu::Linear> inter;     // [H] → [I], with the activation
+  std::unique_ptr<cpu::Linear> out;       // [I] → [H]
+  const float* ln1_gamma = nullptr;
+  const float* ln1_beta = nullptr;
+  const float* ln2_gamma = nullptr;
+  const float* ln2_beta = nullptr;
+};
+
+namespace {
+
+cpu::Activation ToActivation(HiddenAct a) {
+  switch (a) {
+    case HiddenAct::kGelu: return cpu::Activation::kGelu;
+    case HiddenAct::kGeluTanh: return cpu::Activation::kGeluTanh;
+    case HiddenAct::kRelu: return cpu::Activation::kRelu;
+  }
+  return cpu::Activation::kGelu;
+}
+
+// Where the encoder's tensors live in a checkpoint: bare (sentence-
+// transformers), or under the task model's attribute name.
+std::string FindPrefix(const SafeTensors& w) {
+  for (const char* p : {"", "bert.", "roberta.", "model.", "encoder."}) {
+    if (w.Find(std::string(p) + "embeddings.word_embeddings.weight")) return p;
+  }
+  return "";
+}
+
+// Reads tensors as f32 and builds Linear layers, keeping converted copies.
+class WeightReader {
+ public:
+  WeightReader(const SafeTensors& w, std::vector<std::vector<float>>* converted, cpu::Precision p)
+      : w_(w), converted_(converted), precision_(p) {}
+
+  Result<const float*> Tensor(const std::string& name, std::vector<int64_t> shape) {
+    std::vector<float> storage;
+    auto v = w_.F32(name, std::move(shape), &storage);
+    if (!v.ok()) return v.status();
+    if (storage.empty()) return *v;
+    converted_->push_back(std::move(storage));
+    return static_cast<const float*>(converted_->back().data());
+  }
+
+  // nn.Linear weights are [out][in].
+  Result<std::unique_ptr<cpu::Linear>> Linear(const std::string& name, size_t in, size_t out) {
+    std::vector<float> ws, bs;
+    auto w = w_.F32(name + ".weight", {static_cast<int64_t>(out), static_cast<int64_t>(in)}, &ws);
+    if (!w.ok()) return w.status();
+    auto b = w_.F32(name + ".bias", {static_cast<int64_t>(out)}, &bs);
+    if (!b.ok()) return b.status();
+    return cpu::Linear::Create(*w, cpu::WeightLayout::kOutIn, in, out, *b, precision_);
+  }
+
+  // Query, key and value as one [3H][H] layer, so one GEMM computes all three.
+  Result<std::unique_ptr<cpu::Linear>> FusedQkv(const std::string& prefix, size_t h) {
+    std::vector<float> w(3 * h * h), b(3 * h);
+    const char* parts[] = {"query", "key", "value"};
+    for (int p = 0; p < 3; ++p) {
+      std::vector<float> ws, bs;
+      const std::string name = prefix + parts[p];
+      auto wv = w_.F32(name + ".weight", {static_cast<int64_t>(h), static_cast<int64_t>(h)}, &ws);
+      if (!wv.ok()) return wv.status();
+      auto bv = w_.F32(name + ".bias", {static_cast<int64_t>(h)}, &bs);
+      if (!bv.ok()) return bv.status();
+      std::memcpy(w.data() + p * h * h, *wv, h * h * sizeof(float));
+      std::memcpy(b.data() + p * h, *bv, h * sizeof(float));
+    }
+    return cpu::Linear::Create(w.data(), cpu::WeightLayout::kOutIn, h, 3 * h, b.data(), precision_);
+  }
+
+ private:
+  const SafeTensors& w_;
+  std::vector<std::vector<float>>* converted_;
+  cpu::Precision precision_;
+};
+
+}  // namespace
+
+Bert::~Bert() = default;
+
+Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderConfig& config,
+                                         cpu::Precision precision) {
+  std::unique_ptr<Bert> m(new Bert());
+  m->config_ = config;
+  auto weights = SafeTensors::OpenDir(dir);
+  if (!weights.ok()) return weights.status();
+  m->weights_ = std::move(weights).value();
+  const SafeTensors& w = *m->weights_;
+  WeightReader r(w, &m->converted_, precision);
+
+  const int64_t H = config.hidden_size, I = config.intermediate_size;
+  const std::string p = FindPrefix(w);
+  const std::string e = p + "embeddings.";
+#define SHOAL_ASSIGN(lhs, expr)       \
+  do {                                \
+    auto _v = (expr);                 \
+    if (!_v.ok()) return _v.status(); \
+    lhs = std::move(_v).value();      \
+  } while (0)
+  SHOAL_ASSIGN(m->word_, r.Tensor(e + "word_embeddings.weight", {config.vocab_size, H}));
+  SHOAL_ASSIGN(m->position_,
+               r.Tensor(e + "position_embeddings.weight", {config.max_position_embeddings, H}));
+  SHOAL_ASSIGN(m->token_type_, r.Tensor(e + "token_type_embeddings.weight", {config.type_vocab_size, H}));
+  SHOAL_ASSIGN(m->emb_ln_gamma_, r.Tensor(e + "LayerNorm.weight", {H}));
+  SHOAL_ASSIGN(m->emb_ln_beta_, r.Tensor(e + "LayerNorm.bias", {H}));
+
+  m->layers_.resize(config.num_hidden_layers);
+  for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
+    Layer& L = m->layers_[i];
+    const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
+    SHOAL_ASSIGN(L.qkv, r.FusedQkv(l + "attention.self.", H));
+    SHOAL_ASSIGN(L.attn_out, r.Linear(l + "attention.output.dense", H, H));
+    SHOAL_ASSIGN(L.ln1_gamma, r.Tensor(l + "attention.output.LayerNorm.weight", {H}));
+    SHOAL_ASSIGN(L.ln1_beta, r.Tensor(l + "attention.output.LayerNorm.bias", {H}));
+    SHOAL_ASSIGN(L.inter, r.Linear(l + "intermediate.dense", H, I));
+    SHOAL_ASSIGN(L.out, r.Linear(l + "output.dense", I, H));
+    SHOAL_ASSIGN(L.ln2_gamma, r.Tensor(l + "output.LayerNorm.weight", {H}));
+    SHOAL_ASSIGN(L.ln2_beta, r.Tensor(l + "output.LayerNorm.bias", {H}));
+    m->linear_bytes_ += L.qkv->memory_bytes() + L.attn_out->memory_bytes() +
+                        L.inter->memory_bytes() + L.out->memory_bytes();
+  }
+
+  if (config.sequence_classifier()) {
+    const uint32_t labels = config.num_labels;
+    if (w.Find("classifier.out_proj.weight")) {  // RobertaClassificationHead
+      SHOAL_ASSIGN(m->head_dense_, r.Linear("classifier.dense", H, H));
+      SHOAL_ASSIGN(m->classifier_, r.Linear("classifier.out_proj", H, labels));
+    } else {  // BERT: the pooler, then a linear classifier
+      SHOAL_ASSIGN(m->head_dense_, r.Linear(p + "pooler.dense", H, H));
+      SHOAL_ASSIGN(m->classifier_, r.Linear("classifier", H, labels));
+    }
+    m->linear_bytes_ += m->head_dense_->memory_bytes() + m->classifier_->memory_bytes();
+  }
+#undef SHOAL_ASSIGN
+  return m;
+}
+
+size_t Bert::memory_bytes() const {
+  const size_t H = config_.hidden_size;
+  // Embedding tables (mapped or converted) plus the prepared dense layers.
+  return (static_cast<size_t>(config_.vocab_size) + config_.max_position_embeddings +
+          config_.type_vocab_size) * H * sizeof(float) + linear_bytes_;
+}
+
+Status Bert::Check(std::span<const TokenSequence> seqs) const {
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const TokenSequence& q = seqs[s];
+    if (q.ids.empty()) return InvalidInput("sequence " + std::to_string(s) + " has no tokens");
+    if (q.ids.size() > config_.max_tokens()) {
+      return InvalidInput("sequence " + std::to_string(s) + " has " + std::to_string(q.ids.size()) +
+                          " tokens, over the model's " + std::to_string(config_.max_tokens()));
+    }
+    if (!q.type_ids.empty() && q.type_ids.size() != q.ids.size()) {
+      return InvalidInput("sequence " + std::to_string(s) + ": type_ids and ids differ in length");
+    }
+    for (int32_t id : q.ids) {
+      if (id < 0 || static_cast<uint32_t>(id) >= config_.vocab_size) {
+        return InvalidInput("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                            std::to_string(config_.vocab_size));
+      }
+    }
+    for (int32_t t : q.type_ids) {
+      if (t < 0 || static_cast<uint32_t>(t) >= config_.type_vocab_size) {
+        return InvalidInput("token type " + std::to_string(t) + " is outside the model's " +
+                            std::to_string(config_.type_vocab_size));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
+                   std::vector<uint32_t>* offsets, int threads) const {
+  const size_t H = config_.hidden_size, I = config_.intermediate_size;
+  offsets->assign(1, 0);
+  for (const auto& q : seqs) offsets->push_back(offsets->back() + static_cast<uint32_t>(q.ids.size()));
+  const size_t T = offsets->back();
+
+  // Embeddings: word + position + token type, then LayerNorm.
+  std::vector<float>& x = *hidden;
+  x.resize(T * H);
+  // RoBERTa numbers positions after pad_token_id and, as transformers does,
+  // gives a pad token (never produced from text) the pad position without
+  // advancing the count.
+  const bool roberta = config_.roberta_positions();
+  const size_t pad = static_cast<size_t>(config_.pad_token_id);
+  size_t row = 0;
+  for (const auto& q : seqs) {
+    size_t next = roberta ? pad + 1 : 0;
+    for (size_t j = 0; j < q.ids.size(); ++j, ++row) {
+      const bool is_pad = roberta && static_cast<size_t>(q.ids[j]) == pad;
+      const size_t position = is_pad ? pad : next++;
+      const float* w = word_ + static_cast<size_t>(q.ids[j]) * H;
+      const float* p = position_ + position * H;
+      const float* t = token_type_ + (q.type_ids.empty() ? 0 : static_cast<size_t>(q.type_ids[j])) * H;
+      float* o = x.data() + row * H;
+      for (size_t k = 0; k < H; ++k) o[k] = w[k] + p[k] + t[k];
+    }
+  }
+  cpu::LayerNorm(x.data(), nullptr, T, H, emb_ln_gamma_, emb_ln_beta_, config_.layer_norm_eps, threads);
+
+  const int heads = static_cast<int>(config_.num_attention_heads);
+  const int head_dim = static_cast<int>(H / heads);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const cpu::Activation act = ToActivation(config_.hidden_act);
+  std::vector<float> qkv(T * 3 * H), ctx(T * H), y(T * H), inter(T * I);
+  for (const Layer& L : layers_) {
+    L.qkv->Forward(x.data(), T, qkv.data(), cpu::Activation::kNone, threads);
+    cpu::Attention(qkv.data(), qkv.data() + H, qkv.data() + 2 * H, 3 * H, ctx.data(), *offsets,
+                   heads, head_dim, scale, threads);
+    L.attn_out->Forward(ctx.data(), T, y.data(), cpu::Activation::kNone, threads);
+    cpu::LayerNorm(y.data(), x.data(), T, H, L.ln1_gamma, L.ln1_beta, config_.layer_norm_eps, threads);
+    L.inter->Forward(y.data(), T, inter.data(), act, threads);
+    L.out->Forward(inter.data(), T, x.data(), cpu::Activation::kNone, threads);
+    cpu::LayerNorm(x.data(), y.data(), T, H, L.ln2_gamma, L.ln2_beta, config_.layer_norm_eps, threads);
+  }
+}
+
+Status Bert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
+                   int threads) const {
+  SHOAL_RETURN_IF_ERROR(Check(seqs));
+  const size_t H = config_.hidden_size;
+  std::vector<float> hidden;
+  std::vector<uint32_t> offsets;
+  Forward(seqs, &hidden, &offsets, threads);
+  if (pooling == Pooling::kMean) {
+    cpu::MeanPool(hidden.data(), H, offsets, out);
+  } else {
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      std::memcpy(out + s * H, hidden.data() + static_cast<size_t>(offsets[s]) * H, H * sizeof(float));
+    }
+  }
+  if (normalize) {
+    for (size_t s = 0; s < seqs.size(); ++s) cpu::L2Normalize(out + s * H, H);
+  }
+  return Status::Ok();
+}
+
+Status Bert::Classify(std::span<const TokenSequence> seqs, float* out, int threads) const {
+  if (!classifier_) return InvalidInput("the model has no classification head");
+  SHOAL_RETURN_IF_ERROR(Check(seqs));
+  const size_t H = config_.hidden_size;
+  std::vector<float> hidden;
+  std::vector<uint32_t> offsets;
+  Forward(seqs, &hidden, &offsets, threads);
+  std::vector<float> first(seqs.size() * H), pooled(seqs.size() * H);
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    std::memcpy(first.data() + s * H, hidden.data() + static_cast<size_t>(offsets[s]) * H, H * sizeof(float));
+  }
+  head_dense_->Forward(first.data(), seqs.size(), pooled.data(), cpu::Activation::kTanh, threads);
+  classifier_->Forward(pooled.data(), seqs.size(), out, cpu::Activation::kNone, threads);
+  return Status::Ok();
+}
+
+}  // namespace shoal::native

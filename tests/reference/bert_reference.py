@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""Reference forward pass of a BERT-family encoder, for Shoal's native runtime tests.
+
+usage: bert_reference.py MODEL_DIR IN.json OUT.json
+
+IN.json:  {"inputs": [{"ids": [...], "type_ids": [...]}, ...]}   (token ids, no tokenizer)
+OUT.json: {"outputs": [[floats...], ...]}
+  embedding models: the pooled vector, L2-normalized when modules.json has a
+  Normalize module; sequence classifiers: the num_labels logits.
+
+Written as plain float64 torch tensor operations (no nn modules, no fused
+attention) from the architecture's definition, on weights read by our own
+safetensors reader: an independent check of the native engine, not a copy of
+its structure. Each input runs alone, so there is no padding and no mask.
+
+Handles BertModel / RobertaModel (sentence-transformers layout: no prefix),
+BertForSequenceClassification (bert. prefix, pooler dense+tanh on [CLS], then
+classifier) and RobertaForSequenceClassification (roberta. prefix, classifier
+.dense+tanh on <s>, then classifier.out_proj); absolute position embeddings,
+RoBERTa's position ids starting at pad_token_id + 1, token type embeddings,
+hidden_act gelu (erf), gelu_new / gelu_pytorch_tanh (tanh), relu.
+"""
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_io import read_model_dir  # noqa: E402
+
+DTYPE = torch.float64
+
+
+def gelu_erf(x):
+    return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+ACTIVATIONS = {"gelu": gelu_erf, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh,
+               "relu": lambda x: torch.clamp(x, min=0.0)}
+
+
+def layer_norm(x, weight, bias, eps):
+    """Over the last axis, biased variance (as torch.nn.LayerNorm)."""
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
+def linear(x, w, b):
+    """y = x W^T + b with W stored [out, in] as in the checkpoint."""
+    return x @ w.T + b
+
+
+class Encoder:
+    def __init__(self, model_dir):
+        with open(os.path.join(model_dir, "config.json")) as f:
+            self.cfg = cfg = json.load(f)
+        if cfg.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError("only absolute position embeddings are supported")
+        self.model_type = cfg["model_type"]
+        if self.model_type not in ("bert", "roberta"):
+            raise ValueError(f"model_type {self.model_type!r} not handled")
+        self.act = ACTIVATIONS[cfg["hidden_act"]]
+        self.eps = cfg["layer_norm_eps"]
+        self.heads = cfg["num_attention_heads"]
+        arch = (cfg.get("architectures") or [""])[0]
+        self.classifier = arch.endswith("ForSequenceClassification")
+
+        raw = read_model_dir(model_dir, dtype=np.float64)
+        self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
+        # Classifier checkpoints put the body under "bert." / "roberta.".
+        self.prefix = ""
+        if "embeddings.word_embeddings.weight" not in self.w:
+            self.prefix = self.model_type + "."
+            if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
+                raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
+
+        if not self.classifier:
+            self.pooling, self.normalize = read_sentence_transformers(model_dir)
+
+    def p(self, name):
+        return self.w[self.prefix + name]
+
+    def position_ids(self, ids):
+        if self.model_type == "bert":
+            return torch.arange(len(ids))
+        # RoBERTa: non-pad tokens are numbered pad+1, pad+2, ...; pad tokens get pad.
+        pad = self.cfg["pad_token_id"]
+        not_pad = (ids != pad).long()
+        return torch.cumsum(not_pad, dim=0) * not_pad + pad
+
+    def hidden_states(self, ids, type_ids):
+        """[seq, hidden] output of the last layer."""
+        ids = torch.tensor(ids, dtype=torch.long)
+        type_ids = torch.tensor(type_ids, dtype=torch.long)
+        if len(ids) != len(type_ids):
+            raise ValueError("ids and type_ids differ in length")
+        x = (self.p("embeddings.word_embeddings.weight")[ids]
+             + self.p("embeddings.position_embeddings.weight")[self.position_ids(ids)]
+             + self.p("embeddings.token_type_embeddings.weight")[type_ids])
+        x = layer_norm(x, self.p("embeddings.LayerNorm.weight"),
+                       self.p("embeddings.LayerNorm.bias"), self.eps)
+        for n in range(self.cfg["num_hidden_layers"]):
+            x = self.layer(x, f"encoder.layer.{n}.")
+        return x
+
+    def layer(self, x, L):
+        seq, hidden = x.shape
+        dh = hidden // self.heads
+
+        def proj(name):  # [seq, hidden] -> [heads, seq, dh]
+            y = linear(x, self.p(L + name + ".weight"), self.p(L + name + ".bias"))
+            return y.reshape(seq, self.heads, dh).transpose(0, 1)
+
+        q = proj("attention.self.query")
+        k = proj("attention.self.key")
+        v = proj("attention.self.value")
+        scores = q @ k.transpose(1, 2) / math.sqrt(dh)          # [heads, seq, seq]
+        scores = scores - scores.max(dim=-1, keepdim=True).values
+        probs = torch.exp(scores)
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+        context = (probs @ v).transpose(0, 1).reshape(seq, hidden)
+        attn = linear(context, self.p(L + "attention.output.dense.weight"),
+                      self.p(L + "attention.output.dense.bias"))
+        x = layer_norm(attn + x, self.p(L + "attention.output.LayerNorm.weight"),
+                       self.p(L + "attention.output.LayerNorm.bias"), self.eps)
+        inner = self.act(linear(x, self.p(L + "intermediate.dense.weight"),
+                                self.p(L + "intermediate.dense.bias")))
+        out = linear(inner, self.p(L + "output.dense.weight"), self.p(L + "output.dense.bias"))
+        return layer_norm(out + x, self.p(L + "output.LayerNorm.weight"),
+                          self.p(L + "output.LayerNorm.bias"), self.eps)
+
+    def run(self, ids, type_ids):
+        h = self.hidden_states(ids, type_ids)
+        if self.classifier:
+            first = h[0]
+            if self.model_type == "bert":
+                pooled = torch.tanh(linear(first, self.p("pooler.dense.weight"),
+                                           self.p("pooler.dense.bias")))
+                return linear(pooled, self.w["classifier.weight"], self.w["classifier.bias"])
+            dense = torch.tanh(linear(first, self.w["classifier.dense.weight"],
+                                      self.w["classifier.dense.bias"]))
+            return linear(dense, self.w["classifier.out_proj.weight"],
+                          self.w["classifier.out_proj.bias"])
+        if self.pooling == "cls":
+            v = h[0]
+        elif self.pooling == "mean":
+            v = h.mean(dim=0)
+        elif self.pooling == "max":
+            v = h.max(dim=0).values
+        else:  # lasttoken
+            v = h[-1]
+        if self.normalize:
+            v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
+        return v
+
+
+def read_sentence_transformers(model_dir):
+    """(pooling mode, normalize) from modules.json and 1_Pooling/config.json."""
+    with open(os.path.join(model_dir, "modules.json")) as f:
+        modules = json.load(f)
+    pooling_dir = None
+    normalize = False
+    for m in modules:
+        kind = m["type"].rsplit(".", 1)[-1]
+        if kind == "Pooling":
+            pooling_dir = m["path"]
+        elif kind == "Normalize":
+            normalize = True
+        elif kind != "Transformer":
+            raise ValueError(f"modules.json: module {m['type']} not handled")
+    if pooling_dir is None:
+        raise ValueError("modules.json has no Pooling module")
+    with open(os.path.join(model_dir, pooling_dir, "config.json")) as f:
+        pc = json.load(f)
+    modes = [mode for key, mode in (("pooling_mode_cls_token", "cls"),
+                                    ("pooling_mode_mean_tokens", "mean"),
+                                    ("pooling_mode_max_tokens", "max"),
+                                    ("pooling_mode_lasttoken", "lasttoken"))
+             if pc.get(key)]
+    other = [k for k in ("pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens")
+             if pc.get(k)]
+    if len(modes) != 1 or other:
+        raise ValueError(f"pooling config {pc} not handled (exactly one of cls/mean/max/lasttoken)")
+    return modes[0], normalize
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    model_dir, in_path, out_path = argv
+    enc = Encoder(model_dir)
+    with open(in_path) as f:
+        inputs = json.load(f)["inputs"]
+    outputs = []
+    with torch.no_grad():
+        for item in inputs:
+            type_ids = item.get("type_ids") or [0] * len(item["ids"])
+            outputs.append([float(v) for v in enc.run(item["ids"], type_ids)])
+    with open(out_path, "w") as f:
+        json.dump({"outputs": outputs}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
