@@ -81,6 +81,7 @@ nlohmann::json RunPeer(const std::string& cmd) {
     }
   }
   if (!line.empty()) last = line;
+  std::fprintf(stderr, "  %s", last.c_str());  // the peer's figures and thread setting
   if (pclose(p) != 0) {
     std::fprintf(stderr, "  peer failed: %s\n", cmd.c_str());
     return {};

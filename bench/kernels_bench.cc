@@ -3,13 +3,18 @@
 // Rows are tokens in a batch at sequence length 128 (batch 1 / 8 / 32 →
 // 128 / 1024 / 4096); (in, out) are the four Linear layers of MiniLM-L6
 // (hidden 384) and BERT-base (hidden 768). Each backend runs on 1 and 2
-// threads; the counter GFLOP/s is 2·rows·in·out per second. BM_Ceiling is a
-// 1024³ SGEMM: the machine's GEMM ceiling.
+// threads; the counter GFLOP/s is 2·rows·in·out per second. Ceiling/* run a
+// 1024³ GEMM: the machine's GEMM ceiling (SGEMM; and bf16 for reference).
 //
-// Figures that decided the backend: see the comment at the top of
-// src/runtime/native/kernels/cpu/linear.cc (and bench/README-style summary in
-// the kernels report). Run one backend per process (--benchmark_filter) so
-// OpenBLAS's spinning pthread pool never competes with oneDNN's OpenMP team.
+// Figures that decided the backend (oneDNN matmul, blocked weights; 1 / 2
+// threads, median GFLOP/s over the 24 shapes: fp32 108 / 216 vs OpenBLAS
+// 99 / 198; bf16 218 / 437; 1024³ SGEMM ceiling 102 / 178) are tabulated at the
+// top of src/runtime/native/kernels/cpu/linear.cc. The 2 cores here are shared:
+// wall-clock figures are only meaningful from runs made while both cores are
+// idle (check with a 2-thread spin loop before and after), so run a few
+// filters at a time. Run OpenBLAS and oneDNN in separate processes
+// (--benchmark_filter) when in doubt: OpenBLAS's pthread pool spins after each
+// call and can steal a core from oneDNN's OpenMP team.
 //
 // Threading: every benchmark sets its own thread count (omp_set_num_threads
 // for oneDNN, openblas_set_num_threads for OpenBLAS) before its setup.
@@ -184,12 +189,19 @@ void EncoderShapes(benchmark::internal::Benchmark* b) {
   for (int64_t threads : {1, 2})
     for (int64_t rows : {128, 1024, 4096})
       for (const auto& s : shapes) b->Args({rows, s[0], s[1], threads});
-  b->ArgNames({"rows", "in", "out", "thr"})->UseRealTime()->Unit(benchmark::kMillisecond);
+  // Warm-up: the first calls JIT-compile kernels and start the OpenMP team.
+  b->ArgNames({"rows", "in", "out", "thr"})
+      ->UseRealTime()
+      ->MinWarmUpTime(0.1)
+      ->Unit(benchmark::kMillisecond);
 }
 
 void Ceiling(benchmark::internal::Benchmark* b) {
   b->Args({1024, 1024, 1024, 1})->Args({1024, 1024, 1024, 2});
-  b->ArgNames({"rows", "in", "out", "thr"})->UseRealTime()->Unit(benchmark::kMillisecond);
+  b->ArgNames({"rows", "in", "out", "thr"})
+      ->UseRealTime()
+      ->MinWarmUpTime(0.1)
+      ->Unit(benchmark::kMillisecond);
 }
 
 BENCHMARK(BM_DnnlSgemm)->Apply(Ceiling)->Name("Ceiling/DnnlSgemm");
@@ -215,7 +227,7 @@ void BM_Attention(benchmark::State& st) {
   const int threads = static_cast<int>(st.range(0));
   const int64_t seqs = st.range(1), len = st.range(2);
   const int heads = 12, dim = 64;
-  const size_t hd = heads * dim, rows = seqs * len;
+  const size_t hd = static_cast<size_t>(heads) * dim, rows = seqs * len;
   const auto qkv = Random(rows * 3 * hd, 4);
   std::vector<float> out(rows * hd);
   std::vector<uint32_t> off;
@@ -253,7 +265,7 @@ void BM_LayerNormResidual(benchmark::State& st) {
 BENCHMARK(BM_LayerNormResidual)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_Gelu(benchmark::State& st) {
-  auto x = Random(1024 * 3072, 9);
+  auto x = Random(size_t{1024} * 3072, 9);
   const auto orig = x;
   for (auto _ : st) {
     cpu::Activate(x.data(), x.size(), cpu::Activation::kGelu);

@@ -26,18 +26,18 @@ std::vector<uint32_t> Offsets(const std::vector<uint32_t>& lengths) {
 
 // qkv: [rows, 3·H·D] (q | k | v); returns [rows, H·D].
 std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<uint32_t>& off,
-                              int heads, int dim, double scale) {
-  const size_t hd = static_cast<size_t>(heads) * dim, ld = 3 * hd;
+                              size_t heads, size_t dim, double scale) {
+  const size_t hd = heads * dim, ld = 3 * hd;
   std::vector<double> out(off.back() * hd, 0.0);
   for (size_t s = 0; s + 1 < off.size(); ++s) {
     const size_t b = off[s], len = off[s + 1] - off[s];
-    for (int h = 0; h < heads; ++h) {
+    for (size_t h = 0; h < heads; ++h) {
       for (size_t i = 0; i < len; ++i) {
         std::vector<double> p(len);
         double mx = -INFINITY;
         for (size_t j = 0; j < len; ++j) {
           double d = 0;
-          for (int c = 0; c < dim; ++c)
+          for (size_t c = 0; c < dim; ++c)
             d += static_cast<double>(qkv[(b + i) * ld + h * dim + c]) *
                  qkv[(b + j) * ld + hd + h * dim + c];
           p[j] = d * scale;
@@ -45,7 +45,7 @@ std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<u
         }
         double sum = 0;
         for (auto& v : p) sum += (v = std::exp(v - mx));
-        for (int c = 0; c < dim; ++c) {
+        for (size_t c = 0; c < dim; ++c) {
           double acc = 0;
           for (size_t j = 0; j < len; ++j) acc += p[j] * qkv[(b + j) * ld + 2 * hd + h * dim + c];
           out[(b + i) * hd + h * dim + c] = acc / sum;
@@ -91,7 +91,7 @@ TEST(Attention, MatchesReference) {
 
 TEST(Attention, EmptySequenceIsSkipped) {
   const std::vector<uint32_t> off{0, 0, 3, 3};
-  const auto qkv = RandomVector(3 * 3 * 8, 1);
+  const auto qkv = RandomVector(size_t{3} * 3 * 8, 1);
   const auto ref = Reference(qkv, off, 2, 4, 0.5);
   EXPECT_LE(testing::MaxAbsDiff(RunAttention(qkv, off, 2, 4, 0.5f, 2), ref), 2e-5f);
 }
@@ -101,7 +101,7 @@ TEST(Attention, ConcurrentCallsFromTwoThreads) {
   // 2 side by side.
   const auto off = Offsets({128, 64, 1, 90, 200});
   const int heads = 12, dim = 64;
-  const auto qkv = RandomVector(off.back() * 3 * heads * dim, 17);
+  const auto qkv = RandomVector(size_t{off.back()} * 3 * heads * dim, 17);
   const std::vector<float> want[2] = {RunAttention(qkv, off, heads, dim, 0.125f, 1),
                                       RunAttention(qkv, off, heads, dim, 0.125f, 2)};
   int bad[2] = {0, 0};

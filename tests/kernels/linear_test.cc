@@ -154,7 +154,7 @@ TEST_P(LinearTest, ConcurrentCallsFromTwoThreadsGiveSameResult) {
       if (y != c->want) ++c->mismatches;
     }
   };
-  for (int pair = 0; pair < 2; ++pair) {
+  for (size_t pair = 0; pair < 2; ++pair) {
     std::thread ta(run, &callers[2 * pair]), tb(run, &callers[2 * pair + 1]);
     ta.join();
     tb.join();

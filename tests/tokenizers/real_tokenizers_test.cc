@@ -6,6 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
+
+#include "runtime/native/tokenizers/unicode.h"
 
 #include "tests/tokenizers/test_util.h"
 
@@ -105,6 +108,45 @@ TEST_P(RealTokenizer, SpecialTokenStringsInTextBecomeOneToken) {
   EXPECT_EQ(std::count(e->ids.begin(), e->ids.end(), *id), 1);
   EXPECT_EQ(tokenizer_->IdToToken(*id), special);
   EXPECT_GT(tokenizer_->vocab_size(), 100000u);
+}
+
+// Random text — any code point, runs of whitespace and combining marks,
+// fragments of special tokens — encodes without error, with sane offsets.
+TEST_P(RealTokenizer, RandomTextEncodes) {
+  std::mt19937 rng(20251130);
+  const std::vector<std::string> fragments = {
+      "<|im_", "<|im_start|>", "|>", "<bos>", "<", "\n\n", "\t", "  ", "'s", "\xE2\x96\x81"};
+  auto pick = [&](uint32_t lo, uint32_t hi) {
+    return std::uniform_int_distribution<uint32_t>(lo, hi)(rng);
+  };
+  for (int round = 0; round < 300; ++round) {
+    std::string text;
+    const uint32_t n = pick(0, 80);
+    for (uint32_t k = 0; k < n; ++k) {
+      switch (pick(0, 5)) {
+        case 0:
+          text += fragments[pick(0, static_cast<uint32_t>(fragments.size() - 1))];
+          break;
+        case 1:
+          tok::AppendUtf8(text, pick(0x300, 0x36F));  // combining marks
+          break;
+        case 2:
+          tok::AppendUtf8(text, pick(0x20, 0x7E));
+          break;
+        default: {
+          uint32_t cp = pick(1, 0x10FFFF);
+          if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;
+          tok::AppendUtf8(text, cp);
+        }
+      }
+    }
+    auto e = tokenizer_->Encode(text, {});
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    for (auto [start, end] : e->offsets) {
+      ASSERT_LE(start, end);
+      ASSERT_LE(end, text.size());
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, RealTokenizer, ::testing::Values("qwen3", "llama3", "gemma3"));

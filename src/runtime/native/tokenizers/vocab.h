@@ -49,49 +49,50 @@ class Vocab {
   void Add(std::string_view token, int32_t id);
 
   std::optional<int32_t> Find(std::string_view token) const {
-    if (table_.empty()) return std::nullopt;
+    if (slots_.empty()) return std::nullopt;
     uint64_t h = HashBytes(token);
     auto tag = static_cast<uint32_t>(h >> 32);
-    for (size_t slot = h & mask_;; slot = (slot + 1) & mask_) {
-      const Slot& s = table_[slot];
-      if (s.entry == 0) return std::nullopt;
-      if (s.tag == tag && Text(s.entry - 1) == token) return entries_[s.entry - 1].id;
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.id < 0) return std::nullopt;
+      if (s.tag == tag && Text(s.offset, s.length) == token) return s.id;
     }
   }
 
   // The token with this id; empty when none has it.
   std::string_view Token(int32_t id) const {
-    if (id < 0 || static_cast<size_t>(id) >= by_id_.size() || by_id_[id] < 0) return {};
-    return Text(static_cast<uint32_t>(by_id_[id]));
+    if (id < 0 || static_cast<size_t>(id) >= by_id_.size()) return {};
+    return Text(by_id_[id].offset, by_id_[id].length);
   }
 
-  size_t size() const { return table_count_; }
+  size_t size() const { return count_; }
   // One past the largest id (the embedding rows a model needs).
   size_t id_space() const { return by_id_.size(); }
 
  private:
-  struct Entry {
-    uint32_t offset;
-    uint32_t length;
-    int32_t id;
-  };
+  // Where a string lies in bytes_ sits in the slot itself, so a lookup
+  // touches the slot and the bytes: two cache lines, not three.
   struct Slot {
-    uint32_t entry = 0;  // index + 1 into entries_; 0 = empty
-    uint32_t tag = 0;    // high hash bits, compared before the bytes
+    uint32_t tag = 0;  // high hash bits, compared before the bytes
+    uint32_t offset = 0;
+    uint32_t length = 0;
+    int32_t id = -1;  // -1: empty
+  };
+  struct Span {
+    uint32_t offset = 0;
+    uint32_t length = 0;
   };
 
-  std::string_view Text(uint32_t entry) const {
-    const Entry& e = entries_[entry];
-    return std::string_view(bytes_).substr(e.offset, e.length);
+  std::string_view Text(uint32_t offset, uint32_t length) const {
+    return std::string_view(bytes_).substr(offset, length);
   }
-  void Grow();
+  void Rehash(size_t slots);
 
   std::string bytes_;
-  std::vector<Entry> entries_;
-  std::vector<Slot> table_;
+  std::vector<Slot> slots_;
   size_t mask_ = 0;
-  size_t table_count_ = 0;
-  std::vector<int32_t> by_id_;  // id → entry index, -1 when no token has the id
+  size_t count_ = 0;
+  std::vector<Span> by_id_;  // id → its string; empty span when no token has the id
 };
 
 }  // namespace shoal::native::tok

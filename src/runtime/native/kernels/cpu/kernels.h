@@ -80,7 +80,8 @@ void Attention(const float* q, const float* k, const float* v, size_t ld, float*
 // Elementwise, in place, on the calling thread.
 void Activate(float* x, size_t n, Activation act);
 
-// out[s] = mean of rows [offsets[s], offsets[s+1]) of x ([rows, cols]).
+// out[s] = mean of rows [offsets[s], offsets[s+1]) of x ([rows, cols]); zeros
+// for an empty sequence. On the calling thread.
 void MeanPool(const float* x, size_t cols, std::span<const uint32_t> offsets, float* out);
 
 // v /= max(‖v‖₂, eps).

@@ -1,21 +1,31 @@
 // Linear: y = act(x · W + b) on oneDNN's matmul primitive (brgemm), fp32 or
 // bf16, weights prepacked at load into the blocked layout the primitive wants.
 //
-// Why this backend (bench/kernels_bench.cc, this machine, GFLOP/s per thread
-// measured on CPU time because the 2 cores are shared and wall time is noisy;
-// medians of 3 over the 24 MiniLM/BERT-base shapes × rows 128/1024/4096):
-//   fp32  oneDNN matmul, blocked weights  105–110   dnnl_sgemm  97–112
-//         oneDNN matmul, plain weights    100–112   OpenBLAS sgemm 84–104
-//   bf16  oneDNN matmul, blocked weights  198–227   plain weights 190–217
-//         runtime-M matmul (gemm:jit)     181–218   OpenBLAS sbgemm: not exported
-//                                                   by Debian's 0.3.21 build
-//   1024³ SGEMM ceiling: ~107 GFLOP/s per core (oneDNN), ~185 on 2 cores.
+// Why this backend: bench/kernels_bench.cc on this machine (AMD EPYC, AVX-512
+// + AVX512_BF16, 2 cores), chunks run only while both cores were idle (other
+// engineers share them), medians of 3, GFLOP/s over the 24 MiniLM-L6 /
+// BERT-base shapes (in×out 384×{384,1152,1536}, 1536×384, 768×{768,2304,3072},
+// 3072×768; rows 128 / 1024 / 4096), min–max (median):
+//                                     1 thread          2 threads
+//   fp32  oneDNN matmul, blocked W    101–114 (108)     210–227 (216)
+//         oneDNN dnnl_sgemm            98–115 (110)     14–229 (214)*
+//         OpenBLAS cblas_sgemm         84–105  (99)     161–213 (198)
+//   bf16  oneDNN matmul, blocked W    195–230 (218)     223–462 (437)*
+//         oneDNN matmul, plain W      174–217 (205)     210–446 (405)*
+//         OpenBLAS cblas_sbgemm       not exported by Debian's 0.3.21 build
+//   this Linear (bias, GELU on out=4·in, bf16 incl. rounding x):
+//         fp32                         99–115 (108)     190–229 (216)
+//         bf16                        171–225 (210)     320–424 (396)
+//   1024³ SGEMM ceiling: oneDNN 102 (1 thread) / 178 (2), OpenBLAS 100 / 166;
+//   bf16 matmul 222 / 413.                    (* outliers from stray load)
 // oneDNN is as fast or faster everywhere, bf16 doubles fp32 throughput, the
-// matmul primitive fuses bias + activation (blocked weights: GELU costs 1–8 %;
-// with plain weights it cost up to 25 % at N=3072), its thread count follows
-// the caller's OpenMP setting per call (OpenBLAS's is process-wide, in its own
-// spinning pthread pool), and with a fixed blocked weight layout every row
-// count 1…5000 still selects brg:avx512_core(_bf16) (checked when choosing).
+// matmul primitive fuses bias + activation (GELU's share is 1–8 % fp32,
+// 10–20 % bf16 at in=384 where the GEMM per output is short; with plain
+// weights fp32 GELU shapes lost up to 25 %), its thread count follows the
+// caller's OpenMP setting per call (OpenBLAS's is process-wide and runs in
+// its own spinning pthread pool), and with one fixed blocked weight layout
+// every row count 1…5000 still selects brg:avx512_core(_bf16). The runtime-M
+// variant (DNNL_RUNTIME_DIM_VAL) falls back to gemm:jit, 3–5 % slower in bf16.
 //
 // Row counts: a primitive is specialized for its M, and creating one takes
 // 0.1–1 ms. Rows run in at most two pieces: the largest multiple of kChunk
