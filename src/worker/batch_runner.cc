@@ -13,6 +13,8 @@ struct TaskGroup {
 
 namespace {
 
+// Per task: the model input an item becomes (the Out* argument only picks
+// the overload), the result payload an output becomes, and the model call.
 EncodeInput MakeInput(const WorkItem& it, const wire::ItemFields& f, EncodeOutput*) {
   return {f.text, it.truncate, it.normalize};
 }

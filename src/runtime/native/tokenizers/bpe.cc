@@ -343,16 +343,7 @@ bool SplitMerge(std::string_view m, std::string_view* a, std::string_view* b) {
 
 Status BpeModel::Load(Json json, bool byte_level) {
   byte_level_ = byte_level;
-  SHOAL_TOK_ASSIGN(Json vocab, ReqField(json, "vocab", "model"));
-  simdjson::dom::object obj;
-  if (vocab.get_object().get(obj) != simdjson::SUCCESS) {
-    return LoadError("model.vocab", "expected an object of token: id");
-  }
-  vocab_.Reserve(obj.size(), obj.size() * 8);
-  for (auto kv : obj) {
-    SHOAL_TOK_ASSIGN(int32_t id, ToId(kv.value, "model.vocab[\"" + std::string(kv.key) + "\"]"));
-    vocab_.Add(kv.key, id);
-  }
+  if (auto read = ReadVocabObject(json, &vocab_); !read.ok()) return read.status();
 
   SHOAL_TOK_ASSIGN(auto prefix, OptString(json, "continuing_subword_prefix", "model"));
   SHOAL_TOK_ASSIGN(auto suffix, OptString(json, "end_of_word_suffix", "model"));

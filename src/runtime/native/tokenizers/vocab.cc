@@ -2,6 +2,8 @@
 // Threading: not thread-safe while building; see the header.
 #include "runtime/native/tokenizers/vocab.h"
 
+#include <algorithm>
+
 namespace shoal::native::tok {
 
 void Vocab::Rehash(size_t want) {
@@ -43,6 +45,22 @@ void Vocab::Add(std::string_view token, int32_t id) {
   slots_[i] = {tag, offset, static_cast<uint32_t>(token.size()), id};
   ++count_;
   by_id_[id] = {offset, static_cast<uint32_t>(token.size())};
+}
+
+Result<size_t> ReadVocabObject(Json model, Vocab* vocab) {
+  SHOAL_TOK_ASSIGN(Json v, ReqField(model, "vocab", "model"));
+  simdjson::dom::object obj;
+  if (v.get_object().get(obj) != simdjson::SUCCESS) {
+    return LoadError("model.vocab", "expected an object of token: id");
+  }
+  vocab->Reserve(obj.size(), obj.size() * 8);
+  size_t longest = 0;
+  for (auto kv : obj) {
+    SHOAL_TOK_ASSIGN(int32_t id, ToId(kv.value, "model.vocab[\"" + std::string(kv.key) + "\"]"));
+    vocab->Add(kv.key, id);
+    longest = std::max(longest, kv.key.size());
+  }
+  return longest;
 }
 
 }  // namespace shoal::native::tok

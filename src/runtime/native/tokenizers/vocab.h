@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/native/tokenizers/json_util.h"
+
 namespace shoal::native::tok {
 
 inline uint64_t HashBytes(std::string_view s) {
@@ -94,5 +96,9 @@ class Vocab {
   size_t count_ = 0;
   std::vector<Span> by_id_;  // id → its string; empty span when no token has the id
 };
+
+// Fills `vocab` from a model's "vocab": {"token": id, ...} (WordPiece, BPE);
+// returns the longest token's byte length.
+Result<size_t> ReadVocabObject(Json model, Vocab* vocab);
 
 }  // namespace shoal::native::tok

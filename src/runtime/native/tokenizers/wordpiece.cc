@@ -67,17 +67,7 @@ class WordPieceModel final : public Model {
   size_t id_space() const override { return vocab_.id_space(); }
 
   Status Load(Json json) {
-    SHOAL_TOK_ASSIGN(Json vocab, ReqField(json, "vocab", "model"));
-    simdjson::dom::object obj;
-    if (vocab.get_object().get(obj) != simdjson::SUCCESS) {
-      return LoadError("model.vocab", "expected an object of token: id");
-    }
-    vocab_.Reserve(obj.size(), obj.size() * 8);
-    for (auto kv : obj) {
-      SHOAL_TOK_ASSIGN(int32_t id, ToId(kv.value, "model.vocab[\"" + std::string(kv.key) + "\"]"));
-      vocab_.Add(kv.key, id);
-      max_token_bytes_ = std::max(max_token_bytes_, kv.key.size());
-    }
+    SHOAL_TOK_ASSIGN(max_token_bytes_, ReadVocabObject(json, &vocab_));
     SHOAL_TOK_ASSIGN(auto prefix, OptString(json, "continuing_subword_prefix", "model"));
     prefix_ = prefix ? std::string(*prefix) : "##";
     SHOAL_TOK_ASSIGN(auto max_chars, OptInt(json, "max_input_chars_per_word", "model"));

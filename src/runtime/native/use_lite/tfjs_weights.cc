@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/file.h"
+
 namespace shoal::native {
 namespace {
 
@@ -23,15 +25,8 @@ Status LoadError(std::string message) {
 
 // Reads a whole file; `what` names it in errors.
 Result<std::string> ReadText(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return LoadError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  std::string text;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return LoadError(fmt::format("cannot read {}", path));
+  auto text = ReadFile(path);
+  if (!text.ok()) return LoadError(text.status().message());
   return text;
 }
 

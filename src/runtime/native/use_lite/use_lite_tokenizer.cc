@@ -15,6 +15,9 @@
 
 #include <fmt/format.h>
 
+#include "common/file.h"
+#include "runtime/native/tokenizers/unicode.h"
+
 namespace shoal::native {
 namespace {
 
@@ -77,24 +80,6 @@ std::u32string DecodeUtf8(std::string_view s) {
   return out;
 }
 
-void AppendUtf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 // §1.1: NFKC, as JS `normalize("NFKC")` (Node 20's ICU is Unicode 15, as is
 // utf8proc 2.8). Returns code points; the input is valid UTF-8 by now.
 std::u32string Nfkc(const std::string& utf8) {
@@ -124,17 +109,9 @@ size_t Utf16Length(const std::u32string& cps) {
 
 Result<std::unique_ptr<UseLiteTokenizer>> UseLiteTokenizer::Load(
     const std::string& vocab_json_path) {
-  std::FILE* f = std::fopen(vocab_json_path.c_str(), "rb");
-  if (f == nullptr)
-    return LoadError(fmt::format("cannot open {}: {}", vocab_json_path, std::strerror(errno)));
-  std::string text;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return LoadError(fmt::format("cannot read {}", vocab_json_path));
-  return Parse(text);
+  auto text = ReadFile(vocab_json_path);
+  if (!text.ok()) return LoadError(text.status().message());
+  return Parse(*text);
 }
 
 Result<std::unique_ptr<UseLiteTokenizer>> UseLiteTokenizer::Parse(std::string_view vocab_json) {
@@ -210,7 +187,7 @@ std::vector<int32_t> UseLiteTokenizer::Encode(std::string_view text) const {
   std::u32string decoded = DecodeUtf8(text);
   std::string valid;
   valid.reserve(text.size());
-  for (char32_t c : decoded) AppendUtf8(valid, c);
+  for (char32_t c : decoded) tok::AppendUtf8(valid, c);
   std::u32string norm = Nfkc(valid);
   if (norm.empty()) return {};
   std::u32string cps;
