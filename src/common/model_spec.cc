@@ -69,6 +69,28 @@ Status ReadString(const json& o, const char* key, std::string* v) {
   return Status::Ok();
 }
 
+// `batching.adaptive`; absent leaves it off.
+Status ReadAdaptive(const json& batching, AdaptiveBatchingSpec* a) {
+  auto it = batching.find("adaptive");
+  if (it == batching.end()) return Status::Ok();
+  if (!it->is_object()) return InvalidInput("batching.adaptive: expected a mapping");
+  for (auto f = it->begin(); f != it->end(); ++f) {
+    if (f.key() != "target_ms" && f.key() != "min_wait_ms" && f.key() != "max_wait_ms") {
+      return InvalidInput("batching.adaptive: unknown field '" + f.key() + "'");
+    }
+  }
+  a->enabled = true;
+  SHOAL_RETURN_IF_ERROR(ReadU32(*it, "target_ms", "batching.adaptive.", &a->target_ms));
+  SHOAL_RETURN_IF_ERROR(ReadU32(*it, "min_wait_ms", "batching.adaptive.", &a->min_wait_ms));
+  SHOAL_RETURN_IF_ERROR(ReadU32(*it, "max_wait_ms", "batching.adaptive.", &a->max_wait_ms));
+  if (a->target_ms < 1) return InvalidInput("batching.adaptive.target_ms: at least 1");
+  if (a->max_wait_ms > 10000) return InvalidInput("batching.adaptive.max_wait_ms: at most 10000");
+  if (a->min_wait_ms > a->max_wait_ms) {
+    return InvalidInput("batching.adaptive.min_wait_ms: must not exceed max_wait_ms");
+  }
+  return Status::Ok();
+}
+
 Status FromJson(const json& o, ModelSpec* spec) {
   if (!o.is_object()) return InvalidInput("model spec: expected a mapping");
   static const char* kKnown[] = {"id",          "runtime",          "path",     "task", "pool",
@@ -85,6 +107,7 @@ Status FromJson(const json& o, ModelSpec* spec) {
     SHOAL_RETURN_IF_ERROR(ReadU32(*b, "max_batch_tokens", "batching.", &spec->batching.max_batch_tokens));
     SHOAL_RETURN_IF_ERROR(ReadU32(*b, "max_batch_requests", "batching.", &spec->batching.max_batch_requests));
     SHOAL_RETURN_IF_ERROR(ReadU32(*b, "max_batch_wait_ms", "batching.", &spec->batching.max_batch_wait_ms));
+    SHOAL_RETURN_IF_ERROR(ReadAdaptive(*b, &spec->batching.adaptive));
   }
   if (auto q = o.find("queue"); q != o.end()) {
     if (!q->is_object()) return InvalidInput("queue: expected a mapping");
@@ -133,6 +156,11 @@ std::string ModelSpec::ToJson() const {
         {"max_batch_wait_ms", batching.max_batch_wait_ms}}},
       {"queue", {{"ack_wait_ms", queue.ack_wait_ms}, {"max_deliver", queue.max_deliver}}},
   };
+  if (batching.adaptive.enabled) {
+    o["batching"]["adaptive"] = {{"target_ms", batching.adaptive.target_ms},
+                                 {"min_wait_ms", batching.adaptive.min_wait_ms},
+                                 {"max_wait_ms", batching.adaptive.max_wait_ms}};
+  }
   if (!path.empty()) o["path"] = path;
   o[runtime] = json::parse(runtime_options_json);
   return o.dump();

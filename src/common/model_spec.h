@@ -12,6 +12,9 @@
 //   description: "..."
 //   max_input_tokens: 512
 //   batching: {max_batch_tokens: 16384, max_batch_requests: 64, max_batch_wait_ms: 0}
+//   # optional: tune the batch wait toward a latency target instead of the
+//   # fixed max_batch_wait_ms (see worker/batch_wait_controller.h)
+//   #   batching: {..., adaptive: {target_ms: 50, min_wait_ms: 0, max_wait_ms: 20}}
 //   queue: {ack_wait_ms: 10000, max_deliver: 5}
 //   identity: {dim: 384}          # options for the runtime, under its name
 #pragma once
@@ -25,10 +28,21 @@
 
 namespace shoal {
 
+// `batching.adaptive`: present = on. The worker then tunes the batch wait
+// within [min_wait_ms, max_wait_ms] so that queue wait + service time stays
+// near target_ms, and max_batch_wait_ms is not used.
+struct AdaptiveBatchingSpec {
+  bool enabled = false;
+  uint32_t target_ms = 50;
+  uint32_t min_wait_ms = 0;
+  uint32_t max_wait_ms = 20;
+};
+
 struct BatchingSpec {
   uint32_t max_batch_tokens = 16384;
   uint32_t max_batch_requests = 64;
   uint32_t max_batch_wait_ms = 0;  // 0: run what is there, do not wait for more
+  AdaptiveBatchingSpec adaptive;
 };
 
 struct QueueSpec {

@@ -1,5 +1,7 @@
 #include "worker/executor.h"
 
+#include <algorithm>
+
 namespace shoal::worker {
 
 Executor::Executor(LocalQueue* queue, BatchRunner* runner, std::function<void()> on_batch_done)
@@ -13,18 +15,35 @@ Executor::~Executor() {
 
 void Executor::Loop() {
   for (;;) {
-    std::vector<WorkItem> batch = queue_->TakeBatch();
+    bool closed_full = false;
+    std::vector<WorkItem> batch = queue_->TakeBatch(&closed_full);
     if (batch.empty()) return;  // closed and drained
+    const auto taken = SteadyClock::now();
     {
       std::lock_guard lock(mu_);
       running_ = &batch;
-      last_progress_ = SteadyClock::now();
+      last_progress_ = taken;
     }
+    // What the batch did, for its model's batch-wait controller. The batch is
+    // sorted by cost, so the oldest item is not necessarily the first.
+    BatchOutcome outcome;
+    outcome.items = batch.size();
+    outcome.closed_full = closed_full;
+    auto oldest = batch.front().received;
+    for (const WorkItem& it : batch) {
+      outcome.cost += it.cost;
+      oldest = std::min(oldest, it.received);
+    }
+    outcome.queue_wait = taken - oldest;
+    ServedModel& model = *batch.front().model;  // the batch's items keep it alive
     runner_->Run(batch);
+    outcome.done = SteadyClock::now();
+    outcome.service = outcome.done - taken;
     {
       std::lock_guard lock(mu_);
       running_ = nullptr;
     }
+    model.batch_wait.Report(outcome);
     runner_->Release(batch);
     if (on_batch_done_) on_batch_done_();
   }

@@ -5,7 +5,10 @@
 // Threading: the executor thread runs batches; the worker's keeper thread
 // calls KeepAlive() to send +WPI for a batch running longer than half its
 // AckWait. `mu_` guards `running_`, which points at the batch on the executor
-// thread's stack only while the model runs.
+// thread's stack only while the model runs. After each batch the executor
+// thread reports its outcome (size, closed full or by the wait, queue wait of
+// the oldest item, service time around BatchRunner::Run) to the model's
+// BatchWaitController, which has its own lock.
 #pragma once
 
 #include <mutex>

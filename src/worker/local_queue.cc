@@ -1,5 +1,7 @@
 #include "worker/local_queue.h"
 
+#include <algorithm>
+
 namespace shoal::worker {
 
 void LocalQueue::Push(WorkItem item) {
@@ -12,7 +14,7 @@ void LocalQueue::Push(WorkItem item) {
   cv_.notify_one();
 }
 
-std::vector<WorkItem> LocalQueue::TakeBatch() {
+std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
   std::unique_lock lock(mu_);
   for (;;) {
     if (EmptyLocked()) {
@@ -26,7 +28,8 @@ std::vector<WorkItem> LocalQueue::TakeBatch() {
       if (q.empty()) continue;
       if (!items || q.front().received < items->front().received) items = &q;
     }
-    const BatchingSpec& limits = items->front().model->spec->batching;
+    ServedModel& served = *items->front().model;
+    const BatchingSpec& limits = served.spec->batching;
 
     size_t n = 0;
     uint64_t tokens = 0;
@@ -39,8 +42,11 @@ std::vector<WorkItem> LocalQueue::TakeBatch() {
       tokens += it.cost;
       ++n;
     }
-    if (!full && !closed_ && limits.max_batch_wait_ms > 0) {
-      const auto until = items->front().received + std::chrono::milliseconds(limits.max_batch_wait_ms);
+    // Exactly at the count is full too: waiting cannot add to it.
+    if (n == limits.max_batch_requests) full = true;
+    if (!full && !closed_) {
+      const auto oldest = items->front().received;
+      const auto until = oldest + served.batch_wait.Wait(oldest);
       if (SteadyClock::now() < until) {
         cv_.wait_until(lock, until);
         continue;  // re-evaluate: more items, another model, or time is up
@@ -53,6 +59,10 @@ std::vector<WorkItem> LocalQueue::TakeBatch() {
       batch.push_back(std::move(items->front()));
       items->pop_front();
     }
+    // Longest first (see the header); stable, so equal costs keep arrival order.
+    std::stable_sort(batch.begin(), batch.end(),
+                     [](const WorkItem& a, const WorkItem& b) { return a.cost > b.cost; });
+    if (closed_full) *closed_full = full;
     count_ -= n;
     auto* model = batch.front().model.get();
     model->queued.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);

@@ -7,10 +7,18 @@
 // whose oldest item has waited longest, then that model's items in arrival
 // order while they fit its profile's max_batch_requests and max_batch_tokens
 // (the first item always fits, so an oversize item runs alone). If the batch
-// is not full and the profile has max_batch_wait_ms, it waits until the
-// oldest item has waited that long, or the batch fills.
+// is not full, it waits until the oldest item has waited the model's current
+// batch wait (ServedModel::batch_wait: the profile's fixed max_batch_wait_ms,
+// or what the adaptive controller says now), or the batch fills.
 //
-// Threading: all methods are thread-safe; `mu_` guards everything.
+// The batch goes out sorted by cost, longest first: the runtimes split a
+// batch's work across threads, and starting the longest items first balances
+// them (longest-processing-time-first), and neighbours of similar length pad
+// less wherever a runtime groups them.
+//
+// Threading: all methods are thread-safe; `mu_` guards everything. TakeBatch
+// asks the model's BatchWaitController under `mu_` (it takes its own lock
+// after ours, never the other way round).
 #pragma once
 
 #include <condition_variable>
@@ -29,8 +37,9 @@ class LocalQueue {
   void Push(WorkItem item);
 
   // Blocks until a batch is ready. Returns an empty batch once the queue is
-  // closed and empty.
-  std::vector<WorkItem> TakeBatch();
+  // closed and empty. `closed_full` (optional) says whether the batch closed
+  // on count or cost budget rather than on the wait (or on Close).
+  std::vector<WorkItem> TakeBatch(bool* closed_full = nullptr);
 
   // Wakes all takers; TakeBatch hands out what is left without waiting, then
   // returns empty.

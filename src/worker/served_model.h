@@ -1,5 +1,6 @@
 // A model this worker pulls for: its spec, the loaded Model, its pull slot,
-// and live counters that size its pull credit.
+// live counters that size its pull credit, and the controller that sets its
+// batch wait.
 #pragma once
 
 #include <atomic>
@@ -7,6 +8,7 @@
 
 #include "common/model_spec.h"
 #include "runtime/runtime.h"
+#include "worker/batch_wait_controller.h"
 
 namespace shoal::worker {
 
@@ -17,6 +19,9 @@ struct ServedModel {
   std::atomic<int64_t> queued{0};     // items in the local queue
   std::atomic<int64_t> in_flight{0};  // items in running batches
   std::atomic<bool> retired{false};   // left the catalog: pull no more
+  // The batch wait: LocalQueue asks it, executors report to it (it has its
+  // own lock). Configure it from `spec->batching` when the model is served.
+  BatchWaitController batch_wait;
 };
 
 }  // namespace shoal::worker

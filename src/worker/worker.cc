@@ -112,6 +112,7 @@ void Worker::Serve(const std::shared_ptr<const ModelSpec>& spec) {
   }
   auto served = std::make_shared<ServedModel>();
   served->spec = spec;
+  served->batch_wait.Configure(spec->batching);
   served->model = std::move(model).value();
   served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
   {

@@ -15,6 +15,7 @@ std::shared_ptr<ServedModel> Model(uint32_t max_requests, uint32_t max_tokens, u
   spec->batching.max_batch_wait_ms = wait_ms;
   auto m = std::make_shared<ServedModel>();
   m->spec = spec;
+  m->batch_wait.Configure(spec->batching);
   return m;
 }
 
@@ -25,6 +26,12 @@ WorkItem Item(const std::shared_ptr<ServedModel>& m, uint32_t index, uint32_t co
   it.cost = cost;
   it.received = SteadyClock::now();
   return it;
+}
+
+std::vector<uint32_t> Costs(const std::vector<WorkItem>& batch) {
+  std::vector<uint32_t> out;
+  for (const auto& it : batch) out.push_back(it.cost);
+  return out;
 }
 
 std::vector<uint32_t> Indices(const std::vector<WorkItem>& batch) {
@@ -84,6 +91,90 @@ TEST(LocalQueue, WaitsForMoreUpToTheProfilesWait) {
   const auto t0 = SteadyClock::now();
   EXPECT_EQ(q.TakeBatch().size(), 1u);
   EXPECT_GE(SteadyClock::now() - t0, std::chrono::milliseconds(150)) << "a partial batch waits";
+}
+
+TEST(LocalQueue, ABatchRunsLongestFirst) {
+  LocalQueue q;
+  auto m = Model(8, 1000);
+  const uint32_t costs[] = {3, 40, 7, 40, 1, 12};
+  for (uint32_t i = 0; i < 6; ++i) q.Push(Item(m, i, costs[i]));
+  bool full = true;
+  auto batch = q.TakeBatch(&full);
+  EXPECT_FALSE(full);
+  EXPECT_EQ(Costs(batch), (std::vector<uint32_t>{40, 40, 12, 7, 3, 1}));
+  EXPECT_EQ(Indices(batch), (std::vector<uint32_t>{1, 3, 5, 2, 0, 4})) << "ties keep arrival order";
+}
+
+TEST(LocalQueue, BudgetsHoldAndAreReportedAsFull) {
+  LocalQueue q;
+  auto m = Model(3, 50);
+  // Arrival order decides membership; sorting only reorders within the batch.
+  const uint32_t costs[] = {10, 30, 5, 20, 8};
+  for (uint32_t i = 0; i < 5; ++i) q.Push(Item(m, i, costs[i]));
+  bool full = false;
+  auto first = q.TakeBatch(&full);
+  EXPECT_TRUE(full) << "5 more tokens fit, but the count budget is 3";
+  EXPECT_EQ(Indices(first), (std::vector<uint32_t>{1, 0, 2}));
+  auto second = q.TakeBatch(&full);
+  EXPECT_FALSE(full);
+  EXPECT_EQ(Indices(second), (std::vector<uint32_t>{3, 4}));
+
+  auto exact = Model(2, 50, /*wait_ms=*/10000);
+  q.Push(Item(exact, 0, 1));
+  q.Push(Item(exact, 1, 1));
+  EXPECT_EQ(q.TakeBatch(&full).size(), 2u) << "exactly at the count: no wait";
+  EXPECT_TRUE(full);
+
+  auto t = Model(10, 50);
+  for (uint32_t i = 0; i < 4; ++i) q.Push(Item(t, i, 20));
+  auto by_tokens = q.TakeBatch(&full);
+  EXPECT_TRUE(full) << "a third item would make 60 tokens";
+  EXPECT_EQ(by_tokens.size(), 2u);
+}
+
+TEST(LocalQueue, AnOversizeItemRunsAloneAmongSmallOnes) {
+  LocalQueue q;
+  auto m = Model(8, 50);
+  q.Push(Item(m, 0, 5));
+  q.Push(Item(m, 1, 500));
+  q.Push(Item(m, 2, 5));
+  bool full = false;
+  EXPECT_EQ(Indices(q.TakeBatch(&full)), (std::vector<uint32_t>{0})) << "500 does not fit beside 5";
+  EXPECT_TRUE(full);
+  EXPECT_EQ(Indices(q.TakeBatch()), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(Indices(q.TakeBatch()), (std::vector<uint32_t>{2}));
+}
+
+TEST(LocalQueue, ALowTrafficModelIsNotStarvedBesideAHotOne) {
+  LocalQueue q;
+  auto hot = Model(2, 1000), cold = Model(2, 1000);
+  const auto t0 = SteadyClock::now() - std::chrono::seconds(1);
+  auto at = [&](const std::shared_ptr<ServedModel>& m, uint32_t index, int ms) {
+    WorkItem it = Item(m, index, 1);
+    it.received = t0 + std::chrono::milliseconds(ms);
+    return it;
+  };
+  for (uint32_t i = 0; i < 4; ++i) q.Push(at(hot, i, static_cast<int>(i)));
+  q.Push(at(cold, 100, 4));
+  for (uint32_t i = 4; i < 10; ++i) q.Push(at(hot, i, 1 + static_cast<int>(i)));
+  // The cold item is older than every hot item after the first two batches.
+  EXPECT_EQ(q.TakeBatch().front().model, hot);
+  EXPECT_EQ(q.TakeBatch().front().model, hot);
+  EXPECT_EQ(Indices(q.TakeBatch()), (std::vector<uint32_t>{100}));
+  EXPECT_EQ(Indices(q.TakeBatch()), (std::vector<uint32_t>{4, 5}));
+}
+
+TEST(LocalQueue, AnAdaptiveModelStartsAtItsMinimumWait) {
+  LocalQueue q;
+  auto m = Model(4, 1000, /*wait_ms=*/10000);  // the fixed wait is not used when adaptive
+  auto spec = std::make_shared<ModelSpec>(*m->spec);
+  spec->batching.adaptive = {true, /*target_ms=*/50, /*min_wait_ms=*/0, /*max_wait_ms=*/10000};
+  m->spec = spec;
+  m->batch_wait.Configure(spec->batching);
+  q.Push(Item(m, 0, 1));
+  bool full = true;
+  EXPECT_EQ(q.TakeBatch(&full).size(), 1u) << "no wait: would block 10 s otherwise";
+  EXPECT_FALSE(full);
 }
 
 TEST(LocalQueue, CloseHandsOutTheRestThenEnds) {

@@ -48,6 +48,41 @@ TEST(ModelSpec, JsonRoundTripIsStable) {
   EXPECT_EQ(again->description, "a test");
 }
 
+TEST(ModelSpec, AdaptiveBatchingIsOffUnlessGiven) {
+  auto spec = ModelSpec::Parse(kProfile);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_FALSE(spec->batching.adaptive.enabled);
+  EXPECT_EQ(nlohmann::json::parse(spec->ToJson())["batching"].count("adaptive"), 0u);
+}
+
+TEST(ModelSpec, ParsesAdaptiveBatchingAndCarriesItInJson) {
+  auto spec = ModelSpec::Parse(
+      "id: m\nruntime: identity\n"
+      "batching: {max_batch_requests: 8, adaptive: {target_ms: 30, min_wait_ms: 1, max_wait_ms: 12}}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const AdaptiveBatchingSpec& a = spec->batching.adaptive;
+  EXPECT_TRUE(a.enabled);
+  EXPECT_EQ(a.target_ms, 30u);
+  EXPECT_EQ(a.min_wait_ms, 1u);
+  EXPECT_EQ(a.max_wait_ms, 12u);
+
+  auto again = ModelSpec::Parse(spec->ToJson());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->batching.adaptive.enabled);
+  EXPECT_EQ(again->batching.adaptive.target_ms, 30u);
+  EXPECT_EQ(again->batching.adaptive.min_wait_ms, 1u);
+  EXPECT_EQ(again->batching.adaptive.max_wait_ms, 12u);
+  EXPECT_EQ(again->ToJson(), spec->ToJson());
+
+  // An empty mapping turns it on with the defaults.
+  auto defaults = ModelSpec::Parse("id: m\nruntime: identity\nbatching: {adaptive: {}}\n");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_TRUE(defaults->batching.adaptive.enabled);
+  EXPECT_EQ(defaults->batching.adaptive.target_ms, 50u);
+  EXPECT_EQ(defaults->batching.adaptive.min_wait_ms, 0u);
+  EXPECT_EQ(defaults->batching.adaptive.max_wait_ms, 20u);
+}
+
 TEST(ModelSpec, QuotedNumbersStayStrings) {
   auto spec = ModelSpec::Parse("id: m\nruntime: identity\ndescription: \"42\"\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
@@ -64,6 +99,16 @@ TEST(ModelSpec, RejectsBrokenProfilesClearly) {
       {"id: m\nruntime: identity\nbatching: 3", "batching: expected a mapping"},
       {"id: m\nruntime: identity\nbatching: {max_batch_requests: 0}", "must be positive"},
       {"id: m\nruntime: identity\nqueue: {ack_wait_ms: 5}", "queue.ack_wait_ms"},
+      {"id: m\nruntime: identity\nbatching: {adaptive: 5}", "batching.adaptive: expected a mapping"},
+      {"id: m\nruntime: identity\nbatching: {adaptive: {target_ms: 0}}", "batching.adaptive.target_ms: at least 1"},
+      {"id: m\nruntime: identity\nbatching: {adaptive: {min_wait_ms: 30, max_wait_ms: 20}}",
+       "batching.adaptive.min_wait_ms: must not exceed max_wait_ms"},
+      {"id: m\nruntime: identity\nbatching: {adaptive: {max_wait_ms: 10001}}",
+       "batching.adaptive.max_wait_ms: at most 10000"},
+      {"id: m\nruntime: identity\nbatching: {adaptive: {target_ms: -3}}",
+       "batching.adaptive.target_ms: expected a non-negative integer"},
+      {"id: m\nruntime: identity\nbatching: {adaptive: {traget_ms: 3}}",
+       "batching.adaptive: unknown field 'traget_ms'"},
       {"id: m\nruntime: identity\ncolour: blue", "unknown field 'colour'"},
       {"id: [unclosed", "not valid YAML"},
       {"- a\n- b", "expected a mapping"},
