@@ -6,6 +6,7 @@
 #include <boost/asio.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <random>
 
 namespace shoal::bench {
 namespace {
@@ -16,7 +17,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Shared {
   const LoadSpec* spec;
-  std::string request;
+  std::vector<std::string> requests;  // rendered HTTP requests
+  std::vector<double> cumulative;     // their cumulative weights
   Clock::time_point start, measure_from, stop;
   uint64_t ok = 0, errors = 0;
   std::vector<double> latencies;
@@ -60,6 +62,8 @@ asio::awaitable<void> Connection(Shared& sh, int index) {
   s.set_option(tcp::no_delay(true));
   asio::steady_timer timer(ex);
   std::string buf;
+  std::mt19937_64 rng(sh.spec->seed * 7919 + static_cast<uint64_t>(index));
+  std::uniform_real_distribution<double> draw(0, sh.cumulative.back());
   const double rate = sh.spec->rate;
   const int conns = sh.spec->connections;
   for (uint64_t k = 0;; ++k) {
@@ -74,7 +78,10 @@ asio::awaitable<void> Connection(Shared& sh, int index) {
       }
     }
     if (due >= sh.stop) break;
-    co_await asio::async_write(s, asio::buffer(sh.request), asio::redirect_error(asio::use_awaitable, ec));
+    const size_t pick = static_cast<size_t>(
+        std::upper_bound(sh.cumulative.begin(), sh.cumulative.end(), draw(rng)) - sh.cumulative.begin());
+    const std::string& request = sh.requests[std::min(pick, sh.requests.size() - 1)];
+    co_await asio::async_write(s, asio::buffer(request), asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       ++sh.errors;
       break;
@@ -105,8 +112,19 @@ double LoadResult::Percentile(double p) const {
 LoadResult RunLoad(const LoadSpec& spec) {
   Shared sh;
   sh.spec = &spec;
-  sh.request = "POST " + spec.path + " HTTP/1.1\r\nHost: bench\r\nContent-Type: " + spec.content_type +
-               "\r\nContent-Length: " + std::to_string(spec.body.size()) + "\r\n\r\n" + spec.body;
+  auto render = [](const std::string& path, const std::string& type, const std::string& body) {
+    return "POST " + path + " HTTP/1.1\r\nHost: bench\r\nContent-Type: " + type +
+           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  double total = 0;
+  if (spec.mix.empty()) {
+    sh.requests.push_back(render(spec.path, spec.content_type, spec.body));
+    sh.cumulative.push_back(total = 1);
+  }
+  for (const MixEntry& e : spec.mix) {
+    sh.requests.push_back(render(e.path, e.content_type, e.body));
+    sh.cumulative.push_back(total += e.weight);
+  }
   asio::io_context ctx(1);
   sh.start = Clock::now();
   sh.measure_from = sh.start + spec.warmup;

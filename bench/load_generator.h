@@ -13,11 +13,23 @@
 
 namespace shoal::bench {
 
+// One kind of request in a mix, drawn with probability weight / total.
+struct MixEntry {
+  std::string path;
+  std::string content_type;
+  std::string body;
+  double weight = 1;
+};
+
 struct LoadSpec {
   int port = 0;
   std::string path;
   std::string content_type;
   std::string body;
+  // When not empty, each request is drawn from the mix (seeded, so runs
+  // repeat) instead of path/content_type/body.
+  std::vector<MixEntry> mix;
+  uint64_t seed = 1;
   int connections = 64;
   double rate = 0;  // requests/s; 0: closed loop
   std::chrono::milliseconds warmup{1000};

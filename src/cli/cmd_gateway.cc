@@ -20,9 +20,16 @@ Subcommand AddGateway(CLI::App& app) {
   sub->add_flag("--in-process", opts->in_process,
                 "benchmark baseline: run models inside the gateway, no NATS, no workers");
   sub->add_option("--models-dir", opts->models_dir, "profiles for --in-process");
-  return {sub, [opts, timeout_ms] {
+  auto dispatch = std::make_shared<std::string>("pull");
+  sub->add_option("--dispatch", *dispatch,
+                  "pull: workers pull from the JetStream queue (Shoal); push-rr / push-lo: benchmark "
+                  "baseline, the gateway pushes each request to one worker, round-robin / least outstanding")
+      ->check(CLI::IsMember({"pull", "push-rr", "push-lo"}))
+      ->capture_default_str();
+  return {sub, [opts, timeout_ms, dispatch] {
             BlockStopSignals();
             opts->default_timeout = std::chrono::milliseconds(*timeout_ms);
+            opts->dispatch = *gateway::ParseDispatchMode(*dispatch);  // checked by IsMember
             if (opts->in_process && opts->models_dir.empty()) opts->models_dir = DefaultModelsDir();
             auto gw = gateway::Gateway::Start(*opts);
             if (!gw.ok()) {

@@ -1,17 +1,35 @@
-// Dispatcher: how a gateway gets a request's items run. Two real
+// Dispatcher: how a gateway gets a request's items run. Three real
 // implementations:
 //   QueueDispatcher      JetStream work queue → pulling workers (the product)
 //   InProcessDispatcher  the runtime called in the gateway process (the
 //                        baseline the serving-plane benchmark compares with)
+//   PushDispatcher       the gateway assigns each request to one worker, as
+//                        vLLM's and SGLang's routers do (the other baseline)
 // Both finish the request through the PendingTable: results, an error, or
 // (on the sweeper) the deadline.
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "gateway/pending.h"
 
 namespace shoal::gateway {
+
+// How a gateway's workers get work (`shoal gateway --dispatch`).
+enum class DispatchMode {
+  kPull,                  // "pull": the JetStream queue (QueueDispatcher)
+  kPushRoundRobin,        // "push-rr": PushDispatcher, round-robin
+  kPushLeastOutstanding,  // "push-lo": PushDispatcher, least outstanding items
+};
+
+inline std::optional<DispatchMode> ParseDispatchMode(std::string_view name) {
+  if (name == "pull") return DispatchMode::kPull;
+  if (name == "push-rr") return DispatchMode::kPushRoundRobin;
+  if (name == "push-lo") return DispatchMode::kPushLeastOutstanding;
+  return std::nullopt;
+}
 
 class Dispatcher {
  public:

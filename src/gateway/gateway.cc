@@ -5,6 +5,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "gateway/inprocess_dispatcher.h"
+#include "gateway/push_dispatcher.h"
 #include "gateway/queue_dispatcher.h"
 #include "wire/subjects.h"
 
@@ -60,13 +61,26 @@ Status Gateway::Init() {
     if (options_.in_process) {
       lane->dispatcher = std::make_unique<InProcessDispatcher>(&lane->pending);
     } else {
-      auto qd = std::make_unique<QueueDispatcher>(&lane->loop, lane_id, workers_.get(), &lane->pending,
-                                                  QueueDispatcherOptions{options_.no_capacity_wait});
-      SHOAL_RETURN_IF_ERROR(qd->Start(options_.nats_url));
+      int64_t max_payload = 0;
+      if (options_.dispatch == DispatchMode::kPull) {
+        auto qd = std::make_unique<QueueDispatcher>(&lane->loop, lane_id, workers_.get(), &lane->pending,
+                                                    QueueDispatcherOptions{options_.no_capacity_wait});
+        SHOAL_RETURN_IF_ERROR(qd->Start(options_.nats_url));
+        max_payload = qd->MaxPayload();
+        lane->dispatcher = std::move(qd);
+      } else {
+        PushDispatcherOptions po;
+        po.policy = options_.dispatch == DispatchMode::kPushLeastOutstanding ? PushPolicy::kLeastOutstanding
+                                                                             : PushPolicy::kRoundRobin;
+        po.no_capacity_wait = options_.no_capacity_wait;
+        auto pd = std::make_unique<PushDispatcher>(&lane->loop, lane_id, workers_.get(), &lane->pending, po);
+        SHOAL_RETURN_IF_ERROR(pd->Start(options_.nats_url));
+        max_payload = pd->MaxPayload();
+        lane->dispatcher = std::move(pd);
+      }
       // Items must fit a NATS message with room for the headers.
       options_.limits.max_item_bytes =
-          std::min<size_t>(options_.limits.max_item_bytes, static_cast<size_t>(qd->MaxPayload()) - 4096);
-      lane->dispatcher = std::move(qd);
+          std::min<size_t>(options_.limits.max_item_bytes, static_cast<size_t>(max_payload) - 4096);
     }
     lane->loop.Every(kSweepPeriod, [this, l = lane.get()] { Sweep(*l); });
     router_lanes.push_back({lane_id, lane->dispatcher.get(), &lane->pending});
@@ -83,8 +97,12 @@ Status Gateway::Init() {
   if (!server.ok()) return server.status();
   server_ = std::move(server).value();
   ready_ = true;
+  const char* mode = options_.in_process                                          ? ", in-process runtime, no queue"
+                     : options_.dispatch == DispatchMode::kPushRoundRobin       ? ", push baseline: round-robin"
+                     : options_.dispatch == DispatchMode::kPushLeastOutstanding ? ", push baseline: least outstanding"
+                                                                                : "";
   spdlog::info("gateway {} listening on http://{}:{} ({} lane(s){})", options_.id, options_.http.host,
-               port(), lanes_.size(), options_.in_process ? ", in-process runtime, no queue" : "");
+               port(), lanes_.size(), mode);
   return Status::Ok();
 }
 

@@ -40,6 +40,9 @@ struct GatewayOptions {
   // Benchmark baseline: no NATS; models from `models_dir` run in-process.
   bool in_process = false;
   std::string models_dir;
+  // How work reaches workers: the JetStream queue they pull from (the
+  // product), or the push baseline (push_dispatcher.h) for benchmarks.
+  DispatchMode dispatch = DispatchMode::kPull;
   queue::StreamLimits stream_limits;
 };
 

@@ -2,7 +2,6 @@
 
 #include "common/log.h"
 #include "gateway/responses.h"
-#include "queue/loop_connection.h"
 #include "wire/subjects.h"
 #include "wire/work_message.h"
 
@@ -11,39 +10,16 @@ namespace shoal::gateway {
 QueueDispatcher::QueueDispatcher(EventLoop* loop, std::string lane_id,
                                  const queue::WorkerRegistry* workers, PendingTable* table,
                                  QueueDispatcherOptions options)
-    : loop_(loop),
-      lane_id_(std::move(lane_id)),
-      reply_prefix_("_INBOX." + lane_id_ + "."),
-      workers_(workers),
-      table_(table),
-      options_(options) {}
+    : workers_(workers), table_(table), options_(options), channel_(loop, std::move(lane_id), table) {}
 
 QueueDispatcher::~QueueDispatcher() = default;
 
 Status QueueDispatcher::Start(const std::string& nats_url) {
-  auto nc = queue::ConnectOnLoop({.url = nats_url, .name = "shoal-gateway " + lane_id_}, loop_, [this] {
-    if (!sub_) return;
-    queue::DrainSubscription(sub_.get(), [this](queue::MsgPtr m) {
-      OnReply(m.get());
-      reaper_.Add(std::move(m));
-    });
-  });
-  if (!nc.ok()) return nc.status();
-  nc_ = std::move(nc).value();
-  Status status;
-  loop_->RunAndWait([&] {  // sub_ is the loop's alone
-    natsSubscription* sub = nullptr;
-    status = queue::FromNats(
-        natsConnection_SubscribeSync(&sub, nc_.get(), wire::ReplyWildcard(lane_id_).c_str()),
-        "result inbox");
-    if (!status.ok()) return;
-    natsSubscription_SetPendingLimits(sub, -1, -1);
-    sub_.reset(sub);
-  });
-  return status;
+  return channel_.Start(
+      nats_url, [this](PendingRequest& p, natsMsg* msg) { OnPublishAck(p, msg); }, {});
 }
 
-int64_t QueueDispatcher::MaxPayload() const { return natsConnection_GetMaxPayload(nc_.get()); }
+int64_t QueueDispatcher::MaxPayload() const { return channel_.MaxPayload(); }
 
 void QueueDispatcher::Stop() {
   for (auto& w : waiting_) {
@@ -51,9 +27,7 @@ void QueueDispatcher::Stop() {
                                              w.request->id));
   }
   waiting_.clear();
-  if (sub_) natsSubscription_Unsubscribe(sub_.get());
-  sub_.reset();
-  nc_.reset();
+  channel_.Stop();
 }
 
 bool QueueDispatcher::HasCapacity(std::string_view model_id) const {
@@ -61,7 +35,7 @@ bool QueueDispatcher::HasCapacity(std::string_view model_id) const {
 }
 
 void QueueDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
-  if (!nc_) {  // stopped: the gateway is going away
+  if (!channel_.connected()) {  // stopped: the gateway is going away
     table_->Finish(*p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
     return;
   }
@@ -70,7 +44,7 @@ void QueueDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
 }
 
 void QueueDispatcher::Tick(SteadyClock::time_point now) {
-  reaper_.Reap();
+  channel_.Reap();
   if (waiting_.empty()) return;
   std::vector<Waiting> ready, expired;
   for (auto& w : waiting_) {
@@ -90,50 +64,11 @@ void QueueDispatcher::Tick(SteadyClock::time_point now) {
 
 void QueueDispatcher::Publish(PendingRequest& p) {
   const ModelSpec& spec = *p.model;
-  const std::string subject = wire::WorkSubject(spec.pool, spec.id);
-  const std::string reply = wire::ReplySubject(lane_id_, p.seq);
-  const std::string ack_reply = reply + wire::kAckSuffix;
-  const std::string deadline = std::to_string(p.deadline_unix_ms);
-  for (size_t i = 0; i < p.request.items.size(); ++i) {
-    const auto& item = p.request.items[i];
-    natsMsg* raw = nullptr;
-    natsStatus s = natsMsg_Create(&raw, subject.c_str(), ack_reply.c_str(), item.payload.data(),
-                                  static_cast<int>(item.payload.size()));
-    if (s != NATS_OK) {
-      table_->Finish(p, ErrorResponse(queue::FromNats(s, "work message"), p.id));
-      return;
-    }
-    queue::MsgPtr m(raw);
-    const std::string index = std::to_string(i);
-    natsMsgHeader_Set(raw, wire::kHeaderRequestId, p.id.c_str());
-    natsMsgHeader_Set(raw, wire::kHeaderItem, index.c_str());
-    natsMsgHeader_Set(raw, wire::kHeaderCost, std::to_string(item.cost).c_str());
-    natsMsgHeader_Set(raw, wire::kHeaderDeadline, deadline.c_str());
-    natsMsgHeader_Set(raw, wire::kHeaderReply, reply.c_str());
-    natsMsgHeader_Set(raw, wire::kHeaderTask, std::string(wire::TaskName(p.request.task)).c_str());
-    if (p.request.options.truncate) natsMsgHeader_Set(raw, wire::kHeaderTruncate, "1");
-    if (!p.request.options.normalize) natsMsgHeader_Set(raw, wire::kHeaderNormalize, "0");
-    s = natsConnection_PublishMsg(nc_.get(), raw);
-    if (s != NATS_OK) {
-      // Items already published may still run; their results will be ignored.
-      table_->Finish(p, ErrorResponse(queue::FromNats(s, "queueing work"), p.id));
-      return;
-    }
-    reaper_.Add(std::move(m));
+  if (Status s = channel_.PublishItems(p, wire::WorkSubject(spec.pool, spec.id), /*jetstream_ack=*/true);
+      !s.ok()) {
+    // Items already published may still run; their results will be ignored.
+    table_->Finish(p, ErrorResponse(s, p.id));
   }
-}
-
-void QueueDispatcher::OnReply(natsMsg* msg) {
-  std::string_view subject = natsMsg_GetSubject(msg);
-  if (subject.size() <= reply_prefix_.size()) return;
-  subject.remove_prefix(reply_prefix_.size());
-  const bool is_ack = subject.ends_with(wire::kAckSuffix);
-  if (is_ack) subject.remove_suffix(sizeof(wire::kAckSuffix) - 1);
-  uint64_t seq = 0;
-  if (!wire::ParseU64(subject, &seq)) return;
-  auto p = table_->Find(seq);
-  if (!p) return;  // finished already (answered, failed or timed out)
-  if (is_ack) OnPublishAck(*p, msg); else OnResult(*p, msg);
 }
 
 void QueueDispatcher::OnPublishAck(PendingRequest& p, natsMsg* msg) {
@@ -155,31 +90,6 @@ void QueueDispatcher::OnPublishAck(PendingRequest& p, natsMsg* msg) {
   table_->Finish(p, ErrorResponse(full ? Status(Code::kOverloaded, "the work queue is full")
                                        : Status(Code::kNoCapacity, "the work queue rejected the request"),
                                   p.id));
-}
-
-void QueueDispatcher::OnResult(PendingRequest& p, natsMsg* msg) {
-  uint64_t index = 0;
-  if (!wire::ParseU64(queue::Header(msg, wire::kHeaderItem), &index)) return;
-  if (const std::string_view code = queue::Header(msg, wire::kHeaderError); !code.empty()) {
-    table_->Finish(p, ItemErrorResponse(p, index, Status(CodeFromName(code),
-                                                         std::string(queue::Payload(msg)))));
-    return;
-  }
-  bool complete = false;
-  {
-    if (index >= p.results.size() || p.results[index].filled) return;
-    ItemResult& r = p.results[index];
-    r.filled = true;
-    r.payload.assign(queue::Payload(msg));
-    uint64_t v = 0;
-    if (wire::ParseU64(queue::Header(msg, wire::kHeaderTokens), &v)) r.tokens = static_cast<uint32_t>(v);
-    r.truncated = queue::Header(msg, wire::kHeaderTruncated) == "1";
-    if (wire::ParseU64(queue::Header(msg, wire::kHeaderQueueUs), &v)) r.queue_us = static_cast<int64_t>(v);
-    if (wire::ParseU64(queue::Header(msg, wire::kHeaderInferenceUs), &v)) r.inference_us = static_cast<int64_t>(v);
-    if (wire::ParseU64(queue::Header(msg, wire::kHeaderAttempt), &v)) r.attempt = static_cast<uint32_t>(v);
-    complete = --p.remaining == 0;
-  }
-  if (complete && !p.finished) table_->Finish(p, ComposeResponse(p));
 }
 
 }  // namespace shoal::gateway

@@ -1,7 +1,7 @@
 // QueueDispatcher: one per gateway lane. Puts a request's items on JetStream
 // and collects their results, over its own NATS connection driven by the
-// lane's loop (loop_connection.h) — so a request is parsed, published,
-// answered and written back on one thread.
+// lane's loop (a LaneChannel, lane_channel.h) — so a request is parsed,
+// published, answered and written back on one thread.
 //
 //   Submit ──▶ (no live worker pulls for the model? wait up to
 //              no_capacity_wait, then 503 NO_CAPACITY — nothing is queued
@@ -24,6 +24,7 @@
 
 #include "common/event_loop.h"
 #include "gateway/dispatcher.h"
+#include "gateway/lane_channel.h"
 #include "queue/nats.h"
 #include "queue/worker_registry.h"
 
@@ -56,19 +57,12 @@ class QueueDispatcher final : public Dispatcher {
   };
 
   void Publish(PendingRequest& p);
-  void OnReply(natsMsg* msg);
   void OnPublishAck(PendingRequest& p, natsMsg* msg);
-  void OnResult(PendingRequest& p, natsMsg* msg);
 
-  EventLoop* loop_;
-  const std::string lane_id_;
-  const std::string reply_prefix_;  // "_INBOX.<lane-id>."
   const queue::WorkerRegistry* workers_;
   PendingTable* table_;
   const QueueDispatcherOptions options_;
-  queue::ConnectionPtr nc_;
-  queue::SubscriptionPtr sub_;
-  queue::MsgReaper reaper_;  // reaped on Tick
+  LaneChannel channel_;  // connection, publishes, result inbox
   std::vector<Waiting> waiting_;  // requests waiting for a worker to appear
 };
 

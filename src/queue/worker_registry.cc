@@ -10,7 +10,8 @@ namespace shoal::queue {
 std::string WorkerInfo::ToJson() const {
   nlohmann::json o = {{"id", id},           {"host", host},       {"pid", pid},
                       {"pool", pool},       {"models", models},   {"executors", executors},
-                      {"queued", queued},   {"in_flight", in_flight}, {"ts_ms", ts_ms}};
+                      {"queued", queued},   {"in_flight", in_flight}, {"batches", batches},
+                      {"batch_items", batch_items}, {"ts_ms", ts_ms}};
   return o.dump();
 }
 
@@ -26,6 +27,8 @@ Result<WorkerInfo> WorkerInfo::Parse(std::string_view json) {
     w.executors = o.value("executors", 0);
     w.queued = o.value("queued", uint64_t{0});
     w.in_flight = o.value("in_flight", uint64_t{0});
+    w.batches = o.value("batches", uint64_t{0});
+    w.batch_items = o.value("batch_items", uint64_t{0});
     w.ts_ms = o.value("ts_ms", int64_t{0});
     return w;
   } catch (const nlohmann::json::exception& e) {

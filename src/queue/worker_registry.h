@@ -32,6 +32,8 @@ struct WorkerInfo {
   int executors = 0;
   uint64_t queued = 0;    // items in its machine-local queue
   uint64_t in_flight = 0; // items in running batches
+  uint64_t batches = 0;      // batches run since the worker started
+  uint64_t batch_items = 0;  // items in them (batch fill = items / batches)
   int64_t ts_ms = 0;      // when the heartbeat was written
 
   std::string ToJson() const;

@@ -94,4 +94,12 @@ std::string ReplyWildcard(std::string_view gateway_id) {
   return "_INBOX." + std::string(gateway_id) + ".>";
 }
 
+std::string PushSubject(std::string_view worker_id, std::string_view model_id) {
+  return "shoal.push." + ModelToken(worker_id) + "." + ModelToken(model_id);
+}
+
+std::string PushWildcard(std::string_view worker_id) {
+  return "shoal.push." + ModelToken(worker_id) + ".>";
+}
+
 }  // namespace shoal::wire

@@ -36,4 +36,12 @@ std::string ConsumerName(std::string_view model_id);          // the model token
 std::string ReplySubject(std::string_view lane_id, uint64_t request_seq);
 std::string ReplyWildcard(std::string_view lane_id);
 
+// The push baseline (gateway/push_dispatcher.h): a gateway that assigns a
+// request to one worker publishes its items, over core NATS, to
+// shoal.push.<worker-token>.<model-token>; the worker subscribes to
+// shoal.push.<worker-token>.>. The worker id is token-encoded like a model id
+// (host names contain '.').
+std::string PushSubject(std::string_view worker_id, std::string_view model_id);
+std::string PushWildcard(std::string_view worker_id);
+
 }  // namespace shoal::wire

@@ -130,7 +130,15 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
 
 void BatchRunner::Settle(const WorkItem& item, Outcome outcome, const Status& error) {
   const Disposition d = DispositionFor(outcome);
-  if (d.reply) PublishError(item, error);
+  if (d.reply) {
+    PublishError(item, error);
+  } else if (!item.HasAck() && d.action == AckAction::kNak) {
+    // A pushed item has no queue behind it: a nak would hand it to nobody, so
+    // the client hears now that this worker cannot run it, not a 504 later.
+    PublishError(item, Status(Code::kNoCapacity, outcome == Outcome::kShuttingDown
+                                                     ? "the worker is shutting down"
+                                                     : "model not served by this worker"));
+  }
   if (outcome == Outcome::kBadInput || outcome == Outcome::kInferenceFailed) {
     spdlog::info("rid={} item={} {}: {}", item.request_id, item.index, CodeName(error.code()),
                  error.message());
@@ -178,6 +186,7 @@ void BatchRunner::PublishError(const WorkItem& item, const Status& error) {
 }
 
 void BatchRunner::Ack(const WorkItem& item, AckAction action, std::chrono::milliseconds delay) {
+  if (!item.HasAck()) return;  // pushed over core NATS: nobody to settle with
   const std::string ack(item.ack);
   const std::string body = AckBody(action, delay);
   natsConnection_Publish(nc_, ack.c_str(), body.data(), static_cast<int>(body.size()));

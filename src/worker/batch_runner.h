@@ -3,6 +3,11 @@
 // tokenize), publishes each result to its reply subject, and
 // settles each message with JetStream per ack_policy.h.
 //
+// Pushed items (WorkItem::source, the push baseline) have no ack subject:
+// acks and +WPI are skipped, and where a pulled item would be naked back to
+// the queue (not served here, shutting down) a pushed one is answered
+// NO_CAPACITY, since nothing would redeliver it.
+//
 // Results and acks go out on the worker's loop connection (queue/
 // loop_connection.h): the executor only buffers them, and the intake loop
 // writes a whole batch's results and acks in one write — a write per message

@@ -64,6 +64,8 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
                      [](const WorkItem& a, const WorkItem& b) { return a.cost > b.cost; });
     if (closed_full) *closed_full = full;
     count_ -= n;
+    ++totals_.batches;
+    totals_.items += n;
     auto* model = batch.front().model.get();
     model->queued.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
     model->in_flight.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
@@ -114,6 +116,11 @@ void LocalQueue::ForEach(const std::function<void(WorkItem&)>& fn) {
   for (auto& [model, q] : by_model_) {
     for (auto& it : q) fn(it);
   }
+}
+
+LocalQueue::Totals LocalQueue::totals() const {
+  std::lock_guard lock(mu_);
+  return totals_;
 }
 
 size_t LocalQueue::size() const {

@@ -54,6 +54,13 @@ class LocalQueue {
 
   size_t size() const;
 
+  // Batches handed out since the start, and the items in them.
+  struct Totals {
+    uint64_t batches = 0;
+    uint64_t items = 0;
+  };
+  Totals totals() const;
+
  private:
   bool EmptyLocked() const { return count_ == 0; }
 
@@ -61,6 +68,7 @@ class LocalQueue {
   std::condition_variable cv_;
   std::map<const ServedModel*, std::deque<WorkItem>> by_model_;  // guarded by mu_
   size_t count_ = 0;                                              // guarded by mu_
+  Totals totals_;                                                 // guarded by mu_
   bool closed_ = false;                                           // guarded by mu_
 };
 

@@ -39,11 +39,25 @@ Status Worker::Init() {
       options_.pull);
   intake_.Start();
   auto pull_nc = queue::ConnectOnLoop({.url = options_.nats_url, .name = "shoal-worker-data " + options_.id},
-                                      &intake_, [pull = pull_.get()] { pull->Drain(); });
+                                      &intake_, [this] {
+                                        pull_->Drain();
+                                        DrainPushed();
+                                      });
   if (!pull_nc.ok()) return pull_nc.status();
   pull_nc_ = std::move(pull_nc).value();
   runner_ = std::make_unique<BatchRunner>(pull_nc_.get(), &reaper_, options_.id);
   SHOAL_RETURN_IF_ERROR(pull_->Start(pull_nc_.get(), &intake_));
+  Status push_status;
+  intake_.RunAndWait([&] {  // push_sub_ is the loop's alone
+    natsSubscription* sub = nullptr;
+    push_status = queue::FromNats(
+        natsConnection_SubscribeSync(&sub, pull_nc_.get(), wire::PushWildcard(options_.id).c_str()),
+        "push subject");
+    if (!push_status.ok()) return;
+    natsSubscription_SetPendingLimits(sub, -1, -1);
+    push_sub_.reset(sub);
+  });
+  SHOAL_RETURN_IF_ERROR(push_status);
   for (int i = 0; i < options_.executors; ++i) {
     executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { RefillAll(); }));
   }
@@ -166,6 +180,34 @@ void Worker::OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr
   queue_.Push(std::move(item));
 }
 
+void Worker::DrainPushed() {
+  if (!push_sub_) return;
+  queue::DrainSubscription(push_sub_.get(), [this](queue::MsgPtr m) { OnPushed(std::move(m)); });
+}
+
+void Worker::OnPushed(queue::MsgPtr msg) {
+  // shoal.push.<worker-token>.<model-token>: the model is the last token.
+  std::string_view subject = natsMsg_GetSubject(msg.get());
+  auto model_id = wire::ModelIdFromToken(subject.substr(subject.rfind('.') + 1));
+  std::shared_ptr<ServedModel> served;
+  if (model_id.ok()) {
+    std::lock_guard lock(models_mu_);
+    if (auto it = models_.find(*model_id); it != models_.end()) served = it->second;
+  }
+  WorkItem item;
+  if (Status s = ParsePushedItem(std::move(msg), served, &item); !s.ok()) {
+    spdlog::warn("worker: malformed pushed message dropped: {}", s.message());
+    return;  // no reply subject: nobody to answer
+  }
+  if (!served || served->retired) {
+    // The gateway's view of this worker is stale (or wrong): say so at once.
+    runner_->Settle(item, Outcome::kNotServedHere);
+    return;
+  }
+  pushed_items_.fetch_add(1, std::memory_order_relaxed);
+  queue_.Push(std::move(item));
+}
+
 void Worker::RefillAll() {
   std::vector<std::shared_ptr<ServedModel>> served;
   {
@@ -217,6 +259,9 @@ void Worker::Heartbeat() {
   info.pid = getpid();
   info.pool = options_.pool;
   info.executors = options_.executors;
+  const LocalQueue::Totals totals = queue_.totals();
+  info.batches = totals.batches;
+  info.batch_items = totals.items;
   {
     std::lock_guard lock(models_mu_);
     for (const auto& [id, m] : models_) {
@@ -245,7 +290,15 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
     while (pull_->TotalCredit() > 0 && SteadyClock::now() < pulls_end) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    intake_.RunAndWait([&] { pull_->Stop(); });
+    intake_.RunAndWait([&] {
+      pull_->Stop();
+      // Pushes that already arrived are queued and run; later ones go
+      // unanswered (the push baseline has no redelivery) until gateways
+      // drop this worker from their view.
+      DrainPushed();
+      if (push_sub_) natsSubscription_Unsubscribe(push_sub_.get());
+      push_sub_.reset();
+    });
   }
   auto busy = [this] {
     if (queue_.size() > 0) return true;

@@ -9,6 +9,11 @@
 // executor in one thread hop, and it writes what executors publish, a batch
 // at a time. The control connection carries KV, admin and heartbeats.
 //
+// For the push baseline (gateway/push_dispatcher.h) the intake loop also
+// subscribes to shoal.push.<worker-id>.>: a gateway that assigns requests to
+// workers sends items there over core NATS, and they join the same local
+// queue as pulled ones (no ack, no redelivery; see work_item.h).
+//
 // Pull credit per model covers two batches per executor, less what is
 // already queued or running here, so a busy worker does not over-pull and an
 // idle one holds a request open instead of polling.
@@ -67,6 +72,8 @@ class Worker {
   const std::string& id() const { return options_.id; }
   // Model ids this worker is pulling for.
   std::vector<std::string> ServedModels() const;
+  // Pushed items (push baseline) queued here so far.
+  uint64_t pushed_items() const { return pushed_items_.load(std::memory_order_relaxed); }
 
  private:
   explicit Worker(WorkerOptions options);
@@ -75,6 +82,8 @@ class Worker {
   void Serve(const std::shared_ptr<const ModelSpec>& spec);
   void Retire(const std::string& id);
   void OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg);
+  void DrainPushed();
+  void OnPushed(queue::MsgPtr msg);
   void RefillAll();
   void KeeperLoop();
   void Heartbeat();
@@ -84,6 +93,8 @@ class Worker {
   EventLoop intake_;
   queue::ConnectionPtr pull_nc_;  // data: pulls, deliveries, results, acks; on intake_
   queue::ControlPlane control_;   // KV, streams, heartbeats
+  queue::SubscriptionPtr push_sub_;  // shoal.push.<id>.>; on intake_ only
+  std::atomic<uint64_t> pushed_items_{0};
   LocalQueue queue_;
   queue::MsgReaper reaper_;  // reaped by the keeper
   std::unique_ptr<BatchRunner> runner_;

@@ -1,0 +1,119 @@
+#include "gateway/lane_channel.h"
+
+#include "gateway/responses.h"
+#include "queue/loop_connection.h"
+#include "wire/subjects.h"
+#include "wire/work_message.h"
+
+namespace shoal::gateway {
+
+LaneChannel::LaneChannel(EventLoop* loop, std::string lane_id, PendingTable* table)
+    : loop_(loop), lane_id_(std::move(lane_id)), reply_prefix_("_INBOX." + lane_id_ + "."), table_(table) {}
+
+LaneChannel::~LaneChannel() = default;
+
+Status LaneChannel::Start(const std::string& nats_url, OnAck on_ack, OnApplied on_applied) {
+  on_ack_ = std::move(on_ack);
+  on_applied_ = std::move(on_applied);
+  auto nc = queue::ConnectOnLoop({.url = nats_url, .name = "shoal-gateway " + lane_id_}, loop_, [this] {
+    if (!sub_) return;
+    queue::DrainSubscription(sub_.get(), [this](queue::MsgPtr m) {
+      OnReply(m.get());
+      reaper_.Add(std::move(m));
+    });
+  });
+  if (!nc.ok()) return nc.status();
+  nc_ = std::move(nc).value();
+  Status status;
+  loop_->RunAndWait([&] {  // sub_ is the loop's alone
+    natsSubscription* sub = nullptr;
+    status = queue::FromNats(
+        natsConnection_SubscribeSync(&sub, nc_.get(), wire::ReplyWildcard(lane_id_).c_str()),
+        "result inbox");
+    if (!status.ok()) return;
+    natsSubscription_SetPendingLimits(sub, -1, -1);
+    sub_.reset(sub);
+  });
+  return status;
+}
+
+int64_t LaneChannel::MaxPayload() const { return natsConnection_GetMaxPayload(nc_.get()); }
+
+void LaneChannel::Stop() {
+  if (sub_) natsSubscription_Unsubscribe(sub_.get());
+  sub_.reset();
+  nc_.reset();
+}
+
+Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, bool jetstream_ack) {
+  const std::string reply = wire::ReplySubject(lane_id_, p.seq);
+  const std::string ack_reply = reply + wire::kAckSuffix;
+  const std::string deadline = std::to_string(p.deadline_unix_ms);
+  for (size_t i = 0; i < p.request.items.size(); ++i) {
+    const auto& item = p.request.items[i];
+    natsMsg* raw = nullptr;
+    natsStatus s = natsMsg_Create(&raw, subject.c_str(), jetstream_ack ? ack_reply.c_str() : nullptr,
+                                  item.payload.data(), static_cast<int>(item.payload.size()));
+    if (s != NATS_OK) return queue::FromNats(s, "work message");
+    queue::MsgPtr m(raw);
+    const std::string index = std::to_string(i);
+    natsMsgHeader_Set(raw, wire::kHeaderRequestId, p.id.c_str());
+    natsMsgHeader_Set(raw, wire::kHeaderItem, index.c_str());
+    natsMsgHeader_Set(raw, wire::kHeaderCost, std::to_string(item.cost).c_str());
+    natsMsgHeader_Set(raw, wire::kHeaderDeadline, deadline.c_str());
+    natsMsgHeader_Set(raw, wire::kHeaderReply, reply.c_str());
+    natsMsgHeader_Set(raw, wire::kHeaderTask, std::string(wire::TaskName(p.request.task)).c_str());
+    if (p.request.options.truncate) natsMsgHeader_Set(raw, wire::kHeaderTruncate, "1");
+    if (!p.request.options.normalize) natsMsgHeader_Set(raw, wire::kHeaderNormalize, "0");
+    s = natsConnection_PublishMsg(nc_.get(), raw);
+    if (s != NATS_OK) return queue::FromNats(s, "queueing work");
+    reaper_.Add(std::move(m));
+  }
+  return Status::Ok();
+}
+
+void LaneChannel::OnReply(natsMsg* msg) {
+  std::string_view subject = natsMsg_GetSubject(msg);
+  if (subject.size() <= reply_prefix_.size()) return;
+  subject.remove_prefix(reply_prefix_.size());
+  const bool is_ack = subject.ends_with(wire::kAckSuffix);
+  if (is_ack) subject.remove_suffix(sizeof(wire::kAckSuffix) - 1);
+  uint64_t seq = 0;
+  if (!wire::ParseU64(subject, &seq)) return;
+  auto p = table_->Find(seq);
+  if (!p) return;  // finished already (answered, failed or timed out)
+  if (is_ack) {
+    if (on_ack_) on_ack_(*p, msg);
+  } else {
+    OnResult(*p, msg);
+  }
+}
+
+void LaneChannel::OnResult(PendingRequest& p, natsMsg* msg) {
+  uint64_t index = 0;
+  if (!wire::ParseU64(queue::Header(msg, wire::kHeaderItem), &index)) return;
+  if (const std::string_view code = queue::Header(msg, wire::kHeaderError); !code.empty()) {
+    table_->Finish(p, ItemErrorResponse(p, index, Status(CodeFromName(code),
+                                                         std::string(queue::Payload(msg)))));
+    if (on_applied_) on_applied_(p);
+    return;
+  }
+  bool complete = false;
+  {
+    if (index >= p.results.size() || p.results[index].filled) return;
+    ItemResult& r = p.results[index];
+    r.filled = true;
+    r.payload.assign(queue::Payload(msg));
+    uint64_t v = 0;
+    if (wire::ParseU64(queue::Header(msg, wire::kHeaderTokens), &v)) r.tokens = static_cast<uint32_t>(v);
+    r.truncated = queue::Header(msg, wire::kHeaderTruncated) == "1";
+    if (wire::ParseU64(queue::Header(msg, wire::kHeaderQueueUs), &v)) r.queue_us = static_cast<int64_t>(v);
+    if (wire::ParseU64(queue::Header(msg, wire::kHeaderInferenceUs), &v)) r.inference_us = static_cast<int64_t>(v);
+    if (wire::ParseU64(queue::Header(msg, wire::kHeaderAttempt), &v)) r.attempt = static_cast<uint32_t>(v);
+    complete = --p.remaining == 0;
+  }
+  if (complete && !p.finished) table_->Finish(p, ComposeResponse(p));
+  if (on_applied_) on_applied_(p);
+}
+
+}  // namespace shoal::gateway

@@ -1,0 +1,134 @@
+#include "gateway/push_dispatcher.h"
+
+#include "common/log.h"
+#include "gateway/responses.h"
+#include "wire/subjects.h"
+
+namespace shoal::gateway {
+
+PushDispatcher::PushDispatcher(EventLoop* loop, std::string lane_id, const queue::WorkerRegistry* workers,
+                               PendingTable* table, PushDispatcherOptions options)
+    : workers_(workers), table_(table), options_(options), channel_(loop, std::move(lane_id), table) {}
+
+PushDispatcher::~PushDispatcher() = default;
+
+Status PushDispatcher::Start(const std::string& nats_url) {
+  // No publish acks: core NATS pushes ask for none.
+  SHOAL_RETURN_IF_ERROR(channel_.Start(nats_url, {}, [this](PendingRequest& p) { OnApplied(p); }));
+  RefreshView();
+  return Status::Ok();
+}
+
+int64_t PushDispatcher::MaxPayload() const { return channel_.MaxPayload(); }
+
+void PushDispatcher::Stop() {
+  for (auto& w : waiting_) {
+    table_->Finish(*w.request, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"),
+                                             w.request->id));
+  }
+  waiting_.clear();
+  channel_.Stop();
+}
+
+void PushDispatcher::RefreshView() {
+  view_.clear();
+  for (const auto& w : workers_->Live()) {  // sorted by worker id
+    for (const auto& m : w.models) view_[m].push_back(w.id);
+  }
+  next_refresh_ = SteadyClock::now() + options_.view_refresh;
+}
+
+bool PushDispatcher::HasCapacity(std::string_view model_id) const {
+  auto it = view_.find(model_id);
+  return it != view_.end() && !it->second.empty();
+}
+
+std::string PushDispatcher::Pick(const std::string& model_id) {
+  auto it = view_.find(model_id);
+  if (it == view_.end() || it->second.empty()) return {};
+  const auto& candidates = it->second;
+  size_t& next = next_rr_[model_id];
+  const size_t start = next % candidates.size();
+  next = start + 1;
+  if (options_.policy == PushPolicy::kRoundRobin) return candidates[start];
+  // Least outstanding; ties go to the first from the round-robin position,
+  // so an idle fleet still spreads its work.
+  size_t best = start;
+  int64_t best_load = outstanding_[candidates[start]];
+  for (size_t k = 1; k < candidates.size(); ++k) {
+    const size_t i = (start + k) % candidates.size();
+    const int64_t load = outstanding_[candidates[i]];
+    if (load < best_load) best = i, best_load = load;
+  }
+  return candidates[best];
+}
+
+void PushDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
+  if (!channel_.connected()) {  // stopped: the gateway is going away
+    table_->Finish(*p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
+    return;
+  }
+  if (std::string worker = Pick(p->model->id); !worker.empty()) return Push(*p, worker);
+  waiting_.push_back({p, SteadyClock::now() + options_.no_capacity_wait});
+}
+
+void PushDispatcher::Push(PendingRequest& p, const std::string& worker_id) {
+  const size_t n = p.request.items.size();
+  assigned_[p.seq] = {worker_id, n};
+  outstanding_[worker_id] += static_cast<int64_t>(n);
+  if (Status s = channel_.PublishItems(p, wire::PushSubject(worker_id, p.model->id), /*jetstream_ack=*/false);
+      !s.ok()) {
+    // Items already pushed may still run; their results will be ignored.
+    table_->Finish(p, ErrorResponse(s, p.id));
+    if (auto it = assigned_.find(p.seq); it != assigned_.end()) Release(it);
+  }
+}
+
+void PushDispatcher::OnApplied(PendingRequest& p) {
+  auto it = assigned_.find(p.seq);
+  if (it == assigned_.end()) return;
+  if (p.finished) return Release(it);  // an error result, or the last one
+  if (it->second.outstanding > 0) {
+    --it->second.outstanding;
+    --outstanding_[it->second.worker_id];
+  }
+}
+
+void PushDispatcher::Release(std::unordered_map<uint64_t, Assigned>::iterator it) {
+  outstanding_[it->second.worker_id] -= static_cast<int64_t>(it->second.outstanding);
+  assigned_.erase(it);
+}
+
+void PushDispatcher::Tick(SteadyClock::time_point now) {
+  channel_.Reap();
+  if (now >= next_refresh_) RefreshView();
+  // Requests finished without their results (deadline, shutdown) stop
+  // counting against their worker. A late result finds no request and so
+  // changes nothing (LaneChannel drops it).
+  for (auto it = assigned_.begin(); it != assigned_.end();) {
+    auto next = std::next(it);
+    if (!table_->Find(it->first)) Release(it);
+    it = next;
+  }
+  if (waiting_.empty()) return;
+  std::vector<std::pair<std::shared_ptr<PendingRequest>, std::string>> ready;
+  std::vector<Waiting> expired;
+  for (auto& w : waiting_) {
+    if (w.request->finished) continue;
+    if (std::string worker = Pick(w.request->model->id); !worker.empty()) {
+      ready.emplace_back(std::move(w.request), std::move(worker));
+    } else if (now >= w.give_up) {
+      expired.push_back(std::move(w));
+    }
+  }
+  std::erase_if(waiting_, [](const Waiting& w) { return !w.request || w.request->finished; });
+  for (auto& [p, worker] : ready) Push(*p, worker);
+  for (auto& w : expired) {
+    table_->Finish(*w.request,
+                   ErrorResponse(Status(Code::kNoCapacity, "no worker is serving model '" +
+                                                               w.request->model->id + "'"),
+                                 w.request->id));
+  }
+}
+
+}  // namespace shoal::gateway
