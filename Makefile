@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build up test bench bench-encoders clean
+.PHONY: all setup build up test bench bench-encoders bench-fleet clean
 
 all: build
 
@@ -27,6 +27,10 @@ bench: build
 # Shoal's encoder engine against PyTorch and ONNX Runtime (about ten minutes).
 bench-encoders: build
 	$(BUILD)/bench/encoders_bench --out docs/bench/encoders.json
+
+# Pulling workers against a pushing router on a fleet of models (about seven minutes).
+bench-fleet: build
+	$(BUILD)/bench/pull_vs_push_bench --out docs/bench/pull-vs-push.json
 
 clean:
 	rm -rf $(BUILD)
