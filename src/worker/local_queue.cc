@@ -14,6 +14,24 @@ void LocalQueue::Push(WorkItem item) {
   cv_.notify_one();
 }
 
+size_t LocalQueue::BatchSize(const std::deque<WorkItem>& items, bool* full) {
+  const BatchingSpec& limits = items.front().model->spec->batching;
+  size_t n = 0;
+  uint64_t tokens = 0;
+  *full = false;
+  for (const WorkItem& it : items) {
+    if (n == limits.max_batch_requests || (n > 0 && tokens + it.cost > limits.max_batch_tokens)) {
+      *full = true;
+      break;
+    }
+    tokens += it.cost;
+    ++n;
+  }
+  // Exactly at the count is full too: waiting cannot add to it.
+  if (n == limits.max_batch_requests) *full = true;
+  return n;
+}
+
 std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
   std::unique_lock lock(mu_);
   for (;;) {
@@ -22,35 +40,38 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
       cv_.wait(lock);
       continue;
     }
-    // The model whose oldest item has waited longest.
-    std::deque<WorkItem>* items = nullptr;
+    // Models in the order their oldest items arrived; the first whose batch
+    // is ready (full, or its wait is over) runs. A model still waiting for
+    // its batch to fill does not hold up another model's ready batch.
+    std::vector<std::deque<WorkItem>*> order;
     for (auto& [model, q] : by_model_) {
-      if (q.empty()) continue;
-      if (!items || q.front().received < items->front().received) items = &q;
+      if (!q.empty()) order.push_back(&q);
     }
-    ServedModel& served = *items->front().model;
-    const BatchingSpec& limits = served.spec->batching;
-
+    std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+      return a->front().received < b->front().received;
+    });
+    const auto now = SteadyClock::now();
+    auto wake = SteadyClock::time_point::max();
+    std::deque<WorkItem>* items = nullptr;
     size_t n = 0;
-    uint64_t tokens = 0;
     bool full = false;
-    for (const WorkItem& it : *items) {
-      if (n == limits.max_batch_requests || (n > 0 && tokens + it.cost > limits.max_batch_tokens)) {
-        full = true;
+    for (std::deque<WorkItem>* q : order) {
+      n = BatchSize(*q, &full);
+      if (full || closed_) {
+        items = q;
         break;
       }
-      tokens += it.cost;
-      ++n;
-    }
-    // Exactly at the count is full too: waiting cannot add to it.
-    if (n == limits.max_batch_requests) full = true;
-    if (!full && !closed_) {
-      const auto oldest = items->front().received;
-      const auto until = oldest + served.batch_wait.Wait(oldest);
-      if (SteadyClock::now() < until) {
-        cv_.wait_until(lock, until);
-        continue;  // re-evaluate: more items, another model, or time is up
+      const auto oldest = q->front().received;
+      const auto until = oldest + q->front().model->batch_wait.Wait(oldest);
+      if (now >= until) {
+        items = q;
+        break;
       }
+      wake = std::min(wake, until);
+    }
+    if (!items) {
+      cv_.wait_until(lock, wake);
+      continue;  // re-evaluate: more items, another model, or time is up
     }
 
     std::vector<WorkItem> batch;

@@ -3,13 +3,16 @@
 // batches out. Items that one executor cannot start stay here for another,
 // with no network hop.
 //
-// Batching (the simple cost-bounded batcher): an executor takes the model
-// whose oldest item has waited longest, then that model's items in arrival
-// order while they fit its profile's max_batch_requests and max_batch_tokens
-// (the first item always fits, so an oversize item runs alone). If the batch
-// is not full, it waits until the oldest item has waited the model's current
-// batch wait (ServedModel::batch_wait: the profile's fixed max_batch_wait_ms,
-// or what the adaptive controller says now), or the batch fills.
+// Batching (the cost-bounded batcher): an executor looks at the models in
+// the order their oldest items arrived and takes the first whose batch is
+// ready — its items in arrival order while they fit the profile's
+// max_batch_requests and max_batch_tokens (the first item always fits, so an
+// oversize item runs alone), ready when that fills the batch or when the
+// oldest item has waited the model's current batch wait
+// (ServedModel::batch_wait: the profile's fixed max_batch_wait_ms, or what
+// the adaptive controller says now). A model still waiting for its batch to
+// fill does not hold up another model's ready batch; with none ready, the
+// executor sleeps until the first wait ends or more work arrives.
 //
 // The batch goes out sorted by cost, longest first: the runtimes split a
 // batch's work across threads, and starting the longest items first balances
@@ -63,6 +66,9 @@ class LocalQueue {
 
  private:
   bool EmptyLocked() const { return count_ == 0; }
+  // How many of `items` (one model's, oldest first) the next batch takes,
+  // and whether that fills it (by count or cost budget).
+  static size_t BatchSize(const std::deque<WorkItem>& items, bool* full);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -93,6 +93,21 @@ TEST(LocalQueue, WaitsForMoreUpToTheProfilesWait) {
   EXPECT_GE(SteadyClock::now() - t0, std::chrono::milliseconds(150)) << "a partial batch waits";
 }
 
+TEST(LocalQueue, AWaitingModelDoesNotHoldUpAnotherModelsReadyBatch) {
+  LocalQueue q;
+  auto slow = Model(8, 1000, /*wait_ms=*/10000);  // would wait for its batch to fill
+  auto ready = Model(8, 1000, /*wait_ms=*/0);
+  q.Push(Item(slow, 1, 1));  // older
+  q.Push(Item(ready, 2, 1));
+  const auto t0 = SteadyClock::now();
+  auto batch = q.TakeBatch();
+  EXPECT_EQ(Indices(batch), (std::vector<uint32_t>{2})) << "the ready model runs; the older one keeps waiting";
+  EXPECT_LT(SteadyClock::now() - t0, std::chrono::seconds(5));
+  // A full batch of the waiting model runs at once.
+  for (uint32_t i = 3; i < 10; ++i) q.Push(Item(slow, i, 1));
+  EXPECT_EQ(q.TakeBatch().size(), 8u);
+}
+
 TEST(LocalQueue, ABatchRunsLongestFirst) {
   LocalQueue q;
   auto m = Model(8, 1000);
