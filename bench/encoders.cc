@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "figures.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/hf_config.h"
 #include "runtime/native/models/bert.h"
@@ -46,11 +47,6 @@ struct Options {
   bool peers = true;
   std::string out;
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Median seconds per call of `fn` after one warm-up, over `seconds` (≥ 3 calls).
 template <class Fn>

@@ -31,6 +31,7 @@
 #include <thread>
 
 #include "common/subprocess.h"
+#include "figures.h"
 #include "load_generator.h"
 #include "queue/control_plane.h"
 #include "queue/nats_server.h"
@@ -266,19 +267,7 @@ int Run(const Options& o) {
               r["knee_pull_rps"], r["knee_push_rps"], r["knee_push_rr_rps"], r["knee_ratio_pull_over_push"],
               r["knee_ratio_pull_over_push_rr"]);
   std::printf("  adaptive over fixed (p99 fixed / p99 adaptive at the same load): %.2f\n", r["adaptive_over_fixed"]);
-  if (!o.out.empty()) {
-    std::ofstream out(o.out);
-    out << "{";
-    bool first = true;
-    for (const auto& [k, v] : r) {
-      char num[64];
-      std::snprintf(num, sizeof(num), "%.6g", v);
-      out << (first ? "" : ",") << "\n  \"" << k << "\": " << num;
-      first = false;
-    }
-    out << "\n}\n";
-    std::printf("wrote %s\n", o.out.c_str());
-  }
+  if (!o.out.empty()) WriteFigures(o.out, r);
   for (auto* gw : {&*pull_gw, &*push_gw, &*rr_gw}) gw->Stop(SIGTERM, std::chrono::seconds(10));
   for (auto& w : workers) w.Stop(SIGTERM, std::chrono::seconds(10));
   registry->reset();

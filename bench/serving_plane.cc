@@ -24,17 +24,13 @@
 #include <thread>
 
 #include "common/subprocess.h"
+#include "figures.h"
 #include "load_generator.h"
 #include "queue/nats_server.h"
 #include "wire/msgpack_writer.h"
 
 namespace shoal::bench {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? NAN : v[v.size() / 2];
-}
 
 std::string RequestBody() {
   std::string body;
@@ -259,20 +255,7 @@ void Report(std::map<std::string, std::vector<double>>& m, double max_rps, int q
   std::printf("  p50 at 1/10 load             queue %8.3f ms      in-process %8.3f ms\n",
               r["queue_p50_ms_tenth"], r["inprocess_p50_ms_tenth"]);
 
-  if (!out_path.empty()) {
-    std::filesystem::create_directories(std::filesystem::path(out_path).parent_path());
-    std::ofstream out(out_path);
-    out << "{";
-    bool first = true;
-    for (const auto& [k, v] : r) {
-      char num[64];
-      std::snprintf(num, sizeof(num), "%.6g", v);
-      out << (first ? "" : ",") << "\n  \"" << k << "\": " << num;
-      first = false;
-    }
-    out << "\n}\n";
-    std::printf("\nwrote %s\n", out_path.c_str());
-  }
+  if (!out_path.empty()) WriteFigures(out_path, r);
 }
 
 }  // namespace

@@ -86,6 +86,17 @@ class [[nodiscard]] Result {
 }  // namespace shoal
 
 // Returns early with the status of an expression that failed.
+// `SHOAL_ASSIGN_OR_RETURN(auto x, ResultExpr())` or `(existing, ...)`: the
+// value of a Result, or return its error from the calling function.
+#define SHOAL_ASSIGN_OR_RETURN(lhs, expr) \
+  SHOAL_ASSIGN_OR_RETURN_IMPL(lhs, expr, SHOAL_STATUS_CONCAT(shoal_result_, __LINE__))
+#define SHOAL_ASSIGN_OR_RETURN_IMPL(lhs, expr, tmp) \
+  auto tmp = (expr);                                \
+  if (!tmp.ok()) return tmp.status();               \
+  lhs = std::move(tmp).value()
+#define SHOAL_STATUS_CONCAT(a, b) SHOAL_STATUS_CONCAT_INNER(a, b)
+#define SHOAL_STATUS_CONCAT_INNER(a, b) a##b
+
 #define SHOAL_RETURN_IF_ERROR(expr)            \
   do {                                         \
     ::shoal::Status shoal_status_ = (expr);    \

@@ -18,19 +18,19 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelSpec& spec, const 
   auto options = native::ParseNativeOptions(spec);
   if (!options.ok()) return options.status();
 
-  const auto t0 = SteadyClock::now();
-  Result<std::unique_ptr<Model>> model = InvalidInput("");
-  if (fs::exists(fs::path(spec.path) / "config.json", ec)) {
-    spdlog::info("native: loading {} (BERT family) from {}", spec.id, spec.path);
-    model = native::EncoderModel::Load(spec, *options, ctx.threads);
-  } else if (fs::exists(fs::path(spec.path) / "model.json", ec) &&
-             fs::exists(fs::path(spec.path) / "vocab.json", ec)) {
-    spdlog::info("native: loading {} (Universal Sentence Encoder Lite) from {}", spec.id, spec.path);
-    model = native::UseLiteModel::Load(spec, ctx.threads);
-  } else {
+  // What the directory holds decides the architecture.
+  const fs::path dir(spec.path);
+  const bool hugging_face = fs::exists(dir / "config.json", ec);
+  const bool use_lite = !hugging_face && fs::exists(dir / "model.json", ec) && fs::exists(dir / "vocab.json", ec);
+  if (!hugging_face && !use_lite) {
     return InvalidInput("path: " + spec.path +
                         " holds neither config.json (Hugging Face) nor model.json + vocab.json (USE-Lite)");
   }
+  spdlog::info("native: loading {} ({}) from {}", spec.id,
+               hugging_face ? "BERT family" : "Universal Sentence Encoder Lite", spec.path);
+  const auto t0 = SteadyClock::now();
+  auto model = hugging_face ? native::EncoderModel::Load(spec, *options, ctx.threads)
+                            : native::UseLiteModel::Load(spec, ctx.threads);
   if (!model.ok()) return model.status();
   spdlog::info("native: {} loaded in {} ms, {:.1f} MB, {} thread(s) per batch", spec.id,
                MicrosSince(t0) / 1000, (*model)->memory_bytes() / 1e6, ctx.threads);

@@ -101,31 +101,25 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
   const int64_t H = config.hidden_size, I = config.intermediate_size;
   const std::string p = FindPrefix(w);
   const std::string e = p + "embeddings.";
-#define SHOAL_ASSIGN(lhs, expr)       \
-  do {                                \
-    auto _v = (expr);                 \
-    if (!_v.ok()) return _v.status(); \
-    lhs = std::move(_v).value();      \
-  } while (0)
-  SHOAL_ASSIGN(m->word_, r.Tensor(e + "word_embeddings.weight", {config.vocab_size, H}));
-  SHOAL_ASSIGN(m->position_,
+  SHOAL_ASSIGN_OR_RETURN(m->word_, r.Tensor(e + "word_embeddings.weight", {config.vocab_size, H}));
+  SHOAL_ASSIGN_OR_RETURN(m->position_,
                r.Tensor(e + "position_embeddings.weight", {config.max_position_embeddings, H}));
-  SHOAL_ASSIGN(m->token_type_, r.Tensor(e + "token_type_embeddings.weight", {config.type_vocab_size, H}));
-  SHOAL_ASSIGN(m->emb_ln_gamma_, r.Tensor(e + "LayerNorm.weight", {H}));
-  SHOAL_ASSIGN(m->emb_ln_beta_, r.Tensor(e + "LayerNorm.bias", {H}));
+  SHOAL_ASSIGN_OR_RETURN(m->token_type_, r.Tensor(e + "token_type_embeddings.weight", {config.type_vocab_size, H}));
+  SHOAL_ASSIGN_OR_RETURN(m->emb_ln_gamma_, r.Tensor(e + "LayerNorm.weight", {H}));
+  SHOAL_ASSIGN_OR_RETURN(m->emb_ln_beta_, r.Tensor(e + "LayerNorm.bias", {H}));
 
   m->layers_.resize(config.num_hidden_layers);
   for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
     Layer& L = m->layers_[i];
     const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
-    SHOAL_ASSIGN(L.qkv, r.FusedQkv(l + "attention.self.", H));
-    SHOAL_ASSIGN(L.attn_out, r.Linear(l + "attention.output.dense", H, H));
-    SHOAL_ASSIGN(L.ln1_gamma, r.Tensor(l + "attention.output.LayerNorm.weight", {H}));
-    SHOAL_ASSIGN(L.ln1_beta, r.Tensor(l + "attention.output.LayerNorm.bias", {H}));
-    SHOAL_ASSIGN(L.inter, r.Linear(l + "intermediate.dense", H, I));
-    SHOAL_ASSIGN(L.out, r.Linear(l + "output.dense", I, H));
-    SHOAL_ASSIGN(L.ln2_gamma, r.Tensor(l + "output.LayerNorm.weight", {H}));
-    SHOAL_ASSIGN(L.ln2_beta, r.Tensor(l + "output.LayerNorm.bias", {H}));
+    SHOAL_ASSIGN_OR_RETURN(L.qkv, r.FusedQkv(l + "attention.self.", H));
+    SHOAL_ASSIGN_OR_RETURN(L.attn_out, r.Linear(l + "attention.output.dense", H, H));
+    SHOAL_ASSIGN_OR_RETURN(L.ln1_gamma, r.Tensor(l + "attention.output.LayerNorm.weight", {H}));
+    SHOAL_ASSIGN_OR_RETURN(L.ln1_beta, r.Tensor(l + "attention.output.LayerNorm.bias", {H}));
+    SHOAL_ASSIGN_OR_RETURN(L.inter, r.Linear(l + "intermediate.dense", H, I));
+    SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear(l + "output.dense", I, H));
+    SHOAL_ASSIGN_OR_RETURN(L.ln2_gamma, r.Tensor(l + "output.LayerNorm.weight", {H}));
+    SHOAL_ASSIGN_OR_RETURN(L.ln2_beta, r.Tensor(l + "output.LayerNorm.bias", {H}));
     m->linear_bytes_ += L.qkv->memory_bytes() + L.attn_out->memory_bytes() +
                         L.inter->memory_bytes() + L.out->memory_bytes();
   }
@@ -133,15 +127,14 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
   if (config.sequence_classifier()) {
     const uint32_t labels = config.num_labels;
     if (w.Find("classifier.out_proj.weight")) {  // RobertaClassificationHead
-      SHOAL_ASSIGN(m->head_dense_, r.Linear("classifier.dense", H, H));
-      SHOAL_ASSIGN(m->classifier_, r.Linear("classifier.out_proj", H, labels));
+      SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear("classifier.dense", H, H));
+      SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear("classifier.out_proj", H, labels));
     } else {  // BERT: the pooler, then a linear classifier
-      SHOAL_ASSIGN(m->head_dense_, r.Linear(p + "pooler.dense", H, H));
-      SHOAL_ASSIGN(m->classifier_, r.Linear("classifier", H, labels));
+      SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear(p + "pooler.dense", H, H));
+      SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear("classifier", H, labels));
     }
     m->linear_bytes_ += m->head_dense_->memory_bytes() + m->classifier_->memory_bytes();
   }
-#undef SHOAL_ASSIGN
   return m;
 }
 

@@ -53,15 +53,15 @@ Status AddedTokens::Load(Json array, const Normalizer* normalizer) {
   for (Json item : arr) {
     std::string where = Index("added_tokens", i++);
     AddedToken t;
-    SHOAL_TOK_ASSIGN(Json id_json, ReqField(item, "id", where));
-    SHOAL_TOK_ASSIGN(t.id, ToId(id_json, Path(where, "id")));
-    SHOAL_TOK_ASSIGN(std::string_view content, ReqString(item, "content", where));
+    SHOAL_ASSIGN_OR_RETURN(Json id_json, ReqField(item, "id", where));
+    SHOAL_ASSIGN_OR_RETURN(t.id, ToId(id_json, Path(where, "id")));
+    SHOAL_ASSIGN_OR_RETURN(std::string_view content, ReqString(item, "content", where));
     t.content = std::string(content);
-    SHOAL_TOK_ASSIGN(t.special, OptBool(item, "special", false, where));
-    SHOAL_TOK_ASSIGN(t.normalized, OptBool(item, "normalized", !t.special, where));
-    SHOAL_TOK_ASSIGN(t.lstrip, OptBool(item, "lstrip", false, where));
-    SHOAL_TOK_ASSIGN(t.rstrip, OptBool(item, "rstrip", false, where));
-    SHOAL_TOK_ASSIGN(t.single_word, OptBool(item, "single_word", false, where));
+    SHOAL_ASSIGN_OR_RETURN(t.special, OptBool(item, "special", false, where));
+    SHOAL_ASSIGN_OR_RETURN(t.normalized, OptBool(item, "normalized", !t.special, where));
+    SHOAL_ASSIGN_OR_RETURN(t.lstrip, OptBool(item, "lstrip", false, where));
+    SHOAL_ASSIGN_OR_RETURN(t.rstrip, OptBool(item, "rstrip", false, where));
+    SHOAL_ASSIGN_OR_RETURN(t.single_word, OptBool(item, "single_word", false, where));
     if (t.content.empty()) continue;
     by_content_.Add(t.content, t.id);
     const auto index = static_cast<int32_t>(tokens_.size());

@@ -345,8 +345,8 @@ Status BpeModel::Load(Json json, bool byte_level) {
   byte_level_ = byte_level;
   if (auto read = ReadVocabObject(json, &vocab_); !read.ok()) return read.status();
 
-  SHOAL_TOK_ASSIGN(auto prefix, OptString(json, "continuing_subword_prefix", "model"));
-  SHOAL_TOK_ASSIGN(auto suffix, OptString(json, "end_of_word_suffix", "model"));
+  SHOAL_ASSIGN_OR_RETURN(auto prefix, OptString(json, "continuing_subword_prefix", "model"));
+  SHOAL_ASSIGN_OR_RETURN(auto suffix, OptString(json, "end_of_word_suffix", "model"));
   if (prefix) prefix_ = std::string(*prefix);
   if (suffix) suffix_ = std::string(*suffix);
 
@@ -396,11 +396,11 @@ Status BpeModel::Load(Json json, bool byte_level) {
     }
   }
 
-  SHOAL_TOK_ASSIGN(auto unk, OptString(json, "unk_token", "model"));
+  SHOAL_ASSIGN_OR_RETURN(auto unk, OptString(json, "unk_token", "model"));
   if (unk) unk_id_ = vocab_.Find(*unk);
-  SHOAL_TOK_ASSIGN(fuse_unk_, OptBool(json, "fuse_unk", false, "model"));
-  SHOAL_TOK_ASSIGN(byte_fallback_, OptBool(json, "byte_fallback", false, "model"));
-  SHOAL_TOK_ASSIGN(ignore_merges_, OptBool(json, "ignore_merges", false, "model"));
+  SHOAL_ASSIGN_OR_RETURN(fuse_unk_, OptBool(json, "fuse_unk", false, "model"));
+  SHOAL_ASSIGN_OR_RETURN(byte_fallback_, OptBool(json, "byte_fallback", false, "model"));
+  SHOAL_ASSIGN_OR_RETURN(ignore_merges_, OptBool(json, "ignore_merges", false, "model"));
 
   char name[8];
   std::string spelled;

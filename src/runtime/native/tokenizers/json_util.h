@@ -117,13 +117,4 @@ inline std::string Index(std::string_view where, size_t i) {
 
 }  // namespace shoal::native::tok
 
-#define SHOAL_TOK_ASSIGN_IMPL(var, expr, tmp) \
-  auto tmp = (expr);                          \
-  if (!tmp.ok()) return tmp.status();         \
-  var = std::move(tmp).value()
 
-#define SHOAL_TOK_CONCAT_INNER(a, b) a##b
-#define SHOAL_TOK_CONCAT(a, b) SHOAL_TOK_CONCAT_INNER(a, b)
-// `SHOAL_TOK_ASSIGN(auto x, Expr())`: x = the value, or return the error.
-#define SHOAL_TOK_ASSIGN(var, expr) \
-  SHOAL_TOK_ASSIGN_IMPL(var, expr, SHOAL_TOK_CONCAT(shoal_tok_result_, __LINE__))

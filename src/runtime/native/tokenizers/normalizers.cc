@@ -179,32 +179,32 @@ Result<std::unique_ptr<Normalizer>> ParseNormalizer(Json json, std::string_view 
   if (type == "Lowercase") return std::unique_ptr<Normalizer>(new LowercaseNormalizer());
   if (type == "StripAccents") return std::unique_ptr<Normalizer>(new StripAccentsNormalizer());
   if (type == "Strip") {
-    SHOAL_TOK_ASSIGN(bool left, OptBool(json, "strip_left", true, where));
-    SHOAL_TOK_ASSIGN(bool right, OptBool(json, "strip_right", true, where));
+    SHOAL_ASSIGN_OR_RETURN(bool left, OptBool(json, "strip_left", true, where));
+    SHOAL_ASSIGN_OR_RETURN(bool right, OptBool(json, "strip_right", true, where));
     return std::unique_ptr<Normalizer>(new StripNormalizer(left, right));
   }
   if (type == "Replace") {
-    SHOAL_TOK_ASSIGN(Json pattern, ReqField(json, "pattern", where));
-    SHOAL_TOK_ASSIGN(std::string_view content, ReqString(json, "content", where));
+    SHOAL_ASSIGN_OR_RETURN(Json pattern, ReqField(json, "pattern", where));
+    SHOAL_ASSIGN_OR_RETURN(std::string_view content, ReqString(json, "content", where));
     std::string literal;
-    SHOAL_TOK_ASSIGN(auto regex, ParsePattern(pattern, Path(where, "pattern"), &literal));
+    SHOAL_ASSIGN_OR_RETURN(auto regex, ParsePattern(pattern, Path(where, "pattern"), &literal));
     return std::unique_ptr<Normalizer>(
         new ReplaceNormalizer(std::move(literal), std::move(regex), std::string(content)));
   }
   if (type == "Prepend") {
-    SHOAL_TOK_ASSIGN(std::string_view prefix, ReqString(json, "prepend", where));
+    SHOAL_ASSIGN_OR_RETURN(std::string_view prefix, ReqString(json, "prepend", where));
     return std::unique_ptr<Normalizer>(new PrependNormalizer(std::string(prefix)));
   }
   if (type == "BertNormalizer") {
-    SHOAL_TOK_ASSIGN(bool clean, OptBool(json, "clean_text", true, where));
-    SHOAL_TOK_ASSIGN(bool chinese, OptBool(json, "handle_chinese_chars", true, where));
-    SHOAL_TOK_ASSIGN(bool lower, OptBool(json, "lowercase", true, where));
+    SHOAL_ASSIGN_OR_RETURN(bool clean, OptBool(json, "clean_text", true, where));
+    SHOAL_ASSIGN_OR_RETURN(bool chinese, OptBool(json, "handle_chinese_chars", true, where));
+    SHOAL_ASSIGN_OR_RETURN(bool lower, OptBool(json, "lowercase", true, where));
     // strip_accents: null means "as lowercase".
-    SHOAL_TOK_ASSIGN(bool strip, OptBool(json, "strip_accents", lower, where));
+    SHOAL_ASSIGN_OR_RETURN(bool strip, OptBool(json, "strip_accents", lower, where));
     return std::unique_ptr<Normalizer>(new BertNormalizer(clean, chinese, strip, lower));
   }
   if (type == "Sequence") {
-    SHOAL_TOK_ASSIGN(Json list, ReqField(json, "normalizers", where));
+    SHOAL_ASSIGN_OR_RETURN(Json list, ReqField(json, "normalizers", where));
     simdjson::dom::array arr;
     if (list.get_array().get(arr) != simdjson::SUCCESS) {
       return LoadError(Path(where, "normalizers"), "expected an array");
@@ -212,7 +212,7 @@ Result<std::unique_ptr<Normalizer>> ParseNormalizer(Json json, std::string_view 
     std::vector<std::unique_ptr<Normalizer>> parts;
     size_t i = 0;
     for (Json item : arr) {
-      SHOAL_TOK_ASSIGN(auto part, ParseNormalizer(item, Index(Path(where, "normalizers"), i++)));
+      SHOAL_ASSIGN_OR_RETURN(auto part, ParseNormalizer(item, Index(Path(where, "normalizers"), i++)));
       parts.push_back(std::move(part));
     }
     return std::unique_ptr<Normalizer>(new SequenceNormalizer(std::move(parts)));

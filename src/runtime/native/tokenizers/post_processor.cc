@@ -146,7 +146,7 @@ class SequencePost final : public PostProcessor {
 
 // ["[CLS]", 101]
 Result<int32_t> NamedId(Json json, std::string_view key, std::string_view where) {
-  SHOAL_TOK_ASSIGN(Json v, ReqField(json, key, where));
+  SHOAL_ASSIGN_OR_RETURN(Json v, ReqField(json, key, where));
   simdjson::dom::array arr;
   Json id;
   std::string_view name;
@@ -174,12 +174,12 @@ Result<std::vector<TemplatePost::Piece>> ParseTemplate(
     std::string here = Index(at, i++);
     TemplatePost::Piece p{};
     if (auto seq = OptField(item, "Sequence")) {
-      SHOAL_TOK_ASSIGN(std::string_view id, ReqString(*seq, "id", here));
+      SHOAL_ASSIGN_OR_RETURN(std::string_view id, ReqString(*seq, "id", here));
       if (id != "A" && id != "B") return LoadError(here, "sequence id must be \"A\" or \"B\"");
       p.is_sequence = true;
       p.sequence = id == "A" ? 0 : 1;
     } else if (auto sp = OptField(item, "SpecialToken")) {
-      SHOAL_TOK_ASSIGN(std::string_view id, ReqString(*sp, "id", here));
+      SHOAL_ASSIGN_OR_RETURN(std::string_view id, ReqString(*sp, "id", here));
       auto it = specials.find(id);
       if (it == specials.end()) {
         return LoadError(
@@ -190,7 +190,7 @@ Result<std::vector<TemplatePost::Piece>> ParseTemplate(
       return LoadError(here, "expected {\"Sequence\": ...} or {\"SpecialToken\": ...}");
     }
     Json body = p.is_sequence ? *OptField(item, "Sequence") : *OptField(item, "SpecialToken");
-    SHOAL_TOK_ASSIGN(auto type_id, OptInt(body, "type_id", here));
+    SHOAL_ASSIGN_OR_RETURN(auto type_id, OptInt(body, "type_id", here));
     p.type_id = static_cast<int32_t>(type_id.value_or(0));
     out.push_back(std::move(p));
   }
@@ -213,18 +213,18 @@ Result<std::unique_ptr<PostProcessor>> ParsePostProcessor(Json json, std::string
   using Ptr = std::unique_ptr<PostProcessor>;
   std::string_view type = TypeOf(json);
   if (type == "ByteLevel") {
-    SHOAL_TOK_ASSIGN(bool trim, OptBool(json, "trim_offsets", true, where));
+    SHOAL_ASSIGN_OR_RETURN(bool trim, OptBool(json, "trim_offsets", true, where));
     return Ptr(new ByteLevelPost(trim));
   }
   if (type == "BertProcessing") {
-    SHOAL_TOK_ASSIGN(int32_t cls, NamedId(json, "cls", where));
-    SHOAL_TOK_ASSIGN(int32_t sep, NamedId(json, "sep", where));
+    SHOAL_ASSIGN_OR_RETURN(int32_t cls, NamedId(json, "cls", where));
+    SHOAL_ASSIGN_OR_RETURN(int32_t sep, NamedId(json, "sep", where));
     return Ptr(new BertPost(cls, sep));
   }
   if (type == "RobertaProcessing") {
-    SHOAL_TOK_ASSIGN(int32_t cls, NamedId(json, "cls", where));
-    SHOAL_TOK_ASSIGN(int32_t sep, NamedId(json, "sep", where));
-    SHOAL_TOK_ASSIGN(bool trim, OptBool(json, "trim_offsets", true, where));
+    SHOAL_ASSIGN_OR_RETURN(int32_t cls, NamedId(json, "cls", where));
+    SHOAL_ASSIGN_OR_RETURN(int32_t sep, NamedId(json, "sep", where));
+    SHOAL_ASSIGN_OR_RETURN(bool trim, OptBool(json, "trim_offsets", true, where));
     return Ptr(new RobertaPost(cls, sep, trim));
   }
   if (type == "TemplateProcessing") {
@@ -236,21 +236,21 @@ Result<std::unique_ptr<PostProcessor>> ParsePostProcessor(Json json, std::string
       }
       for (auto kv : obj) {
         std::string at = Path(Path(where, "special_tokens"), kv.key);
-        SHOAL_TOK_ASSIGN(Json ids, ReqField(kv.value, "ids", at));
+        SHOAL_ASSIGN_OR_RETURN(Json ids, ReqField(kv.value, "ids", at));
         simdjson::dom::array arr;
         if (ids.get_array().get(arr) != simdjson::SUCCESS) {
           return LoadError(Path(at, "ids"), "expected an array of ids");
         }
         std::vector<int32_t> list;
         for (Json id : arr) {
-          SHOAL_TOK_ASSIGN(int32_t v, ToId(id, Path(at, "ids")));
+          SHOAL_ASSIGN_OR_RETURN(int32_t v, ToId(id, Path(at, "ids")));
           list.push_back(v);
         }
         specials[std::string(kv.key)] = std::move(list);
       }
     }
-    SHOAL_TOK_ASSIGN(auto single, ParseTemplate(json, "single", where, specials));
-    SHOAL_TOK_ASSIGN(auto pair, ParseTemplate(json, "pair", where, specials));
+    SHOAL_ASSIGN_OR_RETURN(auto single, ParseTemplate(json, "single", where, specials));
+    SHOAL_ASSIGN_OR_RETURN(auto pair, ParseTemplate(json, "pair", where, specials));
     if (single.empty()) single.push_back({true, 0, {}, 0});
     if (pair.empty()) {
       pair = single;
@@ -259,7 +259,7 @@ Result<std::unique_ptr<PostProcessor>> ParsePostProcessor(Json json, std::string
     return Ptr(new TemplatePost(std::move(single), std::move(pair)));
   }
   if (type == "Sequence") {
-    SHOAL_TOK_ASSIGN(Json list, ReqField(json, "processors", where));
+    SHOAL_ASSIGN_OR_RETURN(Json list, ReqField(json, "processors", where));
     simdjson::dom::array arr;
     if (list.get_array().get(arr) != simdjson::SUCCESS) {
       return LoadError(Path(where, "processors"), "expected an array");
@@ -267,7 +267,7 @@ Result<std::unique_ptr<PostProcessor>> ParsePostProcessor(Json json, std::string
     std::vector<Ptr> parts;
     size_t i = 0;
     for (Json item : arr) {
-      SHOAL_TOK_ASSIGN(Ptr part, ParsePostProcessor(item, Index(Path(where, "processors"), i++)));
+      SHOAL_ASSIGN_OR_RETURN(Ptr part, ParsePostProcessor(item, Index(Path(where, "processors"), i++)));
       parts.push_back(std::move(part));
     }
     return Ptr(new SequencePost(std::move(parts)));

@@ -16,7 +16,7 @@ namespace {
 enum class Behavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
 
 Result<Behavior> ParseBehavior(Json json, std::string_view where, Behavior dflt) {
-  SHOAL_TOK_ASSIGN(auto name, OptString(json, "behavior", where));
+  SHOAL_ASSIGN_OR_RETURN(auto name, OptString(json, "behavior", where));
   if (!name) return dflt;
   // Accept both the serialized CamelCase and the Python API's snake_case.
   std::string n;
@@ -397,15 +397,15 @@ Result<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(Json json, std::string_v
   if (type == "Whitespace") return Ptr(new WhitespacePre());
   if (type == "WhitespaceSplit") return Ptr(new WhitespaceSplitPre());
   if (type == "Punctuation") {
-    SHOAL_TOK_ASSIGN(Behavior b, ParseBehavior(json, where, Behavior::kIsolated));
+    SHOAL_ASSIGN_OR_RETURN(Behavior b, ParseBehavior(json, where, Behavior::kIsolated));
     return Ptr(new PunctuationPre(b));
   }
   if (type == "Digits") {
-    SHOAL_TOK_ASSIGN(bool individual, OptBool(json, "individual_digits", false, where));
+    SHOAL_ASSIGN_OR_RETURN(bool individual, OptBool(json, "individual_digits", false, where));
     return Ptr(new DigitsPre(individual));
   }
   if (type == "CharDelimiterSplit") {
-    SHOAL_TOK_ASSIGN(std::string_view d, ReqString(json, "delimiter", where));
+    SHOAL_ASSIGN_OR_RETURN(std::string_view d, ReqString(json, "delimiter", where));
     int len = 0;
     if (d.empty() || (DecodeUtf8(d, 0, &len), static_cast<size_t>(len) != d.size())) {
       return LoadError(Path(where, "delimiter"), "expected one character");
@@ -413,27 +413,27 @@ Result<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(Json json, std::string_v
     return Ptr(new CharDelimiterPre(DecodeUtf8(d, 0, &len)));
   }
   if (type == "Split") {
-    SHOAL_TOK_ASSIGN(Json pattern, ReqField(json, "pattern", where));
+    SHOAL_ASSIGN_OR_RETURN(Json pattern, ReqField(json, "pattern", where));
     std::string literal;
-    SHOAL_TOK_ASSIGN(auto regex, ParsePattern(pattern, Path(where, "pattern"), &literal));
-    SHOAL_TOK_ASSIGN(Behavior b, ParseBehavior(json, where, Behavior::kIsolated));
-    SHOAL_TOK_ASSIGN(bool invert, OptBool(json, "invert", false, where));
+    SHOAL_ASSIGN_OR_RETURN(auto regex, ParsePattern(pattern, Path(where, "pattern"), &literal));
+    SHOAL_ASSIGN_OR_RETURN(Behavior b, ParseBehavior(json, where, Behavior::kIsolated));
+    SHOAL_ASSIGN_OR_RETURN(bool invert, OptBool(json, "invert", false, where));
     return Ptr(new SplitPre(std::move(literal), std::move(regex), b, invert));
   }
   if (type == "ByteLevel") {
-    SHOAL_TOK_ASSIGN(bool prefix, OptBool(json, "add_prefix_space", true, where));
-    SHOAL_TOK_ASSIGN(bool use_regex, OptBool(json, "use_regex", true, where));
+    SHOAL_ASSIGN_OR_RETURN(bool prefix, OptBool(json, "add_prefix_space", true, where));
+    SHOAL_ASSIGN_OR_RETURN(bool use_regex, OptBool(json, "use_regex", true, where));
     std::unique_ptr<Regex> regex;
     if (use_regex) {
-      SHOAL_TOK_ASSIGN(regex, Regex::Compile(kGpt2Pattern));
+      SHOAL_ASSIGN_OR_RETURN(regex, Regex::Compile(kGpt2Pattern));
     }
     return Ptr(new ByteLevelPre(prefix, std::move(regex)));
   }
   if (type == "Metaspace") {
-    SHOAL_TOK_ASSIGN(auto repl, OptString(json, "replacement", where));
+    SHOAL_ASSIGN_OR_RETURN(auto repl, OptString(json, "replacement", where));
     std::string replacement = repl ? std::string(*repl) : "\xE2\x96\x81";  // ▁
     if (replacement.empty()) return LoadError(Path(where, "replacement"), "must not be empty");
-    SHOAL_TOK_ASSIGN(auto scheme_name, OptString(json, "prepend_scheme", where));
+    SHOAL_ASSIGN_OR_RETURN(auto scheme_name, OptString(json, "prepend_scheme", where));
     PrependScheme scheme;
     if (scheme_name) {
       if (*scheme_name == "always") {
@@ -448,14 +448,14 @@ Result<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(Json json, std::string_v
       }
     } else {
       // Files older than prepend_scheme say add_prefix_space.
-      SHOAL_TOK_ASSIGN(bool prefix, OptBool(json, "add_prefix_space", true, where));
+      SHOAL_ASSIGN_OR_RETURN(bool prefix, OptBool(json, "add_prefix_space", true, where));
       scheme = prefix ? PrependScheme::kAlways : PrependScheme::kNever;
     }
-    SHOAL_TOK_ASSIGN(bool split, OptBool(json, "split", true, where));
+    SHOAL_ASSIGN_OR_RETURN(bool split, OptBool(json, "split", true, where));
     return Ptr(new MetaspacePre(std::move(replacement), scheme, split));
   }
   if (type == "Sequence") {
-    SHOAL_TOK_ASSIGN(Json list, ReqField(json, "pretokenizers", where));
+    SHOAL_ASSIGN_OR_RETURN(Json list, ReqField(json, "pretokenizers", where));
     simdjson::dom::array arr;
     if (list.get_array().get(arr) != simdjson::SUCCESS) {
       return LoadError(Path(where, "pretokenizers"), "expected an array");
@@ -465,7 +465,7 @@ Result<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(Json json, std::string_v
     size_t i = 0;
     for (Json item : arr) {
       std::string at = Index(Path(where, "pretokenizers"), i++);
-      SHOAL_TOK_ASSIGN(Ptr part, ParsePreTokenizer(item, at));
+      SHOAL_ASSIGN_OR_RETURN(Ptr part, ParsePreTokenizer(item, at));
       // After ByteLevel the Rust crate sees byte-mapped text ("Ġ" for " ");
       // we keep raw text, which is the same only for splits that cannot tell
       // the difference: digits, or another ByteLevel.

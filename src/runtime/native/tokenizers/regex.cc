@@ -66,12 +66,12 @@ Result<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern) {
 // A Replace/Split "pattern": {"String": "..."} or {"Regex": "..."}.
 Result<std::unique_ptr<Regex>> ParsePattern(Json json, std::string_view where,
                                             std::string* literal) {
-  SHOAL_TOK_ASSIGN(auto str, OptString(json, "String", where));
+  SHOAL_ASSIGN_OR_RETURN(auto str, OptString(json, "String", where));
   if (str) {
     *literal = std::string(*str);
     return std::unique_ptr<Regex>();
   }
-  SHOAL_TOK_ASSIGN(auto re, OptString(json, "Regex", where));
+  SHOAL_ASSIGN_OR_RETURN(auto re, OptString(json, "Regex", where));
   if (re) return Regex::Compile(*re);
   return LoadError(where, "expected {\"String\": ...} or {\"Regex\": ...}");
 }

@@ -102,16 +102,16 @@ Status HfTokenizer::Load(Json root) {
     return tok::LoadError("(root)", "expected a JSON object");
   }
   if (auto n = tok::OptField(root, "normalizer")) {
-    SHOAL_TOK_ASSIGN(normalizer_, tok::ParseNormalizer(*n, "normalizer"));
+    SHOAL_ASSIGN_OR_RETURN(normalizer_, tok::ParseNormalizer(*n, "normalizer"));
   }
   if (auto p = tok::OptField(root, "pre_tokenizer")) {
-    SHOAL_TOK_ASSIGN(pre_tokenizer_, tok::ParsePreTokenizer(*p, "pre_tokenizer"));
+    SHOAL_ASSIGN_OR_RETURN(pre_tokenizer_, tok::ParsePreTokenizer(*p, "pre_tokenizer"));
   }
-  SHOAL_TOK_ASSIGN(Json model, tok::ReqField(root, "model", ""));
+  SHOAL_ASSIGN_OR_RETURN(Json model, tok::ReqField(root, "model", ""));
   const bool byte_level = pre_tokenizer_ && pre_tokenizer_->byte_level();
-  SHOAL_TOK_ASSIGN(model_, tok::ParseModel(model, byte_level));
+  SHOAL_ASSIGN_OR_RETURN(model_, tok::ParseModel(model, byte_level));
   if (auto pp = tok::OptField(root, "post_processor")) {
-    SHOAL_TOK_ASSIGN(post_, tok::ParsePostProcessor(*pp, "post_processor"));
+    SHOAL_ASSIGN_OR_RETURN(post_, tok::ParsePostProcessor(*pp, "post_processor"));
   }
   if (auto a = tok::OptField(root, "added_tokens")) {
     SHOAL_RETURN_IF_ERROR(added_.Load(*a, normalizer_.get()));

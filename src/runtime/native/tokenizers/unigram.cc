@@ -79,7 +79,7 @@ class UnigramModel final : public Model {
   size_t id_space() const override { return vocab_.id_space(); }
 
   Status Load(Json json) {
-    SHOAL_TOK_ASSIGN(Json vocab, ReqField(json, "vocab", "model"));
+    SHOAL_ASSIGN_OR_RETURN(Json vocab, ReqField(json, "vocab", "model"));
     simdjson::dom::array arr;
     if (vocab.get_array().get(arr) != simdjson::SUCCESS) {
       return LoadError("model.vocab", "expected an array of [token, score]");
@@ -98,7 +98,7 @@ class UnigramModel final : public Model {
           pair.at(1).get(score_json) != simdjson::SUCCESS) {
         return LoadError(where, "expected [token, score]");
       }
-      SHOAL_TOK_ASSIGN(double score, ToDouble(score_json, where));
+      SHOAL_ASSIGN_OR_RETURN(double score, ToDouble(score_json, where));
       vocab_.Add(token, id);
       scores_.push_back(score);
       min_score = std::min(min_score, score);
@@ -106,12 +106,12 @@ class UnigramModel final : public Model {
       ++id;
     }
     unk_score_ = (scores_.empty() ? 0.0 : min_score) - kUnkPenalty;
-    SHOAL_TOK_ASSIGN(auto unk, OptInt(json, "unk_id", "model"));
+    SHOAL_ASSIGN_OR_RETURN(auto unk, OptInt(json, "unk_id", "model"));
     if (unk) {
       if (*unk < 0 || *unk >= id) return LoadError("model.unk_id", "out of the vocabulary");
       unk_id_ = static_cast<int32_t>(*unk);
     }
-    SHOAL_TOK_ASSIGN(byte_fallback_, OptBool(json, "byte_fallback", false, "model"));
+    SHOAL_ASSIGN_OR_RETURN(byte_fallback_, OptBool(json, "byte_fallback", false, "model"));
     char name[8];
     for (int b = 0; b < 256; ++b) {
       std::snprintf(name, sizeof(name), "<0x%02X>", b);

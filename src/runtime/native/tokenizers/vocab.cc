@@ -48,7 +48,7 @@ void Vocab::Add(std::string_view token, int32_t id) {
 }
 
 Result<size_t> ReadVocabObject(Json model, Vocab* vocab) {
-  SHOAL_TOK_ASSIGN(Json v, ReqField(model, "vocab", "model"));
+  SHOAL_ASSIGN_OR_RETURN(Json v, ReqField(model, "vocab", "model"));
   simdjson::dom::object obj;
   if (v.get_object().get(obj) != simdjson::SUCCESS) {
     return LoadError("model.vocab", "expected an object of token: id");
@@ -56,7 +56,7 @@ Result<size_t> ReadVocabObject(Json model, Vocab* vocab) {
   vocab->Reserve(obj.size(), obj.size() * 8);
   size_t longest = 0;
   for (auto kv : obj) {
-    SHOAL_TOK_ASSIGN(int32_t id, ToId(kv.value, "model.vocab[\"" + std::string(kv.key) + "\"]"));
+    SHOAL_ASSIGN_OR_RETURN(int32_t id, ToId(kv.value, "model.vocab[\"" + std::string(kv.key) + "\"]"));
     vocab->Add(kv.key, id);
     longest = std::max(longest, kv.key.size());
   }

@@ -67,12 +67,12 @@ class WordPieceModel final : public Model {
   size_t id_space() const override { return vocab_.id_space(); }
 
   Status Load(Json json) {
-    SHOAL_TOK_ASSIGN(max_token_bytes_, ReadVocabObject(json, &vocab_));
-    SHOAL_TOK_ASSIGN(auto prefix, OptString(json, "continuing_subword_prefix", "model"));
+    SHOAL_ASSIGN_OR_RETURN(max_token_bytes_, ReadVocabObject(json, &vocab_));
+    SHOAL_ASSIGN_OR_RETURN(auto prefix, OptString(json, "continuing_subword_prefix", "model"));
     prefix_ = prefix ? std::string(*prefix) : "##";
-    SHOAL_TOK_ASSIGN(auto max_chars, OptInt(json, "max_input_chars_per_word", "model"));
+    SHOAL_ASSIGN_OR_RETURN(auto max_chars, OptInt(json, "max_input_chars_per_word", "model"));
     max_chars_ = max_chars && *max_chars > 0 ? static_cast<size_t>(*max_chars) : 100;
-    SHOAL_TOK_ASSIGN(auto unk, OptString(json, "unk_token", "model"));
+    SHOAL_ASSIGN_OR_RETURN(auto unk, OptString(json, "unk_token", "model"));
     std::string unk_name = unk ? std::string(*unk) : "[UNK]";
     auto unk_id = vocab_.Find(unk_name);
     if (!unk_id) {

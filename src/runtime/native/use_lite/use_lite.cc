@@ -38,23 +38,15 @@ std::string StackName(int layer, std::string_view rest) {
   return fmt::format("{}TransformerStack/Layer_{}/TransformerLayer/{}", kApply, layer, rest);
 }
 
-// `auto var = value of expr`, or return its error. (`var` names a variable,
-// so it cannot be parenthesized.)
-// NOLINTBEGIN(bugprone-macro-parentheses)
-#define USE_LITE_ASSIGN(var, expr)                      \
-  auto var##_result = (expr);                           \
-  if (!var##_result.ok()) return var##_result.status(); \
-  auto var = std::move(*var##_result)
-// NOLINTEND(bugprone-macro-parentheses)
 
 Result<std::vector<float>> Copy(const TfjsWeights& w, const std::string& name,
                                 const std::vector<int64_t>& shape) {
-  USE_LITE_ASSIGN(data, w.Float32(name, shape));
+  SHOAL_ASSIGN_OR_RETURN(auto data, w.Float32(name, shape));
   return std::vector<float>(data.begin(), data.end());
 }
 
 Result<float> Scalar(const TfjsWeights& w, const std::string& name) {
-  USE_LITE_ASSIGN(data, w.Float32(name, {}));
+  SHOAL_ASSIGN_OR_RETURN(auto data, w.Float32(name, {}));
   return data[0];
 }
 
@@ -65,8 +57,8 @@ Result<std::unique_ptr<cpu::Linear>> MakeLinear(const TfjsWeights& w, const std:
                                                 size_t out) {
   std::vector<int64_t> shape = {static_cast<int64_t>(in), static_cast<int64_t>(out)};
   if (conv) shape.insert(shape.begin(), {1, 1});
-  USE_LITE_ASSIGN(k, w.Float32(kernel, shape));
-  USE_LITE_ASSIGN(b, w.Float32(bias, {static_cast<int64_t>(out)}));
+  SHOAL_ASSIGN_OR_RETURN(auto k, w.Float32(kernel, shape));
+  SHOAL_ASSIGN_OR_RETURN(auto b, w.Float32(bias, {static_cast<int64_t>(out)}));
   Result<std::unique_ptr<cpu::Linear>> linear = cpu::Linear::Create(
       k.data(), cpu::WeightLayout::kInOut, in, out, b.data(), cpu::Precision::kF32);
   if (!linear.ok())
@@ -102,20 +94,19 @@ UseLite::~UseLite() = default;
 
 Result<std::unique_ptr<UseLite>> UseLite::Load(const std::string& dir) {
   std::unique_ptr<UseLite> m(new UseLite());
-  USE_LITE_ASSIGN(tokenizer, UseLiteTokenizer::Load(dir + "/vocab.json"));
+  SHOAL_ASSIGN_OR_RETURN(auto tokenizer, UseLiteTokenizer::Load(dir + "/vocab.json"));
   m->tokenizer_ = std::move(tokenizer);
   // The whole weights buffer lives only for the load: the Linears copy what
   // they need in their own layout, and the rest is copied below.
-  USE_LITE_ASSIGN(w, TfjsWeights::Load(dir + "/model.json"));
+  SHOAL_ASSIGN_OR_RETURN(auto w, TfjsWeights::Load(dir + "/model.json"));
 
-  USE_LITE_ASSIGN(embedding, Copy(*w, "module/Embeddings_en", {kEmbeddingRows, kWidth0}));
+  SHOAL_ASSIGN_OR_RETURN(auto embedding, Copy(*w, "module/Embeddings_en", {kEmbeddingRows, kWidth0}));
   m->embedding_ = std::move(embedding);
   m->embedding_rows_ = kEmbeddingRows;
   if (m->tokenizer_->vocab_size() > m->embedding_rows_)
     return Status(Code::kModelLoadFailed, "use-lite: vocab.json has more ids than embedding rows");
 
-  USE_LITE_ASSIGN(
-      max_len,
+  SHOAL_ASSIGN_OR_RETURN(auto max_len,
       w->Int32("module_apply_default/Encoder_en/KonaTransformer/ClipToMaxLength/Less/y", {}));
   if (static_cast<size_t>(max_len[0]) != kMaxTokens)
     return Status(Code::kModelLoadFailed,
@@ -125,8 +116,7 @@ Result<std::unique_ptr<UseLite>> UseLite::Load(const std::string& dir) {
   // §3 step 1: the timing signal, sin(j·ω_i) for i < 128 then cos(j·ω_i) —
   // concatenated, not interleaved — with the argument float32(j)·ω_i and the
   // stored ω (not recomputed).
-  USE_LITE_ASSIGN(
-      omega,
+  SHOAL_ASSIGN_OR_RETURN(auto omega,
       w->Float32(fmt::format("{}TransformerStack/Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1",
                              kApply),
                  {1, kWidth0 / 2}));
@@ -140,10 +130,9 @@ Result<std::unique_ptr<UseLite>> UseLite::Load(const std::string& dir) {
   }
 
   // §3: one ε for all four LayerNorms; the L2 floor on the squared norm.
-  USE_LITE_ASSIGN(eps, Scalar(*w, StackName(1, "FFN/layer_prepostprocess/layer_norm/Cast/x")));
+  SHOAL_ASSIGN_OR_RETURN(auto eps, Scalar(*w, StackName(1, "FFN/layer_prepostprocess/layer_norm/Cast/x")));
   m->ln_eps_ = eps;
-  USE_LITE_ASSIGN(
-      floor, Scalar(*w, "module_apply_default/Encoder_en/hidden_layers/l2_normalize/Maximum/y"));
+  SHOAL_ASSIGN_OR_RETURN(auto floor, Scalar(*w, "module_apply_default/Encoder_en/hidden_layers/l2_normalize/Maximum/y"));
   m->l2_floor_ = floor;
 
   for (int l = 0; l < 2; ++l) {
@@ -151,19 +140,15 @@ Result<std::unique_ptr<UseLite>> UseLite::Load(const std::string& dir) {
     layer->width = l == 0 ? kWidth0 : kWidth;
     layer->head_dim = static_cast<int>(layer->width) / kHeads;
     const auto wi = static_cast<int64_t>(layer->width);
-    USE_LITE_ASSIGN(scale, Scalar(*w, StackName(l, "MultiheadAttention/mul/y")));
+    SHOAL_ASSIGN_OR_RETURN(auto scale, Scalar(*w, StackName(l, "MultiheadAttention/mul/y")));
     layer->scale = scale;
     const std::string lnp = "layer_prepostprocess/layer_norm/";
-    USE_LITE_ASSIGN(
-        g0, Copy(*w, LayerName(kApply, l, lnp + "layer_norm_scale/ConcatPartitions/concat"), {wi}));
-    USE_LITE_ASSIGN(
-        b0, Copy(*w, LayerName(kApply, l, lnp + "layer_norm_bias/ConcatPartitions/concat"), {wi}));
-    USE_LITE_ASSIGN(
-        g1,
+    SHOAL_ASSIGN_OR_RETURN(auto g0, Copy(*w, LayerName(kApply, l, lnp + "layer_norm_scale/ConcatPartitions/concat"), {wi}));
+    SHOAL_ASSIGN_OR_RETURN(auto b0, Copy(*w, LayerName(kApply, l, lnp + "layer_norm_bias/ConcatPartitions/concat"), {wi}));
+    SHOAL_ASSIGN_OR_RETURN(auto g1,
         Copy(*w, LayerName(kApply, l, "FFN/" + lnp + "layer_norm_scale/ConcatPartitions/concat"),
              {kWidth}));
-    USE_LITE_ASSIGN(
-        b1, Copy(*w, LayerName(kApply, l, "FFN/" + lnp + "layer_norm_bias/ConcatPartitions/concat"),
+    SHOAL_ASSIGN_OR_RETURN(auto b1, Copy(*w, LayerName(kApply, l, "FFN/" + lnp + "layer_norm_bias/ConcatPartitions/concat"),
                  {kWidth}));
     layer->ln_att_gamma = std::move(g0);
     layer->ln_att_beta = std::move(b0);
@@ -171,20 +156,18 @@ Result<std::unique_ptr<UseLite>> UseLite::Load(const std::string& dir) {
     layer->ln_ffn_beta = std::move(b1);
 
     const std::string mha = "MultiheadAttention/";
-    USE_LITE_ASSIGN(
-        qkv,
+    SHOAL_ASSIGN_OR_RETURN(auto qkv,
         MakeLinear(*w, LayerName(kModule, l, mha + "qkv_transform_single/kernel/part_0"), true,
                    LayerName(kApply, l, mha + "qkv_transform_single/bias/ConcatPartitions/concat"),
                    layer->width, 3 * layer->width));
-    USE_LITE_ASSIGN(
-        out, MakeLinear(
+    SHOAL_ASSIGN_OR_RETURN(auto out, MakeLinear(
                  *w, LayerName(kModule, l, mha + "output_transform_single/kernel/part_0"), true,
                  LayerName(kApply, l, mha + "output_transform_single/bias/ConcatPartitions/concat"),
                  layer->width, kWidth));
-    USE_LITE_ASSIGN(ffn1, MakeLinear(*w, StackName(l, "FFN/conv1/Tensordot/Reshape_1"), false,
+    SHOAL_ASSIGN_OR_RETURN(auto ffn1, MakeLinear(*w, StackName(l, "FFN/conv1/Tensordot/Reshape_1"), false,
                                      LayerName(kApply, l, "FFN/conv1/bias/ConcatPartitions/concat"),
                                      kWidth, kFfnWidth));
-    USE_LITE_ASSIGN(ffn2, MakeLinear(*w, StackName(l, "FFN/conv2/Tensordot/Reshape_1"), false,
+    SHOAL_ASSIGN_OR_RETURN(auto ffn2, MakeLinear(*w, StackName(l, "FFN/conv2/Tensordot/Reshape_1"), false,
                                      LayerName(kApply, l, "FFN/conv2/bias/ConcatPartitions/concat"),
                                      kFfnWidth, kWidth));
     layer->qkv = std::move(qkv);
@@ -192,8 +175,7 @@ Result<std::unique_ptr<UseLite>> UseLite::Load(const std::string& dir) {
     layer->ffn1 = std::move(ffn1);
     layer->ffn2 = std::move(ffn2);
     if (l == 0) {
-      USE_LITE_ASSIGN(
-          dense,
+      SHOAL_ASSIGN_OR_RETURN(auto dense,
           MakeLinear(*w, LayerName(kApply, 0, "dense/kernel/ConcatPartitions/concat"), false,
                      LayerName(kApply, 0, "dense/bias/ConcatPartitions/concat"), kWidth0, kWidth));
       layer->residual = std::move(dense);
@@ -201,7 +183,7 @@ Result<std::unique_ptr<UseLite>> UseLite::Load(const std::string& dir) {
     m->layers_[l] = std::move(layer);
   }
 
-  USE_LITE_ASSIGN(tanh_layer,
+  SHOAL_ASSIGN_OR_RETURN(auto tanh_layer,
                   MakeLinear(*w, "module/Encoder_en/hidden_layers/tanh_layer_0/weights", false,
                              "module/Encoder_en/hidden_layers/tanh_layer_0/bias", kWidth, kWidth));
   m->tanh_layer_ = std::move(tanh_layer);
@@ -341,6 +323,5 @@ Status UseLite::Embed(std::span<const std::vector<int32_t>> sentences, bool norm
   return Status::Ok();
 }
 
-#undef USE_LITE_ASSIGN
 
 }  // namespace shoal::native
