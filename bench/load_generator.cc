@@ -22,6 +22,7 @@ struct Shared {
   Clock::time_point start, measure_from, stop;
   uint64_t ok = 0, errors = 0;
   std::vector<double> latencies;
+  std::vector<uint32_t> entries;
 };
 
 // Reads one response; returns its status, or 0 on a broken connection.
@@ -92,6 +93,7 @@ asio::awaitable<void> Connection(Shared& sh, int index) {
     if (status == 200) {
       ++sh.ok;
       sh.latencies.push_back(std::chrono::duration<double, std::milli>(done - due).count());
+      sh.entries.push_back(static_cast<uint32_t>(pick));
     } else {
       ++sh.errors;
       if (status == 0) break;
@@ -136,6 +138,7 @@ LoadResult RunLoad(const LoadSpec& spec) {
   r.errors = sh.errors;
   r.requests_per_s = static_cast<double>(sh.ok) / std::chrono::duration<double>(spec.duration).count();
   r.latencies_ms = std::move(sh.latencies);
+  r.entries = std::move(sh.entries);
   return r;
 }
 

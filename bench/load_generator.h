@@ -41,6 +41,7 @@ struct LoadResult {
   uint64_t ok = 0;
   uint64_t errors = 0;
   std::vector<double> latencies_ms;  // of measured, successful requests
+  std::vector<uint32_t> entries;     // the mix entry of each (as latencies_ms)
 
   double Percentile(double p) const;
 };

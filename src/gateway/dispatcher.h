@@ -38,6 +38,10 @@ class Dispatcher {
   // `p` is in the table already. May finish it before returning.
   virtual void Submit(const std::shared_ptr<PendingRequest>& p) = 0;
 
+  // The client of `p` hung up (p is still pending; the router finishes it
+  // next): tell the workers not to start its items, where they can be told.
+  virtual void Cancel(const PendingRequest& p) {}
+
   // Called by the sweeper every few milliseconds (capacity waits).
   virtual void Tick(SteadyClock::time_point now) {}
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,6 +23,9 @@ struct HttpRequest {
   std::string timeout_ms;  // X-Shoal-Timeout-Ms
   std::string body;
   SteadyClock::time_point received = SteadyClock::now();
+  // Set by the server. What the handler stores here runs, on the lane's loop
+  // and at most once, if the client hangs up before its response is ready.
+  std::shared_ptr<std::function<void()>> on_hangup;
 };
 
 struct HttpResponse {

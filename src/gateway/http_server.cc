@@ -5,7 +5,10 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <sys/socket.h>
+
 #include <array>
+#include <cerrno>
 #include <optional>
 #include <vector>
 
@@ -107,6 +110,25 @@ awaitable<void> WriteError(beast::tcp_stream& stream, const Status& status) {
   co_await WriteResponse(stream, ErrorResponse(status, ""), 11, false);
 }
 
+// While a request waits for its response, watches its connection: readable
+// with nothing to read means the client hung up, and `on_hangup` lets the
+// handler stop the work (a pipelined next request also makes it readable;
+// then the watch just ends). Session cancels the watch before it writes.
+void WatchForHangup(tcp::socket& socket, const std::shared_ptr<ResponseSlot>& slot,
+                    const std::shared_ptr<std::function<void()>>& on_hangup) {
+  const int fd = socket.native_handle();
+  socket.async_wait(tcp::socket::wait_read, [fd, slot, on_hangup](boost::system::error_code ec) {
+    if (ec || slot->response || !*on_hangup) return;
+    char c;
+    const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+      auto hangup = std::move(*on_hangup);
+      *on_hangup = nullptr;
+      hangup();
+    }
+  });
+}
+
 awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx) {
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
@@ -144,6 +166,8 @@ awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const S
     r.body = std::move(req.body());
 
     auto slot = std::make_shared<ResponseSlot>(stream.get_executor());
+    auto on_hangup = std::make_shared<std::function<void()>>();
+    r.on_hangup = on_hangup;
     ctx->handler(lane, std::move(r), [slot](HttpResponse response) {
       asio::post(slot->timer.get_executor(), [slot, response = std::move(response)]() mutable {
         slot->response = std::move(response);
@@ -151,7 +175,9 @@ awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const S
       });
     });
     if (!slot->response) {
+      WatchForHangup(stream.socket(), slot, on_hangup);
       co_await slot->timer.async_wait(asio::redirect_error(use_awaitable, ec));
+      stream.socket().cancel(ec);  // the watch, if it is still on
     }
     if (!slot->response) break;  // shutting down
 

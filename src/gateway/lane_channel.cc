@@ -72,6 +72,12 @@ Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, 
   return Status::Ok();
 }
 
+void LaneChannel::PublishCancel(const PendingRequest& p) {
+  const std::string notice = p.id + " " + std::to_string(p.deadline_unix_ms);
+  natsConnection_Publish(nc_.get(), wire::CancelSubject(p.model->pool).c_str(), notice.data(),
+                         static_cast<int>(notice.size()));
+}
+
 void LaneChannel::OnReply(natsMsg* msg) {
   std::string_view subject = natsMsg_GetSubject(msg);
   if (subject.size() <= reply_prefix_.size()) return;

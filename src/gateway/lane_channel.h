@@ -51,6 +51,9 @@ class LaneChannel {
   // finished by the caller).
   Status PublishItems(PendingRequest& p, const std::string& subject, bool jetstream_ack);
 
+  // Announces that `p`'s client hung up (wire/subjects.h CancelSubject).
+  void PublishCancel(const PendingRequest& p);
+
   // Frees received and published messages (call from the lane's Tick).
   void Reap() { reaper_.Reap(); }
 

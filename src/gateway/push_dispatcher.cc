@@ -38,6 +38,10 @@ void PushDispatcher::RefreshView() {
   next_refresh_ = SteadyClock::now() + options_.view_refresh;
 }
 
+void PushDispatcher::Cancel(const PendingRequest& p) {
+  if (channel_.connected()) channel_.PublishCancel(p);
+}
+
 bool PushDispatcher::HasCapacity(std::string_view model_id) const {
   auto it = view_.find(model_id);
   return it != view_.end() && !it->second.empty();

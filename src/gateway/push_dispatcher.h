@@ -61,6 +61,7 @@ class PushDispatcher final : public Dispatcher {
   int64_t MaxPayload() const;
 
   void Submit(const std::shared_ptr<PendingRequest>& p) override;
+  void Cancel(const PendingRequest& p) override;
   void Tick(SteadyClock::time_point now) override;
   bool HasCapacity(std::string_view model_id) const override;
   void Stop() override;

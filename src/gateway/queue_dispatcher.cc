@@ -30,6 +30,10 @@ void QueueDispatcher::Stop() {
   channel_.Stop();
 }
 
+void QueueDispatcher::Cancel(const PendingRequest& p) {
+  if (channel_.connected()) channel_.PublishCancel(p);
+}
+
 bool QueueDispatcher::HasCapacity(std::string_view model_id) const {
   return workers_->AnyServing(model_id);
 }

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "common/log.h"
 #include "wire/json_writer.h"
 #include "wire/score_request.h"
 
@@ -139,7 +140,17 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Rout
   p->remaining = p->request.items.size();
   p->respond = std::move(respond);
   lane.table->Insert(p);
+  if (req.on_hangup) *req.on_hangup = [this, &lane, seq = p->seq] { OnHangup(lane, seq); };
   lane.dispatcher->Submit(p);
+}
+
+void Router::OnHangup(RouterLane& lane, uint64_t seq) {
+  std::shared_ptr<PendingRequest> p = lane.table->Find(seq);
+  if (!p || p->finished) return;
+  spdlog::debug("rid={} the client hung up; cancelling", p->id);
+  lane.dispatcher->Cancel(*p);
+  // Nobody reads this answer; finishing frees the request now.
+  lane.table->Finish(*p, ErrorResponse(Status(Code::kDeadlineExceeded, "the client hung up"), p->id));
 }
 
 HttpResponse Router::ListModels(const RouterLane& lane) const {

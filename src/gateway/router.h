@@ -2,7 +2,8 @@
 // finds the model (404), peeks and validates the body into items with a cost
 // estimate (400/413), puts the request in the pending table with its
 // deadline, and hands it to the Dispatcher. Everything after that is the
-// dispatcher's and the sweeper's.
+// dispatcher's and the sweeper's — unless the client hangs up first: then
+// the dispatcher tells the workers (Dispatcher::Cancel) and the request ends.
 //
 //   GET  /healthz            the process is up
 //   GET  /readyz             connected, catalog loaded, not draining
@@ -60,6 +61,8 @@ class Router {
   // Parses the body into p->request and picks the response format.
   Status Parse(Route route, const HttpRequest& req, PendingRequest* p) const;
   HttpResponse ListModels(const RouterLane& lane) const;
+  // The client of request `seq` hung up: its items need not run.
+  void OnHangup(RouterLane& lane, uint64_t seq);
   std::shared_ptr<const ModelSpec> FindModel(std::string_view id) const;
 
   const RouterOptions options_;

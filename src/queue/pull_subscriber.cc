@@ -1,7 +1,11 @@
 #include "queue/pull_subscriber.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <ctime>
 
 #include "common/log.h"
 #include "queue/loop_connection.h"
@@ -9,6 +13,29 @@
 
 namespace shoal::queue {
 namespace {
+
+// "2026-11-30T05:08:14.546910686Z" (UTC, as nats-server writes times) → Unix ns.
+bool ParseRfc3339Nanos(const std::string& s, int64_t* unix_ns) {
+  std::tm tm{};
+  int consumed = 0;
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &consumed) != 6) {
+    return false;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  int64_t frac_ns = 0;
+  size_t i = static_cast<size_t>(consumed);
+  if (i < s.size() && s[i] == '.') {
+    int64_t scale = 100000000;
+    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, scale /= 10) frac_ns += (s[i] - '0') * scale;
+  }
+  if (i >= s.size() || s[i] != 'Z') return false;  // nats-server writes UTC
+  const time_t secs = timegm(&tm);
+  if (secs < 0) return false;
+  *unix_ns = static_cast<int64_t>(secs) * 1000000000 + frac_ns;
+  return true;
+}
 
 // Splits `s` on '.' into at most `max` views; returns how many.
 size_t SplitTokens(std::string_view s, std::string_view* out, size_t max) {
@@ -24,8 +51,12 @@ size_t SplitTokens(std::string_view s, std::string_view* out, size_t max) {
 
 }  // namespace
 
-PullSubscriber::PullSubscriber(std::string inbox_prefix, OnMessage on_message, PullTiming timing)
-    : inbox_prefix_(std::move(inbox_prefix)), on_message_(std::move(on_message)), timing_(timing) {}
+PullSubscriber::PullSubscriber(std::string inbox_prefix, OnMessage on_message, PullTiming timing,
+                               OnRequestEnd on_request_end)
+    : inbox_prefix_(std::move(inbox_prefix)),
+      on_message_(std::move(on_message)),
+      timing_(timing),
+      on_request_end_(std::move(on_request_end)) {}
 
 PullSubscriber::~PullSubscriber() { Stop(); }
 
@@ -71,6 +102,7 @@ int PullSubscriber::AddConsumer(std::string stream, std::string consumer) {
   }
   Slot s;
   s.next_subject = "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer;
+  s.info_subject = "$JS.API.CONSUMER.INFO." + stream + "." + consumer;
   s.stream = std::move(stream);
   s.consumer = consumer;
   slots_.push_back(std::move(s));
@@ -89,31 +121,37 @@ void PullSubscriber::StopRefilling() {
   refilling_ = false;
 }
 
-void PullSubscriber::Refill(int slot, int64_t want) {
+bool PullSubscriber::Refill(int slot, int64_t want, std::chrono::milliseconds expires) {
+  if (expires.count() <= 0) expires = timing_.expires;
   std::string subject, reply;
   int64_t batch = 0;
   uint64_t seq = 0;
   {
     std::lock_guard lock(mu_);
     Slot& s = slots_[slot];
-    if (!refilling_ || !s.enabled) return;
+    if (!refilling_ || !s.enabled) return false;
     const int64_t deficit = want - s.credit;
-    if (deficit <= 0) return;
-    if (s.credit > 0 && deficit < std::max<int64_t>(1, want / 2)) return;
+    if (deficit <= 0) return false;
+    if (s.credit > 0 && deficit < std::max<int64_t>(1, want / 2)) return false;
     batch = deficit;
     seq = next_seq_++;
+    ++requests_sent_;
     const auto now = SteadyClock::now();
     s.credit += batch;
-    s.requests[seq] = {batch, now + timing_.expires};
+    s.requests[seq] = {batch, now + expires};
     if (s.requests.size() == 1) s.last_heard = now;  // the heartbeat clock starts now
     subject = s.next_subject;
     reply = inbox_prefix_ + "." + std::to_string(slot) + "." + std::to_string(seq);
   }
   using std::chrono::nanoseconds;
-  const std::string body =
-      "{\"batch\":" + std::to_string(batch) +
-      ",\"expires\":" + std::to_string(nanoseconds(timing_.expires).count()) +
-      ",\"idle_heartbeat\":" + std::to_string(nanoseconds(timing_.idle_heartbeat).count()) + "}";
+  std::string body = "{\"batch\":" + std::to_string(batch) +
+                     ",\"expires\":" + std::to_string(nanoseconds(expires).count());
+  // The server refuses a heartbeat over half the expiry; a short request
+  // ends (408) soon enough to show the server still holds it.
+  if (expires >= 2 * timing_.idle_heartbeat) {
+    body += ",\"idle_heartbeat\":" + std::to_string(nanoseconds(timing_.idle_heartbeat).count());
+  }
+  body += "}";
   natsStatus st = natsConnection_PublishRequest(nc_, subject.c_str(), reply.c_str(), body.data(),
                                                 static_cast<int>(body.size()));
   if (st != NATS_OK) {
@@ -123,7 +161,9 @@ void PullSubscriber::Refill(int slot, int64_t want) {
     Slot& s = slots_[slot];
     s.credit = std::max<int64_t>(0, s.credit - batch);
     s.requests.erase(seq);
+    return false;
   }
+  return true;
 }
 
 void PullSubscriber::Tick() {
@@ -131,6 +171,7 @@ void PullSubscriber::Tick() {
   const auto grace = std::chrono::milliseconds(500);
   std::lock_guard lock(mu_);
   for (Slot& s : slots_) {
+    if (s.probing && now - s.probed_at > grace) s.probing = false;  // its answer was lost
     if (s.requests.empty()) continue;
     if (now - s.last_heard > 3 * timing_.idle_heartbeat + grace) {
       // No heartbeat and no message: the server no longer holds our requests.
@@ -153,6 +194,35 @@ void PullSubscriber::Tick() {
   }
 }
 
+void PullSubscriber::Probe(int slot) {
+  std::string subject;
+  {
+    std::lock_guard lock(mu_);
+    Slot& s = slots_[slot];
+    if (!refilling_ || !s.enabled || s.probing) return;
+    s.probing = true;
+    s.probed_at = SteadyClock::now();
+    ++requests_sent_;
+    subject = s.info_subject;
+  }
+  const std::string reply = inbox_prefix_ + "." + std::to_string(slot) + ".p";
+  if (natsConnection_PublishRequest(nc_, subject.c_str(), reply.c_str(), nullptr, 0) != NATS_OK) {
+    std::lock_guard lock(mu_);
+    slots_[slot].probing = false;
+  }
+}
+
+PullSubscriber::SlotView PullSubscriber::Peek(int slot) const {
+  std::lock_guard lock(mu_);
+  const Slot& s = slots_[slot];
+  return {s.credit, s.backlog, s.backlog_at, s.empty_at, s.taken_at, s.arrivals_per_s, s.probing};
+}
+
+uint64_t PullSubscriber::requests_sent() const {
+  std::lock_guard lock(mu_);
+  return requests_sent_;
+}
+
 int64_t PullSubscriber::TotalCredit() const {
   std::lock_guard lock(mu_);
   int64_t total = 0;
@@ -161,6 +231,15 @@ int64_t PullSubscriber::TotalCredit() const {
 }
 
 void PullSubscriber::HandleMessage(MsgPtr msg) {
+  if (std::string_view subject = natsMsg_GetSubject(msg.get()); subject.ends_with(".p")) {
+    // <inbox>.<slot>.p: a probe's answer.
+    subject.remove_suffix(2);
+    uint64_t slot = 0;
+    if (wire::ParseU64(subject.substr(subject.rfind('.') + 1), &slot)) {
+      HandleProbeReply(static_cast<int>(slot), msg.get());
+    }
+    return;
+  }
   if (natsMsg_GetDataLength(msg.get()) == 0) {
     const std::string_view status = Header(msg.get(), "Status");
     if (!status.empty()) return HandleStatus(msg.get(), status);
@@ -176,7 +255,10 @@ void PullSubscriber::HandleMessage(MsgPtr msg) {
     std::lock_guard lock(mu_);
     Slot& s = slots_[d.slot];
     s.credit = std::max<int64_t>(0, s.credit - 1);
-    s.last_heard = SteadyClock::now();
+    s.backlog = static_cast<int64_t>(d.pending);
+    s.last_heard = s.backlog_at = s.taken_at = SteadyClock::now();
+    if (s.backlog == 0) s.empty_at = s.backlog_at;
+    if (d.consumer_seq > 0) CountArrivals(s, d.consumer_seq + d.pending, s.backlog_at);
   }
   on_message_(d, std::move(msg));
 }
@@ -191,21 +273,76 @@ void PullSubscriber::HandleStatus(natsMsg* msg, std::string_view status) {
   uint64_t slot = 0, seq = 0;
   if (!wire::ParseU64(parts[0], &slot) || !wire::ParseU64(parts[1], &seq)) return;
 
-  std::lock_guard lock(mu_);
-  if (slot >= slots_.size()) return;
-  Slot& s = slots_[slot];
-  s.last_heard = SteadyClock::now();
-  if (status == "100") return;  // idle heartbeat
-  auto it = s.requests.find(seq);
-  uint64_t pending = 0;
-  if (!wire::ParseU64(Header(msg, "Nats-Pending-Messages"), &pending)) {
-    pending = it != s.requests.end() ? it->second.batch : 0;
+  {
+    std::lock_guard lock(mu_);
+    if (slot >= slots_.size()) return;
+    Slot& s = slots_[slot];
+    s.last_heard = SteadyClock::now();
+    if (status == "100") return;  // idle heartbeat
+    auto it = s.requests.find(seq);
+    uint64_t pending = 0;
+    if (!wire::ParseU64(Header(msg, "Nats-Pending-Messages"), &pending)) {
+      pending = it != s.requests.end() ? it->second.batch : 0;
+    }
+    if (status != "408" && status != "404") {
+      spdlog::debug("pull: {} on {}: {}", status, s.consumer, Header(msg, "Description"));
+    }
+    if (it != s.requests.end()) s.requests.erase(it);
+    s.credit = std::max<int64_t>(0, s.credit - static_cast<int64_t>(pending));
+    // It ended unfilled: the stream had nothing more for this consumer.
+    if (pending > 0) {
+      s.backlog = 0;
+      s.backlog_at = s.empty_at = s.last_heard;
+    }
   }
-  if (status != "408" && status != "404") {
-    spdlog::debug("pull: {} on {}: {}", status, s.consumer, Header(msg, "Description"));
+  if (on_request_end_) on_request_end_(static_cast<int>(slot));
+}
+
+void PullSubscriber::HandleProbeReply(int slot, natsMsg* msg) {
+  const auto info = nlohmann::json::parse(natsMsg_GetData(msg), natsMsg_GetData(msg) + natsMsg_GetDataLength(msg),
+                                          nullptr, /*allow_exceptions=*/false);
+  {
+    std::lock_guard lock(mu_);
+    if (static_cast<size_t>(slot) >= slots_.size()) return;
+    Slot& s = slots_[slot];
+    s.probing = false;
+    s.backlog_at = SteadyClock::now();
+    // An error (no such consumer, say) reads as no backlog.
+    s.backlog = info.is_object() && info.contains("num_pending") && info["num_pending"].is_number()
+                    ? info["num_pending"].get<int64_t>()
+                    : 0;
+    if (s.backlog == 0) s.empty_at = s.backlog_at;
+    // "delivered":{"last_active":"2026-11-30T05:08:14.546910686Z"}: the
+    // consumer's last delivery, to any worker.
+    if (info.is_object() && info.contains("delivered") && info["delivered"].is_object() &&
+        info["delivered"].contains("consumer_seq") && info["delivered"]["consumer_seq"].is_number_unsigned()) {
+      CountArrivals(s, info["delivered"]["consumer_seq"].get<uint64_t>() + static_cast<uint64_t>(s.backlog),
+                    s.backlog_at);
+    }
+    if (info.is_object() && info.contains("delivered") && info["delivered"].is_object() &&
+        info["delivered"].contains("last_active") && info["delivered"]["last_active"].is_string()) {
+      int64_t unix_ns = 0;
+      if (ParseRfc3339Nanos(info["delivered"]["last_active"].get<std::string>(), &unix_ns)) {
+        const auto ago = std::chrono::nanoseconds(std::max<int64_t>(0, UnixMicros() * 1000 - unix_ns));
+        s.taken_at = std::max(s.taken_at, s.backlog_at - std::chrono::duration_cast<SteadyClock::duration>(ago));
+      }
+    }
   }
-  if (it != s.requests.end()) s.requests.erase(it);
-  s.credit = std::max<int64_t>(0, s.credit - static_cast<int64_t>(pending));
+  if (on_request_end_) on_request_end_(slot);
+}
+
+void PullSubscriber::CountArrivals(Slot& s, uint64_t arrivals, SteadyClock::time_point now) {
+  if (s.window_start == SteadyClock::time_point{} || arrivals < s.window_arrivals) {
+    s.window_arrivals = arrivals;  // first reading, or the consumer was recreated
+    s.window_start = now;
+    return;
+  }
+  const double seconds = std::chrono::duration<double>(now - s.window_start).count();
+  if (seconds < 0.2) return;
+  const double rate = static_cast<double>(arrivals - s.window_arrivals) / seconds;
+  s.arrivals_per_s = s.arrivals_per_s == 0 ? rate : 0.7 * s.arrivals_per_s + 0.3 * rate;
+  s.window_arrivals = arrivals;
+  s.window_start = now;
 }
 
 bool PullSubscriber::ParseAckSubject(std::string_view ack, Delivery* d) const {
@@ -218,6 +355,8 @@ bool PullSubscriber::ParseAckSubject(std::string_view ack, Delivery* d) const {
   if (!wire::ParseU64(t[consumer_at + 1], &d->delivered)) d->delivered = 1;
   uint64_t ts = 0;
   if (wire::ParseU64(t[consumer_at + 4], &ts)) d->stored_unix_ns = static_cast<int64_t>(ts);
+  if (!wire::ParseU64(t[consumer_at + 5], &d->pending)) d->pending = 0;
+  if (!wire::ParseU64(t[consumer_at + 3], &d->consumer_seq)) d->consumer_seq = 0;
   std::lock_guard lock(mu_);
   auto it = by_name_.find(t[consumer_at]);
   if (it == by_name_.end()) return false;

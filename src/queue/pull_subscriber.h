@@ -16,11 +16,26 @@
 //    request was rejected or ended early. A fully served request ends silently.
 //
 // Credit per consumer = messages asked for and neither delivered nor expired.
-// The owner calls Refill(slot, want) whenever its free capacity changes; a
-// request goes out when the deficit is worth one (half of `want`, or anything
-// when no credit is left). Tick(), called a few times a second, forgets
-// requests past their expiry and drops credit the server no longer holds —
-// after a missed heartbeat, e.g. when nats-server restarted.
+// The owner (worker/pull_planner.h decides) calls Refill(slot, want, expires)
+// whenever its free capacity changes; a request goes out when the deficit is
+// worth one (half of `want`, or anything when no credit is left). Requests
+// cannot be withdrawn, so an owner that may soon be busy asks with a short
+// expiry. Tick(), called a few times a second, forgets requests past their
+// expiry and drops credit the server no longer holds — after a missed
+// heartbeat, e.g. when nats-server restarted.
+//
+// Backlog: every delivery's ack subject says how many messages the consumer
+// still had pending after it; a request that ends unfilled says none were
+// left; Probe(slot) asks the server ($JS.API.CONSUMER.INFO, num_pending).
+// Peek(slot) gives the latest of those and when it was learned: what the
+// stream holds for that model beyond what any worker has taken — and when
+// any worker last took from it (the probe's delivered.last_active, or a
+// delivery here), which bounds how long its oldest waiting message can have
+// waited — and how fast its messages arrive: every delivery (cseq, pending)
+// and probe (delivered.consumer_seq, num_pending) reads the consumer's
+// arrivals so far (delivered + pending), and their rate over ≥ 200 ms
+// windows is averaged. Backlog / rate is how long a deep backlog has been
+// building, which is how old its oldest message is.
 //
 // Threading: the inbox is a synchronous subscription on a connection driven
 // by an EventLoop (loop_connection.h); Drain runs on that loop after each
@@ -56,10 +71,16 @@ class PullSubscriber {
     int slot = -1;              // the consumer it was pulled for
     uint64_t delivered = 1;     // JetStream's delivery count (1 the first time)
     int64_t stored_unix_ns = 0; // when the stream stored it
+    uint64_t pending = 0;       // messages the consumer still had after this one
+    uint64_t consumer_seq = 0;  // the consumer's deliveries so far, this one included
   };
   using OnMessage = std::function<void(const Delivery& d, MsgPtr msg)>;
+  // A request ended (served in full, expired, or refused) or a probe was
+  // answered; on the loop thread.
+  using OnRequestEnd = std::function<void(int slot)>;
 
-  PullSubscriber(std::string inbox_prefix, OnMessage on_message, PullTiming timing = {});
+  PullSubscriber(std::string inbox_prefix, OnMessage on_message, PullTiming timing = {},
+                 OnRequestEnd on_request_end = nullptr);
   ~PullSubscriber();
 
   // Subscribes the inbox on `nc`, a connection driven by `loop` (from any
@@ -78,10 +99,28 @@ class PullSubscriber {
   // Stops all refills (drain).
   void StopRefilling();
 
-  void Refill(int slot, int64_t want);
+  // Tops the slot's credit up to `want` with one request that lasts
+  // `expires` (timing.expires when zero). True when a request went out.
+  bool Refill(int slot, int64_t want, std::chrono::milliseconds expires = {});
   void Tick();
 
+  // Asks the server for the consumer's backlog (one probe at a time).
+  void Probe(int slot);
+
+  struct SlotView {
+    int64_t credit = 0;
+    int64_t backlog = 0;
+    SteadyClock::time_point backlog_at{};  // when `backlog` was learned
+    SteadyClock::time_point empty_at{};    // when it was last learned to be 0
+    SteadyClock::time_point taken_at{};    // when any worker last took from it
+    double arrivals_per_s = 0;             // 0: not measured yet
+    bool probing = false;
+  };
+  SlotView Peek(int slot) const;
+
   int64_t TotalCredit() const;
+  // Pull requests and probes sent so far.
+  uint64_t requests_sent() const;
 
  private:
   struct Request {
@@ -94,24 +133,39 @@ class PullSubscriber {
     std::string next_subject;  // $JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>
     bool enabled = true;
     int64_t credit = 0;
+    int64_t backlog = 0;  // see the header
+    SteadyClock::time_point backlog_at{};
+    SteadyClock::time_point empty_at{};
+    SteadyClock::time_point taken_at{};
+    bool probing = false;
+    SteadyClock::time_point probed_at{};
+    // The arrival-rate window (see the header).
+    uint64_t window_arrivals = 0;
+    SteadyClock::time_point window_start{};
+    double arrivals_per_s = 0;
+    std::string info_subject;  // $JS.API.CONSUMER.INFO.<stream>.<consumer>
     std::map<uint64_t, Request> requests;  // by seq
     SteadyClock::time_point last_heard{};
   };
 
   void HandleMessage(MsgPtr msg);
   void HandleStatus(natsMsg* msg, std::string_view status);
+  void HandleProbeReply(int slot, natsMsg* msg);
+  static void CountArrivals(Slot& s, uint64_t arrivals, SteadyClock::time_point now);
   bool ParseAckSubject(std::string_view ack, Delivery* d) const;
 
   natsConnection* nc_ = nullptr;
   const std::string inbox_prefix_;
   const OnMessage on_message_;
   const PullTiming timing_;
+  const OnRequestEnd on_request_end_;
   SubscriptionPtr sub_;  // touched on the loop thread only
 
   mutable std::mutex mu_;
   std::vector<Slot> slots_;                          // guarded by mu_
   std::map<std::string, int, std::less<>> by_name_;  // consumer → slot; guarded by mu_
   uint64_t next_seq_ = 1;                            // guarded by mu_
+  uint64_t requests_sent_ = 0;                       // guarded by mu_
   bool refilling_ = false;                           // guarded by mu_; true once started
 };
 

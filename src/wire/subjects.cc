@@ -102,4 +102,6 @@ std::string PushWildcard(std::string_view worker_id) {
   return "shoal.push." + ModelToken(worker_id) + ".>";
 }
 
+std::string CancelSubject(std::string_view pool) { return "shoal.cancel." + std::string(pool); }
+
 }  // namespace shoal::wire

@@ -44,4 +44,11 @@ std::string ReplyWildcard(std::string_view lane_id);
 std::string PushSubject(std::string_view worker_id, std::string_view model_id);
 std::string PushWildcard(std::string_view worker_id);
 
+// Cancellation: a gateway whose client hung up publishes the request id and
+// its deadline ("<request-id> <deadline-unix-ms>") to shoal.cancel.<pool>,
+// over core NATS; every worker of the pool drops that request's items that
+// have not started (worker/cancelled_requests.h). Best effort: a worker that
+// misses it runs the items, and their deadline still bounds the waste.
+std::string CancelSubject(std::string_view pool);
+
 }  // namespace shoal::wire

@@ -29,6 +29,7 @@ enum class Outcome {
   kBadInput,
   kInferenceFailed,
   kExpired,
+  kCancelled,  // the client hung up before it started
   kNotServedHere,
   kShuttingDown,
 };
@@ -47,6 +48,7 @@ constexpr Disposition DispositionFor(Outcome o) {
     case Outcome::kBadInput: return {true, AckAction::kTerm};
     case Outcome::kInferenceFailed: return {true, AckAction::kTerm};
     case Outcome::kExpired: return {false, AckAction::kAck};
+    case Outcome::kCancelled: return {false, AckAction::kAck};
     case Outcome::kNotServedHere: return {false, AckAction::kNak, std::chrono::milliseconds(100)};
     case Outcome::kShuttingDown: return {false, AckAction::kNak};
   }

@@ -68,6 +68,10 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
       Settle(it, Outcome::kExpired);
       continue;
     }
+    if (cancelled_ && cancelled_->Contains(it.request_id)) {
+      Settle(it, Outcome::kCancelled);
+      continue;
+    }
     wire::Task task = wire::Task::kEncode;
     if (!it.task.empty() && !wire::ParseTask(it.task, &task)) {
       Settle(it, Outcome::kBadInput, InvalidInput("unknown task '" + std::string(it.task) + "'"));

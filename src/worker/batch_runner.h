@@ -1,4 +1,5 @@
-// BatchRunner: runs one batch end to end — drops what expired, decodes the
+// BatchRunner: runs one batch end to end — drops what expired or was
+// cancelled (its client hung up: cancelled_requests.h), decodes the
 // items, runs the model (one call per task the batch holds: encode, score,
 // tokenize), publishes each result to its reply subject, and
 // settles each message with JetStream per ack_policy.h.
@@ -22,6 +23,7 @@
 
 #include "queue/nats.h"
 #include "worker/ack_policy.h"
+#include "worker/cancelled_requests.h"
 #include "worker/work_item.h"
 
 namespace shoal::worker {
@@ -36,8 +38,10 @@ struct ResultMeta {
 
 class BatchRunner {
  public:
-  BatchRunner(natsConnection* nc, queue::MsgReaper* reaper, std::string worker_id)
-      : nc_(nc), reaper_(reaper), worker_id_(std::move(worker_id)) {}
+  // `cancelled` (optional) outlives the runner.
+  BatchRunner(natsConnection* nc, queue::MsgReaper* reaper, std::string worker_id,
+              const CancelledRequests* cancelled = nullptr)
+      : nc_(nc), reaper_(reaper), worker_id_(std::move(worker_id)), cancelled_(cancelled) {}
 
   void Run(std::vector<WorkItem>& batch);
 
@@ -63,6 +67,7 @@ class BatchRunner {
   natsConnection* nc_;
   queue::MsgReaper* reaper_;  // messages are freed in batches (see nats.h)
   const std::string worker_id_;
+  const CancelledRequests* cancelled_;
 };
 
 }  // namespace shoal::worker

@@ -45,6 +45,7 @@ void Executor::Loop() {
     }
     model.batch_wait.Report(outcome);
     runner_->Release(batch);
+    queue_->BatchDone();
     if (on_batch_done_) on_batch_done_();
   }
 }

@@ -62,7 +62,10 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
         break;
       }
       const auto oldest = q->front().received;
-      const auto until = oldest + q->front().model->batch_wait.Wait(oldest);
+      ServedModel& model = *q->front().model;
+      const auto filling = SteadyClock::time_point(
+          SteadyClock::duration(model.fill_until_ns.load(std::memory_order_relaxed)));
+      const auto until = std::max(oldest + model.batch_wait.Wait(oldest), filling);
       if (now >= until) {
         items = q;
         break;
@@ -85,11 +88,13 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
                      [](const WorkItem& a, const WorkItem& b) { return a.cost > b.cost; });
     if (closed_full) *closed_full = full;
     count_ -= n;
+    ++running_;
     ++totals_.batches;
     totals_.items += n;
     auto* model = batch.front().model.get();
     model->queued.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
     model->in_flight.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+    model->last_batch_ns.store(now.time_since_epoch().count(), std::memory_order_relaxed);
     if (items->empty()) by_model_.erase(model);
     if (!EmptyLocked()) cv_.notify_one();  // another executor may start the rest
     return batch;
@@ -142,6 +147,16 @@ void LocalQueue::ForEach(const std::function<void(WorkItem&)>& fn) {
 LocalQueue::Totals LocalQueue::totals() const {
   std::lock_guard lock(mu_);
   return totals_;
+}
+
+int LocalQueue::running() const {
+  std::lock_guard lock(mu_);
+  return running_;
+}
+
+void LocalQueue::BatchDone() {
+  std::lock_guard lock(mu_);
+  --running_;
 }
 
 size_t LocalQueue::size() const {

@@ -57,6 +57,11 @@ class LocalQueue {
 
   size_t size() const;
 
+  // Batches handed out and not yet reported done (BatchDone, by the
+  // executor that ran it): executors busy now.
+  int running() const;
+  void BatchDone();
+
   // Batches handed out since the start, and the items in them.
   struct Totals {
     uint64_t batches = 0;
@@ -74,6 +79,7 @@ class LocalQueue {
   std::condition_variable cv_;
   std::map<const ServedModel*, std::deque<WorkItem>> by_model_;  // guarded by mu_
   size_t count_ = 0;                                              // guarded by mu_
+  int running_ = 0;                                               // guarded by mu_
   Totals totals_;                                                 // guarded by mu_
   bool closed_ = false;                                           // guarded by mu_
 };

@@ -19,6 +19,14 @@ struct ServedModel {
   std::atomic<int64_t> queued{0};     // items in the local queue
   std::atomic<int64_t> in_flight{0};  // items in running batches
   std::atomic<bool> retired{false};   // left the catalog: pull no more
+  // For the pull planner: mean item cost (EWMA over arrivals; written on the
+  // intake thread), when this worker last started a batch of it, and until
+  // when a batch should wait for items asked for and known to be in the
+  // stream (steady-clock ns; see LocalQueue::TakeBatch).
+  std::atomic<double> mean_item_cost{0};
+  std::atomic<int64_t> last_delivery_ns{0};
+  std::atomic<int64_t> last_batch_ns{0};
+  std::atomic<int64_t> fill_until_ns{0};
   // The batch wait: LocalQueue asks it, executors report to it (it has its
   // own lock). Configure it from `spec->batching` when the model is served.
   BatchWaitController batch_wait;

@@ -36,30 +36,34 @@ Status Worker::Init() {
       [this](const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg) {
         OnDelivered(d, std::move(msg));
       },
-      options_.pull);
+      options_.pull, [this](int) { Plan(); });
   intake_.Start();
   auto pull_nc = queue::ConnectOnLoop({.url = options_.nats_url, .name = "shoal-worker-data " + options_.id},
                                       &intake_, [this] {
                                         pull_->Drain();
                                         DrainPushed();
+                                        DrainCancels();
                                       });
   if (!pull_nc.ok()) return pull_nc.status();
   pull_nc_ = std::move(pull_nc).value();
-  runner_ = std::make_unique<BatchRunner>(pull_nc_.get(), &reaper_, options_.id);
+  runner_ = std::make_unique<BatchRunner>(pull_nc_.get(), &reaper_, options_.id, &cancelled_);
   SHOAL_RETURN_IF_ERROR(pull_->Start(pull_nc_.get(), &intake_));
   Status push_status;
-  intake_.RunAndWait([&] {  // push_sub_ is the loop's alone
-    natsSubscription* sub = nullptr;
-    push_status = queue::FromNats(
-        natsConnection_SubscribeSync(&sub, pull_nc_.get(), wire::PushWildcard(options_.id).c_str()),
-        "push subject");
-    if (!push_status.ok()) return;
-    natsSubscription_SetPendingLimits(sub, -1, -1);
-    push_sub_.reset(sub);
+  intake_.RunAndWait([&] {  // push_sub_ and cancel_sub_ are the loop's alone
+    auto subscribe = [&](const std::string& subject, queue::SubscriptionPtr* out) {
+      natsSubscription* sub = nullptr;
+      Status s = queue::FromNats(natsConnection_SubscribeSync(&sub, pull_nc_.get(), subject.c_str()), subject);
+      if (!s.ok()) return s;
+      natsSubscription_SetPendingLimits(sub, -1, -1);
+      out->reset(sub);
+      return Status::Ok();
+    };
+    push_status = subscribe(wire::PushWildcard(options_.id), &push_sub_);
+    if (push_status.ok()) push_status = subscribe(wire::CancelSubject(options_.pool), &cancel_sub_);
   });
   SHOAL_RETURN_IF_ERROR(push_status);
   for (int i = 0; i < options_.executors; ++i) {
-    executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { RefillAll(); }));
+    executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { Plan(); }));
   }
   auto catalog = queue::Catalog::Open(control_.models.get(), [this](auto snap) { OnCatalog(snap); });
   if (!catalog.ok()) return catalog.status();
@@ -129,6 +133,7 @@ void Worker::Serve(const std::shared_ptr<const ModelSpec>& spec) {
   served->batch_wait.Configure(spec->batching);
   served->model = std::move(model).value();
   served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
+  served->last_batch_ns = SteadyClock::now().time_since_epoch().count();
   {
     std::lock_guard lock(models_mu_);
     if (auto old = models_.find(spec->id); old != models_.end()) old->second->retired = true;
@@ -138,7 +143,7 @@ void Worker::Serve(const std::shared_ptr<const ModelSpec>& spec) {
   }
   spdlog::info("worker: serving {} ({} runtime, loaded in {} ms)", spec->id, spec->runtime,
                MicrosSince(t0) / 1000);
-  RefillAll();
+  Plan();
 }
 
 void Worker::Retire(const std::string& id) {
@@ -177,12 +182,26 @@ void Worker::OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr
     }
     return;
   }
+  const double mean = served->mean_item_cost.load(std::memory_order_relaxed);
+  served->mean_item_cost.store(mean == 0 ? item.cost : 0.9 * mean + 0.1 * item.cost,
+                               std::memory_order_relaxed);
+  served->last_delivery_ns.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
   queue_.Push(std::move(item));
+  Plan();
 }
 
 void Worker::DrainPushed() {
   if (!push_sub_) return;
   queue::DrainSubscription(push_sub_.get(), [this](queue::MsgPtr m) { OnPushed(std::move(m)); });
+}
+
+void Worker::DrainCancels() {
+  if (!cancel_sub_) return;
+  queue::DrainSubscription(cancel_sub_.get(), [this](queue::MsgPtr m) {
+    if (!cancelled_.AddNotice(queue::Payload(m.get()), UnixMillis())) {
+      spdlog::warn("worker: malformed cancellation ignored");
+    }
+  });
 }
 
 void Worker::OnPushed(queue::MsgPtr msg) {
@@ -208,18 +227,75 @@ void Worker::OnPushed(queue::MsgPtr msg) {
   queue_.Push(std::move(item));
 }
 
-void Worker::RefillAll() {
+void Worker::Plan() {
   std::vector<std::shared_ptr<ServedModel>> served;
   {
     std::lock_guard lock(models_mu_);
     for (const auto& [id, m] : models_) served.push_back(m);
   }
-  for (const auto& m : served) {
-    const int64_t capacity = 2 * int64_t{options_.executors} * m->spec->batching.max_batch_requests;
-    const int64_t want = capacity - m->queued.load(std::memory_order_relaxed) -
-                         m->in_flight.load(std::memory_order_relaxed);
-    pull_->Refill(m->slot, want);
+  const auto now = SteadyClock::now();
+  std::vector<ModelPullState> state;
+  state.reserve(served.size());
+  for (const auto& m : served) state.push_back(PullStateOf(*m, now));
+  const PullPlan plan = PlanPulls(state, options_.executors - queue_.running());
+  for (size_t i = 0; i < served.size(); ++i) {
+    if (plan.probe[i]) pull_->Probe(served[i]->slot);
+    if (plan.want[i] > 0) Ask(*served[i], state[i], plan.want[i], now);
   }
+}
+
+ModelPullState Worker::PullStateOf(const ServedModel& m, SteadyClock::time_point now) const {
+  const BatchingSpec& b = m.spec->batching;
+  const queue::PullSubscriber::SlotView pull = pull_->Peek(m.slot);
+  ModelPullState st;
+  st.queued = m.queued.load(std::memory_order_relaxed);
+  st.backlog = pull.backlog;
+  // Other workers take from the same backlog: what was heard a moment ago
+  // is all that is worth trusting.
+  st.known = pull.credit > 0 || now - pull.backlog_at < std::chrono::milliseconds(10);
+  st.probing = pull.probing;
+  st.batch = PredictedBatchItems(b.max_batch_requests, b.max_batch_tokens,
+                                 m.mean_item_cost.load(std::memory_order_relaxed));
+  // How long its oldest waiting work may have waited: since any worker last
+  // took from it, this one started a batch of it, or its backlog was seen
+  // empty, whichever was last — and for a deep backlog, as long as it has
+  // been building (backlog / arrival rate).
+  const auto last_batch =
+      SteadyClock::time_point(SteadyClock::duration(m.last_batch_ns.load(std::memory_order_relaxed)));
+  st.since_batch = now - std::max({last_batch, pull.empty_at, pull.taken_at});
+  if (pull.arrivals_per_s > 0 && pull.backlog > 0) {
+    st.since_batch = std::max(st.since_batch, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                  std::chrono::duration<double>(pull.backlog / pull.arrivals_per_s)));
+  }
+  return st;
+}
+
+void Worker::Ask(ServedModel& m, const ModelPullState& st, int64_t want, SteadyClock::time_point now) {
+  if (want == 1 && st.queued == 0) {
+    pull_->Refill(m.slot, 1, DoorbellExpiry(m, now));
+    return;
+  }
+  // A batch's worth. What the stream holds comes at once, so with a backlog
+  // the request is short (a stale backlog costs little); without one it
+  // fills the batch while the batch waits, and no longer.
+  const BatchingSpec& b = m.spec->batching;
+  const auto expiry = st.backlog > 0 ? std::chrono::milliseconds(2)
+                                     : std::chrono::milliseconds(std::max<uint32_t>(
+                                           5, b.adaptive.enabled ? b.adaptive.max_wait_ms : b.max_batch_wait_ms));
+  if (pull_->Refill(m.slot, want, expiry) && st.backlog > 0 && st.queued > 0) {
+    // The batch forming here should take what is on its way (one round trip).
+    m.fill_until_ns.store((now + std::chrono::milliseconds(2)).time_since_epoch().count(),
+                          std::memory_order_relaxed);
+  }
+}
+
+// A doorbell outlives the idle spell it was rung for (pull_planner.h), so it
+// lasts a quarter of the model's quiet time: a few milliseconds while its
+// work comes often, up to the long-poll expiry when it is quiet.
+std::chrono::milliseconds Worker::DoorbellExpiry(const ServedModel& m, SteadyClock::time_point now) const {
+  const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(
+      now.time_since_epoch() - SteadyClock::duration(m.last_delivery_ns.load(std::memory_order_relaxed)));
+  return std::clamp(quiet / 4, std::chrono::milliseconds(5), options_.pull.expires);
 }
 
 void Worker::KeeperLoop() {
@@ -229,7 +305,7 @@ void Worker::KeeperLoop() {
     const auto now = SteadyClock::now();
     reaper_.Reap();
     pull_->Tick();
-    RefillAll();
+    Plan();
     queue_.ForEach([&](WorkItem& it) {
       if (now - it.last_progress >= std::chrono::milliseconds(it.model->spec->queue.ack_wait_ms / 2)) {
         runner_->Progress(it);
@@ -298,6 +374,8 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
       DrainPushed();
       if (push_sub_) natsSubscription_Unsubscribe(push_sub_.get());
       push_sub_.reset();
+      if (cancel_sub_) natsSubscription_Unsubscribe(cancel_sub_.get());
+      cancel_sub_.reset();
     });
   }
   auto busy = [this] {

@@ -9,14 +9,19 @@
 // executor in one thread hop, and it writes what executors publish, a batch
 // at a time. The control connection carries KV, admin and heartbeats.
 //
+// The intake loop also takes cancellations (shoal.cancel.<pool>): requests
+// whose clients hung up, whose items BatchRunner then drops unrun.
+//
 // For the push baseline (gateway/push_dispatcher.h) the intake loop also
 // subscribes to shoal.push.<worker-id>.>: a gateway that assigns requests to
 // workers sends items there over core NATS, and they join the same local
 // queue as pulled ones (no ack, no redelivery; see work_item.h).
 //
-// Pull credit per model covers two batches per executor, less what is
-// already queued or running here, so a busy worker does not over-pull and an
-// idle one holds a request open instead of polling.
+// What to pull is the PullPlanner's call (pull_planner.h): one predicted
+// batch per free executor for the models that need it most, a one-message
+// doorbell on the rest, nothing while every executor is busy — so work waits
+// in the shared stream for the first free device. Plans are made when work
+// arrives, a request ends, a batch finishes, and on the keeper's tick.
 //
 // Threading: catalog changes arrive on the catalog watch thread; deliveries
 // on the intake loop; batches on executor threads; upkeep on the keeper
@@ -40,8 +45,10 @@
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
 #include "worker/batch_runner.h"
+#include "worker/cancelled_requests.h"
 #include "worker/executor.h"
 #include "worker/local_queue.h"
+#include "worker/pull_planner.h"
 
 namespace shoal::worker {
 
@@ -72,6 +79,12 @@ class Worker {
   const std::string& id() const { return options_.id; }
   // Model ids this worker is pulling for.
   std::vector<std::string> ServedModels() const;
+  // Batches this worker has run (started) so far, and the items in them.
+  LocalQueue::Totals batch_totals() const { return queue_.totals(); }
+  // Items waiting in the local queue now.
+  size_t local_queue_size() const { return queue_.size(); }
+  // Pull requests and probes sent to JetStream so far.
+  uint64_t pull_requests_sent() const { return pull_->requests_sent(); }
   // Pushed items (push baseline) queued here so far.
   uint64_t pushed_items() const { return pushed_items_.load(std::memory_order_relaxed); }
 
@@ -83,8 +96,12 @@ class Worker {
   void Retire(const std::string& id);
   void OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg);
   void DrainPushed();
+  void DrainCancels();
   void OnPushed(queue::MsgPtr msg);
-  void RefillAll();
+  void Plan();
+  ModelPullState PullStateOf(const ServedModel& m, SteadyClock::time_point now) const;
+  void Ask(ServedModel& m, const ModelPullState& st, int64_t want, SteadyClock::time_point now);
+  std::chrono::milliseconds DoorbellExpiry(const ServedModel& m, SteadyClock::time_point now) const;
   void KeeperLoop();
   void Heartbeat();
   bool Wants(const ModelSpec& spec) const;
@@ -93,7 +110,9 @@ class Worker {
   EventLoop intake_;
   queue::ConnectionPtr pull_nc_;  // data: pulls, deliveries, results, acks; on intake_
   queue::ControlPlane control_;   // KV, streams, heartbeats
-  queue::SubscriptionPtr push_sub_;  // shoal.push.<id>.>; on intake_ only
+  queue::SubscriptionPtr push_sub_;    // shoal.push.<id>.>; on intake_ only
+  queue::SubscriptionPtr cancel_sub_;  // shoal.cancel.<pool>; on intake_ only
+  CancelledRequests cancelled_;
   std::atomic<uint64_t> pushed_items_{0};
   LocalQueue queue_;
   queue::MsgReaper reaper_;  // reaped by the keeper

@@ -90,6 +90,32 @@ TEST(Faults, ClientsThatHangUpDoNotLeaveWorkRunning) {
       << "expired work was dropped, not run";
 }
 
+TEST(Faults, ClientsThatHangUpHaveTheirWaitingItemsDroppedBeforeTheirDeadline) {
+  TestCluster cluster;
+  // As above, but with a 60 s deadline: only the cancellation the gateway
+  // sends when a client hangs up keeps the last four from running.
+  cluster.Register(IdentityProfile("test/slow",
+                                   "identity: {dim: 8, us_per_batch: 2000000}\n"
+                                   "batching: {max_batch_requests: 1}\n"
+                                   "queue: {ack_wait_ms: 5000, max_deliver: 5}\n"));
+  auto worker = cluster.StartWorker();
+  cluster.WaitForWorkers("test/slow", 1);
+  auto gateway = cluster.StartGateway();
+  ASSERT_TRUE(gateway);
+  const std::string body = R"({"items":[{"text":"abandoned"}]})";
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) {
+    HttpClient::SendAndHangUp(gateway->port(),
+                              "POST /v1/encode/test/slow HTTP/1.1\r\nHost: x\r\n"
+                              "Content-Type: application/json\r\nX-Shoal-Timeout-Ms: 60000\r\n"
+                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(cluster.WaitForEmptyStream("default", std::chrono::seconds(20)), 0u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(7))
+      << "cancelled work was dropped, not run (five would take 10 s)";
+}
+
 TEST(Faults, AnItemJetStreamGivesUpOnIsAnErrorAndADeadLetter) {
   TestCluster cluster;
   // One delivery allowed; each batch takes 3 s (kept alive by +WPI while its
