@@ -12,8 +12,8 @@
 //   description: "..."
 //   max_input_tokens: 512
 //   batching: {max_batch_tokens: 16384, max_batch_requests: 64, max_batch_wait_ms: 0}
-//   # optional: tune the batch wait toward a latency target instead of the
-//   # fixed max_batch_wait_ms (see worker/batch_wait_controller.h)
+//   # optional: tune the batch wait (and the cost cap) toward a latency
+//   # target instead of the fixed max_batch_wait_ms (worker/batch_controller.h)
 //   #   batching: {..., adaptive: {target_ms: 50, min_wait_ms: 0, max_wait_ms: 20}}
 //   queue: {ack_wait_ms: 10000, max_deliver: 5}
 //   identity: {dim: 384}          # options for the runtime, under its name
@@ -30,7 +30,9 @@ namespace shoal {
 
 // `batching.adaptive`: present = on. The worker then tunes the batch wait
 // within [min_wait_ms, max_wait_ms] so that queue wait + service time stays
-// near target_ms, and max_batch_wait_ms is not used.
+// near target_ms, and max_batch_wait_ms is not used; and it lowers the cost
+// a batch may hold (below max_batch_tokens) while batches that close on it
+// run longer than target_ms.
 struct AdaptiveBatchingSpec {
   bool enabled = false;
   uint32_t target_ms = 50;

@@ -24,7 +24,7 @@ void Executor::Loop() {
       running_ = &batch;
       last_progress_ = taken;
     }
-    // What the batch did, for its model's batch-wait controller. The batch is
+    // What the batch did, for its model's batch controller. The batch is
     // sorted by cost, so the oldest item is not necessarily the first.
     BatchOutcome outcome;
     outcome.items = batch.size();
@@ -43,7 +43,7 @@ void Executor::Loop() {
       std::lock_guard lock(mu_);
       running_ = nullptr;
     }
-    model.batch_wait.Report(outcome);
+    model.batching.Report(outcome);
     runner_->Release(batch);
     queue_->BatchDone();
     if (on_batch_done_) on_batch_done_();

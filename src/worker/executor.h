@@ -8,7 +8,7 @@
 // thread's stack only while the model runs. After each batch the executor
 // thread reports its outcome (size, closed full or by the wait, queue wait of
 // the oldest item, service time around BatchRunner::Run) to the model's
-// BatchWaitController, which has its own lock.
+// BatchController, which has its own lock.
 #pragma once
 
 #include <mutex>

@@ -15,12 +15,14 @@ void LocalQueue::Push(WorkItem item) {
 }
 
 size_t LocalQueue::BatchSize(const std::deque<WorkItem>& items, bool* full) {
-  const BatchingSpec& limits = items.front().model->spec->batching;
+  ServedModel& model = *items.front().model;
+  const BatchingSpec& limits = model.spec->batching;
+  const uint64_t cost_cap = model.batching.CostCap();
   size_t n = 0;
   uint64_t tokens = 0;
   *full = false;
   for (const WorkItem& it : items) {
-    if (n == limits.max_batch_requests || (n > 0 && tokens + it.cost > limits.max_batch_tokens)) {
+    if (n == limits.max_batch_requests || (n > 0 && tokens + it.cost > cost_cap)) {
       *full = true;
       break;
     }
@@ -65,7 +67,7 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
       ServedModel& model = *q->front().model;
       const auto filling = SteadyClock::time_point(
           SteadyClock::duration(model.fill_until_ns.load(std::memory_order_relaxed)));
-      const auto until = std::max(oldest + model.batch_wait.Wait(oldest), filling);
+      const auto until = std::max(oldest + model.batching.Wait(oldest), filling);
       if (now >= until) {
         items = q;
         break;

@@ -6,10 +6,12 @@
 // Batching (the cost-bounded batcher): an executor looks at the models in
 // the order their oldest items arrived and takes the first whose batch is
 // ready — its items in arrival order while they fit the profile's
-// max_batch_requests and max_batch_tokens (the first item always fits, so an
-// oversize item runs alone), ready when that fills the batch or when the
+// max_batch_requests and the model's cost cap (max_batch_tokens, or less
+// where the adaptive controller has lowered it: batch_controller.h; the
+// first item always fits, so an oversize item runs alone), ready when that
+// fills the batch or when the
 // oldest item has waited the model's current batch wait
-// (ServedModel::batch_wait: the profile's fixed max_batch_wait_ms, or what
+// (ServedModel::batching: the profile's fixed max_batch_wait_ms, or what
 // the adaptive controller says now). A model still waiting for its batch to
 // fill does not hold up another model's ready batch; with none ready, the
 // executor sleeps until the first wait ends or more work arrives.
@@ -20,7 +22,7 @@
 // less wherever a runtime groups them.
 //
 // Threading: all methods are thread-safe; `mu_` guards everything. TakeBatch
-// asks the model's BatchWaitController under `mu_` (it takes its own lock
+// asks the model's BatchController under `mu_` (it takes its own lock
 // after ours, never the other way round).
 #pragma once
 

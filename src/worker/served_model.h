@@ -8,7 +8,7 @@
 
 #include "common/model_spec.h"
 #include "runtime/runtime.h"
-#include "worker/batch_wait_controller.h"
+#include "worker/batch_controller.h"
 
 namespace shoal::worker {
 
@@ -29,7 +29,7 @@ struct ServedModel {
   std::atomic<int64_t> fill_until_ns{0};
   // The batch wait: LocalQueue asks it, executors report to it (it has its
   // own lock). Configure it from `spec->batching` when the model is served.
-  BatchWaitController batch_wait;
+  BatchController batching;
 };
 
 }  // namespace shoal::worker

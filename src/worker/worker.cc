@@ -130,7 +130,7 @@ void Worker::Serve(const std::shared_ptr<const ModelSpec>& spec) {
   }
   auto served = std::make_shared<ServedModel>();
   served->spec = spec;
-  served->batch_wait.Configure(spec->batching);
+  served->batching.Configure(spec->batching);
   served->model = std::move(model).value();
   served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
   served->last_batch_ns = SteadyClock::now().time_since_epoch().count();
@@ -254,7 +254,7 @@ ModelPullState Worker::PullStateOf(const ServedModel& m, SteadyClock::time_point
   // is all that is worth trusting.
   st.known = pull.credit > 0 || now - pull.backlog_at < std::chrono::milliseconds(10);
   st.probing = pull.probing;
-  st.batch = PredictedBatchItems(b.max_batch_requests, b.max_batch_tokens,
+  st.batch = PredictedBatchItems(b.max_batch_requests, m.batching.CostCap(),
                                  m.mean_item_cost.load(std::memory_order_relaxed));
   // How long its oldest waiting work may have waited: since any worker last
   // took from it, this one started a batch of it, or its backlog was seen

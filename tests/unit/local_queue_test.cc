@@ -15,7 +15,7 @@ std::shared_ptr<ServedModel> Model(uint32_t max_requests, uint32_t max_tokens, u
   spec->batching.max_batch_wait_ms = wait_ms;
   auto m = std::make_shared<ServedModel>();
   m->spec = spec;
-  m->batch_wait.Configure(spec->batching);
+  m->batching.Configure(spec->batching);
   return m;
 }
 
@@ -185,11 +185,31 @@ TEST(LocalQueue, AnAdaptiveModelStartsAtItsMinimumWait) {
   auto spec = std::make_shared<ModelSpec>(*m->spec);
   spec->batching.adaptive = {true, /*target_ms=*/50, /*min_wait_ms=*/0, /*max_wait_ms=*/10000};
   m->spec = spec;
-  m->batch_wait.Configure(spec->batching);
+  m->batching.Configure(spec->batching);
   q.Push(Item(m, 0, 1));
   bool full = true;
   EXPECT_EQ(q.TakeBatch(&full).size(), 1u) << "no wait: would block 10 s otherwise";
   EXPECT_FALSE(full);
+}
+
+TEST(LocalQueue, BatchesKeepToTheCostCapTheControllerLowered) {
+  LocalQueue q;
+  auto m = Model(32, 100);
+  auto spec = std::make_shared<ModelSpec>(*m->spec);
+  spec->batching.adaptive = {true, /*target_ms=*/40, /*min_wait_ms=*/0, /*max_wait_ms=*/0};
+  m->spec = spec;
+  m->batching.Configure(spec->batching);
+  // A batch closed on cost that ran 80 ms against a 40 ms target: cap 100 → 50.
+  BatchOutcome slow;
+  slow.items = 10;
+  slow.closed_full = true;
+  slow.service = std::chrono::milliseconds(80);
+  slow.done = SteadyClock::now();
+  m->batching.Report(slow);
+  for (uint32_t i = 0; i < 10; ++i) q.Push(Item(m, i, 10));
+  bool full = false;
+  EXPECT_EQ(q.TakeBatch(&full).size(), 5u);
+  EXPECT_TRUE(full);
 }
 
 TEST(LocalQueue, CloseHandsOutTheRestThenEnds) {

@@ -1,8 +1,11 @@
-// BatchWaitController: decides, per model, how long a partial batch waits for
-// more items before it runs (the "batch wait"). One lives in each ServedModel.
+// BatchController: decides, per model, how long a partial batch waits for
+// more items before it runs (the "batch wait"), and the cost a batch may
+// hold (the "cost cap", at most the profile's max_batch_tokens). One lives
+// in each ServedModel.
 //
 // Off (no `batching.adaptive` in the profile): the wait is the profile's fixed
-// `max_batch_wait_ms`, and reports are ignored.
+// `max_batch_wait_ms`, the cap its `max_batch_tokens`, and reports are
+// ignored.
 //
 // On, the rule (all times in one model's batches):
 //   latency sample  L = queue wait of the batch's oldest item + service time
@@ -21,6 +24,16 @@
 //     - clamp to [min_wait_ms, max_wait_ms].
 //   The step is proportional to the error, so the wait settles where
 //   E ≈ target (or at a bound) instead of oscillating like a fixed step does.
+//
+//   The cost cap: waiting is not the only latency a batch adds — a batch
+//   that is big enough takes longer to run than the target by itself (long
+//   passages, many of them). When a batch that closed on the cost cap ran
+//   longer than the target, the cap scales by target / service (at most
+//   halving it at once), so the next such batch runs in about the target;
+//   whenever a batch runs in under half the target, the cap grows by
+//   kCapGrowth, back up to the profile's budget. It never goes below
+//   1/kCapFloorDivisor of the budget. Queue wait does not move the cap: in
+//   overload, smaller batches would only lower throughput.
 //   No windup: idle time is the time from the latest finished batch to the
 //   arrival of the next item (nothing queued, nothing finishing). Once it
 //   exceeds target_ms, the estimate is forgotten (the next batch seeds it) and
@@ -56,14 +69,16 @@ struct BatchOutcome {
   SteadyClock::time_point done{};              // when it finished
 };
 
-class BatchWaitController {
+class BatchController {
  public:
   static constexpr double kSampleWeight = 0.3;  // EWMA weight of the newest latency sample
   static constexpr double kGain = 0.25;         // fraction of the latency error applied per batch
   static constexpr double kFullShrink = 0.5;    // a full batch keeps this much of the excess over min
+  static constexpr double kCapGrowth = 1.25;     // the cost cap's growth after a quick batch
+  static constexpr double kCapFloorDivisor = 16; // the cost cap's floor: budget / this
 
-  BatchWaitController() = default;  // off, no wait
-  explicit BatchWaitController(const BatchingSpec& spec) { Configure(spec); }
+  BatchController() = default;  // off, no wait
+  explicit BatchController(const BatchingSpec& spec) { Configure(spec); }
 
   // (Re)starts from the spec: adaptive starts at min_wait_ms.
   void Configure(const BatchingSpec& spec);
@@ -74,6 +89,9 @@ class BatchWaitController {
   std::chrono::microseconds Wait(SteadyClock::time_point oldest_arrival);
 
   void Report(const BatchOutcome& outcome);
+
+  // The cost one batch may hold now (the profile's max_batch_tokens when off).
+  uint32_t CostCap() const;
 
   bool adaptive() const;
   // The latency estimate in ms (negative when there is none); for tests and logs.
@@ -89,6 +107,9 @@ class BatchWaitController {
   double target_us_ = 0;           // guarded by mu_
   double min_us_ = 0, max_us_ = 0; // guarded by mu_
   double wait_us_ = 0;             // guarded by mu_; the current wait when on
+  double budget_ = 0;              // guarded by mu_; max_batch_tokens
+  uint32_t max_requests_ = 0;      // guarded by mu_; max_batch_requests
+  double cap_ = 0;                 // guarded by mu_; the current cost cap
   double estimate_us_ = -1;        // guarded by mu_; < 0: none
   bool any_report_ = false;        // guarded by mu_
   SteadyClock::time_point last_report_{};       // guarded by mu_; latest `done`

@@ -1,6 +1,6 @@
-// BatchWaitController with explicit times: a simulated model whose latency is
+// BatchController with explicit times: a simulated model whose latency is
 // its batch wait plus a service time, driven batch by batch. No sleeps.
-#include "worker/batch_wait_controller.h"
+#include "worker/batch_controller.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +22,7 @@ double Ms(microseconds d) { return static_cast<double>(d.count()) / 1000.0; }
 // Runs `n` back-to-back batches that close by the wait (or full), each
 // waiting the controller's current wait and taking `service`. Returns the time
 // after the last one.
-SteadyClock::time_point Drive(BatchWaitController& c, SteadyClock::time_point now, int n,
+SteadyClock::time_point Drive(BatchController& c, SteadyClock::time_point now, int n,
                               milliseconds service, bool full = false) {
   for (int i = 0; i < n; ++i) {
     const microseconds wait = c.Wait(now);
@@ -39,22 +39,22 @@ SteadyClock::time_point Drive(BatchWaitController& c, SteadyClock::time_point no
   return now;
 }
 
-TEST(BatchWaitController, OffUsesTheFixedWaitAndIgnoresReports) {
+TEST(BatchController, OffUsesTheFixedWaitAndIgnoresReports) {
   BatchingSpec spec;
   spec.max_batch_wait_ms = 7;
-  BatchWaitController c(spec);
+  BatchController c(spec);
   EXPECT_FALSE(c.adaptive());
   const auto t0 = SteadyClock::time_point{} + std::chrono::seconds(100);
   Drive(c, t0, 20, milliseconds(500));
   EXPECT_EQ(c.Wait(t0 + std::chrono::hours(1)), milliseconds(7));
   EXPECT_LT(c.LatencyEstimateMs(), 0);
 
-  BatchWaitController unconfigured;
+  BatchController unconfigured;
   EXPECT_EQ(unconfigured.Wait(t0), microseconds(0));
 }
 
-TEST(BatchWaitController, StartsAtMinAndConvergesToTheTargetFromBelow) {
-  BatchWaitController c(Adaptive(50, 0, 100));
+TEST(BatchController, StartsAtMinAndConvergesToTheTargetFromBelow) {
+  BatchController c(Adaptive(50, 0, 100));
   auto now = SteadyClock::time_point{} + std::chrono::seconds(100);
   EXPECT_EQ(c.Wait(now), microseconds(0));
   now = Drive(c, now, 100, milliseconds(10));
@@ -63,8 +63,8 @@ TEST(BatchWaitController, StartsAtMinAndConvergesToTheTargetFromBelow) {
   EXPECT_NEAR(Ms(c.Wait(now)), 40, 2);
 }
 
-TEST(BatchWaitController, ShortensWhenLatencyRisesAboveTheTarget) {
-  BatchWaitController c(Adaptive(50, 0, 100));
+TEST(BatchController, ShortensWhenLatencyRisesAboveTheTarget) {
+  BatchController c(Adaptive(50, 0, 100));
   auto now = SteadyClock::time_point{} + std::chrono::seconds(100);
   now = Drive(c, now, 100, milliseconds(10));
   ASSERT_NEAR(Ms(c.Wait(now)), 40, 2);
@@ -76,20 +76,20 @@ TEST(BatchWaitController, ShortensWhenLatencyRisesAboveTheTarget) {
   EXPECT_NEAR(Ms(c.Wait(now)), 20, 2);
 }
 
-TEST(BatchWaitController, RespectsMinAndMax) {
-  BatchWaitController fast(Adaptive(50, 2, 15));
+TEST(BatchController, RespectsMinAndMax) {
+  BatchController fast(Adaptive(50, 2, 15));
   auto now = SteadyClock::time_point{} + std::chrono::seconds(100);
   EXPECT_EQ(fast.Wait(now), milliseconds(2));
   now = Drive(fast, now, 100, milliseconds(1));  // would want 49 ms
   EXPECT_EQ(fast.Wait(now), milliseconds(15));
 
-  BatchWaitController slow(Adaptive(50, 2, 15));
+  BatchController slow(Adaptive(50, 2, 15));
   now = Drive(slow, now, 100, milliseconds(200));  // over target whatever the wait
   EXPECT_EQ(slow.Wait(now), milliseconds(2));
 }
 
-TEST(BatchWaitController, ShortensWhenBatchesCloseFull) {
-  BatchWaitController c(Adaptive(50, 0, 100));
+TEST(BatchController, ShortensWhenBatchesCloseFull) {
+  BatchController c(Adaptive(50, 0, 100));
   auto now = SteadyClock::time_point{} + std::chrono::seconds(100);
   now = Drive(c, now, 100, milliseconds(10));
   const microseconds before = c.Wait(now);
@@ -101,8 +101,8 @@ TEST(BatchWaitController, ShortensWhenBatchesCloseFull) {
   EXPECT_LT(c.Wait(now), milliseconds(1));
 }
 
-TEST(BatchWaitController, DecaysAfterIdleInsteadOfWindingUp) {
-  BatchWaitController c(Adaptive(50, 1, 100));
+TEST(BatchController, DecaysAfterIdleInsteadOfWindingUp) {
+  BatchController c(Adaptive(50, 1, 100));
   auto now = SteadyClock::time_point{} + std::chrono::seconds(100);
   now = Drive(c, now, 100, milliseconds(10));
   const double settled = Ms(c.Wait(now));
@@ -133,8 +133,8 @@ TEST(BatchWaitController, DecaysAfterIdleInsteadOfWindingUp) {
   EXPECT_EQ(c.Wait(o.done), milliseconds(1));
 }
 
-TEST(BatchWaitController, ReportsOutOfOrderDoNotRewindIdleTime) {
-  BatchWaitController c(Adaptive(50, 0, 100));
+TEST(BatchController, ReportsOutOfOrderDoNotRewindIdleTime) {
+  BatchController c(Adaptive(50, 0, 100));
   const auto t0 = SteadyClock::time_point{} + std::chrono::seconds(100);
   BatchOutcome late;
   late.service = milliseconds(5);
@@ -146,6 +146,70 @@ TEST(BatchWaitController, ReportsOutOfOrderDoNotRewindIdleTime) {
   const microseconds w = c.Wait(t0 + milliseconds(55));  // 45 ms after the latest: not idle
   EXPECT_GT(w, microseconds(0));
   EXPECT_NEAR(c.LatencyEstimateMs(), 5, 0.01) << "idle would have dropped the estimate";
+}
+
+// A batch that closed on cost (fewer items than max_batch_requests) and ran
+// for `service`, reported right after it was taken.
+BatchOutcome OnCost(SteadyClock::time_point done, milliseconds service, milliseconds queue_wait = {}) {
+  BatchOutcome o;
+  o.items = 3;
+  o.cost = 3000;
+  o.closed_full = true;
+  o.queue_wait = queue_wait;
+  o.service = service;
+  o.done = done;
+  return o;
+}
+
+TEST(BatchController, OffKeepsTheProfilesCostBudget) {
+  BatchingSpec spec;
+  spec.max_batch_tokens = 4096;
+  BatchController c(spec);
+  c.Report(OnCost(SteadyClock::time_point{} + milliseconds(100), milliseconds(500)));
+  EXPECT_EQ(c.CostCap(), 4096u);
+}
+
+TEST(BatchController, ABatchThatRunsPastTheTargetLowersTheCostCap) {
+  BatchingSpec spec = Adaptive(40, 0, 20);
+  spec.max_batch_tokens = 4096;
+  spec.max_batch_requests = 32;
+  BatchController c(spec);
+  EXPECT_EQ(c.CostCap(), 4096u);
+  auto now = SteadyClock::time_point{} + milliseconds(1000);
+  // 80 ms for a batch closed on cost, target 40: the cap halves.
+  c.Report(OnCost(now, milliseconds(80)));
+  EXPECT_EQ(c.CostCap(), 2048u);
+  // 400 ms: at most halving at once.
+  c.Report(OnCost(now + milliseconds(500), milliseconds(400)));
+  EXPECT_EQ(c.CostCap(), 1024u);
+  // Never under a sixteenth of the budget.
+  for (int i = 0; i < 10; ++i) c.Report(OnCost(now + milliseconds(1000 + 500 * i), milliseconds(400)));
+  EXPECT_EQ(c.CostCap(), 256u);
+}
+
+TEST(BatchController, QueueWaitAloneDoesNotLowerTheCostCap) {
+  // Overload: latency far over target, but each batch runs within it.
+  BatchingSpec spec = Adaptive(40, 0, 20);
+  spec.max_batch_tokens = 4096;
+  spec.max_batch_requests = 32;
+  BatchController c(spec);
+  auto now = SteadyClock::time_point{} + milliseconds(1000);
+  for (int i = 0; i < 20; ++i) c.Report(OnCost(now + milliseconds(30 * i), milliseconds(30), milliseconds(900)));
+  EXPECT_EQ(c.CostCap(), 4096u);
+}
+
+TEST(BatchController, QuickBatchesGrowTheCostCapBackToTheBudget) {
+  BatchingSpec spec = Adaptive(40, 0, 20);
+  spec.max_batch_tokens = 4096;
+  spec.max_batch_requests = 32;
+  BatchController c(spec);
+  auto now = SteadyClock::time_point{} + milliseconds(1000);
+  c.Report(OnCost(now, milliseconds(160)));
+  EXPECT_EQ(c.CostCap(), 2048u);
+  c.Report(OnCost(now + milliseconds(10), milliseconds(10)));
+  EXPECT_EQ(c.CostCap(), 2560u) << "× 1.25";
+  for (int i = 0; i < 10; ++i) c.Report(OnCost(now + milliseconds(20 + 10 * i), milliseconds(10)));
+  EXPECT_EQ(c.CostCap(), 4096u) << "never over the budget";
 }
 
 }  // namespace

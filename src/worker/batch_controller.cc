@@ -1,4 +1,4 @@
-#include "worker/batch_wait_controller.h"
+#include "worker/batch_controller.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@ double Micros(SteadyClock::duration d) {
 
 }  // namespace
 
-void BatchWaitController::Configure(const BatchingSpec& spec) {
+void BatchController::Configure(const BatchingSpec& spec) {
   std::lock_guard lock(mu_);
   adaptive_ = spec.adaptive.enabled;
   fixed_us_ = 1000.0 * spec.max_batch_wait_ms;
@@ -20,22 +20,30 @@ void BatchWaitController::Configure(const BatchingSpec& spec) {
   min_us_ = 1000.0 * spec.adaptive.min_wait_ms;
   max_us_ = 1000.0 * spec.adaptive.max_wait_ms;
   wait_us_ = min_us_;
+  budget_ = spec.max_batch_tokens;
+  max_requests_ = spec.max_batch_requests;
+  cap_ = budget_;
   estimate_us_ = -1;
   any_report_ = false;
   idle_decayed_ = {};
 }
 
-bool BatchWaitController::adaptive() const {
+uint32_t BatchController::CostCap() const {
+  std::lock_guard lock(mu_);
+  return static_cast<uint32_t>(std::max(1.0, cap_));
+}
+
+bool BatchController::adaptive() const {
   std::lock_guard lock(mu_);
   return adaptive_;
 }
 
-double BatchWaitController::LatencyEstimateMs() const {
+double BatchController::LatencyEstimateMs() const {
   std::lock_guard lock(mu_);
   return estimate_us_ < 0 ? -1.0 : estimate_us_ / 1000.0;
 }
 
-void BatchWaitController::DecayLocked(SteadyClock::time_point busy_since) {
+void BatchController::DecayLocked(SteadyClock::time_point busy_since) {
   if (!any_report_ || busy_since <= last_report_) return;
   const SteadyClock::duration idle = busy_since - last_report_;
   const double idle_us = Micros(idle);
@@ -49,14 +57,14 @@ void BatchWaitController::DecayLocked(SteadyClock::time_point busy_since) {
   idle_decayed_ = idle;
 }
 
-std::chrono::microseconds BatchWaitController::Wait(SteadyClock::time_point oldest_arrival) {
+std::chrono::microseconds BatchController::Wait(SteadyClock::time_point oldest_arrival) {
   std::lock_guard lock(mu_);
   if (!adaptive_) return std::chrono::microseconds(static_cast<int64_t>(fixed_us_));
   DecayLocked(oldest_arrival);
   return std::chrono::microseconds(static_cast<int64_t>(wait_us_));
 }
 
-void BatchWaitController::Report(const BatchOutcome& o) {
+void BatchController::Report(const BatchOutcome& o) {
   std::lock_guard lock(mu_);
   if (!adaptive_) return;
   // An idle spell before this batch's oldest item arrived makes the old
@@ -71,6 +79,17 @@ void BatchWaitController::Report(const BatchOutcome& o) {
   const double error_us = target_us_ - estimate_us_;  // > 0: headroom
   if (error_us < 0 || !o.closed_full) wait_us_ += kGain * error_us;
   wait_us_ = std::clamp(wait_us_, min_us_, max_us_);
+
+  // The cost cap (see the header). Full with fewer than max_batch_requests
+  // items means it closed on cost.
+  const double service_us = Micros(o.service);
+  const bool closed_on_cost = o.closed_full && o.items < max_requests_;
+  if (closed_on_cost && service_us > target_us_) {
+    cap_ *= std::max(0.5, target_us_ / service_us);
+  } else if (service_us < 0.5 * target_us_) {
+    cap_ *= kCapGrowth;
+  }
+  cap_ = std::clamp(cap_, budget_ / kCapFloorDivisor, budget_);
 
   // Executors report out of order; idleness counts from the latest finish.
   if (!any_report_ || o.done > last_report_) {
