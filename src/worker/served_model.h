@@ -1,6 +1,6 @@
 // A model this worker pulls for: its spec, the loaded Model, its pull slot,
-// live counters that size its pull credit, and the controller that sets its
-// batch wait.
+// live counters the pull planner reads, and the controller that sets its
+// batch wait and cost cap.
 #pragma once
 
 #include <atomic>
@@ -20,15 +20,16 @@ struct ServedModel {
   std::atomic<int64_t> in_flight{0};  // items in running batches
   std::atomic<bool> retired{false};   // left the catalog: pull no more
   // For the pull planner: mean item cost (EWMA over arrivals; written on the
-  // intake thread), when this worker last started a batch of it, and until
-  // when a batch should wait for items asked for and known to be in the
-  // stream (steady-clock ns; see LocalQueue::TakeBatch).
+  // intake thread), when the last item arrived here (doorbell expiries),
+  // when this worker last started a batch of it, and until when a batch
+  // should wait for items asked for and known to be in the stream
+  // (LocalQueue::TakeBatch). Times are steady-clock ns.
   std::atomic<double> mean_item_cost{0};
   std::atomic<int64_t> last_delivery_ns{0};
   std::atomic<int64_t> last_batch_ns{0};
   std::atomic<int64_t> fill_until_ns{0};
-  // The batch wait: LocalQueue asks it, executors report to it (it has its
-  // own lock). Configure it from `spec->batching` when the model is served.
+  // The batch wait and cost cap: LocalQueue asks it, executors report to it
+  // (it has its own lock). Configure it from `spec->batching` when served.
   BatchController batching;
 };
 
