@@ -130,15 +130,18 @@ bool PullSubscriber::Refill(int slot, int64_t want, std::chrono::milliseconds ex
     std::lock_guard lock(mu_);
     Slot& s = slots_[slot];
     if (!refilling_ || !s.enabled) return false;
+    const auto now = SteadyClock::now();
+    ExpireLocked(s, now);
     const int64_t deficit = want - s.credit;
     if (deficit <= 0) return false;
     if (s.credit > 0 && deficit < std::max<int64_t>(1, want / 2)) return false;
     batch = deficit;
     seq = next_seq_++;
     ++requests_sent_;
-    const auto now = SteadyClock::now();
     s.credit += batch;
-    s.requests[seq] = {batch, now + expires};
+    const bool heartbeats = expires >= 2 * timing_.idle_heartbeat;
+    s.requests[seq] = {batch, now + expires + (heartbeats ? std::chrono::milliseconds(500)
+                                                          : std::chrono::milliseconds(1))};
     if (s.requests.size() == 1) s.last_heard = now;  // the heartbeat clock starts now
     subject = s.next_subject;
     reply = inbox_prefix_ + "." + std::to_string(slot) + "." + std::to_string(seq);
@@ -148,7 +151,7 @@ bool PullSubscriber::Refill(int slot, int64_t want, std::chrono::milliseconds ex
                      ",\"expires\":" + std::to_string(nanoseconds(expires).count());
   // The server refuses a heartbeat over half the expiry; a short request
   // ends (408) soon enough to show the server still holds it.
-  if (expires >= 2 * timing_.idle_heartbeat) {
+  if (expires >= 2 * timing_.idle_heartbeat) {  // as `heartbeats` above
     body += ",\"idle_heartbeat\":" + std::to_string(nanoseconds(timing_.idle_heartbeat).count());
   }
   body += "}";
@@ -159,8 +162,10 @@ bool PullSubscriber::Refill(int slot, int64_t want, std::chrono::milliseconds ex
     spdlog::debug("pull: request not sent: {}", natsStatus_GetText(st));
     std::lock_guard lock(mu_);
     Slot& s = slots_[slot];
-    s.credit = std::max<int64_t>(0, s.credit - batch);
-    s.requests.erase(seq);
+    if (auto it = s.requests.find(seq); it != s.requests.end()) {
+      s.credit -= it->second.remaining;
+      s.requests.erase(it);
+    }
     return false;
   }
   return true;
@@ -181,16 +186,18 @@ void PullSubscriber::Tick() {
       s.credit = 0;
       continue;
     }
-    int64_t live = 0;
-    for (auto it = s.requests.begin(); it != s.requests.end();) {
-      if (now > it->second.expires_at + grace) {
-        it = s.requests.erase(it);  // served in full, or its 408 was lost
-      } else {
-        live += it->second.batch;
-        ++it;
-      }
+    ExpireLocked(s, now);
+  }
+}
+
+void PullSubscriber::ExpireLocked(Slot& s, SteadyClock::time_point now) {
+  for (auto it = s.requests.begin(); it != s.requests.end();) {
+    if (now > it->second.forget_at) {  // no status came
+      s.credit -= it->second.remaining;
+      it = s.requests.erase(it);
+    } else {
+      ++it;
     }
-    s.credit = std::min(s.credit, live);
   }
 }
 
@@ -212,15 +219,25 @@ void PullSubscriber::Probe(int slot) {
   }
 }
 
-PullSubscriber::SlotView PullSubscriber::Peek(int slot) const {
+PullSubscriber::SlotView PullSubscriber::Peek(int slot) {
   std::lock_guard lock(mu_);
-  const Slot& s = slots_[slot];
+  Slot& s = slots_[slot];
+  ExpireLocked(s, SteadyClock::now());
   return {s.credit, s.backlog, s.backlog_at, s.empty_at, s.taken_at, s.arrivals_per_s, s.probing};
 }
 
 uint64_t PullSubscriber::requests_sent() const {
   std::lock_guard lock(mu_);
   return requests_sent_;
+}
+
+SteadyClock::time_point PullSubscriber::EarliestForgetAt() const {
+  std::lock_guard lock(mu_);
+  auto earliest = SteadyClock::time_point::max();
+  for (const Slot& s : slots_) {
+    for (const auto& [seq, r] : s.requests) earliest = std::min(earliest, r.forget_at);
+  }
+  return earliest;
 }
 
 int64_t PullSubscriber::TotalCredit() const {
@@ -254,7 +271,10 @@ void PullSubscriber::HandleMessage(MsgPtr msg) {
   {
     std::lock_guard lock(mu_);
     Slot& s = slots_[d.slot];
-    s.credit = std::max<int64_t>(0, s.credit - 1);
+    if (auto oldest = s.requests.begin(); oldest != s.requests.end()) {
+      --s.credit;
+      if (--oldest->second.remaining == 0) s.requests.erase(oldest);  // served in full
+    }
     s.backlog = static_cast<int64_t>(d.pending);
     s.last_heard = s.backlog_at = s.taken_at = SteadyClock::now();
     if (s.backlog == 0) s.empty_at = s.backlog_at;
@@ -282,13 +302,16 @@ void PullSubscriber::HandleStatus(natsMsg* msg, std::string_view status) {
     auto it = s.requests.find(seq);
     uint64_t pending = 0;
     if (!wire::ParseU64(Header(msg, "Nats-Pending-Messages"), &pending)) {
-      pending = it != s.requests.end() ? it->second.batch : 0;
+      pending = it != s.requests.end() ? it->second.remaining : 0;
     }
     if (status != "408" && status != "404") {
       spdlog::debug("pull: {} on {}: {}", status, s.consumer, Header(msg, "Description"));
     }
-    if (it != s.requests.end()) s.requests.erase(it);
-    s.credit = std::max<int64_t>(0, s.credit - static_cast<int64_t>(pending));
+    // It is over (a request already forgotten took its credit with it).
+    if (it != s.requests.end()) {
+      s.credit -= it->second.remaining;
+      s.requests.erase(it);
+    }
     // It ended unfilled: the stream had nothing more for this consumer.
     if (pending > 0) {
       s.backlog = 0;

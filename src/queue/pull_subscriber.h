@@ -15,7 +15,11 @@
 //    Nats-Pending-Messages = how many of its batch were not delivered; 409 the
 //    request was rejected or ended early. A fully served request ends silently.
 //
-// Credit per consumer = messages asked for and neither delivered nor expired.
+// Credit per consumer = messages asked for and neither delivered nor expired,
+// kept per request. Deliveries do not say which request they fill; the
+// server serves waiting requests oldest first, so each is counted against
+// the oldest request still open (a status ends a request exactly, and
+// forget_at bounds any miscount).
 // The owner (worker/pull_planner.h decides) calls Refill(slot, want, expires)
 // whenever its free capacity changes; a request goes out when the deficit is
 // worth one (half of `want`, or anything when no credit is left). Requests
@@ -116,16 +120,24 @@ class PullSubscriber {
     double arrivals_per_s = 0;             // 0: not measured yet
     bool probing = false;
   };
-  SlotView Peek(int slot) const;
+  SlotView Peek(int slot);
 
   int64_t TotalCredit() const;
+  // When the next open request will be forgotten (time_point::max: none).
+  SteadyClock::time_point EarliestForgetAt() const;
   // Pull requests and probes sent so far.
   uint64_t requests_sent() const;
 
  private:
   struct Request {
-    int64_t batch;
-    SteadyClock::time_point expires_at;
+    int64_t remaining;  // asked for and not yet delivered
+    // When its credit stops counting: its expiry plus a grace for the 408
+    // on its way — 1 ms for a request without heartbeats, 500 ms for a long
+    // poll. Not every end is seen in time (a 408 can come late, a delivery
+    // may be counted against the wrong request), and credit that outlives
+    // its request stalls the worker; forgetting a request the server still
+    // holds merely asks for a little more.
+    SteadyClock::time_point forget_at;
   };
   struct Slot {
     std::string stream;
@@ -150,6 +162,8 @@ class PullSubscriber {
 
   void HandleMessage(MsgPtr msg);
   void HandleStatus(natsMsg* msg, std::string_view status);
+  // Forgets requests past forget_at, and their credit.
+  static void ExpireLocked(Slot& s, SteadyClock::time_point now);
   void HandleProbeReply(int slot, natsMsg* msg);
   static void CountArrivals(Slot& s, uint64_t arrivals, SteadyClock::time_point now);
   bool ParseAckSubject(std::string_view ack, Delivery* d) const;

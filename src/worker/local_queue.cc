@@ -65,8 +65,10 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
       }
       const auto oldest = q->front().received;
       ServedModel& model = *q->front().model;
-      const auto filling = SteadyClock::time_point(
-          SteadyClock::duration(model.fill_until_ns.load(std::memory_order_relaxed)));
+      const bool arriving = static_cast<int64_t>(q->size()) < model.fill_items.load(std::memory_order_relaxed);
+      const auto filling = arriving ? SteadyClock::time_point(SteadyClock::duration(
+                                          model.fill_until_ns.load(std::memory_order_relaxed)))
+                                    : SteadyClock::time_point{};
       const auto until = std::max(oldest + model.batching.Wait(oldest), filling);
       if (now >= until) {
         items = q;

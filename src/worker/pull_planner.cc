@@ -16,7 +16,7 @@ PullPlan PlanPulls(const std::vector<ModelPullState>& models, int idle_executors
   }
   if (free <= 0) return plan;
 
-  // Probe what it has not heard of, and choose once the answers are in.
+  // Probe what it has not heard of lately, and choose once the answers are in.
   bool waiting_for_answers = false;
   for (size_t i = 0; i < models.size(); ++i) {
     const ModelPullState& m = models[i];

@@ -21,13 +21,15 @@ struct ServedModel {
   std::atomic<bool> retired{false};   // left the catalog: pull no more
   // For the pull planner: mean item cost (EWMA over arrivals; written on the
   // intake thread), when the last item arrived here (doorbell expiries),
-  // when this worker last started a batch of it, and until when a batch
-  // should wait for items asked for and known to be in the stream
-  // (LocalQueue::TakeBatch). Times are steady-clock ns.
+  // when this worker last started a batch of it, and until when (or until
+  // how many items are here) a batch should wait for items asked for and
+  // known to be in the stream (LocalQueue::TakeBatch). Times are
+  // steady-clock ns.
   std::atomic<double> mean_item_cost{0};
   std::atomic<int64_t> last_delivery_ns{0};
   std::atomic<int64_t> last_batch_ns{0};
   std::atomic<int64_t> fill_until_ns{0};
+  std::atomic<int64_t> fill_items{0};
   // The batch wait and cost cap: LocalQueue asks it, executors report to it
   // (it has its own lock). Configure it from `spec->batching` when served.
   BatchController batching;

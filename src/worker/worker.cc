@@ -63,7 +63,7 @@ Status Worker::Init() {
   });
   SHOAL_RETURN_IF_ERROR(push_status);
   for (int i = 0; i < options_.executors; ++i) {
-    executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { Plan(); }));
+    executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { PostPlan(); }));
   }
   auto catalog = queue::Catalog::Open(control_.models.get(), [this](auto snap) { OnCatalog(snap); });
   if (!catalog.ok()) return catalog.status();
@@ -143,7 +143,7 @@ void Worker::Serve(const std::shared_ptr<const ModelSpec>& spec) {
   }
   spdlog::info("worker: serving {} ({} runtime, loaded in {} ms)", spec->id, spec->runtime,
                MicrosSince(t0) / 1000);
-  Plan();
+  PostPlan();
 }
 
 void Worker::Retire(const std::string& id) {
@@ -227,7 +227,15 @@ void Worker::OnPushed(queue::MsgPtr msg) {
   queue_.Push(std::move(item));
 }
 
+// Plans run on the intake loop: their pull requests then leave in the
+// loop's next write (published from another thread they could wait for
+// one), and one thread plans at a time.
+void Worker::PostPlan() {
+  intake_.Post([this] { Plan(); });
+}
+
 void Worker::Plan() {
+  if (draining_) return;
   std::vector<std::shared_ptr<ServedModel>> served;
   {
     std::lock_guard lock(models_mu_);
@@ -283,7 +291,9 @@ void Worker::Ask(ServedModel& m, const ModelPullState& st, int64_t want, SteadyC
                                      : std::chrono::milliseconds(std::max<uint32_t>(
                                            5, b.adaptive.enabled ? b.adaptive.max_wait_ms : b.max_batch_wait_ms));
   if (pull_->Refill(m.slot, want, expiry) && st.backlog > 0 && st.queued > 0) {
-    // The batch forming here should take what is on its way (one round trip).
+    // The batch forming here should take what is on its way: up to a round
+    // trip or two, until that many items are here.
+    m.fill_items.store(st.queued + std::min(st.backlog, want), std::memory_order_relaxed);
     m.fill_until_ns.store((now + std::chrono::milliseconds(2)).time_since_epoch().count(),
                           std::memory_order_relaxed);
   }
@@ -299,13 +309,23 @@ std::chrono::milliseconds Worker::DoorbellExpiry(const ServedModel& m, SteadyClo
 }
 
 void Worker::KeeperLoop() {
+  constexpr auto kUpkeep = std::chrono::milliseconds(50);
   auto next_heartbeat = SteadyClock::now();
+  auto next_upkeep = SteadyClock::now() + kUpkeep;
   while (!stop_keeper_) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Also wake when a pull request is forgotten (its end went unseen): a
+    // worker with nothing asked for must ask again.
+    const auto forget = pull_->EarliestForgetAt();
+    std::this_thread::sleep_until(next_upkeep < forget ? next_upkeep : forget + std::chrono::milliseconds(1));
     const auto now = SteadyClock::now();
+    if (now < next_upkeep) {
+      PostPlan();
+      continue;
+    }
+    next_upkeep = now + kUpkeep;
     reaper_.Reap();
     pull_->Tick();
-    Plan();
+    PostPlan();
     queue_.ForEach([&](WorkItem& it) {
       if (now - it.last_progress >= std::chrono::milliseconds(it.model->spec->queue.ack_wait_ms / 2)) {
         runner_->Progress(it);

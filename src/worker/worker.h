@@ -21,7 +21,8 @@
 // batch per free executor for the models that need it most, a one-message
 // doorbell on the rest, nothing while every executor is busy — so work waits
 // in the shared stream for the first free device. Plans are made when work
-// arrives, a request ends, a batch finishes, and on the keeper's tick.
+// arrives, a request ends, a batch finishes, and on the keeper's tick —
+// always on the intake loop.
 //
 // Threading: catalog changes arrive on the catalog watch thread; deliveries
 // on the intake loop; batches on executor threads; upkeep on the keeper
@@ -98,7 +99,8 @@ class Worker {
   void DrainPushed();
   void DrainCancels();
   void OnPushed(queue::MsgPtr msg);
-  void Plan();
+  void Plan();      // on the intake loop
+  void PostPlan();  // from any other thread
   ModelPullState PullStateOf(const ServedModel& m, SteadyClock::time_point now) const;
   void Ask(ServedModel& m, const ModelPullState& st, int64_t want, SteadyClock::time_point now);
   std::chrono::milliseconds DoorbellExpiry(const ServedModel& m, SteadyClock::time_point now) const;

@@ -62,7 +62,7 @@ TEST(PullPlanner, AColdModelIsNotStarvedBesideAHotOne) {
 }
 
 TEST(PullPlanner, ProbesWhatItHasNotHeardOfAndChoosesOnceTheAnswersAreIn) {
-  ModelPullState stale = M(0, 0, 50);
+  ModelPullState stale = M(0, 3, 50);  // last seen with 3 waiting
   stale.known = false;
   const PullPlan plan = worker::PlanPulls({M(0, 20, 10), stale, M(3, 0, 20)}, 1);
   EXPECT_EQ(plan.probe, (std::vector<bool>{false, true, false}));
