@@ -20,6 +20,9 @@ Subcommand AddGateway(CLI::App& app) {
   sub->add_flag("--in-process", opts->in_process,
                 "benchmark baseline: run models inside the gateway, no NATS, no workers");
   sub->add_option("--models-dir", opts->models_dir, "profiles for --in-process");
+  sub->add_option("--admin-token", opts->admin_token,
+                  "bearer token for /v1/admin (default: $SHOAL_ADMIN_TOKEN; none: local clients only)")
+      ->envname("SHOAL_ADMIN_TOKEN");
   auto dispatch = std::make_shared<std::string>("pull");
   sub->add_option("--dispatch", *dispatch,
                   "pull: workers pull from the JetStream queue (Shoal); push-rr / push-lo: benchmark "

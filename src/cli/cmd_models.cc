@@ -1,7 +1,9 @@
-// shoal models add|ls|rm: the catalog, self-service.
+// shoal models add|ls|rm|pin|unpin: the catalog, self-service.
+#include <cstdio>
 #include <iostream>
 
-#include "cli/catalog_admin.h"
+#include "catalog/catalog_admin.h"
+#include "catalog/model_directory.h"
 #include "cli/commands.h"
 #include "common/log.h"
 
@@ -13,43 +15,76 @@ int Fail(const Status& s) {
   return 1;
 }
 
+std::string Megabytes(uint64_t bytes) {
+  if (bytes == 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+  return buf;
+}
+
 }  // namespace
 
 Subcommand AddModels(CLI::App& app) {
-  auto* sub = app.add_subcommand("models", "The model catalog: add, list, remove");
+  auto* sub = app.add_subcommand("models", "The model catalog: add, list, pin, remove");
   sub->require_subcommand(1);
   auto nats = std::make_shared<std::string>("nats://127.0.0.1:4222");
   sub->add_option("--nats", *nats, "NATS URL")->capture_default_str();
-  auto* add = sub->add_subcommand("add", "Register models from profile files (YAML)");
-  auto files = std::make_shared<std::vector<std::string>>();
-  add->add_option("profiles", *files, "profile files")->required()->check(CLI::ExistingFile);
+
+  auto* add = sub->add_subcommand(
+      "add", "Register models: a model directory (Hugging Face layout, optional shoal.yaml) or a profile file");
+  auto paths = std::make_shared<std::vector<std::string>>();
+  auto id = std::make_shared<std::string>();
+  auto pin = std::make_shared<bool>(false);
+  add->add_option("paths", *paths, "model directories or profile files")->required();
+  add->add_option("--id", *id, "the model id (one path only; default: the profile's, or the directory's name)");
+  add->add_flag("--pin", *pin, "keep it loaded on every worker that serves it");
+
   auto* ls = sub->add_subcommand("ls", "List the catalog");
   auto* rm = sub->add_subcommand("rm", "Remove a model from the catalog");
-  auto id = std::make_shared<std::string>();
-  rm->add_option("id", *id, "model id")->required();
+  auto* pin_cmd = sub->add_subcommand("pin", "Keep a model loaded: never evicted");
+  auto* unpin_cmd = sub->add_subcommand("unpin", "Let a model be evicted under memory pressure");
+  auto target = std::make_shared<std::string>();
+  for (auto* c : {rm, pin_cmd, unpin_cmd}) c->add_option("id", *target, "model id")->required();
 
   return {sub, [=] {
-            auto admin = CatalogAdmin::Connect(*nats);
+            if (add->parsed() && !id->empty() && paths->size() > 1) {
+              return Fail(InvalidInput("--id names one model; give one path"));
+            }
+            auto admin = catalog::CatalogAdmin::Connect(*nats);
             if (!admin.ok()) return Fail(admin.status());
             if (add->parsed()) {
-              for (const auto& f : *files) {
-                auto spec = ModelSpec::LoadFile(f);
+              for (const auto& path : *paths) {
+                auto spec = catalog::SpecFromPath(path, *id);
                 if (!spec.ok()) return Fail(spec.status());
-                if (Status s = admin->Register(*spec); !s.ok()) return Fail(s);
-                std::cout << "added " << spec->id << "\n";
+                if (*pin) spec->pinned = true;
+                std::cout << "checking " << spec->id << " (" << spec->runtime << ", loading it once)...\n"
+                          << std::flush;
+                auto stored = admin->Register(std::move(spec).value());
+                if (!stored.ok()) return Fail(stored.status());
+                std::cout << "added " << stored->id << ": " << stored->task << ", "
+                          << Megabytes(stored->memory_bytes) << (stored->pinned ? ", pinned" : "") << "\n";
               }
               return 0;
             }
             if (ls->parsed()) {
               auto specs = admin->List();
               if (!specs.ok()) return Fail(specs.status());
+              std::printf("%-32s %-9s %-7s %-10s %-11s %s\n", "ID", "RUNTIME", "TASK", "POOL", "MEMORY", "PINNED");
               for (const auto& s : *specs) {
-                std::cout << s.id << "\t" << s.runtime << "\t" << s.task << "\tpool=" << s.pool << "\n";
+                std::printf("%-32s %-9s %-7s %-10s %-11s %s\n", s.id.c_str(), s.runtime.c_str(), s.task.c_str(),
+                            s.pool.c_str(), Megabytes(s.memory_bytes).c_str(), s.pinned ? "yes" : "no");
               }
               return 0;
             }
-            if (Status s = admin->Remove(*id); !s.ok()) return Fail(s);
-            std::cout << "removed " << *id << "\n";
+            if (rm->parsed()) {
+              if (Status s = admin->Remove(*target); !s.ok()) return Fail(s);
+              std::cout << "removed " << *target << "\n";
+              return 0;
+            }
+            const bool pinned = pin_cmd->parsed();
+            auto spec = admin->SetPinned(*target, pinned);
+            if (!spec.ok()) return Fail(spec.status());
+            std::cout << (pinned ? "pinned " : "unpinned ") << *target << "\n";
             return 0;
           }};
 }

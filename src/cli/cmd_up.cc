@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/catalog_admin.h"
+#include "catalog/catalog_admin.h"
 #include "cli/commands.h"
 #include "common/log.h"
 #include "gateway/gateway.h"
@@ -47,14 +47,14 @@ int Up(UpOptions& o) {
     return 1;
   }
   {
-    auto admin = CatalogAdmin::Connect(url);
+    auto admin = catalog::CatalogAdmin::Connect(url);
     if (!admin.ok()) {
       spdlog::error("up: {}", admin.status().ToString());
       return 1;
     }
     for (const auto& spec : *specs) {
-      if (Status s = admin->Register(spec); !s.ok()) {
-        spdlog::error("up: registering {}: {}", spec.id, s.ToString());
+      if (auto stored = admin->Register(spec); !stored.ok()) {
+        spdlog::error("up: registering {}: {}", spec.id, stored.status().ToString());
         return 1;
       }
     }
@@ -114,6 +114,9 @@ Subcommand AddUp(CLI::App& app) {
   sub->add_option("--port", o->gateway.http.port, "gateway port")->capture_default_str();
   sub->add_option("--io-threads", o->gateway.http.io_threads, "gateway I/O threads")->capture_default_str();
   sub->add_option("--executors", o->executors, "worker executors")->capture_default_str();
+  sub->add_option("--admin-token", o->gateway.admin_token,
+                  "bearer token for /v1/admin (default: $SHOAL_ADMIN_TOKEN; none: local clients only)")
+      ->envname("SHOAL_ADMIN_TOKEN");
   return {sub, [o] { return Up(*o); }};
 }
 

@@ -93,8 +93,8 @@ Status ReadAdaptive(const json& batching, AdaptiveBatchingSpec* a) {
 
 Status FromJson(const json& o, ModelSpec* spec) {
   if (!o.is_object()) return InvalidInput("model spec: expected a mapping");
-  static const char* kKnown[] = {"id",          "runtime",          "path",     "task", "pool",
-                                 "description", "max_input_tokens", "batching", "queue"};
+  static const char* kKnown[] = {"id",    "runtime",          "path",     "task",  "pool",  "description",
+                                 "max_input_tokens", "batching", "queue", "pinned", "memory_bytes"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
@@ -102,6 +102,16 @@ Status FromJson(const json& o, ModelSpec* spec) {
   SHOAL_RETURN_IF_ERROR(ReadString(o, "pool", &spec->pool));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "description", &spec->description));
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "max_input_tokens", "", &spec->max_input_tokens));
+  if (auto p = o.find("pinned"); p != o.end()) {
+    if (!p->is_boolean()) return InvalidInput("pinned: expected true or false");
+    spec->pinned = p->get<bool>();
+  }
+  if (auto m = o.find("memory_bytes"); m != o.end()) {
+    if (!m->is_number_integer() || m->get<int64_t>() < 0) {
+      return InvalidInput("memory_bytes: expected a non-negative integer");
+    }
+    spec->memory_bytes = m->get<uint64_t>();
+  }
   if (auto b = o.find("batching"); b != o.end()) {
     if (!b->is_object()) return InvalidInput("batching: expected a mapping");
     SHOAL_RETURN_IF_ERROR(ReadU32(*b, "max_batch_tokens", "batching.", &spec->batching.max_batch_tokens));
@@ -155,6 +165,8 @@ std::string ModelSpec::ToJson() const {
         {"max_batch_requests", batching.max_batch_requests},
         {"max_batch_wait_ms", batching.max_batch_wait_ms}}},
       {"queue", {{"ack_wait_ms", queue.ack_wait_ms}, {"max_deliver", queue.max_deliver}}},
+      {"pinned", pinned},
+      {"memory_bytes", memory_bytes},
   };
   if (batching.adaptive.enabled) {
     o["batching"]["adaptive"] = {{"target_ms", batching.adaptive.target_ms},

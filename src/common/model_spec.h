@@ -16,6 +16,9 @@
 //   # target instead of the fixed max_batch_wait_ms (worker/batch_controller.h)
 //   #   batching: {..., adaptive: {target_ms: 50, min_wait_ms: 0, max_wait_ms: 20}}
 //   queue: {ack_wait_ms: 10000, max_deliver: 5}
+//   pinned: false                 # loaded at worker start, never evicted
+//   memory_bytes: 0               # what it holds loaded; measured when it is
+//                                 # registered (0: not yet known)
 //   identity: {dim: 384}          # options for the runtime, under its name
 #pragma once
 
@@ -62,6 +65,8 @@ struct ModelSpec {
   uint32_t max_input_tokens = 512;
   BatchingSpec batching;
   QueueSpec queue;
+  bool pinned = false;
+  uint64_t memory_bytes = 0;
   std::string runtime_options_json = "{}";  // the section named after the runtime
 
   // The canonical JSON form (what the KV bucket stores).

@@ -33,6 +33,8 @@ Status Gateway::ConnectControlPlane() {
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());
+  admin_ = std::make_unique<AdminApi>(AdminOptions{options_.admin_token, options_.stream_limits},
+                                      control_.models.get(), control_.js.get());
   dead_letters_ = std::make_unique<DeadLetters>(control_.nc.get(), control_.js.get());
   return dead_letters_->Start();
 }
@@ -92,7 +94,9 @@ Status Gateway::Init() {
       RouterOptions{.limits = options_.limits, .default_timeout = options_.default_timeout},
       catalog_fn, [this] { return Ready(); }, std::move(router_lanes));
   auto server = HttpServer::Start(options_.http, loops, [this](size_t lane, HttpRequest&& req, Responder r) {
-    router_->Handle(lane, std::move(req), std::move(r));
+    if (!AdminApi::Handles(req.path)) return router_->Handle(lane, std::move(req), std::move(r));
+    if (admin_) return admin_->Handle(std::move(req), std::move(r));
+    r(ErrorResponse(Status(Code::kNotFound, "no admin API in in-process mode (no catalog to change)"), ""));
   });
   if (!server.ok()) return server.status();
   server_ = std::move(server).value();
@@ -166,6 +170,7 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
   }
   // Let those answers reach their sockets before the loops stop.
   if (refused > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  admin_.reset();
   dead_letters_.reset();
   catalog_.reset();
   workers_.reset();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/event_loop.h"
+#include "gateway/admin_api.h"
 #include "gateway/dead_letters.h"
 #include "gateway/dispatcher.h"
 #include "gateway/http_server.h"
@@ -44,6 +45,9 @@ struct GatewayOptions {
   // product), or the push baseline (push_dispatcher.h) for benchmarks.
   DispatchMode dispatch = DispatchMode::kPull;
   queue::StreamLimits stream_limits;
+  // Who may use /v1/admin (admin_api.h): holders of this token, or, when it
+  // is empty, clients on this machine.
+  std::string admin_token;
 };
 
 class Gateway {
@@ -80,6 +84,7 @@ class Gateway {
   std::shared_ptr<const queue::CatalogSnapshot> static_catalog_;  // in-process mode
   std::unique_ptr<queue::WorkerRegistry> workers_;
   std::unique_ptr<DeadLetters> dead_letters_;
+  std::unique_ptr<AdminApi> admin_;  // not in in-process mode
   std::mutex pools_mu_;
   std::set<std::string> pools_;  // work streams ensured; guarded by pools_mu_
 

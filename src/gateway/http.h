@@ -21,6 +21,8 @@ struct HttpRequest {
   std::string content_type;
   std::string accept;
   std::string timeout_ms;  // X-Shoal-Timeout-Ms
+  std::string authorization;  // the Authorization header, as sent
+  bool from_loopback = false; // the client connected over a loopback address
   std::string body;
   SteadyClock::time_point received = SteadyClock::now();
   // Set by the server. What the handler stores here runs, on the lane's loop

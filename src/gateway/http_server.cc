@@ -129,6 +129,14 @@ void WatchForHangup(tcp::socket& socket, const std::shared_ptr<ResponseSlot>& sl
   });
 }
 
+bool IsLoopback(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  asio::ip::address a = socket.remote_endpoint(ec).address();
+  if (ec) return false;
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a.is_loopback();
+}
+
 awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx) {
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
@@ -163,6 +171,8 @@ awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const S
     r.content_type = std::string(req[http::field::content_type]);
     r.accept = std::string(req[http::field::accept]);
     r.timeout_ms = std::string(req["X-Shoal-Timeout-Ms"]);
+    r.authorization = std::string(req[http::field::authorization]);
+    r.from_loopback = IsLoopback(stream.socket());
     r.body = std::move(req.body());
 
     auto slot = std::make_shared<ResponseSlot>(stream.get_executor());

@@ -174,6 +174,10 @@ HttpResponse Router::ListModels(const RouterLane& lane) const {
     w.String(spec->description);
     w.Raw(",\"max_input_tokens\":");
     w.Int(spec->max_input_tokens);
+    w.Raw(",\"pinned\":");
+    w.Bool(spec->pinned);
+    w.Raw(",\"memory_bytes\":");
+    w.Int(static_cast<int64_t>(spec->memory_bytes));
     w.Raw(",\"test_only\":");
     w.Bool(spec->runtime == "identity");  // not a model: serving-plane measurement
     w.Raw(",\"serving\":");

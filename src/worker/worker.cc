@@ -86,6 +86,18 @@ bool Worker::Wants(const ModelSpec& spec) const {
   return FindRuntime(spec.runtime) != nullptr;
 }
 
+namespace {
+
+// Whether a catalog change leaves what is loaded as it is: pinning or
+// unpinning a model does not reload it.
+bool SameModel(const ModelSpec& a, const ModelSpec& b) {
+  ModelSpec a_unpinned = a, b_unpinned = b;
+  a_unpinned.pinned = b_unpinned.pinned = false;
+  return a_unpinned.ToJson() == b_unpinned.ToJson();
+}
+
+}  // namespace
+
 void Worker::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot) {
   std::lock_guard reconcile(reconcile_mu_);
   if (draining_) return;
@@ -94,7 +106,7 @@ void Worker::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snap
     {
       std::lock_guard lock(models_mu_);
       auto it = models_.find(id);
-      if (it != models_.end() && it->second->spec->ToJson() == spec->ToJson()) continue;
+      if (it != models_.end() && SameModel(*it->second->spec, *spec)) continue;
     }
     Serve(spec);
   }

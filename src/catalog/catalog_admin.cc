@@ -1,0 +1,112 @@
+#include "catalog/catalog_admin.h"
+
+#include <cmath>
+
+#include "queue/catalog.h"
+#include "runtime/runtime.h"
+
+namespace shoal::catalog {
+namespace {
+
+bool AllFinite(const std::vector<float>& v) {
+  for (float x : v) {
+    if (!std::isfinite(x)) return false;
+  }
+  return !v.empty();
+}
+
+// One small request through the loaded model: a model whose weights load but
+// compute garbage (NaN from a corrupt tensor) is refused too.
+Status Smoke(Model& model, const ModelSpec& spec) {
+  if (spec.task == "score") {
+    ScoreInput in{.text = "what is shoal", .text_pair = "a queue of small models", .truncate = true};
+    ScoreOutput out;
+    SHOAL_RETURN_IF_ERROR(model.Score({&in, 1}, {&out, 1}));
+    SHOAL_RETURN_IF_ERROR(out.status);
+    if (!AllFinite(out.logits)) return InvalidInput(spec.id + ": a test query scored a non-finite number");
+    return Status::Ok();
+  }
+  EncodeInput in{.text = "what is shoal", .truncate = true};
+  EncodeOutput out;
+  SHOAL_RETURN_IF_ERROR(model.Encode({&in, 1}, {&out, 1}));
+  SHOAL_RETURN_IF_ERROR(out.status);
+  if (!AllFinite(out.dense)) return InvalidInput(spec.id + ": a test sentence encoded to non-finite numbers");
+  return Status::Ok();
+}
+
+Result<ModelSpec> ParseEntry(kvEntry* e) {
+  auto spec = ModelSpec::Parse(std::string_view(kvEntry_ValueString(e), kvEntry_ValueLen(e)));
+  kvEntry_Destroy(e);
+  return spec;
+}
+
+}  // namespace
+
+Result<uint64_t> CheckModel(const ModelSpec& spec) {
+  Runtime* runtime = FindRuntime(spec.runtime);
+  if (!runtime) return InvalidInput("runtime '" + spec.runtime + "' is not known to this build");
+  auto model = runtime->Load(spec, LoadContext{});
+  if (!model.ok()) return Status(Code::kInvalidInput, spec.id + ": " + model.status().message());
+  if (Status s = Smoke(**model, spec); !s.ok()) {
+    return Status(Code::kInvalidInput, spec.id + ": test request failed: " + s.message());
+  }
+  return static_cast<uint64_t>((*model)->memory_bytes());
+}
+
+Result<CatalogAdmin> CatalogAdmin::Connect(const std::string& nats_url) {
+  CatalogAdmin a;
+  auto control = queue::ControlPlane::Connect(nats_url, "shoal-admin");
+  if (!control.ok()) return control.status();
+  a.owned_ = std::move(control).value();
+  a.models_ = a.owned_.models.get();
+  a.js_ = a.owned_.js.get();
+  return a;
+}
+
+Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimits& limits) {
+  auto bytes = CheckModel(spec);
+  if (!bytes.ok()) return bytes.status();
+  spec.memory_bytes = *bytes;
+  SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStream(js_, spec.pool, limits));
+  SHOAL_RETURN_IF_ERROR(queue::PutModel(models_, spec));
+  return spec;
+}
+
+Result<ModelSpec> CatalogAdmin::Get(std::string_view id) {
+  kvEntry* e = nullptr;
+  const natsStatus s = kvStore_Get(&e, models_, std::string(id).c_str());
+  if (s == NATS_NOT_FOUND) return Status(Code::kModelNotFound, "model '" + std::string(id) + "' is not in the catalog");
+  if (s != NATS_OK) return queue::FromNats(s, "catalog get");
+  return ParseEntry(e);
+}
+
+Result<ModelSpec> CatalogAdmin::SetPinned(std::string_view id, bool pinned) {
+  auto spec = Get(id);
+  if (!spec.ok()) return spec.status();
+  if (spec->pinned == pinned) return spec;
+  spec->pinned = pinned;
+  SHOAL_RETURN_IF_ERROR(queue::PutModel(models_, *spec));
+  return spec;
+}
+
+Status CatalogAdmin::Remove(std::string_view id) {
+  if (auto spec = Get(id); !spec.ok()) return spec.status();
+  return queue::DeleteModel(models_, id);
+}
+
+Result<std::vector<ModelSpec>> CatalogAdmin::List() {
+  kvKeysList keys;
+  std::vector<ModelSpec> out;
+  natsStatus s = kvStore_Keys(&keys, models_, nullptr);
+  if (s == NATS_NOT_FOUND) return out;  // an empty bucket
+  if (s != NATS_OK) return queue::FromNats(s, "catalog keys");
+  for (int i = 0; i < keys.Count; ++i) {
+    kvEntry* e = nullptr;
+    if (kvStore_Get(&e, models_, keys.Keys[i]) != NATS_OK) continue;  // removed meanwhile
+    if (auto spec = ParseEntry(e); spec.ok()) out.push_back(std::move(spec).value());
+  }
+  kvKeysList_Destroy(&keys);
+  return out;
+}
+
+}  // namespace shoal::catalog

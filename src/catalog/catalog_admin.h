@@ -1,0 +1,56 @@
+// CatalogAdmin: registering, listing, pinning and removing models in the
+// `shoal_models` KV bucket — what `shoal models`, `shoal up` and the
+// gateway's /v1/admin/models routes do.
+//
+// Registration is validation by the runtime itself: the model is loaded as a
+// worker would load it (config, tokenizer and weights present and consistent:
+// the runtime checks every tensor against the config) and answers one small
+// request with finite numbers. What the loaded model holds becomes the spec's
+// `memory_bytes`, which workers budget by. A broken model is refused here with
+// the runtime's message (INVALID_INPUT), not at its first request.
+//
+// The check loads the model in the calling process, so registration takes
+// about as long as a cold load, and the model's path must be readable here
+// and, at the same path, on the workers.
+//
+// Threading: one CatalogAdmin per thread (cnats KV calls are blocking).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/model_spec.h"
+#include "queue/control_plane.h"
+#include "queue/nats.h"
+#include "queue/topology.h"
+
+namespace shoal::catalog {
+
+class CatalogAdmin {
+ public:
+  // Over a connection of its own.
+  static Result<CatalogAdmin> Connect(const std::string& nats_url);
+  // Over the caller's bucket and JetStream context (not owned).
+  CatalogAdmin(kvStore* models, jsCtx* js) : models_(models), js_(js) {}
+
+  // Checks `spec` (see above), records its memory, ensures its pool's work
+  // stream, writes it. Returns the spec as stored.
+  Result<ModelSpec> Register(ModelSpec spec, const queue::StreamLimits& limits = {});
+  Result<ModelSpec> Get(std::string_view id);
+  Result<std::vector<ModelSpec>> List();
+  Result<ModelSpec> SetPinned(std::string_view id, bool pinned);
+  Status Remove(std::string_view id);
+
+ private:
+  CatalogAdmin() = default;
+  queue::ControlPlane owned_;  // when connected by Connect
+  kvStore* models_ = nullptr;
+  jsCtx* js_ = nullptr;
+};
+
+// The check behind Register, alone: load with the spec's runtime, run one
+// small request. Returns the bytes the loaded model holds.
+Result<uint64_t> CheckModel(const ModelSpec& spec);
+
+}  // namespace shoal::catalog

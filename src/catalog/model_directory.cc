@@ -1,0 +1,78 @@
+#include "catalog/model_directory.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "wire/subjects.h"
+
+namespace shoal::catalog {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The task config.json's architectures imply.
+Result<std::string> TaskFromConfig(const fs::path& config_path) {
+  std::ifstream in(config_path);
+  if (!in) return InvalidInput("cannot read " + config_path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto config = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return InvalidInput(config_path.string() + ": not a JSON object");
+  if (auto a = config.find("architectures"); a != config.end() && a->is_array()) {
+    for (const auto& name : *a) {
+      if (name.is_string() && name.get<std::string>().ends_with("ForSequenceClassification")) return std::string("score");
+    }
+  }
+  return std::string("encode");
+}
+
+}  // namespace
+
+Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view id) {
+  std::error_code ec;
+  const fs::path dir = fs::weakly_canonical(fs::absolute(dir_arg), ec);
+  if (ec || !fs::is_directory(dir, ec)) return InvalidInput("path: " + dir_arg + " is not a directory");
+
+  ModelSpec spec;
+  if (const fs::path profile = dir / "shoal.yaml"; fs::exists(profile, ec)) {
+    auto loaded = ModelSpec::LoadFile(profile.string());
+    if (!loaded.ok()) return loaded.status();
+    spec = std::move(loaded).value();
+    if (spec.path.empty()) spec.path = dir.string();
+  } else {
+    const fs::path config = dir / "config.json";
+    const bool use_lite = fs::exists(dir / "model.json", ec) && fs::exists(dir / "vocab.json", ec);
+    if (!fs::exists(config, ec) && !use_lite) {
+      return InvalidInput("path: " + dir.string() +
+                          " has neither a shoal.yaml profile nor a config.json (Hugging Face layout)");
+    }
+    spec.id = dir.filename().string();
+    spec.runtime = "native";
+    spec.path = dir.string();
+    if (!use_lite) {
+      auto task = TaskFromConfig(config);
+      if (!task.ok()) return task.status();
+      spec.task = *task;
+    }
+  }
+  if (!id.empty()) spec.id = std::string(id);
+  SHOAL_RETURN_IF_ERROR(wire::ValidateModelId(spec.id));
+  return spec;
+}
+
+Result<ModelSpec> SpecFromPath(const std::string& path, std::string_view id) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return SpecFromDirectory(path, id);
+  if (!fs::is_regular_file(path, ec)) return InvalidInput("path: " + path + " does not exist");
+  auto spec = ModelSpec::LoadFile(path);
+  if (!spec.ok()) return spec.status();
+  if (!id.empty()) {
+    spec->id = std::string(id);
+    SHOAL_RETURN_IF_ERROR(wire::ValidateModelId(spec->id));
+  }
+  return spec;
+}
+
+}  // namespace shoal::catalog

@@ -1,0 +1,27 @@
+// A model directory in the Hugging Face layout → the ModelSpec that registers
+// it. The directory's own `shoal.yaml` profile wins where there is one (its
+// `path` defaults to the directory); without one the profile is inferred as
+// Hugging Face tools would read the directory: the native runtime, and the
+// task from config.json's architectures (a *ForSequenceClassification head is
+// a cross-encoder: `score`; anything else `encode`).
+//
+// This only names the model; whether its files are complete and consistent is
+// the runtime's to say (catalog_admin.h loads it before it is registered).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/model_spec.h"
+
+namespace shoal::catalog {
+
+// `id` (may be empty) overrides the profile's id or, without a profile, the
+// default: the directory's name.
+Result<ModelSpec> SpecFromDirectory(const std::string& dir, std::string_view id = {});
+
+// A file (a profile) or a directory (a model): what `shoal models add` and
+// POST /v1/admin/models take.
+Result<ModelSpec> SpecFromPath(const std::string& path, std::string_view id = {});
+
+}  // namespace shoal::catalog
