@@ -201,7 +201,7 @@ Knees FindKnees(const char* mode, int port, const std::vector<MixEntry>& mix, co
 
 std::string Profile(const std::string& id, const Options& o, bool adaptive) {
   return "id: " + id + "\nruntime: identity\ndescription: \"fleet benchmark model (identity, device-like cost)\"\n" +
-         "max_input_tokens: 1024\nbatching: {max_batch_tokens: 16384, max_batch_requests: " +
+         "max_input_tokens: 1024\npinned: true\nbatching: {max_batch_tokens: 16384, max_batch_requests: " +
          std::to_string(o.max_batch_requests) + ", max_batch_wait_ms: 2" +
          (adaptive ? ", adaptive: {target_ms: 40, min_wait_ms: 0, max_wait_ms: 20}" : "") + "}\n" +
          "queue: {ack_wait_ms: 30000, max_deliver: 5}\n" + "identity: {dim: 384, us_per_token: " +

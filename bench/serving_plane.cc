@@ -137,6 +137,7 @@ int Run(const std::string& shoal, const std::string& out_path, int repeats, int 
   std::ofstream(dir + "/models/bench.yaml")
       << "id: bench/identity\nruntime: identity\n"
          "description: \"zero-cost identity model for the serving-plane benchmark\"\n"
+         "pinned: true\n"
          "batching: {max_batch_tokens: 16384, max_batch_requests: 64, max_batch_wait_ms: 0}\n"
          "identity: {dim: 384, us_per_token: 0, us_per_batch: 0}\n";
 

@@ -21,7 +21,7 @@ struct UpOptions {
   std::string models_dir;
   int nats_port = 0;
   gateway::GatewayOptions gateway;
-  int executors = 1;
+  worker::WorkerOptions worker;
 };
 
 int Up(UpOptions& o) {
@@ -61,10 +61,8 @@ int Up(UpOptions& o) {
     spdlog::info("up: {} model(s) registered from {}", specs->size(), models_dir);
   }
 
-  worker::WorkerOptions wo;
-  wo.nats_url = url;
-  wo.executors = o.executors;
-  auto w = worker::Worker::Start(wo);
+  o.worker.nats_url = url;
+  auto w = worker::Worker::Start(o.worker);
   if (!w.ok()) {
     spdlog::error("up: worker: {}", w.status().ToString());
     return 1;
@@ -113,7 +111,8 @@ Subcommand AddUp(CLI::App& app) {
   sub->add_option("--host", o->gateway.http.host, "gateway listen address")->capture_default_str();
   sub->add_option("--port", o->gateway.http.port, "gateway port")->capture_default_str();
   sub->add_option("--io-threads", o->gateway.http.io_threads, "gateway I/O threads")->capture_default_str();
-  sub->add_option("--executors", o->executors, "worker executors")->capture_default_str();
+  sub->add_option("--executors", o->worker.executors, "worker executors")->capture_default_str();
+  AddResidencyOptions(sub, &o->worker);
   sub->add_option("--admin-token", o->gateway.admin_token,
                   "bearer token for /v1/admin (default: $SHOAL_ADMIN_TOKEN; none: local clients only)")
       ->envname("SHOAL_ADMIN_TOKEN");

@@ -1,9 +1,57 @@
 // shoal worker --nats URL: pulls and runs work for the models of its pool.
+#include <cctype>
+
 #include "cli/commands.h"
 #include "common/log.h"
 #include "worker/worker.h"
 
 namespace shoal::cli {
+namespace {
+
+// "512M", "4G", "1.5GiB", "2000000": bytes (K/M/G/T are powers of 1024).
+Result<uint64_t> ParseByteSize(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    return InvalidInput("not a size: '" + text + "' (e.g. 512M, 4G)");
+  }
+  std::string unit = text.substr(used);
+  if (unit.ends_with("iB") || unit.ends_with("ib")) unit.resize(unit.size() - 2);
+  if (unit.ends_with("B") || unit.ends_with("b")) unit.pop_back();
+  static const std::string kUnits = "KMGT";
+  double scale = 1;
+  if (unit.size() == 1 && kUnits.find(std::toupper(unit[0])) != std::string::npos) {
+    for (size_t i = 0; i <= kUnits.find(std::toupper(unit[0])); ++i) scale *= 1024;
+  } else if (!unit.empty()) {
+    return InvalidInput("not a size: '" + text + "' (e.g. 512M, 4G)");
+  }
+  if (value <= 0) return InvalidInput("a memory budget must be positive: '" + text + "'");
+  return static_cast<uint64_t>(value * scale);
+}
+
+}  // namespace
+
+void AddResidencyOptions(CLI::App* sub, worker::WorkerOptions* o) {
+  sub->add_option_function<std::string>(
+         "--memory-budget",
+         [o](const std::string& text) {
+           auto bytes = ParseByteSize(text);
+           if (!bytes.ok()) throw CLI::ValidationError("--memory-budget", bytes.status().message());
+           o->memory_budget = *bytes;
+         },
+         "memory the loaded models may take, e.g. 4G (default: half of this machine's memory)");
+  sub->add_option_function<std::string>(
+         "--eviction",
+         [o](const std::string& name) {
+           auto kind = worker::ParseEvictionPolicyKind(name);
+           if (!kind.ok()) throw CLI::ValidationError("--eviction", kind.status().message());
+           o->eviction = *kind;
+         },
+         "what goes first under memory pressure: cost-aware (default), lru, count");
+  sub->add_option("--max-models", o->max_models, "with --eviction count: the most models loaded at once");
+}
 
 Subcommand AddWorker(CLI::App& app) {
   auto* sub = app.add_subcommand("worker", "Run a worker: pull, batch and run work for a pool's models");
@@ -17,6 +65,7 @@ Subcommand AddWorker(CLI::App& app) {
                   "cores each executor's batch may use (0: the machine's cores / executors)")
       ->capture_default_str();
   sub->add_option("--id", opts->id, "worker id (default: host-pid-random)");
+  AddResidencyOptions(sub, opts.get());
   return {sub, [opts] {
             BlockStopSignals();
             auto w = worker::Worker::Start(*opts);

@@ -6,6 +6,8 @@
 
 #include <functional>
 
+#include "worker/worker.h"
+
 namespace shoal::cli {
 
 // A registered subcommand and its body, run after parsing; the body returns
@@ -25,6 +27,9 @@ Subcommand AddTokenize(CLI::App& app);
 // thread, so all inherit it) and, later, waits for one of them.
 void BlockStopSignals();
 int WaitForStopSignal();
+
+// --memory-budget, --eviction, --max-models: shared by `worker` and `up`.
+void AddResidencyOptions(CLI::App* sub, worker::WorkerOptions* options);
 
 // The profiles directory: the flag's value, else ./models, else the source
 // tree's models/ (a binary run from build/).

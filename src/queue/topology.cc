@@ -123,4 +123,30 @@ Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms
   return KvStorePtr(kv);
 }
 
+Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::string_view pool) {
+  const std::string stream = wire::WorkStreamName(pool);
+  const std::string filter = wire::WorkSubjectFilter(pool);
+  jsOptions o;
+  jsOptions_Init(&o);
+  o.Stream.Info.SubjectsFilter = filter.c_str();
+  jsStreamInfo* info = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetStreamInfo(&info, js, stream.c_str(), &o, &jerr);
+  if (s != NATS_OK) return FromNats(s, "stream info " + stream);
+  std::map<std::string, uint64_t> out;
+  if (info->State.Subjects) {
+    const std::string prefix = filter.substr(0, filter.size() - 1);  // without the '>'
+    for (int i = 0; i < info->State.Subjects->Count; ++i) {
+      const jsStreamStateSubject& sub = info->State.Subjects->List[i];
+      std::string_view subject(sub.Subject);
+      if (!subject.starts_with(prefix)) continue;
+      auto id = wire::ModelIdFromToken(subject.substr(prefix.size()));
+      if (id.ok()) out[*id] += sub.Msgs;
+    }
+  }
+  jsStreamInfo_Destroy(info);
+  return out;
+}
+
+
 }  // namespace shoal::queue

@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
 
 #include "common/model_spec.h"
@@ -35,6 +37,12 @@ Result<JsCtxPtr> NewJetStream(natsConnection* nc);
 Status EnsureWorkStream(jsCtx* js, std::string_view pool, const StreamLimits& limits);
 Status EnsureConsumer(jsCtx* js, const ModelSpec& spec);
 Status EnsureDeadLetterStream(jsCtx* js);
+
+// Messages in a pool's work stream, per model id (models with none are
+// absent). WorkQueue retention keeps a message until it is acked, so this is
+// what waits plus what runs. One STREAM.INFO request with a subjects filter:
+// how a worker sees demand for the models it has not loaded.
+Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::string_view pool);
 
 // Opens a KV bucket, creating it if missing. `ttl_ms` 0 keeps entries forever.
 Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms);

@@ -12,6 +12,14 @@ std::string WorkerInfo::ToJson() const {
                       {"pool", pool},       {"models", models},   {"executors", executors},
                       {"queued", queued},   {"in_flight", in_flight}, {"batches", batches},
                       {"batch_items", batch_items}, {"ts_ms", ts_ms}};
+  o["memory"] = {{"budget", memory_budget}, {"used", memory_used}, {"pinned", memory_pinned}};
+  o["resident"] = resident;
+  o["pinned"] = pinned;
+  o["loading"] = loading;
+  o["failed"] = failed;
+  o["thrashing"] = thrashing;
+  o["loads"] = loads;
+  o["evictions"] = evictions;
   return o.dump();
 }
 
@@ -30,6 +38,19 @@ Result<WorkerInfo> WorkerInfo::Parse(std::string_view json) {
     w.batches = o.value("batches", uint64_t{0});
     w.batch_items = o.value("batch_items", uint64_t{0});
     w.ts_ms = o.value("ts_ms", int64_t{0});
+    if (auto m = o.find("memory"); m != o.end() && m->is_object()) {
+      w.memory_budget = m->value("budget", uint64_t{0});
+      w.memory_used = m->value("used", uint64_t{0});
+      w.memory_pinned = m->value("pinned", uint64_t{0});
+    }
+    using Ids = std::vector<std::string>;
+    w.resident = o.value("resident", Ids{});
+    w.pinned = o.value("pinned", Ids{});
+    w.loading = o.value("loading", Ids{});
+    w.failed = o.value("failed", Ids{});
+    w.thrashing = o.value("thrashing", Ids{});
+    w.loads = o.value("loads", uint64_t{0});
+    w.evictions = o.value("evictions", uint64_t{0});
     return w;
   } catch (const nlohmann::json::exception& e) {
     return Internal(std::string("bad heartbeat: ") + e.what());

@@ -28,7 +28,22 @@ struct WorkerInfo {
   std::string host;
   int pid = 0;
   std::string pool;
-  std::vector<std::string> models;  // models this worker pulls for
+  // Models this worker serves: loaded, or loaded on demand (the gateway
+  // queues requests for any of them).
+  std::vector<std::string> models;
+  // Residency (worker/residency_policy.h): the memory budget and what is
+  // loaded, being loaded, failed to load (terminal for that spec), or keeps
+  // being evicted and reloaded.
+  uint64_t memory_budget = 0;
+  uint64_t memory_used = 0;
+  uint64_t memory_pinned = 0;
+  std::vector<std::string> resident;
+  std::vector<std::string> pinned;  // of `resident`
+  std::vector<std::string> loading;
+  std::vector<std::string> failed;
+  std::vector<std::string> thrashing;
+  uint64_t loads = 0;
+  uint64_t evictions = 0;
   int executors = 0;
   uint64_t queued = 0;    // items in its machine-local queue
   uint64_t in_flight = 0; // items in running batches
@@ -50,7 +65,7 @@ class WorkerRegistry {
   static Result<std::unique_ptr<WorkerRegistry>> Open(
       kvStore* workers, std::chrono::milliseconds stale_after = 4 * kHeartbeatInterval);
 
-  // Whether some live worker pulls for `model_id`.
+  // Whether some live worker serves `model_id` (loaded or on demand).
   bool AnyServing(std::string_view model_id) const;
   std::vector<WorkerInfo> Live() const;
 

@@ -5,6 +5,9 @@
 //   succeeded          the result                  +ACK
 //   bad input          INVALID_INPUT error         +TERM  (redelivery cannot help)
 //   inference failed   INFERENCE_ERROR error       +TERM
+//   model load failed  MODEL_LOAD_FAILED error     +TERM  (terminal for the
+//                                                  spec: registering it again
+//                                                  retries the load)
 //   expired            nothing (the gateway has    +ACK   (drop: nobody waits)
 //                      already answered 504)
 //   not served here    nothing                     -NAK after 100 ms (another
@@ -28,6 +31,7 @@ enum class Outcome {
   kSucceeded,
   kBadInput,
   kInferenceFailed,
+  kLoadFailed,
   kExpired,
   kCancelled,  // the client hung up before it started
   kNotServedHere,
@@ -47,6 +51,7 @@ constexpr Disposition DispositionFor(Outcome o) {
     case Outcome::kSucceeded: return {true, AckAction::kAck};
     case Outcome::kBadInput: return {true, AckAction::kTerm};
     case Outcome::kInferenceFailed: return {true, AckAction::kTerm};
+    case Outcome::kLoadFailed: return {true, AckAction::kTerm};
     case Outcome::kExpired: return {false, AckAction::kAck};
     case Outcome::kCancelled: return {false, AckAction::kAck};
     case Outcome::kNotServedHere: return {false, AckAction::kNak, std::chrono::milliseconds(100)};

@@ -72,6 +72,10 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
       Settle(it, Outcome::kCancelled);
       continue;
     }
+    if (!served.model) {  // it failed to load here: the reason, not a retry
+      Settle(it, Outcome::kLoadFailed, served.load_error);
+      continue;
+    }
     wire::Task task = wire::Task::kEncode;
     if (!it.task.empty() && !wire::ParseTask(it.task, &task)) {
       Settle(it, Outcome::kBadInput, InvalidInput("unknown task '" + std::string(it.task) + "'"));

@@ -15,6 +15,9 @@ namespace shoal::worker {
 struct ServedModel {
   std::shared_ptr<const ModelSpec> spec;
   std::unique_ptr<Model> model;  // Encode may run on several executors at once
+  // Set, and `model` null, when it failed to load: its items are answered
+  // with this (MODEL_LOAD_FAILED) and acked.
+  Status load_error;
   int slot = -1;                 // PullSubscriber slot
   std::atomic<int64_t> queued{0};     // items in the local queue
   std::atomic<int64_t> in_flight{0};  // items in running batches
@@ -28,6 +31,8 @@ struct ServedModel {
   std::atomic<double> mean_item_cost{0};
   std::atomic<int64_t> last_delivery_ns{0};
   std::atomic<int64_t> last_batch_ns{0};
+  std::atomic<uint64_t> batches{0};  // started here (LocalQueue::TakeBatch)
+  uint64_t batches_reported = 0;     // to the eviction policy; keeper thread only
   std::atomic<int64_t> fill_until_ns{0};
   std::atomic<int64_t> fill_items{0};
   // The batch wait and cost cap: LocalQueue asks it, executors report to it

@@ -65,114 +65,25 @@ Status Worker::Init() {
   for (int i = 0; i < options_.executors; ++i) {
     executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { PostPlan(); }));
   }
+  if (options_.memory_budget == 0) options_.memory_budget = DefaultMemoryBudget();
+  residency_ = std::make_unique<Residency>(options_.memory_budget,
+                                           MakeEvictionPolicy(options_.eviction, options_.max_models));
+  auto registry = queue::WorkerRegistry::Open(control_.workers.get());
+  if (!registry.ok()) return registry.status();
+  registry_ = std::move(registry).value();
+  loader_ = std::thread([this] { LoaderLoop(); });
   auto catalog = queue::Catalog::Open(control_.models.get(), [this](auto snap) { OnCatalog(snap); });
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());  // the watch may have run it already; it is idempotent
   keeper_ = std::thread([this] { KeeperLoop(); });
-  spdlog::info("worker {} up: pool {}, {} executor(s), serving {} model(s)", options_.id,
-               options_.pool, options_.executors, ServedModels().size());
+  spdlog::info("worker {} up: pool {}, {} executor(s), serving {} model(s), memory budget {:.0f} MB ({} eviction)",
+               options_.id, options_.pool, options_.executors, ServedModels().size(),
+               options_.memory_budget / 1e6, EvictionPolicyName(options_.eviction));
   return Status::Ok();
 }
 
 Worker::~Worker() { Drain(std::chrono::milliseconds(0)); }
-
-bool Worker::Wants(const ModelSpec& spec) const {
-  if (spec.pool != options_.pool) return false;
-  if (!options_.models.empty() &&
-      std::find(options_.models.begin(), options_.models.end(), spec.id) == options_.models.end()) {
-    return false;
-  }
-  return FindRuntime(spec.runtime) != nullptr;
-}
-
-namespace {
-
-// Whether a catalog change leaves what is loaded as it is: pinning or
-// unpinning a model does not reload it.
-bool SameModel(const ModelSpec& a, const ModelSpec& b) {
-  ModelSpec a_unpinned = a, b_unpinned = b;
-  a_unpinned.pinned = b_unpinned.pinned = false;
-  return a_unpinned.ToJson() == b_unpinned.ToJson();
-}
-
-}  // namespace
-
-void Worker::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot) {
-  std::lock_guard reconcile(reconcile_mu_);
-  if (draining_) return;
-  for (const auto& [id, spec] : *snapshot) {
-    if (!Wants(*spec)) continue;
-    {
-      std::lock_guard lock(models_mu_);
-      auto it = models_.find(id);
-      if (it != models_.end() && SameModel(*it->second->spec, *spec)) continue;
-    }
-    Serve(spec);
-  }
-  std::vector<std::string> gone;
-  {
-    std::lock_guard lock(models_mu_);
-    for (const auto& [id, served] : models_) {
-      auto it = snapshot->find(id);
-      if (it == snapshot->end() || !Wants(*it->second)) gone.push_back(id);
-    }
-  }
-  for (const auto& id : gone) Retire(id);
-  Heartbeat();
-}
-
-void Worker::Serve(const std::shared_ptr<const ModelSpec>& spec) {
-  Runtime* runtime = FindRuntime(spec->runtime);
-  const auto t0 = SteadyClock::now();
-  LoadContext ctx;
-  ctx.threads = options_.threads_per_executor;
-  if (ctx.threads <= 0) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    ctx.threads = std::max(1, cores / std::max(1, options_.executors));
-  }
-  auto model = runtime->Load(*spec, ctx);
-  if (!model.ok()) {
-    spdlog::error("worker: cannot load {}: {}", spec->id, model.status().ToString());
-    return;
-  }
-  if (Status s = queue::EnsureConsumer(control_.js.get(), *spec); !s.ok()) {
-    spdlog::error("worker: no consumer for {}: {}", spec->id, s.ToString());
-    return;
-  }
-  auto served = std::make_shared<ServedModel>();
-  served->spec = spec;
-  served->batching.Configure(spec->batching);
-  served->model = std::move(model).value();
-  served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
-  served->last_batch_ns = SteadyClock::now().time_since_epoch().count();
-  {
-    std::lock_guard lock(models_mu_);
-    if (auto old = models_.find(spec->id); old != models_.end()) old->second->retired = true;
-    models_[spec->id] = served;
-    if (by_slot_.size() <= static_cast<size_t>(served->slot)) by_slot_.resize(served->slot + 1);
-    by_slot_[served->slot] = served;
-  }
-  spdlog::info("worker: serving {} ({} runtime, loaded in {} ms)", spec->id, spec->runtime,
-               MicrosSince(t0) / 1000);
-  PostPlan();
-}
-
-void Worker::Retire(const std::string& id) {
-  std::shared_ptr<ServedModel> served;
-  {
-    std::lock_guard lock(models_mu_);
-    auto it = models_.find(id);
-    if (it == models_.end()) return;
-    served = it->second;
-    models_.erase(it);
-    by_slot_[served->slot] = nullptr;
-  }
-  served->retired = true;
-  pull_->DisableConsumer(served->slot);
-  for (auto& item : queue_.TakeAllFor(served.get())) runner_->Settle(item, Outcome::kNotServedHere);
-  spdlog::info("worker: no longer serving {}", id);
-}
 
 void Worker::OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg) {
   std::shared_ptr<ServedModel> served;
@@ -322,7 +233,11 @@ std::chrono::milliseconds Worker::DoorbellExpiry(const ServedModel& m, SteadyClo
 
 void Worker::KeeperLoop() {
   constexpr auto kUpkeep = std::chrono::milliseconds(50);
+  // How often it looks for models to load or let go: one STREAM.INFO
+  // request to the server each time.
+  constexpr auto kPlacement = std::chrono::milliseconds(100);
   auto next_heartbeat = SteadyClock::now();
+  auto next_placement = SteadyClock::now();
   auto next_upkeep = SteadyClock::now() + kUpkeep;
   while (!stop_keeper_) {
     // Also wake when a pull request is forgotten (its end went unseen): a
@@ -345,6 +260,10 @@ void Worker::KeeperLoop() {
       }
     });
     for (auto& e : executors_) e->KeepAlive(now);
+    if (now >= next_placement) {
+      Place();
+      next_placement = now + kPlacement;
+    }
     if (now >= next_heartbeat) {
       Heartbeat();
       next_heartbeat = now + queue::kHeartbeatInterval;
@@ -355,12 +274,25 @@ void Worker::KeeperLoop() {
 std::vector<std::string> Worker::ServedModels() const {
   std::lock_guard lock(models_mu_);
   std::vector<std::string> ids;
-  for (const auto& [id, m] : models_) ids.push_back(id);
+  for (const auto& [id, spec] : wanted_) ids.push_back(id);
   return ids;
+}
+
+ResidencyView Worker::residency() const {
+  std::lock_guard lock(models_mu_);
+  ResidencyView v;
+  v.budget = residency_->budget_bytes();
+  v.used = residency_->used_bytes();
+  for (const auto& [id, m] : models_) (m->model ? v.resident : v.failed).push_back(id);
+  v.loading.assign(loading_.begin(), loading_.end());
+  v.counters = residency_->counters();
+  v.load_failures = load_failures_.load();
+  return v;
 }
 
 void Worker::Heartbeat() {
   if (draining_ || !control_.workers) return;
+  std::lock_guard order(heartbeat_mu_);  // written from several threads: newest last
   queue::WorkerInfo info;
   info.id = options_.id;
   info.host = HostName();
@@ -370,13 +302,25 @@ void Worker::Heartbeat() {
   const LocalQueue::Totals totals = queue_.totals();
   info.batches = totals.batches;
   info.batch_items = totals.items;
+  const auto now = SteadyClock::now();
   {
     std::lock_guard lock(models_mu_);
+    for (const auto& [id, spec] : wanted_) info.models.push_back(id);
     for (const auto& [id, m] : models_) {
-      info.models.push_back(id);
+      (m->model ? info.resident : info.failed).push_back(id);
       info.queued += m->queued.load(std::memory_order_relaxed);
       info.in_flight += m->in_flight.load(std::memory_order_relaxed);
     }
+    info.loading.assign(loading_.begin(), loading_.end());
+    info.memory_budget = residency_->budget_bytes();
+    info.memory_used = residency_->used_bytes();
+    for (const auto& m : residency_->Models()) {
+      if (m.pinned) info.pinned.push_back(m.id);
+      if (m.pinned) info.memory_pinned += m.bytes;
+      if (residency_->Thrashing(m.id, now)) info.thrashing.push_back(m.id);
+    }
+    info.loads = residency_->counters().loads;
+    info.evictions = residency_->counters().evictions;
   }
   info.ts_ms = UnixMillis();
   if (Status s = queue::PutHeartbeat(control_.workers.get(), info); !s.ok()) {
@@ -424,6 +368,12 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
   // The keeper touches executors and the queue: it goes first.
   stop_keeper_ = true;
   if (keeper_.joinable()) keeper_.join();
+  {
+    std::lock_guard lock(load_mu_);
+    stop_loader_ = true;  // a load under way finishes first
+  }
+  load_cv_.notify_all();
+  if (loader_.joinable()) loader_.join();
   // Hand back what did not start; JetStream redelivers it at once.
   if (runner_) {
     for (auto& item : queue_.TakeAll()) runner_->Settle(item, Outcome::kShuttingDown);

@@ -1,8 +1,10 @@
 // Worker: pulls work for the models it serves, batches it, runs it.
 //
-//   catalog watch ──▶ load model, ensure its consumer, add a pull slot
+//   catalog watch ──▶ the models it serves; pinned ones queued to load
+//   loader thread ──▶ make room, load a model, ensure its consumer, add a pull slot
 //   intake loop ────▶ LocalQueue ──▶ Executors ──▶ results + acks
-//   keeper thread ──▶ pull credit top-up, +WPI for long waits, heartbeats
+//   keeper thread ──▶ pull credit top-up, +WPI for long waits, heartbeats,
+//                     placement (what to load or let go)
 //
 // The intake loop owns the data connection (loop_connection.h): it reads
 // the socket itself and queues work directly, so a message reaches an
@@ -17,6 +19,13 @@
 // workers sends items there over core NATS, and they join the same local
 // queue as pulled ones (no ack, no redelivery; see work_item.h).
 //
+// Which models are loaded is the residency half's call (worker_residency.cc):
+// every catalog model of its pool whose runtime it has is served — the
+// gateways queue requests for it — but only pinned ones load at start; the
+// others load when work for them waits in the stream and placement
+// (placement.h) picks this worker, and are evicted under memory pressure
+// (residency_policy.h) or when an extra replica goes cold.
+//
 // What to pull is the PullPlanner's call (pull_planner.h): one predicted
 // batch per free executor for the models that need it most, a one-message
 // doorbell on the rest, nothing while every executor is busy — so work waits
@@ -25,15 +34,19 @@
 // always on the intake loop.
 //
 // Threading: catalog changes arrive on the catalog watch thread; deliveries
-// on the intake loop; batches on executor threads; upkeep on the keeper
-// thread. `models_mu_` guards the served-model maps.
+// on the intake loop; batches on executor threads; upkeep and placement on
+// the keeper thread; loads on the loader thread. `models_mu_` guards the
+// served-model maps and the residency state.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +63,7 @@
 #include "worker/executor.h"
 #include "worker/local_queue.h"
 #include "worker/pull_planner.h"
+#include "worker/residency_policy.h"
 
 namespace shoal::worker {
 
@@ -66,6 +80,23 @@ struct WorkerOptions {
   std::string id;  // default: <host>-<pid>-<random>
   queue::PullTiming pull;
   queue::StreamLimits stream_limits;
+  // Residency: the memory loaded models may take (0: DefaultMemoryBudget()),
+  // and what goes first when a model needs room. The executors of a CPU
+  // worker share one memory and its models, so the budget is per worker.
+  uint64_t memory_budget = 0;
+  EvictionPolicyKind eviction = EvictionPolicyKind::kCostAware;
+  size_t max_models = 0;  // kCount only: the most models loaded at once
+};
+
+// Half this machine's physical memory.
+uint64_t DefaultMemoryBudget();
+
+// What a worker holds, for tests and `shoal status` (heartbeats carry it).
+struct ResidencyView {
+  uint64_t budget = 0, used = 0;
+  std::vector<std::string> resident, loading, failed;
+  Residency::Counters counters;
+  uint64_t load_failures = 0;
 };
 
 class Worker {
@@ -78,8 +109,9 @@ class Worker {
   void Drain(std::chrono::milliseconds timeout);
 
   const std::string& id() const { return options_.id; }
-  // Model ids this worker is pulling for.
+  // Model ids this worker serves (loaded or on demand), and what is loaded.
   std::vector<std::string> ServedModels() const;
+  ResidencyView residency() const;
   // Batches this worker has run (started) so far, and the items in them.
   LocalQueue::Totals batch_totals() const { return queue_.totals(); }
   // Items waiting in the local queue now.
@@ -92,9 +124,15 @@ class Worker {
  private:
   explicit Worker(WorkerOptions options);
   Status Init();
+  // Residency (worker_residency.cc).
   void OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot);
-  void Serve(const std::shared_ptr<const ModelSpec>& spec);
-  void Retire(const std::string& id);
+  void QueueLoad(const std::string& id);
+  void LoaderLoop();
+  void Load(const std::string& id);  // on the loader thread
+  void Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_ptr<Model> model, Status load_error,
+               SteadyClock::duration load_time);
+  void Unload(const std::string& id, std::string_view why);
+  void Place();  // on the keeper thread
   void OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg);
   void DrainPushed();
   void DrainCancels();
@@ -124,8 +162,21 @@ class Worker {
 
   std::mutex reconcile_mu_;  // one catalog reconciliation at a time
   mutable std::mutex models_mu_;
-  std::map<std::string, std::shared_ptr<ServedModel>> models_;  // by id; guarded
+  // Installed models (loaded, or failed to load), by id and by pull slot.
+  std::map<std::string, std::shared_ptr<ServedModel>, std::less<>> models_;  // guarded
   std::vector<std::shared_ptr<ServedModel>> by_slot_;           // guarded
+  std::map<std::string, std::shared_ptr<const ModelSpec>> wanted_;  // guarded; what it serves
+  std::set<std::string> loading_;                                   // guarded; queued or loading
+  std::unique_ptr<Residency> residency_;                            // guarded
+
+  std::mutex load_mu_;
+  std::condition_variable load_cv_;
+  std::deque<std::string> load_jobs_;  // guarded by load_mu_
+  bool stop_loader_ = false;           // guarded by load_mu_
+  std::thread loader_;
+  std::unique_ptr<queue::WorkerRegistry> registry_;  // the other workers, for placement
+  std::mutex heartbeat_mu_;                          // one heartbeat written at a time
+  std::atomic<uint64_t> load_failures_{0};
 
   std::atomic<bool> draining_{false};
   std::atomic<bool> stop_keeper_{false};

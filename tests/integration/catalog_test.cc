@@ -78,10 +78,15 @@ TEST_F(Catalog, AModelDirectoryAddedOverHttpIsServedWithoutARestart) {
   EXPECT_GT(spec["memory_bytes"].get<uint64_t>(), 100'000u) << "measured by loading it";
   EXPECT_FALSE(spec["pinned"].get<bool>());
 
-  // The running gateway lists it and the running worker serves it.
-  cluster_->WaitForWorkers("team/embedder", 1);
+  // The running gateway lists it, the running worker serves it (loading it
+  // on the first request: it is not pinned).
   json listed = Models();
+  for (int i = 0; i < 100 && !(listed.contains("team/embedder") && listed["team/embedder"]["shoal"]["serving"]); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    listed = Models();
+  }
   ASSERT_TRUE(listed.contains("team/embedder")) << listed.dump();
+  EXPECT_TRUE(listed["team/embedder"]["shoal"]["serving"].get<bool>());
   EXPECT_EQ(listed["team/embedder"]["shoal"]["memory_bytes"], spec["memory_bytes"]);
   HttpResult encoded = Call("POST", "/v1/encode/team/embedder", R"({"items":[{"text":"the river runs"}]})");
   ASSERT_EQ(encoded.status, 200) << encoded.body;
@@ -145,7 +150,6 @@ TEST_F(Catalog, PinningIsStoredAndListed) {
   HttpResult added = Call("POST", "/v1/admin/models",
                           json{{"spec", {{"id", "t/pinme"}, {"runtime", "identity"}, {"identity", {{"dim", 4}}}}}}.dump());
   ASSERT_EQ(added.status, 201) << added.body;
-  cluster_->WaitForWorkers("t/pinme", 1);
 
   HttpResult pinned = Call("PATCH", "/v1/admin/models/t/pinme", R"({"pinned": true})");
   ASSERT_EQ(pinned.status, 200) << pinned.body;

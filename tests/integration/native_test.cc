@@ -21,7 +21,7 @@ const std::string kUseLite = std::string(SHOAL_SOURCE_DIR) + "/node_modules/@ene
 std::string Profile(const std::string& id, const std::string& path, const std::string& task = "encode",
                     const std::string& extra = "") {
   return "id: " + id + "\nruntime: native\ntask: " + task + "\npath: " + path +
-         "\nqueue: {ack_wait_ms: 5000, max_deliver: 3}\n" + extra;
+         "\nqueue: {ack_wait_ms: 5000, max_deliver: 3}\npinned: true\n" + extra;
 }
 
 double Cosine(const std::vector<float>& a, const std::vector<float>& b) {

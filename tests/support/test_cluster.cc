@@ -9,6 +9,7 @@
 #include "queue/catalog.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
+#include "runtime/runtime.h"
 #include "wire/subjects.h"
 
 namespace shoal::testing {
@@ -16,6 +17,7 @@ namespace shoal::testing {
 std::string IdentityProfile(const std::string& id, const std::string& extra) {
   std::string yaml = "id: " + id + "\nruntime: identity\nmax_input_tokens: 64\n";
   if (extra.find("queue:") == std::string::npos) yaml += "queue: {ack_wait_ms: 1000, max_deliver: 5}\n";
+  if (extra.find("pinned:") == std::string::npos) yaml += "pinned: true\n";
   return yaml + extra;
 }
 
@@ -61,15 +63,26 @@ TestCluster::~TestCluster() {
 void TestCluster::Register(const std::string& yaml) {
   auto spec = ModelSpec::Parse(yaml);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  // What registration records (catalog_admin.h) — its memory, measured by a
+  // load — without the test request, since some test models sleep per batch.
+  if (spec->memory_bytes == 0) {
+    auto model = FindRuntime(spec->runtime)->Load(*spec, LoadContext{});
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    spec->memory_bytes = (*model)->memory_bytes();
+  }
   ASSERT_TRUE(queue::EnsureWorkStream(control_.js.get(), spec->pool, {}).ok());
   ASSERT_TRUE(queue::PutModel(control_.models.get(), *spec).ok());
 }
 
 std::unique_ptr<worker::Worker> TestCluster::StartWorker(std::vector<std::string> models, int executors) {
   worker::WorkerOptions o;
-  o.nats_url = url_;
   o.models = std::move(models);
   o.executors = executors;
+  return StartWorkerWith(std::move(o));
+}
+
+std::unique_ptr<worker::Worker> TestCluster::StartWorkerWith(worker::WorkerOptions o) {
+  o.nats_url = url_;
   auto w = worker::Worker::Start(o);
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   return w.ok() ? std::move(w).value() : nullptr;
@@ -98,11 +111,11 @@ void TestCluster::WaitForWorkers(const std::string& model, size_t n) {
   for (;;) {
     size_t serving = 0;
     for (const auto& w : (*registry)->Live()) {
-      for (const auto& m : w.models) serving += m == model;
+      for (const auto& m : w.resident) serving += m == model;
     }
     if (serving >= n) return;
     ASSERT_LT(std::chrono::steady_clock::now(), until)
-        << "only " << serving << " of " << n << " workers serve " << model;
+        << "only " << serving << " of " << n << " workers have " << model << " loaded";
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }

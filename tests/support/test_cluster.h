@@ -22,6 +22,7 @@ class TestCluster {
   ~TestCluster();
 
   const std::string& nats_url() const { return url_; }
+  queue::ControlPlane& control_plane() { return control_; }
 
   // Stops nats-server (SIGTERM) and, with Start, brings it back on the same
   // port with the same data.
@@ -34,12 +35,13 @@ class TestCluster {
 
   std::unique_ptr<worker::Worker> StartWorker(std::vector<std::string> models = {},
                                               int executors = 1);
+  std::unique_ptr<worker::Worker> StartWorkerWith(worker::WorkerOptions options);  // nats_url set here
   std::unique_ptr<gateway::Gateway> StartGateway(gateway::GatewayOptions options = {});
 
   // `shoal worker` as a process (a test may SIGKILL it).
   Subprocess SpawnWorker(const std::vector<std::string>& extra_args = {});
 
-  // Waits until `n` live workers pull for `model` (per the registry).
+  // Waits until `n` live workers have `model` loaded (per the registry).
   void WaitForWorkers(const std::string& model, size_t n);
 
   // Messages waiting in a pool's work stream, or in any stream by name.
@@ -58,8 +60,9 @@ class TestCluster {
   queue::ControlPlane control_;
 };
 
-// A profile for the identity model with test-friendly queue settings
-// (unless `extra` has its own `queue:`).
+// A profile for the identity model with test-friendly queue settings,
+// pinned (loaded when a worker starts), unless `extra` has its own `queue:`
+// or `pinned:`.
 std::string IdentityProfile(const std::string& id, const std::string& extra = "");
 
 }  // namespace shoal::testing

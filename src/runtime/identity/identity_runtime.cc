@@ -25,7 +25,7 @@ class IdentityModel final : public Model {
   IdentityModel(ModelSpec spec, IdentityOptions opts) : spec_(std::move(spec)), opts_(opts) {}
 
   const ModelSpec& spec() const override { return spec_; }
-  size_t memory_bytes() const override { return 1 << 20; }
+  size_t memory_bytes() const override { return size_t{opts_.memory_mb} << 20; }
 
   Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override {
     uint64_t batch_tokens = 0;
@@ -123,8 +123,11 @@ Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelSpec& spec, cons
     SHOAL_RETURN_IF_ERROR(read("dim", &opts.dim));
     SHOAL_RETURN_IF_ERROR(read("us_per_token", &opts.us_per_token));
     SHOAL_RETURN_IF_ERROR(read("us_per_batch", &opts.us_per_batch));
+    SHOAL_RETURN_IF_ERROR(read("memory_mb", &opts.memory_mb));
+    SHOAL_RETURN_IF_ERROR(read("load_ms", &opts.load_ms));
     for (auto it = o.begin(); it != o.end(); ++it) {
-      if (it.key() != "dim" && it.key() != "us_per_token" && it.key() != "us_per_batch") {
+      if (it.key() != "dim" && it.key() != "us_per_token" && it.key() != "us_per_batch" &&
+          it.key() != "memory_mb" && it.key() != "load_ms") {
         return InvalidInput("identity: unknown option '" + it.key() + "'");
       }
     }
@@ -132,6 +135,8 @@ Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelSpec& spec, cons
     return InvalidInput(std::string("identity: bad options: ") + e.what());
   }
   if (opts.dim == 0 || opts.dim > 65536) return InvalidInput("identity.dim: must be 1..65536");
+  if (opts.memory_mb == 0) return InvalidInput("identity.memory_mb: at least 1");
+  if (opts.load_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opts.load_ms));
   return std::unique_ptr<Model>(std::make_unique<IdentityModel>(spec, opts));
 }
 

@@ -24,6 +24,10 @@ struct IdentityOptions {
   uint32_t dim = 384;
   uint32_t us_per_token = 0;
   uint32_t us_per_batch = 0;
+  // What it claims to hold loaded, and how long a load takes: stand-ins for
+  // a real model's size and cold-load time in residency tests and benchmarks.
+  uint32_t memory_mb = 1;
+  uint32_t load_ms = 0;
 };
 
 // The words of `text` the identity model counts as tokens.

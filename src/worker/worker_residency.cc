@@ -1,0 +1,281 @@
+// The worker's residency half (worker.h): which catalog models it serves,
+// which are loaded, loading them on demand, evicting, placement.
+//
+//   catalog watch ─▶ wanted_ (what it may serve); pinned ones queued to load
+//   keeper tick ───▶ Place(): the stream's per-model counts + the workers'
+//                    heartbeats → placement.h → load / release jobs
+//   loader thread ─▶ one job at a time: plan room (residency_policy.h),
+//                    evict, load, install the model and its pull slot
+//
+// A model whose load fails is installed failed: its pull slot answers every
+// request MODEL_LOAD_FAILED (502) and acks it, so requests end at once
+// instead of circling, and placement counts this worker as its holder so no
+// other worker tries the same files. A new spec for it (re-registration)
+// clears the failure.
+//
+// Threading: wanted_, loading_, residency_ and the served-model maps are
+// guarded by models_mu_. Only the loader thread loads and installs, one
+// model at a time, so two plans for room never overlap; unloads come from
+// the loader (evictions), the catalog watch (a model changed or left) and
+// the keeper (a cold replica), each one step under models_mu_.
+#include <sys/sysinfo.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/log.h"
+#include "queue/topology.h"
+#include "wire/subjects.h"
+#include "worker/placement.h"
+#include "worker/worker.h"
+
+namespace shoal::worker {
+namespace {
+
+// Whether a catalog change leaves what is loaded as it is: pinning or
+// unpinning a model does not reload it.
+bool SameModel(const ModelSpec& a, const ModelSpec& b) {
+  ModelSpec a_unpinned = a, b_unpinned = b;
+  a_unpinned.pinned = b_unpinned.pinned = false;
+  return a_unpinned.ToJson() == b_unpinned.ToJson();
+}
+
+}  // namespace
+
+uint64_t DefaultMemoryBudget() {
+  struct sysinfo si {};
+  if (sysinfo(&si) != 0) return uint64_t{4} << 30;
+  return static_cast<uint64_t>(si.totalram) * si.mem_unit / 2;
+}
+
+bool Worker::Wants(const ModelSpec& spec) const {
+  if (spec.pool != options_.pool) return false;
+  if (!options_.models.empty() &&
+      std::find(options_.models.begin(), options_.models.end(), spec.id) == options_.models.end()) {
+    return false;
+  }
+  return FindRuntime(spec.runtime) != nullptr;
+}
+
+void Worker::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot) {
+  std::lock_guard reconcile(reconcile_mu_);
+  if (draining_) return;
+  std::vector<std::pair<std::string, const char*>> unload;  // and why
+  std::vector<std::string> load;
+  {
+    std::lock_guard lock(models_mu_);
+    std::map<std::string, std::shared_ptr<const ModelSpec>> wanted;
+    for (const auto& [id, spec] : *snapshot) {
+      if (Wants(*spec)) wanted[id] = spec;
+    }
+    for (const auto& [id, served] : models_) {
+      auto it = wanted.find(id);
+      if (it == wanted.end()) {
+        unload.emplace_back(id, "no longer in the catalog for this worker");
+      } else if (!SameModel(*served->spec, *it->second)) {
+        unload.emplace_back(id, "registered anew: loaded afresh on demand");
+      } else if (served->model) {
+        residency_->SetPinned(id, it->second->pinned);
+      }
+    }
+    for (const auto& [id, spec] : wanted) {
+      const bool resident = models_.count(id) && std::none_of(unload.begin(), unload.end(),
+                                                              [&](const auto& u) { return u.first == id; });
+      if (spec->pinned && !resident) load.push_back(id);
+    }
+    wanted_ = std::move(wanted);
+  }
+  for (const auto& [id, why] : unload) Unload(id, why);
+  for (const auto& id : load) QueueLoad(id);
+  Heartbeat();  // the gateways learn at once which models this worker serves
+}
+
+void Worker::QueueLoad(const std::string& id) {
+  {
+    std::lock_guard lock(models_mu_);
+    if (loading_.count(id) || models_.count(id)) return;
+    loading_.insert(id);
+  }
+  {
+    std::lock_guard lock(load_mu_);
+    load_jobs_.push_back(id);
+  }
+  load_cv_.notify_one();
+}
+
+void Worker::LoaderLoop() {
+  for (;;) {
+    std::string id;
+    {
+      std::unique_lock lock(load_mu_);
+      load_cv_.wait(lock, [&] { return stop_loader_ || !load_jobs_.empty(); });
+      if (stop_loader_) return;
+      id = std::move(load_jobs_.front());
+      load_jobs_.pop_front();
+    }
+    Load(id);
+    std::lock_guard lock(models_mu_);
+    loading_.erase(id);
+  }
+}
+
+void Worker::Load(const std::string& id) {
+  std::shared_ptr<const ModelSpec> spec;
+  Result<std::vector<std::string>> victims = std::vector<std::string>{};
+  {
+    std::lock_guard lock(models_mu_);
+    auto it = wanted_.find(id);
+    if (it == wanted_.end() || models_.count(id) || draining_) return;
+    spec = it->second;
+    // Never a model with a batch in flight: its weights are in use.
+    victims = residency_->PlanAdmit(id, spec->memory_bytes, [this](std::string_view v) {
+      auto m = models_.find(v);
+      return m != models_.end() && m->second->in_flight.load(std::memory_order_relaxed) > 0;
+    });
+  }
+  if (!victims.ok()) {
+    // Its work waits in the stream (bounded by its deadline); the next tick
+    // tries again, once a batch has finished or a model was unpinned.
+    spdlog::debug("worker: no room for {} yet: {}", id, victims.status().message());
+    return;
+  }
+  for (const auto& v : *victims) Unload(v, "evicted to make room for " + id);
+
+  Runtime* runtime = FindRuntime(spec->runtime);
+  LoadContext ctx;
+  ctx.threads = options_.threads_per_executor;
+  if (ctx.threads <= 0) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    ctx.threads = std::max(1, cores / std::max(1, options_.executors));
+  }
+  spdlog::info("worker: loading {} ({} runtime, {:.1f} MB expected)", id, spec->runtime, spec->memory_bytes / 1e6);
+  const auto t0 = SteadyClock::now();
+  auto model = runtime->Load(*spec, ctx);
+  const auto load_time = SteadyClock::now() - t0;
+  if (!model.ok()) {
+    load_failures_.fetch_add(1);
+    spdlog::error("worker: {} failed to load; its requests get MODEL_LOAD_FAILED until it is registered again: {}",
+                  id, model.status().message());
+    Install(spec, nullptr, Status(Code::kModelLoadFailed, id + " failed to load: " + model.status().message()),
+            load_time);
+    return;
+  }
+  Install(spec, std::move(model).value(), Status::Ok(), load_time);
+}
+
+void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_ptr<Model> model,
+                     Status load_error, SteadyClock::duration load_time) {
+  if (Status s = queue::EnsureConsumer(control_.js.get(), *spec); !s.ok()) {
+    spdlog::error("worker: no consumer for {}: {}", spec->id, s.ToString());
+    return;
+  }
+  auto served = std::make_shared<ServedModel>();
+  served->spec = spec;
+  served->batching.Configure(spec->batching);
+  served->model = std::move(model);
+  served->load_error = std::move(load_error);
+  served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
+  served->last_batch_ns = SteadyClock::now().time_since_epoch().count();
+  const auto now = SteadyClock::now();
+  bool thrashing = false;
+  {
+    std::lock_guard lock(models_mu_);
+    if (auto w = wanted_.find(spec->id); w == wanted_.end() || w->second != spec) return;  // changed meanwhile
+    if (served->model) {
+      residency_->Loaded(spec->id, served->model->memory_bytes(), spec->pinned,
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(load_time), now);
+      thrashing = residency_->Thrashing(spec->id, now);
+    }
+    models_[spec->id] = served;
+    if (by_slot_.size() <= static_cast<size_t>(served->slot)) by_slot_.resize(served->slot + 1);
+    by_slot_[served->slot] = served;
+  }
+  if (served->model) {
+    spdlog::info("worker: serving {} (loaded in {} ms, {:.1f} MB)", spec->id,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(load_time).count(),
+                 served->model->memory_bytes() / 1e6);
+  }
+  if (thrashing) {
+    spdlog::warn("worker: {} is thrashing: loaded {}+ times in {} s; the memory budget is too small for the "
+                 "models in use",
+                 spec->id, Residency::kThrashLoads, Residency::kThrashWindow.count());
+  }
+  Heartbeat();
+  PostPlan();
+}
+
+void Worker::Unload(const std::string& id, std::string_view why) {
+  std::shared_ptr<ServedModel> served;
+  {
+    std::lock_guard lock(models_mu_);
+    auto it = models_.find(id);
+    if (it == models_.end()) return;
+    served = it->second;
+    models_.erase(it);
+    by_slot_[served->slot] = nullptr;
+    if (served->model) residency_->Evicted(id);
+  }
+  served->retired = true;
+  pull_->DisableConsumer(served->slot);
+  // What waits here goes back to the stream for whoever holds it next.
+  for (auto& item : queue_.TakeAllFor(served.get())) runner_->Settle(item, Outcome::kNotServedHere);
+  spdlog::info("worker: unloaded {} ({})", id, why);
+}
+
+void Worker::Place() {
+  auto waiting = queue::WorkMessagesByModel(control_.js.get(), options_.pool);
+  if (!waiting.ok()) {
+    spdlog::debug("worker: placement skipped: {}", waiting.status().message());
+    return;
+  }
+  std::vector<PlacementPeer> peers;
+  if (registry_) {
+    for (const auto& w : registry_->Live()) {
+      if (w.id == options_.id || w.pool != options_.pool) continue;
+      PlacementPeer p{w.id, w.memory_budget, w.memory_pinned, w.models, w.resident};
+      p.holds.insert(p.holds.end(), w.loading.begin(), w.loading.end());
+      p.holds.insert(p.holds.end(), w.failed.begin(), w.failed.end());
+      peers.push_back(std::move(p));
+    }
+  }
+  std::vector<std::string> load, release;
+  const auto now = SteadyClock::now();
+  {
+    std::lock_guard lock(models_mu_);
+    PlacementPeer self{options_.id, residency_->budget_bytes(), 0, {}, {}};
+    for (const auto& m : residency_->Models()) self.pinned_bytes += m.pinned ? m.bytes : 0;
+    for (const auto& [id, spec] : wanted_) self.serves.push_back(id);
+    for (const auto& [id, served] : models_) self.holds.push_back(id);
+    self.holds.insert(self.holds.end(), loading_.begin(), loading_.end());
+    peers.push_back(std::move(self));
+
+    // Uses since the last tick, for the eviction policy's frequency counts.
+    for (auto& [id, served] : models_) {
+      const uint64_t batches = served->batches.load(std::memory_order_relaxed);
+      if (served->model && batches > served->batches_reported) residency_->Used(id);
+      served->batches_reported = batches;
+    }
+    for (const auto& [id, spec] : wanted_) {
+      const auto it = waiting->find(id);
+      const uint64_t n = it == waiting->end() ? 0 : it->second;
+      auto served = models_.find(id);
+      if (served == models_.end()) {
+        if (!loading_.count(id) && (spec->pinned || ShouldLoad(id, spec->memory_bytes, n, options_.id, peers))) {
+          load.push_back(id);
+        }
+        continue;
+      }
+      if (!served->second->model || spec->pinned) continue;
+      const auto idle = now - SteadyClock::time_point(SteadyClock::duration(
+                                  served->second->last_batch_ns.load(std::memory_order_relaxed)));
+      if (served->second->in_flight.load() == 0 && served->second->queued.load() == 0 &&
+          ShouldRelease(id, spec->memory_bytes, n, options_.id, peers, idle)) {
+        release.push_back(id);
+      }
+    }
+  }
+  for (const auto& id : release) Unload(id, "an extra replica gone cold");
+  for (const auto& id : load) QueueLoad(id);
+}
+
+}  // namespace shoal::worker
