@@ -22,6 +22,7 @@ Subcommand AddGateway(CLI::App& app);
 Subcommand AddWorker(CLI::App& app);
 Subcommand AddModels(CLI::App& app);
 Subcommand AddTokenize(CLI::App& app);
+Subcommand AddStatus(CLI::App& app);
 
 // Blocks SIGINT and SIGTERM in the calling thread (call before starting any
 // thread, so all inherit it) and, later, waits for one of them.

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
       shoal::cli::AddWorker(app),
       shoal::cli::AddModels(app),
       shoal::cli::AddTokenize(app),
+      shoal::cli::AddStatus(app),
   };
   CLI11_PARSE(app, argc, argv);
   shoal::InitLogging(log_level);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog_admin.h"
+#include "catalog/cluster_view.h"
 #include "catalog/model_directory.h"
 #include "common/ids.h"
 #include "common/log.h"
@@ -13,6 +14,7 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kModels = "/v1/admin/models";
+constexpr std::string_view kCluster = "/v1/cluster";
 
 HttpResponse SpecResponse(int status, const ModelSpec& spec) { return JsonResponse(status, spec.ToJson()); }
 
@@ -64,14 +66,15 @@ Result<ModelSpec> SpecFromBody(const std::string& body) {
 
 }  // namespace
 
-AdminApi::AdminApi(AdminOptions options, kvStore* models, jsCtx* js)
-    : options_(std::move(options)), models_(models), js_(js) {
+AdminApi::AdminApi(AdminOptions options, kvStore* models, jsCtx* js, CatalogFn catalog,
+                   queue::WorkerRegistry* workers)
+    : options_(std::move(options)), models_(models), js_(js), catalog_(std::move(catalog)), workers_(workers) {
   loop_.Start();
 }
 
 AdminApi::~AdminApi() { loop_.Stop(); }
 
-bool AdminApi::Handles(std::string_view path) { return path.starts_with("/v1/admin/"); }
+bool AdminApi::Handles(std::string_view path) { return path.starts_with("/v1/admin/") || path == kCluster; }
 
 void AdminApi::Handle(HttpRequest&& req, Responder respond) {
   loop_.Post([this, req = std::move(req), respond = std::move(respond)] { respond(Serve(req)); });
@@ -99,6 +102,10 @@ HttpResponse AdminApi::Serve(const HttpRequest& req) {
   auto fail = [&](const Status& s) { return ErrorResponse(s, request_id); };
   if (Status s = Authorize(req); !s.ok()) return fail(s);
 
+  if (req.path == kCluster) {
+    if (req.method != "GET") return fail(InvalidInput("GET /v1/cluster"));
+    return JsonResponse(200, catalog::ClusterView(*catalog_(), workers_->Live(), js_).dump());
+  }
   catalog::CatalogAdmin admin(models_, js_);
   std::string_view path = req.path;
   if (!path.starts_with(kModels)) return fail(Status(Code::kNotFound, "no admin route " + req.path));

@@ -11,6 +11,8 @@
 //   GET    /v1/admin/models/{id}   one model (404 MODEL_NOT_FOUND)
 //   PATCH  /v1/admin/models/{id}   {"pinned": bool}
 //   DELETE /v1/admin/models/{id}   remove it; workers stop serving it
+//   GET    /v1/cluster             workers, memory, resident / loading /
+//                                  failed models, backlog (cluster_view.h)
 //
 // Who may call them: with an admin token configured (`shoal gateway
 // --admin-token`, or SHOAL_ADMIN_TOKEN), a request must carry
@@ -24,12 +26,16 @@
 // never on a lane's loop.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "common/event_loop.h"
 #include "gateway/http.h"
+#include "queue/catalog.h"
 #include "queue/nats.h"
 #include "queue/topology.h"
+#include "queue/worker_registry.h"
 
 namespace shoal::gateway {
 
@@ -40,7 +46,9 @@ struct AdminOptions {
 
 class AdminApi {
  public:
-  AdminApi(AdminOptions options, kvStore* models, jsCtx* js);  // not owned; outlive this
+  using CatalogFn = std::function<std::shared_ptr<const queue::CatalogSnapshot>()>;
+  // Not owned; they outlive this.
+  AdminApi(AdminOptions options, kvStore* models, jsCtx* js, CatalogFn catalog, queue::WorkerRegistry* workers);
   ~AdminApi();
 
   static bool Handles(std::string_view path);
@@ -54,6 +62,8 @@ class AdminApi {
   const AdminOptions options_;
   kvStore* const models_;
   jsCtx* const js_;
+  const CatalogFn catalog_;
+  queue::WorkerRegistry* const workers_;
   EventLoop loop_;
 };
 

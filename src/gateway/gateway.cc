@@ -34,7 +34,8 @@ Status Gateway::ConnectControlPlane() {
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());
   admin_ = std::make_unique<AdminApi>(AdminOptions{options_.admin_token, options_.stream_limits},
-                                      control_.models.get(), control_.js.get());
+                                      control_.models.get(), control_.js.get(),
+                                      [this] { return catalog_->Snapshot(); }, workers_.get());
   dead_letters_ = std::make_unique<DeadLetters>(control_.nc.get(), control_.js.get());
   return dead_letters_->Start();
 }

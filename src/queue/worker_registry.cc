@@ -65,6 +65,24 @@ Status PutHeartbeat(kvStore* workers, const WorkerInfo& info) {
       "heartbeat");
 }
 
+Result<std::vector<WorkerInfo>> ReadHeartbeats(kvStore* workers, std::chrono::milliseconds fresh) {
+  std::vector<WorkerInfo> out;
+  kvKeysList keys;
+  const natsStatus s = kvStore_Keys(&keys, workers, nullptr);
+  if (s == NATS_NOT_FOUND) return out;
+  if (s != NATS_OK) return FromNats(s, "heartbeat keys");
+  const int64_t now_ms = UnixMillis();
+  for (int i = 0; i < keys.Count; ++i) {
+    kvEntry* e = nullptr;
+    if (kvStore_Get(&e, workers, keys.Keys[i]) != NATS_OK) continue;
+    auto info = WorkerInfo::Parse(std::string_view(kvEntry_ValueString(e), kvEntry_ValueLen(e)));
+    kvEntry_Destroy(e);
+    if (info.ok() && now_ms - info->ts_ms <= fresh.count()) out.push_back(std::move(info).value());
+  }
+  kvKeysList_Destroy(&keys);
+  return out;
+}
+
 Status DeleteHeartbeat(kvStore* workers, std::string_view worker_id) {
   return FromNats(kvStore_Delete(workers, std::string(worker_id).c_str()), "heartbeat delete");
 }

@@ -56,6 +56,9 @@ struct WorkerInfo {
 };
 
 Status PutHeartbeat(kvStore* workers, const WorkerInfo& info);
+// The heartbeats written within `fresh` of now, read once (no watch): for
+// one-shot tools such as `shoal status`.
+Result<std::vector<WorkerInfo>> ReadHeartbeats(kvStore* workers, std::chrono::milliseconds fresh);
 Status DeleteHeartbeat(kvStore* workers, std::string_view worker_id);
 
 inline constexpr auto kHeartbeatInterval = std::chrono::milliseconds(1000);

@@ -195,9 +195,11 @@ TEST_F(Catalog, WithAnAdminTokenOnlyItsBearerMayChangeTheCatalog) {
   EXPECT_EQ(Call("GET", "/v1/models", "", {}, port).status, 200);
 }
 
-// `shoal models` as an operator types it; returns its exit status and output.
-std::pair<int, std::string> ShoalModels(const std::string& nats_url, const std::string& args) {
-  const std::string cmd = std::string(SHOAL_BINARY) + " models --nats " + nats_url + " " + args + " 2>&1";
+// `shoal <command> --nats URL <args>` as an operator types it; returns its
+// exit status and output.
+std::pair<int, std::string> Shoal(const std::string& command, const std::string& nats_url,
+                                  const std::string& args = "") {
+  const std::string cmd = std::string(SHOAL_BINARY) + " " + command + " --nats " + nats_url + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};
   std::string out;
@@ -205,6 +207,10 @@ std::pair<int, std::string> ShoalModels(const std::string& nats_url, const std::
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   const int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::pair<int, std::string> ShoalModels(const std::string& nats_url, const std::string& args) {
+  return Shoal("models", nats_url, args);
 }
 
 TEST_F(Catalog, TheCliAddsListsPinsAndRemovesModels) {
@@ -221,6 +227,13 @@ TEST_F(Catalog, TheCliAddsListsPinsAndRemovesModels) {
   ASSERT_NE(row, std::string::npos) << out;
   EXPECT_NE(out.find(" MB", row), std::string::npos) << out;
   EXPECT_NE(out.find("yes", row), std::string::npos) << out;
+
+  // `shoal status` lists it beside the worker (the same view as GET /v1/cluster).
+  auto [status_rc, status] = Shoal("status", url);
+  EXPECT_EQ(status_rc, 0) << status;
+  EXPECT_NE(status.find("WORKERS"), std::string::npos) << status;
+  EXPECT_NE(status.find(worker_->id()), std::string::npos) << status;
+  EXPECT_NE(status.find("cli/rerank"), std::string::npos) << status;
 
   std::tie(rc, out) = ShoalModels(url, "unpin cli/rerank");
   EXPECT_EQ(rc, 0) << out;

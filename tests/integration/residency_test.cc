@@ -67,6 +67,25 @@ TEST(Residency, AModelLoadsOnItsFirstRequestNotBefore) {
   EXPECT_EQ(view.used, 1 * kMiB);
   EXPECT_EQ(Encode(gateway->port(), "t/lazy").status, 200);
   EXPECT_EQ(worker->residency().counters.loads, 1u) << "loaded once";
+
+  // GET /v1/cluster says so (from the worker's next heartbeat).
+  json model, self;
+  ASSERT_TRUE(WaitFor([&] {
+    HttpClient http(gateway->port());
+    auto res = http.Get("/v1/cluster");
+    if (!res.ok() || res->status != 200) return false;
+    json view = json::parse(res->body);
+    for (const auto& m : view["models"]) {
+      if (m["id"] == "t/lazy") model = m;
+    }
+    if (view["workers"].size() == 1) self = view["workers"][0];
+    return !model.is_null() && !model["resident_on"].empty();
+  })) << model.dump();
+  EXPECT_EQ(model["resident_on"][0], worker->id());
+  EXPECT_EQ(model["pinned"], false);
+  EXPECT_EQ(model["waiting"], 0);
+  EXPECT_EQ(self["memory"]["used"], 1 * kMiB);
+  EXPECT_GE(self["loads"].get<int>(), 1);
 }
 
 TEST(Residency, UnderASmallBudgetEvictionSparesPinnedAndBusyModels) {

@@ -1,0 +1,32 @@
+// The cluster as one JSON document: every live worker (memory, resident,
+// loading, failed and thrashing models, counters) and every catalog model
+// (messages waiting in its pool's stream, which workers hold it). What
+// GET /v1/cluster answers and `shoal status` prints; built from the same
+// sources the workers place models by (heartbeats, the catalog, the work
+// streams' per-model counts).
+//
+//   {"workers": [{"id", "host", "pid", "pool", "executors",
+//                 "memory": {"budget", "used", "pinned"}, "resident": [...],
+//                 "pinned": [...], "loading": [...], "failed": [...],
+//                 "thrashing": [...], "loads", "evictions", "queued",
+//                 "in_flight", "batches", "batch_items", "heartbeat_age_ms"}],
+//    "models": [{"id", "pool", "runtime", "task", "pinned", "memory_bytes",
+//                "waiting", "resident_on": [...], "loading_on": [...],
+//                "failed_on": [...]}]}
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "queue/catalog.h"
+#include "queue/nats.h"
+#include "queue/worker_registry.h"
+
+namespace shoal::catalog {
+
+// `js` gives the per-model counts; a pool whose stream cannot be read shows
+// "waiting": null for its models.
+nlohmann::json ClusterView(const queue::CatalogSnapshot& catalog, const std::vector<queue::WorkerInfo>& workers,
+                           jsCtx* js);
+
+}  // namespace shoal::catalog

@@ -1,0 +1,85 @@
+// shoal status: the cluster — workers, memory, resident / loading / failed
+// models, and what waits for each model — from the same sources the gateway's
+// GET /v1/cluster reads (catalog/cluster_view.h).
+#include <cstdio>
+#include <iostream>
+
+#include "catalog/catalog_admin.h"
+#include "catalog/cluster_view.h"
+#include "cli/commands.h"
+#include "queue/control_plane.h"
+
+namespace shoal::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string Mb(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", bytes / 1e6);
+  return buf;
+}
+
+std::string Join(const json& ids) {
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ",") + id.get<std::string>();
+  return out.empty() ? "-" : out;
+}
+
+void Print(const json& view) {
+  std::printf("WORKERS\n%-28s %-8s %-15s %-9s %-11s %s\n", "ID", "POOL", "MEMORY MB", "MODELS", "LOADS/EVICT",
+              "LOADING / FAILED / THRASHING");
+  for (const auto& w : view["workers"]) {
+    const std::string memory = Mb(w["memory"]["used"]) + " / " + Mb(w["memory"]["budget"]);
+    const std::string counters = std::to_string(w["loads"].get<uint64_t>()) + "/" +
+                                 std::to_string(w["evictions"].get<uint64_t>());
+    std::printf("%-28s %-8s %-15s %-9zu %-11s %s / %s / %s\n", w["id"].get<std::string>().c_str(),
+                w["pool"].get<std::string>().c_str(), memory.c_str(), w["resident"].size(), counters.c_str(),
+                Join(w["loading"]).c_str(), Join(w["failed"]).c_str(), Join(w["thrashing"]).c_str());
+  }
+  std::printf("\nMODELS\n%-32s %-8s %-8s %-7s %-9s %s\n", "ID", "POOL", "MB", "PINNED", "WAITING", "LOADED ON");
+  for (const auto& m : view["models"]) {
+    const std::string waiting = m["waiting"].is_null() ? "?" : std::to_string(m["waiting"].get<uint64_t>());
+    std::string on = Join(m["resident_on"]);
+    if (!m["loading_on"].empty()) on += " (loading on " + Join(m["loading_on"]) + ")";
+    if (!m["failed_on"].empty()) on += " (FAILED on " + Join(m["failed_on"]) + ")";
+    std::printf("%-32s %-8s %-8s %-7s %-9s %s\n", m["id"].get<std::string>().c_str(),
+                m["pool"].get<std::string>().c_str(), Mb(m["memory_bytes"]).c_str(),
+                m["pinned"].get<bool>() ? "yes" : "no", waiting.c_str(), on.c_str());
+  }
+}
+
+}  // namespace
+
+Subcommand AddStatus(CLI::App& app) {
+  auto* sub = app.add_subcommand("status", "The cluster: workers, memory, loaded models, what waits");
+  auto nats = std::make_shared<std::string>("nats://127.0.0.1:4222");
+  auto as_json = std::make_shared<bool>(false);
+  sub->add_option("--nats", *nats, "NATS URL")->capture_default_str();
+  sub->add_flag("--json", *as_json, "print what GET /v1/cluster answers");
+  return {sub, [=] {
+            auto control = queue::ControlPlane::Connect(*nats, "shoal-status");
+            if (!control.ok()) {
+              std::cerr << "error: " << control.status().ToString() << "\n";
+              return 1;
+            }
+            catalog::CatalogAdmin admin(control->models.get(), control->js.get());
+            auto specs = admin.List();
+            auto workers = queue::ReadHeartbeats(control->workers.get(), 4 * queue::kHeartbeatInterval);
+            if (!specs.ok() || !workers.ok()) {
+              std::cerr << "error: " << (specs.ok() ? workers.status() : specs.status()).ToString() << "\n";
+              return 1;
+            }
+            queue::CatalogSnapshot snapshot;
+            for (const auto& s : *specs) snapshot[s.id] = std::make_shared<const ModelSpec>(s);
+            const json view = catalog::ClusterView(snapshot, *workers, control->js.get());
+            if (*as_json) {
+              std::cout << view.dump(2) << "\n";
+            } else {
+              Print(view);
+            }
+            return 0;
+          }};
+}
+
+}  // namespace shoal::cli
