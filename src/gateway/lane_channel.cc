@@ -113,6 +113,7 @@ void LaneChannel::OnResult(PendingRequest& p, natsMsg* msg) {
     uint64_t v = 0;
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderTokens), &v)) r.tokens = static_cast<uint32_t>(v);
     r.truncated = queue::Header(msg, wire::kHeaderTruncated) == "1";
+    r.cold_start = queue::Header(msg, wire::kHeaderColdStart) == "1";
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderQueueUs), &v)) r.queue_us = static_cast<int64_t>(v);
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderInferenceUs), &v)) r.inference_us = static_cast<int64_t>(v);
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderAttempt), &v)) r.attempt = static_cast<uint32_t>(v);

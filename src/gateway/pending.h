@@ -37,6 +37,7 @@ struct ItemResult {
   std::string payload;  // MessagePack from the worker
   uint32_t tokens = 0;
   bool truncated = false;
+  bool cold_start = false;  // waited for its model to load
   int64_t queue_us = 0;
   int64_t inference_us = 0;
   uint32_t attempt = 1;  // JetStream deliveries it took

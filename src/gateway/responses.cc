@@ -195,11 +195,13 @@ HttpResponse ItemErrorResponse(const PendingRequest& p, size_t index, const Stat
 
 HttpResponse ComposeResponse(const PendingRequest& p) {
   uint64_t tokens = 0, truncated = 0;
+  bool cold_start = false;
   int64_t queue_us = 0, inference_us = 0;
   uint32_t attempts = 1;
   for (const auto& r : p.results) {
     tokens += r.tokens;
     truncated += r.truncated;
+    cold_start = cold_start || r.cold_start;
     attempts = std::max(attempts, r.attempt);
     queue_us = std::max(queue_us, r.queue_us);
     inference_us = std::max(inference_us, r.inference_us);
@@ -227,6 +229,8 @@ HttpResponse ComposeResponse(const PendingRequest& p) {
   res.headers.emplace_back("X-Shoal-Attempts", std::to_string(attempts));
   // How many inputs were cut to the model's limit (only ever when asked).
   res.headers.emplace_back("X-Shoal-Truncated", std::to_string(truncated));
+  // 1 when some item waited for its model to be loaded (residency).
+  res.headers.emplace_back("X-Shoal-Cold-Start", cold_start ? "1" : "0");
   return res;
 }
 

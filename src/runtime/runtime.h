@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -25,7 +26,7 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 2;
+inline constexpr int kRuntimeApiVersion = 3;
 
 struct EncodeInput {
   std::string_view text;
@@ -91,6 +92,9 @@ class Model {
 // What the worker tells a runtime about where a model will run.
 struct LoadContext {
   int threads = 1;  // cores one call may use (the executor's share)
+  // Called now and then during a long load with the fraction done (0..1),
+  // on the loading thread; may be empty.
+  std::function<void(double)> progress;
 };
 
 class Runtime {

@@ -42,6 +42,8 @@ inline constexpr char kHeaderNormalize[] = "Shoal-Normalize";  // "0" or absent
 
 inline constexpr char kHeaderTokens[] = "Shoal-Tokens";
 inline constexpr char kHeaderTruncated[] = "Shoal-Truncated";  // "1" or absent
+// "1" when the item waited for its model to load on the worker (a cold start).
+inline constexpr char kHeaderColdStart[] = "Shoal-Cold-Start";
 inline constexpr char kHeaderQueueUs[] = "Shoal-Queue-Us";
 inline constexpr char kHeaderInferenceUs[] = "Shoal-Inference-Us";
 inline constexpr char kHeaderWorker[] = "Shoal-Worker";

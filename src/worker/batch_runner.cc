@@ -168,6 +168,7 @@ void BatchRunner::PublishResult(const WorkItem& item, std::string_view payload, 
   natsMsgHeader_Set(m, wire::kHeaderItem, std::to_string(item.index).c_str());
   natsMsgHeader_Set(m, wire::kHeaderTokens, std::to_string(meta.tokens).c_str());
   if (meta.truncated) natsMsgHeader_Set(m, wire::kHeaderTruncated, "1");
+  if (item.enqueued_us < item.model->loaded_unix_us) natsMsgHeader_Set(m, wire::kHeaderColdStart, "1");
   natsMsgHeader_Set(m, wire::kHeaderQueueUs, std::to_string(queue_us).c_str());
   natsMsgHeader_Set(m, wire::kHeaderInferenceUs, std::to_string(inference_us).c_str());
   natsMsgHeader_Set(m, wire::kHeaderWorker, worker_id_.c_str());

@@ -18,6 +18,7 @@ struct ServedModel {
   // Set, and `model` null, when it failed to load: its items are answered
   // with this (MODEL_LOAD_FAILED) and acked.
   Status load_error;
+  int64_t loaded_unix_us = 0;  // when it was installed: items queued before it waited for the load
   int slot = -1;                 // PullSubscriber slot
   std::atomic<int64_t> queued{0};     // items in the local queue
   std::atomic<int64_t> in_flight{0};  // items in running batches

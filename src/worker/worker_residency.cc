@@ -150,6 +150,13 @@ void Worker::Load(const std::string& id) {
   }
   spdlog::info("worker: loading {} ({} runtime, {:.1f} MB expected)", id, spec->runtime, spec->memory_bytes / 1e6);
   const auto t0 = SteadyClock::now();
+  auto last_report = t0;
+  ctx.progress = [&](double done) {  // a line every half second of a long load
+    const auto now = SteadyClock::now();
+    if (now - last_report < std::chrono::milliseconds(500)) return;
+    last_report = now;
+    spdlog::info("worker: loading {}: {:.0f} %", id, 100 * done);
+  };
   auto model = runtime->Load(*spec, ctx);
   const auto load_time = SteadyClock::now() - t0;
   if (!model.ok()) {
@@ -174,6 +181,7 @@ void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_p
   served->batching.Configure(spec->batching);
   served->model = std::move(model);
   served->load_error = std::move(load_error);
+  served->loaded_unix_us = UnixMicros();
   served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
   served->last_batch_ns = SteadyClock::now().time_since_epoch().count();
   const auto now = SteadyClock::now();

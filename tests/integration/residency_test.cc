@@ -61,11 +61,14 @@ TEST(Residency, AModelLoadsOnItsFirstRequestNotBefore) {
 
   HttpResult first = Encode(gateway->port(), "t/lazy");
   EXPECT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.Header("x-shoal-cold-start"), "1") << "it waited for the load";
   const auto view = worker->residency();
   EXPECT_TRUE(Has(view.resident, "t/lazy"));
   EXPECT_EQ(view.counters.loads, 1u);
   EXPECT_EQ(view.used, 1 * kMiB);
-  EXPECT_EQ(Encode(gateway->port(), "t/lazy").status, 200);
+  HttpResult second = Encode(gateway->port(), "t/lazy");
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.Header("x-shoal-cold-start"), "0");
   EXPECT_EQ(worker->residency().counters.loads, 1u) << "loaded once";
 
   // GET /v1/cluster says so (from the worker's next heartbeat).

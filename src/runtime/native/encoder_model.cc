@@ -6,10 +6,10 @@
 namespace shoal::native {
 
 Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelSpec& spec, const NativeOptions& options,
-                                                  int threads) {
+                                                  const LoadContext& ctx) {
   std::unique_ptr<EncoderModel> m(new EncoderModel());
   m->spec_ = spec;
-  m->threads_ = std::max(1, threads);
+  m->threads_ = std::max(1, ctx.threads);
   auto config = LoadEncoderConfig(spec.path);
   if (!config.ok()) return config.status();
   if (spec.task == "score" && !config->sequence_classifier()) {
@@ -32,7 +32,7 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelSpec& spec, const N
   if (!tokenizer.ok()) return tokenizer.status();
   m->tokenizer_ = std::move(tokenizer).value();
 
-  auto bert = Bert::Load(spec.path, *config, options.precision);
+  auto bert = Bert::Load(spec.path, *config, options.precision, ctx.progress);
   if (!bert.ok()) return bert.status();
   m->bert_ = std::move(bert).value();
   m->max_tokens_ = std::min<size_t>(spec.max_input_tokens, config->max_tokens());

@@ -22,7 +22,7 @@ namespace shoal::native {
 class EncoderModel final : public Model {
  public:
   static Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const NativeOptions& options,
-                                             int threads);
+                                             const LoadContext& ctx);
 
   const ModelSpec& spec() const override { return spec_; }
   size_t memory_bytes() const override { return bert_->memory_bytes(); }

@@ -29,7 +29,7 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelSpec& spec, const 
   spdlog::info("native: loading {} ({}) from {}", spec.id,
                hugging_face ? "BERT family" : "Universal Sentence Encoder Lite", spec.path);
   const auto t0 = SteadyClock::now();
-  auto model = hugging_face ? native::EncoderModel::Load(spec, *options, ctx.threads)
+  auto model = hugging_face ? native::EncoderModel::Load(spec, *options, ctx)
                             : native::UseLiteModel::Load(spec, ctx.threads);
   if (!model.ok()) return model.status();
   spdlog::info("native: {} loaded in {} ms, {:.1f} MB, {} thread(s) per batch", spec.id,

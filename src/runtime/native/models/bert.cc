@@ -89,7 +89,7 @@ class WeightReader {
 Bert::~Bert() = default;
 
 Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderConfig& config,
-                                         cpu::Precision precision) {
+                                         cpu::Precision precision, const std::function<void(double)>& progress) {
   std::unique_ptr<Bert> m(new Bert());
   m->config_ = config;
   auto weights = SafeTensors::OpenDir(dir);
@@ -122,6 +122,7 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
     SHOAL_ASSIGN_OR_RETURN(L.ln2_beta, r.Tensor(l + "output.LayerNorm.bias", {H}));
     m->linear_bytes_ += L.qkv->memory_bytes() + L.attn_out->memory_bytes() +
                         L.inter->memory_bytes() + L.out->memory_bytes();
+    if (progress) progress(static_cast<double>(i + 1) / config.num_hidden_layers);
   }
 
   if (config.sequence_classifier()) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -31,8 +32,10 @@ struct TokenSequence {
 
 class Bert {
  public:
+  // `progress` (optional) hears the fraction of layers loaded.
   static Result<std::unique_ptr<Bert>> Load(const std::string& dir, const EncoderConfig& config,
-                                            cpu::Precision precision);
+                                            cpu::Precision precision,
+                                            const std::function<void(double)>& progress = {});
   ~Bert();
 
   const EncoderConfig& config() const { return config_; }
