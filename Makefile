@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build up test bench bench-encoders bench-fleet clean
+.PHONY: all setup build up test bench bench-encoders bench-fleet bench-residency clean
 
 all: build
 
@@ -31,6 +31,9 @@ bench-encoders: build
 # Pulling workers against a pushing router on a fleet of models (about seven minutes).
 bench-fleet: build
 	$(BUILD)/bench/pull_vs_push_bench --out docs/bench/pull-vs-push.json
+
+bench-residency: build
+	$(BUILD)/bench/residency_bench --out docs/bench/residency.json
 
 clean:
 	rm -rf $(BUILD)

@@ -23,10 +23,12 @@ struct Shared {
   uint64_t ok = 0, errors = 0;
   std::vector<double> latencies;
   std::vector<uint32_t> entries;
+  std::vector<uint8_t> cold_starts;
 };
 
 // Reads one response; returns its status, or 0 on a broken connection.
-asio::awaitable<int> ReadResponse(tcp::socket& s, std::string& buf) {
+// `cold_start`: whether it said X-Shoal-Cold-Start: 1.
+asio::awaitable<int> ReadResponse(tcp::socket& s, std::string& buf, bool* cold_start) {
   boost::system::error_code ec;
   const size_t head = co_await asio::async_read_until(
       s, asio::dynamic_buffer(buf), "\r\n\r\n", asio::redirect_error(asio::use_awaitable, ec));
@@ -38,6 +40,10 @@ asio::awaitable<int> ReadResponse(tcp::socket& s, std::string& buf) {
     if (eol == std::string::npos || eol > head) break;
     if (eol - at > 15 && strncasecmp(buf.c_str() + at, "content-length:", 15) == 0) {
       length = std::strtoul(buf.c_str() + at + 15, nullptr, 10);
+    }
+    constexpr std::string_view kCold = "x-shoal-cold-start: 1";
+    if (eol - at == kCold.size() && strncasecmp(buf.c_str() + at, kCold.data(), kCold.size()) == 0) {
+      *cold_start = true;
     }
     at = eol + 2;
   }
@@ -87,13 +93,15 @@ asio::awaitable<void> Connection(Shared& sh, int index) {
       ++sh.errors;
       break;
     }
-    const int status = co_await ReadResponse(s, buf);
+    bool cold_start = false;
+    const int status = co_await ReadResponse(s, buf, &cold_start);
     const auto done = Clock::now();
     if (due < sh.measure_from) continue;
     if (status == 200) {
       ++sh.ok;
       sh.latencies.push_back(std::chrono::duration<double, std::milli>(done - due).count());
       sh.entries.push_back(static_cast<uint32_t>(pick));
+      sh.cold_starts.push_back(cold_start ? 1 : 0);
     } else {
       ++sh.errors;
       if (status == 0) break;
@@ -139,6 +147,7 @@ LoadResult RunLoad(const LoadSpec& spec) {
   r.requests_per_s = static_cast<double>(sh.ok) / std::chrono::duration<double>(spec.duration).count();
   r.latencies_ms = std::move(sh.latencies);
   r.entries = std::move(sh.entries);
+  r.cold_starts = std::move(sh.cold_starts);
   return r;
 }
 

@@ -42,6 +42,7 @@ struct LoadResult {
   uint64_t errors = 0;
   std::vector<double> latencies_ms;  // of measured, successful requests
   std::vector<uint32_t> entries;     // the mix entry of each (as latencies_ms)
+  std::vector<uint8_t> cold_starts;  // its X-Shoal-Cold-Start was 1 (as latencies_ms)
 
   double Percentile(double p) const;
 };

@@ -124,18 +124,18 @@ Outcome Replay(EvictionPolicyKind kind, size_t max_models, uint64_t budget,
     out.warm_requests += warm;
     out.warm_hits += warm && hit;
     if (!hit) {
-      auto plan = residency.PlanAdmit(m.id, m.bytes, nothing_busy);
+      auto plan = residency.PlanAdmit(m.id, m.bytes, nothing_busy, now);
       if (!plan.ok()) {  // bigger than the whole budget: a very small --budget-fraction
         ++out.rejected;
         continue;
       }
-      for (const std::string& victim : *plan) residency.Evicted(victim);
+      for (const std::string& victim : *plan) residency.Evicted(victim, now);
       residency.Loaded(m.id, m.bytes, /*pinned=*/false, m.load_cost, now);
       out.loaded_mb += static_cast<double>(m.bytes) / kMb;
       out.load_s += std::chrono::duration<double>(m.load_cost).count();
       out.thrashing_loads += residency.Thrashing(m.id, now);
     }
-    residency.Used(m.id);
+    residency.Used(m.id, now);
     if (const int minute = static_cast<int>(req.t_s / 60); minute != minute_shown) {
       minute_shown = minute;
       std::fprintf(stderr, "\r%-10s simulated minute %d",

@@ -99,7 +99,7 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
     model->queued.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
     model->in_flight.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
     model->last_batch_ns.store(now.time_since_epoch().count(), std::memory_order_relaxed);
-    model->batches.fetch_add(1, std::memory_order_relaxed);
+    model->items_run.fetch_add(n, std::memory_order_relaxed);
     if (items->empty()) by_model_.erase(model);
     if (!EmptyLocked()) cv_.notify_one();  // another executor may start the rest
     return batch;

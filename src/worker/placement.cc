@@ -13,15 +13,21 @@ bool Eligible(const PlacementPeer& p, std::string_view model, uint64_t bytes) {
   return Contains(p.serves, model) && p.budget >= p.pinned_bytes && p.budget - p.pinned_bytes >= bytes;
 }
 
-// `peers` filtered by `keep`, highest rendezvous weight first.
+bool HasRoom(const PlacementPeer& p, uint64_t bytes) {
+  return p.budget >= p.used_bytes && p.budget - p.used_bytes >= bytes;
+}
+
+// `peers` filtered by `keep`, highest rendezvous weight first — after those
+// with room for `bytes` when `room_first`.
 template <class Keep>
 std::vector<const PlacementPeer*> Ranked(const std::vector<PlacementPeer>& peers, std::string_view model,
-                                         Keep keep) {
+                                         Keep keep, bool room_first = false, uint64_t bytes = 0) {
   std::vector<const PlacementPeer*> out;
   for (const PlacementPeer& p : peers) {
     if (keep(p)) out.push_back(&p);
   }
   std::sort(out.begin(), out.end(), [&](const PlacementPeer* a, const PlacementPeer* b) {
+    if (room_first && HasRoom(*a, bytes) != HasRoom(*b, bytes)) return HasRoom(*a, bytes);
     const uint64_t wa = RendezvousWeight(model, a->id), wb = RendezvousWeight(model, b->id);
     return wa != wb ? wa > wb : a->id < b->id;
   });
@@ -69,9 +75,9 @@ bool ShouldLoad(std::string_view model, uint64_t bytes, uint64_t waiting, std::s
   }
   const int missing = DesiredReplicas(waiting, eligible + holders) - holders;
   if (missing <= 0) return false;
-  const auto candidates = Ranked(peers, model, [&](const PlacementPeer& p) {
-    return !Contains(p.holds, model) && Eligible(p, model, bytes);
-  });
+  const auto candidates = Ranked(
+      peers, model, [&](const PlacementPeer& p) { return !Contains(p.holds, model) && Eligible(p, model, bytes); },
+      /*room_first=*/true, bytes);
   for (int i = 0; i < missing && i < static_cast<int>(candidates.size()); ++i) {
     if (candidates[i]->id == self) return true;
   }

@@ -12,10 +12,11 @@
 //   desired   replicas: none while nothing waits; one, plus one for every
 //             kItemsPerExtraReplica items waiting, at most every eligible
 //             worker — a hot model gains replicas as its backlog grows;
-//   decision  when holders < desired, the eligible non-holders ranked by
-//             rendezvous hash of (model, worker) — highest-random-weight
-//             hashing: every worker computes the same order, and a worker
-//             leaving moves only its own models — and the first
+//   decision  when holders < desired, the eligible non-holders ranked —
+//             those with free memory for it first (no eviction needed),
+//             then by rendezvous hash of (model, worker), highest-random-
+//             weight hashing: every worker computes the same order, and a
+//             worker leaving moves only its own models — and the first
 //             (desired − holders) of them load it.
 //
 // Replicas leave as a model cools: a holder that is not among the first
@@ -43,6 +44,7 @@ struct PlacementPeer {
   std::string id;
   uint64_t budget = 0;         // memory budget, bytes
   uint64_t pinned_bytes = 0;   // held by pinned models (never freed)
+  uint64_t used_bytes = 0;     // held by every loaded model
   std::vector<std::string> serves;  // models it may load
   std::vector<std::string> holds;   // loaded, loading or failed here
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 namespace shoal::worker {
 namespace {
@@ -10,14 +11,16 @@ namespace {
 // touches never tie even when the caller's timestamps do.
 class RecencyPolicy : public EvictionPolicy {
  public:
-  void Loaded(std::string_view id, uint64_t, std::chrono::nanoseconds) override { Touch(id); }
-  void Used(std::string_view id) override {
+  void Loaded(std::string_view id, uint64_t, std::chrono::nanoseconds, SteadyClock::time_point) override {
+    Touch(id);
+  }
+  void Used(std::string_view id, uint64_t, SteadyClock::time_point) override {
     if (auto it = last_touch_.find(id); it != last_touch_.end()) it->second = ++tick_;
   }
-  void Evicted(std::string_view id) override {
+  void Evicted(std::string_view id, SteadyClock::time_point) override {
     if (auto it = last_touch_.find(id); it != last_touch_.end()) last_touch_.erase(it);
   }
-  void Rank(std::vector<std::string_view>& candidates) const override {
+  void Rank(std::vector<std::string_view>& candidates, SteadyClock::time_point) const override {
     std::sort(candidates.begin(), candidates.end(),
               [&](std::string_view a, std::string_view b) { return Touched(a) < Touched(b); });
   }
@@ -53,50 +56,57 @@ class CountPolicy final : public RecencyPolicy {
   const size_t max_models_;
 };
 
-// GreedyDual-Size-Frequency; recency (the base class) breaks ties.
+// GreedyDual-Size-Frequency with a decaying use count; recency (the base
+// class) breaks ties.
 class CostAwarePolicy final : public RecencyPolicy {
  public:
-  // The use count saturates here. Uncapped, a model that was hot in an
-  // earlier phase of the traffic keeps a priority the inflation takes very
-  // long to reach, and stays resident long after it went cold (on the
-  // drifting trace of bench/residency_policies.cc plain GDSF lost to LRU,
-  // 48 % against 54 % warm hits; capped at 8 it wins, 63 % against 54 %).
-  static constexpr uint64_t kMaxUses = 8;
+  // The use count halves every kUsesHalfLife without use. A plain count
+  // keeps a model that was hot in an earlier phase of the traffic resident
+  // long after it went cold (on the drifting trace of
+  // bench/residency_policies.cc plain GDSF lost to LRU), and a capped one
+  // cannot tell a model used a thousand times a minute from one used eight.
+  static constexpr std::chrono::seconds kUsesHalfLife{30};
 
   EvictionPolicyKind kind() const override { return EvictionPolicyKind::kCostAware; }
 
-  void Loaded(std::string_view id, uint64_t bytes, std::chrono::nanoseconds load_cost) override {
-    RecencyPolicy::Loaded(id, bytes, load_cost);
+  void Loaded(std::string_view id, uint64_t bytes, std::chrono::nanoseconds load_cost,
+              SteadyClock::time_point now) override {
+    RecencyPolicy::Loaded(id, bytes, load_cost, now);
     Entry& e = entries_[std::string(id)];
     // Seconds per byte: the reload cost of each byte an eviction frees.
     e.cost_per_byte = std::chrono::duration<double>(load_cost).count() /
                       static_cast<double>(std::max<uint64_t>(bytes, 1));
-    e.uses = 0;
-    e.priority = inflation_;
+    // The load counts as a use, as in GDSF: a model is loaded because work
+    // waits for it, and one that ranked below every other the moment it
+    // arrived would be the next load's victim before its first batch ran.
+    e.uses = 1;
+    e.base = inflation_;
+    e.at = now;
   }
 
-  void Used(std::string_view id) override {
-    RecencyPolicy::Used(id);
+  void Used(std::string_view id, uint64_t uses, SteadyClock::time_point now) override {
+    RecencyPolicy::Used(id, uses, now);
     auto it = entries_.find(id);
     if (it == entries_.end()) return;
     Entry& e = it->second;
-    e.uses = std::min<uint64_t>(e.uses + 1, kMaxUses);
-    e.priority = inflation_ + static_cast<double>(e.uses) * e.cost_per_byte;
+    e.uses = Decayed(e, now) + static_cast<double>(uses);
+    e.base = inflation_;
+    e.at = now;
   }
 
-  void Evicted(std::string_view id) override {
-    RecencyPolicy::Evicted(id);
+  void Evicted(std::string_view id, SteadyClock::time_point now) override {
+    RecencyPolicy::Evicted(id, now);
     auto it = entries_.find(id);
     if (it == entries_.end()) return;
     // max: a victim that was not the lowest (the lowest was busy or pinned)
     // must not lower L; L only grows, or priorities would stop aging.
-    inflation_ = std::max(inflation_, it->second.priority);
+    inflation_ = std::max(inflation_, Priority(it->second, now));
     entries_.erase(it);
   }
 
-  void Rank(std::vector<std::string_view>& candidates) const override {
+  void Rank(std::vector<std::string_view>& candidates, SteadyClock::time_point now) const override {
     std::sort(candidates.begin(), candidates.end(), [&](std::string_view a, std::string_view b) {
-      const double pa = Priority(a), pb = Priority(b);
+      const double pa = Priority(a, now), pb = Priority(b, now);
       if (pa != pb) return pa < pb;
       return Touched(a) < Touched(b);
     });
@@ -105,13 +115,22 @@ class CostAwarePolicy final : public RecencyPolicy {
  private:
   struct Entry {
     double cost_per_byte = 0;
-    uint64_t uses = 0;
-    double priority = 0;  // H
+    double uses = 0;              // as of `at`
+    double base = 0;              // L when it was last loaded or used
+    SteadyClock::time_point at{};
   };
 
-  double Priority(std::string_view id) const {
+  static double Decayed(const Entry& e, SteadyClock::time_point now) {
+    const double idle = std::chrono::duration<double>(now - e.at).count();
+    return e.uses * std::exp2(-std::max(0.0, idle) / std::chrono::duration<double>(kUsesHalfLife).count());
+  }
+  // H = L (when last touched) + uses (decayed to now) × load cost / bytes.
+  static double Priority(const Entry& e, SteadyClock::time_point now) {
+    return e.base + Decayed(e, now) * e.cost_per_byte;
+  }
+  double Priority(std::string_view id, SteadyClock::time_point now) const {
     auto it = entries_.find(id);
-    return it == entries_.end() ? 0 : it->second.priority;
+    return it == entries_.end() ? 0 : Priority(it->second, now);
   }
 
   double inflation_ = 0;  // L
@@ -157,8 +176,9 @@ Residency::Residency(uint64_t budget_bytes, std::unique_ptr<EvictionPolicy> poli
   assert(policy_ != nullptr);
 }
 
-Result<std::vector<std::string>> Residency::PlanAdmit(
-    std::string_view id, uint64_t bytes, const std::function<bool(std::string_view)>& busy) const {
+Result<std::vector<std::string>> Residency::PlanAdmit(std::string_view id, uint64_t bytes,
+                                                      const std::function<bool(std::string_view)>& busy,
+                                                      SteadyClock::time_point now) const {
   if (models_.find(id) != models_.end()) return std::vector<std::string>{};
   if (bytes > budget_bytes_) {
     return Status(Code::kNoCapacity, "model " + std::string(id) + " needs " +
@@ -178,7 +198,7 @@ Result<std::vector<std::string>> Residency::PlanAdmit(
   for (const auto& [name, model] : models_) {
     if (!model.pinned && !(busy && busy(name))) candidates.push_back(name);
   }
-  policy_->Rank(candidates);
+  policy_->Rank(candidates, now);
 
   std::vector<std::string> victims;
   for (std::string_view victim : candidates) {
@@ -204,7 +224,7 @@ void Residency::Loaded(std::string_view id, uint64_t bytes, bool pinned,
   }
   models_.emplace(std::string(id), Model{bytes, pinned});
   used_bytes_ += bytes;
-  policy_->Loaded(id, bytes, load_time);
+  policy_->Loaded(id, bytes, load_time, now);
   ++counters_.loads;
 
   // Keep the thrash histories bounded: drop those with no load in the window.
@@ -215,17 +235,17 @@ void Residency::Loaded(std::string_view id, uint64_t bytes, bool pinned,
   while (loads.size() > kThrashLoads) loads.pop_front();
 }
 
-void Residency::Evicted(std::string_view id) {
+void Residency::Evicted(std::string_view id, SteadyClock::time_point now) {
   auto it = models_.find(id);
   if (it == models_.end()) return;
   used_bytes_ -= it->second.bytes;
-  policy_->Evicted(id);
+  policy_->Evicted(id, now);
   models_.erase(it);
   ++counters_.evictions;
 }
 
-void Residency::Used(std::string_view id) {
-  if (models_.find(id) != models_.end()) policy_->Used(id);
+void Residency::Used(std::string_view id, SteadyClock::time_point now, uint64_t uses) {
+  if (models_.find(id) != models_.end()) policy_->Used(id, uses, now);
 }
 
 void Residency::SetPinned(std::string_view id, bool pinned) {

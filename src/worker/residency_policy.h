@@ -15,14 +15,14 @@
 //
 // Policies (EvictionPolicyKind):
 //   kCostAware  GreedyDual-Size-Frequency (Cherkasova 1998). Each resident
-//               model has a priority H = L + uses × load_cost / bytes
-//               (uses saturating at 8, so a once-hot model can age out), set
-//               when it is loaded (uses = 0, so H = L) and on each use. The
-//               lowest H goes first: rarely used, cheap to reload per byte
-//               freed. After an eviction L = max(L, victim's H); a model
-//               loaded or used later starts from the higher L, so a model
-//               that was hot once but is no longer used ages and eventually
-//               goes (plain frequency counts would keep it forever).
+//               model has a priority H = L + uses × load_cost / bytes, its
+//               L taken when it was loaded (uses = 1: the work it was
+//               loaded for) or last used, its uses counted per item run and
+//               halved every 30 s without use, so a once-hot model ages
+//               out. The lowest H goes first: rarely used, cheap to reload
+//               per byte freed. After an eviction L = max(L, victim's
+//               H); a model loaded or used later starts from the higher L,
+//               so one no longer used falls behind and eventually goes.
 //   kLru        the least recently used goes first.
 //   kCount      as Ollama / llama.cpp (OLLAMA_MAX_LOADED_MODELS): at most
 //               max_models resident whatever their size, LRU first; and LRU
@@ -80,12 +80,13 @@ class EvictionPolicy {
   // The most models resident at once; 0: no limit but memory.
   virtual size_t max_models() const { return 0; }
 
-  virtual void Loaded(std::string_view id, uint64_t bytes, std::chrono::nanoseconds load_cost) = 0;
-  virtual void Used(std::string_view id) = 0;
-  virtual void Evicted(std::string_view id) = 0;
+  virtual void Loaded(std::string_view id, uint64_t bytes, std::chrono::nanoseconds load_cost,
+                      SteadyClock::time_point now) = 0;
+  virtual void Used(std::string_view id, uint64_t uses, SteadyClock::time_point now) = 0;
+  virtual void Evicted(std::string_view id, SteadyClock::time_point now) = 0;
 
   // Sorts `candidates` (resident ids) so that the first is the first victim.
-  virtual void Rank(std::vector<std::string_view>& candidates) const = 0;
+  virtual void Rank(std::vector<std::string_view>& candidates, SteadyClock::time_point now) const = 0;
 };
 
 // `max_models` is used by kCount only (at least 1).
@@ -113,15 +114,17 @@ class Residency {
   // when it fits already or is resident. Never a pinned model, never one
   // for which busy(id) is true. NO_CAPACITY when bytes > budget or when it
   // cannot fit even after every evictable model goes.
-  Result<std::vector<std::string>> PlanAdmit(
-      std::string_view id, uint64_t bytes, const std::function<bool(std::string_view)>& busy) const;
+  Result<std::vector<std::string>> PlanAdmit(std::string_view id, uint64_t bytes,
+                                             const std::function<bool(std::string_view)>& busy,
+                                             SteadyClock::time_point now) const;
 
   // `load_time`: what loading it took (or an estimate); the cost-aware
   // policy weighs it. Loading a resident model again replaces its entry.
   void Loaded(std::string_view id, uint64_t bytes, bool pinned, std::chrono::nanoseconds load_time,
               SteadyClock::time_point now);
-  void Evicted(std::string_view id);  // no-op when not resident
-  void Used(std::string_view id);     // a batch of it ran
+  void Evicted(std::string_view id, SteadyClock::time_point now);  // no-op when not resident
+  // `uses` items of it ran (for the cost-aware policy, a count that decays).
+  void Used(std::string_view id, SteadyClock::time_point now, uint64_t uses = 1);
   void SetPinned(std::string_view id, bool pinned);
 
   bool Resident(std::string_view id) const;

@@ -19,6 +19,8 @@ struct ServedModel {
   // with this (MODEL_LOAD_FAILED) and acked.
   Status load_error;
   int64_t loaded_unix_us = 0;  // when it was installed: items queued before it waited for the load
+  SteadyClock::time_point installed_at{};  // for its minimum residence (worker_residency.cc)
+  SteadyClock::duration load_time{};
   int slot = -1;                 // PullSubscriber slot
   std::atomic<int64_t> queued{0};     // items in the local queue
   std::atomic<int64_t> in_flight{0};  // items in running batches
@@ -32,8 +34,8 @@ struct ServedModel {
   std::atomic<double> mean_item_cost{0};
   std::atomic<int64_t> last_delivery_ns{0};
   std::atomic<int64_t> last_batch_ns{0};
-  std::atomic<uint64_t> batches{0};  // started here (LocalQueue::TakeBatch)
-  uint64_t batches_reported = 0;     // to the eviction policy; keeper thread only
+  std::atomic<uint64_t> items_run{0};  // in batches started here (LocalQueue::TakeBatch)
+  uint64_t items_reported = 0;         // to the eviction policy; keeper thread only
   std::atomic<int64_t> fill_until_ns{0};
   std::atomic<int64_t> fill_items{0};
   // The batch wait and cost cap: LocalQueue asks it, executors report to it

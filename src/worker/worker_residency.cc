@@ -40,6 +40,14 @@ bool SameModel(const ModelSpec& a, const ModelSpec& b) {
   return a_unpinned.ToJson() == b_unpinned.ToJson();
 }
 
+// How long a model stays before it may be evicted: the loads that make
+// room for each other must not take turns faster than they can serve — a
+// budget too small for the models in use then costs waiting, not a device
+// busy loading. Four times its load, and at least a second.
+SteadyClock::duration MinimumResidence(SteadyClock::duration load_time) {
+  return std::max<SteadyClock::duration>(std::chrono::seconds(1), 4 * load_time);
+}
+
 }  // namespace
 
 uint64_t DefaultMemoryBudget() {
@@ -127,11 +135,20 @@ void Worker::Load(const std::string& id) {
     auto it = wanted_.find(id);
     if (it == wanted_.end() || models_.count(id) || draining_) return;
     spec = it->second;
-    // Never a model with a batch in flight: its weights are in use.
-    victims = residency_->PlanAdmit(id, spec->memory_bytes, [this](std::string_view v) {
-      auto m = models_.find(v);
-      return m != models_.end() && m->second->in_flight.load(std::memory_order_relaxed) > 0;
-    });
+    // Never a model with a batch in flight (its weights are in use) or work
+    // queued here (it would go back to the stream and call it back), nor
+    // one loaded less than its minimum residence ago.
+    const auto now = SteadyClock::now();
+    victims = residency_->PlanAdmit(
+        id, spec->memory_bytes,
+        [&](std::string_view v) {
+          auto m = models_.find(v);
+          if (m == models_.end()) return false;
+          const ServedModel& s = *m->second;
+          return s.in_flight.load(std::memory_order_relaxed) > 0 || s.queued.load(std::memory_order_relaxed) > 0 ||
+                 now - s.installed_at < MinimumResidence(s.load_time);
+        },
+        now);
   }
   if (!victims.ok()) {
     // Its work waits in the stream (bounded by its deadline); the next tick
@@ -172,6 +189,7 @@ void Worker::Load(const std::string& id) {
 
 void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_ptr<Model> model,
                      Status load_error, SteadyClock::duration load_time) {
+  if (draining_) return;  // loaded as the worker stopped: nothing will pull for it
   if (Status s = queue::EnsureConsumer(control_.js.get(), *spec); !s.ok()) {
     spdlog::error("worker: no consumer for {}: {}", spec->id, s.ToString());
     return;
@@ -182,6 +200,8 @@ void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_p
   served->model = std::move(model);
   served->load_error = std::move(load_error);
   served->loaded_unix_us = UnixMicros();
+  served->installed_at = SteadyClock::now();
+  served->load_time = load_time;
   served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
   served->last_batch_ns = SteadyClock::now().time_since_epoch().count();
   const auto now = SteadyClock::now();
@@ -221,7 +241,7 @@ void Worker::Unload(const std::string& id, std::string_view why) {
     served = it->second;
     models_.erase(it);
     by_slot_[served->slot] = nullptr;
-    if (served->model) residency_->Evicted(id);
+    if (served->model) residency_->Evicted(id, SteadyClock::now());
   }
   served->retired = true;
   pull_->DisableConsumer(served->slot);
@@ -240,7 +260,7 @@ void Worker::Place() {
   if (registry_) {
     for (const auto& w : registry_->Live()) {
       if (w.id == options_.id || w.pool != options_.pool) continue;
-      PlacementPeer p{w.id, w.memory_budget, w.memory_pinned, w.models, w.resident};
+      PlacementPeer p{w.id, w.memory_budget, w.memory_pinned, w.memory_used, w.models, w.resident};
       p.holds.insert(p.holds.end(), w.loading.begin(), w.loading.end());
       p.holds.insert(p.holds.end(), w.failed.begin(), w.failed.end());
       peers.push_back(std::move(p));
@@ -250,18 +270,18 @@ void Worker::Place() {
   const auto now = SteadyClock::now();
   {
     std::lock_guard lock(models_mu_);
-    PlacementPeer self{options_.id, residency_->budget_bytes(), 0, {}, {}};
+    PlacementPeer self{options_.id, residency_->budget_bytes(), 0, residency_->used_bytes(), {}, {}};
     for (const auto& m : residency_->Models()) self.pinned_bytes += m.pinned ? m.bytes : 0;
     for (const auto& [id, spec] : wanted_) self.serves.push_back(id);
     for (const auto& [id, served] : models_) self.holds.push_back(id);
     self.holds.insert(self.holds.end(), loading_.begin(), loading_.end());
     peers.push_back(std::move(self));
 
-    // Uses since the last tick, for the eviction policy's frequency counts.
+    // Items run since the last tick, for the eviction policy's use counts.
     for (auto& [id, served] : models_) {
-      const uint64_t batches = served->batches.load(std::memory_order_relaxed);
-      if (served->model && batches > served->batches_reported) residency_->Used(id);
-      served->batches_reported = batches;
+      const uint64_t items = served->items_run.load(std::memory_order_relaxed);
+      if (served->model && items > served->items_reported) residency_->Used(id, now, items - served->items_reported);
+      served->items_reported = items;
     }
     for (const auto& [id, spec] : wanted_) {
       const auto it = waiting->find(id);

@@ -13,7 +13,7 @@ constexpr uint64_t kMB = 1 << 20;
 
 PlacementPeer Peer(const std::string& id, std::vector<std::string> holds = {}, uint64_t budget = 100 * kMB,
                    uint64_t pinned = 0) {
-  return {id, budget, pinned, {"m/a", "m/b", "m/c", "m/big"}, std::move(holds)};
+  return {id, budget, pinned, /*used_bytes=*/0, {"m/a", "m/b", "m/c", "m/big"}, std::move(holds)};
 }
 
 // Which of `peers` would load `model`, each asking for itself.
@@ -92,6 +92,20 @@ TEST(Placement, OnlyWorkersWithRoomOutsideTheirPinnedModelsAreEligible) {
   std::vector<PlacementPeer> narrow = {Peer("w1"), Peer("w2")};
   narrow[0].serves = {"m/b"};
   EXPECT_EQ(Loaders("m/a", kMB, 3, narrow), std::vector<std::string>{"w2"});
+}
+
+TEST(Placement, AWorkerWithRoomGoesBeforeOneThatWouldHaveToEvict) {
+  std::vector<PlacementPeer> peers = {Peer("w1"), Peer("w2"), Peer("w3")};
+  const auto first = Loaders("m/a", 10 * kMB, 5, peers).front();
+  for (auto& p : peers) {
+    if (p.id == first) p.used_bytes = 95 * kMB;  // full: it would have to evict
+  }
+  const auto loaders = Loaders("m/a", 10 * kMB, 5, peers);
+  ASSERT_EQ(loaders.size(), 1u);
+  EXPECT_NE(loaders.front(), first);
+  // When nobody has room, rank alone decides.
+  for (auto& p : peers) p.used_bytes = 95 * kMB;
+  EXPECT_EQ(Loaders("m/a", 10 * kMB, 5, peers), std::vector<std::string>{first});
 }
 
 TEST(Placement, AWorkerWhereTheLoadFailedStillHoldsIt) {
