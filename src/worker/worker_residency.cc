@@ -208,9 +208,12 @@ void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_p
   bool thrashing = false;
   {
     std::lock_guard lock(models_mu_);
-    if (auto w = wanted_.find(spec->id); w == wanted_.end() || w->second != spec) return;  // changed meanwhile
+    // Gone or registered anew while it loaded: what was loaded is stale. (A
+    // pin or unpin meanwhile is not a new model: it takes the latest flag.)
+    auto w = wanted_.find(spec->id);
+    if (w == wanted_.end() || !SameModel(*w->second, *spec)) return;
     if (served->model) {
-      residency_->Loaded(spec->id, served->model->memory_bytes(), spec->pinned,
+      residency_->Loaded(spec->id, served->model->memory_bytes(), w->second->pinned,
                          std::chrono::duration_cast<std::chrono::nanoseconds>(load_time), now);
       thrashing = residency_->Thrashing(spec->id, now);
     }
