@@ -129,6 +129,7 @@ Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::stri
   jsOptions o;
   jsOptions_Init(&o);
   o.Stream.Info.SubjectsFilter = filter.c_str();
+  o.Wait = 500;  // ms: the caller (a worker's keeper) must not stall on a slow server
   jsStreamInfo* info = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   const natsStatus s = js_GetStreamInfo(&info, js, stream.c_str(), &o, &jerr);
