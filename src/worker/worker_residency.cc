@@ -270,6 +270,7 @@ void Worker::Place() {
     }
   }
   std::vector<std::string> load, release;
+  std::string on_demand;
   const auto now = SteadyClock::now();
   {
     std::lock_guard lock(models_mu_);
@@ -286,13 +287,27 @@ void Worker::Place() {
       if (served->model && items > served->items_reported) residency_->Used(id, now, items - served->items_reported);
       served->items_reported = items;
     }
+    // Loads on demand go one at a time, the model with the most work waiting
+    // first, chosen afresh each tick: a queue of them would make the last
+    // wait for every load before it, and one that found no room would go to
+    // the back.
+    bool loading_on_demand = false;
+    for (const auto& id : loading_) {
+      const auto w = wanted_.find(id);
+      loading_on_demand = loading_on_demand || w == wanted_.end() || !w->second->pinned;
+    }
+    uint64_t most_waiting = 0;
     for (const auto& [id, spec] : wanted_) {
       const auto it = waiting->find(id);
       const uint64_t n = it == waiting->end() ? 0 : it->second;
       auto served = models_.find(id);
       if (served == models_.end()) {
-        if (!loading_.count(id) && (spec->pinned || ShouldLoad(id, spec->memory_bytes, n, options_.id, peers))) {
+        if (loading_.count(id)) continue;
+        if (spec->pinned) {
           load.push_back(id);
+        } else if (!loading_on_demand && n > most_waiting && ShouldLoad(id, spec->memory_bytes, n, options_.id, peers)) {
+          on_demand = id;
+          most_waiting = n;
         }
         continue;
       }
@@ -305,6 +320,7 @@ void Worker::Place() {
       }
     }
   }
+  if (!on_demand.empty()) load.push_back(on_demand);
   for (const auto& id : release) Unload(id, "an extra replica gone cold");
   for (const auto& id : load) QueueLoad(id);
 }
