@@ -1,8 +1,9 @@
 // Residency through the whole path (gateway, JetStream, workers): lazy
 // loading on the first request, pinned models that are never evicted,
 // eviction under a small budget that spares a model with a batch in flight,
-// a load failure that ends in 502 MODEL_LOAD_FAILED without retries, and
-// placement among three workers that survives the holder being killed.
+// a load failure that ends in 502 MODEL_LOAD_FAILED without retries, a hot
+// model that gains a replica as its backlog grows, and placement among
+// three workers that survives the holder being killed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -147,6 +148,47 @@ TEST(Residency, AModelThatFailsToLoadAnswers502AndIsNotRetried) {
   EXPECT_EQ(view.load_failures, 1u) << "terminal: tried once";
   EXPECT_TRUE(Has(view.failed, "t/fragile"));
   EXPECT_EQ(cluster.WaitForEmptyStream(), 0u) << "acked, not circling";
+}
+
+TEST(Residency, AHotModelGainsAReplicaAsItsBacklogGrows) {
+  TestCluster cluster;
+  // 4 items per 100 ms batch: 40 items/s on one worker, so 300 items keep a
+  // backlog above placement's kItemsPerExtraReplica for seconds.
+  cluster.Register(IdentityProfile("t/hot", "pinned: false\nidentity: {memory_mb: 1, us_per_batch: 100000}\n"
+                                            "batching: {max_batch_tokens: 16384, max_batch_requests: 4}\n"
+                                            "queue: {ack_wait_ms: 30000, max_deliver: 5}\n"));
+  cluster.Register(IdentityProfile("t/warm", "pinned: false\nidentity: {memory_mb: 1, us_per_batch: 100000}\n"
+                                             "batching: {max_batch_tokens: 16384, max_batch_requests: 4}\n"));
+  auto a = cluster.StartWorker();
+  auto b = cluster.StartWorker();
+  auto gateway = cluster.StartGateway();
+  auto holders = [&](const std::string& model) {
+    return Has(a->residency().resident, model) + Has(b->residency().resident, model);
+  };
+  std::string items;
+  for (int i = 0; i < 100; ++i) items += std::string(i ? "," : "") + R"({"text":"item )" + std::to_string(i) + R"("})";
+
+  // A small backlog: one replica.
+  HttpClient http(gateway->port(), 60000);
+  auto small = http.PostJson("/v1/encode/t/warm", R"({"items":[{"text":"a"},{"text":"b"},{"text":"c"}]})");
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->status, 200);
+  EXPECT_EQ(holders("t/warm"), 1);
+
+  // 300 items waiting: a second replica.
+  std::vector<std::future<HttpResult>> requests;
+  for (int r = 0; r < 3; ++r) {
+    requests.push_back(std::async(std::launch::async, [&] {
+      HttpClient http(gateway->port(), 60000);
+      auto res = http.PostJson("/v1/encode/t/hot", R"({"items":[)" + items + "]}", {{"X-Shoal-Timeout-Ms", "50000"}});
+      return res.ok() ? *res : HttpResult{};
+    }));
+  }
+  EXPECT_TRUE(WaitFor([&] { return holders("t/hot") == 2; }, std::chrono::seconds(15)))
+      << "one replica while the backlog is small, two once it passes " << worker::kItemsPerExtraReplica;
+  for (auto& r : requests) EXPECT_EQ(r.get().status, 200);
+  EXPECT_GT(a->batch_totals().batches, 0u);
+  EXPECT_GT(b->batch_totals().batches, 0u);
 }
 
 TEST(Residency, ThreeWorkersAgreeWhoLoadsAModelAndTheNextTakesOverWhenItDies) {
