@@ -148,11 +148,8 @@ double PeerTokens(const nlohmann::json& peer, int batch) {
 }
 
 int Run(const Options& o) {
-  const std::string models_dir = o.models_dir.empty() ? o.source_dir + "/build-models" : o.models_dir;
-  std::fprintf(stderr, "encoders: generating the bench models in %s (once)\n", models_dir.c_str());
-  if (std::system((o.source_dir + "/scripts/make-test-models " + models_dir + " --bench >&2").c_str()) != 0) {
-    return 1;
-  }
+  const std::string models_dir = GenerateBenchModels(o.source_dir, o.models_dir, "encoders");
+  if (models_dir.empty()) return 1;
   nlohmann::json out;
   const std::string secs = std::to_string(o.seconds);
   std::fprintf(stderr, "encoders: GEMM ceiling, 1024^3 on %d thread(s)\n", o.threads);

@@ -1,17 +1,43 @@
-// What the system benchmarks share: the median of repeated measurements, and
-// the flat JSON object of figures each writes to docs/bench/.
+// What the system benchmarks share: the median of repeated measurements, the
+// flat JSON object of figures each writes to docs/bench/, the generated
+// bench models, and waiting for a process they started to listen.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/subprocess.h"
+
 namespace shoal::bench {
+
+// scripts/make-test-models --bench into `models_dir` (default:
+// <source>/build-models); idempotent, so only the first run waits. Returns
+// the directory, or "" when the script failed.
+inline std::string GenerateBenchModels(const std::string& source_dir, const std::string& models_dir,
+                                       const char* who) {
+  const std::string dir = models_dir.empty() ? source_dir + "/build-models" : models_dir;
+  std::fprintf(stderr, "%s: generating the bench models in %s (once)\n", who, dir.c_str());
+  if (std::system((source_dir + "/scripts/make-test-models " + dir + " --bench >&2").c_str()) != 0) return "";
+  return dir;
+}
+
+// Whether something accepts connections on `port` within 30 s.
+inline bool WaitAccepting(int port) {
+  for (int i = 0; i < 300; ++i) {
+    if (PortAcceptsConnections(port)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
 
 inline double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -208,14 +208,6 @@ std::string Profile(const std::string& id, const Options& o, bool adaptive) {
          std::to_string(o.us_per_token) + ", us_per_batch: " + std::to_string(o.us_per_batch) + "}\n";
 }
 
-bool WaitServing(int port) {
-  for (int i = 0; i < 300; ++i) {
-    if (PortAcceptsConnections(port)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
 int Run(const Options& o) {
   char tmpl[] = "/tmp/shoal-fleet-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
@@ -260,8 +252,8 @@ int Run(const Options& o) {
   auto pull_gw = gateway(pull_port, "pull");
   auto push_gw = gateway(push_port, "push-lo");
   auto rr_gw = gateway(rr_port, "push-rr");
-  if (!pull_gw.ok() || !push_gw.ok() || !rr_gw.ok() || !WaitServing(pull_port) || !WaitServing(push_port) ||
-      !WaitServing(rr_port)) {
+  if (!pull_gw.ok() || !push_gw.ok() || !rr_gw.ok() || !WaitAccepting(pull_port) || !WaitAccepting(push_port) ||
+      !WaitAccepting(rr_port)) {
     std::fprintf(stderr, "the cluster did not start (logs in %s)\n", dir.c_str());
     return 1;
   }

@@ -113,11 +113,8 @@ void DropFromPageCache(const std::filesystem::path& dir) {
 // page cache; NAN when the model cannot be made or loaded. `load_only_ms`:
 // the median of the loads alone.
 double ColdLoadMs(const Options& o, double* megabytes, double* load_only_ms) {
-  const std::string models_dir = o.models_dir.empty() ? o.source_dir + "/build-models" : o.models_dir;
-  std::fprintf(stderr, "residency: generating the bench models in %s (once)\n", models_dir.c_str());
-  if (std::system((o.source_dir + "/scripts/make-test-models " + models_dir + " --bench >&2").c_str()) != 0) {
-    return NAN;
-  }
+  const std::string models_dir = GenerateBenchModels(o.source_dir, o.models_dir, "residency");
+  if (models_dir.empty()) return NAN;
   ModelSpec spec;
   spec.id = "bench/bert-100mb";
   spec.runtime = "native";
@@ -205,9 +202,7 @@ Result<PolicyRun> RunPolicy(const Options& o, const std::string& policy, const s
                               dir + "/gateway.log");
   if (!gw.ok()) return gw.status();
   procs.push_back(std::move(gw).value());
-  for (int i = 0; i < 300 && !PortAcceptsConnections(*port); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  if (!WaitAccepting(*port)) return Status(Code::kInternal, "the gateway did not start (logs in " + dir + ")");
   auto registry = queue::WorkerRegistry::Open(control->workers.get(), std::chrono::seconds(4));
   if (!registry.ok()) return registry.status();
   std::this_thread::sleep_for(std::chrono::seconds(3));  // heartbeats: the gateway knows who serves what

@@ -252,6 +252,12 @@ void Residency::SetPinned(std::string_view id, bool pinned) {
   if (auto it = models_.find(id); it != models_.end()) it->second.pinned = pinned;
 }
 
+uint64_t Residency::pinned_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& [id, model] : models_) bytes += model.pinned ? model.bytes : 0;
+  return bytes;
+}
+
 bool Residency::Resident(std::string_view id) const { return models_.find(id) != models_.end(); }
 
 bool Residency::Thrashing(std::string_view id, SteadyClock::time_point now) const {

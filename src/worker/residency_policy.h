@@ -131,6 +131,7 @@ class Residency {
   bool Thrashing(std::string_view id, SteadyClock::time_point now) const;
 
   uint64_t used_bytes() const { return used_bytes_; }
+  uint64_t pinned_bytes() const;  // of used_bytes(), what pinned models hold
   uint64_t budget_bytes() const { return budget_bytes_; }
   std::vector<ResidentInfo> Models() const;  // by id
   Counters counters() const { return counters_; }

@@ -314,9 +314,9 @@ void Worker::Heartbeat() {
     info.loading.assign(loading_.begin(), loading_.end());
     info.memory_budget = residency_->budget_bytes();
     info.memory_used = residency_->used_bytes();
+    info.memory_pinned = residency_->pinned_bytes();
     for (const auto& m : residency_->Models()) {
       if (m.pinned) info.pinned.push_back(m.id);
-      if (m.pinned) info.memory_pinned += m.bytes;
       if (residency_->Thrashing(m.id, now)) info.thrashing.push_back(m.id);
     }
     info.loads = residency_->counters().loads;

@@ -194,17 +194,17 @@ void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_p
     spdlog::error("worker: no consumer for {}: {}", spec->id, s.ToString());
     return;
   }
+  const auto now = SteadyClock::now();
   auto served = std::make_shared<ServedModel>();
   served->spec = spec;
   served->batching.Configure(spec->batching);
   served->model = std::move(model);
   served->load_error = std::move(load_error);
   served->loaded_unix_us = UnixMicros();
-  served->installed_at = SteadyClock::now();
+  served->installed_at = now;
   served->load_time = load_time;
   served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
-  served->last_batch_ns = SteadyClock::now().time_since_epoch().count();
-  const auto now = SteadyClock::now();
+  served->last_batch_ns = now.time_since_epoch().count();
   bool thrashing = false;
   {
     std::lock_guard lock(models_mu_);
@@ -274,8 +274,8 @@ void Worker::Place() {
   const auto now = SteadyClock::now();
   {
     std::lock_guard lock(models_mu_);
-    PlacementPeer self{options_.id, residency_->budget_bytes(), 0, residency_->used_bytes(), {}, {}};
-    for (const auto& m : residency_->Models()) self.pinned_bytes += m.pinned ? m.bytes : 0;
+    PlacementPeer self{options_.id, residency_->budget_bytes(), residency_->pinned_bytes(),
+                       residency_->used_bytes(), {}, {}};
     for (const auto& [id, spec] : wanted_) self.serves.push_back(id);
     for (const auto& [id, served] : models_) self.holds.push_back(id);
     self.holds.insert(self.holds.end(), loading_.begin(), loading_.end());
