@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build up test bench bench-encoders bench-fleet bench-residency clean
+.PHONY: all setup build up test bench bench-encoders bench-fleet bench-residency bench-generation clean
 
 all: build
 
@@ -34,6 +34,10 @@ bench-fleet: build
 
 bench-residency: build
 	$(BUILD)/bench/residency_bench --out docs/bench/residency.json
+
+# Continuous batching against the Python reference's generate loop (about ten minutes).
+bench-generation: build
+	$(BUILD)/bench/generation_bench --out docs/bench/generation.json
 
 clean:
 	rm -rf $(BUILD)

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "queue/catalog.h"
+#include "runtime/generator.h"
 #include "runtime/runtime.h"
 
 namespace shoal::catalog {
@@ -18,6 +19,21 @@ bool AllFinite(const std::vector<float>& v) {
 // One small request through the loaded model: a model whose weights load but
 // compute garbage (NaN from a corrupt tensor) is refused too.
 Status Smoke(Model& model, const ModelSpec& spec) {
+  if (spec.task == "generate") {
+    Generator* g = model.generator();
+    if (!g) return InvalidInput(spec.id + ": the runtime loaded it, but it does not generate");
+    auto ids = g->EncodePrompt("what is shoal", true);
+    if (!ids.ok()) return ids.status();
+    if (ids->empty() || ids->size() >= g->info().max_context) return InvalidInput(spec.id + ": the test prompt does not fit");
+    std::vector<int32_t> blocks;
+    for (uint32_t b = 0; b * g->info().kv_block_tokens < ids->size(); ++b) blocks.push_back(static_cast<int32_t>(b));
+    if (blocks.size() > g->info().kv_blocks) return InvalidInput(spec.id + ": the KV cache cannot hold a test prompt");
+    SequenceChunk chunk{.tokens = *ids, .start = 0, .blocks = blocks, .want_logits = true};
+    std::vector<float> logits(g->info().vocab_size);
+    SHOAL_RETURN_IF_ERROR(g->Forward({&chunk, 1}, logits.data(), 1));
+    if (!AllFinite(logits)) return InvalidInput(spec.id + ": a test prompt gave non-finite logits");
+    return Status::Ok();
+  }
   if (spec.task == "score") {
     ScoreInput in{.text = "what is shoal", .text_pair = "a queue of small models", .truncate = true};
     ScoreOutput out;

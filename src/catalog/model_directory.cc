@@ -22,7 +22,10 @@ Result<std::string> TaskFromConfig(const fs::path& config_path) {
   if (!config.is_object()) return InvalidInput(config_path.string() + ": not a JSON object");
   if (auto a = config.find("architectures"); a != config.end() && a->is_array()) {
     for (const auto& name : *a) {
-      if (name.is_string() && name.get<std::string>().ends_with("ForSequenceClassification")) return std::string("score");
+      if (!name.is_string()) continue;
+      const std::string arch = name.get<std::string>();
+      if (arch.ends_with("ForSequenceClassification")) return std::string("score");
+      if (arch.ends_with("ForCausalLM")) return std::string("generate");
     }
   }
   return std::string("encode");

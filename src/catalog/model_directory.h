@@ -3,7 +3,8 @@
 // `path` defaults to the directory); without one the profile is inferred as
 // Hugging Face tools would read the directory: the native runtime, and the
 // task from config.json's architectures (a *ForSequenceClassification head is
-// a cross-encoder: `score`; anything else `encode`).
+// a cross-encoder: `score`; a *ForCausalLM a generator: `generate`; anything
+// else `encode`).
 //
 // This only names the model; whether its files are complete and consistent is
 // the runtime's to say (catalog_admin.h loads it before it is registered).

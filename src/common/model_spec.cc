@@ -127,8 +127,8 @@ Status FromJson(const json& o, ModelSpec* spec) {
 
   SHOAL_RETURN_IF_ERROR(wire::ValidateModelId(spec->id));
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
-  if (spec->task != "encode" && spec->task != "score") {
-    return InvalidInput("task: '" + spec->task + "' is not supported (supported: encode, score)");
+  if (spec->task != "encode" && spec->task != "score" && spec->task != "generate") {
+    return InvalidInput("task: '" + spec->task + "' is not supported (supported: encode, score, generate)");
   }
   SHOAL_RETURN_IF_ERROR(wire::ValidatePoolName(spec->pool));
   if (spec->batching.max_batch_requests == 0 || spec->batching.max_batch_tokens == 0) {

@@ -7,7 +7,8 @@
 //   runtime: identity             # which Runtime loads it
 //   path: ../models/bge-small     # the model directory (native runtime);
 //                                 # relative to the profile file
-//   task: encode                  # encode, or score (cross-encoders)
+//   task: encode                  # encode, score (cross-encoders), or generate
+//                                 # (decoders; batching then bounds the running batch)
 //   pool: default                 # the work stream it is queued on
 //   description: "..."
 //   max_input_tokens: 512

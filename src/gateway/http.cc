@@ -18,4 +18,22 @@ HttpResponse ErrorResponse(const Status& status, std::string_view request_id) {
   return r;
 }
 
+HttpResponse SseHead(std::string events) {
+  HttpResponse r;
+  r.content_type = "text/event-stream";
+  r.body = std::move(events);
+  // Proxies must neither cache nor hold back the events (X-Accel-Buffering
+  // is nginx's switch for the latter).
+  r.headers.emplace_back("Cache-Control", "no-cache");
+  r.headers.emplace_back("X-Accel-Buffering", "no");
+  r.more = true;
+  return r;
+}
+
+void AppendSseData(std::string_view data, std::string* out) {
+  out->append("data: ");
+  out->append(data);
+  out->append("\n\n");
+}
+
 }  // namespace shoal::gateway

@@ -26,7 +26,8 @@ struct HttpRequest {
   std::string body;
   SteadyClock::time_point received = SteadyClock::now();
   // Set by the server. What the handler stores here runs, on the lane's loop
-  // and at most once, if the client hangs up before its response is ready.
+  // and at most once, if the client hangs up before its response is ready
+  // (a streamed response: before its last part is written).
   std::shared_ptr<std::function<void()>> on_hangup;
 };
 
@@ -35,14 +36,33 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // A streamed response: more parts follow. See Responder.
+  bool more = false;
 };
 
-// Hands the response back to the connection. Call exactly once, from any thread.
+// Hands the response back to the connection, from any thread.
+//
+// A plain response: call once. A streamed one: the first call has `more`
+// set and carries the head (status, content type, headers) and maybe a first
+// part in `body`; each later call carries one more part in `body` (status
+// and headers ignored), and the one with `more` false ends the response.
+// Parts go out in call order, as they come, without blocking the loop: HTTP/1.1
+// chunked transfer encoding (the connection stays open for the next request),
+// or for an HTTP/1.0 client no length and a close at the end. While a
+// response streams, HttpRequest::on_hangup stays armed. Calls after the end
+// are ignored.
 using Responder = std::function<void(HttpResponse)>;
 
 HttpResponse JsonResponse(int status, std::string body);
 // The error contract: status from the code, JSON error body, Retry-After
 // where the code asks for it.
 HttpResponse ErrorResponse(const Status& status, std::string_view request_id);
+
+// Server-Sent Events. The head of an event stream (text/event-stream,
+// Cache-Control: no-cache, more = true) with `events` as its first part.
+HttpResponse SseHead(std::string events);
+// One event with `data` (a line: JSON as JsonWriter writes it holds no
+// newline) appended to `out`: "data: <data>\n\n".
+void AppendSseData(std::string_view data, std::string* out);
 
 }  // namespace shoal::gateway

@@ -9,7 +9,8 @@
 
 #include <array>
 #include <cerrno>
-#include <optional>
+#include <cstdio>
+#include <deque>
 #include <vector>
 
 #include "common/log.h"
@@ -54,18 +55,22 @@ std::string DecodePath(std::string_view target) {
 }
 
 // Where a connection waits for its response: the Responder posts the
-// response here and cancels the timer the coroutine is waiting on.
+// response (or, streaming, each part) here and cancels the timer the
+// coroutine is waiting on. Used on the connection's loop only.
 struct ResponseSlot {
   explicit ResponseSlot(asio::any_io_executor ex) : timer(ex) {
     timer.expires_at(asio::steady_timer::time_point::max());
   }
   asio::steady_timer timer;
-  std::optional<HttpResponse> response;
+  std::deque<HttpResponse> queue;  // posted, not yet written
+  bool ended = false;              // the last one (more == false) was posted
 };
 
 // The status line and headers of a response. Written by hand rather than
-// through Beast's serializer: that was a tenth of a gateway's CPU.
-std::string ResponseHead(const HttpResponse& r, unsigned version, bool keep_alive) {
+// through Beast's serializer: that was a tenth of a gateway's CPU. A
+// streamed response has no length: HTTP/1.1 chunks it, HTTP/1.0 closes.
+std::string ResponseHead(const HttpResponse& r, unsigned version, bool keep_alive,
+                         bool streamed = false) {
   const auto reason = http::obsolete_reason(static_cast<http::status>(r.status));
   std::string head;
   head.reserve(256);
@@ -75,8 +80,12 @@ std::string ResponseHead(const HttpResponse& r, unsigned version, bool keep_aliv
   head.append(reason.data(), reason.size());
   head += "\r\nServer: shoal\r\nContent-Type: ";
   head += r.content_type;
-  head += "\r\nContent-Length: ";
-  head += std::to_string(r.body.size());
+  if (!streamed) {
+    head += "\r\nContent-Length: ";
+    head += std::to_string(r.body.size());
+  } else if (version != 10) {
+    head += "\r\nTransfer-Encoding: chunked";
+  }
   for (const auto& [k, v] : r.headers) {
     head += "\r\n";
     head += k;
@@ -110,23 +119,81 @@ awaitable<void> WriteError(beast::tcp_stream& stream, const Status& status) {
   co_await WriteResponse(stream, ErrorResponse(status, ""), 11, false);
 }
 
-// While a request waits for its response, watches its connection: readable
-// with nothing to read means the client hung up, and `on_hangup` lets the
-// handler stop the work (a pipelined next request also makes it readable;
-// then the watch just ends). Session cancels the watch before it writes.
+void RunHangup(const std::shared_ptr<std::function<void()>>& on_hangup) {
+  if (!*on_hangup) return;
+  auto hangup = std::move(*on_hangup);
+  *on_hangup = nullptr;
+  hangup();
+}
+
+// While a request waits for its response (or streams it), watches its
+// connection: readable with nothing to read means the client hung up, and
+// `on_hangup` lets the handler stop the work (a pipelined next request also
+// makes it readable; then the watch just ends). Session cancels the watch
+// before it writes a plain response, and after the last part of a streamed
+// one: reading and writing a socket at once is fine.
 void WatchForHangup(tcp::socket& socket, const std::shared_ptr<ResponseSlot>& slot,
                     const std::shared_ptr<std::function<void()>>& on_hangup) {
   const int fd = socket.native_handle();
   socket.async_wait(tcp::socket::wait_read, [fd, slot, on_hangup](boost::system::error_code ec) {
-    if (ec || slot->response || !*on_hangup) return;
+    if (ec || slot->ended || !*on_hangup) return;
     char c;
     const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-      auto hangup = std::move(*on_hangup);
-      *on_hangup = nullptr;
-      hangup();
-    }
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) RunHangup(on_hangup);
   });
+}
+
+// A part of a streamed body, framed: a chunk (HTTP/1.1) or as is (1.0).
+void AppendPart(std::string_view part, bool chunked, std::string* out) {
+  if (part.empty()) return;  // an empty chunk would end the body
+  if (!chunked) {
+    out->append(part);
+    return;
+  }
+  char size[20];
+  const int n = std::snprintf(size, sizeof(size), "%zx\r\n", part.size());
+  out->append(size, static_cast<size_t>(n));
+  out->append(part);
+  out->append("\r\n");
+}
+
+// Writes a streamed response: the head, then the parts as they are posted,
+// several at once when they came while a write was in flight, until the last.
+// Returns whether the connection can carry another request. A failed write
+// means the client is gone: its hang-up handler runs.
+awaitable<bool> StreamResponse(beast::tcp_stream& stream, ResponseSlot& slot,
+                               const HttpResponse& head, unsigned version, bool keep_alive,
+                               const std::shared_ptr<std::function<void()>>& on_hangup) {
+  const bool chunked = version != 10;
+  keep_alive = keep_alive && chunked;  // HTTP/1.0: the close ends the body
+  std::string out = ResponseHead(head, version, keep_alive, /*streamed=*/true);
+  AppendPart(head.body, chunked, &out);
+  bool last = false;
+  boost::system::error_code ec;
+  for (;;) {
+    while (!slot.queue.empty() && !last) {
+      const HttpResponse& part = slot.queue.front();
+      AppendPart(part.body, chunked, &out);
+      last = !part.more;
+      slot.queue.pop_front();
+    }
+    if (last && chunked) out += "0\r\n\r\n";
+    if (!out.empty()) {
+      stream.expires_after(kIdleTimeout);
+      co_await asio::async_write(stream, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
+      stream.expires_never();
+      out.clear();
+      if (ec) {
+        RunHangup(on_hangup);
+        co_return false;
+      }
+    }
+    if (last) co_return keep_alive;
+    // Parts posted while the write was in flight are queued already (their
+    // cancel found no wait to wake).
+    if (slot.queue.empty()) co_await slot.timer.async_wait(asio::redirect_error(use_awaitable, ec));
+    if (slot.queue.empty()) co_return false;  // shutting down
+  }
 }
 
 bool IsLoopback(const tcp::socket& socket) {
@@ -180,20 +247,31 @@ awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const S
     r.on_hangup = on_hangup;
     ctx->handler(lane, std::move(r), [slot](HttpResponse response) {
       asio::post(slot->timer.get_executor(), [slot, response = std::move(response)]() mutable {
-        slot->response = std::move(response);
+        if (slot->ended) return;
+        slot->ended = !response.more;
+        slot->queue.push_back(std::move(response));
         slot->timer.cancel();
       });
     });
-    if (!slot->response) {
-      WatchForHangup(stream.socket(), slot, on_hangup);
+    WatchForHangup(stream.socket(), slot, on_hangup);
+    if (slot->queue.empty()) {
       co_await slot->timer.async_wait(asio::redirect_error(use_awaitable, ec));
-      stream.socket().cancel(ec);  // the watch, if it is still on
     }
-    if (!slot->response) break;  // shutting down
+    if (slot->queue.empty()) break;  // shutting down
+    const HttpResponse first = std::move(slot->queue.front());
+    slot->queue.pop_front();
 
-    stream.expires_after(kIdleTimeout);
-    ec = co_await WriteResponse(stream, *slot->response, version, keep_alive);
-    if (ec || !keep_alive) break;
+    bool again = false;
+    if (first.more) {
+      again = co_await StreamResponse(stream, *slot, first, version, keep_alive, on_hangup);
+      stream.socket().cancel(ec);  // the watch, if it is still on
+    } else {
+      stream.socket().cancel(ec);  // the watch, if it is still on
+      stream.expires_after(kIdleTimeout);
+      ec = co_await WriteResponse(stream, first, version, keep_alive);
+      again = !ec && keep_alive;
+    }
+    if (!again) break;
   }
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
 }

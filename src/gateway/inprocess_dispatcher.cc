@@ -18,6 +18,14 @@ Result<Model*> InProcessDispatcher::ModelFor(const ModelSpec& spec) {
 }
 
 void InProcessDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
+  if (p->generation) {
+    // Generation streams from pulling workers (continuous batching, KV
+    // cache); this baseline exists to measure encoding.
+    table_->Finish(*p, ErrorResponse(InvalidInput("generation runs on pulling workers only, not "
+                                                  "in an in-process gateway"),
+                                     p->id));
+    return;
+  }
   auto model = ModelFor(*p->model);
   if (!model.ok()) {
     table_->Finish(*p, ErrorResponse(model.status(), p->id));

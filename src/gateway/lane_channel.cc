@@ -1,7 +1,9 @@
 #include "gateway/lane_channel.h"
 
+#include "gateway/generation.h"
 #include "gateway/responses.h"
 #include "queue/loop_connection.h"
+#include "wire/generate.h"
 #include "wire/subjects.h"
 #include "wire/work_message.h"
 
@@ -49,6 +51,8 @@ Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, 
   const std::string reply = wire::ReplySubject(lane_id_, p.seq);
   const std::string ack_reply = reply + wire::kAckSuffix;
   const std::string deadline = std::to_string(p.deadline_unix_ms);
+  const std::string task(p.generation ? std::string_view(wire::kTaskGenerate)
+                                      : wire::TaskName(p.request.task));
   for (size_t i = 0; i < p.request.items.size(); ++i) {
     const auto& item = p.request.items[i];
     natsMsg* raw = nullptr;
@@ -62,7 +66,7 @@ Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, 
     natsMsgHeader_Set(raw, wire::kHeaderCost, std::to_string(item.cost).c_str());
     natsMsgHeader_Set(raw, wire::kHeaderDeadline, deadline.c_str());
     natsMsgHeader_Set(raw, wire::kHeaderReply, reply.c_str());
-    natsMsgHeader_Set(raw, wire::kHeaderTask, std::string(wire::TaskName(p.request.task)).c_str());
+    natsMsgHeader_Set(raw, wire::kHeaderTask, task.c_str());
     if (p.request.options.truncate) natsMsgHeader_Set(raw, wire::kHeaderTruncate, "1");
     if (!p.request.options.normalize) natsMsgHeader_Set(raw, wire::kHeaderNormalize, "0");
     s = natsConnection_PublishMsg(nc_.get(), raw);
@@ -95,7 +99,23 @@ void LaneChannel::OnReply(natsMsg* msg) {
   }
 }
 
+void LaneChannel::OnGenerationChunk(PendingRequest& p, natsMsg* msg) {
+  ChunkMessage m;
+  m.error = queue::Header(msg, wire::kHeaderError);
+  m.payload = queue::Payload(msg);
+  if (m.error.empty() && !wire::ParseU64(queue::Header(msg, wire::kHeaderSeq), &m.seq)) return;
+  m.final = queue::Header(msg, wire::kHeaderFinal) == "1";
+  uint64_t attempt = 1;
+  if (wire::ParseU64(queue::Header(msg, wire::kHeaderAttempt), &attempt)) {
+    m.attempt = static_cast<uint32_t>(attempt);
+  }
+  OnGenerationResult(*table_, p, m);
+  // A generation is one item: it is applied when it ends, not per chunk.
+  if (p.finished && on_applied_) on_applied_(p);
+}
+
 void LaneChannel::OnResult(PendingRequest& p, natsMsg* msg) {
+  if (p.generation) return OnGenerationChunk(p, msg);
   uint64_t index = 0;
   if (!wire::ParseU64(queue::Header(msg, wire::kHeaderItem), &index)) return;
   if (const std::string_view code = queue::Header(msg, wire::kHeaderError); !code.empty()) {

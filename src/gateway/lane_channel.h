@@ -8,7 +8,10 @@
 //                    of wire/work_message.h (Shoal-Reply = the request's inbox)
 //   _INBOX.<lane-id>.<seq>      ──▶ results by item index into the request's
 //                    slots; an error result finishes the request; a second
-//                    result for a filled slot (a redelivery) is ignored
+//                    result for a filled slot (a redelivery) is ignored. A
+//                    generation request's results are chunks in sequence
+//                    (Shoal-Seq, Shoal-Final), relayed by OnGenerationResult
+//                    (gateway/generation.h)
 //   _INBOX.<lane-id>.<seq>.ack  ──▶ handed to the owner (JetStream's publish
 //                    acknowledgements; only the pull path asks for them)
 //
@@ -30,7 +33,8 @@ class LaneChannel {
   // A publish acknowledgement (<reply>.ack) for a request still pending.
   using OnAck = std::function<void(PendingRequest& p, natsMsg* msg)>;
   // After a result was applied to a request still pending: one more slot
-  // filled, or (an error result, or the last slot) the request finished.
+  // filled, or (an error result, or the last slot) the request finished. For
+  // a generation request: only when it finished.
   using OnApplied = std::function<void(PendingRequest& p)>;
 
   LaneChannel(EventLoop* loop, std::string lane_id, PendingTable* table);
@@ -63,6 +67,7 @@ class LaneChannel {
  private:
   void OnReply(natsMsg* msg);
   void OnResult(PendingRequest& p, natsMsg* msg);
+  void OnGenerationChunk(PendingRequest& p, natsMsg* msg);
 
   EventLoop* loop_;
   const std::string lane_id_;

@@ -17,8 +17,22 @@ bool PendingTable::Finish(PendingRequest& p, HttpResponse response) {
   p.finished = true;
   map_.erase(p.seq);
   size_.store(map_.size(), std::memory_order_relaxed);
+  if (p.streaming && response.status >= 400) {
+    // Too late for a status line: the error becomes the stream's last event.
+    std::string event;
+    AppendSseData(response.body, &event);
+    response.body = std::move(event);
+  }
+  response.more = false;
   p.respond(std::move(response));
   return true;
+}
+
+void PendingTable::Send(PendingRequest& p, HttpResponse part) {
+  if (p.finished) return;
+  p.streaming = true;
+  part.more = true;
+  p.respond(std::move(part));
 }
 
 std::vector<std::shared_ptr<PendingRequest>> PendingTable::Expired(SteadyClock::time_point now) const {

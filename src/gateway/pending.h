@@ -5,6 +5,12 @@
 // an error result from a worker, a failed publish, its deadline, or shutdown —
 // and whoever finishes it calls the Responder and removes it from the table.
 //
+// A generation request (p.generation set, gateway/generation.h) has one item
+// and may stream its response: Send gives the client the head and then parts
+// while the request stays pending; Finish gives the last part. Once the head
+// is out the status line is spent, so an error that finishes a streaming
+// request goes out as an SSE error event ending the stream.
+//
 // Threading: a PendingTable and its requests belong to one lane and are used
 // on that lane's loop thread only; size() alone may be read from anywhere.
 #pragma once
@@ -17,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/model_spec.h"
+#include "gateway/generation.h"
 #include "gateway/http.h"
 #include "wire/encode_request.h"
 
@@ -58,6 +65,9 @@ struct PendingRequest {
   std::vector<ItemResult> results;
   size_t remaining = 0;
   bool finished = false;
+
+  std::unique_ptr<Generation> generation;  // generation requests only
+  bool streaming = false;                  // the head of a streamed response went out
 };
 
 class PendingTable {
@@ -67,8 +77,15 @@ class PendingTable {
   size_t size() const { return size_.load(std::memory_order_relaxed); }
 
   // Finishes `p` with `response` unless it is finished; returns whether
-  // this call did.
+  // this call did. When `p` is streaming, a success response is the last
+  // part (its body), and an error response becomes an SSE event
+  // `data: {"error":{...}}` that ends the stream.
   bool Finish(PendingRequest& p, HttpResponse response);
+
+  // Streams a part of `p`'s response (HttpResponse::more is set here): the
+  // first call sends the head with `part`'s status, type and headers, later
+  // ones only the body. Does nothing once `p` is finished.
+  void Send(PendingRequest& p, HttpResponse part);
 
   // Requests whose deadline is at or before `now`.
   std::vector<std::shared_ptr<PendingRequest>> Expired(SteadyClock::time_point now) const;

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "common/log.h"
+#include "wire/generate_request.h"
 #include "wire/json_writer.h"
 #include "wire/score_request.h"
 
@@ -29,6 +30,7 @@ void Router::Handle(size_t lane_index, HttpRequest&& req, Responder respond) {
         {"/v1/encode/", Route::kEncode},
         {"/v1/score/", Route::kScore},
         {"/v1/tokenize/", Route::kTokenize},
+        {"/v1/generate/", Route::kGenerate},
     };
     for (const auto& [prefix, route] : kModelRoutes) {
       if (path.starts_with(prefix)) {
@@ -38,6 +40,12 @@ void Router::Handle(size_t lane_index, HttpRequest&& req, Responder respond) {
     }
     if (path == "/v1/embeddings") return Submit(lane, std::move(req), std::move(respond), Route::kEmbeddings, {});
     if (path == "/v1/rerank") return Submit(lane, std::move(req), std::move(respond), Route::kRerank, {});
+    if (path == "/v1/chat/completions") {
+      return Submit(lane, std::move(req), std::move(respond), Route::kChat, {});
+    }
+    if (path == "/v1/completions") {
+      return Submit(lane, std::move(req), std::move(respond), Route::kCompletions, {});
+    }
   }
   if (req.method == "GET" && path == "/v1/models") return respond(ListModels(lane));
   if (req.method == "GET" && path == "/healthz") return respond(JsonResponse(200, "{\"status\":\"ok\"}"));
@@ -83,9 +91,40 @@ Status Router::Parse(Route route, const HttpRequest& req, PendingRequest* p) con
     case Route::kTokenize:
       p->format = ResponseFormat::kTokenize;
       return wire::ParseTokenizeJson(p->body, options_.limits, &p->request);
-    case Route::kEncode: break;
+    default: break;
   }
   return Internal("unknown route");
+}
+
+Status Router::ParseGeneration(Route route, std::string_view model_id, PendingRequest* p) const {
+  p->generation = std::make_unique<Generation>();
+  Generation& g = *p->generation;
+  switch (route) {
+    case Route::kChat:
+      g.api = GenerationApi::kChat;
+      return wire::ParseChatCompletions(p->body, options_.limits, &g.request);
+    case Route::kCompletions:
+      g.api = GenerationApi::kCompletions;
+      return wire::ParseCompletions(p->body, options_.limits, &g.request);
+    default:
+      g.api = GenerationApi::kNative;
+      return wire::ParseGenerate(p->body, model_id, options_.limits, &g.request);
+  }
+}
+
+Status Router::PrepareGeneration(PendingRequest* p) const {
+  Generation& g = *p->generation;
+  g.request.model = p->model->id;
+  g.created_unix_s = UnixMillis() / 1000;
+  g.work = wire::EncodeGenerateWork(g.request);
+  // The prompt was checked; its JSON escapes may still push it over.
+  if (g.work.size() > options_.limits.max_item_bytes) {
+    return Status(Code::kPayloadTooLarge, "request: " + std::to_string(g.work.size()) +
+                                              " bytes as a work message, over the limit of " +
+                                              std::to_string(options_.limits.max_item_bytes));
+  }
+  p->request.items = {{g.work, GenerationCost(g.request)}};
+  return Status::Ok();
 }
 
 void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Route route,
@@ -98,7 +137,8 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Rout
 
   auto fail = [&](const Status& s) { respond(ErrorResponse(s, p->id)); };
 
-  auto timeout = options_.default_timeout;
+  const bool generates = Generates(route);
+  auto timeout = generates ? options_.generate_timeout : options_.default_timeout;
   if (!req.timeout_ms.empty()) {
     int64_t ms = 0;
     auto r = std::from_chars(req.timeout_ms.data(), req.timeout_ms.data() + req.timeout_ms.size(), ms);
@@ -111,25 +151,31 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Rout
   }
 
   // Routes with the model in the path find it before reading the body.
-  const bool model_in_body = route == Route::kEmbeddings || route == Route::kRerank;
+  const bool model_in_body = route == Route::kEmbeddings || route == Route::kRerank ||
+                             route == Route::kChat || route == Route::kCompletions;
   if (!model_in_body) {
     p->model = FindModel(model_id);
     if (!p->model) {
       return fail(Status(Code::kModelNotFound, "model '" + std::string(model_id) + "' is not in the catalog"));
     }
   }
-  if (Status s = Parse(route, req, p.get()); !s.ok()) return fail(s);
+  Status parsed = generates ? ParseGeneration(route, model_id, p.get()) : Parse(route, req, p.get());
+  if (!parsed.ok()) return fail(parsed);
   if (model_in_body) {
-    p->model = FindModel(p->request.model);
-    if (!p->model) {
-      return fail(Status(Code::kModelNotFound, "model '" + p->request.model + "' is not in the catalog"));
-    }
+    const std::string& id = generates ? p->generation->request.model : p->request.model;
+    p->model = FindModel(id);
+    if (!p->model) return fail(Status(Code::kModelNotFound, "model '" + id + "' is not in the catalog"));
   }
   // Tokenizing works for any model; the other tasks need a model of theirs.
-  const std::string_view needs = p->request.task == wire::Task::kScore ? "score" : "encode";
-  if (p->request.task != wire::Task::kTokenize && p->model->task != needs) {
+  const std::string_view needs = generates                             ? "generate"
+                                 : p->request.task == wire::Task::kScore ? "score"
+                                                                         : "encode";
+  if ((generates || p->request.task != wire::Task::kTokenize) && p->model->task != needs) {
     return fail(InvalidInput("model '" + p->model->id + "' does not " + std::string(needs) +
                              " (task: " + p->model->task + ")"));
+  }
+  if (generates) {
+    if (Status s = PrepareGeneration(p.get()); !s.ok()) return fail(s);
   }
 
   const auto elapsed = SteadyClock::now() - p->received;

@@ -13,6 +13,9 @@
 //   POST /v1/score/{model}   native cross-encoder scores (JSON)
 //   POST /v1/rerank          Cohere rerank (JSON)
 //   POST /v1/tokenize/{model} the model's tokens, as TEI (JSON)
+//   POST /v1/chat/completions OpenAI chat          ┐ generation (task: generate),
+//   POST /v1/completions      OpenAI completions   │ JSON or SSE when "stream";
+//   POST /v1/generate/{model} native               ┘ gateway/generation.h
 //
 // Threading: Handle(lane, ...) runs on that lane's loop thread; lanes run
 // concurrently and share nothing but the catalog (thread-safe).
@@ -34,6 +37,9 @@ namespace shoal::gateway {
 struct RouterOptions {
   wire::ParseLimits limits;
   std::chrono::milliseconds default_timeout{30000};
+  // Generation takes longer than encoding: a whole answer, token by token.
+  std::chrono::milliseconds generate_timeout{300000};
+  // X-Shoal-Timeout-Ms may ask for up to this much, on any route.
   std::chrono::milliseconds max_timeout{600000};
 };
 
@@ -55,11 +61,21 @@ class Router {
   void Handle(size_t lane, HttpRequest&& req, Responder respond);
 
  private:
-  enum class Route { kEncode, kEmbeddings, kScore, kRerank, kTokenize };
+  enum class Route {
+    kEncode, kEmbeddings, kScore, kRerank, kTokenize,  // items
+    kChat, kCompletions, kGenerate,                    // generation
+  };
+  static bool Generates(Route route) {
+    return route == Route::kChat || route == Route::kCompletions || route == Route::kGenerate;
+  }
   void Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Route route,
               std::string_view model_id);
   // Parses the body into p->request and picks the response format.
   Status Parse(Route route, const HttpRequest& req, PendingRequest* p) const;
+  // Parses a generation body into p->generation; `model_id` is the path's.
+  Status ParseGeneration(Route route, std::string_view model_id, PendingRequest* p) const;
+  // Makes p->generation's work message p's one item.
+  Status PrepareGeneration(PendingRequest* p) const;
   HttpResponse ListModels(const RouterLane& lane) const;
   // The client of request `seq` hung up: its items need not run.
   void OnHangup(RouterLane& lane, uint64_t seq);

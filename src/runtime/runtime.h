@@ -2,7 +2,8 @@
 //
 // A Runtime turns a ModelSpec into a loaded Model; a Model runs batches of one
 // task: Encode (a vector per text), Score (a relevance logit per text pair,
-// for cross-encoders) or Tokenize (the model's tokens, for debugging). A model
+// for cross-encoders) or Tokenize (the model's tokens, for debugging) — or,
+// for a decoder, generates through its Generator (generator.h). A model
 // answers the tasks it has; the others fail with INVALID_INPUT. The worker
 // owns Models through unique_ptr and may call them from several executor
 // threads at once, so a loaded Model is immutable (scratch memory is per
@@ -26,7 +27,9 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 3;
+class Generator;  // runtime/generator.h
+
+inline constexpr int kRuntimeApiVersion = 4;
 
 struct EncodeInput {
   std::string_view text;
@@ -87,6 +90,10 @@ class Model {
   virtual Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out);
   virtual Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out);
   virtual Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out);
+
+  // Decoder models generate through this (runtime/generator.h); null for
+  // the others.
+  virtual Generator* generator() { return nullptr; }
 };
 
 // What the worker tells a runtime about where a model will run.

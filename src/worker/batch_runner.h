@@ -53,6 +53,9 @@ class BatchRunner {
   // Replies (when the policy says so) and acks one item.
   void Settle(const WorkItem& item, Outcome outcome, const Status& error = Status::Ok());
 
+  // Acks an item whose result went out already (a generation's last chunk).
+  void Complete(const WorkItem& item) { Ack(item, AckAction::kAck, {}); }
+
   // Tells JetStream the item is still being worked on (+WPI).
   void Progress(const WorkItem& item);
 

@@ -1,6 +1,6 @@
 // A model this worker pulls for: its spec, the loaded Model, its pull slot,
 // live counters the pull planner reads, and the controller that sets its
-// batch wait and cost cap.
+// batch wait and cost cap (or, for a generator, its generation engine).
 #pragma once
 
 #include <atomic>
@@ -11,6 +11,8 @@
 #include "worker/batch_controller.h"
 
 namespace shoal::worker {
+
+class GenerationEngine;  // generation_engine.h
 
 struct ServedModel {
   std::shared_ptr<const ModelSpec> spec;
@@ -41,6 +43,9 @@ struct ServedModel {
   // The batch wait and cost cap: LocalQueue asks it, executors report to it
   // (it has its own lock). Configure it from `spec->batching` when served.
   BatchController batching;
+  // For a generator (model->generator()): its continuous batch, which takes
+  // its items instead of the LocalQueue and executors. Set at install.
+  std::shared_ptr<GenerationEngine> engine;
 };
 
 }  // namespace shoal::worker

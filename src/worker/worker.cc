@@ -109,7 +109,11 @@ void Worker::OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr
   served->mean_item_cost.store(mean == 0 ? item.cost : 0.9 * mean + 0.1 * item.cost,
                                std::memory_order_relaxed);
   served->last_delivery_ns.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
-  queue_.Push(std::move(item));
+  if (served->engine) {
+    served->engine->Push(std::move(item));
+  } else {
+    queue_.Push(std::move(item));
+  }
   Plan();
 }
 
@@ -159,10 +163,15 @@ void Worker::PostPlan() {
 
 void Worker::Plan() {
   if (draining_) return;
-  std::vector<std::shared_ptr<ServedModel>> served;
+  std::vector<std::shared_ptr<ServedModel>> served, generators;
   {
     std::lock_guard lock(models_mu_);
-    for (const auto& [id, m] : models_) served.push_back(m);
+    for (const auto& [id, m] : models_) (m->engine ? generators : served).push_back(m);
+  }
+  // A generator asks for as many sequences as it could start now; it runs
+  // beside the executors, so it is not part of their plan.
+  for (const auto& g : generators) {
+    if (const int64_t free = g->engine->FreeSlots(); free > 0 && !g->retired) pull_->Refill(g->slot, free);
   }
   const auto now = SteadyClock::now();
   std::vector<ModelPullState> state;
@@ -278,6 +287,13 @@ std::vector<std::string> Worker::ServedModels() const {
   return ids;
 }
 
+std::optional<GenerationEngine::Stats> Worker::generation(const std::string& model) const {
+  std::lock_guard lock(models_mu_);
+  auto it = models_.find(model);
+  if (it == models_.end() || !it->second->engine) return std::nullopt;
+  return it->second->engine->stats();
+}
+
 ResidencyView Worker::residency() const {
   std::lock_guard lock(models_mu_);
   ResidencyView v;
@@ -358,7 +374,7 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
     if (queue_.size() > 0) return true;
     std::lock_guard lock(models_mu_);
     for (const auto& [id, m] : models_) {
-      if (m->in_flight.load() > 0) return true;
+      if (m->in_flight.load() > 0 || m->queued.load() > 0) return true;
     }
     return false;
   };
@@ -374,6 +390,14 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
   }
   load_cv_.notify_all();
   if (loader_.joinable()) loader_.join();
+  // Generations still running go back too (a retry starts them again; the
+  // gateway relays only what it has not sent).
+  {
+    std::lock_guard lock(models_mu_);
+    for (const auto& [id, m] : models_) {
+      if (m->engine) m->engine->Stop(Outcome::kShuttingDown);
+    }
+  }
   // Hand back what did not start; JetStream redelivers it at once.
   if (runner_) {
     for (auto& item : queue_.TakeAll()) runner_->Settle(item, Outcome::kShuttingDown);

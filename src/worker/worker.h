@@ -46,6 +46,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -61,6 +62,7 @@
 #include "worker/batch_runner.h"
 #include "worker/cancelled_requests.h"
 #include "worker/executor.h"
+#include "worker/generation_engine.h"
 #include "worker/local_queue.h"
 #include "worker/pull_planner.h"
 #include "worker/residency_policy.h"
@@ -118,6 +120,8 @@ class Worker {
   size_t local_queue_size() const { return queue_.size(); }
   // Pull requests and probes sent to JetStream so far.
   uint64_t pull_requests_sent() const { return pull_->requests_sent(); }
+  // The generation engine of a generator this worker has loaded.
+  std::optional<GenerationEngine::Stats> generation(const std::string& model) const;
   // Pushed items (push baseline) queued here so far.
   uint64_t pushed_items() const { return pushed_items_.load(std::memory_order_relaxed); }
 
@@ -132,6 +136,7 @@ class Worker {
   void Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_ptr<Model> model, Status load_error,
                SteadyClock::duration load_time);
   void Unload(const std::string& id, std::string_view why);
+  int ThreadsPerBatch() const;  // cores one batch (or generation step) may use
   void Place();  // on the keeper thread
   void OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr msg);
   void DrainPushed();

@@ -160,11 +160,7 @@ void Worker::Load(const std::string& id) {
 
   Runtime* runtime = FindRuntime(spec->runtime);
   LoadContext ctx;
-  ctx.threads = options_.threads_per_executor;
-  if (ctx.threads <= 0) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    ctx.threads = std::max(1, cores / std::max(1, options_.executors));
-  }
+  ctx.threads = ThreadsPerBatch();
   spdlog::info("worker: loading {} ({} runtime, {:.1f} MB expected)", id, spec->runtime, spec->memory_bytes / 1e6);
   const auto t0 = SteadyClock::now();
   auto last_report = t0;
@@ -187,6 +183,12 @@ void Worker::Load(const std::string& id) {
   Install(spec, std::move(model).value(), Status::Ok(), load_time);
 }
 
+int Worker::ThreadsPerBatch() const {
+  if (options_.threads_per_executor > 0) return options_.threads_per_executor;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, options_.executors));
+}
+
 void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_ptr<Model> model,
                      Status load_error, SteadyClock::duration load_time) {
   if (draining_) return;  // loaded as the worker stopped: nothing will pull for it
@@ -205,6 +207,12 @@ void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_p
   served->load_time = load_time;
   served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
   served->last_batch_ns = now.time_since_epoch().count();
+  if (served->model && served->model->generator()) {
+    // Generators run their own continuous batch (generation_engine.h).
+    served->engine = std::make_shared<GenerationEngine>(served.get(), served->model->generator(), pull_nc_.get(),
+                                                        &reaper_, runner_.get(), &cancelled_, options_.id,
+                                                        ThreadsPerBatch(), [this] { PostPlan(); });
+  }
   bool thrashing = false;
   {
     std::lock_guard lock(models_mu_);
@@ -250,6 +258,7 @@ void Worker::Unload(const std::string& id, std::string_view why) {
   pull_->DisableConsumer(served->slot);
   // What waits here goes back to the stream for whoever holds it next.
   for (auto& item : queue_.TakeAllFor(served.get())) runner_->Settle(item, Outcome::kNotServedHere);
+  if (served->engine) served->engine->Stop(Outcome::kNotServedHere);
   spdlog::info("worker: unloaded {} ({})", id, why);
 }
 

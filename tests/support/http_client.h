@@ -1,9 +1,11 @@
 // A small blocking HTTP/1.1 client for tests: one keep-alive connection,
-// Content-Length bodies only (what the gateway sends).
+// Content-Length bodies only (what the gateway sends for a plain response).
+// StreamConnection reads a streamed one (Server-Sent Events) as it arrives.
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -50,6 +52,52 @@ class HttpClient {
   int port_;
   int timeout_ms_;
   int fd_ = -1;
+};
+
+// One connection whose responses are read incrementally: the head, then a
+// streamed body event by event — chunked (HTTP/1.1), or until the server
+// closes (HTTP/1.0) — so a test can interleave what it reads with what it
+// makes the server send. Blocking, with the timeout per read.
+class StreamConnection {
+ public:
+  explicit StreamConnection(int port, int timeout_ms = 10000);
+  ~StreamConnection();
+
+  // Sends a request (Content-Length body; HTTP/1.0 when `http10`).
+  Status Send(const std::string& method, const std::string& path, const std::string& body = "",
+              const std::map<std::string, std::string>& headers = {}, bool http10 = false);
+  Status PostJson(const std::string& path, const std::string& body, bool http10 = false) {
+    return Send("POST", path, body, {{"Content-Type", "application/json"}}, http10);
+  }
+
+  // The status line and headers of the response to the last request. A
+  // plain (Content-Length) response's body is read too, into `body`.
+  Result<HttpResult> ReadHead();
+  // The data of the next event of a streamed body ("data: <this>"), or
+  // kNotFound once the body has ended.
+  Result<std::string> NextEvent();
+  // The data of every event left, up to the end of the body.
+  Result<std::vector<std::string>> RemainingEvents();
+  // Whether the streamed body was terminated properly (chunked: the last
+  // chunk; HTTP/1.0: the server closed).
+  bool body_ended() const { return body_ended_; }
+  // Whether the server has closed the connection.
+  bool closed_by_server() const { return eof_; }
+
+  // Closes the connection (the client hangs up).
+  void Close();
+
+ private:
+  Status Fill();          // receives more into raw_
+  Status DecodeSome();    // moves body bytes from raw_ to body_
+
+  int fd_ = -1;
+  bool chunked_ = false;
+  bool body_ended_ = false;
+  bool eof_ = false;
+  size_t chunk_left_ = 0;  // bytes of the current chunk still to decode
+  std::string raw_;        // received, not yet decoded
+  std::string body_;       // decoded body, not yet split into events
 };
 
 }  // namespace shoal::testing

@@ -31,6 +31,12 @@ Result<NativeOptions> ParseNativeOptions(const ModelSpec& spec) {
       } else {
         return InvalidInput("native.pooling: expected cls or mean");
       }
+    } else if (key == "max_context" || key == "kv_cache_tokens" || key == "kv_block_tokens") {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() > (1u << 24) || (key == "kv_block_tokens" && v == 0)) {
+        return InvalidInput("native." + key + ": expected a positive count up to 16777216");
+      }
+      const auto n = v.get<uint32_t>();
+      (key == "max_context" ? o.max_context : key == "kv_cache_tokens" ? o.kv_cache_tokens : o.kv_block_tokens) = n;
     } else {
       return InvalidInput("native: unknown option '" + key + "'");
     }

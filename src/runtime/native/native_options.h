@@ -13,6 +13,13 @@ namespace shoal::native {
 struct NativeOptions {
   cpu::Precision precision = cpu::Precision::kF32;
   std::optional<Pooling> pooling;  // else the model directory's files
+  // Generators (decoder_model.h): the positions one sequence may use (0: the
+  // config's max_position_embeddings, at most 4096), the KV cache's size in
+  // positions (0: enough for max_batch_requests full sequences, within
+  // 256 MiB), and the positions per KV block.
+  uint32_t max_context = 0;
+  uint32_t kv_cache_tokens = 0;
+  uint32_t kv_block_tokens = 16;
 };
 
 Result<NativeOptions> ParseNativeOptions(const ModelSpec& spec);

@@ -4,7 +4,9 @@
 
 #include "common/log.h"
 #include "common/clock.h"
+#include "runtime/native/decoder_model.h"
 #include "runtime/native/encoder_model.h"
+#include "runtime/native/loaders/decoder_config.h"
 #include "runtime/native/native_options.h"
 #include "runtime/native/use_lite_model.h"
 
@@ -26,11 +28,14 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelSpec& spec, const 
     return InvalidInput("path: " + spec.path +
                         " holds neither config.json (Hugging Face) nor model.json + vocab.json (USE-Lite)");
   }
+  const bool decoder = hugging_face && native::IsDecoderConfig(spec.path);
   spdlog::info("native: loading {} ({}) from {}", spec.id,
-               hugging_face ? "BERT family" : "Universal Sentence Encoder Lite", spec.path);
+               decoder ? "Llama family" : hugging_face ? "BERT family" : "Universal Sentence Encoder Lite",
+               spec.path);
   const auto t0 = SteadyClock::now();
-  auto model = hugging_face ? native::EncoderModel::Load(spec, *options, ctx)
-                            : native::UseLiteModel::Load(spec, ctx.threads);
+  auto model = decoder        ? native::DecoderModel::Load(spec, *options, ctx)
+               : hugging_face ? native::EncoderModel::Load(spec, *options, ctx)
+                              : native::UseLiteModel::Load(spec, ctx.threads);
   if (!model.ok()) return model.status();
   spdlog::info("native: {} loaded in {} ms, {:.1f} MB, {} thread(s) per batch", spec.id,
                MicrosSince(t0) / 1000, (*model)->memory_bytes() / 1e6, ctx.threads);

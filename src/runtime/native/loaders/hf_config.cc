@@ -9,17 +9,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Result<nlohmann::json> ReadJson(const fs::path& path) {
+Result<nlohmann::json> ReadJson(const fs::path& path) { return ReadJsonFile(path.string()); }
+
+}  // namespace
+
+Result<nlohmann::json> ReadJsonFile(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return InvalidInput(path.string() + ": cannot open");
+  if (!in) return InvalidInput(path + ": cannot open");
   try {
     return nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    return InvalidInput(path.string() + ": not valid JSON: " + e.what());
+    return InvalidInput(path + ": not valid JSON: " + e.what());
   }
 }
-
-}  // namespace
 
 bool EncoderConfig::roberta_positions() const {
   return model_type == "roberta" || model_type == "xlm-roberta" || model_type == "camembert";

@@ -10,9 +10,15 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/status.h"
 
 namespace shoal::native {
+
+// A JSON file of a model directory; INVALID_INPUT naming the file when it
+// cannot be read or parsed.
+Result<nlohmann::json> ReadJsonFile(const std::string& path);
 
 enum class HiddenAct { kGelu, kGeluTanh, kRelu };
 

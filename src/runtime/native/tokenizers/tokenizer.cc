@@ -17,6 +17,7 @@
 #include <string>
 
 #include "runtime/native/tokenizers/added_tokens.h"
+#include "runtime/native/tokenizers/decoder.h"
 #include "runtime/native/tokenizers/json_util.h"
 #include "runtime/native/tokenizers/model.h"
 #include "runtime/native/tokenizers/normalizers.h"
@@ -47,6 +48,7 @@ class HfTokenizer final : public Tokenizer {
     return std::string(t);
   }
   size_t vocab_size() const override { return std::max(model_->id_space(), added_.id_space()); }
+  Result<std::vector<std::string>> OutputBytes() const override;
 
  private:
   Status EncodeSequence(std::string_view text, int32_t type_id, Encoding& out) const;
@@ -63,6 +65,7 @@ class HfTokenizer final : public Tokenizer {
   std::unique_ptr<tok::Model> model_;
   std::unique_ptr<tok::PostProcessor> post_;
   tok::AddedTokens added_;
+  tok::PieceDecoder decoder_;
 };
 
 void PushToken(Encoding& out, int32_t id, uint32_t start, uint32_t end, bool special) {
@@ -116,9 +119,24 @@ Status HfTokenizer::Load(Json root) {
   if (auto a = tok::OptField(root, "added_tokens")) {
     SHOAL_RETURN_IF_ERROR(added_.Load(*a, normalizer_.get()));
   }
+  decoder_ = tok::PieceDecoder::Parse(tok::OptField(root, "decoder"));
   // "truncation" and "padding" are not read: each request says whether to
   // truncate (EncodeOptions), and batching pads.
   return Status::Ok();
+}
+
+Result<std::vector<std::string>> HfTokenizer::OutputBytes() const {
+  SHOAL_RETURN_IF_ERROR(decoder_.status());
+  std::vector<std::string> out(vocab_size());
+  for (size_t id = 0; id < out.size(); ++id) {
+    const std::string_view piece = model_->IdToToken(static_cast<int32_t>(id));
+    if (!piece.empty()) out[id] = decoder_.Bytes(piece);
+  }
+  // Added tokens are literal text, not pieces of the model's alphabet.
+  for (const tok::AddedToken& t : added_.tokens()) {
+    if (t.id >= 0 && static_cast<size_t>(t.id) < out.size()) out[t.id] = t.special ? "" : t.content;
+  }
+  return out;
 }
 
 // Splits on raw added tokens; the text between them goes through the rest.

@@ -10,7 +10,8 @@
 //
 // Errors are values: loading fails with kModelLoadFailed naming the JSON path
 // at fault; encoding fails with kInvalidInput (invalid UTF-8, over
-// max_length). Nothing throws.
+// max_length). Nothing throws. The "decoder" section is read only for
+// OutputBytes (generation).
 //
 // Thread-safety: a loaded Tokenizer is immutable; Encode may be called from
 // any number of threads at once.
@@ -63,6 +64,13 @@ class Tokenizer {
   virtual std::string IdToToken(int32_t id) const = 0;  // "" when out of range
   // One past the largest id, added tokens included (the embedding rows).
   virtual size_t vocab_size() const = 0;
+
+  // What each id (0 … vocab_size − 1) stands for in generated text, as bytes
+  // (a byte-level token may hold part of a UTF-8 character); special added
+  // tokens are empty, as transformers' skip_special_tokens leaves them out.
+  // Fails when the "decoder" section is one that cannot be inverted here
+  // (decoder.h).
+  virtual Result<std::vector<std::string>> OutputBytes() const = 0;
 };
 
 }  // namespace shoal::native

@@ -1,0 +1,352 @@
+#include "gateway/generation_responses.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "wire/json_writer.h"
+
+namespace shoal::gateway {
+namespace {
+
+using wire::JsonWriter;
+
+// A range of the output's tokens: [from, to).
+struct Tokens {
+  size_t from, to;
+  bool empty() const { return from == to; }
+};
+
+std::string_view TokenText(const Generation& g, size_t i) {
+  const size_t start = g.token_offsets[i];
+  const size_t end = i + 1 < g.token_offsets.size() ? g.token_offsets[i + 1] : g.text.size();
+  return std::string_view(g.text).substr(start, end - start);
+}
+
+std::string_view FinishReason(const Generation& g) {
+  // A final chunk without a reason ended anyway: as far as a client can
+  // tell, it stopped.
+  return g.last.finish == wire::FinishReason::kNone ? "stop"
+                                                    : wire::FinishReasonName(g.last.finish);
+}
+
+uint32_t CompletionTokens(const Generation& g) {
+  return g.last.completion_tokens ? g.last.completion_tokens
+                                  : static_cast<uint32_t>(g.token_ids.size());
+}
+
+void Usage(JsonWriter& w, const Generation& g) {
+  const uint32_t completion = CompletionTokens(g);
+  w.Raw("{\"prompt_tokens\":");
+  w.Int(g.last.prompt_tokens);
+  w.Raw(",\"completion_tokens\":");
+  w.Int(completion);
+  w.Raw(",\"total_tokens\":");
+  w.Int(int64_t{g.last.prompt_tokens} + completion);
+  w.Raw(",\"prompt_tokens_details\":{\"cached_tokens\":");
+  w.Int(g.last.cached_prompt_tokens);
+  w.Raw("}}");
+}
+
+void Timing(JsonWriter& w, const Generation& g) {
+  w.Raw("{\"ttft_ms\":");
+  w.Double(g.last.ttft_ms);
+  w.Raw(",\"itl_ms\":");
+  w.Double(g.last.itl_ms);
+  w.Raw(",\"queue_ms\":");
+  w.Double(g.last.queue_ms);
+  w.Char('}');
+}
+
+// A logprob, or null when the worker sent none (NaN) — JSON has no -inf
+// either, so that prints as null too.
+void Logprob(JsonWriter& w, const Generation& g, size_t i) {
+  const float lp = i < g.logprobs.size() ? g.logprobs[i] : std::numeric_limits<float>::quiet_NaN();
+  w.Float(lp);
+}
+
+// OpenAI chat: {"content":[{"token","logprob","bytes","top_logprobs":[]}]}.
+void ChatLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
+  w.Raw("{\"content\":[");
+  for (size_t i = t.from; i < t.to; ++i) {
+    if (i > t.from) w.Char(',');
+    const std::string_view text = TokenText(g, i);
+    w.Raw("{\"token\":");
+    w.String(text);
+    w.Raw(",\"logprob\":");
+    Logprob(w, g, i);
+    w.Raw(",\"bytes\":[");
+    for (size_t k = 0; k < text.size(); ++k) {
+      if (k) w.Char(',');
+      w.Int(static_cast<unsigned char>(text[k]));
+    }
+    w.Raw("],\"top_logprobs\":[]}");
+  }
+  w.Raw("]}");
+}
+
+// OpenAI completions: parallel arrays; text_offset is where each token's
+// text starts in the completion.
+void CompletionLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
+  w.Raw("{\"tokens\":[");
+  for (size_t i = t.from; i < t.to; ++i) {
+    if (i > t.from) w.Char(',');
+    w.String(TokenText(g, i));
+  }
+  w.Raw("],\"token_logprobs\":[");
+  for (size_t i = t.from; i < t.to; ++i) {
+    if (i > t.from) w.Char(',');
+    Logprob(w, g, i);
+  }
+  w.Raw("],\"text_offset\":[");
+  for (size_t i = t.from; i < t.to; ++i) {
+    if (i > t.from) w.Char(',');
+    w.Int(g.token_offsets[i]);
+  }
+  w.Raw("],\"top_logprobs\":null}");
+}
+
+// choices[].logprobs: null unless asked (and there are tokens to describe).
+void ChoiceLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
+  if (!g.request.sampling.logprobs || t.empty()) {
+    w.Null();
+  } else if (g.api == GenerationApi::kChat) {
+    ChatLogprobs(w, g, t);
+  } else {
+    CompletionLogprobs(w, g, t);
+  }
+}
+
+void TokenIds(JsonWriter& w, const Generation& g, Tokens t) {
+  w.Char('[');
+  for (size_t i = t.from; i < t.to; ++i) {
+    if (i > t.from) w.Char(',');
+    w.Int(g.token_ids[i]);
+  }
+  w.Char(']');
+}
+
+void NativeLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
+  w.Char('[');
+  for (size_t i = t.from; i < t.to; ++i) {
+    if (i > t.from) w.Char(',');
+    Logprob(w, g, i);
+  }
+  w.Char(']');
+}
+
+// {"id","object","created","model","choices":[  — the OpenAI envelope's start.
+void OpenAiHead(JsonWriter& w, const PendingRequest& p, const Generation& g,
+                std::string_view object) {
+  w.Raw("{\"id\":");
+  w.String((g.api == GenerationApi::kChat ? "chatcmpl-" : "cmpl-") + p.id);
+  w.Raw(",\"object\":");
+  w.String(object);
+  w.Raw(",\"created\":");
+  w.Int(g.created_unix_s);
+  w.Raw(",\"model\":");
+  w.String(p.model->id);
+  w.Raw(",\"choices\":[");
+}
+
+// Milliseconds with three decimals, for headers.
+std::string Millis(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f", std::isfinite(ms) && ms > 0 ? ms : 0.0);
+  return buf;
+}
+
+// --- non-stream ---
+
+std::string ChatBody(const PendingRequest& p, const Generation& g) {
+  std::string out;
+  JsonWriter w(&out);
+  OpenAiHead(w, p, g, "chat.completion");
+  w.Raw("{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
+  w.String(g.text);
+  w.Raw("},\"logprobs\":");
+  ChoiceLogprobs(w, g, {0, g.token_ids.size()});
+  w.Raw(",\"finish_reason\":");
+  w.String(FinishReason(g));
+  w.Raw("}],\"usage\":");
+  Usage(w, g);
+  w.Char('}');
+  return out;
+}
+
+std::string CompletionBody(const PendingRequest& p, const Generation& g) {
+  std::string out;
+  JsonWriter w(&out);
+  OpenAiHead(w, p, g, "text_completion");
+  w.Raw("{\"index\":0,\"text\":");
+  w.String(g.text);
+  w.Raw(",\"logprobs\":");
+  ChoiceLogprobs(w, g, {0, g.token_ids.size()});
+  w.Raw(",\"finish_reason\":");
+  w.String(FinishReason(g));
+  w.Raw("}],\"usage\":");
+  Usage(w, g);
+  w.Char('}');
+  return out;
+}
+
+std::string NativeBody(const PendingRequest& p, const Generation& g) {
+  std::string out;
+  JsonWriter w(&out);
+  const Tokens all{0, g.token_ids.size()};
+  w.Raw("{\"id\":");
+  w.String(p.id);
+  w.Raw(",\"model\":");
+  w.String(p.model->id);
+  w.Raw(",\"text\":");
+  w.String(g.text);
+  w.Raw(",\"token_ids\":");
+  TokenIds(w, g, all);
+  if (g.request.sampling.logprobs) {
+    w.Raw(",\"logprobs\":");
+    NativeLogprobs(w, g, all);
+  }
+  w.Raw(",\"finish_reason\":");
+  w.String(FinishReason(g));
+  w.Raw(",\"usage\":");
+  Usage(w, g);
+  w.Raw(",\"timing\":");
+  Timing(w, g);
+  w.Char('}');
+  return out;
+}
+
+// --- stream ---
+
+// One chat.completion.chunk / text_completion chunk with one choice:
+// `choice_body` is the choice's `"delta":{...}` (chat) or `"text":...` member.
+std::string OpenAiChunk(const PendingRequest& p, const Generation& g, std::string_view choice_body,
+                        Tokens t, std::string_view finish) {
+  const bool chat = g.api == GenerationApi::kChat;
+  std::string out;
+  JsonWriter w(&out);
+  OpenAiHead(w, p, g, chat ? "chat.completion.chunk" : "text_completion");
+  w.Raw("{\"index\":0,");
+  w.Raw(choice_body);
+  w.Raw(",\"logprobs\":");
+  ChoiceLogprobs(w, g, t);
+  w.Raw(",\"finish_reason\":");
+  finish.empty() ? w.Null() : w.String(finish);
+  w.Raw("}]");
+  if (g.request.include_usage) w.Raw(",\"usage\":null");
+  w.Char('}');
+  return out;
+}
+
+std::string TextChoice(const Generation& g, std::string_view text) {
+  std::string out;
+  JsonWriter w(&out);
+  w.Raw(g.api == GenerationApi::kChat ? "\"delta\":{\"content\":" : "\"text\":");
+  w.String(text);
+  if (g.api == GenerationApi::kChat) w.Char('}');
+  return out;
+}
+
+std::string UsageChunk(const PendingRequest& p, const Generation& g) {
+  std::string out;
+  JsonWriter w(&out);
+  OpenAiHead(w, p, g, g.api == GenerationApi::kChat ? "chat.completion.chunk" : "text_completion");
+  w.Raw("],\"usage\":");
+  Usage(w, g);
+  w.Char('}');
+  return out;
+}
+
+std::string NativeEvent(const Generation& g, std::string_view text, Tokens t, bool final) {
+  std::string out;
+  JsonWriter w(&out);
+  w.Raw("{\"text\":");
+  w.String(text);
+  w.Raw(",\"token_ids\":");
+  TokenIds(w, g, t);
+  if (g.request.sampling.logprobs) {
+    w.Raw(",\"logprobs\":");
+    NativeLogprobs(w, g, t);
+  }
+  if (final) {
+    w.Raw(",\"finish_reason\":");
+    w.String(FinishReason(g));
+    w.Raw(",\"usage\":");
+    Usage(w, g);
+    w.Raw(",\"timing\":");
+    Timing(w, g);
+  }
+  w.Char('}');
+  return out;
+}
+
+}  // namespace
+
+HttpResponse GenerationResponse(const PendingRequest& p) {
+  const Generation& g = *p.generation;
+  HttpResponse res;
+  switch (g.api) {
+    case GenerationApi::kChat:
+      res.body = ChatBody(p, g);
+      break;
+    case GenerationApi::kCompletions:
+      res.body = CompletionBody(p, g);
+      break;
+    case GenerationApi::kNative:
+      res.body = NativeBody(p, g);
+      break;
+  }
+  res.headers.emplace_back("X-Shoal-Request-Id", p.id);
+  res.headers.emplace_back("X-Shoal-Queue-Ms", Millis(g.last.queue_ms));
+  res.headers.emplace_back("X-Shoal-TTFT-Ms", Millis(g.last.ttft_ms));
+  res.headers.emplace_back("X-Shoal-ITL-Ms", Millis(g.last.itl_ms));
+  res.headers.emplace_back("X-Shoal-Total-Ms", Millis(MicrosSince(p.received) / 1000.0));
+  // Above 1 when a worker died mid-generation and another ran it again.
+  res.headers.emplace_back("X-Shoal-Attempts", std::to_string(g.attempts));
+  return res;
+}
+
+HttpResponse StreamHead(const PendingRequest& p, std::string events) {
+  HttpResponse head = SseHead(std::move(events));
+  head.headers.emplace_back("X-Shoal-Request-Id", p.id);
+  return head;
+}
+
+std::string StreamEvents(const PendingRequest& p, Generation& g, bool first, bool final) {
+  std::string out;
+  const std::string_view fresh = std::string_view(g.text).substr(g.sent_text);
+  const Tokens unsent{g.sent_tokens, g.token_ids.size()};
+  auto sent_all = [&] {
+    g.sent_text = g.text.size();
+    g.sent_tokens = g.token_ids.size();
+  };
+  if (g.api == GenerationApi::kNative) {
+    if (!fresh.empty() || final) {
+      AppendSseData(NativeEvent(g, fresh, unsent, final), &out);
+      sent_all();
+    }
+  } else {
+    if (first && g.api == GenerationApi::kChat) {
+      AppendSseData(
+          OpenAiChunk(p, g, "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}", {0, 0}, {}),
+          &out);
+    }
+    if (!fresh.empty()) {
+      AppendSseData(OpenAiChunk(p, g, TextChoice(g, fresh), unsent, {}), &out);
+      sent_all();
+    }
+    if (final) {
+      // Tokens still unsent (text-less ones at the end) carry their
+      // logprobs in the closing chunk.
+      const Tokens rest{g.sent_tokens, g.token_ids.size()};
+      const std::string choice = g.api == GenerationApi::kChat ? "\"delta\":{}" : TextChoice(g, "");
+      AppendSseData(OpenAiChunk(p, g, choice, rest, FinishReason(g)), &out);
+      sent_all();
+      if (g.request.include_usage) AppendSseData(UsageChunk(p, g), &out);
+    }
+  }
+  if (final) AppendSseData("[DONE]", &out);
+  return out;
+}
+
+}  // namespace shoal::gateway

@@ -1,0 +1,76 @@
+// Generator: what a decoder-only model offers the worker's generation engine
+// (worker/generation_engine.h) — its tokenizer and chat template, and one
+// forward step over a batch of sequences whose keys and values live in a
+// paged KV cache.
+//
+// The KV cache is a pool of `kv_blocks` blocks of `kv_block_tokens`
+// positions each, owned by the model (its size counts in memory_bytes()).
+// Which blocks hold which sequence is the engine's bookkeeping
+// (worker/kv_blocks.h): a step names, per sequence, the block table that
+// covers its positions. A step writes the keys and values of the new tokens
+// into their blocks and reads every earlier position of the sequence from
+// its blocks, so blocks holding a shared prompt prefix can be read by many
+// sequences at once, as long as only full blocks are shared (nobody writes
+// into them).
+//
+// Threading: the tokenizer side is immutable and thread-safe. Forward writes
+// the KV pool: one Forward at a time per model (the engine's thread).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "wire/generate.h"
+
+namespace shoal {
+
+struct GeneratorInfo {
+  size_t vocab_size = 0;          // logits per position
+  uint32_t max_context = 0;       // positions a sequence may use (prompt + output)
+  uint32_t kv_block_tokens = 16;  // positions per KV block
+  uint32_t kv_blocks = 0;         // blocks in the pool
+  std::vector<int32_t> eos_ids;   // end-of-sequence tokens
+};
+
+// One sequence's share of a step: new tokens at positions [start, start + n).
+struct SequenceChunk {
+  std::span<const int32_t> tokens;
+  uint32_t start = 0;
+  // Block ids covering positions [0, start + tokens.size()).
+  std::span<const int32_t> blocks;
+  bool want_logits = false;  // the logits after its last token come back
+};
+
+class Generator {
+ public:
+  virtual ~Generator() = default;
+  virtual const GeneratorInfo& info() const = 0;
+
+  // Prompt text → token ids. A completion prompt gets the tokenizer's own
+  // special tokens (e.g. Llama-3's <|begin_of_text|>); a rendered chat
+  // prompt already spells them, so it asks for none.
+  virtual Result<std::vector<int32_t>> EncodePrompt(std::string_view text,
+                                                    bool add_special_tokens) const = 0;
+  // Chat messages → the prompt text, through the model's chat template;
+  // `kwargs_json` (a JSON object, or empty) adds template variables.
+  // INVALID_INPUT when the template refuses the conversation.
+  virtual Result<std::string> RenderChat(std::span<const wire::ChatMessage> messages,
+                                         bool add_generation_prompt,
+                                         std::string_view kwargs_json) const = 0;
+  // The bytes a token stands for in the output text (byte-level BPE mapped
+  // back to bytes, SentencePiece's ▁ as a space, <0xNN> as the byte); may be
+  // part of a UTF-8 character. Special tokens give their text.
+  virtual std::string TokenBytes(int32_t id) const = 0;
+
+  // One step: appends each chunk's tokens to its sequence's cache and, for
+  // chunks with want_logits, writes the next-token logits to `logits`
+  // (vocab_size floats per such chunk, in chunk order). Uses at most
+  // `threads` cores.
+  virtual Status Forward(std::span<const SequenceChunk> chunks, float* logits, int threads) = 0;
+};
+
+}  // namespace shoal

@@ -1,0 +1,57 @@
+// DecoderModel: a Llama-family generator and its tokenizer and chat template
+// behind the Runtime interface — it generates through Generator
+// (runtime/generator.h) and tokenizes for /v1/tokenize; it has no Encode or
+// Score.
+//
+// Sizes: a sequence may use `max_context` positions (native.max_context,
+// else the config's max_position_embeddings up to 4096); the KV cache holds
+// native.kv_cache_tokens positions (else max_batch_requests full sequences,
+// within 256 MiB, and never less than one full sequence). The cache is
+// allocated at load and counted in memory_bytes(), so residency budgets it.
+//
+// Threading: tokenizing and rendering are immutable and may run anywhere;
+// Forward writes the KV cache: one at a time (the generation engine's).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/generator.h"
+#include "runtime/native/chat/chat_template.h"
+#include "runtime/native/models/llama.h"
+#include "runtime/native/native_options.h"
+#include "runtime/native/tokenizers/tokenizer.h"
+#include "runtime/runtime.h"
+
+namespace shoal::native {
+
+class DecoderModel final : public Model, public Generator {
+ public:
+  static Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const NativeOptions& options,
+                                             const LoadContext& ctx);
+
+  const ModelSpec& spec() const override { return spec_; }
+  size_t memory_bytes() const override { return llama_->weight_bytes() + llama_->kv_bytes(); }
+  Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
+  Generator* generator() override { return this; }
+
+  const GeneratorInfo& info() const override { return info_; }
+  Result<std::vector<int32_t>> EncodePrompt(std::string_view text, bool add_special_tokens) const override;
+  Result<std::string> RenderChat(std::span<const wire::ChatMessage> messages, bool add_generation_prompt,
+                                 std::string_view kwargs_json) const override;
+  std::string TokenBytes(int32_t id) const override;
+  Status Forward(std::span<const SequenceChunk> chunks, float* logits, int threads) override;
+
+ private:
+  DecoderModel() = default;
+
+  ModelSpec spec_;
+  GeneratorInfo info_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<std::string> output_bytes_;  // per id (Tokenizer::OutputBytes)
+  ChatConfig chat_;
+  std::unique_ptr<Llama> llama_;
+};
+
+}  // namespace shoal::native

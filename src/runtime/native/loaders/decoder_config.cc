@@ -1,0 +1,145 @@
+#include "runtime/native/loaders/decoder_config.h"
+
+#include <cmath>
+#include <filesystem>
+#include <numbers>
+
+#include "runtime/native/loaders/hf_config.h"
+
+namespace shoal::native {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool KnownDecoder(const std::string& model_type) {
+  return model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ||
+         model_type == "qwen3";
+}
+
+// eos_token_id is an int or a list of ints; generation_config.json may
+// list more than config.json (Llama-3-Instruct adds <|eot_id|>).
+void AddEosIds(const nlohmann::json& j, std::vector<int32_t>* out) {
+  auto add = [&](const nlohmann::json& v) {
+    if (!v.is_number_integer()) return;
+    const int32_t id = v.get<int32_t>();
+    if (std::find(out->begin(), out->end(), id) == out->end()) out->push_back(id);
+  };
+  if (!j.contains("eos_token_id")) return;
+  const auto& e = j["eos_token_id"];
+  if (e.is_array()) {
+    for (const auto& v : e) add(v);
+  } else {
+    add(e);
+  }
+}
+
+}  // namespace
+
+bool IsDecoderConfig(const std::string& dir) {
+  auto j = ReadJsonFile((fs::path(dir) / "config.json").string());
+  return j.ok() && j->is_object() && KnownDecoder(j->value("model_type", ""));
+}
+
+Result<DecoderConfig> LoadDecoderConfig(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "config.json").string();
+  auto j = ReadJsonFile(path);
+  if (!j.ok()) return j.status();
+  DecoderConfig c;
+  try {
+    c.model_type = j->value("model_type", "");
+    if (!KnownDecoder(c.model_type)) {
+      return InvalidInput(path + ": model_type '" + c.model_type +
+                          "' is not a supported decoder (llama, mistral, qwen2, qwen3)");
+    }
+    c.hidden_size = j->at("hidden_size").get<uint32_t>();
+    c.intermediate_size = j->at("intermediate_size").get<uint32_t>();
+    c.num_hidden_layers = j->at("num_hidden_layers").get<uint32_t>();
+    c.num_attention_heads = j->at("num_attention_heads").get<uint32_t>();
+    c.num_key_value_heads = j->value("num_key_value_heads", c.num_attention_heads);
+    if (j->contains("head_dim") && !(*j)["head_dim"].is_null()) {
+      c.head_dim = (*j)["head_dim"].get<uint32_t>();
+    } else if (c.num_attention_heads > 0) {
+      c.head_dim = c.hidden_size / c.num_attention_heads;
+    }
+    c.vocab_size = j->at("vocab_size").get<uint32_t>();
+    c.max_position_embeddings = j->value("max_position_embeddings", 2048u);
+    c.rms_norm_eps = j->value("rms_norm_eps", 1e-6f);
+    c.rope_theta = j->value("rope_theta", 10000.0f);
+    c.tie_word_embeddings = j->value("tie_word_embeddings", false);
+    c.qk_norm = c.model_type == "qwen3";
+    const std::string act = j->value("hidden_act", "silu");
+    if (act != "silu") return InvalidInput(path + ": hidden_act '" + act + "' is not supported (silu)");
+    if (j->contains("rope_scaling") && (*j)["rope_scaling"].is_object()) {
+      const auto& r = (*j)["rope_scaling"];
+      c.rope_type = r.value("rope_type", r.value("type", ""));
+      if (c.rope_type == "default") c.rope_type.clear();
+      if (!c.rope_type.empty() && c.rope_type != "linear" && c.rope_type != "llama3") {
+        return InvalidInput(path + ": rope_scaling type '" + c.rope_type +
+                            "' is not supported (linear, llama3)");
+      }
+      c.rope_factor = r.value("factor", 1.0f);
+      c.rope_low_freq_factor = r.value("low_freq_factor", 1.0f);
+      c.rope_high_freq_factor = r.value("high_freq_factor", 4.0f);
+      c.rope_original_max_positions = r.value("original_max_position_embeddings", 8192u);
+    }
+    // A sliding window only matters past its length: serve at most that.
+    const bool sliding = j->value("use_sliding_window", c.model_type == "mistral");
+    if (sliding && j->contains("sliding_window") && (*j)["sliding_window"].is_number_integer()) {
+      c.max_position_embeddings =
+          std::min(c.max_position_embeddings, (*j)["sliding_window"].get<uint32_t>());
+    }
+    AddEosIds(*j, &c.eos_token_ids);
+  } catch (const std::exception& e) {
+    return InvalidInput(path + ": " + e.what());
+  }
+  const fs::path gen = fs::path(dir) / "generation_config.json";
+  std::error_code ec;
+  if (fs::exists(gen, ec)) {
+    auto g = ReadJsonFile(gen.string());
+    if (!g.ok()) return g.status();
+    if (g->is_object()) AddEosIds(*g, &c.eos_token_ids);
+  }
+  if (c.hidden_size == 0 || c.intermediate_size == 0 || c.num_hidden_layers == 0 ||
+      c.vocab_size == 0 || c.head_dim == 0 || c.head_dim % 2 != 0) {
+    return InvalidInput(path + ": hidden_size, intermediate_size, num_hidden_layers, vocab_size "
+                        "must be positive and head_dim even");
+  }
+  if (c.num_attention_heads == 0 || c.num_key_value_heads == 0 ||
+      c.num_attention_heads % c.num_key_value_heads != 0) {
+    return InvalidInput(path + ": num_attention_heads must be a positive multiple of num_key_value_heads");
+  }
+  if (c.rope_factor <= 0 || (c.rope_type == "llama3" && c.rope_high_freq_factor <= c.rope_low_freq_factor)) {
+    return InvalidInput(path + ": rope_scaling factors out of range");
+  }
+  return c;
+}
+
+std::vector<double> RopeInverseFrequencies(const DecoderConfig& c) {
+  const size_t half = c.head_dim / 2;
+  std::vector<double> inv(half);
+  for (size_t i = 0; i < half; ++i) {
+    inv[i] = 1.0 / std::pow(static_cast<double>(c.rope_theta), 2.0 * i / c.head_dim);
+  }
+  if (c.rope_type == "linear") {
+    for (double& f : inv) f /= c.rope_factor;
+  } else if (c.rope_type == "llama3") {
+    // Long wavelengths are slowed by `factor`, short ones kept, and the band
+    // between blends the two (transformers' _compute_llama3_parameters).
+    const double old_len = c.rope_original_max_positions;
+    const double low_wavelen = old_len / c.rope_low_freq_factor;
+    const double high_wavelen = old_len / c.rope_high_freq_factor;
+    for (double& f : inv) {
+      const double wavelen = 2 * std::numbers::pi / f;
+      if (wavelen > low_wavelen) {
+        f /= c.rope_factor;
+      } else if (wavelen >= high_wavelen) {
+        const double smooth = (old_len / wavelen - c.rope_low_freq_factor) /
+                              (c.rope_high_freq_factor - c.rope_low_freq_factor);
+        f = (1 - smooth) * f / c.rope_factor + smooth * f;
+      }
+    }
+  }
+  return inv;
+}
+
+}  // namespace shoal::native

@@ -1,0 +1,96 @@
+// Generation on the wire: the request a gateway queues for a generative
+// model, and the chunks a worker streams back.
+//
+// Work (gateway → JetStream, Shoal-Task: generate): one message per request,
+// the usual headers (work_message.h) with Shoal-Item 0, and as payload the
+// request in canonical JSON (EncodeGenerateWork). The three HTTP APIs —
+// OpenAI chat completions, OpenAI completions, native /v1/generate/{model} —
+// all parse into one GenerateRequest, so the worker reads one format.
+//
+// Results (worker → core NATS, to Shoal-Reply): a stream of chunks, each with
+// headers Shoal-Item: 0, Shoal-Seq: n (0, 1, 2, … per attempt) and, on the
+// last, Shoal-Final: 1, plus Shoal-Worker and Shoal-Attempt. The payload is
+// a GenerationChunk as JSON (EncodeChunk). A failure is the usual error
+// message (Shoal-Error header, text payload), and ends the stream.
+//
+// A redelivered request (its worker died) starts again at Shoal-Seq 0; the
+// gateway relays only the chunk it expects next, so a client never sees a
+// token twice. Workers derive the sampling seed from the request id when the
+// request gives none, so a retry regenerates the same tokens.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace shoal::wire {
+
+inline constexpr char kHeaderSeq[] = "Shoal-Seq";
+inline constexpr char kHeaderFinal[] = "Shoal-Final";  // "1" on the last chunk
+inline constexpr char kTaskGenerate[] = "generate";
+inline constexpr size_t kMaxStopStrings = 4;  // as OpenAI
+
+struct ChatMessage {
+  std::string role;     // system, user, assistant, tool, ...
+  std::string content;  // text parts of an OpenAI content array, concatenated
+};
+
+struct SamplingParams {
+  uint32_t max_tokens = 0;  // 0: until a stop or the model's context is full
+  float temperature = 1.0f;  // 0: greedy
+  float top_p = 1.0f;        // (0, 1]
+  int32_t top_k = 0;         // 0: off
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;          // stop strings (not part of the output)
+  std::vector<int32_t> stop_token_ids;    // besides the model's end-of-sequence tokens
+  bool ignore_eos = false;                // keep going past end-of-sequence
+  bool logprobs = false;                  // log-probability of each chosen token
+};
+
+struct GenerateRequest {
+  enum class Kind { kCompletion, kChat };
+  Kind kind = Kind::kCompletion;
+  std::string model;
+  std::string prompt;                 // kCompletion
+  std::vector<ChatMessage> messages;  // kChat
+  bool add_generation_prompt = true;  // kChat
+  // Extra variables for the chat template (e.g. {"enable_thinking": false}),
+  // a JSON object; empty for none.
+  std::string chat_template_kwargs_json;
+  SamplingParams sampling;
+  bool stream = false;
+  bool include_usage = false;  // OpenAI stream_options.include_usage
+};
+
+// Canonical JSON for the work message, and back. Decode validates what the
+// HTTP parsers validate (a worker trusts nothing on the queue).
+std::string EncodeGenerateWork(const GenerateRequest& r);
+Status DecodeGenerateWork(std::string_view json, GenerateRequest* r);
+
+// Why a sequence ended (OpenAI's finish_reason).
+enum class FinishReason { kNone, kStop, kLength };
+std::string_view FinishReasonName(FinishReason r);  // "", "stop", "length"
+
+struct GenerationChunk {
+  std::string text;                // new text since the previous chunk (UTF-8, whole characters)
+  std::vector<int32_t> token_ids;  // new tokens since the previous chunk
+  std::vector<float> logprobs;     // one per token in token_ids, when asked
+  // On the final chunk only:
+  FinishReason finish = FinishReason::kNone;
+  uint32_t prompt_tokens = 0;
+  uint32_t completion_tokens = 0;
+  uint32_t cached_prompt_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  double ttft_ms = 0;                 // from the start of the attempt to the first token
+  double itl_ms = 0;                  // mean time between later tokens
+  double queue_ms = 0;                // in the queue before a worker started it
+};
+
+std::string EncodeChunk(const GenerationChunk& c);
+Status DecodeChunk(std::string_view json, GenerationChunk* c);
+
+}  // namespace shoal::wire

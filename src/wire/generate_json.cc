@@ -1,0 +1,258 @@
+#include "wire/generate_json.h"
+
+#include <cmath>
+#include <limits>
+
+#include "wire/json_writer.h"
+
+namespace shoal::wire::gen {
+namespace {
+
+std::string_view TypeName(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+    case Json::value_t::number_float:
+      return "a number";
+    default:
+      return "an invalid value";
+  }
+}
+
+// A float as the client wrote it: 0.1, not 0.10000000149011612.
+std::string Num(float v) {
+  std::string s;
+  JsonWriter(&s).Float(v);
+  return s;
+}
+
+std::string Indexed(std::string_view field, size_t i) {
+  return std::string(field) + "[" + std::to_string(i) + "]";
+}
+
+// How deep `v` nests, counting up to `limit` (and no further: the walk is
+// recursive, so it must stop early on a hostile document).
+size_t Depth(const Json& v, size_t limit) {
+  if (limit == 0 || !v.is_structured()) return 0;
+  size_t deepest = 0;
+  for (const auto& child : v) deepest = std::max(deepest, Depth(child, limit - 1));
+  return deepest + 1;
+}
+
+constexpr size_t kMaxObjectDepth = 32;
+
+Status ReadContent(const Json& v, std::string_view field, std::string* out) {
+  if (v.is_null()) {  // an assistant message that only called tools
+    out->clear();
+    return Status::Ok();
+  }
+  if (v.is_string()) return ReadString(v, field, out);
+  if (!v.is_array()) return Expected(field, "a string or an array of content parts", v);
+  // Text parts joined by newlines, as vLLM joins them.
+  out->clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string part = Indexed(field, i);
+    const Json& p = v[i];
+    if (!p.is_object()) return Expected(part, "an object", p);
+    auto type = p.find("type");
+    if (type == p.end()) return InvalidInput(part + ".type: missing");
+    std::string t;
+    SHOAL_RETURN_IF_ERROR(ReadString(*type, part + ".type", &t));
+    if (t != "text") {
+      return InvalidInput(part + ".type: '" + t + "' is not supported; only text parts are");
+    }
+    auto text = p.find("text");
+    if (text == p.end()) return InvalidInput(part + ".text: missing");
+    std::string s;
+    SHOAL_RETURN_IF_ERROR(ReadString(*text, part + ".text", &s));
+    if (i) out->push_back('\n');
+    out->append(s);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseObject(std::string_view text, std::string_view what, Json* out) {
+  if (text.empty()) return InvalidInput(std::string(what) + ": empty");
+  try {
+    *out = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  } catch (...) {  // allow_exceptions covers parse errors; nothing else should throw
+    *out = Json(Json::value_t::discarded);
+  }
+  if (out->is_discarded()) return InvalidInput(std::string(what) + ": malformed JSON");
+  if (!out->is_object()) return InvalidInput(std::string(what) + ": expected a JSON object");
+  return Status::Ok();
+}
+
+Status Expected(std::string_view field, std::string_view want, const Json& v) {
+  return InvalidInput(std::string(field) + ": expected " + std::string(want) + ", got " +
+                      std::string(TypeName(v)));
+}
+
+Status ReadString(const Json& v, std::string_view field, std::string* out) {
+  if (!v.is_string()) return Expected(field, "a string", v);
+  *out = v.get_ref<const std::string&>();
+  return Status::Ok();
+}
+
+Status ReadBool(const Json& v, std::string_view field, bool* out) {
+  if (!v.is_boolean()) return Expected(field, "a boolean", v);
+  *out = v.get<bool>();
+  return Status::Ok();
+}
+
+Status ReadNumber(const Json& v, std::string_view field, double* out) {
+  if (!v.is_number()) return Expected(field, "a number", v);
+  *out = v.get<double>();
+  return Status::Ok();
+}
+
+Status ReadInt(const Json& v, std::string_view field, int64_t lo, int64_t hi, int64_t* out) {
+  const std::string f(field);
+  int64_t x = 0;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) {
+      return InvalidInput(f + ": must be at most " + std::to_string(hi) + ", got " +
+                          std::to_string(u));
+    }
+    x = static_cast<int64_t>(u);
+  } else if (v.is_number_integer()) {
+    x = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    // 16.0 is 16 (some clients only have doubles); 1.5 is not an integer.
+    const double d = v.get<double>();
+    if (!(d == std::floor(d)) || std::fabs(d) > 9e15) return Expected(field, "an integer", v);
+    x = static_cast<int64_t>(d);
+  } else {
+    return Expected(field, "an integer", v);
+  }
+  if (x < lo)
+    return InvalidInput(f + ": must be at least " + std::to_string(lo) + ", got " +
+                        std::to_string(x));
+  if (x > hi)
+    return InvalidInput(f + ": must be at most " + std::to_string(hi) + ", got " +
+                        std::to_string(x));
+  *out = x;
+  return Status::Ok();
+}
+
+Status ReadSeed(const Json& v, std::string_view field, uint64_t* out) {
+  if (v.is_number_unsigned()) {
+    *out = v.get<uint64_t>();
+    return Status::Ok();
+  }
+  int64_t x = 0;
+  SHOAL_RETURN_IF_ERROR(ReadInt(v, field, std::numeric_limits<int64_t>::min(),
+                                std::numeric_limits<int64_t>::max(), &x));
+  *out = static_cast<uint64_t>(x);
+  return Status::Ok();
+}
+
+Status ReadStop(const Json& v, std::string_view field, std::vector<std::string>* out) {
+  out->clear();
+  if (v.is_string()) {
+    out->push_back(v.get<std::string>());
+    return Status::Ok();
+  }
+  if (!v.is_array()) return Expected(field, "a string or an array of strings", v);
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string s;
+    SHOAL_RETURN_IF_ERROR(ReadString(v[i], Indexed(field, i), &s));
+    out->push_back(std::move(s));
+  }
+  return Status::Ok();
+}
+
+Status ReadTokenIds(const Json& v, std::string_view field, std::vector<int32_t>* out) {
+  if (!v.is_array()) return Expected(field, "an array of token ids", v);
+  out->clear();
+  out->reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t id = 0;
+    SHOAL_RETURN_IF_ERROR(
+        ReadInt(v[i], Indexed(field, i), 0, std::numeric_limits<int32_t>::max(), &id));
+    out->push_back(static_cast<int32_t>(id));
+  }
+  return Status::Ok();
+}
+
+Status ReadObjectText(const Json& v, std::string_view field, std::string* out) {
+  if (!v.is_object()) return Expected(field, "an object", v);
+  if (Depth(v, kMaxObjectDepth + 1) > kMaxObjectDepth) {
+    return InvalidInput(std::string(field) + ": nested deeper than " +
+                        std::to_string(kMaxObjectDepth) + " levels");
+  }
+  *out = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return Status::Ok();
+}
+
+Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessage>* out) {
+  if (!v.is_array()) return Expected(field, "an array of messages", v);
+  out->clear();
+  out->reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string f = Indexed(field, i);
+    const Json& m = v[i];
+    if (!m.is_object()) return Expected(f, "an object", m);
+    ChatMessage msg;
+    auto role = m.find("role");
+    if (role == m.end()) return InvalidInput(f + ".role: missing");
+    SHOAL_RETURN_IF_ERROR(ReadString(*role, f + ".role", &msg.role));
+    auto content = m.find("content");
+    if (content != m.end())
+      SHOAL_RETURN_IF_ERROR(ReadContent(*content, f + ".content", &msg.content));
+    // Other message fields (name, tool_calls, ...) are not passed on.
+    out->push_back(std::move(msg));
+  }
+  return Status::Ok();
+}
+
+Status Validate(const GenerateRequest& r) {
+  if (r.model.empty()) return InvalidInput("model: missing");
+  if (r.kind == GenerateRequest::Kind::kChat) {
+    if (r.messages.empty()) return InvalidInput("messages: must hold at least one message");
+    for (size_t i = 0; i < r.messages.size(); ++i) {
+      if (r.messages[i].role.empty())
+        return InvalidInput(Indexed("messages", i) + ".role: must not be empty");
+    }
+    if (!r.chat_template_kwargs_json.empty() && r.chat_template_kwargs_json.front() != '{') {
+      return InvalidInput("chat_template_kwargs: expected an object");
+    }
+  }
+  const SamplingParams& s = r.sampling;
+  if (!(s.temperature >= 0 && s.temperature <= 2)) {
+    return InvalidInput("temperature: must be between 0 and 2, got " + Num(s.temperature));
+  }
+  if (!(s.top_p > 0 && s.top_p <= 1)) {
+    return InvalidInput("top_p: must be greater than 0 and at most 1, got " + Num(s.top_p));
+  }
+  if (s.top_k < 0) return InvalidInput("top_k: must be at least 0, got " + std::to_string(s.top_k));
+  if (s.stop.size() > kMaxStopStrings) {
+    return InvalidInput("stop: at most " + std::to_string(kMaxStopStrings) + " stop strings (got " +
+                        std::to_string(s.stop.size()) + ")");
+  }
+  for (size_t i = 0; i < s.stop.size(); ++i) {
+    if (s.stop[i].empty()) return InvalidInput(Indexed("stop", i) + ": must not be empty");
+  }
+  for (size_t i = 0; i < s.stop_token_ids.size(); ++i) {
+    if (s.stop_token_ids[i] < 0) {
+      return InvalidInput(Indexed("stop_token_ids", i) + ": must be at least 0, got " +
+                          std::to_string(s.stop_token_ids[i]));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace shoal::wire::gen

@@ -1,0 +1,275 @@
+#include "wire/generate_request.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "wire/generate_json.h"
+
+namespace shoal::wire {
+namespace {
+
+using gen::Json;
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+
+// A parse step: Ok and `handled` false means "not my field".
+struct FieldResult {
+  Status status;
+  bool handled = true;
+};
+FieldResult NotMine() { return {Status::Ok(), false}; }
+
+Status ReadFloat(const Json& v, const char* field, float* out) {
+  double d = 0;
+  SHOAL_RETURN_IF_ERROR(gen::ReadNumber(v, field, &d));
+  // Out-of-range values stay out of range (and fail validation) without an
+  // undefined double → float conversion.
+  constexpr double kMax = std::numeric_limits<float>::max();
+  *out = static_cast<float>(std::clamp(d, -kMax, kMax));
+  return Status::Ok();
+}
+
+Status ReadMaxTokens(const Json& v, const char* field, uint32_t* out) {
+  int64_t n = 0;
+  SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, field, 1, kMaxInt32, &n));
+  *out = static_cast<uint32_t>(n);
+  return Status::Ok();
+}
+
+Status ReadN(const Json& v) {
+  int64_t n = 0;
+  SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, "n", std::numeric_limits<int64_t>::min(),
+                                     std::numeric_limits<int64_t>::max(), &n));
+  if (n != 1)
+    return InvalidInput("n: only 1 choice per request is supported, got " + std::to_string(n));
+  return Status::Ok();
+}
+
+Status ReadStreamOptions(const Json& v, GenerateRequest* r) {
+  if (!v.is_object()) return gen::Expected("stream_options", "an object", v);
+  auto it = v.find("include_usage");
+  if (it != v.end() && !it->is_null()) {
+    SHOAL_RETURN_IF_ERROR(gen::ReadBool(*it, "stream_options.include_usage", &r->include_usage));
+  }
+  return Status::Ok();
+}
+
+// The fields all three routes read alike.
+FieldResult ReadSamplingField(const std::string& key, const Json& v, GenerateRequest* r) {
+  SamplingParams& s = r->sampling;
+  if (key == "max_tokens") return {ReadMaxTokens(v, "max_tokens", &s.max_tokens)};
+  if (key == "temperature") return {ReadFloat(v, "temperature", &s.temperature)};
+  if (key == "top_p") return {ReadFloat(v, "top_p", &s.top_p)};
+  if (key == "top_k") {
+    // vLLM's "off" is -1; ours is 0.
+    int64_t k = 0;
+    Status st = gen::ReadInt(v, "top_k", -1, kMaxInt32, &k);
+    s.top_k = static_cast<int32_t>(std::max<int64_t>(k, 0));
+    return {st};
+  }
+  if (key == "seed") {
+    uint64_t seed = 0;
+    Status st = gen::ReadSeed(v, "seed", &seed);
+    if (st.ok()) s.seed = seed;
+    return {st};
+  }
+  if (key == "stop") return {gen::ReadStop(v, "stop", &s.stop)};
+  if (key == "stop_token_ids") return {gen::ReadTokenIds(v, "stop_token_ids", &s.stop_token_ids)};
+  if (key == "ignore_eos") return {gen::ReadBool(v, "ignore_eos", &s.ignore_eos)};
+  if (key == "stream") return {gen::ReadBool(v, "stream", &r->stream)};
+  return NotMine();
+}
+
+// Chat template inputs (chat and native routes).
+FieldResult ReadChatField(const std::string& key, const Json& v, GenerateRequest* r) {
+  if (key == "messages") return {gen::ReadMessages(v, "messages", &r->messages)};
+  if (key == "add_generation_prompt") {
+    return {gen::ReadBool(v, "add_generation_prompt", &r->add_generation_prompt)};
+  }
+  if (key == "chat_template_kwargs") {
+    return {gen::ReadObjectText(v, "chat_template_kwargs", &r->chat_template_kwargs_json)};
+  }
+  return NotMine();
+}
+
+// Calls `each(key, value)` per field of the body that is not null.
+template <class Each>
+Status ForEachField(std::string_view body, Each&& each) {
+  Json j;
+  SHOAL_RETURN_IF_ERROR(gen::ParseObject(body, "body", &j));
+  for (const auto& item : j.items()) {
+    if (item.value().is_null()) continue;
+    SHOAL_RETURN_IF_ERROR(each(item.key(), item.value()));
+  }
+  return Status::Ok();
+}
+
+Status ReadModel(const Json& v, GenerateRequest* r) {
+  SHOAL_RETURN_IF_ERROR(gen::ReadString(v, "model", &r->model));
+  if (r->model.empty()) return InvalidInput("model: must not be empty");
+  return Status::Ok();
+}
+
+// The prompt's text must fit one work message.
+Status CheckSize(const GenerateRequest& r, const ParseLimits& limits) {
+  size_t bytes = r.prompt.size() + r.chat_template_kwargs_json.size();
+  for (const auto& m : r.messages) bytes += m.role.size() + m.content.size();
+  if (bytes <= limits.max_item_bytes) return Status::Ok();
+  const char* field = r.kind == GenerateRequest::Kind::kChat ? "messages" : "prompt";
+  return Status(Code::kPayloadTooLarge, std::string(field) + ": " + std::to_string(bytes) +
+                                            " bytes, over the limit of " +
+                                            std::to_string(limits.max_item_bytes));
+}
+
+Status Finish(const GenerateRequest& r, const ParseLimits& limits) {
+  SHOAL_RETURN_IF_ERROR(CheckSize(r, limits));
+  return gen::Validate(r);
+}
+
+// OpenAI completions' prompt: a string, or an array holding one string.
+Status ReadPrompt(const Json& v, std::string* out) {
+  if (v.is_string()) return gen::ReadString(v, "prompt", out);
+  if (!v.is_array()) return gen::Expected("prompt", "a string or an array of one string", v);
+  if (!v.empty() && (v[0].is_number() || v[0].is_array())) {
+    return InvalidInput("prompt: token-id prompts are not supported; send text");
+  }
+  if (v.size() != 1) {
+    return InvalidInput("prompt: exactly one prompt per request is supported, got " +
+                        std::to_string(v.size()));
+  }
+  return gen::ReadString(v[0], "prompt[0]", out);
+}
+
+}  // namespace
+
+Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
+                            GenerateRequest* out) {
+  *out = GenerateRequest{};
+  out->kind = GenerateRequest::Kind::kChat;
+  bool has_messages = false, has_stream_options = false;
+  uint32_t max_completion_tokens = 0;
+  SHOAL_RETURN_IF_ERROR(ForEachField(body, [&](const std::string& key, const Json& v) -> Status {
+    if (FieldResult f = ReadSamplingField(key, v, out); f.handled) return f.status;
+    if (FieldResult f = ReadChatField(key, v, out); f.handled) {
+      has_messages = has_messages || key == "messages";
+      return f.status;
+    }
+    if (key == "model") return ReadModel(v, out);
+    if (key == "max_completion_tokens") {
+      return ReadMaxTokens(v, "max_completion_tokens", &max_completion_tokens);
+    }
+    if (key == "logprobs") return gen::ReadBool(v, "logprobs", &out->sampling.logprobs);
+    if (key == "top_logprobs") {
+      int64_t n = 0;
+      SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, "top_logprobs", 0, 20, &n));
+      if (n > 0)
+        return InvalidInput(
+            "top_logprobs: not supported (only 0); logprobs gives the chosen tokens'");
+      return Status::Ok();
+    }
+    if (key == "n") return ReadN(v);
+    if (key == "stream_options") {
+      has_stream_options = true;
+      return ReadStreamOptions(v, out);
+    }
+    return Status::Ok();  // other OpenAI fields: accepted, no effect
+  }));
+  if (out->model.empty()) return InvalidInput("model: missing");
+  if (!has_messages) return InvalidInput("messages: missing");
+  // The newer name wins when a client sends both.
+  if (max_completion_tokens) out->sampling.max_tokens = max_completion_tokens;
+  if (has_stream_options && !out->stream) {
+    return InvalidInput("stream_options: only allowed when stream is true");
+  }
+  return Finish(*out, limits);
+}
+
+Status ParseCompletions(std::string_view body, const ParseLimits& limits, GenerateRequest* out) {
+  *out = GenerateRequest{};
+  out->kind = GenerateRequest::Kind::kCompletion;
+  out->sampling.max_tokens = kCompletionsDefaultMaxTokens;
+  bool has_prompt = false, has_stream_options = false;
+  SHOAL_RETURN_IF_ERROR(ForEachField(body, [&](const std::string& key, const Json& v) -> Status {
+    if (FieldResult f = ReadSamplingField(key, v, out); f.handled) return f.status;
+    if (key == "model") return ReadModel(v, out);
+    if (key == "prompt") {
+      has_prompt = true;
+      return ReadPrompt(v, &out->prompt);
+    }
+    if (key == "logprobs") {
+      // An integer in OpenAI completions: how many alternatives per token.
+      // Any value returns the chosen tokens' logprobs; alternatives are null.
+      int64_t n = 0;
+      SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, "logprobs", 0, 5, &n));
+      out->sampling.logprobs = true;
+      return Status::Ok();
+    }
+    if (key == "echo") {
+      bool echo = false;
+      SHOAL_RETURN_IF_ERROR(gen::ReadBool(v, "echo", &echo));
+      if (echo) return InvalidInput("echo: not supported");
+      return Status::Ok();
+    }
+    if (key == "best_of") {
+      int64_t n = 0;
+      SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, "best_of", 1, kMaxInt32, &n));
+      if (n > 1) return InvalidInput("best_of: not supported (only 1), got " + std::to_string(n));
+      return Status::Ok();
+    }
+    if (key == "suffix") {
+      std::string suffix;
+      SHOAL_RETURN_IF_ERROR(gen::ReadString(v, "suffix", &suffix));
+      if (!suffix.empty()) return InvalidInput("suffix: not supported");
+      return Status::Ok();
+    }
+    if (key == "n") return ReadN(v);
+    if (key == "stream_options") {
+      has_stream_options = true;
+      return ReadStreamOptions(v, out);
+    }
+    return Status::Ok();  // other OpenAI fields: accepted, no effect
+  }));
+  if (out->model.empty()) return InvalidInput("model: missing");
+  if (!has_prompt) return InvalidInput("prompt: missing");
+  if (has_stream_options && !out->stream) {
+    return InvalidInput("stream_options: only allowed when stream is true");
+  }
+  return Finish(*out, limits);
+}
+
+Status ParseGenerate(std::string_view body, std::string_view model, const ParseLimits& limits,
+                     GenerateRequest* out) {
+  *out = GenerateRequest{};
+  out->model = std::string(model);
+  bool has_prompt = false, has_messages = false, has_template_fields = false;
+  SHOAL_RETURN_IF_ERROR(ForEachField(body, [&](const std::string& key, const Json& v) -> Status {
+    if (FieldResult f = ReadSamplingField(key, v, out); f.handled) return f.status;
+    if (FieldResult f = ReadChatField(key, v, out); f.handled) {
+      (key == "messages" ? has_messages : has_template_fields) = true;
+      return f.status;
+    }
+    if (key == "prompt") {
+      has_prompt = true;
+      return gen::ReadString(v, "prompt", &out->prompt);
+    }
+    if (key == "logprobs") return gen::ReadBool(v, "logprobs", &out->sampling.logprobs);
+    return InvalidInput("body: unknown field '" + key + "'");
+  }));
+  if (has_prompt == has_messages) {
+    return InvalidInput(has_prompt ? "body: give either prompt or messages, not both"
+                                   : "prompt: missing (or give messages)");
+  }
+  if (has_messages) {
+    out->kind = GenerateRequest::Kind::kChat;
+  } else if (has_template_fields) {
+    return InvalidInput(
+        "body: add_generation_prompt and chat_template_kwargs go with messages, not prompt");
+  }
+  // A stream always ends with its usage; the OpenAI opt-in does not apply.
+  out->include_usage = out->stream;
+  return Finish(*out, limits);
+}
+
+}  // namespace shoal::wire

@@ -1,0 +1,44 @@
+// Generation requests as clients send them, parsed into one GenerateRequest
+// (generate.h) whatever the route. Errors are 400 INVALID_INPUT naming the
+// field ("temperature: must be between 0 and 2, got 3"), or 413
+// PAYLOAD_TOO_LARGE for a prompt over limits.max_item_bytes. A JSON null
+// counts as an absent field (clients send "stop": null).
+//
+// OpenAI chat (POST /v1/chat/completions):
+//   {"model", "messages": [{"role", "content": str | [{"type": "text", "text"}]}],
+//    "max_tokens" | "max_completion_tokens", "temperature", "top_p", "seed",
+//    "stop": str | [str] (≤ 4), "stream", "stream_options": {"include_usage"},
+//    "logprobs": bool, "top_logprobs": 0, "n": 1,
+//    extensions as vLLM/SGLang: "top_k" (-1 or 0: off), "chat_template_kwargs",
+//    "add_generation_prompt", "ignore_eos", "stop_token_ids"}
+//   Unknown fields are ignored, as OpenAI-compatible servers do (so
+//   "presence_penalty", "tools", "user", ... are accepted and have no effect).
+// OpenAI completions (POST /v1/completions):
+//   {"model", "prompt": str | [str], "max_tokens" (default 16), the sampling
+//    fields above, "logprobs": int 0..5 (any value: the chosen tokens'
+//    logprobs; no alternatives), "echo": false, "best_of": 1, "suffix": null}
+// Native (POST /v1/generate/{model}), strict (unknown fields are errors):
+//   {"prompt": str} or {"messages": [...], "add_generation_prompt": true,
+//    "chat_template_kwargs": {...}}, plus "max_tokens" (default: until a stop
+//    or the model's context is full), "temperature", "top_p", "top_k", "seed",
+//    "stop", "stop_token_ids", "ignore_eos", "logprobs": bool, "stream"}
+#pragma once
+
+#include <string_view>
+
+#include "common/status.h"
+#include "wire/encode_request.h"
+#include "wire/generate.h"
+
+namespace shoal::wire {
+
+// OpenAI's default max_tokens for /v1/completions.
+inline constexpr uint32_t kCompletionsDefaultMaxTokens = 16;
+
+Status ParseChatCompletions(std::string_view body, const ParseLimits& limits, GenerateRequest* out);
+Status ParseCompletions(std::string_view body, const ParseLimits& limits, GenerateRequest* out);
+// `model` is the one the path names.
+Status ParseGenerate(std::string_view body, std::string_view model, const ParseLimits& limits,
+                     GenerateRequest* out);
+
+}  // namespace shoal::wire

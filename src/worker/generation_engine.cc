@@ -1,0 +1,423 @@
+#include "worker/generation_engine.h"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_set>
+
+#include "common/log.h"
+#include "wire/work_message.h"
+#include "worker/sampler.h"
+#include "worker/text_stream.h"
+
+namespace shoal::worker {
+
+// One request in the engine: its work item, its tokens, where its keys and
+// values are, and what it has produced but not yet published.
+struct Sequence {
+  WorkItem item;
+  bool prepared = false;  // parsed and tokenized (once, even across preemptions)
+  std::vector<int32_t> tokens;  // the prompt, then what it generated
+  uint32_t prompt_len = 0;
+  uint32_t max_new = 0;
+  uint32_t computed = 0;   // positions whose keys/values are in the cache
+  uint32_t published = 0;  // blocks offered to the prefix cache
+  uint32_t cached_prompt = 0;
+  std::vector<int32_t> table;  // KV block ids
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<TextStream> text;
+  std::unordered_set<int32_t> stop_ids;
+  bool logprobs = false;
+  bool admitted_once = false;
+  // Produced, not yet published.
+  wire::GenerationChunk pending;
+  uint32_t next_chunk = 0;
+  SteadyClock::time_point started{}, first_token{}, last_token{};
+  int64_t started_unix_us = 0;
+
+  uint32_t generated() const { return static_cast<uint32_t>(tokens.size()) - prompt_len; }
+};
+
+namespace {
+
+double Ms(SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+}  // namespace
+
+GenerationEngine::GenerationEngine(ServedModel* model, Generator* generator, natsConnection* nc,
+                                   queue::MsgReaper* reaper, BatchRunner* runner, const CancelledRequests* cancelled,
+                                   std::string worker_id, int threads, std::function<void()> on_free)
+    : model_(model),
+      gen_(generator),
+      nc_(nc),
+      reaper_(reaper),
+      runner_(runner),
+      cancelled_(cancelled),
+      worker_id_(std::move(worker_id)),
+      threads_(std::max(1, threads)),
+      on_free_(std::move(on_free)),
+      max_running_(std::max<uint32_t>(1, model->spec->batching.max_batch_requests)),
+      step_tokens_(std::max<uint32_t>(1, model->spec->batching.max_batch_tokens)),
+      blocks_(generator->info().kv_blocks, generator->info().kv_block_tokens) {
+  stats_.kv_blocks_free = blocks_.available();
+  stats_.kv_blocks_total = blocks_.total();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+GenerationEngine::~GenerationEngine() { Stop(); }
+
+void GenerationEngine::Push(WorkItem item) {
+  auto s = std::make_unique<Sequence>();
+  s->item = std::move(item);
+  model_->queued.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mu_);
+    waiting_.push_back(std::move(s));
+  }
+  cv_.notify_one();
+}
+
+int64_t GenerationEngine::FreeSlots() const {
+  std::lock_guard lock(mu_);
+  if (stop_) return 0;
+  // A new sequence needs room for a prompt: with fewer than a few blocks
+  // left it would only wait here, where no other worker can take it.
+  const int64_t min_blocks = 4;
+  if (stats_.kv_blocks_free < min_blocks) return 0;
+  return std::max<int64_t>(0, static_cast<int64_t>(max_running_) - stats_.running -
+                                  static_cast<int64_t>(waiting_.size()));
+}
+
+GenerationEngine::Stats GenerationEngine::stats() const {
+  std::lock_guard lock(mu_);
+  Stats s = stats_;
+  s.waiting = static_cast<int64_t>(waiting_.size());
+  return s;
+}
+
+void GenerationEngine::Stop(Outcome outcome) {
+  {
+    std::lock_guard lock(mu_);
+    if (!stop_) {
+      stop_ = true;
+      stop_outcome_ = outcome;
+    }
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void GenerationEngine::Loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      if (running_.empty()) {
+        cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop_ || !waiting_.empty(); });
+      }
+      if (stop_) break;
+    }
+    Sweep(SteadyClock::now());
+    Admit();
+    if (!running_.empty()) Step();
+    std::lock_guard lock(mu_);
+    stats_.running = static_cast<int64_t>(running_.size());
+    stats_.kv_blocks_free = blocks_.available();
+  }
+  // Stopping: nothing more runs; everything here goes back or is answered.
+  Outcome outcome;
+  std::deque<std::unique_ptr<Sequence>> waiting;
+  {
+    std::lock_guard lock(mu_);
+    outcome = stop_outcome_;
+    waiting.swap(waiting_);
+  }
+  for (auto& s : waiting) {
+    model_->queued.fetch_sub(1, std::memory_order_relaxed);
+    runner_->Settle(s->item, outcome);
+  }
+  while (!running_.empty()) Finish(running_.size() - 1, outcome);
+}
+
+bool GenerationEngine::Prepare(Sequence& s) {
+  const WorkItem& it = s.item;
+  auto fail = [&](const Status& st) {
+    model_->queued.fetch_sub(1, std::memory_order_relaxed);
+    runner_->Settle(it, Outcome::kBadInput, st);
+    return false;
+  };
+  if (it.task != wire::kTaskGenerate) {
+    return fail(InvalidInput("model '" + model_->spec->id + "' generates; task '" + std::string(it.task) +
+                             "' is not supported"));
+  }
+  wire::GenerateRequest req;
+  if (Status st = wire::DecodeGenerateWork(it.payload, &req); !st.ok()) return fail(st);
+  const bool chat = req.kind == wire::GenerateRequest::Kind::kChat;
+  std::string rendered;
+  if (chat) {
+    auto r = gen_->RenderChat(req.messages, req.add_generation_prompt, req.chat_template_kwargs_json);
+    if (!r.ok()) return fail(r.status());
+    rendered = std::move(r).value();
+  }
+  auto ids = gen_->EncodePrompt(chat ? std::string_view(rendered) : std::string_view(req.prompt), !chat);
+  if (!ids.ok()) return fail(ids.status());
+  const GeneratorInfo& info = gen_->info();
+  const size_t n = ids->size();
+  if (n == 0) return fail(InvalidInput("the prompt is empty"));
+  if (n >= info.max_context) {
+    return fail(InvalidInput("the prompt is " + std::to_string(n) + " tokens; the model's context is " +
+                             std::to_string(info.max_context) + ", which leaves no room to generate"));
+  }
+  if (req.sampling.max_tokens > 0 && n + req.sampling.max_tokens > info.max_context) {
+    return fail(InvalidInput("the prompt (" + std::to_string(n) + " tokens) plus max_tokens (" +
+                             std::to_string(req.sampling.max_tokens) + ") exceeds the model's context of " +
+                             std::to_string(info.max_context) + " tokens"));
+  }
+  for (int32_t id : req.sampling.stop_token_ids) {
+    if (id < 0 || static_cast<size_t>(id) >= info.vocab_size) {
+      return fail(InvalidInput("stop_token_ids: " + std::to_string(id) + " is not a token of this model"));
+    }
+  }
+  s.tokens = std::move(ids).value();
+  s.prompt_len = static_cast<uint32_t>(n);
+  s.max_new = req.sampling.max_tokens > 0 ? req.sampling.max_tokens : info.max_context - s.prompt_len;
+  s.sampler = std::make_unique<Sampler>(req.sampling, req.sampling.seed.value_or(SeedFromRequestId(it.request_id)));
+  s.text = std::make_unique<TextStream>(req.sampling.stop);
+  if (!req.sampling.ignore_eos) s.stop_ids.insert(info.eos_ids.begin(), info.eos_ids.end());
+  s.stop_ids.insert(req.sampling.stop_token_ids.begin(), req.sampling.stop_token_ids.end());
+  s.logprobs = req.sampling.logprobs;
+  s.prepared = true;
+  return true;
+}
+
+void GenerationEngine::Admit() {
+  while (running_.size() < max_running_) {
+    std::unique_ptr<Sequence> s;
+    {
+      std::lock_guard lock(mu_);
+      if (waiting_.empty()) return;
+      s = std::move(waiting_.front());
+      waiting_.pop_front();
+    }
+    if (!s->prepared && !Prepare(*s)) continue;
+    // Room for everything it has (prompt, and after a preemption what it
+    // generated) plus the next position; a shared prefix comes cached.
+    const uint32_t adopted = blocks_.AdoptPrefix(s->tokens, &s->table);
+    if (!blocks_.Grow(&s->table, static_cast<uint32_t>(s->tokens.size()) + 1)) {
+      blocks_.Release(&s->table);
+      std::lock_guard lock(mu_);
+      waiting_.push_front(std::move(s));  // first in line when blocks free up
+      return;
+    }
+    s->computed = adopted;
+    s->published = adopted / blocks_.block_tokens();
+    if (!s->admitted_once) {
+      s->admitted_once = true;
+      s->cached_prompt = adopted;
+      s->started = SteadyClock::now();
+      s->started_unix_us = UnixMicros();
+      model_->items_run.fetch_add(1, std::memory_order_relaxed);
+    }
+    model_->queued.fetch_sub(1, std::memory_order_relaxed);
+    model_->in_flight.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(mu_);
+      stats_.prefix_hit_blocks += adopted / blocks_.block_tokens();
+    }
+    running_.push_back(std::move(s));
+  }
+}
+
+void GenerationEngine::Preempt(size_t index) {
+  std::unique_ptr<Sequence> s = std::move(running_[index]);
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
+  blocks_.Release(&s->table);
+  s->computed = 0;
+  s->published = 0;
+  model_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  model_->queued.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  ++stats_.preemptions;
+  waiting_.push_front(std::move(s));
+}
+
+void GenerationEngine::Step() {
+  // Every sequence that is decoding needs a block for its next position;
+  // when there is none, the youngest sequence steps aside (Preempt).
+  for (size_t i = 0; i < running_.size();) {
+    Sequence& s = *running_[i];
+    if (blocks_.Grow(&s.table, static_cast<uint32_t>(s.tokens.size()))) {
+      ++i;
+      continue;
+    }
+    Preempt(running_.size() - 1);  // the youngest; possibly this one
+  }
+  if (running_.empty()) return;
+
+  // Decoding sequences first (one token each), then prompt chunks within
+  // what is left of the step's token budget.
+  std::vector<SequenceChunk> chunks;
+  std::vector<size_t> owner;  // running_ index per chunk
+  uint32_t budget = step_tokens_;
+  for (int pass = 0; pass < 2 && budget > 0; ++pass) {
+    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+      Sequence& s = *running_[i];
+      const uint32_t remaining = static_cast<uint32_t>(s.tokens.size()) - s.computed;
+      if ((pass == 0) != (remaining == 1)) continue;
+      const uint32_t n = std::min(remaining, budget);
+      budget -= n;
+      chunks.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, n), s.computed, s.table,
+                        s.computed + n == s.tokens.size()});
+      owner.push_back(i);
+    }
+  }
+  size_t wanted = 0;
+  for (const SequenceChunk& c : chunks) wanted += c.want_logits ? 1 : 0;
+  const size_t vocab = gen_->info().vocab_size;
+  logits_.resize(std::max<size_t>(1, wanted) * vocab);
+  const Status st = gen_->Forward(chunks, logits_.data(), threads_);
+  model_->last_batch_ns.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.steps;
+  }
+
+  std::vector<size_t> done;  // running_ indices to finish, with outcomes below
+  std::vector<std::pair<Outcome, Status>> outcomes;
+  size_t row = 0;
+  const auto now = SteadyClock::now();
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    Sequence& s = *running_[owner[k]];
+    if (!st.ok()) {
+      done.push_back(owner[k]);
+      outcomes.emplace_back(Outcome::kInferenceFailed, Status(Code::kInferenceError, st.message()));
+      continue;
+    }
+    s.computed += static_cast<uint32_t>(chunks[k].tokens.size());
+    blocks_.Publish(s.tokens, s.computed, s.table, &s.published);
+    if (!chunks[k].want_logits) continue;
+    float logprob = 0;
+    const int32_t token = s.sampler->Next(logits_.data() + row++ * vocab, vocab, s.logprobs ? &logprob : nullptr);
+    if (s.generated() == 0) s.first_token = now;
+    s.last_token = now;
+    s.tokens.push_back(token);
+    s.pending.token_ids.push_back(token);
+    if (s.logprobs) s.pending.logprobs.push_back(logprob);
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.tokens_generated;
+    }
+    wire::FinishReason finish = wire::FinishReason::kNone;
+    if (s.stop_ids.count(token)) {
+      finish = wire::FinishReason::kStop;  // its text (an end marker) is not output
+    } else {
+      s.pending.text += s.text->Push(gen_->TokenBytes(token));
+      if (s.text->stopped()) finish = wire::FinishReason::kStop;
+    }
+    if (finish == wire::FinishReason::kNone &&
+        (s.generated() >= s.max_new || s.tokens.size() >= gen_->info().max_context)) {
+      finish = wire::FinishReason::kLength;
+    }
+    if (finish != wire::FinishReason::kNone) {
+      s.pending.text += s.text->Finish();
+      s.pending.finish = finish;
+      Emit(s, true);
+      done.push_back(owner[k]);
+      outcomes.emplace_back(Outcome::kSucceeded, Status::Ok());
+    } else if (!s.pending.text.empty() || !s.pending.token_ids.empty()) {
+      Emit(s, false);
+    }
+  }
+  // Highest index first, so the others stay valid.
+  std::vector<size_t> order(done.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return done[a] > done[b]; });
+  for (size_t i : order) Finish(done[i], outcomes[i].first, outcomes[i].second);
+  if (!done.empty() && on_free_) on_free_();
+}
+
+void GenerationEngine::Emit(Sequence& s, bool final) {
+  wire::GenerationChunk& c = s.pending;
+  if (final) {
+    c.prompt_tokens = s.prompt_len;
+    c.completion_tokens = s.generated();
+    c.cached_prompt_tokens = s.cached_prompt;
+    c.queue_ms = std::max<int64_t>(0, s.started_unix_us - s.item.enqueued_us) / 1000.0;
+    c.ttft_ms = s.generated() > 0 ? Ms(s.first_token - s.started) : 0;
+    c.itl_ms = s.generated() > 1 ? Ms(s.last_token - s.first_token) / (s.generated() - 1) : 0;
+  }
+  const std::string payload = wire::EncodeChunk(c);
+  const std::string reply(s.item.reply);
+  natsMsg* m = nullptr;
+  if (natsMsg_Create(&m, reply.c_str(), nullptr, payload.data(), static_cast<int>(payload.size())) == NATS_OK) {
+    queue::MsgPtr msg(m);
+    natsMsgHeader_Set(m, wire::kHeaderItem, "0");
+    natsMsgHeader_Set(m, wire::kHeaderSeq, std::to_string(s.next_chunk).c_str());
+    if (final) {
+      natsMsgHeader_Set(m, wire::kHeaderFinal, "1");
+      natsMsgHeader_Set(m, wire::kHeaderTokens, std::to_string(s.generated()).c_str());
+      if (s.item.enqueued_us < model_->loaded_unix_us) natsMsgHeader_Set(m, wire::kHeaderColdStart, "1");
+    }
+    natsMsgHeader_Set(m, wire::kHeaderWorker, worker_id_.c_str());
+    natsMsgHeader_Set(m, wire::kHeaderAttempt, std::to_string(s.item.delivered).c_str());
+    if (natsStatus ns = natsConnection_PublishMsg(nc_, m); ns != NATS_OK) {
+      spdlog::warn("rid={} chunk not published: {}", s.item.request_id, natsStatus_GetText(ns));
+    }
+    reaper_->Add(std::move(msg));
+  }
+  ++s.next_chunk;
+  c = wire::GenerationChunk();
+}
+
+void GenerationEngine::Finish(size_t index, Outcome outcome, const Status& error) {
+  std::unique_ptr<Sequence> s = std::move(running_[index]);
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
+  blocks_.Release(&s->table);
+  model_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  if (outcome == Outcome::kSucceeded) {
+    runner_->Complete(s->item);
+  } else {
+    runner_->Settle(s->item, outcome, error);
+  }
+  reaper_->Add(std::move(s->item.msg));
+}
+
+void GenerationEngine::Sweep(SteadyClock::time_point now) {
+  const int64_t now_ms = UnixMillis();
+  const auto half_ack_wait = std::chrono::milliseconds(model_->spec->queue.ack_wait_ms / 2);
+  // Why a sequence should stop now, if it should.
+  auto verdict = [&](const WorkItem& it) -> std::optional<Outcome> {
+    if (it.deadline_ms > 0 && now_ms >= it.deadline_ms) return Outcome::kExpired;
+    if (cancelled_ && cancelled_->Contains(it.request_id)) return Outcome::kCancelled;
+    return std::nullopt;
+  };
+  auto keep_alive = [&](WorkItem& it) {
+    if (now - it.last_progress < half_ack_wait) return;
+    runner_->Progress(it);
+    it.last_progress = now;
+  };
+  std::vector<std::pair<std::unique_ptr<Sequence>, Outcome>> dropped;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (auto v = verdict((*it)->item)) {
+        dropped.emplace_back(std::move(*it), *v);
+        it = waiting_.erase(it);
+      } else {
+        keep_alive((*it)->item);
+        ++it;
+      }
+    }
+  }
+  for (auto& [s, outcome] : dropped) {
+    model_->queued.fetch_sub(1, std::memory_order_relaxed);
+    runner_->Settle(s->item, outcome);
+  }
+  for (size_t i = running_.size(); i-- > 0;) {
+    if (auto v = verdict(running_[i]->item)) {
+      Finish(i, *v);  // a cancelled sequence frees its blocks here
+    } else {
+      keep_alive(running_[i]->item);
+    }
+  }
+}
+
+}  // namespace shoal::worker

@@ -1,0 +1,123 @@
+// GenerationEngine: continuous (iteration-level) batching for one generative
+// model on one worker — vLLM's scheduling, in a thread of its own.
+//
+//   Push (intake loop) ──▶ waiting ──admit──▶ running ──step──▶ chunks out
+//
+// Each step is one Generator::Forward over every running sequence: a
+// sequence that is decoding feeds its last token; one that is still reading
+// its prompt feeds a chunk of it (chunked prefill), within the step's token
+// budget (the profile's batching.max_batch_tokens), so a long prompt never
+// stalls the others' decoding for more than a step. Sequences join between
+// steps while there are slots (batching.max_batch_requests) and KV blocks
+// for their prompt; they leave when they finish, fail, expire or are
+// cancelled, and their blocks go back at once.
+//
+// KV memory (kv_blocks.h): blocks are taken as positions are reached. When
+// a step needs a block and none is left, the youngest running sequence is
+// preempted — its blocks released, its tokens kept — and goes back to the
+// front of the waiting line to be recomputed (what it already streamed
+// stays streamed). Prompts sharing a prefix reuse its published blocks.
+//
+// Results: after each step, each sequence that produced text publishes a
+// chunk (wire/generate.h) to its reply subject with the next Shoal-Seq; the
+// last carries Shoal-Final, the finish reason, usage and timing; then the
+// message is acked. Failures go through BatchRunner::Settle (ack_policy.h):
+// a prompt over the context → INVALID_INPUT (+TERM); a failed step →
+// INFERENCE_ERROR for the sequences in it. Long generations send +WPI every
+// half AckWait so JetStream does not redeliver them meanwhile.
+//
+// Pull credit: FreeSlots() says how many more sequences it could start now
+// (free slots, while KV blocks remain for a typical prompt); the worker's
+// planner asks JetStream for that many and no more.
+//
+// Threading: Push/FreeSlots/Stop from any thread; `mu_` guards `waiting_`
+// and the counters FreeSlots reads. Everything else — running sequences,
+// KV bookkeeping, the model's Forward — belongs to the engine thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/generator.h"
+#include "worker/batch_runner.h"
+#include "worker/cancelled_requests.h"
+#include "worker/kv_blocks.h"
+#include "worker/work_item.h"
+
+namespace shoal::worker {
+
+struct Sequence;
+
+class GenerationEngine {
+ public:
+  // `model` owns `generator`; both outlive the engine (Stop before
+  // unloading). `threads`: cores one step may use. `on_free` runs on the
+  // engine thread when sequences finished (pull credit to ask for).
+  GenerationEngine(ServedModel* model, Generator* generator, natsConnection* nc, queue::MsgReaper* reaper,
+                   BatchRunner* runner, const CancelledRequests* cancelled, std::string worker_id, int threads,
+                   std::function<void()> on_free);
+  ~GenerationEngine();  // Stop(kShuttingDown)
+
+  // Queues a delivered item (its model is this engine's).
+  void Push(WorkItem item);
+
+  // Sequences it could start now (for the pull planner).
+  int64_t FreeSlots() const;
+
+  // Stops the thread; what waits or runs is settled with `outcome`
+  // (kShuttingDown: nak, redelivered elsewhere; kNotServedHere on unload).
+  void Stop(Outcome outcome = Outcome::kShuttingDown);
+
+  struct Stats {
+    int64_t running = 0, waiting = 0;
+    int64_t kv_blocks_free = 0, kv_blocks_total = 0;  // free: unheld (cached ones included)
+    uint64_t steps = 0;
+    uint64_t tokens_generated = 0;
+    uint64_t preemptions = 0;
+    uint64_t prefix_hit_blocks = 0;
+  };
+  // As of the end of the last step.
+  Stats stats() const;
+
+ private:
+  void Loop();
+  void Admit();
+  bool Prepare(Sequence& s);  // parse + tokenize; false when settled (bad input)
+  void Step();
+  void Emit(Sequence& s, bool final);
+  void Finish(size_t index, Outcome outcome, const Status& error = Status::Ok());
+  void Preempt(size_t index);
+  void Sweep(SteadyClock::time_point now);  // deadlines, cancellations, +WPI
+
+  ServedModel* model_;
+  Generator* gen_;
+  natsConnection* nc_;
+  queue::MsgReaper* reaper_;
+  BatchRunner* runner_;
+  const CancelledRequests* cancelled_;
+  const std::string worker_id_;
+  const int threads_;
+  const std::function<void()> on_free_;
+  const uint32_t max_running_;
+  const uint32_t step_tokens_;
+  KvBlocks blocks_;  // engine thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_
+  bool stop_ = false;                              // guarded by mu_
+  Outcome stop_outcome_ = Outcome::kShuttingDown;  // guarded by mu_
+  // Mirrors of engine-thread state, for FreeSlots and stats(): guarded by mu_.
+  Stats stats_;
+
+  std::vector<std::unique_ptr<Sequence>> running_;  // engine thread only
+  std::vector<float> logits_;                       // engine thread only
+  std::thread thread_;
+};
+
+}  // namespace shoal::worker

@@ -1,0 +1,218 @@
+// Generation through the whole serving path — gateway, JetStream, a worker's
+// generation engine, the native Llama-family runtime — on the seeded
+// qwen3-tiny and llama-tiny models (scripts/make-test-models): OpenAI chat
+// and completions, native generate, streaming, stop strings, seeds, an
+// over-long prompt, prefix reuse, continuous batching against one request at
+// a time, and a client hang-up that frees the sequence's KV blocks.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/http_client.h"
+#include "support/test_cluster.h"
+
+namespace shoal::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kModels = SHOAL_TEST_MODELS;
+
+std::string Profile(const std::string& id, const std::string& dir, const std::string& native) {
+  return "id: " + id + "\nruntime: native\ntask: generate\npath: " + kModels + "/" + dir +
+         "\nqueue: {ack_wait_ms: 5000, max_deliver: 3}\npinned: true\n"
+         "batching: {max_batch_requests: 16, max_batch_tokens: 64}\nnative: " + native + "\n";
+}
+
+class Generation : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new TestCluster();
+    cluster_->Register(Profile("qwen3", "qwen3-tiny", "{max_context: 512, kv_cache_tokens: 4096, kv_block_tokens: 8}"));
+    cluster_->Register(Profile("llama", "llama-tiny", "{max_context: 64}"));
+    worker_ = cluster_->StartWorker().release();
+    cluster_->WaitForWorkers("qwen3", 1);
+    cluster_->WaitForWorkers("llama", 1);
+    gateway_ = cluster_->StartGateway().release();
+  }
+  static void TearDownTestSuite() {
+    delete gateway_;
+    delete worker_;
+    delete cluster_;
+  }
+
+  static json Post(const std::string& path, const json& body, int want_status = 200) {
+    HttpClient http(gateway_->port());
+    auto res = http.PostJson(path, body.dump());
+    EXPECT_TRUE(res.ok()) << res.status().ToString();
+    if (!res.ok()) return {};
+    EXPECT_EQ(res->status, want_status) << path << " " << res->body;
+    return json::parse(res->body, nullptr, false);
+  }
+
+  static json Chat(const std::string& user, json extra = json::object()) {
+    json body = {{"model", "qwen3"}, {"messages", {{{"role", "user"}, {"content", user}}}}, {"max_tokens", 24},
+                 {"temperature", 0}};
+    body.update(extra);
+    return body;
+  }
+
+  // The data of every SSE event of a streamed request.
+  static std::vector<std::string> Stream(const std::string& path, const json& body) {
+    StreamConnection c(gateway_->port());
+    EXPECT_TRUE(c.PostJson(path, body.dump()).ok());
+    auto head = c.ReadHead();
+    EXPECT_TRUE(head.ok());
+    if (!head.ok()) return {};
+    EXPECT_EQ(head->status, 200) << head->body;
+    EXPECT_EQ(head->Header("content-type"), "text/event-stream");
+    auto events = c.RemainingEvents();
+    EXPECT_TRUE(events.ok());
+    EXPECT_TRUE(c.body_ended());
+    return events.ok() ? *events : std::vector<std::string>{};
+  }
+
+  static inline TestCluster* cluster_ = nullptr;
+  static inline worker::Worker* worker_ = nullptr;
+  static inline gateway::Gateway* gateway_ = nullptr;
+};
+
+TEST_F(Generation, ChatCompletionStreamsTheSameTextItAnswersWhole) {
+  const json whole = Post("/v1/chat/completions", Chat("Tell me about the river."));
+  const std::string content = whole["choices"][0]["message"]["content"];
+  EXPECT_FALSE(content.empty());
+  EXPECT_EQ(whole["object"], "chat.completion");
+  EXPECT_GT(whole["usage"]["prompt_tokens"].get<int>(), 5);
+  EXPECT_GT(whole["usage"]["completion_tokens"].get<int>(), 0);
+
+  const auto events = Stream("/v1/chat/completions", Chat("Tell me about the river.", {{"stream", true}}));
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string streamed, finish;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json e = json::parse(events[i]);
+    EXPECT_EQ(e["object"], "chat.completion.chunk");
+    const json& choice = e["choices"][0];
+    if (choice["delta"].contains("content")) streamed += choice["delta"]["content"].get<std::string>();
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+  }
+  EXPECT_EQ(streamed, content);
+  EXPECT_EQ(finish, whole["choices"][0]["finish_reason"]);
+}
+
+TEST_F(Generation, CompletionsAndNativeGenerateAgreeOnGreedyText) {
+  const json c = Post("/v1/completions", {{"model", "llama"}, {"prompt", "The school of fish"}, {"max_tokens", 12},
+                                         {"temperature", 0}, {"ignore_eos", true}});
+  const json g = Post("/v1/generate/llama", {{"prompt", "The school of fish"}, {"max_tokens", 12},
+                                            {"temperature", 0}, {"ignore_eos", true}});
+  EXPECT_EQ(c["object"], "text_completion");
+  EXPECT_EQ(c["choices"][0]["text"], g["text"]);
+  EXPECT_EQ(g["token_ids"].size(), 12u);
+  EXPECT_EQ(g["finish_reason"], "length");
+  EXPECT_GT(g["timing"]["ttft_ms"].get<double>(), 0);
+}
+
+TEST_F(Generation, TheSameSeedGivesTheSameText) {
+  auto sample = [](int seed) {
+    return Post("/v1/chat/completions",
+                Chat("Write about machines.", {{"temperature", 1.0}, {"seed", seed}, {"ignore_eos", true}}))
+        ["choices"][0]["message"]["content"].get<std::string>();
+  };
+  const std::string a = sample(7);
+  EXPECT_EQ(sample(7), a);
+  EXPECT_NE(sample(8), a);
+}
+
+TEST_F(Generation, AStopStringEndsTheTextBeforeIt) {
+  const json base = Chat("Tell me about the kitchen.", {{"ignore_eos", true}});
+  const std::string full = Post("/v1/chat/completions", base)["choices"][0]["message"]["content"];
+  // Three ASCII bytes from the middle on (the text may hold other
+  // characters; a stop string is whole characters).
+  size_t at = full.size() / 2;
+  auto ascii = [&](size_t i) { return static_cast<unsigned char>(full[i]) < 0x80; };
+  while (at + 3 <= full.size() && !(ascii(at) && ascii(at + 1) && ascii(at + 2))) ++at;
+  ASSERT_LE(at + 3, full.size()) << full;
+  const std::string stop = full.substr(at, 3);
+  json with_stop = base;
+  with_stop["stop"] = {stop};
+  const json r = Post("/v1/chat/completions", with_stop);
+  EXPECT_EQ(r["choices"][0]["message"]["content"], full.substr(0, full.find(stop)));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(Generation, AnOverLongPromptIsRefused) {
+  std::string words;
+  for (int i = 0; i < 100; ++i) words += "the river runs past the mill ";
+  const json r = Post("/v1/completions", {{"model", "llama"}, {"prompt", words}, {"max_tokens", 4}}, 400);
+  EXPECT_EQ(r["error"]["code"], "INVALID_INPUT");
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("context"), std::string::npos) << r.dump();
+  // max_tokens past the context is refused too, before anything runs.
+  const json m = Post("/v1/completions", {{"model", "llama"}, {"prompt", "a"}, {"max_tokens", 1000}}, 400);
+  EXPECT_EQ(m["error"]["code"], "INVALID_INPUT");
+}
+
+TEST_F(Generation, ConcurrentRequestsDecodeAsTheyWouldAlone) {
+  const std::vector<std::string> prompts = {"fish", "The river runs", "A worker that is busy", "Good tools",
+                                            "What makes a good batch?", "numbers like 42", "the kitchen", "An encoder"};
+  std::vector<std::string> alone;
+  for (const auto& p : prompts) {
+    alone.push_back(Post("/v1/chat/completions", Chat(p, {{"ignore_eos", true}}))["choices"][0]["message"]["content"]);
+  }
+  std::vector<std::future<std::string>> together;
+  for (const auto& p : prompts) {
+    together.push_back(std::async(std::launch::async, [p] {
+      return Post("/v1/chat/completions", Chat(p, {{"ignore_eos", true}}))["choices"][0]["message"]["content"]
+          .get<std::string>();
+    }));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i].get(), alone[i]) << prompts[i];
+  const auto stats = worker_->generation("qwen3");
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_GT(stats->steps, 0u);
+}
+
+TEST_F(Generation, ASharedPromptPrefixIsReused) {
+  std::string system;
+  for (int i = 0; i < 6; ++i) system += "You answer questions about rivers, kitchens and queues. ";
+  auto ask = [&](const std::string& q) {
+    return Post("/v1/chat/completions",
+                {{"model", "qwen3"}, {"max_tokens", 4}, {"temperature", 0},
+                 {"messages", {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", q}}}}});
+  };
+  ask("Why do fish school?");
+  const json second = ask("What is a batch?");
+  EXPECT_GE(second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 40) << second.dump();
+}
+
+TEST_F(Generation, AClientThatHangsUpFreesItsSequence) {
+  const auto before = worker_->generation("qwen3");
+  ASSERT_TRUE(before.has_value());
+  {
+    StreamConnection c(gateway_->port());
+    ASSERT_TRUE(c.PostJson("/v1/completions", json({{"model", "qwen3"}, {"prompt", "Once"}, {"max_tokens", 500},
+                                                     {"ignore_eos", true}, {"stream", true}})
+                                                  .dump())
+                    .ok());
+    auto head = c.ReadHead();
+    ASSERT_TRUE(head.ok());
+    ASSERT_EQ(head->status, 200);
+    ASSERT_TRUE(c.NextEvent().ok());  // generating
+    c.Close();
+  }
+  // The sequence stops well before its 500 tokens and gives its blocks back.
+  std::optional<worker::GenerationEngine::Stats> after;
+  for (int i = 0; i < 200; ++i) {
+    after = worker_->generation("qwen3");
+    if (after && after->running == 0 && after->kv_blocks_free == after->kv_blocks_total) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->running, 0);
+  EXPECT_EQ(after->kv_blocks_free, after->kv_blocks_total);
+  EXPECT_LT(after->tokens_generated - before->tokens_generated, 500u);
+}
+
+}  // namespace
+}  // namespace shoal::testing

@@ -1,0 +1,133 @@
+#include "support/fake_generator.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "common/clock.h"
+#include "queue/topology.h"
+#include "queue/worker_registry.h"
+#include "wire/subjects.h"
+#include "wire/work_message.h"
+
+namespace shoal::testing {
+
+FakeGenerator::FakeGenerator(TestCluster& cluster, const ModelSpec& spec)
+    : cluster_(cluster), spec_(spec) {
+  queue::ConnectOptions options;
+  options.url = cluster.nats_url();
+  options.name = "fake generator";
+  auto nc = queue::Connect(options);
+  EXPECT_TRUE(nc.ok()) << nc.status().ToString();
+  if (!nc.ok()) return;
+  nc_ = std::move(nc).value();
+  auto js = queue::NewJetStream(nc_.get());
+  EXPECT_TRUE(js.ok());
+  if (!js.ok()) return;
+  js_ = std::move(js).value();
+  // What a real worker does for a model it serves: the durable consumer.
+  EXPECT_TRUE(queue::EnsureConsumer(js_.get(), spec_).ok());
+  const std::string stream = wire::WorkStreamName(spec_.pool);
+  const std::string consumer = wire::ConsumerName(spec_.id);
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = stream.c_str();
+  so.Consumer = consumer.c_str();
+  so.ManualAck = true;
+  natsSubscription* work = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  EXPECT_EQ(js_PullSubscribe(&work, js_.get(), wire::WorkSubject(spec_.pool, spec_.id).c_str(),
+                             consumer.c_str(), nullptr, &so, &jerr),
+            NATS_OK)
+      << nats_GetLastError(nullptr);
+  work_.reset(work);
+  natsSubscription* cancel = nullptr;
+  EXPECT_EQ(
+      natsConnection_SubscribeSync(&cancel, nc_.get(), wire::CancelSubject(spec_.pool).c_str()),
+      NATS_OK);
+  cancel_.reset(cancel);
+  natsConnection_Flush(nc_.get());
+  heartbeat_ = std::thread([this] {
+    while (!stop_) {
+      queue::WorkerInfo info;
+      info.id = "fake-generator";
+      info.host = "test";
+      info.pool = spec_.pool;
+      info.models = {spec_.id};
+      info.resident = {spec_.id};
+      info.executors = 1;
+      info.ts_ms = UnixMillis();
+      const Status s = queue::PutHeartbeat(cluster_.control_plane().workers.get(), info);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      for (int i = 0; i < 10 && !stop_; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+}
+
+FakeGenerator::~FakeGenerator() {
+  stop_ = true;
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+FakeGenerator::Work FakeGenerator::Take(bool ack) {
+  Work w;
+  natsMsgList list{};
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus s = natsSubscription_Fetch(&list, work_.get(), 1, 5000, &jerr);
+  EXPECT_EQ(s, NATS_OK) << "no work message";
+  if (s != NATS_OK || list.Count < 1) return w;
+  natsMsg* msg = list.Msgs[0];
+  for (const char* h : {wire::kHeaderRequestId, wire::kHeaderItem, wire::kHeaderCost,
+                        wire::kHeaderDeadline, wire::kHeaderReply, wire::kHeaderTask}) {
+    w.headers[h] = std::string(queue::Header(msg, h));
+  }
+  w.reply = w.headers[wire::kHeaderReply];
+  w.request_id = w.headers[wire::kHeaderRequestId];
+  const Status decoded = wire::DecodeGenerateWork(queue::Payload(msg), &w.request);
+  EXPECT_TRUE(decoded.ok()) << decoded.ToString();
+  jsMsgMetaData* meta = nullptr;
+  if (natsMsg_GetMetaData(&meta, msg) == NATS_OK) {
+    w.delivered = meta->NumDelivered;
+    jsMsgMetaData_Destroy(meta);
+  }
+  if (ack) natsMsg_Ack(msg, nullptr);
+  natsMsgList_Destroy(&list);
+  return w;
+}
+
+template <class SetHeaders>
+void FakeGenerator::Publish(const Work& w, const std::string& payload, SetHeaders&& set) {
+  natsMsg* m = nullptr;
+  ASSERT_EQ(natsMsg_Create(&m, w.reply.c_str(), nullptr, payload.data(),
+                           static_cast<int>(payload.size())),
+            NATS_OK);
+  queue::MsgPtr owned(m);
+  natsMsgHeader_Set(m, wire::kHeaderItem, "0");
+  natsMsgHeader_Set(m, wire::kHeaderWorker, "fake-generator");
+  set(m);
+  ASSERT_EQ(natsConnection_PublishMsg(nc_.get(), m), NATS_OK);
+  natsConnection_Flush(nc_.get());
+}
+
+void FakeGenerator::Send(const Work& w, uint64_t seq, const wire::GenerationChunk& c, bool final,
+                         int attempt) {
+  Publish(w, wire::EncodeChunk(c), [&](natsMsg* m) {
+    natsMsgHeader_Set(m, wire::kHeaderSeq, std::to_string(seq).c_str());
+    if (final) natsMsgHeader_Set(m, wire::kHeaderFinal, "1");
+    natsMsgHeader_Set(m, wire::kHeaderAttempt, std::to_string(attempt).c_str());
+  });
+}
+
+void FakeGenerator::SendError(const Work& w, const char* code, const std::string& message) {
+  Publish(w, message, [&](natsMsg* m) { natsMsgHeader_Set(m, wire::kHeaderError, code); });
+}
+
+std::string FakeGenerator::NextCancel() {
+  natsMsg* m = nullptr;
+  if (natsSubscription_NextMsg(&m, cancel_.get(), 5000) != NATS_OK) return "";
+  queue::MsgPtr owned(m);
+  return std::string(queue::Payload(m));
+}
+
+}  // namespace shoal::testing

@@ -1,0 +1,449 @@
+// Generation on the wire: the three HTTP bodies → one GenerateRequest (every
+// validation error names its field), the work message's canonical JSON and
+// the worker's chunks, each round-tripped.
+#include "wire/generate_request.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "wire/generate.h"
+
+namespace shoal::wire {
+namespace {
+
+using Kind = GenerateRequest::Kind;
+
+GenerateRequest Chat(std::string_view body) {
+  GenerateRequest r;
+  Status s = ParseChatCompletions(body, {}, &r);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return r;
+}
+
+GenerateRequest Completion(std::string_view body) {
+  GenerateRequest r;
+  Status s = ParseCompletions(body, {}, &r);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return r;
+}
+
+GenerateRequest Native(std::string_view body) {
+  GenerateRequest r;
+  Status s = ParseGenerate(body, "m", {}, &r);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return r;
+}
+
+std::string ChatError(std::string_view body) {
+  GenerateRequest r;
+  Status s = ParseChatCompletions(body, {}, &r);
+  EXPECT_EQ(s.code(), Code::kInvalidInput) << body;
+  return s.message();
+}
+
+std::string CompletionError(std::string_view body) {
+  GenerateRequest r;
+  Status s = ParseCompletions(body, {}, &r);
+  EXPECT_EQ(s.code(), Code::kInvalidInput) << body;
+  return s.message();
+}
+
+std::string NativeError(std::string_view body) {
+  GenerateRequest r;
+  Status s = ParseGenerate(body, "m", {}, &r);
+  EXPECT_EQ(s.code(), Code::kInvalidInput) << body;
+  return s.message();
+}
+
+void ExpectSame(const GenerateRequest& a, const GenerateRequest& b) {
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.model, b.model);
+  EXPECT_EQ(a.prompt, b.prompt);
+  ASSERT_EQ(a.messages.size(), b.messages.size());
+  for (size_t i = 0; i < a.messages.size(); ++i) {
+    EXPECT_EQ(a.messages[i].role, b.messages[i].role);
+    EXPECT_EQ(a.messages[i].content, b.messages[i].content);
+  }
+  EXPECT_EQ(a.add_generation_prompt, b.add_generation_prompt);
+  EXPECT_EQ(a.chat_template_kwargs_json, b.chat_template_kwargs_json);
+  const SamplingParams &x = a.sampling, &y = b.sampling;
+  EXPECT_EQ(x.max_tokens, y.max_tokens);
+  EXPECT_EQ(x.temperature, y.temperature);
+  EXPECT_EQ(x.top_p, y.top_p);
+  EXPECT_EQ(x.top_k, y.top_k);
+  EXPECT_EQ(x.seed, y.seed);
+  EXPECT_EQ(x.stop, y.stop);
+  EXPECT_EQ(x.stop_token_ids, y.stop_token_ids);
+  EXPECT_EQ(x.ignore_eos, y.ignore_eos);
+  EXPECT_EQ(x.logprobs, y.logprobs);
+  EXPECT_EQ(a.stream, b.stream);
+  EXPECT_EQ(a.include_usage, b.include_usage);
+}
+
+GenerateRequest RoundTrip(const GenerateRequest& r) {
+  GenerateRequest back;
+  Status s = DecodeGenerateWork(EncodeGenerateWork(r), &back);
+  EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << EncodeGenerateWork(r);
+  return back;
+}
+
+// --- OpenAI chat completions ---
+
+TEST(ParseChatCompletions, EveryField) {
+  GenerateRequest r = Chat(R"({
+    "model": "qwen", "messages": [
+      {"role": "system", "content": "Be brief."},
+      {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}], "name": "ann"},
+      {"role": "assistant", "content": null, "tool_calls": []}],
+    "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "seed": 42,
+    "stop": ["\n\n", "END"], "stream": true, "stream_options": {"include_usage": true},
+    "logprobs": true, "top_logprobs": 0, "n": 1,
+    "chat_template_kwargs": {"enable_thinking": false}, "ignore_eos": true, "stop_token_ids": [151643],
+    "presence_penalty": 0, "user": "u1", "tools": null})");
+  EXPECT_EQ(r.kind, Kind::kChat);
+  EXPECT_EQ(r.model, "qwen");
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[0].content, "Be brief.");
+  EXPECT_EQ(r.messages[1].content, "Hi\nthere");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_EQ(r.sampling.max_tokens, 7u);
+  EXPECT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.sampling.top_k, 40);
+  EXPECT_EQ(r.sampling.seed, 42u);
+  EXPECT_EQ(r.sampling.stop, (std::vector<std::string>{"\n\n", "END"}));
+  EXPECT_EQ(r.sampling.stop_token_ids, std::vector<int32_t>{151643});
+  EXPECT_TRUE(r.sampling.ignore_eos);
+  EXPECT_TRUE(r.sampling.logprobs);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_TRUE(r.add_generation_prompt);
+  EXPECT_EQ(r.chat_template_kwargs_json, R"({"enable_thinking":false})");
+  ExpectSame(r, RoundTrip(r));
+}
+
+TEST(ParseChatCompletions, Defaults) {
+  GenerateRequest r = Chat(R"({"model":"m","messages":[{"role":"user","content":"x"}]})");
+  EXPECT_EQ(r.sampling.max_tokens, 0u);  // until a stop or the context is full
+  EXPECT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_EQ(r.sampling.top_p, 1.0f);
+  EXPECT_EQ(r.sampling.top_k, 0);
+  EXPECT_FALSE(r.sampling.seed.has_value());
+  EXPECT_TRUE(r.sampling.stop.empty());
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+  EXPECT_FALSE(r.sampling.logprobs);
+  EXPECT_TRUE(r.chat_template_kwargs_json.empty());
+  ExpectSame(r, RoundTrip(r));
+}
+
+TEST(ParseChatCompletions, NullsAreAbsentAndOneStopStringIsAList) {
+  GenerateRequest r = Chat(R"({"model":"m","messages":[{"role":"user","content":"x"}],
+    "temperature":null,"stop":"###","max_tokens":null,"seed":null,"n":null,"logprobs":null,
+    "stream_options":null})");
+  EXPECT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_EQ(r.sampling.stop, std::vector<std::string>{"###"});
+  EXPECT_FALSE(r.sampling.seed.has_value());
+}
+
+TEST(ParseChatCompletions, MaxCompletionTokensWinsAndTopKMinusOneIsOff) {
+  GenerateRequest r = Chat(R"({"model":"m","messages":[{"role":"user","content":"x"}],
+    "max_completion_tokens":5,"max_tokens":9,"top_k":-1,"temperature":0,"seed":-1})");
+  EXPECT_EQ(r.sampling.max_tokens, 5u);
+  EXPECT_EQ(r.sampling.top_k, 0);
+  EXPECT_EQ(r.sampling.temperature, 0.0f);
+  EXPECT_EQ(r.sampling.seed, std::numeric_limits<uint64_t>::max());
+}
+
+TEST(ParseChatCompletions, Errors) {
+  const std::string msgs = R"("messages":[{"role":"user","content":"x"}])";
+  auto with = [&](std::string_view extra) {
+    return "{\"model\":\"m\"," + msgs + "," + std::string(extra) + "}";
+  };
+  EXPECT_EQ(ChatError(""), "body: empty");
+  EXPECT_EQ(ChatError("{"), "body: malformed JSON");
+  EXPECT_EQ(ChatError("[1]"), "body: expected a JSON object");
+  EXPECT_EQ(ChatError("{" + msgs + "}"), "model: missing");
+  EXPECT_EQ(ChatError(R"({"model":"m"})"), "messages: missing");
+  EXPECT_EQ(ChatError(R"({"model":7,)" + msgs + "}"), "model: expected a string, got a number");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[]})"),
+            "messages: must hold at least one message");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":{}})"),
+            "messages: expected an array of messages, got an object");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":["hi"]})"),
+            "messages[0]: expected an object, got a string");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"content":"x"}]})"),
+            "messages[0].role: missing");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"","content":"x"}]})"),
+            "messages[0].role: must not be empty");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":5}]})"),
+            "messages[0].content: expected a string or an array of content parts, got a number");
+  EXPECT_EQ(
+      ChatError(
+          R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})"),
+      "messages[0].content[0].type: 'image_url' is not supported; only text parts are");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":[{"text":"a"}]}]})"),
+            "messages[0].content[0].type: missing");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]})"),
+            "messages[0].content[0].text: missing");
+  EXPECT_EQ(ChatError(with(R"("temperature":2.5)")),
+            "temperature: must be between 0 and 2, got 2.5");
+  EXPECT_EQ(ChatError(with(R"("temperature":-0.1)")),
+            "temperature: must be between 0 and 2, got -0.1");
+  EXPECT_EQ(ChatError(with(R"("temperature":"hot")")),
+            "temperature: expected a number, got a string");
+  EXPECT_EQ(ChatError(with(R"("top_p":0)")), "top_p: must be greater than 0 and at most 1, got 0");
+  EXPECT_EQ(ChatError(with(R"("top_p":1.5)")),
+            "top_p: must be greater than 0 and at most 1, got 1.5");
+  EXPECT_EQ(ChatError(with(R"("top_k":-2)")), "top_k: must be at least -1, got -2");
+  EXPECT_EQ(ChatError(with(R"("max_tokens":0)")), "max_tokens: must be at least 1, got 0");
+  EXPECT_EQ(ChatError(with(R"("max_tokens":-5)")), "max_tokens: must be at least 1, got -5");
+  EXPECT_EQ(ChatError(with(R"("max_tokens":1.5)")),
+            "max_tokens: expected an integer, got a number");
+  EXPECT_EQ(ChatError(with(R"("max_completion_tokens":0)")),
+            "max_completion_tokens: must be at least 1, got 0");
+  EXPECT_EQ(ChatError(with(R"("seed":"x")")), "seed: expected an integer, got a string");
+  EXPECT_EQ(ChatError(with(R"("stop":["a","b","c","d","e"])")),
+            "stop: at most 4 stop strings (got 5)");
+  EXPECT_EQ(ChatError(with(R"("stop":["a",""])")), "stop[1]: must not be empty");
+  EXPECT_EQ(ChatError(with(R"("stop":"")")), "stop[0]: must not be empty");
+  EXPECT_EQ(ChatError(with(R"("stop":[1])")), "stop[0]: expected a string, got a number");
+  EXPECT_EQ(ChatError(with(R"("stop":5)")),
+            "stop: expected a string or an array of strings, got a number");
+  EXPECT_EQ(ChatError(with(R"("n":2)")), "n: only 1 choice per request is supported, got 2");
+  EXPECT_EQ(ChatError(with(R"("logprobs":1)")), "logprobs: expected a boolean, got a number");
+  EXPECT_EQ(ChatError(with(R"("top_logprobs":3)")),
+            "top_logprobs: not supported (only 0); logprobs gives the chosen tokens'");
+  EXPECT_EQ(ChatError(with(R"("top_logprobs":21)")), "top_logprobs: must be at most 20, got 21");
+  EXPECT_EQ(ChatError(with(R"("stream":"yes")")), "stream: expected a boolean, got a string");
+  EXPECT_EQ(ChatError(with(R"("stream_options":{"include_usage":true})")),
+            "stream_options: only allowed when stream is true");
+  EXPECT_EQ(ChatError(with(R"("stream":true,"stream_options":{"include_usage":1})")),
+            "stream_options.include_usage: expected a boolean, got a number");
+  EXPECT_EQ(ChatError(with(R"("stream":true,"stream_options":[])")),
+            "stream_options: expected an object, got an array");
+  EXPECT_EQ(ChatError(with(R"("chat_template_kwargs":[1])")),
+            "chat_template_kwargs: expected an object, got an array");
+  EXPECT_EQ(ChatError(with(R"("ignore_eos":1)")), "ignore_eos: expected a boolean, got a number");
+  EXPECT_EQ(ChatError(with(R"("stop_token_ids":[-1])")),
+            "stop_token_ids[0]: must be at least 0, got -1");
+  EXPECT_EQ(ChatError(with(R"("stop_token_ids":7)")),
+            "stop_token_ids: expected an array of token ids, got a number");
+}
+
+TEST(ParseChatCompletions, DeepTemplateKwargsAreRefused) {
+  std::string deep = "{\"a\":";
+  for (int i = 0; i < 100; ++i) deep += "[";
+  for (int i = 0; i < 100; ++i) deep += "]";
+  deep += "}";
+  EXPECT_EQ(
+      ChatError(
+          R"({"model":"m","messages":[{"role":"user","content":"x"}],"chat_template_kwargs":)" +
+          deep + "}"),
+      "chat_template_kwargs: nested deeper than 32 levels");
+}
+
+TEST(ParseChatCompletions, PromptOverTheLimitIs413) {
+  ParseLimits limits;
+  limits.max_item_bytes = 10;
+  GenerateRequest r;
+  Status s = ParseChatCompletions(
+      R"({"model":"m","messages":[{"role":"user","content":"0123456789"}]})", limits, &r);
+  EXPECT_EQ(s.code(), Code::kPayloadTooLarge);
+  EXPECT_EQ(s.message(), "messages: 14 bytes, over the limit of 10");
+}
+
+// --- OpenAI completions ---
+
+TEST(ParseCompletions, FieldsAndDefaults) {
+  GenerateRequest r = Completion(R"({"model":"m","prompt":"Once upon"})");
+  EXPECT_EQ(r.kind, Kind::kCompletion);
+  EXPECT_EQ(r.prompt, "Once upon");
+  EXPECT_EQ(r.sampling.max_tokens, kCompletionsDefaultMaxTokens);
+  EXPECT_FALSE(r.sampling.logprobs);
+  ExpectSame(r, RoundTrip(r));
+
+  r = Completion(
+      R"({"model":"m","prompt":["one"],"max_tokens":3,"logprobs":0,"echo":false,"best_of":1,
+                     "suffix":null,"stream":true,"stream_options":{"include_usage":true},"temperature":0,
+                     "stop":"\n","user":"x"})");
+  EXPECT_EQ(r.prompt, "one");
+  EXPECT_EQ(r.sampling.max_tokens, 3u);
+  EXPECT_TRUE(r.sampling.logprobs);  // any integer, 0 included
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.sampling.stop, std::vector<std::string>{"\n"});
+  ExpectSame(r, RoundTrip(r));
+}
+
+TEST(ParseCompletions, Errors) {
+  EXPECT_EQ(CompletionError(R"({"prompt":"x"})"), "model: missing");
+  EXPECT_EQ(CompletionError(R"({"model":"m"})"), "prompt: missing");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":[1,2,3]})"),
+            "prompt: token-id prompts are not supported; send text");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":[[1,2]]})"),
+            "prompt: token-id prompts are not supported; send text");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":["a","b"]})"),
+            "prompt: exactly one prompt per request is supported, got 2");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":[]})"),
+            "prompt: exactly one prompt per request is supported, got 0");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":{}})"),
+            "prompt: expected a string or an array of one string, got an object");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","echo":true})"), "echo: not supported");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","best_of":2})"),
+            "best_of: not supported (only 1), got 2");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","suffix":"end"})"),
+            "suffix: not supported");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","logprobs":true})"),
+            "logprobs: expected an integer, got a boolean");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","logprobs":6})"),
+            "logprobs: must be at most 5, got 6");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","max_tokens":0})"),
+            "max_tokens: must be at least 1, got 0");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","n":3})"),
+            "n: only 1 choice per request is supported, got 3");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","temperature":3})"),
+            "temperature: must be between 0 and 2, got 3");
+}
+
+// --- native generate ---
+
+TEST(ParseGenerate, PromptOrMessages) {
+  GenerateRequest r =
+      Native(R"({"prompt":"The sky is","max_tokens":4,"top_k":5,"logprobs":true,"stream":true})");
+  EXPECT_EQ(r.kind, Kind::kCompletion);
+  EXPECT_EQ(r.model, "m");
+  EXPECT_EQ(r.prompt, "The sky is");
+  EXPECT_EQ(r.sampling.max_tokens, 4u);
+  EXPECT_EQ(r.sampling.top_k, 5);
+  EXPECT_TRUE(r.sampling.logprobs);
+  EXPECT_TRUE(r.include_usage);  // a native stream always ends with usage
+  ExpectSame(r, RoundTrip(r));
+
+  r = Native(R"({"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":false,
+                 "chat_template_kwargs":{"enable_thinking":true},"ignore_eos":true,"stop_token_ids":[1,2],"seed":7})");
+  EXPECT_EQ(r.kind, Kind::kChat);
+  EXPECT_FALSE(r.add_generation_prompt);
+  EXPECT_EQ(r.chat_template_kwargs_json, R"({"enable_thinking":true})");
+  EXPECT_EQ(r.sampling.max_tokens, 0u);
+  ExpectSame(r, RoundTrip(r));
+}
+
+TEST(ParseGenerate, Errors) {
+  EXPECT_EQ(NativeError("{}"), "prompt: missing (or give messages)");
+  EXPECT_EQ(NativeError(R"({"prompt":"a","messages":[{"role":"user","content":"b"}]})"),
+            "body: give either prompt or messages, not both");
+  EXPECT_EQ(NativeError(R"({"prompt":"a","max_new_tokens":3})"),
+            "body: unknown field 'max_new_tokens'");
+  EXPECT_EQ(NativeError(R"({"prompt":"a","chat_template_kwargs":{}})"),
+            "body: add_generation_prompt and chat_template_kwargs go with messages, not prompt");
+  EXPECT_EQ(NativeError(R"({"prompt":["a"]})"), "prompt: expected a string, got an array");
+  EXPECT_EQ(NativeError(R"({"prompt":"a","logprobs":2})"),
+            "logprobs: expected a boolean, got a number");
+  EXPECT_EQ(NativeError(R"({"prompt":"a","top_p":-1})"),
+            "top_p: must be greater than 0 and at most 1, got -1");
+  EXPECT_EQ(NativeError(R"({"prompt":"a","max_tokens":0})"),
+            "max_tokens: must be at least 1, got 0");
+  EXPECT_EQ(NativeError(R"({"prompt":"a","add_generation_prompt":"no"})"),
+            "add_generation_prompt: expected a boolean, got a string");
+}
+
+// --- the work message ---
+
+TEST(GenerateWork, EscapesAndUnicodeRoundTrip) {
+  GenerateRequest r;
+  r.kind = Kind::kChat;
+  r.model = "org/model-v1.5";
+  r.messages = {{"user", "quote \" backslash \\ newline \n tab \t nul-ish \x01 é 日本 🐟"}};
+  r.chat_template_kwargs_json = R"({"a":{"b":[1,2.5,"x"]}})";
+  r.sampling.temperature = 0.7f;
+  r.sampling.top_p = 0.95f;
+  r.sampling.seed = std::numeric_limits<uint64_t>::max();
+  r.sampling.stop = {"</s>", "\n"};
+  ExpectSame(r, RoundTrip(r));
+}
+
+TEST(GenerateWork, DecodeValidatesWhatTheParsersValidate) {
+  auto error = [](std::string_view json) {
+    GenerateRequest r;
+    return DecodeGenerateWork(json, &r).message();
+  };
+  EXPECT_EQ(error("nope"), "generate work: malformed JSON");
+  EXPECT_EQ(error(R"({"model":"m"})"), "kind: missing");
+  EXPECT_EQ(error(R"({"kind":"embed","model":"m"})"),
+            "kind: expected \"chat\" or \"completion\", got \"embed\"");
+  EXPECT_EQ(error(R"({"kind":"completion","prompt":"x"})"), "model: missing");
+  EXPECT_EQ(error(R"({"kind":"chat","model":"m","messages":[]})"),
+            "messages: must hold at least one message");
+  EXPECT_EQ(error(R"({"kind":"completion","model":"m","prompt":"x","sampling":{"temperature":9}})"),
+            "temperature: must be between 0 and 2, got 9");
+  EXPECT_EQ(error(R"({"kind":"completion","model":"m","prompt":"x","sampling":{"top_k":-1}})"),
+            "top_k: must be at least 0, got -1");
+  EXPECT_EQ(
+      error(
+          R"({"kind":"completion","model":"m","prompt":"x","sampling":{"stop":["a","b","c","d","e"]}})"),
+      "stop: at most 4 stop strings (got 5)");
+  // Fields it does not know are a newer writer's: ignored.
+  GenerateRequest r;
+  EXPECT_TRUE(
+      DecodeGenerateWork(R"({"kind":"completion","model":"m","prompt":"x","future":1})", &r).ok());
+}
+
+// --- chunks ---
+
+TEST(GenerationChunk, RoundTrip) {
+  GenerationChunk c;
+  c.text = "Hello, \"world\"\n";
+  c.token_ids = {9707, 11, 330};
+  c.logprobs = {-0.25f, -1.5f, -std::numeric_limits<float>::infinity()};
+  c.finish = FinishReason::kLength;
+  c.prompt_tokens = 12;
+  c.completion_tokens = 3;
+  c.cached_prompt_tokens = 8;
+  c.ttft_ms = 12.5;
+  c.itl_ms = 3.25;
+  c.queue_ms = 0.5;
+  GenerationChunk back;
+  ASSERT_TRUE(DecodeChunk(EncodeChunk(c), &back).ok()) << EncodeChunk(c);
+  EXPECT_EQ(back.text, c.text);
+  EXPECT_EQ(back.token_ids, c.token_ids);
+  ASSERT_EQ(back.logprobs.size(), 3u);
+  EXPECT_EQ(back.logprobs[0], -0.25f);
+  EXPECT_EQ(back.logprobs[1], -1.5f);
+  EXPECT_TRUE(std::isinf(back.logprobs[2]));
+  EXPECT_EQ(back.finish, FinishReason::kLength);
+  EXPECT_EQ(back.prompt_tokens, 12u);
+  EXPECT_EQ(back.completion_tokens, 3u);
+  EXPECT_EQ(back.cached_prompt_tokens, 8u);
+  EXPECT_EQ(back.ttft_ms, 12.5);
+  EXPECT_EQ(back.itl_ms, 3.25);
+  EXPECT_EQ(back.queue_ms, 0.5);
+
+  GenerationChunk mid;
+  mid.text = "x";
+  mid.token_ids = {1};
+  ASSERT_TRUE(DecodeChunk(EncodeChunk(mid), &back).ok());
+  EXPECT_EQ(back.finish, FinishReason::kNone);
+  EXPECT_TRUE(back.logprobs.empty());
+}
+
+TEST(GenerationChunk, DecodeErrors) {
+  auto error = [](std::string_view json) {
+    GenerationChunk c;
+    return DecodeChunk(json, &c).message();
+  };
+  EXPECT_EQ(error(""), "chunk: empty");
+  EXPECT_EQ(error(R"({"text":1})"), "text: expected a string, got a number");
+  EXPECT_EQ(error(R"({"token_ids":[1,2],"logprobs":[-1]})"), "logprobs: 1 values for 2 tokens");
+  EXPECT_EQ(error(R"({"finish_reason":"abort"})"), "finish_reason: unknown 'abort'");
+  EXPECT_EQ(error(R"({"usage":{"prompt_tokens":-1}})"),
+            "usage.prompt_tokens: must be at least 0, got -1");
+  EXPECT_EQ(FinishReasonName(FinishReason::kStop), "stop");
+  EXPECT_EQ(FinishReasonName(FinishReason::kNone), "");
+}
+
+}  // namespace
+}  // namespace shoal::wire
