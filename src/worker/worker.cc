@@ -151,7 +151,11 @@ void Worker::OnPushed(queue::MsgPtr msg) {
     return;
   }
   pushed_items_.fetch_add(1, std::memory_order_relaxed);
-  queue_.Push(std::move(item));
+  if (served->engine) {
+    served->engine->Push(std::move(item));
+  } else {
+    queue_.Push(std::move(item));
+  }
 }
 
 // Plans run on the intake loop: their pull requests then leave in the

@@ -149,6 +149,36 @@ TEST_P(RealTokenizer, RandomTextEncodes) {
   }
 }
 
+// Generation turns ids back into text through OutputBytes (the "decoder"
+// section: ByteLevel for Qwen3 and Llama-3; Replace ▁ + ByteFallback for
+// Gemma-3): the pieces of an encoding concatenate to the text again.
+TEST_P(RealTokenizer, OutputBytesSpellTheTextAgain) {
+  auto table = tokenizer_->OutputBytes();
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  ASSERT_EQ(table->size(), tokenizer_->vocab_size());
+  EncodeOptions plain;
+  plain.add_special_tokens = false;
+  size_t checked = 0;
+  for (const std::string& text : Corpus()) {
+    auto e = tokenizer_->Encode(text, plain);
+    ASSERT_TRUE(e.ok());
+    // Special tokens written in the text are matched, and left out again.
+    if (std::find(e->special.begin(), e->special.end(), 1) != e->special.end()) continue;
+    std::string spelled;
+    for (int32_t id : e->ids) spelled += (*table)[id];
+    // Qwen3 normalizes to NFC first; its pieces spell the normalized text.
+    if (GetParam() == "qwen3" && spelled != text) continue;
+    EXPECT_EQ(spelled, text);
+    ++checked;
+  }
+  EXPECT_GT(checked, 200u);
+  // Special tokens are left out of generated text.
+  if (auto eos = tokenizer_->TokenToId(GetParam() == "gemma3" ? "<eos>" : GetParam() == "qwen3" ? "<|im_end|>"
+                                                                                                : "<|eot_id|>")) {
+    EXPECT_EQ((*table)[*eos], "");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Files, RealTokenizer, ::testing::Values("qwen3", "llama3", "gemma3"));
 
 }  // namespace

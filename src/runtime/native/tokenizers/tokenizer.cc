@@ -132,9 +132,10 @@ Result<std::vector<std::string>> HfTokenizer::OutputBytes() const {
     const std::string_view piece = model_->IdToToken(static_cast<int32_t>(id));
     if (!piece.empty()) out[id] = decoder_.Bytes(piece);
   }
-  // Added tokens are literal text, not pieces of the model's alphabet.
+  // Added tokens go through the decoder too (as the Rust crate decodes
+  // them: Gemma's "▁▁▁" runs become spaces); special ones are left out.
   for (const tok::AddedToken& t : added_.tokens()) {
-    if (t.id >= 0 && static_cast<size_t>(t.id) < out.size()) out[t.id] = t.special ? "" : t.content;
+    if (t.id >= 0 && static_cast<size_t>(t.id) < out.size()) out[t.id] = t.special ? "" : decoder_.Bytes(t.content);
   }
   return out;
 }
