@@ -6,6 +6,7 @@
 // a time, and a client hang-up that frees the sequence's KV blocks.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -32,9 +33,11 @@ class Generation : public ::testing::Test {
     cluster_ = new TestCluster();
     cluster_->Register(Profile("qwen3", "qwen3-tiny", "{max_context: 512, kv_cache_tokens: 4096, kv_block_tokens: 8}"));
     cluster_->Register(Profile("llama", "llama-tiny", "{max_context: 64}"));
+    // Room for 24 blocks of 8 positions: a few sequences fill it.
+    cluster_->Register(Profile("qwen3-small-kv", "qwen3-tiny",
+                               "{max_context: 128, kv_cache_tokens: 192, kv_block_tokens: 8}"));
     worker_ = cluster_->StartWorker().release();
-    cluster_->WaitForWorkers("qwen3", 1);
-    cluster_->WaitForWorkers("llama", 1);
+    for (const char* m : {"qwen3", "llama", "qwen3-small-kv"}) cluster_->WaitForWorkers(m, 1);
     gateway_ = cluster_->StartGateway().release();
   }
   static void TearDownTestSuite() {
@@ -171,6 +174,47 @@ TEST_F(Generation, ConcurrentRequestsDecodeAsTheyWouldAlone) {
   const auto stats = worker_->generation("qwen3");
   ASSERT_TRUE(stats.has_value());
   EXPECT_GT(stats->steps, 0u);
+}
+
+TEST_F(Generation, SequencesPreemptedForKvRoomFinishAsTheyWouldAlone) {
+  // Eight sequences of ~70 positions want ~72 blocks of a 24-block cache:
+  // the youngest are preempted and recomputed, and the text is the same.
+  const std::vector<std::string> prompts = {"fish", "The river", "A worker", "Good tools",
+                                            "a batch", "numbers", "the kitchen", "An encoder"};
+  auto body = [](const std::string& p) {
+    return json{{"model", "qwen3-small-kv"}, {"prompt", p}, {"max_tokens", 60}, {"temperature", 0},
+                {"ignore_eos", true}};
+  };
+  std::vector<std::string> alone;
+  for (const auto& p : prompts) alone.push_back(Post("/v1/completions", body(p))["choices"][0]["text"]);
+  const auto before = worker_->generation("qwen3-small-kv");
+  ASSERT_TRUE(before.has_value());
+  std::vector<std::future<std::string>> together;
+  for (const auto& p : prompts) {
+    together.push_back(std::async(std::launch::async, [&body, p] {
+      return Post("/v1/completions", body(p))["choices"][0]["text"].get<std::string>();
+    }));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i].get(), alone[i]) << prompts[i];
+  const auto after = worker_->generation("qwen3-small-kv");
+  EXPECT_GT(after->preemptions, before->preemptions);
+  EXPECT_EQ(after->kv_blocks_free, after->kv_blocks_total);
+}
+
+TEST_F(Generation, LogprobsComeWithEachToken) {
+  const json r = Post("/v1/chat/completions", Chat("Tell me about fish.", {{"logprobs", true}, {"max_tokens", 6},
+                                                                          {"ignore_eos", true}}));
+  const json& content = r["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 6u) << r.dump();
+  std::string text;
+  for (const json& t : content) {
+    EXPECT_LE(t["logprob"].get<double>(), 0.0);
+    text += t["token"].get<std::string>();
+  }
+  EXPECT_EQ(text, r["choices"][0]["message"]["content"]);
+  // Greedy picks the most likely token: never less likely than a coin flip
+  // among the tiny vocabulary (576), so its log-probability is above ln(1/576).
+  for (const json& t : content) EXPECT_GT(t["logprob"].get<double>(), std::log(1.0 / 576));
 }
 
 TEST_F(Generation, ASharedPromptPrefixIsReused) {
