@@ -158,29 +158,15 @@ std::string Millis(double ms) {
 
 // --- non-stream ---
 
-std::string ChatBody(const PendingRequest& p, const Generation& g) {
+// OpenAI chat and completions differ only in the object name and where
+// the text goes (choices[0].message.content or choices[0].text).
+std::string OpenAiBody(const PendingRequest& p, const Generation& g, bool chat) {
   std::string out;
   JsonWriter w(&out);
-  OpenAiHead(w, p, g, "chat.completion");
-  w.Raw("{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
+  OpenAiHead(w, p, g, chat ? "chat.completion" : "text_completion");
+  w.Raw(chat ? "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":" : "{\"index\":0,\"text\":");
   w.String(g.text);
-  w.Raw("},\"logprobs\":");
-  ChoiceLogprobs(w, g, {0, g.token_ids.size()});
-  w.Raw(",\"finish_reason\":");
-  w.String(FinishReason(g));
-  w.Raw("}],\"usage\":");
-  Usage(w, g);
-  w.Char('}');
-  return out;
-}
-
-std::string CompletionBody(const PendingRequest& p, const Generation& g) {
-  std::string out;
-  JsonWriter w(&out);
-  OpenAiHead(w, p, g, "text_completion");
-  w.Raw("{\"index\":0,\"text\":");
-  w.String(g.text);
-  w.Raw(",\"logprobs\":");
+  w.Raw(chat ? "},\"logprobs\":" : ",\"logprobs\":");
   ChoiceLogprobs(w, g, {0, g.token_ids.size()});
   w.Raw(",\"finish_reason\":");
   w.String(FinishReason(g));
@@ -287,10 +273,10 @@ HttpResponse GenerationResponse(const PendingRequest& p) {
   HttpResponse res;
   switch (g.api) {
     case GenerationApi::kChat:
-      res.body = ChatBody(p, g);
+      res.body = OpenAiBody(p, g, /*chat=*/true);
       break;
     case GenerationApi::kCompletions:
-      res.body = CompletionBody(p, g);
+      res.body = OpenAiBody(p, g, /*chat=*/false);
       break;
     case GenerationApi::kNative:
       res.body = NativeBody(p, g);

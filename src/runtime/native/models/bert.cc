@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/native/loaders/weight_reader.h"
+
 namespace shoal::native {
 
 struct Bert::Layer {
@@ -36,54 +38,6 @@ std::string FindPrefix(const SafeTensors& w) {
   return "";
 }
 
-// Reads tensors as f32 and builds Linear layers, keeping converted copies.
-class WeightReader {
- public:
-  WeightReader(const SafeTensors& w, std::vector<std::vector<float>>* converted, cpu::Precision p)
-      : w_(w), converted_(converted), precision_(p) {}
-
-  Result<const float*> Tensor(const std::string& name, std::vector<int64_t> shape) {
-    std::vector<float> storage;
-    auto v = w_.F32(name, std::move(shape), &storage);
-    if (!v.ok()) return v.status();
-    if (storage.empty()) return *v;
-    converted_->push_back(std::move(storage));
-    return static_cast<const float*>(converted_->back().data());
-  }
-
-  // nn.Linear weights are [out][in].
-  Result<std::unique_ptr<cpu::Linear>> Linear(const std::string& name, size_t in, size_t out) {
-    std::vector<float> ws, bs;
-    auto w = w_.F32(name + ".weight", {static_cast<int64_t>(out), static_cast<int64_t>(in)}, &ws);
-    if (!w.ok()) return w.status();
-    auto b = w_.F32(name + ".bias", {static_cast<int64_t>(out)}, &bs);
-    if (!b.ok()) return b.status();
-    return cpu::Linear::Create(*w, cpu::WeightLayout::kOutIn, in, out, *b, precision_);
-  }
-
-  // Query, key and value as one [3H][H] layer, so one GEMM computes all three.
-  Result<std::unique_ptr<cpu::Linear>> FusedQkv(const std::string& prefix, size_t h) {
-    std::vector<float> w(3 * h * h), b(3 * h);
-    const char* parts[] = {"query", "key", "value"};
-    for (int p = 0; p < 3; ++p) {
-      std::vector<float> ws, bs;
-      const std::string name = prefix + parts[p];
-      auto wv = w_.F32(name + ".weight", {static_cast<int64_t>(h), static_cast<int64_t>(h)}, &ws);
-      if (!wv.ok()) return wv.status();
-      auto bv = w_.F32(name + ".bias", {static_cast<int64_t>(h)}, &bs);
-      if (!bv.ok()) return bv.status();
-      std::memcpy(w.data() + p * h * h, *wv, h * h * sizeof(float));
-      std::memcpy(b.data() + p * h, *bv, h * sizeof(float));
-    }
-    return cpu::Linear::Create(w.data(), cpu::WeightLayout::kOutIn, h, 3 * h, b.data(), precision_);
-  }
-
- private:
-  const SafeTensors& w_;
-  std::vector<std::vector<float>>* converted_;
-  cpu::Precision precision_;
-};
-
 }  // namespace
 
 Bert::~Bert() = default;
@@ -98,7 +52,8 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
   const SafeTensors& w = *m->weights_;
   WeightReader r(w, &m->converted_, precision);
 
-  const int64_t H = config.hidden_size, I = config.intermediate_size;
+  const int64_t H = config.hidden_size;  // tensor shapes
+  const size_t h = config.hidden_size, inter = config.intermediate_size;  // layer sizes
   const std::string p = FindPrefix(w);
   const std::string e = p + "embeddings.";
   SHOAL_ASSIGN_OR_RETURN(m->word_, r.Tensor(e + "word_embeddings.weight", {config.vocab_size, H}));
@@ -112,12 +67,13 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
   for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
     Layer& L = m->layers_[i];
     const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
-    SHOAL_ASSIGN_OR_RETURN(L.qkv, r.FusedQkv(l + "attention.self.", H));
-    SHOAL_ASSIGN_OR_RETURN(L.attn_out, r.Linear(l + "attention.output.dense", H, H));
+    SHOAL_ASSIGN_OR_RETURN(L.qkv, r.Linear({l + "attention.self.query", l + "attention.self.key", l + "attention.self.value"},
+                                            {h, h, h}, h));
+    SHOAL_ASSIGN_OR_RETURN(L.attn_out, r.Linear({l + "attention.output.dense"}, {h}, h));
     SHOAL_ASSIGN_OR_RETURN(L.ln1_gamma, r.Tensor(l + "attention.output.LayerNorm.weight", {H}));
     SHOAL_ASSIGN_OR_RETURN(L.ln1_beta, r.Tensor(l + "attention.output.LayerNorm.bias", {H}));
-    SHOAL_ASSIGN_OR_RETURN(L.inter, r.Linear(l + "intermediate.dense", H, I));
-    SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear(l + "output.dense", I, H));
+    SHOAL_ASSIGN_OR_RETURN(L.inter, r.Linear({l + "intermediate.dense"}, {inter}, h));
+    SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear({l + "output.dense"}, {h}, inter));
     SHOAL_ASSIGN_OR_RETURN(L.ln2_gamma, r.Tensor(l + "output.LayerNorm.weight", {H}));
     SHOAL_ASSIGN_OR_RETURN(L.ln2_beta, r.Tensor(l + "output.LayerNorm.bias", {H}));
     m->linear_bytes_ += L.qkv->memory_bytes() + L.attn_out->memory_bytes() +
@@ -128,11 +84,11 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
   if (config.sequence_classifier()) {
     const uint32_t labels = config.num_labels;
     if (w.Find("classifier.out_proj.weight")) {  // RobertaClassificationHead
-      SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear("classifier.dense", H, H));
-      SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear("classifier.out_proj", H, labels));
+      SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear({"classifier.dense"}, {h}, h));
+      SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({"classifier.out_proj"}, {labels}, h));
     } else {  // BERT: the pooler, then a linear classifier
-      SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear(p + "pooler.dense", H, H));
-      SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear("classifier", H, labels));
+      SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear({p + "pooler.dense"}, {h}, h));
+      SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({"classifier"}, {labels}, h));
     }
     m->linear_bytes_ += m->head_dense_->memory_bytes() + m->classifier_->memory_bytes();
   }

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/native/loaders/weight_reader.h"
+
 namespace shoal::native {
 
 struct Llama::Layer {
@@ -17,54 +19,6 @@ struct Llama::Layer {
 };
 
 namespace {
-
-// Reads tensors as f32 (converted copies kept alive in `converted`) and
-// builds fused Linear layers from several nn.Linear weights ([out][in]).
-class WeightReader {
- public:
-  WeightReader(const SafeTensors& w, std::vector<std::vector<float>>* converted, cpu::Precision p)
-      : w_(w), converted_(converted), precision_(p) {}
-
-  Result<const float*> Tensor(const std::string& name, std::vector<int64_t> shape) {
-    std::vector<float> storage;
-    auto v = w_.F32(name, std::move(shape), &storage);
-    if (!v.ok()) return v.status();
-    if (storage.empty()) return *v;
-    converted_->push_back(std::move(storage));
-    return static_cast<const float*>(converted_->back().data());
-  }
-
-  // The named projections stacked on their output axis, biases where the
-  // checkpoint has them (all or none).
-  Result<std::unique_ptr<cpu::Linear>> Stacked(const std::vector<std::string>& names,
-                                               const std::vector<size_t>& outs, size_t in) {
-    size_t total = 0;
-    for (size_t o : outs) total += o;
-    std::vector<float> w(total * in), b;
-    const bool bias = w_.Find(names[0] + ".bias") != nullptr;
-    if (bias) b.resize(total);
-    size_t row = 0;
-    for (size_t p = 0; p < names.size(); ++p) {
-      std::vector<float> ws, bs;
-      auto wv = w_.F32(names[p] + ".weight", {static_cast<int64_t>(outs[p]), static_cast<int64_t>(in)}, &ws);
-      if (!wv.ok()) return wv.status();
-      std::memcpy(w.data() + row * in, *wv, outs[p] * in * sizeof(float));
-      if (bias) {
-        auto bv = w_.F32(names[p] + ".bias", {static_cast<int64_t>(outs[p])}, &bs);
-        if (!bv.ok()) return bv.status();
-        std::memcpy(b.data() + row, *bv, outs[p] * sizeof(float));
-      }
-      row += outs[p];
-    }
-    return cpu::Linear::Create(w.data(), cpu::WeightLayout::kOutIn, in, total, bias ? b.data() : nullptr,
-                               precision_);
-  }
-
- private:
-  const SafeTensors& w_;
-  std::vector<std::vector<float>>* converted_;
-  cpu::Precision precision_;
-};
 
 // Below this many multiply-adds a kernel runs on the calling thread alone:
 // a decode step is ~80 small kernels, and each OpenMP fork/join costs tens
@@ -113,17 +67,17 @@ Result<std::unique_ptr<Llama>> Llama::Load(const std::string& dir, const Decoder
       SHOAL_ASSIGN_OR_RETURN(L.k_norm, r.Tensor(l + "self_attn.k_norm.weight", {static_cast<int64_t>(hd)}));
     }
     const std::string a = l + "self_attn.";
-    SHOAL_ASSIGN_OR_RETURN(L.qkv, r.Stacked({a + "q_proj", a + "k_proj", a + "v_proj"}, {q_dim, kv_dim, kv_dim}, H));
-    SHOAL_ASSIGN_OR_RETURN(L.o, r.Stacked({a + "o_proj"}, {H}, q_dim));
-    SHOAL_ASSIGN_OR_RETURN(L.gate_up, r.Stacked({l + "mlp.gate_proj", l + "mlp.up_proj"}, {I, I}, H));
-    SHOAL_ASSIGN_OR_RETURN(L.down, r.Stacked({l + "mlp.down_proj"}, {H}, I));
+    SHOAL_ASSIGN_OR_RETURN(L.qkv, r.Linear({a + "q_proj", a + "k_proj", a + "v_proj"}, {q_dim, kv_dim, kv_dim}, H));
+    SHOAL_ASSIGN_OR_RETURN(L.o, r.Linear({a + "o_proj"}, {H}, q_dim));
+    SHOAL_ASSIGN_OR_RETURN(L.gate_up, r.Linear({l + "mlp.gate_proj", l + "mlp.up_proj"}, {I, I}, H));
+    SHOAL_ASSIGN_OR_RETURN(L.down, r.Linear({l + "mlp.down_proj"}, {H}, I));
     m->weight_bytes_ += L.qkv->memory_bytes() + L.o->memory_bytes() + L.gate_up->memory_bytes() +
                         L.down->memory_bytes() + 2 * H * sizeof(float);
     if (progress) progress(static_cast<double>(i + 1) / (config.num_hidden_layers + 1));
   }
   // The output head: its own weights, or the embedding table (tied).
   if (w.Find("lm_head.weight")) {
-    SHOAL_ASSIGN_OR_RETURN(m->lm_head_, r.Stacked({"lm_head"}, {V}, H));
+    SHOAL_ASSIGN_OR_RETURN(m->lm_head_, r.Linear({"lm_head"}, {V}, H));
   } else if (config.tie_word_embeddings) {
     auto head = cpu::Linear::Create(m->embed_, cpu::WeightLayout::kOutIn, H, V, nullptr, precision);
     if (!head.ok()) return head.status();
