@@ -7,6 +7,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "queue/loop_connection.h"
+#include "wire/generate.h"
 #include "wire/subjects.h"
 
 namespace shoal::worker {
@@ -109,7 +110,7 @@ void Worker::OnDelivered(const queue::PullSubscriber::Delivery& d, queue::MsgPtr
   served->mean_item_cost.store(mean == 0 ? item.cost : 0.9 * mean + 0.1 * item.cost,
                                std::memory_order_relaxed);
   served->last_delivery_ns.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
-  if (served->engine) {
+  if (served->engine && item.task == wire::kTaskGenerate) {  // tokenize runs on the executors
     served->engine->Push(std::move(item));
   } else {
     queue_.Push(std::move(item));
@@ -151,7 +152,7 @@ void Worker::OnPushed(queue::MsgPtr msg) {
     return;
   }
   pushed_items_.fetch_add(1, std::memory_order_relaxed);
-  if (served->engine) {
+  if (served->engine && item.task == wire::kTaskGenerate) {  // tokenize runs on the executors
     served->engine->Push(std::move(item));
   } else {
     queue_.Push(std::move(item));

@@ -117,6 +117,13 @@ TEST_F(Generation, CompletionsAndNativeGenerateAgreeOnGreedyText) {
   EXPECT_GT(g["timing"]["ttft_ms"].get<double>(), 0);
 }
 
+TEST_F(Generation, AGeneratorTokenizesToo) {
+  const json r = Post("/v1/tokenize/llama", {{"inputs", "the river"}});
+  ASSERT_TRUE(r.is_array()) << r.dump();
+  ASSERT_FALSE(r[0].empty());
+  EXPECT_EQ(r[0][0]["text"], "<|begin_of_text|>");  // Llama-3's post-processor adds it
+}
+
 TEST_F(Generation, TheSameSeedGivesTheSameText) {
   auto sample = [](int seed) {
     return Post("/v1/chat/completions",
