@@ -200,8 +200,11 @@ void GenerationEngine::Admit() {
     if (!s->prepared && !Prepare(*s)) continue;
     // Room for everything it has (prompt, and after a preemption what it
     // generated) plus the next position; a shared prefix comes cached.
+    // And leave a block per running sequence (each may need one next step):
+    // else the newcomer would be preempted at once to make that room.
     const uint32_t adopted = blocks_.AdoptPrefix(s->tokens, &s->table);
-    if (!blocks_.Grow(&s->table, static_cast<uint32_t>(s->tokens.size()) + 1)) {
+    if (!blocks_.Grow(&s->table, static_cast<uint32_t>(s->tokens.size()) + 1) ||
+        blocks_.available() < running_.size()) {
       blocks_.Release(&s->table);
       std::lock_guard lock(mu_);
       waiting_.push_front(std::move(s));  // first in line when blocks free up
