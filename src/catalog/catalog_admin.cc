@@ -83,7 +83,7 @@ Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimi
   auto bytes = CheckModel(spec);
   if (!bytes.ok()) return bytes.status();
   spec.memory_bytes = *bytes;
-  SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStream(js_, spec.pool, limits));
+  SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStreamExists(js_, spec.pool, limits));
   SHOAL_RETURN_IF_ERROR(queue::PutModel(models_, spec));
   return spec;
 }

@@ -5,6 +5,19 @@
 
 namespace shoal::cli {
 
+void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* o) {
+  sub->add_option_function<std::string>(
+         "--auth", [o](const std::string& mode) { o->auth = *gateway::ParseAuthMode(mode); },
+         "none: open data routes (admin routes: --admin-token, or local clients); keys: every route but "
+         "/healthz and /readyz needs an API key (`shoal keys create`)")
+      ->check(CLI::IsMember({"none", "keys"}))
+      ->envname("SHOAL_AUTH")
+      ->default_str("none");
+  sub->add_option("--max-in-flight", o->max_in_flight,
+                  "requests in flight at once; past it, 503 OVERLOADED at once (0: unbounded)")
+      ->capture_default_str();
+}
+
 Subcommand AddGateway(CLI::App& app) {
   auto* sub = app.add_subcommand("gateway", "Run a gateway (the HTTP edge) against a NATS cluster");
   auto opts = std::make_shared<gateway::GatewayOptions>();
@@ -23,6 +36,11 @@ Subcommand AddGateway(CLI::App& app) {
   sub->add_option("--admin-token", opts->admin_token,
                   "bearer token for /v1/admin (default: $SHOAL_ADMIN_TOKEN; none: local clients only)")
       ->envname("SHOAL_ADMIN_TOKEN");
+  AddAdmissionOptions(sub, opts.get());
+  sub->add_option("--max-queued-per-model", opts->stream_limits.max_msgs_per_subject,
+                  "requests (items) one model may have waiting or running in its pool's work stream; "
+                  "past it, 503 OVERLOADED")
+      ->capture_default_str();
   auto dispatch = std::make_shared<std::string>("pull");
   sub->add_option("--dispatch", *dispatch,
                   "pull: workers pull from the JetStream queue (Shoal); push-rr / push-lo: benchmark "
@@ -33,6 +51,10 @@ Subcommand AddGateway(CLI::App& app) {
             BlockStopSignals();
             opts->default_timeout = std::chrono::milliseconds(*timeout_ms);
             opts->dispatch = *gateway::ParseDispatchMode(*dispatch);  // checked by IsMember
+            if (opts->stream_limits.max_msgs_per_subject < 1) {
+              spdlog::error("gateway: --max-queued-per-model must be at least 1");
+              return 2;
+            }
             if (opts->in_process && opts->models_dir.empty()) opts->models_dir = DefaultModelsDir();
             auto gw = gateway::Gateway::Start(*opts);
             if (!gw.ok()) {

@@ -85,6 +85,11 @@ int Up(UpOptions& o) {
                 "    -d '{\"model\": \"%s\", \"input\": [\"a cat\", \"a kitten\"]}'\n",
                 http.c_str(), example->id.c_str());
   }
+  if (o.gateway.auth == gateway::AuthMode::kKeys) {
+    std::printf("API keys are on: make one with\n  shoal keys --nats %s create --name me\n"
+                "and send it as -H 'Authorization: Bearer <key>'.\n",
+                url.c_str());
+  }
   std::printf("Ctrl-C drains and stops everything.\n\n");
   std::fflush(stdout);
 
@@ -116,6 +121,7 @@ Subcommand AddUp(CLI::App& app) {
   sub->add_option("--admin-token", o->gateway.admin_token,
                   "bearer token for /v1/admin (default: $SHOAL_ADMIN_TOKEN; none: local clients only)")
       ->envname("SHOAL_ADMIN_TOKEN");
+  AddAdmissionOptions(sub, &o->gateway);
   return {sub, [o] { return Up(*o); }};
 }
 

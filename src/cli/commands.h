@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "gateway/gateway.h"
 #include "worker/worker.h"
 
 namespace shoal::cli {
@@ -23,6 +24,7 @@ Subcommand AddWorker(CLI::App& app);
 Subcommand AddModels(CLI::App& app);
 Subcommand AddTokenize(CLI::App& app);
 Subcommand AddStatus(CLI::App& app);
+Subcommand AddKeys(CLI::App& app);
 
 // Blocks SIGINT and SIGTERM in the calling thread (call before starting any
 // thread, so all inherit it) and, later, waits for one of them.
@@ -31,6 +33,11 @@ int WaitForStopSignal();
 
 // --memory-budget, --eviction, --max-models: shared by `worker` and `up`.
 void AddResidencyOptions(CLI::App* sub, worker::WorkerOptions* options);
+
+// --auth (SHOAL_AUTH) and --max-in-flight: who may call a gateway and how
+// much it takes on; shared by `gateway` and `up`. An unknown --auth is a
+// usage error (the process does not start).
+void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* options);
 
 // The profiles directory: the flag's value, else ./models, else the source
 // tree's models/ (a binary run from build/).

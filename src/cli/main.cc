@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       shoal::cli::AddModels(app),
       shoal::cli::AddTokenize(app),
       shoal::cli::AddStatus(app),
+      shoal::cli::AddKeys(app),
   };
   CLI11_PARSE(app, argc, argv);
   shoal::InitLogging(log_level);

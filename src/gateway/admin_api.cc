@@ -1,5 +1,6 @@
 #include "gateway/admin_api.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog_admin.h"
@@ -7,6 +8,7 @@
 #include "catalog/model_directory.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "queue/keys.h"
 
 namespace shoal::gateway {
 namespace {
@@ -15,18 +17,9 @@ using nlohmann::json;
 
 constexpr std::string_view kModels = "/v1/admin/models";
 constexpr std::string_view kCluster = "/v1/cluster";
+constexpr std::string_view kKeys = "/v1/admin/keys";
 
 HttpResponse SpecResponse(int status, const ModelSpec& spec) { return JsonResponse(status, spec.ToJson()); }
-
-// Constant time in the guess's length: the comparison must not say how much
-// of a guess was right.
-bool SameToken(std::string_view guess, std::string_view token) {
-  size_t diff = guess.size() ^ token.size();
-  for (size_t i = 0; i < guess.size(); ++i) {
-    diff |= static_cast<unsigned char>(guess[i]) ^ static_cast<unsigned char>(i < token.size() ? token[i] : 0);
-  }
-  return diff == 0;
-}
 
 Result<json> ParseObject(const std::string& body) {
   json o = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -64,11 +57,68 @@ Result<ModelSpec> SpecFromBody(const std::string& body) {
   return spec;
 }
 
+// What the admin API shows of a key: never its secret, nor its hash.
+json KeyInfo(const queue::ApiKey& k) {
+  return json{{"name", k.name},   {"models", k.models},
+              {"admin", k.admin}, {"rps", k.rps},
+              {"tokens_per_min", k.tokens_per_min}, {"created_unix_ms", k.created_unix_ms}};
+}
+
+Result<uint32_t> LimitField(const json& o, const char* field) {
+  auto it = o.find(field);
+  if (it == o.end()) return 0u;
+  if (!it->is_number_unsigned() || it->get<uint64_t>() > UINT32_MAX) {
+    return InvalidInput(std::string(field) + ": expected a whole number from 0 (unlimited) to 2^32-1");
+  }
+  return static_cast<uint32_t>(it->get<uint64_t>());
+}
+
+// POST /v1/admin/keys: the key to make (IssueKey checks the name and models).
+Result<queue::ApiKey> KeyFromBody(const std::string& body) {
+  auto o = ParseObject(body);
+  if (!o.ok()) return o.status();
+  for (auto it = o->begin(); it != o->end(); ++it) {
+    static constexpr std::string_view kFields[] = {"name", "models", "admin", "rps", "tokens_per_min"};
+    if (std::find(std::begin(kFields), std::end(kFields), it.key()) == std::end(kFields)) {
+      return InvalidInput("unknown field '" + it.key() + "' (expected name, models, admin, rps, tokens_per_min)");
+    }
+  }
+  queue::ApiKey key;
+  auto name = o->find("name");
+  if (name == o->end() || !name->is_string()) return InvalidInput("name: expected a string");
+  key.name = name->get<std::string>();
+  key.models = {"*"};
+  if (auto models = o->find("models"); models != o->end()) {
+    if (!models->is_array()) return InvalidInput("models: expected an array of model ids, or [\"*\"]");
+    key.models.clear();
+    for (const auto& m : *models) {
+      if (!m.is_string()) return InvalidInput("models: expected an array of model ids, or [\"*\"]");
+      key.models.push_back(m.get<std::string>());
+    }
+  }
+  if (auto admin = o->find("admin"); admin != o->end()) {
+    if (!admin->is_boolean()) return InvalidInput("admin: expected true or false");
+    key.admin = admin->get<bool>();
+  }
+  auto rps = LimitField(*o, "rps");
+  if (!rps.ok()) return rps.status();
+  key.rps = *rps;
+  auto tokens = LimitField(*o, "tokens_per_min");
+  if (!tokens.ok()) return tokens.status();
+  key.tokens_per_min = *tokens;
+  return key;
+}
+
 }  // namespace
 
-AdminApi::AdminApi(AdminOptions options, kvStore* models, jsCtx* js, CatalogFn catalog,
+AdminApi::AdminApi(AdminOptions options, kvStore* models, kvStore* keys, jsCtx* js, CatalogFn catalog,
                    queue::WorkerRegistry* workers)
-    : options_(std::move(options)), models_(models), js_(js), catalog_(std::move(catalog)), workers_(workers) {
+    : options_(std::move(options)),
+      models_(models),
+      keys_(keys),
+      js_(js),
+      catalog_(std::move(catalog)),
+      workers_(workers) {
   loop_.Start();
 }
 
@@ -80,31 +130,16 @@ void AdminApi::Handle(HttpRequest&& req, Responder respond) {
   loop_.Post([this, req = std::move(req), respond = std::move(respond)] { respond(Serve(req)); });
 }
 
-Status AdminApi::Authorize(const HttpRequest& req) const {
-  if (options_.token.empty()) {
-    if (req.from_loopback) return Status::Ok();
-    return Status(Code::kForbidden,
-                  "the admin API answers only local clients unless the gateway has an admin token "
-                  "(--admin-token or SHOAL_ADMIN_TOKEN)");
-  }
-  constexpr std::string_view kBearer = "Bearer ";
-  if (!req.authorization.starts_with(kBearer)) {
-    return Status(Code::kUnauthenticated, "admin routes need 'Authorization: Bearer <admin token>'");
-  }
-  if (!SameToken(std::string_view(req.authorization).substr(kBearer.size()), options_.token)) {
-    return Status(Code::kForbidden, "not the admin token");
-  }
-  return Status::Ok();
-}
-
 HttpResponse AdminApi::Serve(const HttpRequest& req) {
   const std::string request_id = "admin-" + RandomToken(8);
   auto fail = [&](const Status& s) { return ErrorResponse(s, request_id); };
-  if (Status s = Authorize(req); !s.ok()) return fail(s);
 
   if (req.path == kCluster) {
     if (req.method != "GET") return fail(InvalidInput("GET /v1/cluster"));
     return JsonResponse(200, catalog::ClusterView(*catalog_(), workers_->Live(), js_).dump());
+  }
+  if (std::string_view(req.path).starts_with(kKeys)) {
+    return ServeKeys(req, std::string_view(req.path).substr(kKeys.size()), request_id);
   }
   catalog::CatalogAdmin admin(models_, js_);
   std::string_view path = req.path;
@@ -155,6 +190,36 @@ HttpResponse AdminApi::Serve(const HttpRequest& req) {
     return spec.ok() ? SpecResponse(200, *spec) : fail(spec.status());
   }
   return fail(InvalidInput(req.method + " " + req.path + ": use GET, PATCH or DELETE"));
+}
+
+HttpResponse AdminApi::ServeKeys(const HttpRequest& req, std::string_view rest, const std::string& request_id) {
+  auto fail = [&](const Status& s) { return ErrorResponse(s, request_id); };
+  if (rest.empty() || rest == "/") {
+    if (req.method == "GET") {
+      auto keys = queue::ListKeys(keys_);
+      if (!keys.ok()) return fail(keys.status());
+      json data = json::array();
+      for (const auto& k : *keys) data.push_back(KeyInfo(k));
+      return JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
+    }
+    if (req.method == "POST") {
+      auto key = KeyFromBody(req.body);
+      if (!key.ok()) return fail(key.status());
+      auto issued = queue::IssueKey(keys_, std::move(key).value());
+      if (!issued.ok()) return fail(issued.status());
+      spdlog::info("admin: key {} created", issued->key.name);
+      json out = KeyInfo(issued->key);
+      out["secret"] = issued->secret;
+      return JsonResponse(201, out.dump());
+    }
+    return fail(InvalidInput(req.method + " " + req.path + ": use GET or POST"));
+  }
+  if (rest.front() != '/') return fail(Status(Code::kNotFound, "no admin route " + req.path));
+  const std::string name(rest.substr(1));
+  if (req.method != "DELETE") return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
+  if (Status s = queue::RevokeKey(keys_, name); !s.ok()) return fail(s);
+  spdlog::info("admin: key {} removed", name);
+  return JsonResponse(200, json{{"name", name}, {"deleted", true}}.dump());
 }
 
 }  // namespace shoal::gateway

@@ -14,12 +14,16 @@
 //   GET    /v1/cluster             workers, memory, resident / loading /
 //                                  failed models, backlog (cluster_view.h)
 //
-// Who may call them: with an admin token configured (`shoal gateway
-// --admin-token`, or SHOAL_ADMIN_TOKEN), a request must carry
-// `Authorization: Bearer <token>` (401 UNAUTHENTICATED without one, 403
-// FORBIDDEN with another); without one, only clients on this machine
-// (loopback) may (403 otherwise), which is what `shoal up` needs and nothing
-// more.
+//   GET    /v1/admin/keys          API keys (queue/keys.h): names, scopes,
+//                                  limits — never secrets or their hashes
+//   POST   /v1/admin/keys          {"name", "models"?: [...] (default ["*"]),
+//            "admin"?: bool, "rps"?: n, "tokens_per_min"?: n}
+//          → 201 with the key and its "secret", the only time it is shown
+//   DELETE /v1/admin/keys/{name}   revoke it (every gateway, at once)
+//
+// Who may call them is decided before Handle (gateway/auth.h,
+// Authenticator::AuthorizeAdmin): the admin token, an admin-scoped key, or,
+// with neither configured, local clients.
 //
 // Registration loads the model once to check it (catalog_admin.h) — up to
 // seconds — so admin requests run on a thread of their own, one at a time,
@@ -40,7 +44,6 @@
 namespace shoal::gateway {
 
 struct AdminOptions {
-  std::string token;  // empty: loopback clients only
   queue::StreamLimits stream_limits;
 };
 
@@ -48,19 +51,22 @@ class AdminApi {
  public:
   using CatalogFn = std::function<std::shared_ptr<const queue::CatalogSnapshot>()>;
   // Not owned; they outlive this.
-  AdminApi(AdminOptions options, kvStore* models, jsCtx* js, CatalogFn catalog, queue::WorkerRegistry* workers);
+  AdminApi(AdminOptions options, kvStore* models, kvStore* keys, jsCtx* js, CatalogFn catalog,
+           queue::WorkerRegistry* workers);
   ~AdminApi();
 
   static bool Handles(std::string_view path);
-  // From any thread; `respond` is called from the admin thread.
+  // From any thread, for an authorized request; `respond` is called from
+  // the admin thread.
   void Handle(HttpRequest&& req, Responder respond);
 
  private:
-  Status Authorize(const HttpRequest& req) const;
   HttpResponse Serve(const HttpRequest& req);  // on the admin thread
+  HttpResponse ServeKeys(const HttpRequest& req, std::string_view rest, const std::string& request_id);
 
   const AdminOptions options_;
   kvStore* const models_;
+  kvStore* const keys_;
   jsCtx* const js_;
   const CatalogFn catalog_;
   queue::WorkerRegistry* const workers_;

@@ -33,14 +33,26 @@ Status Gateway::ConnectControlPlane() {
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());
-  admin_ = std::make_unique<AdminApi>(AdminOptions{options_.admin_token, options_.stream_limits},
-                                      control_.models.get(), control_.js.get(),
+  auto keys_bucket = queue::OpenKeysBucket(control_.js.get());
+  if (!keys_bucket.ok()) return keys_bucket.status();
+  keys_bucket_ = std::move(keys_bucket).value();
+  if (options_.auth == AuthMode::kKeys) {
+    // Fail closed: a gateway that cannot read its keys does not start.
+    auto ring = queue::KeyRing::Open(keys_bucket_.get(), control_.nc.get());
+    if (!ring.ok()) return ring.status();
+    keys_ = std::move(ring).value();
+  }
+  admin_ = std::make_unique<AdminApi>(AdminOptions{options_.stream_limits}, control_.models.get(),
+                                      keys_bucket_.get(), control_.js.get(),
                                       [this] { return catalog_->Snapshot(); }, workers_.get());
   dead_letters_ = std::make_unique<DeadLetters>(control_.nc.get(), control_.js.get());
   return dead_letters_->Start();
 }
 
 Status Gateway::Init() {
+  if (options_.auth == AuthMode::kKeys && options_.in_process) {
+    return InvalidInput("--auth keys needs NATS (the shoal_keys bucket): not with --in-process");
+  }
   Router::CatalogFn catalog_fn;
   if (options_.in_process) {
     auto specs = LoadModelProfiles(options_.models_dir);
@@ -91,13 +103,12 @@ Status Gateway::Init() {
     lanes_.push_back(std::move(lane));
   }
 
+  auth_ = std::make_unique<Authenticator>(options_.auth, options_.admin_token, keys_.get());
   router_ = std::make_unique<Router>(
       RouterOptions{.limits = options_.limits, .default_timeout = options_.default_timeout},
-      catalog_fn, [this] { return Ready(); }, std::move(router_lanes));
+      catalog_fn, [this] { return Ready(); }, std::move(router_lanes), &limiter_);
   auto server = HttpServer::Start(options_.http, loops, [this](size_t lane, HttpRequest&& req, Responder r) {
-    if (!AdminApi::Handles(req.path)) return router_->Handle(lane, std::move(req), std::move(r));
-    if (admin_) return admin_->Handle(std::move(req), std::move(r));
-    r(ErrorResponse(Status(Code::kNotFound, "no admin API in in-process mode (no catalog to change)"), ""));
+    Serve(lane, std::move(req), std::move(r));
   });
   if (!server.ok()) return server.status();
   server_ = std::move(server).value();
@@ -106,9 +117,31 @@ Status Gateway::Init() {
                      : options_.dispatch == DispatchMode::kPushRoundRobin       ? ", push baseline: round-robin"
                      : options_.dispatch == DispatchMode::kPushLeastOutstanding ? ", push baseline: least outstanding"
                                                                                 : "";
-  spdlog::info("gateway {} listening on http://{}:{} ({} lane(s){})", options_.id, options_.http.host,
-               port(), lanes_.size(), mode);
+  spdlog::info("gateway {} listening on http://{}:{} ({} lane(s){}; auth: {}, at most {} requests in flight)",
+               options_.id, options_.http.host, port(), lanes_.size(), mode,
+               options_.auth == AuthMode::kKeys ? "API keys" : "none", options_.max_in_flight);
   return Status::Ok();
+}
+
+void Gateway::Serve(size_t lane, HttpRequest&& req, Responder respond) {
+  if (Router::IsProbe(req)) return router_->Handle(lane, std::move(req), std::move(respond));
+  auto ticket = admission_.TryAdmit();
+  if (!ticket) {
+    return respond(ErrorResponse(
+        Status(Code::kOverloaded, "the gateway has " + std::to_string(admission_.limit()) +
+                                      " requests in flight, its limit (--max-in-flight)"),
+        ""));
+  }
+  respond = Admitted(std::move(respond), std::move(*ticket));
+  if (AdminApi::Handles(req.path)) {
+    if (Status s = auth_->AuthorizeAdmin(req); !s.ok()) return respond(ErrorResponse(s, ""));
+    if (admin_) return admin_->Handle(std::move(req), std::move(respond));
+    return respond(
+        ErrorResponse(Status(Code::kNotFound, "no admin API in in-process mode (no catalog to change)"), ""));
+  }
+  auto caller = auth_->Authenticate(req);
+  if (!caller.ok()) return respond(ErrorResponse(caller.status(), ""));
+  router_->Handle(lane, std::move(req), std::move(respond), *caller);
 }
 
 void Gateway::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot) {

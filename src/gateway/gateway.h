@@ -5,8 +5,15 @@
 // (_INBOX.<gateway-id>-<n>.>), the requests it has in flight and their
 // deadlines: a request is read, published, collected and answered on one
 // thread, with no locks and no hand-offs (Seastar-style shared nothing).
-// Shared, thread-safe state is only the catalog and the worker registry,
-// both fed by KV watches on their own threads.
+// Shared, thread-safe state is only the catalog, the worker registry and
+// the API keys (fed by KV watches on their own threads), the rate limiter,
+// and the admission counter.
+//
+// Every request but the probes passes, in order: admission (a bound on
+// requests in flight: 503 OVERLOADED; admission.h), authentication (401/403,
+// or 503 when the keys cannot be read; auth.h), then the router — which
+// checks the key's model scope (403) and its rate limits (429;
+// rate_limiter.h) — or the admin API.
 #pragma once
 
 #include <atomic>
@@ -18,13 +25,17 @@
 
 #include "common/event_loop.h"
 #include "gateway/admin_api.h"
+#include "gateway/admission.h"
+#include "gateway/auth.h"
 #include "gateway/dead_letters.h"
 #include "gateway/dispatcher.h"
 #include "gateway/http_server.h"
 #include "gateway/pending.h"
+#include "gateway/rate_limiter.h"
 #include "gateway/router.h"
 #include "queue/catalog.h"
 #include "queue/control_plane.h"
+#include "queue/keys.h"
 #include "queue/nats.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
@@ -45,9 +56,15 @@ struct GatewayOptions {
   // product), or the push baseline (push_dispatcher.h) for benchmarks.
   DispatchMode dispatch = DispatchMode::kPull;
   queue::StreamLimits stream_limits;
-  // Who may use /v1/admin (admin_api.h): holders of this token, or, when it
-  // is empty, clients on this machine.
+  // Who may call (auth.h): kNone leaves the data routes open; kKeys needs
+  // an API key of the shoal_keys bucket on every route but the probes.
+  AuthMode auth = AuthMode::kNone;
+  // Acts as an admin key for every model; with auth none, the only way to
+  // the admin routes from another machine (else local clients only).
   std::string admin_token;
+  // Requests in flight at once, over all lanes; past it 503 OVERLOADED.
+  // 0: unbounded.
+  size_t max_in_flight = 4096;
 };
 
 class Gateway {
@@ -69,26 +86,36 @@ class Gateway {
     std::unique_ptr<Dispatcher> dispatcher;
   };
 
-  explicit Gateway(GatewayOptions options) : options_(std::move(options)) {}
+  explicit Gateway(GatewayOptions options)
+      : options_(std::move(options)), admission_(options_.max_in_flight) {}
   Status Init();
   Status ConnectControlPlane();
+  // The HTTP server's handler: admission, authentication, then the route.
+  void Serve(size_t lane, HttpRequest&& req, Responder respond);
   void OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot);
   void Sweep(Lane& lane);
   size_t InFlight() const;
   bool Ready() const;
 
   GatewayOptions options_;
+  // Before anything that may hold a ticket (connections, the admin thread),
+  // so that it outlives them.
+  Admission admission_;
   // Control plane: KV buckets and watches, on a connection of their own.
   queue::ControlPlane control_;
   std::unique_ptr<queue::Catalog> catalog_;
   std::shared_ptr<const queue::CatalogSnapshot> static_catalog_;  // in-process mode
   std::unique_ptr<queue::WorkerRegistry> workers_;
+  queue::KvStorePtr keys_bucket_;          // shoal_keys; not in in-process mode
+  std::unique_ptr<queue::KeyRing> keys_;   // auth keys only
   std::unique_ptr<DeadLetters> dead_letters_;
   std::unique_ptr<AdminApi> admin_;  // not in in-process mode
   std::mutex pools_mu_;
   std::set<std::string> pools_;  // work streams ensured; guarded by pools_mu_
 
   // Data plane.
+  std::unique_ptr<Authenticator> auth_;
+  RateLimiter limiter_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<HttpServer> server_;

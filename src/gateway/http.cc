@@ -11,10 +11,10 @@ HttpResponse JsonResponse(int status, std::string body) {
   return r;
 }
 
-HttpResponse ErrorResponse(const Status& status, std::string_view request_id) {
+HttpResponse ErrorResponse(const Status& status, std::string_view request_id, int64_t retry_after_s) {
   HttpResponse r = JsonResponse(wire::HttpStatus(status.code()), wire::ErrorBody(status, request_id));
   if (!request_id.empty()) r.headers.emplace_back("X-Shoal-Request-Id", std::string(request_id));
-  if (wire::WantsRetryAfter(status.code())) r.headers.emplace_back("Retry-After", "1");
+  if (wire::WantsRetryAfter(status.code())) r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
   return r;
 }
 

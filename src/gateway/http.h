@@ -3,6 +3,7 @@
 // translation unit takes ~10 s to compile here).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -55,8 +56,8 @@ using Responder = std::function<void(HttpResponse)>;
 
 HttpResponse JsonResponse(int status, std::string body);
 // The error contract: status from the code, JSON error body, Retry-After
-// where the code asks for it.
-HttpResponse ErrorResponse(const Status& status, std::string_view request_id);
+// (`retry_after_s` seconds) where the code asks for it.
+HttpResponse ErrorResponse(const Status& status, std::string_view request_id, int64_t retry_after_s = 1);
 
 // Server-Sent Events. The head of an event stream (text/event-stream,
 // Cache-Control: no-cache, more = true) with `events` as its first part.

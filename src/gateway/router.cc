@@ -14,15 +14,32 @@ bool Contains(std::string_view haystack, std::string_view needle) {
   return haystack.find(needle) != std::string_view::npos;
 }
 
+Status OutOfScope(const Caller& caller, std::string_view model_id) {
+  return Status(Code::kForbidden, "key '" + caller.key->name + "' may not use model '" + std::string(model_id) + "'");
+}
+
+// What a request costs in estimated tokens: its items' estimates.
+uint32_t Cost(const wire::WorkRequest& r) {
+  uint64_t sum = 0;
+  for (const auto& item : r.items) sum += item.cost;
+  return static_cast<uint32_t>(std::min<uint64_t>(sum, UINT32_MAX));
+}
+
 }  // namespace
 
-Router::Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, std::vector<RouterLane> lanes)
+Router::Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, std::vector<RouterLane> lanes,
+               RateLimiter* limiter)
     : options_(std::move(options)),
       catalog_(std::move(catalog)),
       ready_(std::move(ready)),
-      lanes_(std::move(lanes)) {}
+      lanes_(std::move(lanes)),
+      limiter_(limiter) {}
 
-void Router::Handle(size_t lane_index, HttpRequest&& req, Responder respond) {
+bool Router::IsProbe(const HttpRequest& req) {
+  return req.method == "GET" && (req.path == "/healthz" || req.path == "/readyz");
+}
+
+void Router::Handle(size_t lane_index, HttpRequest&& req, Responder respond, const Caller& caller) {
   RouterLane& lane = lanes_[lane_index];
   const std::string_view path = req.path;
   if (req.method == "POST") {
@@ -35,19 +52,19 @@ void Router::Handle(size_t lane_index, HttpRequest&& req, Responder respond) {
     for (const auto& [prefix, route] : kModelRoutes) {
       if (path.starts_with(prefix)) {
         const std::string model(path.substr(prefix.size()));
-        return Submit(lane, std::move(req), std::move(respond), route, model);
+        return Submit(lane, std::move(req), std::move(respond), caller, route, model);
       }
     }
-    if (path == "/v1/embeddings") return Submit(lane, std::move(req), std::move(respond), Route::kEmbeddings, {});
-    if (path == "/v1/rerank") return Submit(lane, std::move(req), std::move(respond), Route::kRerank, {});
+    if (path == "/v1/embeddings") return Submit(lane, std::move(req), std::move(respond), caller, Route::kEmbeddings, {});
+    if (path == "/v1/rerank") return Submit(lane, std::move(req), std::move(respond), caller, Route::kRerank, {});
     if (path == "/v1/chat/completions") {
-      return Submit(lane, std::move(req), std::move(respond), Route::kChat, {});
+      return Submit(lane, std::move(req), std::move(respond), caller, Route::kChat, {});
     }
     if (path == "/v1/completions") {
-      return Submit(lane, std::move(req), std::move(respond), Route::kCompletions, {});
+      return Submit(lane, std::move(req), std::move(respond), caller, Route::kCompletions, {});
     }
   }
-  if (req.method == "GET" && path == "/v1/models") return respond(ListModels(lane));
+  if (req.method == "GET" && path == "/v1/models") return respond(ListModels(lane, caller));
   if (req.method == "GET" && path == "/healthz") return respond(JsonResponse(200, "{\"status\":\"ok\"}"));
   if (req.method == "GET" && path == "/readyz") {
     return respond(ready_() ? JsonResponse(200, "{\"status\":\"ready\"}")
@@ -127,7 +144,7 @@ Status Router::PrepareGeneration(PendingRequest* p) const {
   return Status::Ok();
 }
 
-void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Route route,
+void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, const Caller& caller, Route route,
                     std::string_view model_id) {
   auto p = std::make_shared<PendingRequest>();
   p->seq = lane.next_seq++;
@@ -154,6 +171,7 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Rout
   const bool model_in_body = route == Route::kEmbeddings || route == Route::kRerank ||
                              route == Route::kChat || route == Route::kCompletions;
   if (!model_in_body) {
+    if (!caller.MayUse(model_id)) return fail(OutOfScope(caller, model_id));
     p->model = FindModel(model_id);
     if (!p->model) {
       return fail(Status(Code::kModelNotFound, "model '" + std::string(model_id) + "' is not in the catalog"));
@@ -163,6 +181,7 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Rout
   if (!parsed.ok()) return fail(parsed);
   if (model_in_body) {
     const std::string& id = generates ? p->generation->request.model : p->request.model;
+    if (!caller.MayUse(id)) return fail(OutOfScope(caller, id));
     p->model = FindModel(id);
     if (!p->model) return fail(Status(Code::kModelNotFound, "model '" + id + "' is not in the catalog"));
   }
@@ -176,6 +195,13 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Rout
   }
   if (generates) {
     if (Status s = PrepareGeneration(p.get()); !s.ok()) return fail(s);
+  }
+  if (caller.key && limiter_) {
+    const RateDecision d = limiter_->Admit(*caller.key, Cost(p->request), SteadyClock::now());
+    if (!d.admitted) {
+      return respond(ErrorResponse(Status(Code::kRateLimited, "key '" + caller.key->name + "': " + d.reason), p->id,
+                                   d.retry_after.count()));
+    }
   }
 
   const auto elapsed = SteadyClock::now() - p->received;
@@ -199,13 +225,14 @@ void Router::OnHangup(RouterLane& lane, uint64_t seq) {
   lane.table->Finish(*p, ErrorResponse(Status(Code::kDeadlineExceeded, "the client hung up"), p->id));
 }
 
-HttpResponse Router::ListModels(const RouterLane& lane) const {
+HttpResponse Router::ListModels(const RouterLane& lane, const Caller& caller) const {
   auto snapshot = catalog_();
   std::string out;
   wire::JsonWriter w(&out);
   w.Raw("{\"object\":\"list\",\"data\":[");
   bool first = true;
   for (const auto& [id, spec] : *snapshot) {
+    if (!caller.MayUse(id)) continue;
     if (!first) w.Char(',');
     first = false;
     w.Raw("{\"id\":");

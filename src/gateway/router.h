@@ -17,8 +17,16 @@
 //   POST /v1/completions      OpenAI completions   │ JSON or SSE when "stream";
 //   POST /v1/generate/{model} native               ┘ gateway/generation.h
 //
+// Who may use which model: the Caller (gateway/auth.h), authenticated by the
+// gateway before Handle — a model outside its key's scope is 403 FORBIDDEN
+// (checked before the model is looked up, so a key learns nothing of models
+// outside its scope), /v1/models lists only the models it may use. A key
+// with limits is charged (gateway/rate_limiter.h) once its body is parsed
+// and its cost known: 429 RATE_LIMITED with Retry-After when over them.
+//
 // Threading: Handle(lane, ...) runs on that lane's loop thread; lanes run
-// concurrently and share nothing but the catalog (thread-safe).
+// concurrently and share nothing but the catalog and the rate limiter (both
+// thread-safe).
 #pragma once
 
 #include <chrono>
@@ -27,9 +35,11 @@
 #include <string>
 #include <vector>
 
+#include "gateway/auth.h"
 #include "gateway/dispatcher.h"
 #include "gateway/http.h"
 #include "gateway/pending.h"
+#include "gateway/rate_limiter.h"
 #include "queue/catalog.h"
 
 namespace shoal::gateway {
@@ -56,9 +66,14 @@ class Router {
   using CatalogFn = std::function<std::shared_ptr<const queue::CatalogSnapshot>()>;
   using ReadyFn = std::function<bool()>;
 
-  Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, std::vector<RouterLane> lanes);
+  // `limiter` may be null (no rate limits); not owned, it outlives this.
+  Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, std::vector<RouterLane> lanes,
+         RateLimiter* limiter = nullptr);
 
-  void Handle(size_t lane, HttpRequest&& req, Responder respond);
+  // The probes (/healthz, /readyz): open to all, never refused for load.
+  static bool IsProbe(const HttpRequest& req);
+
+  void Handle(size_t lane, HttpRequest&& req, Responder respond, const Caller& caller = {});
 
  private:
   enum class Route {
@@ -68,7 +83,7 @@ class Router {
   static bool Generates(Route route) {
     return route == Route::kChat || route == Route::kCompletions || route == Route::kGenerate;
   }
-  void Submit(RouterLane& lane, HttpRequest&& req, Responder respond, Route route,
+  void Submit(RouterLane& lane, HttpRequest&& req, Responder respond, const Caller& caller, Route route,
               std::string_view model_id);
   // Parses the body into p->request and picks the response format.
   Status Parse(Route route, const HttpRequest& req, PendingRequest* p) const;
@@ -76,7 +91,7 @@ class Router {
   Status ParseGeneration(Route route, std::string_view model_id, PendingRequest* p) const;
   // Makes p->generation's work message p's one item.
   Status PrepareGeneration(PendingRequest* p) const;
-  HttpResponse ListModels(const RouterLane& lane) const;
+  HttpResponse ListModels(const RouterLane& lane, const Caller& caller) const;
   // The client of request `seq` hung up: its items need not run.
   void OnHangup(RouterLane& lane, uint64_t seq);
   std::shared_ptr<const ModelSpec> FindModel(std::string_view id) const;
@@ -85,6 +100,7 @@ class Router {
   const CatalogFn catalog_;
   const ReadyFn ready_;
   std::vector<RouterLane> lanes_;
+  RateLimiter* const limiter_;
 };
 
 }  // namespace shoal::gateway

@@ -30,6 +30,7 @@ void KvWatch::Run() {
     if (s == NATS_TIMEOUT) continue;
     if (s != NATS_OK) {
       if (!stop_) spdlog::warn("kv watch ended: {}", natsStatus_GetText(s));
+      ended_ = true;
       return;
     }
     if (e == nullptr) {  // the end of the initial values

@@ -3,7 +3,8 @@
 //
 // Threading: `on_entry` and `on_ready` run on the watch thread, one at a time.
 // `on_ready` runs once, after the values that existed when the watch began.
-// The destructor stops the watcher and joins the thread.
+// ended() may be read from any thread. The destructor stops the watcher and
+// joins the thread.
 #pragma once
 
 #include <atomic>
@@ -31,6 +32,9 @@ class KvWatch {
   static Result<std::unique_ptr<KvWatch>> Start(kvStore* kv, OnEntry on_entry, OnReady on_ready);
   ~KvWatch();
 
+  // Whether the watch gave up (the watcher failed): no more changes come.
+  bool ended() const { return ended_.load(); }
+
   KvWatch(const KvWatch&) = delete;
   KvWatch& operator=(const KvWatch&) = delete;
 
@@ -42,6 +46,7 @@ class KvWatch {
   OnEntry on_entry_;
   OnReady on_ready_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> ended_{false};
   std::thread thread_;
 };
 

@@ -30,6 +30,36 @@ Status AddOrUpdateStream(jsCtx* js, jsStreamConfig* cfg) {
   return Status::Ok();
 }
 
+// The work stream's configuration, with the strings it points to.
+struct WorkStreamConfig {
+  WorkStreamConfig(std::string_view pool, const StreamLimits& limits)
+      : name(wire::WorkStreamName(pool)), subject(wire::WorkSubjectFilter(pool)) {
+    subjects[0] = subject.c_str();
+    jsStreamConfig_Init(&cfg);
+    cfg.Name = name.c_str();
+    cfg.Subjects = subjects;
+    cfg.SubjectsLen = 1;
+    cfg.Retention = js_WorkQueuePolicy;
+    cfg.Storage = limits.memory_storage ? js_MemoryStorage : js_FileStorage;
+    cfg.MaxMsgs = limits.max_msgs;
+    cfg.MaxBytes = limits.max_bytes;
+    cfg.MaxAge = limits.max_age_ms * kNsPerMs;
+    cfg.Discard = js_DiscardNew;
+    // Without DiscardNewPerSubject a model at its bound would silently lose
+    // its oldest waiting request; with it the new one is refused and the
+    // client hears 503 OVERLOADED (nats-server 2.9+).
+    cfg.MaxMsgsPerSubject = limits.max_msgs_per_subject;
+    cfg.DiscardNewPerSubject = limits.max_msgs_per_subject > 0;
+    cfg.Duplicates = 120'000 * kNsPerMs;
+  }
+  WorkStreamConfig(const WorkStreamConfig&) = delete;
+  WorkStreamConfig& operator=(const WorkStreamConfig&) = delete;
+
+  std::string name, subject;
+  const char* subjects[1];
+  jsStreamConfig cfg;
+};
+
 }  // namespace
 
 Result<JsCtxPtr> NewJetStream(natsConnection* nc) {
@@ -44,22 +74,21 @@ Result<JsCtxPtr> NewJetStream(natsConnection* nc) {
 }
 
 Status EnsureWorkStream(jsCtx* js, std::string_view pool, const StreamLimits& limits) {
-  const std::string name = wire::WorkStreamName(pool);
-  const std::string subject = wire::WorkSubjectFilter(pool);
-  const char* subjects[] = {subject.c_str()};
-  jsStreamConfig cfg;
-  jsStreamConfig_Init(&cfg);
-  cfg.Name = name.c_str();
-  cfg.Subjects = subjects;
-  cfg.SubjectsLen = 1;
-  cfg.Retention = js_WorkQueuePolicy;
-  cfg.Storage = limits.memory_storage ? js_MemoryStorage : js_FileStorage;
-  cfg.MaxMsgs = limits.max_msgs;
-  cfg.MaxBytes = limits.max_bytes;
-  cfg.MaxAge = limits.max_age_ms * kNsPerMs;
-  cfg.Discard = js_DiscardNew;
-  cfg.Duplicates = 120'000 * kNsPerMs;
-  return AddOrUpdateStream(js, &cfg);
+  WorkStreamConfig c(pool, limits);
+  return AddOrUpdateStream(js, &c.cfg);
+}
+
+Status EnsureWorkStreamExists(jsCtx* js, std::string_view pool, const StreamLimits& limits) {
+  WorkStreamConfig c(pool, limits);
+  jsStreamInfo* si = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_AddStream(&si, js, &c.cfg, nullptr, &code);
+  if (s == NATS_OK) {
+    jsStreamInfo_Destroy(si);
+    return Status::Ok();
+  }
+  if (code == JSStreamNameExistErr) return Status::Ok();  // someone's limits stand
+  return JsError(s, code, "stream " + c.name);
 }
 
 Status EnsureDeadLetterStream(jsCtx* js) {

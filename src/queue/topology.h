@@ -6,7 +6,10 @@
 //   SHOAL_WORK_<pool>  WorkQueue stream on shoal.work.<pool>.>, file storage,
 //                      discard-new limits (a full stream rejects work, so the
 //                      gateway answers 503 OVERLOADED rather than queueing
-//                      without bound), 2-minute duplicate window.
+//                      without bound), 2-minute duplicate window. The limits
+//                      hold for the whole stream and per model (one subject
+//                      per model, discard-new per subject: one model's
+//                      backlog cannot fill the stream for the others).
 //   <model-token>      durable pull consumer per (pool, model), explicit ack,
 //                      AckWait and MaxDeliver from the model's profile.
 //   SHOAL_DLQ          messages that exhausted MaxDeliver (dead letters).
@@ -27,6 +30,8 @@ namespace shoal::queue {
 
 struct StreamLimits {
   int64_t max_msgs = 1'000'000;
+  // Per model (per subject): what one model may have waiting or running.
+  int64_t max_msgs_per_subject = 100'000;
   int64_t max_bytes = int64_t{1} << 30;
   int64_t max_age_ms = 3'600'000;
   bool memory_storage = false;  // file storage survives a nats-server restart
@@ -34,7 +39,13 @@ struct StreamLimits {
 
 Result<JsCtxPtr> NewJetStream(natsConnection* nc);
 
+// The gateways own the work streams' limits (`shoal gateway
+// --max-queued-per-model`): EnsureWorkStream creates the stream or updates
+// it to `limits`. Everyone else (workers, `shoal models add`) only makes
+// sure it exists — creating it with `limits` when missing, leaving an
+// existing one as it is — so that they do not undo the gateways' limits.
 Status EnsureWorkStream(jsCtx* js, std::string_view pool, const StreamLimits& limits);
+Status EnsureWorkStreamExists(jsCtx* js, std::string_view pool, const StreamLimits& limits);
 Status EnsureConsumer(jsCtx* js, const ModelSpec& spec);
 Status EnsureDeadLetterStream(jsCtx* js);
 

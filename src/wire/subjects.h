@@ -16,6 +16,7 @@ namespace shoal::wire {
 
 inline constexpr std::string_view kModelsBucket = "shoal_models";
 inline constexpr std::string_view kWorkersBucket = "shoal_workers";
+inline constexpr std::string_view kKeysBucket = "shoal_keys";  // API keys (queue/keys.h)
 inline constexpr std::string_view kDeadLetterStream = "SHOAL_DLQ";
 
 // Model ids: 1..128 bytes of [A-Za-z0-9._/-], not starting with '.' or '/'.

@@ -30,7 +30,7 @@ Status Worker::Init() {
   if (!control.ok()) return control.status();
   control_ = std::move(control).value();
   SHOAL_RETURN_IF_ERROR(
-      queue::EnsureWorkStream(control_.js.get(), options_.pool, options_.stream_limits));
+      queue::EnsureWorkStreamExists(control_.js.get(), options_.pool, options_.stream_limits));
 
   pull_ = std::make_unique<queue::PullSubscriber>(
       "_SHOAL.pull." + options_.id,

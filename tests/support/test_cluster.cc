@@ -70,7 +70,7 @@ void TestCluster::Register(const std::string& yaml) {
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     spec->memory_bytes = (*model)->memory_bytes();
   }
-  ASSERT_TRUE(queue::EnsureWorkStream(control_.js.get(), spec->pool, {}).ok());
+  ASSERT_TRUE(queue::EnsureWorkStreamExists(control_.js.get(), spec->pool, {}).ok());
   ASSERT_TRUE(queue::PutModel(control_.models.get(), *spec).ok());
 }
 
