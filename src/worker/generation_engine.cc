@@ -198,10 +198,10 @@ void GenerationEngine::Admit() {
       waiting_.pop_front();
     }
     if (!s->prepared && !Prepare(*s)) continue;
-    // Room for everything it has (prompt, and after a preemption what it
-    // generated) plus the next position; a shared prefix comes cached.
-    // And leave a block per running sequence (each may need one next step):
-    // else the newcomer would be preempted at once to make that room.
+    // Room for everything it has (its prompt, and after a preemption what
+    // it generated) plus the next position — a shared prefix comes cached —
+    // while a block per running sequence stays free: each may need one at
+    // the next step, and the newcomer would be preempted at once for it.
     const uint32_t adopted = blocks_.AdoptPrefix(s->tokens, &s->table);
     if (!blocks_.Grow(&s->table, static_cast<uint32_t>(s->tokens.size()) + 1) ||
         blocks_.available() < running_.size()) {
