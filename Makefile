@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build up test bench bench-encoders bench-fleet bench-residency bench-generation clean
+.PHONY: all setup build up test fuzz bench bench-encoders bench-fleet bench-residency bench-generation clean
 
 all: build
 
@@ -20,6 +20,12 @@ up: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Every fuzz target for FUZZ_SECONDS each (clang + libFuzzer, in build-fuzz/);
+# `make test` runs them for 10 s each. See docs/operations.md "Fuzzing".
+FUZZ_SECONDS ?= 300
+fuzz: setup
+	scripts/fuzz $(FUZZ_SECONDS) --out build-fuzz/fuzz.json
 
 bench: build
 	scripts/bench-serving-plane

@@ -69,9 +69,10 @@ Result<uint64_t> CheckModel(const ModelSpec& spec) {
   return static_cast<uint64_t>((*model)->memory_bytes());
 }
 
-Result<CatalogAdmin> CatalogAdmin::Connect(const std::string& nats_url) {
+Result<CatalogAdmin> CatalogAdmin::Connect(const std::string& nats_url,
+                                           const queue::NatsSecurity& security) {
   CatalogAdmin a;
-  auto control = queue::ControlPlane::Connect(nats_url, "shoal-admin");
+  auto control = queue::ControlPlane::Connect(nats_url, "shoal-admin", security);
   if (!control.ok()) return control.status();
   a.owned_ = std::move(control).value();
   a.models_ = a.owned_.models.get();

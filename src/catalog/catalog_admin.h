@@ -30,7 +30,8 @@ namespace shoal::catalog {
 class CatalogAdmin {
  public:
   // Over a connection of its own.
-  static Result<CatalogAdmin> Connect(const std::string& nats_url);
+  static Result<CatalogAdmin> Connect(const std::string& nats_url,
+                                      const queue::NatsSecurity& security = {});
   // Over the caller's bucket and JetStream context (not owned).
   CatalogAdmin(kvStore* models, jsCtx* js) : models_(models), js_(js) {}
 

@@ -18,12 +18,22 @@ void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* o) {
       ->capture_default_str();
 }
 
+void AddHttpsOptions(CLI::App* sub, gateway::HttpServerOptions* http) {
+  auto* cert = sub->add_option("--tls-cert", http->tls_cert_file,
+                               "serve HTTPS with this certificate chain (PEM; with --tls-key)");
+  auto* key = sub->add_option("--tls-key", http->tls_key_file, "private key (PEM) of --tls-cert");
+  cert->needs(key);
+  key->needs(cert);
+}
+
 Subcommand AddGateway(CLI::App& app) {
   auto* sub = app.add_subcommand("gateway", "Run a gateway (the HTTP edge) against a NATS cluster");
   auto opts = std::make_shared<gateway::GatewayOptions>();
   opts->nats_url = "nats://127.0.0.1:4222";
   auto timeout_ms = std::make_shared<int64_t>(30000);
-  sub->add_option("--nats", opts->nats_url, "NATS URL")->capture_default_str();
+  sub->add_option("--nats", opts->nats_url, "NATS URL (tls://... for TLS)")->capture_default_str();
+  AddNatsSecurityOptions(sub, &opts->nats_security);
+  AddHttpsOptions(sub, &opts->http);
   sub->add_option("--host", opts->http.host, "listen address")->capture_default_str();
   sub->add_option("--port", opts->http.port, "listen port (0: any free port)")->capture_default_str();
   sub->add_option("--io-threads", opts->http.io_threads, "HTTP I/O threads")->capture_default_str();

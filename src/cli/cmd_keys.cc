@@ -27,9 +27,9 @@ struct KeysBucket {
   queue::KvStorePtr kv;
 };
 
-Result<KeysBucket> ConnectKeys(const std::string& url) {
+Result<KeysBucket> ConnectKeys(const std::string& url, const queue::NatsSecurity& security) {
   KeysBucket b;
-  SHOAL_ASSIGN_OR_RETURN(b.nc, queue::Connect({.url = url, .name = "shoal-keys"}));
+  SHOAL_ASSIGN_OR_RETURN(b.nc, queue::Connect({.url = url, .security = security, .name = "shoal-keys"}));
   SHOAL_ASSIGN_OR_RETURN(b.js, queue::NewJetStream(b.nc.get()));
   SHOAL_ASSIGN_OR_RETURN(b.kv, queue::OpenKeysBucket(b.js.get()));
   return b;
@@ -59,7 +59,9 @@ Subcommand AddKeys(CLI::App& app) {
   auto* sub = app.add_subcommand("keys", "API keys for gateways run with --auth keys: create, list, remove");
   sub->require_subcommand(1);
   auto nats = std::make_shared<std::string>("nats://127.0.0.1:4222");
-  sub->add_option("--nats", *nats, "NATS URL")->capture_default_str();
+  sub->add_option("--nats", *nats, "NATS URL (tls://... for TLS)")->capture_default_str();
+  auto security = std::make_shared<queue::NatsSecurity>();
+  AddNatsSecurityOptions(sub, security.get());
 
   auto* create = sub->add_subcommand("create", "Make a key; prints its secret, once");
   auto key = std::make_shared<queue::ApiKey>();
@@ -79,7 +81,7 @@ Subcommand AddKeys(CLI::App& app) {
   rm->add_option("name", *target, "the key's name")->required();
 
   return {sub, [=] {
-            auto bucket = ConnectKeys(*nats);
+            auto bucket = ConnectKeys(*nats, *security);
             if (!bucket.ok()) return Fail(bucket.status());
             if (create->parsed()) {
               auto scope = queue::ParseModelScope(*models);

@@ -28,7 +28,9 @@ Subcommand AddModels(CLI::App& app) {
   auto* sub = app.add_subcommand("models", "The model catalog: add, list, pin, remove");
   sub->require_subcommand(1);
   auto nats = std::make_shared<std::string>("nats://127.0.0.1:4222");
-  sub->add_option("--nats", *nats, "NATS URL")->capture_default_str();
+  sub->add_option("--nats", *nats, "NATS URL (tls://... for TLS)")->capture_default_str();
+  auto security = std::make_shared<queue::NatsSecurity>();
+  AddNatsSecurityOptions(sub, security.get());
 
   auto* add = sub->add_subcommand(
       "add", "Register models: a model directory (Hugging Face layout, optional shoal.yaml) or a profile file");
@@ -50,7 +52,7 @@ Subcommand AddModels(CLI::App& app) {
             if (add->parsed() && !id->empty() && paths->size() > 1) {
               return Fail(InvalidInput("--id names one model; give one path"));
             }
-            auto admin = catalog::CatalogAdmin::Connect(*nats);
+            auto admin = catalog::CatalogAdmin::Connect(*nats, *security);
             if (!admin.ok()) return Fail(admin.status());
             if (add->parsed()) {
               for (const auto& path : *paths) {

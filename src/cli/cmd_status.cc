@@ -55,10 +55,12 @@ Subcommand AddStatus(CLI::App& app) {
   auto* sub = app.add_subcommand("status", "The cluster: workers, memory, loaded models, what waits");
   auto nats = std::make_shared<std::string>("nats://127.0.0.1:4222");
   auto as_json = std::make_shared<bool>(false);
-  sub->add_option("--nats", *nats, "NATS URL")->capture_default_str();
+  sub->add_option("--nats", *nats, "NATS URL (tls://... for TLS)")->capture_default_str();
+  auto security = std::make_shared<queue::NatsSecurity>();
+  AddNatsSecurityOptions(sub, security.get());
   sub->add_flag("--json", *as_json, "print what GET /v1/cluster answers");
   return {sub, [=] {
-            auto control = queue::ControlPlane::Connect(*nats, "shoal-status");
+            auto control = queue::ControlPlane::Connect(*nats, "shoal-status", *security);
             if (!control.ok()) {
               std::cerr << "error: " << control.status().ToString() << "\n";
               return 1;

@@ -17,6 +17,7 @@ namespace {
 
 struct UpOptions {
   std::string nats_url;  // empty: start our own nats-server
+  queue::NatsSecurity nats_security;  // for --nats
   std::string data_dir = "var";
   std::string models_dir;
   int nats_port = 0;
@@ -47,7 +48,7 @@ int Up(UpOptions& o) {
     return 1;
   }
   {
-    auto admin = catalog::CatalogAdmin::Connect(url);
+    auto admin = catalog::CatalogAdmin::Connect(url, o.nats_security);
     if (!admin.ok()) {
       spdlog::error("up: {}", admin.status().ToString());
       return 1;
@@ -62,19 +63,21 @@ int Up(UpOptions& o) {
   }
 
   o.worker.nats_url = url;
+  o.worker.nats_security = o.nats_security;
   auto w = worker::Worker::Start(o.worker);
   if (!w.ok()) {
     spdlog::error("up: worker: {}", w.status().ToString());
     return 1;
   }
   o.gateway.nats_url = url;
+  o.gateway.nats_security = o.nats_security;
   auto gw = gateway::Gateway::Start(o.gateway);
   if (!gw.ok()) {
     spdlog::error("up: gateway: {}", gw.status().ToString());
     (*w)->Drain(std::chrono::seconds(5));
     return 1;
   }
-  const std::string http = "http://" + o.gateway.http.host + ":" + std::to_string((*gw)->port());
+  const std::string http = (o.gateway.http.tls_cert_file.empty() ? "http://" : "https://") + o.gateway.http.host + ":" + std::to_string((*gw)->port());
   std::printf("\nShoal is up at %s   (NATS %s)\n", http.c_str(), url.c_str());
   // The example uses a real embedder when there is one (not the identity runtime).
   auto example = std::find_if(specs->begin(), specs->end(),
@@ -110,6 +113,9 @@ Subcommand AddUp(CLI::App& app) {
   auto* sub = app.add_subcommand("up", "All-in-one: nats-server, the bundled models, a worker, a gateway");
   auto o = std::make_shared<UpOptions>();
   sub->add_option("--nats", o->nats_url, "use this NATS server instead of starting one");
+  // Security for --nats (a server `up` starts is loopback only, without TLS).
+  AddNatsSecurityOptions(sub, &o->nats_security);
+  AddHttpsOptions(sub, &o->gateway.http);
   sub->add_option("--nats-port", o->nats_port, "port for the nats-server it starts (0: free port)");
   sub->add_option("--data-dir", o->data_dir, "where the started nats-server keeps its data")->capture_default_str();
   sub->add_option("--models-dir", o->models_dir, "profiles to register (default: ./models)");

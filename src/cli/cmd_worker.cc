@@ -57,7 +57,8 @@ Subcommand AddWorker(CLI::App& app) {
   auto* sub = app.add_subcommand("worker", "Run a worker: pull, batch and run work for a pool's models");
   auto opts = std::make_shared<worker::WorkerOptions>();
   opts->nats_url = "nats://127.0.0.1:4222";
-  sub->add_option("--nats", opts->nats_url, "NATS URL")->capture_default_str();
+  sub->add_option("--nats", opts->nats_url, "NATS URL (tls://... for TLS)")->capture_default_str();
+  AddNatsSecurityOptions(sub, &opts->nats_security);
   sub->add_option("--pool", opts->pool, "the pool whose models it serves")->capture_default_str();
   sub->add_option("--model", opts->models, "serve only this model (repeatable)");
   sub->add_option("--executors", opts->executors, "batches run at once (devices)")->capture_default_str();

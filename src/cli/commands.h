@@ -39,6 +39,14 @@ void AddResidencyOptions(CLI::App* sub, worker::WorkerOptions* options);
 // usage error (the process does not start).
 void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* options);
 
+// --nats-ca, --nats-cert, --nats-key, --nats-user, --nats-password
+// (SHOAL_NATS_PASSWORD), --nats-creds: TLS and credentials for every NATS
+// connection of the subcommand (nats_options.cc).
+void AddNatsSecurityOptions(CLI::App* sub, queue::NatsSecurity* security);
+
+// --tls-cert, --tls-key: the gateway serves HTTPS; shared by `gateway` and `up`.
+void AddHttpsOptions(CLI::App* sub, gateway::HttpServerOptions* http);
+
 // The profiles directory: the flag's value, else ./models, else the source
 // tree's models/ (a binary run from build/).
 std::string DefaultModelsDir();

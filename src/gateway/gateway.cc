@@ -23,7 +23,8 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
 }
 
 Status Gateway::ConnectControlPlane() {
-  auto control = queue::ControlPlane::Connect(options_.nats_url, "shoal-gateway " + options_.id);
+  auto control = queue::ControlPlane::Connect(options_.nats_url, "shoal-gateway " + options_.id,
+                                              options_.nats_security);
   if (!control.ok()) return control.status();
   control_ = std::move(control).value();
   auto registry = queue::WorkerRegistry::Open(control_.workers.get());
@@ -80,7 +81,7 @@ Status Gateway::Init() {
       if (options_.dispatch == DispatchMode::kPull) {
         auto qd = std::make_unique<QueueDispatcher>(&lane->loop, lane_id, workers_.get(), &lane->pending,
                                                     QueueDispatcherOptions{options_.no_capacity_wait});
-        SHOAL_RETURN_IF_ERROR(qd->Start(options_.nats_url));
+        SHOAL_RETURN_IF_ERROR(qd->Start({.url = options_.nats_url, .security = options_.nats_security}));
         max_payload = qd->MaxPayload();
         lane->dispatcher = std::move(qd);
       } else {
@@ -89,7 +90,7 @@ Status Gateway::Init() {
                                                                              : PushPolicy::kRoundRobin;
         po.no_capacity_wait = options_.no_capacity_wait;
         auto pd = std::make_unique<PushDispatcher>(&lane->loop, lane_id, workers_.get(), &lane->pending, po);
-        SHOAL_RETURN_IF_ERROR(pd->Start(options_.nats_url));
+        SHOAL_RETURN_IF_ERROR(pd->Start({.url = options_.nats_url, .security = options_.nats_security}));
         max_payload = pd->MaxPayload();
         lane->dispatcher = std::move(pd);
       }
@@ -117,8 +118,8 @@ Status Gateway::Init() {
                      : options_.dispatch == DispatchMode::kPushRoundRobin       ? ", push baseline: round-robin"
                      : options_.dispatch == DispatchMode::kPushLeastOutstanding ? ", push baseline: least outstanding"
                                                                                 : "";
-  spdlog::info("gateway {} listening on http://{}:{} ({} lane(s){}; auth: {}, at most {} requests in flight)",
-               options_.id, options_.http.host, port(), lanes_.size(), mode,
+  spdlog::info("gateway {} listening on {}://{}:{} ({} lane(s){}; auth: {}, at most {} requests in flight)",
+               options_.id, options_.http.tls_cert_file.empty() ? "http" : "https", options_.http.host, port(), lanes_.size(), mode,
                options_.auth == AuthMode::kKeys ? "API keys" : "none", options_.max_in_flight);
   return Status::Ok();
 }

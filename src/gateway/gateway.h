@@ -44,7 +44,8 @@ namespace shoal::gateway {
 
 struct GatewayOptions {
   std::string nats_url;
-  HttpServerOptions http;
+  queue::NatsSecurity nats_security;  // TLS and credentials for every connection
+  HttpServerOptions http;  // with tls_cert_file/tls_key_file: HTTPS
   std::string id;  // default: random
   std::chrono::milliseconds default_timeout{30000};
   std::chrono::milliseconds no_capacity_wait{2000};

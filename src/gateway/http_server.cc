@@ -4,13 +4,17 @@
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <vector>
 
 #include "common/log.h"
@@ -23,10 +27,18 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+namespace ssl = asio::ssl;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 using asio::awaitable;
 using asio::use_awaitable;
 
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
+constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
+
+// Sessions are written once for both transports; these reach the TCP layer
+// (timeouts, the socket) of either.
+beast::tcp_stream& Tcp(beast::tcp_stream& s) { return s; }
+beast::tcp_stream& Tcp(TlsStream& s) { return beast::get_lowest_layer(s); }
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -58,10 +70,11 @@ std::string DecodePath(std::string_view target) {
 // response (or, streaming, each part) here and cancels the timer the
 // coroutine is waiting on. Used on the connection's loop only.
 struct ResponseSlot {
-  explicit ResponseSlot(asio::any_io_executor ex) : timer(ex) {
+  explicit ResponseSlot(asio::any_io_executor ex) : timer(ex), recheck(ex) {
     timer.expires_at(asio::steady_timer::time_point::max());
   }
   asio::steady_timer timer;
+  asio::steady_timer recheck;  // TLS hang-up watch (WatchForHangup)
   std::deque<HttpResponse> queue;  // posted, not yet written
   bool ended = false;              // the last one (more == false) was posted
 };
@@ -99,7 +112,8 @@ std::string ResponseHead(const HttpResponse& r, unsigned version, bool keep_aliv
   return head;
 }
 
-awaitable<boost::system::error_code> WriteResponse(beast::tcp_stream& stream, const HttpResponse& r,
+template <class Stream>
+awaitable<boost::system::error_code> WriteResponse(Stream& stream, const HttpResponse& r,
                                                    unsigned version, bool keep_alive) {
   const std::string head = ResponseHead(r, version, keep_alive);
   const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head), asio::buffer(r.body)};
@@ -113,9 +127,11 @@ awaitable<boost::system::error_code> WriteResponse(beast::tcp_stream& stream, co
 struct SessionContext {
   HttpServerOptions options;
   HttpServer::Handler handler;
+  std::unique_ptr<ssl::context> tls;  // HTTPS; null: plain HTTP
 };
 
-awaitable<void> WriteError(beast::tcp_stream& stream, const Status& status) {
+template <class Stream>
+awaitable<void> WriteError(Stream& stream, const Status& status) {
   co_await WriteResponse(stream, ErrorResponse(status, ""), 11, false);
 }
 
@@ -132,14 +148,45 @@ void RunHangup(const std::shared_ptr<std::function<void()>>& on_hangup) {
 // makes it readable; then the watch just ends). Session cancels the watch
 // before it writes a plain response, and after the last part of a streamed
 // one: reading and writing a socket at once is fine.
-void WatchForHangup(tcp::socket& socket, const std::shared_ptr<ResponseSlot>& slot,
+//
+// Over TLS a closing client usually sends a close_notify record before its
+// FIN, so "readable" comes with bytes that cannot be told from a pipelined
+// request without decrypting them. The socket is asked instead whether the
+// peer has shut down its side (POLLRDHUP), data queued or not; the FIN may
+// be a moment behind the close_notify, so it is asked again every 20 ms
+// while the response is pending (a pipelined request over TLS, rare, costs
+// that polling).
+bool PeerShutDown(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+void RecheckForHangup(int fd, const std::shared_ptr<ResponseSlot>& slot,
+                      const std::shared_ptr<std::function<void()>>& on_hangup) {
+  slot->recheck.expires_after(std::chrono::milliseconds(20));
+  slot->recheck.async_wait([fd, slot, on_hangup](boost::system::error_code ec) {
+    if (ec || slot->ended || !*on_hangup) return;
+    if (PeerShutDown(fd)) {
+      RunHangup(on_hangup);
+    } else {
+      RecheckForHangup(fd, slot, on_hangup);
+    }
+  });
+}
+
+void WatchForHangup(tcp::socket& socket, bool tls, const std::shared_ptr<ResponseSlot>& slot,
                     const std::shared_ptr<std::function<void()>>& on_hangup) {
   const int fd = socket.native_handle();
-  socket.async_wait(tcp::socket::wait_read, [fd, slot, on_hangup](boost::system::error_code ec) {
+  socket.async_wait(tcp::socket::wait_read, [fd, tls, slot, on_hangup](boost::system::error_code ec) {
     if (ec || slot->ended || !*on_hangup) return;
     char c;
     const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) RunHangup(on_hangup);
+    const bool gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    if (gone || (tls && PeerShutDown(fd))) {
+      RunHangup(on_hangup);
+    } else if (tls && n > 0) {
+      RecheckForHangup(fd, slot, on_hangup);
+    }
   });
 }
 
@@ -161,7 +208,8 @@ void AppendPart(std::string_view part, bool chunked, std::string* out) {
 // several at once when they came while a write was in flight, until the last.
 // Returns whether the connection can carry another request. A failed write
 // means the client is gone: its hang-up handler runs.
-awaitable<bool> StreamResponse(beast::tcp_stream& stream, ResponseSlot& slot,
+template <class Stream>
+awaitable<bool> StreamResponse(Stream& stream, ResponseSlot& slot,
                                const HttpResponse& head, unsigned version, bool keep_alive,
                                const std::shared_ptr<std::function<void()>>& on_hangup) {
   const bool chunked = version != 10;
@@ -179,9 +227,9 @@ awaitable<bool> StreamResponse(beast::tcp_stream& stream, ResponseSlot& slot,
     }
     if (last && chunked) out += "0\r\n\r\n";
     if (!out.empty()) {
-      stream.expires_after(kIdleTimeout);
+      Tcp(stream).expires_after(kIdleTimeout);
       co_await asio::async_write(stream, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
-      stream.expires_never();
+      Tcp(stream).expires_never();
       out.clear();
       if (ec) {
         RunHangup(on_hangup);
@@ -204,14 +252,17 @@ bool IsLoopback(const tcp::socket& socket) {
   return a.is_loopback();
 }
 
-awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx) {
-  beast::tcp_stream stream(std::move(socket));
+// A connection's requests, one after another, until it closes or fails.
+template <class Stream>
+awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context) {
+  const SessionContext* ctx = &context;
+  constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
   beast::flat_buffer buffer;
   boost::system::error_code ec;
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(ctx->options.max_body_bytes);
-    stream.expires_after(kIdleTimeout);
+    Tcp(stream).expires_after(kIdleTimeout);
     co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
     if (ec == http::error::body_limit) {
       co_await WriteError(stream, Status(Code::kPayloadTooLarge,
@@ -220,14 +271,15 @@ awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const S
       break;
     }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
-        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
+        ec == ssl::error::stream_truncated) {
       break;
     }
     if (ec) {
       co_await WriteError(stream, InvalidInput("malformed HTTP request: " + ec.message()));
       break;
     }
-    stream.expires_never();  // the request's own deadline bounds the wait
+    Tcp(stream).expires_never();  // the request's own deadline bounds the wait
 
     auto& req = parser.get();
     const bool keep_alive = req.keep_alive();
@@ -239,7 +291,7 @@ awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const S
     r.accept = std::string(req[http::field::accept]);
     r.timeout_ms = std::string(req["X-Shoal-Timeout-Ms"]);
     r.authorization = std::string(req[http::field::authorization]);
-    r.from_loopback = IsLoopback(stream.socket());
+    r.from_loopback = IsLoopback(Tcp(stream).socket());
     r.body = std::move(req.body());
 
     auto slot = std::make_shared<ResponseSlot>(stream.get_executor());
@@ -253,27 +305,81 @@ awaitable<void> Session(tcp::socket socket, size_t lane, std::shared_ptr<const S
         slot->timer.cancel();
       });
     });
-    WatchForHangup(stream.socket(), slot, on_hangup);
+    WatchForHangup(Tcp(stream).socket(), kTls, slot, on_hangup);
     if (slot->queue.empty()) {
       co_await slot->timer.async_wait(asio::redirect_error(use_awaitable, ec));
     }
-    if (slot->queue.empty()) break;  // shutting down
+    if (slot->queue.empty()) {  // shutting down
+      slot->recheck.cancel();
+      break;
+    }
     const HttpResponse first = std::move(slot->queue.front());
     slot->queue.pop_front();
 
     bool again = false;
     if (first.more) {
       again = co_await StreamResponse(stream, *slot, first, version, keep_alive, on_hangup);
-      stream.socket().cancel(ec);  // the watch, if it is still on
+      Tcp(stream).socket().cancel(ec);  // the watch, if it is still on
+      slot->recheck.cancel();
     } else {
-      stream.socket().cancel(ec);  // the watch, if it is still on
-      stream.expires_after(kIdleTimeout);
+      Tcp(stream).socket().cancel(ec);  // the watch, if it is still on
+      slot->recheck.cancel();
+      Tcp(stream).expires_after(kIdleTimeout);
       ec = co_await WriteResponse(stream, first, version, keep_alive);
       again = !ec && keep_alive;
     }
     if (!again) break;
   }
+}
+
+awaitable<void> PlainSession(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx) {
+  beast::tcp_stream stream(std::move(socket));
+  co_await Serve(stream, lane, *ctx);
+  boost::system::error_code ec;
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+// The handshake, the same request loop, then close_notify. A client that
+// does not speak TLS (plain HTTP to this port) fails the handshake and is
+// dropped without an answer: it cannot read one.
+awaitable<void> TlsSession(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx) {
+  TlsStream stream(std::move(socket), *ctx->tls);
+  boost::system::error_code ec;
+  Tcp(stream).expires_after(kHandshakeTimeout);
+  co_await stream.async_handshake(ssl::stream_base::server, asio::redirect_error(use_awaitable, ec));
+  if (!ec) {
+    co_await Serve(stream, lane, *ctx);
+    // Bounded: a client that never answers the close_notify must not hold
+    // the connection.
+    Tcp(stream).expires_after(std::chrono::seconds(2));
+    co_await stream.async_shutdown(asio::redirect_error(use_awaitable, ec));
+  }
+  Tcp(stream).socket().shutdown(tcp::socket::shutdown_both, ec);
+}
+
+// TLS 1.2 or later, with the certificate chain and key of `options`; each
+// failure names the file it came from.
+Result<std::unique_ptr<ssl::context>> TlsContext(const HttpServerOptions& options) {
+  if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+    return InvalidInput("HTTPS needs both a certificate (--tls-cert) and a key (--tls-key)");
+  }
+  for (const std::string& file : {options.tls_cert_file, options.tls_key_file}) {
+    std::error_code fec;
+    if (!std::filesystem::is_regular_file(file, fec)) return InvalidInput("TLS file not found: " + file);
+  }
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+  boost::system::error_code ec;
+  ctx->use_certificate_chain_file(options.tls_cert_file, ec);
+  if (ec) return InvalidInput("cannot load TLS certificate " + options.tls_cert_file + ": " + ec.message());
+  ctx->use_private_key_file(options.tls_key_file, ssl::context::pem, ec);
+  if (ec) return InvalidInput("cannot load TLS key " + options.tls_key_file + ": " + ec.message());
+  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+    return InvalidInput("TLS key " + options.tls_key_file + " does not match certificate " +
+                        options.tls_cert_file);
+  }
+  return ctx;
 }
 
 // Shares ownership of the acceptor: it may resume after the server is gone.
@@ -285,16 +391,22 @@ awaitable<void> Accept(std::shared_ptr<tcp::acceptor> acceptor, size_t lane,
     if (!acceptor->is_open()) co_return;
     if (ec) continue;  // e.g. EMFILE: try again
     socket.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(acceptor->get_executor(), Session(std::move(socket), lane, ctx), asio::detached);
+    if (ctx->tls) {
+      asio::co_spawn(acceptor->get_executor(), TlsSession(std::move(socket), lane, ctx), asio::detached);
+    } else {
+      asio::co_spawn(acceptor->get_executor(), PlainSession(std::move(socket), lane, ctx), asio::detached);
+    }
   }
 }
 
 class BeastServer final : public HttpServer {
  public:
-  BeastServer(const HttpServerOptions& options, std::vector<EventLoop*> loops, Handler handler)
+  BeastServer(const HttpServerOptions& options, std::vector<EventLoop*> loops, Handler handler,
+              std::unique_ptr<ssl::context> tls)
       : options_(options),
         loops_(std::move(loops)),
-        context_(std::make_shared<SessionContext>(SessionContext{options, std::move(handler)})) {}
+        context_(std::make_shared<SessionContext>(
+            SessionContext{options, std::move(handler), std::move(tls)})) {}
 
   ~BeastServer() override { StopAccepting(); }
 
@@ -353,7 +465,11 @@ class BeastServer final : public HttpServer {
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
                                                       std::vector<EventLoop*> loops,
                                                       Handler handler) {
-  auto server = std::make_unique<BeastServer>(options, std::move(loops), std::move(handler));
+  std::unique_ptr<ssl::context> tls;
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(tls, TlsContext(options));
+  }
+  auto server = std::make_unique<BeastServer>(options, std::move(loops), std::move(handler), std::move(tls));
   SHOAL_RETURN_IF_ERROR(server->Listen());
   return std::unique_ptr<HttpServer>(std::move(server));
 }

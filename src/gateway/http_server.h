@@ -7,6 +7,10 @@
 // handler with the loop's lane number, wait for the Responder (callable from
 // any thread; it posts back to the connection's loop), write, repeat.
 //
+// With a certificate and key the same sessions run over TLS (Beast's
+// ssl_stream over the TCP stream): the handshake first, then the same
+// request loop; the plain path does not pay for it.
+//
 // A body over `max_body_bytes` is answered 413 PAYLOAD_TOO_LARGE without
 // reading it; a malformed request 400 INVALID_INPUT; both close the
 // connection.
@@ -28,6 +32,10 @@ struct HttpServerOptions {
   int port = 8080;  // 0: any free port
   int io_threads = 2;  // lanes: the gateway runs one loop per I/O thread
   size_t max_body_bytes = 16 * 1024 * 1024;
+  // Both set: HTTPS only (TLS 1.2 or later), with this certificate chain and
+  // private key (PEM). A file that cannot be loaded fails Start, naming it.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class HttpServer {

@@ -14,10 +14,12 @@ LaneChannel::LaneChannel(EventLoop* loop, std::string lane_id, PendingTable* tab
 
 LaneChannel::~LaneChannel() = default;
 
-Status LaneChannel::Start(const std::string& nats_url, OnAck on_ack, OnApplied on_applied) {
+Status LaneChannel::Start(const queue::ConnectOptions& nats, OnAck on_ack, OnApplied on_applied) {
   on_ack_ = std::move(on_ack);
   on_applied_ = std::move(on_applied);
-  auto nc = queue::ConnectOnLoop({.url = nats_url, .name = "shoal-gateway " + lane_id_}, loop_, [this] {
+  queue::ConnectOptions options = nats;
+  options.name = "shoal-gateway " + lane_id_;
+  auto nc = queue::ConnectOnLoop(options, loop_, [this] {
     if (!sub_) return;
     queue::DrainSubscription(sub_.get(), [this](queue::MsgPtr m) {
       OnReply(m.get());

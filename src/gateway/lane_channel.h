@@ -40,9 +40,9 @@ class LaneChannel {
   LaneChannel(EventLoop* loop, std::string lane_id, PendingTable* table);
   ~LaneChannel();
 
-  // Connects (from any thread) and subscribes the lane's inbox. Either
-  // callback may be empty.
-  Status Start(const std::string& nats_url, OnAck on_ack, OnApplied on_applied);
+  // Connects (from any thread) to `nats` (its url and security; the name is
+  // set here) and subscribes the lane's inbox. Either callback may be empty.
+  Status Start(const queue::ConnectOptions& nats, OnAck on_ack, OnApplied on_applied);
   // Largest message the connection's server accepts.
   int64_t MaxPayload() const;
   // Whether Start succeeded and Stop has not run.

@@ -12,9 +12,9 @@ PushDispatcher::PushDispatcher(EventLoop* loop, std::string lane_id, const queue
 
 PushDispatcher::~PushDispatcher() = default;
 
-Status PushDispatcher::Start(const std::string& nats_url) {
+Status PushDispatcher::Start(const queue::ConnectOptions& nats) {
   // No publish acks: core NATS pushes ask for none.
-  SHOAL_RETURN_IF_ERROR(channel_.Start(nats_url, {}, [this](PendingRequest& p) { OnApplied(p); }));
+  SHOAL_RETURN_IF_ERROR(channel_.Start(nats, {}, [this](PendingRequest& p) { OnApplied(p); }));
   RefreshView();
   return Status::Ok();
 }

@@ -57,7 +57,7 @@ class PushDispatcher final : public Dispatcher {
 
   // Connects (from any thread), subscribes the lane's inbox, takes a first
   // view of the workers.
-  Status Start(const std::string& nats_url);
+  Status Start(const queue::ConnectOptions& nats);
   int64_t MaxPayload() const;
 
   void Submit(const std::shared_ptr<PendingRequest>& p) override;

@@ -14,9 +14,9 @@ QueueDispatcher::QueueDispatcher(EventLoop* loop, std::string lane_id,
 
 QueueDispatcher::~QueueDispatcher() = default;
 
-Status QueueDispatcher::Start(const std::string& nats_url) {
+Status QueueDispatcher::Start(const queue::ConnectOptions& nats) {
   return channel_.Start(
-      nats_url, [this](PendingRequest& p, natsMsg* msg) { OnPublishAck(p, msg); }, {});
+      nats, [this](PendingRequest& p, natsMsg* msg) { OnPublishAck(p, msg); }, {});
 }
 
 int64_t QueueDispatcher::MaxPayload() const { return channel_.MaxPayload(); }

@@ -41,7 +41,7 @@ class QueueDispatcher final : public Dispatcher {
   ~QueueDispatcher() override;
 
   // Connects (from any thread) and subscribes the lane's inbox.
-  Status Start(const std::string& nats_url);
+  Status Start(const queue::ConnectOptions& nats);
   // Largest item the connection's server accepts.
   int64_t MaxPayload() const;
 

@@ -5,9 +5,10 @@
 
 namespace shoal::queue {
 
-Result<ControlPlane> ControlPlane::Connect(const std::string& url, const std::string& name) {
+Result<ControlPlane> ControlPlane::Connect(const std::string& url, const std::string& name,
+                                           const NatsSecurity& security) {
   ControlPlane cp;
-  auto nc = queue::Connect({.url = url, .name = name});
+  auto nc = queue::Connect({.url = url, .security = security, .name = name});
   if (!nc.ok()) return nc.status();
   cp.nc = std::move(nc).value();
   auto js = NewJetStream(cp.nc.get());

@@ -15,7 +15,8 @@ struct ControlPlane {
   KvStorePtr models;   // shoal_models
   KvStorePtr workers;  // shoal_workers
 
-  static Result<ControlPlane> Connect(const std::string& url, const std::string& name);
+  static Result<ControlPlane> Connect(const std::string& url, const std::string& name,
+                                      const NatsSecurity& security = {});
 };
 
 }  // namespace shoal::queue

@@ -1,5 +1,7 @@
 #include "queue/nats.h"
 
+#include <cstdio>
+
 #include "common/log.h"
 
 namespace shoal::queue {
@@ -22,6 +24,50 @@ void OnError(natsConnection*, natsSubscription*, natsStatus err, void* closure) 
 struct OptionsDeleter {
   void operator()(natsOptions* o) const { natsOptions_Destroy(o); }
 };
+
+// TLS and credentials onto cnats options. Each failure names what failed
+// (cnats' own text says why), so a bad file stops the process at start.
+Status ApplySecurity(natsOptions* opts, const std::string& url, const NatsSecurity& sec) {
+  const bool tls_url = url.find("tls://") != std::string::npos;
+  if (sec.tls() || tls_url) {
+    // Secure is required, not merely allowed: a server without TLS is an
+    // error (NATS_SECURE_CONNECTION_WANTED), not a plaintext connection.
+    SHOAL_RETURN_IF_ERROR(FromNats(natsOptions_SetSecure(opts, true), "NATS TLS"));
+  }
+  if (!sec.ca_file.empty()) {
+    SHOAL_RETURN_IF_ERROR(FromNats(natsOptions_LoadCATrustedCertificates(opts, sec.ca_file.c_str()),
+                                   "loading NATS CA file " + sec.ca_file));
+  }
+  if (sec.cert_file.empty() != sec.key_file.empty()) {
+    return InvalidInput("a NATS client certificate needs both a certificate and a key file");
+  }
+  if (!sec.cert_file.empty()) {
+    SHOAL_RETURN_IF_ERROR(FromNats(
+        natsOptions_LoadCertificatesChain(opts, sec.cert_file.c_str(), sec.key_file.c_str()),
+        "loading NATS client certificate " + sec.cert_file + " / key " + sec.key_file));
+  }
+  if (!sec.password.empty() && sec.user.empty()) return InvalidInput("a NATS password needs a user");
+  if (!sec.user.empty() && !sec.creds_file.empty()) {
+    return InvalidInput("NATS user/password and a .creds file are exclusive: give one");
+  }
+  if (!sec.user.empty()) {
+    SHOAL_RETURN_IF_ERROR(FromNats(
+        natsOptions_SetUserInfo(opts, sec.user.c_str(), sec.password.c_str()), "NATS user"));
+  }
+  if (!sec.creds_file.empty()) {
+    // cnats reads the file when it connects; read it here too, so a missing
+    // one is named rather than reported as a failed connection.
+    if (FILE* f = std::fopen(sec.creds_file.c_str(), "r")) {
+      std::fclose(f);
+    } else {
+      return InvalidInput("cannot read NATS credentials file " + sec.creds_file);
+    }
+    SHOAL_RETURN_IF_ERROR(FromNats(
+        natsOptions_SetUserCredentialsFromFiles(opts, sec.creds_file.c_str(), nullptr),
+        "NATS credentials file " + sec.creds_file));
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -51,6 +97,7 @@ Result<ConnectionPtr> Connect(const ConnectOptions& options) {
   natsOptions* raw = nullptr;
   if (auto s = natsOptions_Create(&raw); s != NATS_OK) return FromNats(s, "nats options");
   std::unique_ptr<natsOptions, OptionsDeleter> opts(raw);
+  SHOAL_RETURN_IF_ERROR(ApplySecurity(opts.get(), options.url, options.security));
   // Callbacks may run until the connection is destroyed, which its owner
   // controls; one small string per connection is kept for the process.
   auto* name = new std::string(options.name);  // leaked on purpose: referenced by callbacks

@@ -45,8 +45,25 @@ using KvStorePtr = std::unique_ptr<kvStore, KvStoreDeleter>;
 // kInternal otherwise), with cnats' last error text.
 Status FromNats(natsStatus s, std::string_view what);
 
+// How a process proves who it is to NATS and protects its connections;
+// every connection it makes carries the same. Empty fields are unused. A
+// CA file, a client certificate or a tls:// URL makes TLS mandatory: the
+// connection fails rather than fall back to plaintext, and a file that
+// cannot be loaded is an error at connect, never ignored.
+struct NatsSecurity {
+  std::string ca_file;    // PEM CAs to trust for the server's certificate
+  std::string cert_file;  // client certificate chain (mutual TLS), with key_file
+  std::string key_file;
+  std::string user;       // user/password auth
+  std::string password;
+  std::string creds_file;  // NATS 2.x decentralized auth: a .creds file (JWT + nkey seed)
+
+  bool tls() const { return !ca_file.empty() || !cert_file.empty(); }
+};
+
 struct ConnectOptions {
   std::string url = "nats://127.0.0.1:4222";
+  NatsSecurity security;
   std::string name;               // shown by the server's monitoring
   int connect_timeout_ms = 2000;
   bool retry_initial_connect = false;

@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 #include "common/subprocess.h"
@@ -13,6 +15,11 @@ namespace shoal::queue {
 struct NatsServerOptions {
   std::string data_dir;  // JetStream store (and the log file, nats-server.log)
   int port = 0;          // 0: a free one
+  // Both set: clients must use TLS with this certificate and key (PEM).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Non-empty: clients must log in as one of these (user, password).
+  std::vector<std::pair<std::string, std::string>> users;
 };
 
 class NatsServer {
@@ -21,7 +28,7 @@ class NatsServer {
   static Result<std::unique_ptr<NatsServer>> Start(const NatsServerOptions& options);
   ~NatsServer();
 
-  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return (tls_ ? "tls://127.0.0.1:" : "nats://127.0.0.1:") + std::to_string(port_); }
   int port() const { return port_; }
   pid_t pid() const { return process_.pid(); }
 
@@ -29,9 +36,10 @@ class NatsServer {
   void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
 
  private:
-  NatsServer(Subprocess process, int port) : process_(std::move(process)), port_(port) {}
+  NatsServer(Subprocess process, int port, bool tls) : process_(std::move(process)), port_(port), tls_(tls) {}
   Subprocess process_;
   int port_;
+  bool tls_;
 };
 
 }  // namespace shoal::queue

@@ -1,5 +1,6 @@
 // JsonWriter: appends JSON text to a std::string. Escaping follows RFC 8259
-// (control characters as \u00XX, '"' and '\\' escaped, UTF-8 passed through);
+// (control characters as \u00XX, '"' and '\\' escaped, UTF-8 passed through,
+// each byte of malformed UTF-8 replaced by U+FFFD so the output stays valid);
 // floats print in their shortest round-trip form and non-finite values, which
 // JSON cannot carry, print as null.
 #pragma once

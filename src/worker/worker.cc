@@ -26,7 +26,8 @@ Result<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options) {
 Worker::Worker(WorkerOptions options) : options_(std::move(options)) {}
 
 Status Worker::Init() {
-  auto control = queue::ControlPlane::Connect(options_.nats_url, "shoal-worker-control " + options_.id);
+  auto control = queue::ControlPlane::Connect(options_.nats_url, "shoal-worker-control " + options_.id,
+                                              options_.nats_security);
   if (!control.ok()) return control.status();
   control_ = std::move(control).value();
   SHOAL_RETURN_IF_ERROR(
@@ -39,7 +40,9 @@ Status Worker::Init() {
       },
       options_.pull, [this](int) { Plan(); });
   intake_.Start();
-  auto pull_nc = queue::ConnectOnLoop({.url = options_.nats_url, .name = "shoal-worker-data " + options_.id},
+  auto pull_nc = queue::ConnectOnLoop({.url = options_.nats_url,
+                                       .security = options_.nats_security,
+                                       .name = "shoal-worker-data " + options_.id},
                                       &intake_, [this] {
                                         pull_->Drain();
                                         DrainPushed();

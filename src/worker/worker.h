@@ -71,6 +71,7 @@ namespace shoal::worker {
 
 struct WorkerOptions {
   std::string nats_url;
+  queue::NatsSecurity nats_security;  // TLS and credentials for every connection
   std::string pool = "default";
   // Serve only these model ids (empty: every model of the pool whose runtime
   // this binary has).

@@ -21,17 +21,25 @@ std::string IdentityProfile(const std::string& id, const std::string& extra) {
   return yaml + extra;
 }
 
-TestCluster::TestCluster() {
+queue::NatsServerOptions TestCluster::ServerOptions(int port) const {
+  return {.data_dir = dir_ + "/nats",
+          .port = port,
+          .tls_cert_file = secure_.tls_cert_file,
+          .tls_key_file = secure_.tls_key_file,
+          .users = secure_.users};
+}
+
+TestCluster::TestCluster(SecureNats secure) : secure_(std::move(secure)) {
   char tmpl[] = "/tmp/shoal-test-XXXXXX";
   dir_ = mkdtemp(tmpl);
-  auto nats = queue::NatsServer::Start({.data_dir = dir_ + "/nats"});
+  auto nats = queue::NatsServer::Start(ServerOptions(0));
   if (!nats.ok()) {
     ADD_FAILURE() << nats.status().ToString();
     return;
   }
   nats_ = std::move(nats).value();
   url_ = nats_->url();
-  auto control = queue::ControlPlane::Connect(url_, "test");
+  auto control = queue::ControlPlane::Connect(url_, "test", secure_.client);
   if (!control.ok()) {
     ADD_FAILURE() << control.status().ToString();
     return;
@@ -45,10 +53,10 @@ void TestCluster::StopNats() {
 }
 
 void TestCluster::StartNats() {
-  auto nats = queue::NatsServer::Start({.data_dir = dir_ + "/nats", .port = nats_->port()});
+  auto nats = queue::NatsServer::Start(ServerOptions(nats_->port()));
   ASSERT_TRUE(nats.ok()) << nats.status().ToString();
   nats_ = std::move(nats).value();
-  auto control = queue::ControlPlane::Connect(url_, "test");
+  auto control = queue::ControlPlane::Connect(url_, "test", secure_.client);
   ASSERT_TRUE(control.ok()) << control.status().ToString();
   control_ = std::move(control).value();
 }
@@ -83,6 +91,7 @@ std::unique_ptr<worker::Worker> TestCluster::StartWorker(std::vector<std::string
 
 std::unique_ptr<worker::Worker> TestCluster::StartWorkerWith(worker::WorkerOptions o) {
   o.nats_url = url_;
+  if (o.nats_security.ca_file.empty() && o.nats_security.user.empty()) o.nats_security = secure_.client;
   auto w = worker::Worker::Start(o);
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   return w.ok() ? std::move(w).value() : nullptr;
@@ -90,6 +99,9 @@ std::unique_ptr<worker::Worker> TestCluster::StartWorkerWith(worker::WorkerOptio
 
 std::unique_ptr<gateway::Gateway> TestCluster::StartGateway(gateway::GatewayOptions options) {
   options.nats_url = url_;
+  if (options.nats_security.ca_file.empty() && options.nats_security.user.empty()) {
+    options.nats_security = secure_.client;
+  }
   options.http.port = 0;
   auto g = gateway::Gateway::Start(options);
   EXPECT_TRUE(g.ok()) << g.status().ToString();

@@ -16,9 +16,18 @@
 
 namespace shoal::testing {
 
+// A secured nats-server (TLS, users) and how this cluster's own
+// connections, workers and gateways reach it.
+struct SecureNats {
+  std::string tls_cert_file, tls_key_file;                  // the server's
+  std::vector<std::pair<std::string, std::string>> users;   // the server's
+  queue::NatsSecurity client;                               // ours
+};
+
 class TestCluster {
  public:
-  TestCluster();  // starts nats-server; fails the test on error
+  TestCluster() : TestCluster(SecureNats{}) {}  // starts nats-server; fails the test on error
+  explicit TestCluster(SecureNats secure);
   ~TestCluster();
 
   const std::string& nats_url() const { return url_; }
@@ -35,7 +44,8 @@ class TestCluster {
 
   std::unique_ptr<worker::Worker> StartWorker(std::vector<std::string> models = {},
                                               int executors = 1);
-  std::unique_ptr<worker::Worker> StartWorkerWith(worker::WorkerOptions options);  // nats_url set here
+  // nats_url (and nats_security, unless the options have their own) set here.
+  std::unique_ptr<worker::Worker> StartWorkerWith(worker::WorkerOptions options);
   std::unique_ptr<gateway::Gateway> StartGateway(gateway::GatewayOptions options = {});
 
   // `shoal worker` as a process (a test may SIGKILL it).
@@ -54,6 +64,9 @@ class TestCluster {
                               std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
  private:
+  queue::NatsServerOptions ServerOptions(int port) const;
+
+  SecureNats secure_;
   std::string dir_;
   std::unique_ptr<queue::NatsServer> nats_;
   std::string url_;

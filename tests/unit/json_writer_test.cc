@@ -17,6 +17,14 @@ TEST(JsonWriter, EscapesWhatJsonRequiresAndNothingElse) {
   EXPECT_NE(out.find("é 🍕"), std::string::npos) << "UTF-8 passes through";
 }
 
+TEST(JsonWriter, MalformedUtf8BecomesReplacementCharacters) {
+  // A byte-level token can end mid-character; JSON must stay valid UTF-8.
+  std::string out;
+  JsonWriter w(&out);
+  w.String("a\x80" "b\xC3" "c\xE2\x82");
+  EXPECT_EQ(nlohmann::json::parse(out).get<std::string>(), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
 TEST(JsonWriter, FloatsRoundTripAndNonFiniteIsNull) {
   std::string out;
   JsonWriter w(&out);

@@ -121,16 +121,27 @@ Status SafeTensors::AddFile(const std::string& path) {
   m->addr = mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);  // the mapping keeps the file
   if (m->addr == MAP_FAILED) return InvalidInput(path + ": mmap: " + std::strerror(errno));
-  const auto* base = static_cast<const std::byte*>(m->addr);
+  SHOAL_RETURN_IF_ERROR(AddBytes(path, static_cast<const std::byte*>(m->addr), m->size));
+  files_.push_back(std::move(m));
+  return Status::Ok();
+}
 
+Result<std::unique_ptr<SafeTensors>> SafeTensors::FromBytes(std::string_view bytes) {
+  std::unique_ptr<SafeTensors> st(new SafeTensors());
+  SHOAL_RETURN_IF_ERROR(st->AddBytes("safetensors", reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+  return st;
+}
+
+Status SafeTensors::AddBytes(const std::string& path, const std::byte* base, size_t size) {
+  if (size < 8) return InvalidInput(path + ": too short for a safetensors file");
   uint64_t header_len = 0;
   std::memcpy(&header_len, base, 8);  // little-endian, as x86 is
-  if (header_len > kMaxHeaderBytes || 8 + header_len > m->size) {
+  if (header_len > kMaxHeaderBytes || 8 + header_len > size) {
     return InvalidInput(path + ": header length " + std::to_string(header_len) +
-                        " does not fit the file (" + std::to_string(m->size) + " bytes)");
+                        " does not fit the file (" + std::to_string(size) + " bytes)");
   }
   const std::byte* data = base + 8 + header_len;
-  const uint64_t data_size = m->size - 8 - header_len;
+  const uint64_t data_size = size - 8 - header_len;
 
   nlohmann::json header;
   try {
@@ -141,7 +152,11 @@ Status SafeTensors::AddFile(const std::string& path) {
   if (!header.is_object()) return InvalidInput(path + ": header is not a JSON object");
 
   std::vector<std::pair<uint64_t, uint64_t>> extents;
-  for (const auto& [name, info] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Not a structured binding: clang before 16 (the fuzz build) cannot
+    // capture one in the lambda below.
+    const std::string& name = item.key();
+    const nlohmann::json& info = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& what) { return InvalidInput(path + ": tensor '" + name + "': " + what); };
     if (!info.is_object()) return bad("expected an object");
@@ -158,11 +173,17 @@ Status SafeTensors::AddFile(const std::string& path) {
     }
     if (!ti) return bad("dtype " + dt->get<std::string>() + " is not supported");
     v.dtype = ti->dtype;
+    // Checked: a shape whose element count (or byte count) overflows would
+    // wrap to a size that matches small data_offsets.
     uint64_t elements = 1;
     for (const auto& d : *shape) {
       if (!d.is_number_unsigned()) return bad("shape must hold non-negative integers");
-      v.shape.push_back(d.get<int64_t>());
-      elements *= d.get<uint64_t>();
+      const uint64_t n = d.get<uint64_t>();
+      if (n > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(elements, n, &elements) ||
+          elements > static_cast<uint64_t>(INT64_MAX) / ti->size) {
+        return bad("shape " + info.at("shape").dump() + " is too large");
+      }
+      v.shape.push_back(static_cast<int64_t>(n));
     }
     if (!(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned()) return bad("bad data_offsets");
     const uint64_t begin = (*offsets)[0].get<uint64_t>(), end = (*offsets)[1].get<uint64_t>();
@@ -185,7 +206,6 @@ Status SafeTensors::AddFile(const std::string& path) {
   for (size_t i = 1; i < extents.size(); ++i) {
     if (extents[i].first < extents[i - 1].second) return InvalidInput(path + ": tensors overlap");
   }
-  files_.push_back(std::move(m));
   return Status::Ok();
 }
 

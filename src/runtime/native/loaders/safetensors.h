@@ -48,6 +48,9 @@ class SafeTensors {
   static Result<std::unique_ptr<SafeTensors>> OpenFile(const std::string& path);
   // A model directory: model.safetensors, or the shards its index lists.
   static Result<std::unique_ptr<SafeTensors>> OpenDir(const std::string& dir);
+  // A whole safetensors file already in memory (tests, fuzzing): the tensors
+  // are views into `bytes`, which must outlive the result.
+  static Result<std::unique_ptr<SafeTensors>> FromBytes(std::string_view bytes);
   ~SafeTensors();
   SafeTensors(const SafeTensors&) = delete;
   SafeTensors& operator=(const SafeTensors&) = delete;
@@ -65,6 +68,9 @@ class SafeTensors {
   struct Mapping;
   SafeTensors() = default;
   Status AddFile(const std::string& path);
+  // Parses the header of the file in [base, base + size) (named `path` in
+  // errors) and adds its tensors.
+  Status AddBytes(const std::string& path, const std::byte* base, size_t size);
 
   std::vector<std::unique_ptr<Mapping>> files_;
   std::map<std::string, TensorView, std::less<>> tensors_;

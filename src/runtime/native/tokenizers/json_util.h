@@ -86,11 +86,19 @@ inline Result<std::optional<int64_t>> OptInt(Json obj, std::string_view key,
   return LoadError(Path(where, key), "expected an integer");
 }
 
-// A token id from JSON: a non-negative integer that fits int32.
+// A token id from JSON: a non-negative integer below kMaxTokenIds. Ids index
+// dense tables (the vocabulary by id, OutputBytes, the embedding rows), so one
+// stray large id would size them all; real vocabularies have under 300k ids.
+inline constexpr int64_t kMaxTokenIds = int64_t{1} << 22;
+
 inline Result<int32_t> ToId(Json v, std::string_view where) {
   int64_t n;
-  if (v.get_int64().get(n) != simdjson::SUCCESS || n < 0 || n > INT32_MAX) {
+  if (v.get_int64().get(n) != simdjson::SUCCESS || n < 0) {
     return LoadError(where, "expected a token id (a non-negative integer)");
+  }
+  if (n >= kMaxTokenIds) {
+    return LoadError(where, "token id " + std::to_string(n) + " is past the largest supported (" +
+                                std::to_string(kMaxTokenIds - 1) + ")");
   }
   return static_cast<int32_t>(n);
 }

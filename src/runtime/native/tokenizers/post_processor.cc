@@ -2,6 +2,7 @@
 // Threading: immutable after parsing.
 #include "runtime/native/tokenizers/post_processor.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -37,6 +38,7 @@ class ByteLevelPost final : public PostProcessor {
 class BertPost final : public PostProcessor {
  public:
   BertPost(int32_t cls, int32_t sep) : cls_(cls), sep_(sep) {}
+  int32_t MaxSpecialId() const override { return std::max(cls_, sep_); }
   size_t AddedTokens(bool pair) const override { return pair ? 3 : 2; }
   void AddSpecialTokens(std::vector<Encoding>& encs, bool add) const override {
     if (!add) return;
@@ -59,6 +61,7 @@ class BertPost final : public PostProcessor {
 class RobertaPost final : public PostProcessor {
  public:
   RobertaPost(int32_t cls, int32_t sep, bool trim) : cls_(cls), sep_(sep), trim_(trim) {}
+  int32_t MaxSpecialId() const override { return std::max(cls_, sep_); }
   size_t AddedTokens(bool pair) const override { return pair ? 4 : 2; }
   bool trims_offsets() const override { return trim_; }
   void AddSpecialTokens(std::vector<Encoding>& encs, bool add) const override {
@@ -101,6 +104,16 @@ class TemplatePost final : public PostProcessor {
     return n;
   }
 
+  int32_t MaxSpecialId() const override {
+    int32_t m = -1;
+    for (const auto* tmpl : {&single_, &pair_}) {
+      for (const Piece& p : *tmpl) {
+        for (int32_t id : p.ids) m = std::max(m, id);
+      }
+    }
+    return m;
+  }
+
   void AddSpecialTokens(std::vector<Encoding>& encs, bool add) const override {
     const auto& tmpl = encs.size() > 1 ? pair_ : single_;
     Encoding out;
@@ -136,6 +149,11 @@ class SequencePost final : public PostProcessor {
     }
     return false;
   }
+  int32_t MaxSpecialId() const override {
+    int32_t m = -1;
+    for (const auto& p : parts_) m = std::max(m, p->MaxSpecialId());
+    return m;
+  }
   void AddSpecialTokens(std::vector<Encoding>& encs, bool add) const override {
     for (const auto& p : parts_) p->AddSpecialTokens(encs, add);
   }
@@ -170,6 +188,7 @@ Result<std::vector<TemplatePost::Piece>> ParseTemplate(
     return LoadError(at, "expected an array (the string template form is not supported)");
   }
   size_t i = 0;
+  bool seen[2] = {false, false};
   for (Json item : arr) {
     std::string here = Index(at, i++);
     TemplatePost::Piece p{};
@@ -178,6 +197,9 @@ Result<std::vector<TemplatePost::Piece>> ParseTemplate(
       if (id != "A" && id != "B") return LoadError(here, "sequence id must be \"A\" or \"B\"");
       p.is_sequence = true;
       p.sequence = id == "A" ? 0 : 1;
+      // Lengths and truncation count each sequence once.
+      if (seen[p.sequence]) return LoadError(here, "sequence \"" + std::string(id) + "\" appears twice");
+      seen[p.sequence] = true;
     } else if (auto sp = OptField(item, "SpecialToken")) {
       SHOAL_ASSIGN_OR_RETURN(std::string_view id, ReqString(*sp, "id", here));
       auto it = specials.find(id);
@@ -254,7 +276,9 @@ Result<std::unique_ptr<PostProcessor>> ParsePostProcessor(Json json, std::string
     if (single.empty()) single.push_back({true, 0, {}, 0});
     if (pair.empty()) {
       pair = single;
-      pair.push_back({true, 1, {}, 1});
+      const bool has_b = std::any_of(pair.begin(), pair.end(),
+                                     [](const TemplatePost::Piece& p) { return p.is_sequence && p.sequence == 1; });
+      if (!has_b) pair.push_back({true, 1, {}, 1});
     }
     return Ptr(new TemplatePost(std::move(single), std::move(pair)));
   }

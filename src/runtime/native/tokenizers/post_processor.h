@@ -27,6 +27,9 @@ class PostProcessor {
   virtual size_t AddedTokens(bool pair) const { return 0; }
   // Whether token offsets are trimmed of leading/trailing spaces.
   virtual bool trims_offsets() const { return false; }
+  // The largest id AddSpecialTokens may add; -1 when it adds none. The
+  // tokenizer refuses a file whose special ids lie outside its vocabulary.
+  virtual int32_t MaxSpecialId() const { return -1; }
   // `encs` holds the first sequence (type ids 0) and maybe the second (type
   // ids 1); afterwards it holds the final pieces, concatenated in order.
   virtual void AddSpecialTokens(std::vector<Encoding>& encs, bool add_special_tokens) const {}

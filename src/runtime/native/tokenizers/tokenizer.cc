@@ -120,6 +120,12 @@ Status HfTokenizer::Load(Json root) {
     SHOAL_RETURN_IF_ERROR(added_.Load(*a, normalizer_.get()));
   }
   decoder_ = tok::PieceDecoder::Parse(tok::OptField(root, "decoder"));
+  // A special id past the vocabulary would index past the embedding table.
+  if (post_ && post_->MaxSpecialId() >= 0 && static_cast<size_t>(post_->MaxSpecialId()) >= vocab_size()) {
+    return tok::LoadError("post_processor", "special token id " + std::to_string(post_->MaxSpecialId()) +
+                                                " is outside the vocabulary (" + std::to_string(vocab_size()) +
+                                                " ids)");
+  }
   // "truncation" and "padding" are not read: each request says whether to
   // truncate (EncodeOptions), and batching pads.
   return Status::Ok();
