@@ -58,6 +58,15 @@ void Timing(JsonWriter& w, const Generation& g) {
   w.Char('}');
 }
 
+// One element per token of `t`, comma-separated, by `each(i)`.
+template <class Each>
+void ForTokens(JsonWriter& w, Tokens t, Each&& each) {
+  for (size_t i = t.from; i < t.to; ++i) {
+    if (i > t.from) w.Char(',');
+    each(i);
+  }
+}
+
 // A logprob, or null when the worker sent none (NaN) — JSON has no -inf
 // either, so that prints as null too.
 void Logprob(JsonWriter& w, const Generation& g, size_t i) {
@@ -68,8 +77,7 @@ void Logprob(JsonWriter& w, const Generation& g, size_t i) {
 // OpenAI chat: {"content":[{"token","logprob","bytes","top_logprobs":[]}]}.
 void ChatLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
   w.Raw("{\"content\":[");
-  for (size_t i = t.from; i < t.to; ++i) {
-    if (i > t.from) w.Char(',');
+  ForTokens(w, t, [&](size_t i) {
     const std::string_view text = TokenText(g, i);
     w.Raw("{\"token\":");
     w.String(text);
@@ -81,7 +89,7 @@ void ChatLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
       w.Int(static_cast<unsigned char>(text[k]));
     }
     w.Raw("],\"top_logprobs\":[]}");
-  }
+  });
   w.Raw("]}");
 }
 
@@ -89,20 +97,11 @@ void ChatLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
 // text starts in the completion.
 void CompletionLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
   w.Raw("{\"tokens\":[");
-  for (size_t i = t.from; i < t.to; ++i) {
-    if (i > t.from) w.Char(',');
-    w.String(TokenText(g, i));
-  }
+  ForTokens(w, t, [&](size_t i) { w.String(TokenText(g, i)); });
   w.Raw("],\"token_logprobs\":[");
-  for (size_t i = t.from; i < t.to; ++i) {
-    if (i > t.from) w.Char(',');
-    Logprob(w, g, i);
-  }
+  ForTokens(w, t, [&](size_t i) { Logprob(w, g, i); });
   w.Raw("],\"text_offset\":[");
-  for (size_t i = t.from; i < t.to; ++i) {
-    if (i > t.from) w.Char(',');
-    w.Int(g.token_offsets[i]);
-  }
+  ForTokens(w, t, [&](size_t i) { w.Int(g.token_offsets[i]); });
   w.Raw("],\"top_logprobs\":null}");
 }
 
@@ -119,19 +118,13 @@ void ChoiceLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
 
 void TokenIds(JsonWriter& w, const Generation& g, Tokens t) {
   w.Char('[');
-  for (size_t i = t.from; i < t.to; ++i) {
-    if (i > t.from) w.Char(',');
-    w.Int(g.token_ids[i]);
-  }
+  ForTokens(w, t, [&](size_t i) { w.Int(g.token_ids[i]); });
   w.Char(']');
 }
 
 void NativeLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
   w.Char('[');
-  for (size_t i = t.from; i < t.to; ++i) {
-    if (i > t.from) w.Char(',');
-    Logprob(w, g, i);
-  }
+  ForTokens(w, t, [&](size_t i) { Logprob(w, g, i); });
   w.Char(']');
 }
 
