@@ -94,7 +94,17 @@ natsStatus OnAttach(void** user_data, void* loop_ptr, natsConnection* nc, natsSo
   a->want_read = true;
   a->loop->Post([a = a->shared_from_this(), fd] {
     a->Drop();
-    a->socket = std::make_unique<asio::posix::stream_descriptor>(a->loop->context(), fd);
+    // By the time this runs cnats may have closed the socket again (a
+    // reconnect attempt that failed): then there is nothing to poll, and it
+    // attaches the next one. Never throw on the loop.
+    auto socket = std::make_unique<asio::posix::stream_descriptor>(a->loop->context());
+    boost::system::error_code ec;
+    socket->assign(fd, ec);
+    if (ec) {
+      spdlog::debug("nats: socket {} gone before it was attached: {}", fd, ec.message());
+      return;
+    }
+    a->socket = std::move(socket);
     a->Arm();
   });
   return NATS_OK;
