@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build up test fuzz bench bench-encoders bench-fleet bench-residency bench-generation clean
+.PHONY: all setup build up test fuzz bench bench-encoders bench-fleet bench-residency bench-generation bench-overload chaos clean
 
 all: build
 
@@ -25,7 +25,7 @@ test: build
 # `make test` runs them for 10 s each. See docs/operations.md "Fuzzing".
 FUZZ_SECONDS ?= 300
 fuzz: setup
-	scripts/fuzz $(FUZZ_SECONDS) --out build-fuzz/fuzz.json
+	scripts/fuzz $(FUZZ_SECONDS) --out build-fuzz/fuzz.json --figures docs/bench/overload-chaos.json
 
 bench: build
 	scripts/bench-serving-plane
@@ -44,6 +44,17 @@ bench-residency: build
 # Continuous batching against the Python reference's generate loop (about ten minutes).
 bench-generation: build
 	$(BUILD)/bench/generation_bench --out docs/bench/generation.json
+
+# Admission control at twice the knee for 60 s (issue 7; about two minutes).
+bench-overload: build
+	$(BUILD)/bench/overload_bench --out docs/bench/overload-chaos.json
+
+# The chaos suite (issue 7): a worker SIGKILLed mid-batch, nats-server and a
+# gateway restarted, a 3-node JetStream cluster (network namespaces; needs
+# root, else skipped) losing a node, all under load; fails if any request is
+# lost. About 70 s. See docs/operations.md "Chaos".
+chaos: build
+	$(BUILD)/tests/shoal_chaos --out docs/bench/overload-chaos.json
 
 clean:
 	rm -rf $(BUILD)

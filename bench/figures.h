@@ -11,6 +11,7 @@
 #include <thread>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -60,6 +61,29 @@ inline void WriteFigures(const std::string& path, const std::map<std::string, do
   }
   out << "\n}\n";
   std::printf("wrote %s\n", path.c_str());
+}
+
+// Reads a flat {"key": number} file WriteFigures wrote; empty if absent.
+inline std::map<std::string, double> ReadFigures(const std::string& path) {
+  std::map<std::string, double> figures;
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t q = text.find('"'); q != std::string::npos; q = text.find('"', q)) {
+    const size_t end = text.find('"', q + 1);
+    const size_t colon = text.find(':', end);
+    if (end == std::string::npos || colon == std::string::npos) break;
+    figures[text.substr(q + 1, end - q - 1)] = std::strtod(text.c_str() + colon + 1, nullptr);
+    q = text.find_first_of(",}", colon);
+  }
+  return figures;
+}
+
+// WriteFigures for a file several tools share (docs/bench/overload-chaos.json):
+// `figures` replace their keys, the others stay.
+inline void MergeFigures(const std::string& path, const std::map<std::string, double>& figures) {
+  auto all = ReadFigures(path);
+  for (const auto& [k, v] : figures) all[k] = v;
+  WriteFigures(path, all);
 }
 
 }  // namespace shoal::bench

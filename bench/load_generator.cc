@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <string_view>
 
 namespace shoal::bench {
 namespace {
@@ -20,15 +21,20 @@ struct Shared {
   std::vector<std::string> requests;  // rendered HTTP requests
   std::vector<double> cumulative;     // their cumulative weights
   Clock::time_point start, measure_from, stop;
-  uint64_t ok = 0, errors = 0;
+  uint64_t ok = 0, errors = 0, wrong = 0, ok_in_window = 0;
   std::vector<double> latencies;
   std::vector<uint32_t> entries;
   std::vector<uint8_t> cold_starts;
+  std::map<int, uint64_t> status_counts;
+  std::vector<double> error_latencies;
+  std::vector<int> error_statuses;
 };
 
 // Reads one response; returns its status, or 0 on a broken connection.
-// `cold_start`: whether it said X-Shoal-Cold-Start: 1.
-asio::awaitable<int> ReadResponse(tcp::socket& s, std::string& buf, bool* cold_start) {
+// `cold_start`: whether it said X-Shoal-Cold-Start: 1. `expect`: when not
+// empty, `*matches` says whether the body was exactly that.
+asio::awaitable<int> ReadResponse(tcp::socket& s, std::string& buf, bool* cold_start,
+                                  const std::string& expect, bool* matches) {
   boost::system::error_code ec;
   const size_t head = co_await asio::async_read_until(
       s, asio::dynamic_buffer(buf), "\r\n\r\n", asio::redirect_error(asio::use_awaitable, ec));
@@ -52,6 +58,7 @@ asio::awaitable<int> ReadResponse(tcp::socket& s, std::string& buf, bool* cold_s
                               asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return 0;
   }
+  if (!expect.empty()) *matches = std::string_view(buf).substr(head, length) == expect;
   buf.erase(0, head + length);
   co_return status;
 }
@@ -64,6 +71,7 @@ asio::awaitable<void> Connection(Shared& sh, int index) {
                            asio::redirect_error(asio::use_awaitable, ec));
   if (ec) {
     ++sh.errors;
+    ++sh.status_counts[0];
     co_return;
   }
   s.set_option(tcp::no_delay(true));
@@ -91,32 +99,68 @@ asio::awaitable<void> Connection(Shared& sh, int index) {
     co_await asio::async_write(s, asio::buffer(request), asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       ++sh.errors;
+      ++sh.status_counts[0];
       break;
     }
-    bool cold_start = false;
-    const int status = co_await ReadResponse(s, buf, &cold_start);
+    bool cold_start = false, matches = true;
+    const int status = co_await ReadResponse(s, buf, &cold_start, sh.spec->expect_body, &matches);
     const auto done = Clock::now();
+    if (status == 200 && matches && done >= sh.measure_from && done <= sh.stop) ++sh.ok_in_window;
     if (due < sh.measure_from) continue;
-    if (status == 200) {
+    ++sh.status_counts[status];
+    const double ms = std::chrono::duration<double, std::milli>(done - due).count();
+    if (status == 200 && matches) {
       ++sh.ok;
-      sh.latencies.push_back(std::chrono::duration<double, std::milli>(done - due).count());
+      sh.latencies.push_back(ms);
       sh.entries.push_back(static_cast<uint32_t>(pick));
       sh.cold_starts.push_back(cold_start ? 1 : 0);
     } else {
       ++sh.errors;
+      if (status == 200) ++sh.wrong;
       if (status == 0) break;
+      if (status != 200) {
+        sh.error_latencies.push_back(ms);
+        sh.error_statuses.push_back(status);
+      }
     }
+  }
+}
+
+// Calls spec.progress every second until the run's last request is due.
+asio::awaitable<void> Ticker(Shared& sh) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  boost::system::error_code ec;
+  for (auto at = sh.start + std::chrono::seconds(1); at <= sh.stop; at += std::chrono::seconds(1)) {
+    timer.expires_at(at);
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    LoadProgress p;
+    p.elapsed_s = std::chrono::duration<double>(Clock::now() - sh.start).count();
+    p.measuring = Clock::now() >= sh.measure_from;
+    p.ok = sh.ok;
+    p.errors = sh.errors;
+    p.status_counts = &sh.status_counts;
+    sh.spec->progress(p);
   }
 }
 
 }  // namespace
 
-double LoadResult::Percentile(double p) const {
-  if (latencies_ms.empty()) return NAN;
-  std::vector<double> v = latencies_ms;
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return NAN;
   const size_t k = std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * v.size()));
   std::nth_element(v.begin(), v.begin() + k, v.end());
   return v[k];
+}
+
+double LoadResult::Percentile(double p) const { return bench::Percentile(latencies_ms, p); }
+
+double LoadResult::ErrorPercentile(double p, int status) const {
+  if (status == 0) return bench::Percentile(error_latencies_ms, p);
+  std::vector<double> v;
+  for (size_t i = 0; i < error_latencies_ms.size(); ++i) {
+    if (error_statuses[i] == status) v.push_back(error_latencies_ms[i]);
+  }
+  return bench::Percentile(std::move(v), p);
 }
 
 LoadResult RunLoad(const LoadSpec& spec) {
@@ -140,6 +184,7 @@ LoadResult RunLoad(const LoadSpec& spec) {
   sh.measure_from = sh.start + spec.warmup;
   sh.stop = sh.measure_from + spec.duration;
   for (int c = 0; c < spec.connections; ++c) asio::co_spawn(ctx, Connection(sh, c), asio::detached);
+  if (spec.progress) asio::co_spawn(ctx, Ticker(sh), asio::detached);
   ctx.run();
   LoadResult r;
   r.ok = sh.ok;
@@ -148,6 +193,11 @@ LoadResult RunLoad(const LoadSpec& spec) {
   r.latencies_ms = std::move(sh.latencies);
   r.entries = std::move(sh.entries);
   r.cold_starts = std::move(sh.cold_starts);
+  r.wrong = sh.wrong;
+  r.ok_in_window = sh.ok_in_window;
+  r.status_counts = std::move(sh.status_counts);
+  r.error_latencies_ms = std::move(sh.error_latencies);
+  r.error_statuses = std::move(sh.error_statuses);
   return r;
 }
 

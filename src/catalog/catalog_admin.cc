@@ -70,9 +70,9 @@ Result<uint64_t> CheckModel(const ModelSpec& spec) {
 }
 
 Result<CatalogAdmin> CatalogAdmin::Connect(const std::string& nats_url,
-                                           const queue::NatsSecurity& security) {
+                                           const queue::NatsSecurity& security, int replicas) {
   CatalogAdmin a;
-  auto control = queue::ControlPlane::Connect(nats_url, "shoal-admin", security);
+  auto control = queue::ControlPlane::Connect(nats_url, "shoal-admin", security, replicas);
   if (!control.ok()) return control.status();
   a.owned_ = std::move(control).value();
   a.models_ = a.owned_.models.get();

@@ -30,8 +30,9 @@ namespace shoal::catalog {
 class CatalogAdmin {
  public:
   // Over a connection of its own.
+  // `replicas`: of the KV buckets it creates (queue::ControlPlane).
   static Result<CatalogAdmin> Connect(const std::string& nats_url,
-                                      const queue::NatsSecurity& security = {});
+                                      const queue::NatsSecurity& security = {}, int replicas = 0);
   // Over the caller's bucket and JetStream context (not owned).
   CatalogAdmin(kvStore* models, jsCtx* js) : models_(models), js_(js) {}
 

@@ -26,6 +26,15 @@ void AddHttpsOptions(CLI::App* sub, gateway::HttpServerOptions* http) {
   key->needs(cert);
 }
 
+void AddPayloadStoreOption(CLI::App* sub, std::string* url) {
+  sub->add_option("--payload-store", *url,
+                  "where items too large for a NATS message wait: a directory (default: " +
+                      queue::DefaultPayloadStoreUrl() +
+                      ") or s3://BUCKET[/PREFIX][?endpoint=URL&region=R] (credentials: AWS_ACCESS_KEY_ID, "
+                      "AWS_SECRET_ACCESS_KEY); the same for every gateway and worker")
+      ->envname("SHOAL_PAYLOAD_STORE");
+}
+
 Subcommand AddGateway(CLI::App& app) {
   auto* sub = app.add_subcommand("gateway", "Run a gateway (the HTTP edge) against a NATS cluster");
   auto opts = std::make_shared<gateway::GatewayOptions>();
@@ -33,6 +42,7 @@ Subcommand AddGateway(CLI::App& app) {
   auto timeout_ms = std::make_shared<int64_t>(30000);
   sub->add_option("--nats", opts->nats_url, "NATS URL (tls://... for TLS)")->capture_default_str();
   AddNatsSecurityOptions(sub, &opts->nats_security);
+  AddNatsReplicasOption(sub, &opts->stream_limits.replicas);
   AddHttpsOptions(sub, &opts->http);
   sub->add_option("--host", opts->http.host, "listen address")->capture_default_str();
   sub->add_option("--port", opts->http.port, "listen port (0: any free port)")->capture_default_str();
@@ -47,6 +57,11 @@ Subcommand AddGateway(CLI::App& app) {
                   "bearer token for /v1/admin (default: $SHOAL_ADMIN_TOKEN; none: local clients only)")
       ->envname("SHOAL_ADMIN_TOKEN");
   AddAdmissionOptions(sub, opts.get());
+  AddPayloadStoreOption(sub, &opts->payload_store);
+  sub->add_option("--offload-bytes", opts->offload_bytes,
+                  "items larger than this go to the payload store (so do all that do not fit a NATS message)")
+      ->capture_default_str();
+  sub->add_option("--max-item-bytes", opts->limits.max_item_bytes, "larger items get 413")->capture_default_str();
   sub->add_option("--max-queued-per-model", opts->stream_limits.max_msgs_per_subject,
                   "requests (items) one model may have waiting or running in its pool's work stream; "
                   "past it, 503 OVERLOADED")

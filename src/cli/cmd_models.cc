@@ -31,6 +31,8 @@ Subcommand AddModels(CLI::App& app) {
   sub->add_option("--nats", *nats, "NATS URL (tls://... for TLS)")->capture_default_str();
   auto security = std::make_shared<queue::NatsSecurity>();
   AddNatsSecurityOptions(sub, security.get());
+  auto replicas = std::make_shared<int>(0);
+  AddNatsReplicasOption(sub, replicas.get());
 
   auto* add = sub->add_subcommand(
       "add", "Register models: a model directory (Hugging Face layout, optional shoal.yaml) or a profile file");
@@ -52,7 +54,7 @@ Subcommand AddModels(CLI::App& app) {
             if (add->parsed() && !id->empty() && paths->size() > 1) {
               return Fail(InvalidInput("--id names one model; give one path"));
             }
-            auto admin = catalog::CatalogAdmin::Connect(*nats, *security);
+            auto admin = catalog::CatalogAdmin::Connect(*nats, *security, *replicas);
             if (!admin.ok()) return Fail(admin.status());
             if (add->parsed()) {
               for (const auto& path : *paths) {
@@ -61,7 +63,7 @@ Subcommand AddModels(CLI::App& app) {
                 if (*pin) spec->pinned = true;
                 std::cout << "checking " << spec->id << " (" << spec->runtime << ", loading it once)...\n"
                           << std::flush;
-                auto stored = admin->Register(std::move(spec).value());
+                auto stored = admin->Register(std::move(spec).value(), queue::StreamLimits{.replicas = *replicas});
                 if (!stored.ok()) return Fail(stored.status());
                 std::cout << "added " << stored->id << ": " << stored->task << ", "
                           << Megabytes(stored->memory_bytes) << (stored->pinned ? ", pinned" : "") << "\n";

@@ -19,6 +19,7 @@ struct UpOptions {
   std::string nats_url;  // empty: start our own nats-server
   queue::NatsSecurity nats_security;  // for --nats
   std::string data_dir = "var";
+  std::string payload_store;  // default: <data_dir>/payloads
   std::string models_dir;
   int nats_port = 0;
   gateway::GatewayOptions gateway;
@@ -62,6 +63,9 @@ int Up(UpOptions& o) {
     spdlog::info("up: {} model(s) registered from {}", specs->size(), models_dir);
   }
 
+  // One machine: a directory beside the nats-server's data, unless told.
+  if (o.payload_store.empty()) o.payload_store = std::filesystem::absolute(o.data_dir + "/payloads").string();
+  o.worker.payload_store = o.gateway.payload_store = o.payload_store;
   o.worker.nats_url = url;
   o.worker.nats_security = o.nats_security;
   auto w = worker::Worker::Start(o.worker);
@@ -128,6 +132,7 @@ Subcommand AddUp(CLI::App& app) {
                   "bearer token for /v1/admin (default: $SHOAL_ADMIN_TOKEN; none: local clients only)")
       ->envname("SHOAL_ADMIN_TOKEN");
   AddAdmissionOptions(sub, &o->gateway);
+  AddPayloadStoreOption(sub, &o->payload_store);
   return {sub, [o] { return Up(*o); }};
 }
 

@@ -59,6 +59,7 @@ Subcommand AddWorker(CLI::App& app) {
   opts->nats_url = "nats://127.0.0.1:4222";
   sub->add_option("--nats", opts->nats_url, "NATS URL (tls://... for TLS)")->capture_default_str();
   AddNatsSecurityOptions(sub, &opts->nats_security);
+  AddNatsReplicasOption(sub, &opts->stream_limits.replicas);
   sub->add_option("--pool", opts->pool, "the pool whose models it serves")->capture_default_str();
   sub->add_option("--model", opts->models, "serve only this model (repeatable)");
   sub->add_option("--executors", opts->executors, "batches run at once (devices)")->capture_default_str();
@@ -67,6 +68,7 @@ Subcommand AddWorker(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--id", opts->id, "worker id (default: host-pid-random)");
   AddResidencyOptions(sub, opts.get());
+  AddPayloadStoreOption(sub, &opts->payload_store);
   return {sub, [opts] {
             BlockStopSignals();
             auto w = worker::Worker::Start(*opts);

@@ -43,9 +43,17 @@ void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* options);
 // (SHOAL_NATS_PASSWORD), --nats-creds: TLS and credentials for every NATS
 // connection of the subcommand (nats_options.cc).
 void AddNatsSecurityOptions(CLI::App* sub, queue::NatsSecurity* security);
+// --replicas N: JetStream replicas of the streams and KV buckets the
+// subcommand creates (queue/topology.h StreamLimits::replicas); 3 or 5 on a
+// JetStream cluster. Unset: 1 for what it creates, existing ones untouched.
+void AddNatsReplicasOption(CLI::App* sub, int* replicas);
 
 // --tls-cert, --tls-key: the gateway serves HTTPS; shared by `gateway` and `up`.
 void AddHttpsOptions(CLI::App* sub, gateway::HttpServerOptions* http);
+
+// --payload-store (env SHOAL_PAYLOAD_STORE): where items too large for a NATS
+// message wait while queued. Gateways and workers of a cluster name the same.
+void AddPayloadStoreOption(CLI::App* sub, std::string* url);
 
 // The profiles directory: the flag's value, else ./models, else the source
 // tree's models/ (a binary run from build/).

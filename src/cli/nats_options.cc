@@ -29,4 +29,12 @@ void AddNatsSecurityOptions(CLI::App* sub, queue::NatsSecurity* s) {
       ->group(group);
 }
 
+void AddNatsReplicasOption(CLI::App* sub, int* replicas) {
+  sub->add_option("--replicas", *replicas,
+                  "JetStream replicas of the streams and KV buckets this process creates (3 or 5 on a "
+                  "JetStream cluster; default 1, and existing ones keep theirs)")
+      ->check(CLI::Range(1, 5))
+      ->group("NATS");
+}
+
 }  // namespace shoal::cli

@@ -20,7 +20,7 @@ DeadLetters::~DeadLetters() {
 }
 
 Status DeadLetters::Start() {
-  SHOAL_RETURN_IF_ERROR(queue::EnsureDeadLetterStream(js_));
+  SHOAL_RETURN_IF_ERROR(queue::EnsureDeadLetterStream(js_, replicas_));
   natsSubscription* sub = nullptr;
   SHOAL_RETURN_IF_ERROR(queue::FromNats(
       natsConnection_QueueSubscribe(&sub, nc_, kAdvisories, kQueueGroup, &OnAdvisory, this),

@@ -23,7 +23,8 @@ namespace shoal::gateway {
 
 class DeadLetters {
  public:
-  DeadLetters(natsConnection* nc, jsCtx* js) : nc_(nc), js_(js) {}
+  // `replicas`: of SHOAL_DLQ, as StreamLimits::replicas (queue/topology.h).
+  DeadLetters(natsConnection* nc, jsCtx* js, int replicas = 0) : nc_(nc), js_(js), replicas_(replicas) {}
   ~DeadLetters();
 
   Status Start();
@@ -34,6 +35,7 @@ class DeadLetters {
 
   natsConnection* nc_;
   jsCtx* js_;
+  int replicas_;
   queue::SubscriptionPtr sub_;
 };
 

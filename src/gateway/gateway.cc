@@ -24,7 +24,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
 
 Status Gateway::ConnectControlPlane() {
   auto control = queue::ControlPlane::Connect(options_.nats_url, "shoal-gateway " + options_.id,
-                                              options_.nats_security);
+                                              options_.nats_security, options_.stream_limits.replicas);
   if (!control.ok()) return control.status();
   control_ = std::move(control).value();
   auto registry = queue::WorkerRegistry::Open(control_.workers.get());
@@ -34,7 +34,7 @@ Status Gateway::ConnectControlPlane() {
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());
-  auto keys_bucket = queue::OpenKeysBucket(control_.js.get());
+  auto keys_bucket = queue::OpenKeysBucket(control_.js.get(), control_.replicas);
   if (!keys_bucket.ok()) return keys_bucket.status();
   keys_bucket_ = std::move(keys_bucket).value();
   if (options_.auth == AuthMode::kKeys) {
@@ -46,7 +46,7 @@ Status Gateway::ConnectControlPlane() {
   admin_ = std::make_unique<AdminApi>(AdminOptions{options_.stream_limits}, control_.models.get(),
                                       keys_bucket_.get(), control_.js.get(),
                                       [this] { return catalog_->Snapshot(); }, workers_.get());
-  dead_letters_ = std::make_unique<DeadLetters>(control_.nc.get(), control_.js.get());
+  dead_letters_ = std::make_unique<DeadLetters>(control_.nc.get(), control_.js.get(), control_.replicas);
   return dead_letters_->Start();
 }
 
@@ -67,6 +67,18 @@ Status Gateway::Init() {
     catalog_fn = [this] { return catalog_->Snapshot(); };
   }
 
+  const bool pulls = !options_.in_process && options_.dispatch == DispatchMode::kPull;
+  if (pulls) {
+    const std::string url = options_.payload_store.empty() ? queue::DefaultPayloadStoreUrl() : options_.payload_store;
+    auto store = queue::OpenPayloadStore(url);
+    if (!store.ok()) return store.status();  // fail closed: a misconfigured store is a startup error
+    // A payload outlives its request only when a gateway died mid-request;
+    // no request lives longer than the longest deadline a client may ask.
+    const auto orphan_age = std::chrono::duration_cast<std::chrono::seconds>(RouterOptions{}.max_timeout) +
+                            std::chrono::minutes(5);
+    offloader_ = std::make_unique<PayloadOffloader>(std::move(store).value(), options_.offload_bytes, orphan_age);
+  }
+  size_t inline_item_bytes = options_.limits.max_item_bytes;
   std::vector<RouterLane> router_lanes;
   std::vector<EventLoop*> loops;
   const int n = std::max(1, options_.http.io_threads);
@@ -80,7 +92,8 @@ Status Gateway::Init() {
       int64_t max_payload = 0;
       if (options_.dispatch == DispatchMode::kPull) {
         auto qd = std::make_unique<QueueDispatcher>(&lane->loop, lane_id, workers_.get(), &lane->pending,
-                                                    QueueDispatcherOptions{options_.no_capacity_wait});
+                                                    QueueDispatcherOptions{options_.no_capacity_wait},
+                                                    offloader_.get());
         SHOAL_RETURN_IF_ERROR(qd->Start({.url = options_.nats_url, .security = options_.nats_security}));
         max_payload = qd->MaxPayload();
         lane->dispatcher = std::move(qd);
@@ -94,9 +107,16 @@ Status Gateway::Init() {
         max_payload = pd->MaxPayload();
         lane->dispatcher = std::move(pd);
       }
-      // Items must fit a NATS message with room for the headers.
-      options_.limits.max_item_bytes =
-          std::min<size_t>(options_.limits.max_item_bytes, static_cast<size_t>(max_payload) - 4096);
+      // Work messages must fit a NATS message with room for the headers:
+      // larger items go to the payload store (pull) or are refused (push).
+      const size_t fits = static_cast<size_t>(max_payload) - wire::kHeaderRoom;
+      inline_item_bytes = std::min(inline_item_bytes, fits);
+      if (offloader_) {
+        offloader_->CapInlineLimit(fits);
+        lane->pending.set_on_finish([o = offloader_.get()](const PendingRequest& p) { o->Release(p); });
+      } else {
+        options_.limits.max_item_bytes = std::min(options_.limits.max_item_bytes, fits);
+      }
     }
     lane->loop.Every(kSweepPeriod, [this, l = lane.get()] { Sweep(*l); });
     router_lanes.push_back({lane_id, lane->dispatcher.get(), &lane->pending});
@@ -106,7 +126,9 @@ Status Gateway::Init() {
 
   auth_ = std::make_unique<Authenticator>(options_.auth, options_.admin_token, keys_.get());
   router_ = std::make_unique<Router>(
-      RouterOptions{.limits = options_.limits, .default_timeout = options_.default_timeout},
+      RouterOptions{.limits = options_.limits,
+                    .default_timeout = options_.default_timeout,
+                    .inline_item_bytes = inline_item_bytes},
       catalog_fn, [this] { return Ready(); }, std::move(router_lanes), &limiter_);
   auto server = HttpServer::Start(options_.http, loops, [this](size_t lane, HttpRequest&& req, Responder r) {
     Serve(lane, std::move(req), std::move(r));
@@ -211,6 +233,9 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
   workers_.reset();
   server_.reset();
   for (auto& lane : lanes_) lane->loop.Stop();
+  // After the loops: no request finishes any more, and the deletes queued
+  // by those that did run now.
+  offloader_.reset();
   spdlog::info("gateway {} stopped", options_.id);
 }
 

@@ -30,6 +30,7 @@
 #include "gateway/dead_letters.h"
 #include "gateway/dispatcher.h"
 #include "gateway/http_server.h"
+#include "gateway/payload_offloader.h"
 #include "gateway/pending.h"
 #include "gateway/rate_limiter.h"
 #include "gateway/router.h"
@@ -50,6 +51,13 @@ struct GatewayOptions {
   std::chrono::milliseconds default_timeout{30000};
   std::chrono::milliseconds no_capacity_wait{2000};
   wire::ParseLimits limits;
+  // Where items too large for a NATS message wait while queued
+  // (queue/payload_store.h: a directory or s3://bucket/prefix); pull
+  // dispatch only. Empty: queue::DefaultPayloadStoreUrl().
+  std::string payload_store;
+  // Items over this many bytes go to the payload store even when they would
+  // fit a message (those that would not always do).
+  size_t offload_bytes = 1000 * 1000;
   // Benchmark baseline: no NATS; models from `models_dir` run in-process.
   bool in_process = false;
   std::string models_dir;
@@ -117,6 +125,8 @@ class Gateway {
   // Data plane.
   std::unique_ptr<Authenticator> auth_;
   RateLimiter limiter_;
+  // Pull dispatch only; before the lanes, whose dispatchers use it.
+  std::unique_ptr<PayloadOffloader> offloader_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<HttpServer> server_;

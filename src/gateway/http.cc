@@ -1,8 +1,30 @@
 #include "gateway/http.h"
 
+#include <atomic>
+#include <cstdio>
+#include <random>
+#include <string>
+
 #include "wire/errors.h"
 
 namespace shoal::gateway {
+namespace {
+
+// An id for an answer given before a request has one (the router names
+// requests; admission, authentication and HTTP-level refusals come first),
+// so that every error body names its request as the API promises:
+// "edge-<random per process>-<count>".
+std::string EdgeRequestId() {
+  static const std::string prefix = [] {
+    char hex[16];
+    std::snprintf(hex, sizeof(hex), "%08x", static_cast<unsigned>(std::random_device{}()));
+    return "edge-" + std::string(hex) + "-";
+  }();
+  static std::atomic<uint64_t> count{0};
+  return prefix + std::to_string(count.fetch_add(1, std::memory_order_relaxed));
+}
+
+}  // namespace
 
 HttpResponse JsonResponse(int status, std::string body) {
   HttpResponse r;
@@ -12,8 +34,9 @@ HttpResponse JsonResponse(int status, std::string body) {
 }
 
 HttpResponse ErrorResponse(const Status& status, std::string_view request_id, int64_t retry_after_s) {
-  HttpResponse r = JsonResponse(wire::HttpStatus(status.code()), wire::ErrorBody(status, request_id));
-  if (!request_id.empty()) r.headers.emplace_back("X-Shoal-Request-Id", std::string(request_id));
+  const std::string id = request_id.empty() ? EdgeRequestId() : std::string(request_id);
+  HttpResponse r = JsonResponse(wire::HttpStatus(status.code()), wire::ErrorBody(status, id));
+  r.headers.emplace_back("X-Shoal-Request-Id", id);
   if (wire::WantsRetryAfter(status.code())) r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
   return r;
 }

@@ -56,7 +56,9 @@ using Responder = std::function<void(HttpResponse)>;
 
 HttpResponse JsonResponse(int status, std::string body);
 // The error contract: status from the code, JSON error body, Retry-After
-// (`retry_after_s` seconds) where the code asks for it.
+// (`retry_after_s` seconds) where the code asks for it, X-Shoal-Request-Id.
+// An empty `request_id` (an answer given before the router named the
+// request) gets a fresh "edge-..." id.
 HttpResponse ErrorResponse(const Status& status, std::string_view request_id, int64_t retry_after_s = 1);
 
 // Server-Sent Events. The head of an event stream (text/event-stream,

@@ -49,17 +49,35 @@ void LaneChannel::Stop() {
   nc_.reset();
 }
 
-Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, bool jetstream_ack) {
+uint64_t LaneChannel::Reconnects() const {
+  natsStatistics* stats = nullptr;
+  if (natsStatistics_Create(&stats) != NATS_OK) return 0;
+  uint64_t reconnects = 0;
+  if (natsConnection_GetStats(nc_.get(), stats) == NATS_OK) {
+    natsStatistics_GetCounts(stats, nullptr, nullptr, nullptr, nullptr, &reconnects);
+  }
+  natsStatistics_Destroy(stats);
+  return reconnects;
+}
+
+Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, bool jetstream_ack,
+                                 const std::vector<size_t>* only) {
   const std::string reply = wire::ReplySubject(lane_id_, p.seq);
-  const std::string ack_reply = reply + wire::kAckSuffix;
+  const std::string ack_prefix = reply + wire::kAckSuffix;
+  std::string ack_reply;
   const std::string deadline = std::to_string(p.deadline_unix_ms);
   const std::string task(p.generation ? std::string_view(wire::kTaskGenerate)
                                       : wire::TaskName(p.request.task));
-  for (size_t i = 0; i < p.request.items.size(); ++i) {
+  const size_t n = only ? only->size() : p.request.items.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = only ? (*only)[k] : k;
     const auto& item = p.request.items[i];
+    // An offloaded item's bytes wait in the payload store; its message is empty.
+    const std::string_view body = item.offloaded ? std::string_view() : item.payload;
     natsMsg* raw = nullptr;
+    if (jetstream_ack) ack_reply = ack_prefix + std::to_string(i);
     natsStatus s = natsMsg_Create(&raw, subject.c_str(), jetstream_ack ? ack_reply.c_str() : nullptr,
-                                  item.payload.data(), static_cast<int>(item.payload.size()));
+                                  body.data(), static_cast<int>(body.size()));
     if (s != NATS_OK) return queue::FromNats(s, "work message");
     queue::MsgPtr m(raw);
     const std::string index = std::to_string(i);
@@ -71,6 +89,7 @@ Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, 
     natsMsgHeader_Set(raw, wire::kHeaderTask, task.c_str());
     if (p.request.options.truncate) natsMsgHeader_Set(raw, wire::kHeaderTruncate, "1");
     if (!p.request.options.normalize) natsMsgHeader_Set(raw, wire::kHeaderNormalize, "0");
+    if (item.offloaded) natsMsgHeader_Set(raw, wire::kHeaderPayload, wire::PayloadKey(p.id, i).c_str());
     s = natsConnection_PublishMsg(nc_.get(), raw);
     if (s != NATS_OK) return queue::FromNats(s, "queueing work");
     reaper_.Add(std::move(m));
@@ -88,14 +107,19 @@ void LaneChannel::OnReply(natsMsg* msg) {
   std::string_view subject = natsMsg_GetSubject(msg);
   if (subject.size() <= reply_prefix_.size()) return;
   subject.remove_prefix(reply_prefix_.size());
-  const bool is_ack = subject.ends_with(wire::kAckSuffix);
-  if (is_ack) subject.remove_suffix(sizeof(wire::kAckSuffix) - 1);
+  uint64_t item = 0;
+  const size_t ack_at = subject.find(wire::kAckSuffix);
+  const bool is_ack = ack_at != std::string_view::npos;
+  if (is_ack) {
+    if (!wire::ParseU64(subject.substr(ack_at + sizeof(wire::kAckSuffix) - 1), &item)) return;
+    subject = subject.substr(0, ack_at);
+  }
   uint64_t seq = 0;
   if (!wire::ParseU64(subject, &seq)) return;
   auto p = table_->Find(seq);
   if (!p) return;  // finished already (answered, failed or timed out)
   if (is_ack) {
-    if (on_ack_) on_ack_(*p, msg);
+    if (on_ack_) on_ack_(*p, static_cast<size_t>(item), msg);
   } else {
     OnResult(*p, msg);
   }
@@ -116,6 +140,32 @@ void LaneChannel::OnGenerationChunk(PendingRequest& p, natsMsg* msg) {
   if (p.finished && on_applied_) on_applied_(p);
 }
 
+bool LaneChannel::AddPart(ItemResult& r, natsMsg* msg) {
+  uint64_t part = 0, parts = 0, attempt = 1;
+  if (!wire::ParseU64(queue::Header(msg, wire::kHeaderPart), &part) ||
+      !wire::ParseU64(queue::Header(msg, wire::kHeaderParts), &parts) || parts == 0 || part >= parts ||
+      parts > wire::kMaxResultParts) {
+    return false;  // malformed: the deadline answers the request
+  }
+  wire::ParseU64(queue::Header(msg, wire::kHeaderAttempt), &attempt);
+  // Parts of one attempt only: a redelivery may overlap a slow first try,
+  // and their bytes need not match. The later attempt wins.
+  if (attempt < r.parts_attempt) return false;
+  if (attempt > r.parts_attempt || r.parts.size() != parts) {
+    r.parts.assign(parts, {});
+    r.parts_received = 0;
+    r.parts_attempt = static_cast<uint32_t>(attempt);
+  }
+  if (!r.parts[part].empty()) return false;  // a duplicate
+  r.parts[part].assign(queue::Payload(msg));
+  if (r.parts[part].empty()) return false;  // parts are never empty
+  if (++r.parts_received < parts) return false;
+  r.payload.clear();
+  for (std::string& piece : r.parts) r.payload += piece;
+  r.parts = {};
+  return true;
+}
+
 void LaneChannel::OnResult(PendingRequest& p, natsMsg* msg) {
   if (p.generation) return OnGenerationChunk(p, msg);
   uint64_t index = 0;
@@ -130,9 +180,13 @@ void LaneChannel::OnResult(PendingRequest& p, natsMsg* msg) {
   {
     if (index >= p.results.size() || p.results[index].filled) return;
     ItemResult& r = p.results[index];
-    r.filled = true;
-    r.payload.assign(queue::Payload(msg));
     uint64_t v = 0;
+    if (queue::Header(msg, wire::kHeaderParts).empty()) {
+      r.payload.assign(queue::Payload(msg));
+    } else if (!AddPart(r, msg)) {
+      return;  // more parts to come
+    }
+    r.filled = true;
     if (wire::ParseU64(queue::Header(msg, wire::kHeaderTokens), &v)) r.tokens = static_cast<uint32_t>(v);
     r.truncated = queue::Header(msg, wire::kHeaderTruncated) == "1";
     r.cold_start = queue::Header(msg, wire::kHeaderColdStart) == "1";

@@ -12,8 +12,10 @@
 //                    generation request's results are chunks in sequence
 //                    (Shoal-Seq, Shoal-Final), relayed by OnGenerationResult
 //                    (gateway/generation.h)
-//   _INBOX.<lane-id>.<seq>.ack  ──▶ handed to the owner (JetStream's publish
-//                    acknowledgements; only the pull path asks for them)
+//                    A result too large for one message comes in parts
+//                    (Shoal-Part/Shoal-Parts), joined before it fills its slot
+//   _INBOX.<lane-id>.<seq>.ack.<item>  ──▶ handed to the owner (JetStream's
+//                    publish acknowledgements; only the pull path asks for them)
 //
 // Threading: everything but Start and MaxPayload runs on the lane's loop
 // thread; Start makes the subscription there.
@@ -21,6 +23,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/event_loop.h"
 #include "gateway/pending.h"
@@ -30,8 +33,8 @@ namespace shoal::gateway {
 
 class LaneChannel {
  public:
-  // A publish acknowledgement (<reply>.ack) for a request still pending.
-  using OnAck = std::function<void(PendingRequest& p, natsMsg* msg)>;
+  // A publish acknowledgement (<reply>.ack.<item>) for a request still pending.
+  using OnAck = std::function<void(PendingRequest& p, size_t item, natsMsg* msg)>;
   // After a result was applied to a request still pending: one more slot
   // filled, or (an error result, or the last slot) the request finished. For
   // a generation request: only when it finished.
@@ -50,10 +53,15 @@ class LaneChannel {
   const std::string& lane_id() const { return lane_id_; }
 
   // Publishes each item of `p` to `subject`; with `jetstream_ack`, asks for
-  // JetStream's publish acknowledgement on <reply>.ack. On an error, items
+  // JetStream's publish acknowledgement on <reply>.ack.<item>. On an error, items
   // already published may still run (their results are ignored once `p` is
   // finished by the caller).
-  Status PublishItems(PendingRequest& p, const std::string& subject, bool jetstream_ack);
+  // `only`, when given, lists the items to publish (a republish).
+  Status PublishItems(PendingRequest& p, const std::string& subject, bool jetstream_ack,
+                      const std::vector<size_t>* only = nullptr);
+
+  // How many times the connection has reconnected so far.
+  uint64_t Reconnects() const;
 
   // Announces that `p`'s client hung up (wire/subjects.h CancelSubject).
   void PublishCancel(const PendingRequest& p);
@@ -68,6 +76,8 @@ class LaneChannel {
   void OnReply(natsMsg* msg);
   void OnResult(PendingRequest& p, natsMsg* msg);
   void OnGenerationChunk(PendingRequest& p, natsMsg* msg);
+  // Adds a part of a result sent in parts; true when it completed `r.payload`.
+  static bool AddPart(ItemResult& r, natsMsg* msg);
 
   EventLoop* loop_;
   const std::string lane_id_;

@@ -25,6 +25,7 @@ bool PendingTable::Finish(PendingRequest& p, HttpResponse response) {
   }
   response.more = false;
   p.respond(std::move(response));
+  if (on_finish_) on_finish_(p);
   return true;
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -41,7 +42,16 @@ enum class ResponseFormat {
 
 struct ItemResult {
   bool filled = false;
+  // Pull path: JetStream acknowledged storing its work message, or when it
+  // was last published (unacknowledged ones are published again).
+  bool stored = false;
+  SteadyClock::time_point published_at{};
   std::string payload;  // MessagePack from the worker
+  // A result sent in parts (wire/work_message.h): those of `parts_attempt`
+  // received so far, joined into `payload` when all are in.
+  std::vector<std::string> parts;
+  size_t parts_received = 0;
+  uint32_t parts_attempt = 0;
   uint32_t tokens = 0;
   bool truncated = false;
   bool cold_start = false;  // waited for its model to load
@@ -64,6 +74,7 @@ struct PendingRequest {
 
   std::vector<ItemResult> results;
   size_t remaining = 0;
+  bool published = false;  // its items went out (QueueDispatcher)
   bool finished = false;
 
   std::unique_ptr<Generation> generation;  // generation requests only
@@ -89,8 +100,14 @@ class PendingTable {
 
   // Requests whose deadline is at or before `now`.
   std::vector<std::shared_ptr<PendingRequest>> Expired(SteadyClock::time_point now) const;
+  std::vector<std::shared_ptr<PendingRequest>> All() const { return Expired(SteadyClock::time_point::max()); }
+
+  // Called for every request as it finishes, after its response: what a
+  // request holds outside the gateway (its offloaded payloads) ends with it.
+  void set_on_finish(std::function<void(const PendingRequest&)> fn) { on_finish_ = std::move(fn); }
 
  private:
+  std::function<void(const PendingRequest&)> on_finish_;
   std::unordered_map<uint64_t, std::shared_ptr<PendingRequest>> map_;
   std::atomic<size_t> size_{0};
 };

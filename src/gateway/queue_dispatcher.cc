@@ -9,14 +9,19 @@ namespace shoal::gateway {
 
 QueueDispatcher::QueueDispatcher(EventLoop* loop, std::string lane_id,
                                  const queue::WorkerRegistry* workers, PendingTable* table,
-                                 QueueDispatcherOptions options)
-    : workers_(workers), table_(table), options_(options), channel_(loop, std::move(lane_id), table) {}
+                                 QueueDispatcherOptions options, PayloadOffloader* offloader)
+    : loop_(loop),
+      offloader_(offloader),
+      workers_(workers),
+      table_(table),
+      options_(options),
+      channel_(loop, std::move(lane_id), table) {}
 
 QueueDispatcher::~QueueDispatcher() = default;
 
 Status QueueDispatcher::Start(const queue::ConnectOptions& nats) {
   return channel_.Start(
-      nats, [this](PendingRequest& p, natsMsg* msg) { OnPublishAck(p, msg); }, {});
+      nats, [this](PendingRequest& p, size_t item, natsMsg* msg) { OnPublishAck(p, item, msg); }, {});
 }
 
 int64_t QueueDispatcher::MaxPayload() const { return channel_.MaxPayload(); }
@@ -43,12 +48,33 @@ void QueueDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
     table_->Finish(*p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
     return;
   }
+  if (offloader_ && offloader_->Needs(*p)) {
+    offloader_->Offload(p, loop_, [this, p](Status s) {
+      if (!s.ok()) return (void)table_->Finish(*p, ErrorResponse(s, p->id));
+      Queue(p);
+    });
+    return;
+  }
+  Queue(p);
+}
+
+void QueueDispatcher::Queue(const std::shared_ptr<PendingRequest>& p) {
+  if (!channel_.connected()) {  // stopped while its payloads were uploading
+    table_->Finish(*p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
+    return;
+  }
   if (HasCapacity(p->model->id)) return Publish(*p);
   waiting_.push_back({p, SteadyClock::now() + options_.no_capacity_wait});
 }
 
 void QueueDispatcher::Tick(SteadyClock::time_point now) {
   channel_.Reap();
+  if (now >= next_republish_check_ && channel_.connected()) {
+    next_republish_check_ = now + std::chrono::milliseconds(250);
+    const uint64_t r = channel_.Reconnects();
+    Republish(now, r != reconnects_seen_);
+    reconnects_seen_ = r;
+  }
   if (waiting_.empty()) return;
   std::vector<Waiting> ready, expired;
   for (auto& w : waiting_) {
@@ -66,7 +92,36 @@ void QueueDispatcher::Tick(SteadyClock::time_point now) {
   }
 }
 
+void QueueDispatcher::Republish(SteadyClock::time_point now, bool reconnected) {
+  constexpr auto kStoreTimeout = std::chrono::seconds(1);
+  size_t requests = 0, items = 0;
+  for (const auto& p : table_->All()) {
+    if (!p->published || p->finished || p->generation) continue;
+    std::vector<size_t> unanswered;
+    for (size_t i = 0; i < p->results.size(); ++i) {
+      ItemResult& r = p->results[i];
+      if (r.filled || !(reconnected || (!r.stored && now - r.published_at >= kStoreTimeout))) continue;
+      r.published_at = now;
+      unanswered.push_back(i);
+    }
+    if (unanswered.empty()) continue;
+    const ModelSpec& spec = *p->model;
+    if (Status s = channel_.PublishItems(*p, wire::WorkSubject(spec.pool, spec.id), true, &unanswered); !s.ok()) {
+      table_->Finish(*p, ErrorResponse(s, p->id));
+      continue;
+    }
+    ++requests;
+    items += unanswered.size();
+  }
+  if (items == 0) return;
+  spdlog::warn("gateway lane {}: published again {} item(s) of {} request(s) ({})", channel_.lane_id(), items,
+               requests, reconnected ? "NATS reconnected; their results may be lost" : "not stored by JetStream in 1 s");
+}
+
 void QueueDispatcher::Publish(PendingRequest& p) {
+  p.published = true;
+  const auto now = SteadyClock::now();
+  for (ItemResult& r : p.results) r.published_at = now;
   const ModelSpec& spec = *p.model;
   if (Status s = channel_.PublishItems(p, wire::WorkSubject(spec.pool, spec.id), /*jetstream_ack=*/true);
       !s.ok()) {
@@ -75,7 +130,7 @@ void QueueDispatcher::Publish(PendingRequest& p) {
   }
 }
 
-void QueueDispatcher::OnPublishAck(PendingRequest& p, natsMsg* msg) {
+void QueueDispatcher::OnPublishAck(PendingRequest& p, size_t item, natsMsg* msg) {
   const std::string_view body = queue::Payload(msg);
   if (body.empty()) {
     // A status message: 503 "no responders" means no stream takes the subject.
@@ -86,11 +141,21 @@ void QueueDispatcher::OnPublishAck(PendingRequest& p, natsMsg* msg) {
     }
     return;
   }
-  if (body.find("\"error\"") == std::string_view::npos) return;  // stored
+  if (body.find("\"error\"") == std::string_view::npos) {  // stored
+    if (item < p.results.size()) p.results[item].stored = true;
+    return;
+  }
   // {"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"}}
   const bool full = body.find("maximum") != std::string_view::npos ||
                     body.find("resources") != std::string_view::npos;
-  spdlog::warn("rid={} publish rejected: {}", p.id, body);
+  // Under overload this is every refused request: one line a second.
+  ++rejected_since_log_;
+  if (const auto now = SteadyClock::now(); now >= next_reject_log_) {
+    spdlog::warn("gateway lane {}: {} publish(es) refused by JetStream in the last second, e.g. rid={}: {}",
+                 channel_.lane_id(), rejected_since_log_, p.id, body);
+    rejected_since_log_ = 0;
+    next_reject_log_ = now + std::chrono::seconds(1);
+  }
   table_->Finish(p, ErrorResponse(full ? Status(Code::kOverloaded, "the work queue is full")
                                        : Status(Code::kNoCapacity, "the work queue rejected the request"),
                                   p.id));

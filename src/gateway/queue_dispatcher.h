@@ -12,7 +12,21 @@
 //              (stream full → 503 OVERLOADED; no stream → 503 NO_CAPACITY)
 //
 // A second result for a filled slot (a redelivery after a worker died
-// between publishing and acking) is ignored.
+// between publishing and acking) is ignored. Items too large for a message
+// go to the payload store first (payload_offloader.h), then the request
+// continues as above.
+//
+// Accepted work is not lost to a dying nats-server. An item is published
+// again when
+//   - JetStream has not acknowledged storing it within 1 s: a publish to a
+//     server that died, or to a stream between leaders, is dropped without
+//     an answer;
+//   - the connection reconnected and it has no result yet: a result
+//     published while this lane was cut off is gone (core NATS delivers at
+//     most once).
+// The duplicates this may make are harmless — a second result for a slot is
+// ignored — and happen only around a failure. Generation requests are not
+// republished: their chunks carry state a second run would repeat.
 //
 // Threading: everything but Start and MaxPayload runs on the lane's loop
 // thread; Start makes the subscription there.
@@ -25,6 +39,7 @@
 #include "common/event_loop.h"
 #include "gateway/dispatcher.h"
 #include "gateway/lane_channel.h"
+#include "gateway/payload_offloader.h"
 #include "queue/nats.h"
 #include "queue/worker_registry.h"
 
@@ -36,8 +51,11 @@ struct QueueDispatcherOptions {
 
 class QueueDispatcher final : public Dispatcher {
  public:
+  // `offloader` (optional: without it, every item must fit a message)
+  // outlives this.
   QueueDispatcher(EventLoop* loop, std::string lane_id, const queue::WorkerRegistry* workers,
-                  PendingTable* table, QueueDispatcherOptions options = {});
+                  PendingTable* table, QueueDispatcherOptions options = {},
+                  PayloadOffloader* offloader = nullptr);
   ~QueueDispatcher() override;
 
   // Connects (from any thread) and subscribes the lane's inbox.
@@ -57,14 +75,25 @@ class QueueDispatcher final : public Dispatcher {
     SteadyClock::time_point give_up;
   };
 
+  // Submit, once every item fits a message.
+  void Queue(const std::shared_ptr<PendingRequest>& p);
   void Publish(PendingRequest& p);
-  void OnPublishAck(PendingRequest& p, natsMsg* msg);
+  // Publishes again the items of published requests that lack a result and
+  // either were not stored for 1 s or (`reconnected`) may have lost it.
+  void Republish(SteadyClock::time_point now, bool reconnected);
+  void OnPublishAck(PendingRequest& p, size_t item, natsMsg* msg);
 
+  EventLoop* loop_;
+  PayloadOffloader* offloader_;
   const queue::WorkerRegistry* workers_;
   PendingTable* table_;
   const QueueDispatcherOptions options_;
   LaneChannel channel_;  // connection, publishes, result inbox
   std::vector<Waiting> waiting_;  // requests waiting for a worker to appear
+  uint64_t reconnects_seen_ = 0;
+  SteadyClock::time_point next_republish_check_{};
+  uint64_t rejected_since_log_ = 0;
+  SteadyClock::time_point next_reject_log_{};
 };
 
 }  // namespace shoal::gateway

@@ -135,10 +135,11 @@ Status Router::PrepareGeneration(PendingRequest* p) const {
   g.created_unix_s = UnixMillis() / 1000;
   g.work = wire::EncodeGenerateWork(g.request);
   // The prompt was checked; its JSON escapes may still push it over.
-  if (g.work.size() > options_.limits.max_item_bytes) {
+  const size_t limit = std::min(options_.limits.max_item_bytes, options_.inline_item_bytes);
+  if (g.work.size() > limit) {
     return Status(Code::kPayloadTooLarge, "request: " + std::to_string(g.work.size()) +
                                               " bytes as a work message, over the limit of " +
-                                              std::to_string(options_.limits.max_item_bytes));
+                                              std::to_string(limit));
   }
   p->request.items = {{g.work, GenerationCost(g.request)}};
   return Status::Ok();

@@ -6,18 +6,19 @@
 namespace shoal::queue {
 
 Result<ControlPlane> ControlPlane::Connect(const std::string& url, const std::string& name,
-                                           const NatsSecurity& security) {
+                                           const NatsSecurity& security, int replicas) {
   ControlPlane cp;
+  cp.replicas = replicas;
   auto nc = queue::Connect({.url = url, .security = security, .name = name});
   if (!nc.ok()) return nc.status();
   cp.nc = std::move(nc).value();
   auto js = NewJetStream(cp.nc.get());
   if (!js.ok()) return js.status();
   cp.js = std::move(js).value();
-  auto models = OpenBucket(cp.js.get(), wire::kModelsBucket, 0);
+  auto models = OpenBucket(cp.js.get(), wire::kModelsBucket, 0, replicas);
   if (!models.ok()) return models.status();
   cp.models = std::move(models).value();
-  auto workers = OpenBucket(cp.js.get(), wire::kWorkersBucket, kWorkerEntryTtlMs);
+  auto workers = OpenBucket(cp.js.get(), wire::kWorkersBucket, kWorkerEntryTtlMs, replicas);
   if (!workers.ok()) return workers.status();
   cp.workers = std::move(workers).value();
   return cp;

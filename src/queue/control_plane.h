@@ -14,9 +14,13 @@ struct ControlPlane {
   JsCtxPtr js;
   KvStorePtr models;   // shoal_models
   KvStorePtr workers;  // shoal_workers
+  // JetStream replicas for what this process creates (topology.h,
+  // StreamLimits::replicas): 0 leaves it to the server's default of 1.
+  int replicas = 0;
 
+  // `url` may list several servers of a cluster, comma-separated.
   static Result<ControlPlane> Connect(const std::string& url, const std::string& name,
-                                      const NatsSecurity& security = {});
+                                      const NatsSecurity& security = {}, int replicas = 0);
 };
 
 }  // namespace shoal::queue

@@ -183,7 +183,9 @@ Result<ApiKey> ParseApiKey(std::string_view name, std::string_view text) {
   return key;
 }
 
-Result<KvStorePtr> OpenKeysBucket(jsCtx* js) { return OpenBucket(js, wire::kKeysBucket, 0); }
+Result<KvStorePtr> OpenKeysBucket(jsCtx* js, int replicas) {
+  return OpenBucket(js, wire::kKeysBucket, 0, replicas);
+}
 
 Result<IssuedKey> IssueKey(kvStore* keys, ApiKey key) {
   SHOAL_RETURN_IF_ERROR(ValidateKeyName(key.name));

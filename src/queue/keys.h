@@ -88,8 +88,8 @@ struct IssuedKey {
   ApiKey key;
 };
 
-// The bucket; created if missing.
-Result<KvStorePtr> OpenKeysBucket(jsCtx* js);
+// The bucket; created if missing, with `replicas` (topology.h OpenBucket).
+Result<KvStorePtr> OpenKeysBucket(jsCtx* js, int replicas = 0);
 // Makes a secret for `key` (its name, models, admin and limits as given;
 // digest and created time set here) and stores it. Refuses a name that
 // exists (remove it first): a key is never silently replaced.

@@ -21,6 +21,23 @@ void OnError(natsConnection*, natsSubscription*, natsStatus err, void* closure) 
                natsStatus_GetText(err));
 }
 
+// "nats://a:4222, nats://b:4222" -> its URLs, trimmed, empty ones dropped.
+std::vector<std::string> SplitServerList(const std::string& list) {
+  std::vector<std::string> urls;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    const size_t b = list.find_first_not_of(" \t", start);
+    if (b != std::string::npos && b < end) {
+      const size_t e = list.find_last_not_of(" \t", end - 1);
+      urls.push_back(list.substr(b, e - b + 1));
+    }
+    start = end + 1;
+  }
+  return urls;
+}
+
 struct OptionsDeleter {
   void operator()(natsOptions* o) const { natsOptions_Destroy(o); }
 };
@@ -101,7 +118,15 @@ Result<ConnectionPtr> Connect(const ConnectOptions& options) {
   // Callbacks may run until the connection is destroyed, which its owner
   // controls; one small string per connection is kept for the process.
   auto* name = new std::string(options.name);  // leaked on purpose: referenced by callbacks
-  natsOptions_SetURL(opts.get(), options.url.c_str());
+  // A JetStream cluster is given as a comma-separated list of its servers'
+  // URLs: cnats then connects to any one and fails over to the others (it
+  // also learns the rest of the cluster from the server it reaches).
+  const std::vector<std::string> urls = SplitServerList(options.url);
+  if (urls.empty()) return InvalidInput("no NATS URL given");
+  std::vector<const char*> servers;
+  for (const auto& u : urls) servers.push_back(u.c_str());
+  SHOAL_RETURN_IF_ERROR(FromNats(natsOptions_SetServers(opts.get(), servers.data(), static_cast<int>(servers.size())),
+                                 "NATS URL " + options.url));
   natsOptions_SetName(opts.get(), options.name.c_str());
   natsOptions_SetSendAsap(opts.get(), true);
   natsOptions_SetTimeout(opts.get(), options.connect_timeout_ms);

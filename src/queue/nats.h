@@ -62,7 +62,7 @@ struct NatsSecurity {
 };
 
 struct ConnectOptions {
-  std::string url = "nats://127.0.0.1:4222";
+  std::string url = "nats://127.0.0.1:4222";  // or several servers, comma-separated
   NatsSecurity security;
   std::string name;               // shown by the server's monitoring
   int connect_timeout_ms = 2000;

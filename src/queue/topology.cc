@@ -1,5 +1,6 @@
 #include "queue/topology.h"
 
+#include <algorithm>
 #include <string>
 
 #include "wire/subjects.h"
@@ -24,6 +25,15 @@ Status AddOrUpdateStream(jsCtx* js, jsStreamConfig* cfg) {
     return Status::Ok();
   }
   if (code != JSStreamNameExistErr) return JsError(s, code, std::string("stream ") + cfg->Name);
+  if (cfg->Replicas == 0) {
+    // Not asked (StreamLimits::replicas): keep the stream's own. nats-server
+    // reads 0 as 1, which would scale a replicated stream down.
+    s = js_GetStreamInfo(&si, js, cfg->Name, nullptr, &code);
+    if (s != NATS_OK) return JsError(s, code, std::string("stream info ") + cfg->Name);
+    cfg->Replicas = si->Config->Replicas;
+    jsStreamInfo_Destroy(si);
+    si = nullptr;
+  }
   s = js_UpdateStream(&si, js, cfg, nullptr, &code);
   if (s != NATS_OK) return JsError(s, code, std::string("updating stream ") + cfg->Name);
   jsStreamInfo_Destroy(si);
@@ -51,6 +61,7 @@ struct WorkStreamConfig {
     cfg.MaxMsgsPerSubject = limits.max_msgs_per_subject;
     cfg.DiscardNewPerSubject = limits.max_msgs_per_subject > 0;
     cfg.Duplicates = 120'000 * kNsPerMs;
+    cfg.Replicas = limits.replicas;
   }
   WorkStreamConfig(const WorkStreamConfig&) = delete;
   WorkStreamConfig& operator=(const WorkStreamConfig&) = delete;
@@ -91,7 +102,7 @@ Status EnsureWorkStreamExists(jsCtx* js, std::string_view pool, const StreamLimi
   return JsError(s, code, "stream " + c.name);
 }
 
-Status EnsureDeadLetterStream(jsCtx* js) {
+Status EnsureDeadLetterStream(jsCtx* js, int replicas) {
   const std::string name(wire::kDeadLetterStream);
   const char* subjects[] = {"shoal.dlq.>"};
   jsStreamConfig cfg;
@@ -102,6 +113,7 @@ Status EnsureDeadLetterStream(jsCtx* js) {
   cfg.Storage = js_FileStorage;
   cfg.MaxMsgs = 100'000;
   cfg.MaxAge = int64_t{7} * 24 * 3600 * 1000 * kNsPerMs;
+  cfg.Replicas = replicas;
   return AddOrUpdateStream(js, &cfg);
 }
 
@@ -135,7 +147,7 @@ Status EnsureConsumer(jsCtx* js, const ModelSpec& spec) {
   return Status::Ok();
 }
 
-Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms) {
+Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms, int replicas) {
   const std::string name(bucket);
   kvConfig cfg;
   kvConfig_Init(&cfg);
@@ -143,6 +155,7 @@ Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms
   cfg.History = 1;
   cfg.TTL = ttl_ms * kNsPerMs;  // cnats 3.4 passes TTL through as nanoseconds
   cfg.StorageType = js_FileStorage;
+  cfg.Replicas = std::max(1, replicas);
   kvStore* kv = nullptr;
   natsStatus s = js_CreateKeyValue(&kv, js, &cfg);
   if (s != NATS_OK) {

@@ -35,6 +35,12 @@ struct StreamLimits {
   int64_t max_bytes = int64_t{1} << 30;
   int64_t max_age_ms = 3'600'000;
   bool memory_storage = false;  // file storage survives a nats-server restart
+  // JetStream replicas (RAFT) of the stream: 3 (or 5) on a JetStream
+  // cluster, so that the stream and its consumers survive losing a server.
+  // 0 means "not asked": a new stream gets 1 and an existing one keeps its
+  // own, so a process started without --replicas never scales a cluster's
+  // streams down.
+  int replicas = 0;
 };
 
 Result<JsCtxPtr> NewJetStream(natsConnection* nc);
@@ -47,7 +53,7 @@ Result<JsCtxPtr> NewJetStream(natsConnection* nc);
 Status EnsureWorkStream(jsCtx* js, std::string_view pool, const StreamLimits& limits);
 Status EnsureWorkStreamExists(jsCtx* js, std::string_view pool, const StreamLimits& limits);
 Status EnsureConsumer(jsCtx* js, const ModelSpec& spec);
-Status EnsureDeadLetterStream(jsCtx* js);
+Status EnsureDeadLetterStream(jsCtx* js, int replicas = 0);  // replicas as StreamLimits'
 
 // Messages in a pool's work stream, per model id (models with none are
 // absent). WorkQueue retention keeps a message until it is acked, so this is
@@ -56,7 +62,9 @@ Status EnsureDeadLetterStream(jsCtx* js);
 Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::string_view pool);
 
 // Opens a KV bucket, creating it if missing. `ttl_ms` 0 keeps entries forever.
-Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms);
+// `replicas` applies when it creates the bucket (0: 1); an existing bucket is
+// used as it is.
+Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms, int replicas = 0);
 
 // How long a heartbeat entry lives in shoal_workers when not rewritten.
 inline constexpr int64_t kWorkerEntryTtlMs = 30'000;

@@ -35,6 +35,9 @@ struct EncodeOptions {
 struct RequestItem {
   std::string_view payload;  // MessagePack {"text": ...} (see work_message.h)
   uint32_t cost = 0;         // estimated tokens
+  // Set by the gateway once the item's bytes are in the payload store: its
+  // work message names the key (wire::PayloadKey) instead of carrying them.
+  bool offloaded = false;
 };
 
 // Rerank (Cohere) only: how to present the ranking.
@@ -60,7 +63,9 @@ struct WorkRequest {
 
 struct ParseLimits {
   size_t max_items = 2048;
-  size_t max_item_bytes = 1000 * 1000;
+  // Items over what fits a NATS message wait in the payload store, so an
+  // item may be as large as a body (HttpServerOptions::max_body_bytes).
+  size_t max_item_bytes = 16 * 1024 * 1024;
 };
 
 // The cost the gateway puts on an item before any tokenizer has seen it:

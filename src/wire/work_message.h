@@ -6,10 +6,14 @@
 //            {"text": str, "add_special_tokens": bool} to tokenize
 //   headers  Shoal-Request-Id, Shoal-Item, Shoal-Cost, Shoal-Deadline,
 //            Shoal-Reply, Shoal-Task; Shoal-Truncate / Shoal-Normalize only
-//            when not the default. No Nats-Msg-Id: a gateway never republishes,
-//            and deduplication would cost the server a lookup per message.
+//            when not the default. No Nats-Msg-Id: a gateway republishes only
+//            after its connection reconnects (a second result for an item
+//            is ignored), and deduplication would cost the server a lookup
+//            per message.
 //            When the item was queued is JetStream's own stamp (in the ack
-//            subject), not a header.
+//            subject), not a header. An item over the inline limit waits in
+//            the payload store (queue/payload_store.h): the message is empty
+//            and Shoal-Payload names the key of its bytes.
 // Result (worker → core NATS, to the work message's Shoal-Reply subject):
 //   payload  MessagePack on success — encode {"dense": [float32...]},
 //            score {"logits": [float32...]}, tokenize {"tokens": [{"id",
@@ -19,8 +23,12 @@
 //   headers  Shoal-Item, Shoal-Tokens, Shoal-Truncated, Shoal-Queue-Us, Shoal-Inference-Us,
 //            Shoal-Worker, Shoal-Attempt (JetStream's delivery count: above 1
 //            after a redelivery), and Shoal-Error (an API code name) on failure.
+//            A result larger than a NATS message goes out in parts, each
+//            with every header plus Shoal-Part (0-based) and Shoal-Parts
+//            (their count); the gateway joins the parts of one attempt.
 // The reply subject is _INBOX.<gateway-id>.<request-seq>; JetStream's publish
-// acknowledgements come back on <reply>.ack so one subscription sees both.
+// acknowledgement of item i comes back on <reply>.ack.<i>, so one
+// subscription sees both and each acknowledgement names its item.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +47,7 @@ inline constexpr char kHeaderReply[] = "Shoal-Reply";
 inline constexpr char kHeaderTask[] = "Shoal-Task";
 inline constexpr char kHeaderTruncate[] = "Shoal-Truncate";    // "1" or absent
 inline constexpr char kHeaderNormalize[] = "Shoal-Normalize";  // "0" or absent
+inline constexpr char kHeaderPayload[] = "Shoal-Payload";      // payload-store key
 
 inline constexpr char kHeaderTokens[] = "Shoal-Tokens";
 inline constexpr char kHeaderTruncated[] = "Shoal-Truncated";  // "1" or absent
@@ -49,8 +58,17 @@ inline constexpr char kHeaderInferenceUs[] = "Shoal-Inference-Us";
 inline constexpr char kHeaderWorker[] = "Shoal-Worker";
 inline constexpr char kHeaderAttempt[] = "Shoal-Attempt";
 inline constexpr char kHeaderError[] = "Shoal-Error";
+inline constexpr char kHeaderPart[] = "Shoal-Part";
+inline constexpr char kHeaderParts[] = "Shoal-Parts";
 
-inline constexpr char kAckSuffix[] = ".ack";
+inline constexpr char kAckSuffix[] = ".ack.";  // then the item index
+
+// Room a message keeps for its headers: an item or result part carries at
+// most the connection's max payload less this.
+inline constexpr size_t kHeaderRoom = 4096;
+// The most parts a result may come in (at 1 MB a part, 256 MB): a larger
+// one is a PAYLOAD_TOO_LARGE error, not a gateway out of memory.
+inline constexpr uint64_t kMaxResultParts = 256;
 
 // What a work message asks of the model (header Shoal-Task).
 enum class Task { kEncode, kScore, kTokenize };
@@ -70,6 +88,11 @@ void AppendTextItem(std::string_view text, std::string* out);
 void AppendPairItem(std::string_view text, std::string_view pair, std::string* out);
 // {"text": text, "add_special_tokens": add_special_tokens}.
 void AppendTokenizeItem(std::string_view text, bool add_special_tokens, std::string* out);
+
+// The payload-store key of item `index` of request `request_id`.
+inline std::string PayloadKey(std::string_view request_id, size_t index) {
+  return std::string(request_id) + "." + std::to_string(index);
+}
 
 // Reads an item; "text" is required, and what else may appear depends on the
 // task. Errors name the field.

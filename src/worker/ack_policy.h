@@ -10,6 +10,11 @@
 //                                                  retries the load)
 //   expired            nothing (the gateway has    +ACK   (drop: nobody waits)
 //                      already answered 504)
+//   payload gone       nothing (its request ended: +ACK   (drop)
+//                      the gateway deleted it)
+//   payload store      nothing                     -NAK after 1 s (the store
+//   unreachable                                           may come back within
+//                                                         the deadline)
 //   not served here    nothing                     -NAK after 100 ms (another
 //                      (model left this worker)           worker takes it)
 //   shutting down      nothing                     -NAK now (redeliver at once)
@@ -34,6 +39,8 @@ enum class Outcome {
   kLoadFailed,
   kExpired,
   kCancelled,  // the client hung up before it started
+  kPayloadGone,
+  kPayloadUnavailable,
   kNotServedHere,
   kShuttingDown,
 };
@@ -54,6 +61,8 @@ constexpr Disposition DispositionFor(Outcome o) {
     case Outcome::kLoadFailed: return {true, AckAction::kTerm};
     case Outcome::kExpired: return {false, AckAction::kAck};
     case Outcome::kCancelled: return {false, AckAction::kAck};
+    case Outcome::kPayloadGone: return {false, AckAction::kAck};
+    case Outcome::kPayloadUnavailable: return {false, AckAction::kNak, std::chrono::milliseconds(1000)};
     case Outcome::kNotServedHere: return {false, AckAction::kNak, std::chrono::milliseconds(100)};
     case Outcome::kShuttingDown: return {false, AckAction::kNak};
   }

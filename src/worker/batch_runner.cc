@@ -63,7 +63,7 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
 
   // Items worth running (not expired, decodable), grouped by task.
   TaskGroup groups[3];
-  for (const WorkItem& it : batch) {
+  for (WorkItem& it : batch) {
     if (it.deadline_ms > 0 && now_ms >= it.deadline_ms) {
       Settle(it, Outcome::kExpired);
       continue;
@@ -81,6 +81,7 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
       Settle(it, Outcome::kBadInput, InvalidInput("unknown task '" + std::string(it.task) + "'"));
       continue;
     }
+    if (!it.payload_key.empty() && !Fetch(it)) continue;
     wire::ItemFields fields;
     if (Status s = wire::DecodeItem(it.payload, task, &fields); !s.ok()) {
       Settle(it, Outcome::kBadInput, s);
@@ -130,10 +131,43 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
     }
     payload.clear();
     const ResultMeta meta = AppendResult(out, &payload);
+    if (payload.size() > wire::kMaxResultParts * PartBytes()) {
+      Settle(it, Outcome::kBadInput,
+             Status(Code::kPayloadTooLarge, "the result is " + std::to_string(payload.size()) +
+                                                " bytes, over the limit of " +
+                                                std::to_string(wire::kMaxResultParts * PartBytes())));
+      continue;
+    }
     PublishResult(it, payload, meta, std::max<int64_t>(0, start_wall_us - it.enqueued_us),
                   inference_us);
     Ack(it, DispositionFor(Outcome::kSucceeded).action, {});
   }
+}
+
+bool BatchRunner::Fetch(WorkItem& item) {
+  if (!payloads_) {
+    Settle(item, Outcome::kInferenceFailed, Internal("this worker has no payload store"));
+    return false;
+  }
+  auto bytes = std::make_unique<std::string>();
+  const std::string key(item.payload_key);
+  const Status s = payloads_->Get(key, bytes.get());
+  if (s.code() == Code::kNotFound) {
+    // Its request ended (answered, failed or timed out) — or this worker
+    // reads another store than the gateway writes: say so once per item.
+    spdlog::info("rid={} item={}: {}; dropped (check --payload-store if requests time out)", item.request_id,
+                 item.index, s.message());
+    Settle(item, Outcome::kPayloadGone);
+    return false;
+  }
+  if (!s.ok()) {
+    spdlog::warn("rid={} item={}: {}", item.request_id, item.index, s.ToString());
+    Settle(item, Outcome::kPayloadUnavailable);
+    return false;
+  }
+  item.fetched = std::move(bytes);
+  item.payload = *item.fetched;
+  return true;
 }
 
 void BatchRunner::Settle(const WorkItem& item, Outcome outcome, const Status& error) {
@@ -156,27 +190,40 @@ void BatchRunner::Settle(const WorkItem& item, Outcome outcome, const Status& er
 
 void BatchRunner::Progress(const WorkItem& item) { Ack(item, AckAction::kInProgress, {}); }
 
+size_t BatchRunner::PartBytes() const {
+  return static_cast<size_t>(std::max<int64_t>(natsConnection_GetMaxPayload(nc_) - wire::kHeaderRoom, 1024));
+}
+
 void BatchRunner::PublishResult(const WorkItem& item, std::string_view payload, ResultMeta meta,
                                 int64_t queue_us, int64_t inference_us) {
   const std::string reply(item.reply);
-  natsMsg* m = nullptr;
-  if (natsMsg_Create(&m, reply.c_str(), nullptr, payload.data(), static_cast<int>(payload.size())) !=
-      NATS_OK) {
-    return;
+  const size_t part_bytes = PartBytes();
+  // One message when it fits, else parts that each carry every header.
+  const size_t parts = payload.size() <= part_bytes ? 1 : (payload.size() + part_bytes - 1) / part_bytes;
+  for (size_t k = 0; k < parts; ++k) {
+    const std::string_view piece = parts == 1 ? payload : payload.substr(k * part_bytes, part_bytes);
+    natsMsg* m = nullptr;
+    if (natsMsg_Create(&m, reply.c_str(), nullptr, piece.data(), static_cast<int>(piece.size())) != NATS_OK) {
+      return;
+    }
+    queue::MsgPtr msg(m);
+    natsMsgHeader_Set(m, wire::kHeaderItem, std::to_string(item.index).c_str());
+    natsMsgHeader_Set(m, wire::kHeaderTokens, std::to_string(meta.tokens).c_str());
+    if (meta.truncated) natsMsgHeader_Set(m, wire::kHeaderTruncated, "1");
+    if (item.enqueued_us < item.model->loaded_unix_us) natsMsgHeader_Set(m, wire::kHeaderColdStart, "1");
+    natsMsgHeader_Set(m, wire::kHeaderQueueUs, std::to_string(queue_us).c_str());
+    natsMsgHeader_Set(m, wire::kHeaderInferenceUs, std::to_string(inference_us).c_str());
+    natsMsgHeader_Set(m, wire::kHeaderWorker, worker_id_.c_str());
+    natsMsgHeader_Set(m, wire::kHeaderAttempt, std::to_string(item.delivered).c_str());
+    if (parts > 1) {
+      natsMsgHeader_Set(m, wire::kHeaderPart, std::to_string(k).c_str());
+      natsMsgHeader_Set(m, wire::kHeaderParts, std::to_string(parts).c_str());
+    }
+    if (natsStatus s = natsConnection_PublishMsg(nc_, m); s != NATS_OK) {
+      spdlog::warn("rid={} result not published: {}", item.request_id, natsStatus_GetText(s));
+    }
+    reaper_->Add(std::move(msg));
   }
-  queue::MsgPtr msg(m);
-  natsMsgHeader_Set(m, wire::kHeaderItem, std::to_string(item.index).c_str());
-  natsMsgHeader_Set(m, wire::kHeaderTokens, std::to_string(meta.tokens).c_str());
-  if (meta.truncated) natsMsgHeader_Set(m, wire::kHeaderTruncated, "1");
-  if (item.enqueued_us < item.model->loaded_unix_us) natsMsgHeader_Set(m, wire::kHeaderColdStart, "1");
-  natsMsgHeader_Set(m, wire::kHeaderQueueUs, std::to_string(queue_us).c_str());
-  natsMsgHeader_Set(m, wire::kHeaderInferenceUs, std::to_string(inference_us).c_str());
-  natsMsgHeader_Set(m, wire::kHeaderWorker, worker_id_.c_str());
-  natsMsgHeader_Set(m, wire::kHeaderAttempt, std::to_string(item.delivered).c_str());
-  if (natsStatus s = natsConnection_PublishMsg(nc_, m); s != NATS_OK) {
-    spdlog::warn("rid={} result not published: {}", item.request_id, natsStatus_GetText(s));
-  }
-  reaper_->Add(std::move(msg));
 }
 
 void BatchRunner::PublishError(const WorkItem& item, const Status& error) {

@@ -4,6 +4,10 @@
 // tokenize), publishes each result to its reply subject, and
 // settles each message with JetStream per ack_policy.h.
 //
+// An offloaded item (WorkItem::payload_key) is fetched from the payload
+// store first; a result larger than a NATS message goes out in parts
+// (wire/work_message.h).
+//
 // Pushed items (WorkItem::source, the push baseline) have no ack subject:
 // acks and +WPI are skipped, and where a pulled item would be naked back to
 // the queue (not served here, shutting down) a pushed one is answered
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "queue/nats.h"
+#include "queue/payload_store.h"
 #include "worker/ack_policy.h"
 #include "worker/cancelled_requests.h"
 #include "worker/work_item.h"
@@ -38,10 +43,10 @@ struct ResultMeta {
 
 class BatchRunner {
  public:
-  // `cancelled` (optional) outlives the runner.
+  // `cancelled` and `payloads` (optional) outlive the runner.
   BatchRunner(natsConnection* nc, queue::MsgReaper* reaper, std::string worker_id,
-              const CancelledRequests* cancelled = nullptr)
-      : nc_(nc), reaper_(reaper), worker_id_(std::move(worker_id)), cancelled_(cancelled) {}
+              const CancelledRequests* cancelled = nullptr, queue::PayloadStore* payloads = nullptr)
+      : nc_(nc), reaper_(reaper), worker_id_(std::move(worker_id)), cancelled_(cancelled), payloads_(payloads) {}
 
   void Run(std::vector<WorkItem>& batch);
 
@@ -62,6 +67,10 @@ class BatchRunner {
  private:
   template <class Out>
   void RunGroup(ServedModel& served, const TaskGroup& group, int64_t start_wall_us);
+  // Fetches an offloaded item's bytes (false: settled instead).
+  bool Fetch(WorkItem& item);
+  // The most result bytes one message carries.
+  size_t PartBytes() const;
   void PublishResult(const WorkItem& item, std::string_view payload, ResultMeta meta,
                      int64_t queue_us, int64_t inference_us);
   void PublishError(const WorkItem& item, const Status& error);
@@ -71,6 +80,7 @@ class BatchRunner {
   queue::MsgReaper* reaper_;  // messages are freed in batches (see nats.h)
   const std::string worker_id_;
   const CancelledRequests* cancelled_;
+  queue::PayloadStore* payloads_;
 };
 
 }  // namespace shoal::worker

@@ -18,6 +18,7 @@ void ParseHeaders(natsMsg* m, WorkItem* out) {
   if (wire::ParseU64(Header(m, wire::kHeaderDeadline), &v)) out->deadline_ms = static_cast<int64_t>(v);
   out->truncate = Header(m, wire::kHeaderTruncate) == "1";
   out->normalize = Header(m, wire::kHeaderNormalize) != "0";
+  out->payload_key = Header(m, wire::kHeaderPayload);
 }
 
 }  // namespace

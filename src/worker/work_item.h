@@ -30,8 +30,11 @@ struct WorkItem {
   ItemSource source = ItemSource::kPulled;
   std::shared_ptr<ServedModel> model;
 
-  // Views into `msg`.
+  // Views into `msg` — but `payload` views `fetched` once an offloaded
+  // item's bytes came back from the payload store.
   std::string_view payload;
+  std::string_view payload_key;  // Shoal-Payload: the item waits in the payload store
+  std::unique_ptr<std::string> fetched;
   std::string_view request_id;
   std::string_view reply;  // where the result goes
   std::string_view ack;    // the JetStream ack subject; empty when pushed

@@ -27,7 +27,7 @@ Worker::Worker(WorkerOptions options) : options_(std::move(options)) {}
 
 Status Worker::Init() {
   auto control = queue::ControlPlane::Connect(options_.nats_url, "shoal-worker-control " + options_.id,
-                                              options_.nats_security);
+                                              options_.nats_security, options_.stream_limits.replicas);
   if (!control.ok()) return control.status();
   control_ = std::move(control).value();
   SHOAL_RETURN_IF_ERROR(
@@ -50,7 +50,11 @@ Status Worker::Init() {
                                       });
   if (!pull_nc.ok()) return pull_nc.status();
   pull_nc_ = std::move(pull_nc).value();
-  runner_ = std::make_unique<BatchRunner>(pull_nc_.get(), &reaper_, options_.id, &cancelled_);
+  auto payloads = queue::OpenPayloadStore(
+      options_.payload_store.empty() ? queue::DefaultPayloadStoreUrl() : options_.payload_store);
+  if (!payloads.ok()) return payloads.status();  // fail closed, as the gateway does
+  payloads_ = std::move(payloads).value();
+  runner_ = std::make_unique<BatchRunner>(pull_nc_.get(), &reaper_, options_.id, &cancelled_, payloads_.get());
   SHOAL_RETURN_IF_ERROR(pull_->Start(pull_nc_.get(), &intake_));
   Status push_status;
   intake_.RunAndWait([&] {  // push_sub_ and cancel_sub_ are the loop's alone

@@ -56,6 +56,7 @@
 #include "queue/catalog.h"
 #include "queue/control_plane.h"
 #include "queue/nats.h"
+#include "queue/payload_store.h"
 #include "queue/pull_subscriber.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
@@ -89,6 +90,9 @@ struct WorkerOptions {
   uint64_t memory_budget = 0;
   EvictionPolicyKind eviction = EvictionPolicyKind::kCostAware;
   size_t max_models = 0;  // kCount only: the most models loaded at once
+  // Where the gateways put items too large for a NATS message
+  // (queue/payload_store.h). Empty: queue::DefaultPayloadStoreUrl().
+  std::string payload_store;
 };
 
 // Half this machine's physical memory.
@@ -162,6 +166,7 @@ class Worker {
   std::atomic<uint64_t> pushed_items_{0};
   LocalQueue queue_;
   queue::MsgReaper reaper_;  // reaped by the keeper
+  std::unique_ptr<queue::PayloadStore> payloads_;  // before runner_, which reads from it
   std::unique_ptr<BatchRunner> runner_;
   std::unique_ptr<queue::PullSubscriber> pull_;
   std::vector<std::unique_ptr<Executor>> executors_;

@@ -8,6 +8,7 @@
 
 #include "runtime/identity/identity_runtime.h"
 #include "support/http_client.h"
+#include "support/in_flight_probe.h"
 #include "support/test_cluster.h"
 
 namespace shoal::testing {
@@ -20,7 +21,9 @@ TEST(Faults, WorkerKilledMidLoadLosesNothing) {
   cluster.Register(IdentityProfile("test/embed",
                                    "identity: {dim: 8, us_per_batch: 20000}\n"
                                    "batching: {max_batch_requests: 4}\n"));
-  Subprocess victim = cluster.SpawnWorker();
+  Subprocess victim = cluster.SpawnWorker({"--id", "victim"});
+  auto probe = InFlightProbe::Start(cluster.nats_url(), "victim");
+  ASSERT_TRUE(probe.ok()) << probe.status().ToString();
   Subprocess survivor = cluster.SpawnWorker();
   cluster.WaitForWorkers("test/embed", 2);
   gateway::GatewayOptions o;
@@ -51,10 +54,29 @@ TEST(Faults, WorkerKilledMidLoadLosesNothing) {
       }
     });
   }
-  // Kill one worker while batches are in flight.
+  // Kill one worker while it provably holds items nobody has answered (so
+  // "some were redelivered" below cannot flake when, at a blind moment, the
+  // survivor happened to hold everything): freeze it, let what it already
+  // sent arrive, and check with the probe; if it held nothing, thaw and retry.
   while (done < kThreads * kPerThread / 4) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  victim.Signal(SIGKILL);
+  bool killed = false;
+  while (!killed && done < kThreads * kPerThread) {
+    if ((*probe)->Held() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      continue;
+    }
+    victim.Signal(SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if ((*probe)->Held() > 0) {
+      victim.Signal(SIGKILL);
+      killed = true;
+    } else {
+      victim.Signal(SIGCONT);
+    }
+  }
   for (auto& c : clients) c.join();
+  ASSERT_TRUE(killed) << "the victim never held an unanswered item (it was delivered "
+                      << (*probe)->Delivered() << ")";
 
   EXPECT_TRUE(failures.empty()) << failures.size() << " failed, e.g. " << failures.front();
   EXPECT_EQ(correct.load(), kThreads * kPerThread) << "every request answered, correctly";

@@ -92,6 +92,7 @@ std::unique_ptr<worker::Worker> TestCluster::StartWorker(std::vector<std::string
 std::unique_ptr<worker::Worker> TestCluster::StartWorkerWith(worker::WorkerOptions o) {
   o.nats_url = url_;
   if (o.nats_security.ca_file.empty() && o.nats_security.user.empty()) o.nats_security = secure_.client;
+  if (o.payload_store.empty()) o.payload_store = payload_dir();
   auto w = worker::Worker::Start(o);
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   return w.ok() ? std::move(w).value() : nullptr;
@@ -103,13 +104,14 @@ std::unique_ptr<gateway::Gateway> TestCluster::StartGateway(gateway::GatewayOpti
     options.nats_security = secure_.client;
   }
   options.http.port = 0;
+  if (options.payload_store.empty()) options.payload_store = payload_dir();
   auto g = gateway::Gateway::Start(options);
   EXPECT_TRUE(g.ok()) << g.status().ToString();
   return g.ok() ? std::move(g).value() : nullptr;
 }
 
 Subprocess TestCluster::SpawnWorker(const std::vector<std::string>& extra_args) {
-  std::vector<std::string> argv = {SHOAL_BINARY, "worker", "--nats", url_};
+  std::vector<std::string> argv = {SHOAL_BINARY, "worker", "--nats", url_, "--payload-store", payload_dir()};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   auto p = Subprocess::Spawn(argv, dir_ + "/worker.log");
   EXPECT_TRUE(p.ok()) << p.status().ToString();

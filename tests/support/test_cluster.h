@@ -38,6 +38,8 @@ class TestCluster {
   void StopNats();
   void StartNats();
   const std::string& dir() const { return dir_; }
+  // The payload store its gateways and workers share (a directory).
+  std::string payload_dir() const { return dir_ + "/payloads"; }
 
   // Registers a model profile (YAML) in the catalog.
   void Register(const std::string& yaml);

@@ -55,6 +55,24 @@ TEST(IdentityRuntime, UnnormalizedVectorsKeepTheirScale) {
   EXPECT_GT(std::abs(n - 1.0), 1e-3);
 }
 
+TEST(IdentityRuntime, FailOnFailsOnlyTheInputsThatContainIt) {
+  auto m = Load("identity: {dim: 16, fail_on: boom}");
+  std::vector<EncodeInput> in = {{"fine"}, {"it goes boom here"}, {"also fine"}};
+  std::vector<EncodeOutput> out(3);
+  ASSERT_TRUE(m->Encode(in, out).ok()) << "the batch runs; the item fails";
+  EXPECT_TRUE(out[0].status.ok());
+  EXPECT_EQ(out[1].status.code(), Code::kInferenceError);
+  EXPECT_NE(out[1].status.message().find("fail_on"), std::string::npos) << out[1].status.message();
+  EXPECT_TRUE(out[2].status.ok());
+  EXPECT_EQ(out[2].dense, IdentityVector(IdentityTokens("also fine"), 16, true));
+
+  auto spec = ModelSpec::Parse("id: t\nruntime: identity\nidentity: {fail_on: 3}\n");
+  ASSERT_TRUE(spec.ok());
+  auto bad = FindRuntime("identity")->Load(*spec, LoadContext{});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("identity.fail_on"), std::string::npos);
+}
+
 TEST(IdentityRuntime, RejectsBadOptions) {
   auto spec = ModelSpec::Parse("id: t\nruntime: identity\nidentity: {dims: 3}\n");
   ASSERT_TRUE(spec.ok());

@@ -30,6 +30,7 @@ class IdentityModel final : public Model {
   Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override {
     uint64_t batch_tokens = 0;
     for (size_t i = 0; i < in.size(); ++i) {
+      if (FailsOn(in[i].text, &out[i].status)) continue;
       auto tokens = IdentityTokens(in[i].text);
       if (tokens.size() > spec_.max_input_tokens) {
         if (!in[i].truncate) {
@@ -56,6 +57,7 @@ class IdentityModel final : public Model {
   // tested without a real model.
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override {
     for (size_t i = 0; i < in.size(); ++i) {
+      if (FailsOn(in[i].text, &out[i].status)) continue;
       out[i].status = Status::Ok();
       for (std::string_view word : IdentityTokens(in[i].text)) {
         Token t;
@@ -71,6 +73,15 @@ class IdentityModel final : public Model {
   }
 
  private:
+  // The deliberate fault (`fail_on`): whether `text` triggers it, with the
+  // item's error in `status` when it does.
+  bool FailsOn(std::string_view text, Status* status) const {
+    if (opts_.fail_on.empty() || text.find(opts_.fail_on) == std::string_view::npos) return false;
+    *status = Status(Code::kInferenceError, "identity: the input contains fail_on \"" + opts_.fail_on +
+                                                "\" (a deliberate failure of the test runtime)");
+    return true;
+  }
+
   ModelSpec spec_;
   IdentityOptions opts_;
 };
@@ -125,9 +136,13 @@ Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelSpec& spec, cons
     SHOAL_RETURN_IF_ERROR(read("us_per_batch", &opts.us_per_batch));
     SHOAL_RETURN_IF_ERROR(read("memory_mb", &opts.memory_mb));
     SHOAL_RETURN_IF_ERROR(read("load_ms", &opts.load_ms));
+    if (auto it = o.find("fail_on"); it != o.end()) {
+      if (!it->is_string()) return InvalidInput("identity.fail_on: expected a string");
+      opts.fail_on = it->get<std::string>();
+    }
     for (auto it = o.begin(); it != o.end(); ++it) {
       if (it.key() != "dim" && it.key() != "us_per_token" && it.key() != "us_per_batch" &&
-          it.key() != "memory_mb" && it.key() != "load_ms") {
+          it.key() != "memory_mb" && it.key() != "load_ms" && it.key() != "fail_on") {
         return InvalidInput("identity: unknown option '" + it.key() + "'");
       }
     }

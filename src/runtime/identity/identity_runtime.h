@@ -7,12 +7,18 @@
 //     dim: 384              # vector length
 //     us_per_token: 0       # simulated device time per token in a batch
 //     us_per_batch: 0       # simulated fixed time per batch
+//     fail_on: ""           # an input whose text contains this (when not
+//                           # empty) fails with INFERENCE_ERROR: a deliberate
+//                           # fault, so tests can produce a model's failure
+//                           # through the real path (the other items of its
+//                           # batch succeed)
 //
 // Tokens are whitespace-separated words (at least one per input). The vector
 // for a text is a function of its (possibly truncated) token sequence only, so
 // tests can compute the expected output with IdentityVector().
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +34,7 @@ struct IdentityOptions {
   // a real model's size and cold-load time in residency tests and benchmarks.
   uint32_t memory_mb = 1;
   uint32_t load_ms = 0;
+  std::string fail_on;  // empty: never fails
 };
 
 // The words of `text` the identity model counts as tokens.

@@ -1,0 +1,59 @@
+// The chaos scenarios: real `shoal worker` / `shoal gateway` processes and
+// real nats-servers, a LoadDriver's clients checking every answer, and one
+// fault injected mid-traffic. Each returns what the clients saw (load.h:
+// sent, completed, failed explicitly, lost) and how long recovery took.
+//
+//   worker_kill        two workers; one is SIGKILLed while it provably holds
+//                      unanswered items (frozen with SIGSTOP and checked with
+//                      an InFlightProbe first); a replacement starts.
+//   nats_restart       the only nats-server (file storage) is SIGKILLed and
+//                      started again 2 s later on the same port and data.
+//   gateway_restart    clients spread over two gateways; one is stopped with
+//                      SIGTERM (it drains) and started again on its port.
+//   gateway_kill       the same with SIGKILL: requests in flight on its
+//                      connections fail for their clients (reset: explicit).
+//   nats_cluster_kill  a 3-node JetStream cluster in network namespaces
+//                      (nats_cluster.h), streams and buckets replicated ×3;
+//                      the work stream's leader is SIGKILLed and brought
+//                      back 5 s later. Skipped, with the reason, when network
+//                      namespaces are not available (not root).
+//
+// Threading: a scenario runs on the caller's thread (plus its clients').
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "chaos/load.h"
+
+namespace shoal::chaos {
+
+struct ScenarioOptions {
+  std::string shoal_binary;  // the `shoal` executable
+  std::string dir;           // scratch space: data and logs, one subdirectory per scenario
+  int clients = 8;
+  double warm_s = 3;    // load before the fault
+  double after_s = 5;   // load after recovery
+  // Progress lines (long work shows progress); null: silent.
+  std::function<void(const std::string&)> progress;
+  // Set from a signal handler: stop early (the scenario cleans up).
+  const std::atomic<bool>* interrupted = nullptr;
+};
+
+struct ScenarioResult {
+  std::string name;
+  bool skipped = false;
+  std::string skip_reason;
+  std::string error;        // could not run as designed: a failure, like a loss
+  Tally tally;
+  uint64_t left_in_stream = 0;  // work messages never acked (should be 0)
+  std::string dir;              // its logs
+};
+
+std::vector<std::string> ScenarioNames();
+// Runs one scenario by name (error set for an unknown name).
+ScenarioResult RunScenario(const std::string& name, const ScenarioOptions& options);
+
+}  // namespace shoal::chaos
