@@ -100,10 +100,12 @@ int main(int argc, char** argv) {
     } else if (!r.error.empty()) {
       std::printf("== %s: ERROR %s (logs in %s)\n", name.c_str(), r.error.c_str(), r.dir.c_str());
     } else {
-      std::printf("== %s: sent %lld, completed %lld, failed %lld, lost %lld, recovery %.1f s, %llu left in the stream\n",
-                  name.c_str(), static_cast<long long>(r.tally.sent), static_cast<long long>(r.tally.completed),
-                  static_cast<long long>(r.tally.failed_explicit), static_cast<long long>(r.tally.lost),
-                  r.tally.recovery_s, static_cast<unsigned long long>(r.left_in_stream));
+      std::printf(
+          "== %s: sent %lld, completed %lld, failed %lld, lost %lld, recovery %.1f s, %llu left in the stream "
+          "(%llu acked but kept by nats-server)\n",
+          name.c_str(), static_cast<long long>(r.tally.sent), static_cast<long long>(r.tally.completed),
+          static_cast<long long>(r.tally.failed_explicit), static_cast<long long>(r.tally.lost), r.tally.recovery_s,
+          static_cast<unsigned long long>(r.left_in_stream), static_cast<unsigned long long>(r.ghosts_in_stream));
       for (const auto& e : r.tally.failure_examples) std::printf("   failed, e.g.: %s\n", e.c_str());
       for (const auto& e : r.tally.lost_examples) std::printf("   LOST: %s\n", e.c_str());
     }
@@ -159,6 +161,7 @@ int main(int argc, char** argv) {
                    {"redelivered", r.tally.retried},
                    {"recovery_s", r.tally.recovery_s},
                    {"left_in_stream", r.left_in_stream},
+                   {"ghosts_in_stream", r.ghosts_in_stream},
                    {"failure_examples", r.tally.failure_examples},
                    {"lost_examples", r.tally.lost_examples}});
     }

@@ -48,7 +48,8 @@ struct ScenarioResult {
   std::string skip_reason;
   std::string error;        // could not run as designed: a failure, like a loss
   Tally tally;
-  uint64_t left_in_stream = 0;  // work messages never acked (should be 0)
+  uint64_t left_in_stream = 0;    // work its consumers never saw acked (should be 0)
+  uint64_t ghosts_in_stream = 0;  // acked by the consumer, kept by the stream (scenarios.cc)
   std::string dir;              // its logs
 };
 
