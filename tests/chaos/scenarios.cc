@@ -41,14 +41,11 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 bool Interrupted(const ScenarioOptions& o) { return o.interrupted && o.interrupted->load(); }
 
-// Sleeps `s` seconds unless interrupted; false if interrupted.
-bool Sleep(const ScenarioOptions& o, double s) {
+// Sleeps `s` seconds; an error when interrupted (Ctrl-C) meanwhile.
+Status Sleep(const ScenarioOptions& o, double s) {
   const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-  while (Clock::now() < until) {
-    if (Interrupted(o)) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return !Interrupted(o);
+  while (Clock::now() < until && !Interrupted(o)) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return Interrupted(o) ? Internal("interrupted") : Status::Ok();
 }
 
 // Prints a progress line every 2 s (and at each phase change) while the
@@ -113,6 +110,14 @@ class Ticker {
   std::string phase_;              // guarded by mu_
   std::thread thread_;
 };
+
+// Starts the load (shown by `ticker`) and runs it `o.warm_s` before a fault.
+Status WarmUp(const ScenarioOptions& o, LoadDriver& driver, Ticker& ticker) {
+  ticker.Watch(&driver);
+  driver.Start();
+  ticker.Phase("warm-up");
+  return Sleep(o, o.warm_s);
+}
 
 // The Shoal processes of a scenario, against one NATS URL (list).
 class Fleet {
@@ -307,13 +312,7 @@ ScenarioResult WorkerKill(const ScenarioOptions& o) {
   CHAOS_ASSIGN(probe, testing::InFlightProbe::Start(nats->url(), "victim"));
 
   LoadDriver driver(Load(o, {port}, "worker-kill"));
-  ticker.Watch(&driver);
-  driver.Start();
-  ticker.Phase("warm-up");
-  if (!Sleep(o, o.warm_s)) {
-    r.error = "interrupted";
-    return r;
-  }
+  CHAOS_TRY(WarmUp(o, driver, ticker));
   // Kill it while it provably holds unanswered items: freeze it, let what it
   // already sent arrive, check; thaw and retry if it held none.
   ticker.Phase("waiting until the victim holds unanswered items");
@@ -342,7 +341,7 @@ ScenarioResult WorkerKill(const ScenarioOptions& o) {
   CHAOS_ASSIGN(replacement, fleet.Worker("replacement"));
   CHAOS_TRY(fleet.WaitForWorker("replacement"));
   ticker.Phase("replacement worker up");
-  Sleep(o, o.after_s);
+  CHAOS_TRY(Sleep(o, o.after_s));
   Finish(driver, fleet, fault, ticker, &r);
   survivor.Stop(SIGTERM, std::chrono::seconds(5));
   replacement.Stop(SIGTERM, std::chrono::seconds(5));
@@ -367,22 +366,13 @@ ScenarioResult NatsRestart(const ScenarioOptions& o) {
   CHAOS_TRY(fleet.WaitReady(port, "gateway"));
 
   LoadDriver driver(Load(o, {port}, "nats-restart"));
-  ticker.Watch(&driver);
-  driver.Start();
-  ticker.Phase("warm-up");
-  if (!Sleep(o, o.warm_s)) {
-    r.error = "interrupted";
-    return r;
-  }
+  CHAOS_TRY(WarmUp(o, driver, ticker));
   // SIGKILL, not a clean shutdown: what reaches the disk is what survives.
   const auto fault = Clock::now();
   ::kill(nats->pid(), SIGKILL);
   nats->Stop();  // reaps it
   ticker.Phase("nats-server killed; down for 2 s");
-  if (!Sleep(o, 2)) {
-    r.error = "interrupted";
-    return r;
-  }
+  CHAOS_TRY(Sleep(o, 2));
   auto again = queue::NatsServer::Start(ServerAt(server.data_dir, nats->port()));
   if (!again.ok()) {
     r.error = "restarting nats-server: " + again.status().ToString();
@@ -390,7 +380,7 @@ ScenarioResult NatsRestart(const ScenarioOptions& o) {
   }
   nats = std::move(again).value();
   ticker.Phase("nats-server back");
-  Sleep(o, o.after_s);
+  CHAOS_TRY(Sleep(o, o.after_s));
   Finish(driver, fleet, fault, ticker, &r);
   worker.Stop(SIGTERM, std::chrono::seconds(5));
   gateway.Stop(SIGTERM, std::chrono::seconds(5));
@@ -416,13 +406,7 @@ ScenarioResult GatewayRestart(const ScenarioOptions& o, bool kill) {
   CHAOS_TRY(fleet.WaitReady(port_b, "gateway-b"));
 
   LoadDriver driver(Load(o, {port_a, port_b}, r.name));
-  ticker.Watch(&driver);
-  driver.Start();
-  ticker.Phase("warm-up");
-  if (!Sleep(o, o.warm_s)) {
-    r.error = "interrupted";
-    return r;
-  }
+  CHAOS_TRY(WarmUp(o, driver, ticker));
   const auto fault = Clock::now();
   if (kill) {
     ticker.Phase("SIGKILL gateway-a");
@@ -436,7 +420,7 @@ ScenarioResult GatewayRestart(const ScenarioOptions& o, bool kill) {
   gateway_a = std::move(again);
   CHAOS_TRY(fleet.WaitReady(port_a, "gateway-a"));
   ticker.Phase("gateway-a back");
-  Sleep(o, o.after_s);
+  CHAOS_TRY(Sleep(o, o.after_s));
   Finish(driver, fleet, fault, ticker, &r);
   worker.Stop(SIGTERM, std::chrono::seconds(5));
   gateway_a.Stop(SIGTERM, std::chrono::seconds(5));
@@ -502,13 +486,7 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
   }
 
   LoadDriver driver(Load(o, {port}, r.name));
-  ticker.Watch(&driver);
-  driver.Start();
-  ticker.Phase("warm-up");
-  if (!Sleep(o, o.warm_s)) {
-    r.error = "interrupted";
-    return r;
-  }
+  CHAOS_TRY(WarmUp(o, driver, ticker));
   const std::string stream = wire::WorkStreamName("default");
   CHAOS_ASSIGN(before, GetStreamCluster(fleet.js(), stream));
   const int victim = cluster->NodeNamed(before.leader);
@@ -519,10 +497,7 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
   const auto fault = Clock::now();
   cluster->Kill(victim);
   ticker.Phase("SIGKILLed " + before.leader + " (the work stream's leader); down for 5 s");
-  if (!Sleep(o, 5)) {
-    r.error = "interrupted";
-    return r;
-  }
+  CHAOS_TRY(Sleep(o, 5));
   CHAOS_TRY(cluster->Restart(victim));
   ticker.Phase(before.leader + " restarted; waiting until its replica is current");
   for (const auto until = Clock::now() + std::chrono::seconds(30);; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
@@ -539,7 +514,7 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
     }
   }
   ticker.Phase(before.leader + " current again");
-  Sleep(o, o.after_s);
+  CHAOS_TRY(Sleep(o, o.after_s));
   Finish(driver, fleet, fault, ticker, &r);
   worker_a.Stop(SIGTERM, std::chrono::seconds(5));
   worker_b.Stop(SIGTERM, std::chrono::seconds(5));
