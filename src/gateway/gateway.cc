@@ -147,6 +147,9 @@ Status Gateway::Init() {
 }
 
 void Gateway::Serve(size_t lane, HttpRequest&& req, Responder respond) {
+  // Scrapes, like probes, are open and never refused for load.
+  if (req.method == "GET" && req.path == "/metrics") return respond(metrics_.Render(InFlight()));
+  respond = metrics_.Count(req.path, req.received, std::move(respond));
   if (Router::IsProbe(req)) return router_->Handle(lane, std::move(req), std::move(respond));
   auto ticket = admission_.TryAdmit();
   if (!ticket) {

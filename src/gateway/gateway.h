@@ -29,6 +29,7 @@
 #include "gateway/auth.h"
 #include "gateway/dead_letters.h"
 #include "gateway/dispatcher.h"
+#include "gateway/gateway_metrics.h"
 #include "gateway/http_server.h"
 #include "gateway/payload_offloader.h"
 #include "gateway/pending.h"
@@ -125,6 +126,7 @@ class Gateway {
   // Data plane.
   std::unique_ptr<Authenticator> auth_;
   RateLimiter limiter_;
+  GatewayMetrics metrics_;
   // Pull dispatch only; before the lanes, whose dispatchers use it.
   std::unique_ptr<PayloadOffloader> offloader_;
   std::vector<std::unique_ptr<Lane>> lanes_;

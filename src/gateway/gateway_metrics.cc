@@ -1,0 +1,53 @@
+#include "gateway/gateway_metrics.h"
+
+#include <memory>
+#include <string>
+
+namespace shoal::gateway {
+
+GatewayMetrics::GatewayMetrics()
+    : requests_(registry_.AddCounter("shoal_gateway_requests_total", "Responses by route and HTTP status.",
+                                     {"route", "code"})),
+      seconds_(registry_.AddHistogram("shoal_gateway_request_seconds",
+                                      "Time from a request's arrival to its response head.",
+                                      ExponentialBuckets(0.0005, 2, 16), {"route"})),
+      in_flight_(registry_.AddGauge("shoal_gateway_in_flight", "Requests waiting for their results.").With({})) {}
+
+std::string_view GatewayMetrics::RouteLabel(std::string_view path) {
+  // Routes with a model in the path count under their prefix.
+  static constexpr std::string_view kPrefixes[] = {"/v1/encode/", "/v1/score/", "/v1/tokenize/", "/v1/generate/",
+                                                   "/v1/admin/"};
+  for (std::string_view p : kPrefixes) {
+    if (path.starts_with(p)) return p.substr(0, p.size() - 1);
+  }
+  static constexpr std::string_view kExact[] = {"/v1/embeddings", "/v1/rerank", "/v1/chat/completions",
+                                                "/v1/completions", "/v1/models", "/v1/cluster", "/healthz",
+                                                "/readyz", "/metrics"};
+  for (std::string_view e : kExact) {
+    if (path == e) return e;
+  }
+  return "other";
+}
+
+Responder GatewayMetrics::Count(std::string_view path, SteadyClock::time_point received, Responder respond) {
+  auto counted = std::make_shared<bool>(false);  // a stream's head is its first part
+  return [this, route = std::string(RouteLabel(path)), received, counted,
+          respond = std::move(respond)](HttpResponse r) {
+    if (!*counted) {
+      *counted = true;
+      requests_.With({route, std::to_string(r.status)}).Inc();
+      seconds_.With({route}).Observe(std::chrono::duration<double>(SteadyClock::now() - received).count());
+    }
+    respond(std::move(r));
+  };
+}
+
+HttpResponse GatewayMetrics::Render(size_t in_flight) {
+  in_flight_.Set(static_cast<double>(in_flight));
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = registry_.Render();
+  return r;
+}
+
+}  // namespace shoal::gateway

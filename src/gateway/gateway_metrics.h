@@ -1,0 +1,46 @@
+// GatewayMetrics: what a gateway counts, served at GET /metrics in the
+// Prometheus text format (common/metrics.h):
+//
+//   shoal_gateway_requests_total{route,code}   responses by route and HTTP status
+//   shoal_gateway_request_seconds{route}       time from a request's arrival to its
+//                                              response head (for a stream: the
+//                                              first part), histogram
+//   shoal_gateway_in_flight                    requests waiting for results now
+//
+// `route` is one of the gateway's routes ("/v1/embeddings", "/v1/encode", …)
+// or "other", never the raw path, so the series stay few whatever clients
+// send. Names and labels are documented in docs/operations.md.
+//
+// Threading: Count's responders may run on any lane; the counters are atomic.
+#pragma once
+
+#include <string_view>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "gateway/http.h"
+
+namespace shoal::gateway {
+
+class GatewayMetrics {
+ public:
+  GatewayMetrics();
+
+  // `respond`, counting the response under `path`'s route when its head
+  // goes out.
+  Responder Count(std::string_view path, SteadyClock::time_point received, Responder respond);
+
+  // The body of GET /metrics, with `in_flight` requests now.
+  HttpResponse Render(size_t in_flight);
+
+  // The route label of a request path.
+  static std::string_view RouteLabel(std::string_view path);
+
+ private:
+  MetricsRegistry registry_;
+  Family<Counter>& requests_;
+  Family<Histogram>& seconds_;
+  Gauge& in_flight_;
+};
+
+}  // namespace shoal::gateway
