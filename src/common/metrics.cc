@@ -110,40 +110,35 @@ template class Family<Counter>;
 template class Family<Gauge>;
 template class Family<Histogram>;
 
-Family<Counter>& MetricsRegistry::AddCounter(const std::string& name, const std::string& help,
-                                             std::vector<std::string> labels, size_t max_series) {
+template <class Metric>
+Family<Metric>& MetricsRegistry::Add(std::vector<std::unique_ptr<Family<Metric>>>& families, char kind,
+                                     const std::string& name, const std::string& help,
+                                     std::vector<std::string> labels, size_t max_series, std::vector<double> bounds) {
   std::lock_guard lock(mu_);
-  for (auto& f : counters_) {
+  for (auto& f : families) {
     if (f->name_ == name) return *f;
   }
-  counters_.push_back(std::unique_ptr<Family<Counter>>(new Family<Counter>(name, help, std::move(labels), max_series, {})));
-  order_.emplace_back('c', counters_.size() - 1);
-  return *counters_.back();
+  families.push_back(std::unique_ptr<Family<Metric>>(
+      new Family<Metric>(name, help, std::move(labels), max_series, std::move(bounds))));
+  order_.emplace_back(kind, families.size() - 1);
+  return *families.back();
+}
+
+Family<Counter>& MetricsRegistry::AddCounter(const std::string& name, const std::string& help,
+                                             std::vector<std::string> labels, size_t max_series) {
+  return Add(counters_, 'c', name, help, std::move(labels), max_series, {});
 }
 
 Family<Gauge>& MetricsRegistry::AddGauge(const std::string& name, const std::string& help,
                                          std::vector<std::string> labels, size_t max_series) {
-  std::lock_guard lock(mu_);
-  for (auto& f : gauges_) {
-    if (f->name_ == name) return *f;
-  }
-  gauges_.push_back(std::unique_ptr<Family<Gauge>>(new Family<Gauge>(name, help, std::move(labels), max_series, {})));
-  order_.emplace_back('g', gauges_.size() - 1);
-  return *gauges_.back();
+  return Add(gauges_, 'g', name, help, std::move(labels), max_series, {});
 }
 
 Family<Histogram>& MetricsRegistry::AddHistogram(const std::string& name, const std::string& help,
                                                  std::vector<double> bounds, std::vector<std::string> labels,
                                                  size_t max_series) {
-  std::lock_guard lock(mu_);
-  for (auto& f : histograms_) {
-    if (f->name_ == name) return *f;
-  }
   std::sort(bounds.begin(), bounds.end());
-  histograms_.push_back(std::unique_ptr<Family<Histogram>>(
-      new Family<Histogram>(name, help, std::move(labels), max_series, std::move(bounds))));
-  order_.emplace_back('h', histograms_.size() - 1);
-  return *histograms_.back();
+  return Add(histograms_, 'h', name, help, std::move(labels), max_series, std::move(bounds));
 }
 
 std::string MetricsRegistry::Render() const {

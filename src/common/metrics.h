@@ -103,6 +103,12 @@ class MetricsRegistry {
   std::string Render() const;
 
  private:
+  // The family `name` of `families`, registered as `kind` if new.
+  template <class Metric>
+  Family<Metric>& Add(std::vector<std::unique_ptr<Family<Metric>>>& families, char kind, const std::string& name,
+                      const std::string& help, std::vector<std::string> labels, size_t max_series,
+                      std::vector<double> bounds);
+
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Family<Counter>>> counters_;      // guarded by mu_
   std::vector<std::unique_ptr<Family<Gauge>>> gauges_;          // guarded by mu_

@@ -27,12 +27,15 @@ PayloadOffloader::~PayloadOffloader() {
   for (auto& t : threads_) t.join();
 }
 
-bool PayloadOffloader::Needs(const PendingRequest& p) const {
-  for (const auto& item : p.request.items) {
-    if (!item.offloaded && item.payload.size() > inline_limit_) return true;
+std::vector<size_t> PayloadOffloader::LargeItems(const PendingRequest& p) const {
+  std::vector<size_t> large;
+  for (size_t i = 0; i < p.request.items.size(); ++i) {
+    if (!p.request.items[i].offloaded && p.request.items[i].payload.size() > inline_limit_) large.push_back(i);
   }
-  return false;
+  return large;
 }
+
+bool PayloadOffloader::Needs(const PendingRequest& p) const { return !LargeItems(p).empty(); }
 
 void PayloadOffloader::Enqueue(std::function<void()> job) {
   {
@@ -88,10 +91,7 @@ void PayloadOffloader::DeleteKeys(const std::vector<std::string>& keys) {
 
 void PayloadOffloader::Offload(std::shared_ptr<PendingRequest> p, EventLoop* loop,
                                std::function<void(Status)> done) {
-  std::vector<size_t> large;
-  for (size_t i = 0; i < p->request.items.size(); ++i) {
-    if (!p->request.items[i].offloaded && p->request.items[i].payload.size() > inline_limit_) large.push_back(i);
-  }
+  std::vector<size_t> large = LargeItems(*p);
   Enqueue([this, p = std::move(p), loop, done = std::move(done), large = std::move(large)]() mutable {
     std::vector<std::string> keys;
     Status status;

@@ -63,6 +63,8 @@ class PayloadOffloader {
 
  private:
   void Run(bool sweeper);
+  // Indexes of `p`'s items over the inline limit and not offloaded yet.
+  std::vector<size_t> LargeItems(const PendingRequest& p) const;
   void Enqueue(std::function<void()> job);
   void DeleteKeys(const std::vector<std::string>& keys);
 

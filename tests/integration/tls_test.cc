@@ -131,6 +131,24 @@ class HttpsStreamTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(certs_.dir); }
 
+  // A TLS connection with a streamed generation asked for on it, and that
+  // generation's work as the worker sees it; null (a failure) on error.
+  std::unique_ptr<TlsConnection> OpenStream(FakeGenerator::Work* work) {
+    auto conn = TlsConnection::Open(gw_->port(), certs_.ca);
+    if (!conn.ok()) {
+      ADD_FAILURE() << conn.status().ToString();
+      return nullptr;
+    }
+    if (Status s = (*conn)->Send("POST", "/v1/generate/test/gen", R"({"prompt":"p","stream":true})",
+                                 {{"Content-Type", "application/json"}});
+        !s.ok()) {
+      ADD_FAILURE() << s.ToString();
+      return nullptr;
+    }
+    *work = generator_->Take();
+    return std::move(conn).value();
+  }
+
   Certs certs_ = MakeCerts(TempDir());
   TestCluster cluster_;
   std::unique_ptr<FakeGenerator> generator_;
@@ -139,14 +157,9 @@ class HttpsStreamTest : public ::testing::Test {
 
 TEST_F(HttpsStreamTest, AStreamedResponseArrivesWholeOverTls) {
   FakeGenerator& generator = *generator_;
-  const auto& gw = gw_;
-  const Certs& certs = certs_;
-  auto conn = TlsConnection::Open(gw->port(), certs.ca);
-  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
-  ASSERT_TRUE((*conn)->Send("POST", "/v1/generate/test/gen", R"({"prompt":"p","stream":true})",
-                            {{"Content-Type", "application/json"}})
-                  .ok());
-  FakeGenerator::Work w = generator.Take();
+  FakeGenerator::Work w;
+  auto conn = OpenStream(&w);
+  ASSERT_TRUE(conn);
   constexpr int kChunks = 20;
   for (int i = 0; i < kChunks; ++i) {
     wire::GenerationChunk c;
@@ -156,7 +169,7 @@ TEST_F(HttpsStreamTest, AStreamedResponseArrivesWholeOverTls) {
     if (last) c.finish = wire::FinishReason::kLength;
     generator.Send(w, i, c, last);
   }
-  auto res = (*conn)->ReadResponse();
+  auto res = conn->ReadResponse();
   ASSERT_TRUE(res.ok()) << res.status().ToString();
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->Header("content-type"), "text/event-stream");
@@ -177,17 +190,14 @@ TEST_F(HttpsStreamTest, AStreamedResponseArrivesWholeOverTls) {
 // The hang-up watch over TLS: a client that goes away mid-stream (here
 // without a close_notify, as a killed one would) cancels its generation.
 TEST_F(HttpsStreamTest, AClientHangingUpMidStreamCancelsTheGeneration) {
-  auto conn = TlsConnection::Open(gw_->port(), certs_.ca);
-  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
-  ASSERT_TRUE((*conn)->Send("POST", "/v1/generate/test/gen", R"({"prompt":"p","stream":true})",
-                            {{"Content-Type", "application/json"}})
-                  .ok());
-  FakeGenerator::Work w = generator_->Take();
+  FakeGenerator::Work w;
+  auto conn = OpenStream(&w);
+  ASSERT_TRUE(conn);
   wire::GenerationChunk c;
   c.text = "first ";
   c.token_ids = {1};
   generator_->Send(w, 0, c, false);
-  conn->reset();  // hangs up
+  conn.reset();  // hangs up
   const std::string notice = generator_->NextCancel();
   EXPECT_EQ(notice.substr(0, notice.find(' ')), w.request_id) << notice;
 }
@@ -195,20 +205,17 @@ TEST_F(HttpsStreamTest, AClientHangingUpMidStreamCancelsTheGeneration) {
 // The same for a client that says goodbye first: its close_notify arrives
 // as bytes ahead of the FIN, which must not pass for a pipelined request.
 TEST_F(HttpsStreamTest, AClientClosingPolitelyMidStreamCancelsTheGeneration) {
-  auto conn = TlsConnection::Open(gw_->port(), certs_.ca);
-  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
-  ASSERT_TRUE((*conn)->Send("POST", "/v1/generate/test/gen", R"({"prompt":"p","stream":true})",
-                            {{"Content-Type", "application/json"}})
-                  .ok());
-  FakeGenerator::Work w = generator_->Take();
+  FakeGenerator::Work w;
+  auto conn = OpenStream(&w);
+  ASSERT_TRUE(conn);
   wire::GenerationChunk c;
   c.text = "first ";
   c.token_ids = {1};
   generator_->Send(w, 0, c, false);
-  auto got = (*conn)->ReadSome();  // the head at least: the stream is on
+  auto got = conn->ReadSome();  // the head at least: the stream is on
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_NE(got->find("200"), std::string::npos) << *got;
-  (*conn)->CloseGracefully();
+  conn->CloseGracefully();
   const std::string notice = generator_->NextCancel();
   EXPECT_EQ(notice.substr(0, notice.find(' ')), w.request_id) << notice;
 }
