@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build up test fuzz bench bench-encoders bench-fleet bench-residency bench-generation bench-overload chaos clean
+.PHONY: all setup build up test fuzz bench bench-encoders bench-fleet bench-residency bench-generation bench-overload bench-tune chaos clean
 
 all: build
 
@@ -48,6 +48,12 @@ bench-generation: build
 # Admission control at twice the knee for 60 s (issue 7; about two minutes).
 bench-overload: build
 	$(BUILD)/bench/overload_bench --out docs/bench/overload-chaos.json
+
+# The tuning loop (issue 8): `shoal tune` on USE-Lite and a BERT-base-shaped
+# model, 10 minutes' budget each (about 20-25 minutes); writes the tuned entry
+# into models/use-lite.yaml. See docs/operations.md "Tuning".
+bench-tune: build
+	$(BUILD)/bench/tune_bench --out docs/bench/tune.json
 
 # The chaos suite (issue 7): a worker SIGKILLed mid-batch, nats-server and a
 # gateway restarted, a 3-node JetStream cluster (network namespaces; needs

@@ -52,13 +52,14 @@
 
 #include "common/subprocess.h"
 #include "figures.h"
-#include "load_generator.h"
+#include "loadtest/load_generator.h"
 #include "queue/nats_server.h"
 #include "runtime/identity/identity_runtime.h"
 #include "support/http_client.h"
 #include "wire/msgpack_writer.h"
 
 namespace shoal::bench {
+using namespace loadtest;  // RunLoad, LoadSpec, MixEntry, Percentile
 namespace {
 
 constexpr char kModel[] = "bench/overload";

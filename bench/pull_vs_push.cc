@@ -37,12 +37,13 @@
 
 #include "common/subprocess.h"
 #include "figures.h"
-#include "load_generator.h"
+#include "loadtest/load_generator.h"
 #include "queue/control_plane.h"
 #include "queue/nats_server.h"
 #include "queue/worker_registry.h"
 
 namespace shoal::bench {
+using namespace loadtest;  // RunLoad, LoadSpec, MixEntry, Percentile
 namespace {
 
 struct Options {

@@ -38,7 +38,7 @@
 
 #include "common/subprocess.h"
 #include "figures.h"
-#include "load_generator.h"
+#include "loadtest/load_generator.h"
 #include "queue/catalog.h"
 #include "queue/control_plane.h"
 #include "queue/nats_server.h"
@@ -47,6 +47,7 @@
 #include "runtime/runtime.h"
 
 namespace shoal::bench {
+using namespace loadtest;  // RunLoad, LoadSpec, MixEntry, Percentile
 namespace {
 
 struct Options {

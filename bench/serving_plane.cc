@@ -25,11 +25,12 @@
 
 #include "common/subprocess.h"
 #include "figures.h"
-#include "load_generator.h"
+#include "loadtest/load_generator.h"
 #include "queue/nats_server.h"
 #include "wire/msgpack_writer.h"
 
 namespace shoal::bench {
+using namespace loadtest;  // RunLoad, LoadSpec, MixEntry, Percentile
 namespace {
 
 std::string RequestBody() {

@@ -83,6 +83,8 @@ int Up(UpOptions& o) {
   }
   const std::string http = (o.gateway.http.tls_cert_file.empty() ? "http://" : "https://") + o.gateway.http.host + ":" + std::to_string((*gw)->port());
   std::printf("\nShoal is up at %s   (NATS %s)\n", http.c_str(), url.c_str());
+  std::printf("Dashboard: %s/   Metrics: %s/metrics (gateway), http://%s:%d/metrics (worker)\n", http.c_str(),
+              http.c_str(), o.worker.metrics_host.c_str(), (*w)->metrics_port());
   // The example uses a real embedder when there is one (not the identity runtime).
   auto example = std::find_if(specs->begin(), specs->end(),
                               [](const ModelSpec& s) { return s.runtime != "identity" && s.task == "encode"; });
@@ -127,6 +129,10 @@ Subcommand AddUp(CLI::App& app) {
   sub->add_option("--port", o->gateway.http.port, "gateway port")->capture_default_str();
   sub->add_option("--io-threads", o->gateway.http.io_threads, "gateway I/O threads")->capture_default_str();
   sub->add_option("--executors", o->worker.executors, "worker executors")->capture_default_str();
+  o->worker.metrics_port = 0;  // any free port; the banner says which
+  sub->add_option("--worker-metrics-port", o->worker.metrics_port,
+                  "the worker's GET /metrics port (0: any free port; -1: off)")
+      ->capture_default_str();
   AddResidencyOptions(sub, &o->worker);
   sub->add_option("--admin-token", o->gateway.admin_token,
                   "bearer token for /v1/admin (default: $SHOAL_ADMIN_TOKEN; none: local clients only)")

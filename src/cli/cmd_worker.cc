@@ -67,6 +67,10 @@ Subcommand AddWorker(CLI::App& app) {
                   "cores each executor's batch may use (0: the machine's cores / executors)")
       ->capture_default_str();
   sub->add_option("--id", opts->id, "worker id (default: host-pid-random)");
+  sub->add_option("--metrics-port", opts->metrics_port,
+                  "serve GET /metrics (Prometheus) on this port (0: any free port; -1: off)")
+      ->capture_default_str();
+  sub->add_option("--metrics-host", opts->metrics_host, "address for --metrics-port")->capture_default_str();
   AddResidencyOptions(sub, opts.get());
   AddPayloadStoreOption(sub, &opts->payload_store);
   return {sub, [opts] {

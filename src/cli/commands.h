@@ -25,6 +25,8 @@ Subcommand AddModels(CLI::App& app);
 Subcommand AddTokenize(CLI::App& app);
 Subcommand AddStatus(CLI::App& app);
 Subcommand AddKeys(CLI::App& app);
+Subcommand AddBench(CLI::App& app);
+Subcommand AddTune(CLI::App& app);
 
 // Blocks SIGINT and SIGTERM in the calling thread (call before starting any
 // thread, so all inherit it) and, later, waits for one of them.

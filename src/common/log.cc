@@ -1,21 +1,127 @@
 #include "common/log.h"
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
 #include <string>
 
 namespace shoal {
+namespace {
 
-void InitLogging(std::string_view level) {
+void AppendJsonString(std::string_view s, std::string* out) {
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      default:
+        if (c < 0x20) {
+          char esc[8];
+          std::snprintf(esc, sizeof(esc), "\\u%04x", c);
+          out->append(esc);
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+// A key of a key=value token: lower-case letters, digits and '_', starting
+// with a letter; the fixed fields' names are not taken.
+bool IsFieldKey(std::string_view k) {
+  if (k.empty() || k.size() > 32 || k[0] < 'a' || k[0] > 'z') return false;
+  for (char c : k) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return k != "ts" && k != "level" && k != "msg";
+}
+
+// Writes each event as one JSON object per line.
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    const auto t = std::chrono::system_clock::to_time_t(msg.time);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count() % 1000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char ts[40];
+    std::snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+    const auto level = spdlog::level::to_string_view(msg.level);
+    std::string line = JsonLogLine(ts, std::string_view(level.data(), level.size()),
+                                   std::string_view(msg.payload.data(), msg.payload.size()));
+    line.push_back('\n');
+    dest.append(line.data(), line.data() + line.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
+};
+
+}  // namespace
+
+Result<LogFormat> ParseLogFormat(std::string_view name) {
+  if (name == "text") return LogFormat::kText;
+  if (name == "json") return LogFormat::kJson;
+  return InvalidInput("log format '" + std::string(name) + "': expected text or json");
+}
+
+std::string JsonLogLine(std::string_view timestamp, std::string_view level, std::string_view message) {
+  std::string out = "{\"ts\":";
+  AppendJsonString(timestamp, &out);
+  out.append(",\"level\":");
+  AppendJsonString(level, &out);
+  out.append(",\"msg\":");
+  AppendJsonString(message, &out);
+  // key=value tokens, first occurrence of a key wins; a value ends at a
+  // space and loses a trailing ',' or ';' (prose punctuation).
+  std::string seen = ",";
+  size_t i = 0;
+  while (i < message.size()) {
+    const size_t end = std::min(message.find(' ', i), message.size());
+    const std::string_view token = message.substr(i, end - i);
+    i = end + 1;
+    const size_t eq = token.find('=');
+    if (eq == std::string_view::npos || eq + 1 >= token.size()) continue;
+    const std::string_view key = token.substr(0, eq);
+    std::string_view value = token.substr(eq + 1);
+    while (!value.empty() && (value.back() == ',' || value.back() == ';' || value.back() == ':')) {
+      value.remove_suffix(1);
+    }
+    if (!IsFieldKey(key) || value.empty() || seen.find("," + std::string(key) + ",") != std::string::npos) continue;
+    seen.append(key).push_back(',');
+    out.push_back(',');
+    AppendJsonString(key, &out);
+    out.push_back(':');
+    AppendJsonString(value, &out);
+  }
+  out.push_back('}');
+  return out;
+}
+
+Status InitLogging(std::string_view level, LogFormat format) {
   static bool once = [] {
-    auto logger = spdlog::stderr_color_mt("shoal");
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %v");
-    spdlog::set_default_logger(logger);
+    spdlog::set_default_logger(spdlog::stderr_color_mt("shoal"));
     return true;
   }();
   (void)once;
-  auto lvl = spdlog::level::from_str(std::string(level));
-  spdlog::set_level(lvl == spdlog::level::off && level != "off" ? spdlog::level::info : lvl);
+  const auto lvl = spdlog::level::from_str(std::string(level));
+  if (lvl == spdlog::level::off && level != "off") {
+    return InvalidInput("log level '" + std::string(level) + "': expected debug, info, warn, error or off");
+  }
+  spdlog::set_level(lvl);
+  if (format == LogFormat::kJson) {
+    spdlog::set_formatter(std::make_unique<JsonFormatter>());
+  } else {
+    spdlog::set_formatter(std::make_unique<spdlog::pattern_formatter>("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %v"));
+  }
+  return Status::Ok();
 }
 
 }  // namespace shoal

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/hardware.h"
 #include "wire/subjects.h"
 
 namespace shoal {
@@ -91,10 +92,69 @@ Status ReadAdaptive(const json& batching, AdaptiveBatchingSpec* a) {
   return Status::Ok();
 }
 
-Status FromJson(const json& o, ModelSpec* spec) {
+// The fields a `batching:` mapping may set through ReadU32.
+Status ReadBatchingLimits(const json& b, const std::string& where, BatchingSpec* batching) {
+  SHOAL_RETURN_IF_ERROR(ReadU32(b, "max_batch_tokens", where, &batching->max_batch_tokens));
+  SHOAL_RETURN_IF_ERROR(ReadU32(b, "max_batch_requests", where, &batching->max_batch_requests));
+  SHOAL_RETURN_IF_ERROR(ReadU32(b, "max_batch_wait_ms", where, &batching->max_batch_wait_ms));
+  return Status::Ok();
+}
+
+// Applies the `tuned:` entry for `hardware_class` (model_spec.h has the
+// precedence) after the profile's own fields are read, keeping those as the
+// base ToJson writes. Only that entry is checked field by field: the others
+// are for other machines, perhaps written by a newer Shoal.
+Status ApplyTuned(const json& tuned, std::string_view hardware_class, ModelSpec* spec) {
+  if (!tuned.is_object()) return InvalidInput("tuned: expected a mapping of hardware classes");
+  for (auto it = tuned.begin(); it != tuned.end(); ++it) {
+    if (!IsHardwareClass(it.key())) {
+      return InvalidInput("tuned: '" + it.key() + "' is not a hardware class ([a-z0-9_-], e.g. cpu-x86_64-avx2-8c)");
+    }
+    if (!it->is_object()) return InvalidInput("tuned." + it.key() + ": expected a mapping");
+  }
+  spec->tuned.json = tuned.dump();
+  auto entry = hardware_class.empty() ? tuned.end() : tuned.find(std::string(hardware_class));
+  if (entry == tuned.end()) return Status::Ok();
+
+  const std::string where = "tuned." + entry.key() + ".";
+  for (auto f = entry->begin(); f != entry->end(); ++f) {
+    if (f.key() != "batching" && f.key() != "threads" && f.key() != "evidence" && f.key() != spec->runtime) {
+      return InvalidInput(where + f.key() + ": unknown field (batching, threads, " + spec->runtime + ", evidence)");
+    }
+  }
+  TunedSection& t = spec->tuned;
+  t.applied_class = entry.key();
+  t.base_batching = spec->batching;
+  t.base_runtime_options_json = spec->runtime_options_json;
+  t.base_threads = spec->threads;
+  if (auto b = entry->find("batching"); b != entry->end()) {
+    if (!b->is_object()) return InvalidInput(where + "batching: expected a mapping");
+    for (auto f = b->begin(); f != b->end(); ++f) {
+      if (f.key() != "max_batch_tokens" && f.key() != "max_batch_requests" && f.key() != "max_batch_wait_ms") {
+        return InvalidInput(where + "batching." + f.key() +
+                            ": unknown field (max_batch_tokens, max_batch_requests, max_batch_wait_ms)");
+      }
+    }
+    SHOAL_RETURN_IF_ERROR(ReadBatchingLimits(*b, where + "batching.", &spec->batching));
+  }
+  SHOAL_RETURN_IF_ERROR(ReadU32(*entry, "threads", where, &spec->threads));
+  if (auto r = entry->find(spec->runtime); r != entry->end()) {
+    if (!r->is_object()) return InvalidInput(where + spec->runtime + ": expected a mapping");
+    json merged = json::parse(spec->runtime_options_json);
+    for (auto f = r->begin(); f != r->end(); ++f) merged[f.key()] = f.value();
+    spec->runtime_options_json = merged.dump();
+  }
+  if (auto e = entry->find("evidence"); e != entry->end() && !e->is_object()) {
+    return InvalidInput(where + "evidence: expected a mapping");
+  }
+  return Status::Ok();
+}
+
+Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec) {
   if (!o.is_object()) return InvalidInput("model spec: expected a mapping");
-  static const char* kKnown[] = {"id",    "runtime",          "path",     "task",  "pool",  "description",
-                                 "max_input_tokens", "batching", "queue", "pinned", "memory_bytes"};
+  static const char* kKnown[] = {"id",       "runtime", "path",   "task",         "pool",    "description",
+                                 "max_input_tokens", "batching", "queue", "pinned", "memory_bytes", "threads",
+                                 "tuned"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
@@ -114,9 +174,7 @@ Status FromJson(const json& o, ModelSpec* spec) {
   }
   if (auto b = o.find("batching"); b != o.end()) {
     if (!b->is_object()) return InvalidInput("batching: expected a mapping");
-    SHOAL_RETURN_IF_ERROR(ReadU32(*b, "max_batch_tokens", "batching.", &spec->batching.max_batch_tokens));
-    SHOAL_RETURN_IF_ERROR(ReadU32(*b, "max_batch_requests", "batching.", &spec->batching.max_batch_requests));
-    SHOAL_RETURN_IF_ERROR(ReadU32(*b, "max_batch_wait_ms", "batching.", &spec->batching.max_batch_wait_ms));
+    SHOAL_RETURN_IF_ERROR(ReadBatchingLimits(*b, "batching.", &spec->batching));
     SHOAL_RETURN_IF_ERROR(ReadAdaptive(*b, &spec->batching.adaptive));
   }
   if (auto q = o.find("queue"); q != o.end()) {
@@ -124,6 +182,8 @@ Status FromJson(const json& o, ModelSpec* spec) {
     SHOAL_RETURN_IF_ERROR(ReadU32(*q, "ack_wait_ms", "queue.", &spec->queue.ack_wait_ms));
     SHOAL_RETURN_IF_ERROR(ReadU32(*q, "max_deliver", "queue.", &spec->queue.max_deliver));
   }
+
+  SHOAL_RETURN_IF_ERROR(ReadU32(o, "threads", "", &spec->threads));
 
   SHOAL_RETURN_IF_ERROR(wire::ValidateModelId(spec->id));
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
@@ -147,12 +207,24 @@ Status FromJson(const json& o, ModelSpec* spec) {
     if (!r->is_object()) return InvalidInput(spec->runtime + ": expected a mapping");
     spec->runtime_options_json = r->dump();
   }
+  if (auto t = o.find("tuned"); t != o.end() && !t->is_null()) {
+    SHOAL_RETURN_IF_ERROR(ApplyTuned(*t, hardware_class, spec));
+    if (spec->batching.max_batch_requests == 0 || spec->batching.max_batch_tokens == 0) {
+      return InvalidInput("tuned." + spec->tuned.applied_class +
+                          ".batching: max_batch_requests and max_batch_tokens must be positive");
+    }
+  }
   return Status::Ok();
 }
 
 }  // namespace
 
 std::string ModelSpec::ToJson() const {
+  // With an applied entry, the profile's own values (model_spec.h).
+  const bool applied = !tuned.applied_class.empty();
+  const BatchingSpec& batching = applied ? tuned.base_batching : this->batching;
+  const std::string& runtime_options_json = applied ? tuned.base_runtime_options_json : this->runtime_options_json;
+  const uint32_t threads = applied ? tuned.base_threads : this->threads;
   json o = {
       {"id", id},
       {"runtime", runtime},
@@ -175,10 +247,25 @@ std::string ModelSpec::ToJson() const {
   }
   if (!path.empty()) o["path"] = path;
   o[runtime] = json::parse(runtime_options_json);
+  if (threads > 0) o["threads"] = threads;
+  if (!tuned.json.empty()) o["tuned"] = json::parse(tuned.json);
   return o.dump();
 }
 
-Result<ModelSpec> ModelSpec::Parse(std::string_view text) {
+ModelSpec ModelSpec::WithoutTuned() const {
+  ModelSpec s = *this;
+  if (!tuned.applied_class.empty()) {
+    s.batching = tuned.base_batching;
+    s.runtime_options_json = tuned.base_runtime_options_json;
+    s.threads = tuned.base_threads;
+  }
+  s.tuned = TunedSection{};
+  return s;
+}
+
+Result<ModelSpec> ModelSpec::Parse(std::string_view text) { return Parse(text, CurrentHardwareClass()); }
+
+Result<ModelSpec> ModelSpec::Parse(std::string_view text, std::string_view hardware_class) {
   json o;
   try {
     o = YamlToJson(YAML::Load(std::string(text)));
@@ -186,16 +273,18 @@ Result<ModelSpec> ModelSpec::Parse(std::string_view text) {
     return InvalidInput(std::string("model spec: not valid YAML/JSON: ") + e.what());
   }
   ModelSpec spec;
-  SHOAL_RETURN_IF_ERROR(FromJson(o, &spec));
+  SHOAL_RETURN_IF_ERROR(FromJson(o, hardware_class, &spec));
   return spec;
 }
 
-Result<ModelSpec> ModelSpec::LoadFile(const std::string& path) {
+Result<ModelSpec> ModelSpec::LoadFile(const std::string& path) { return LoadFile(path, CurrentHardwareClass()); }
+
+Result<ModelSpec> ModelSpec::LoadFile(const std::string& path, std::string_view hardware_class) {
   std::ifstream in(path);
   if (!in) return InvalidInput("cannot read " + path);
   std::stringstream ss;
   ss << in.rdbuf();
-  auto spec = Parse(ss.str());
+  auto spec = Parse(ss.str(), hardware_class);
   if (!spec.ok()) return Status(spec.status().code(), path + ": " + spec.status().message());
   if (!spec->path.empty()) {
     namespace fs = std::filesystem;

@@ -21,6 +21,24 @@
 //   memory_bytes: 0               # what it holds loaded; measured when it is
 //                                 # registered (0: not yet known)
 //   identity: {dim: 384}          # options for the runtime, under its name
+//   threads: 0                    # cores one batch of this model may use
+//                                 # (0: the worker's share per executor)
+//   tuned:                        # written by `shoal tune`, not by hand
+//     cpu-x86_64-avx512bf16-2c:   # a hardware class (common/hardware.h)
+//       batching: {max_batch_tokens: 4096, max_batch_requests: 32, max_batch_wait_ms: 2}
+//       native: {precision: bf16} # merged over the runtime's section
+//       threads: 2
+//       evidence: {knee_rps: 812.4, default_knee_rps: 455.1, ...}  # not read
+//
+// Precedence, lowest first: built-in defaults; the profile's own fields; the
+// `tuned:` entry for the hardware class of the machine that parses it. That
+// entry replaces each batching field it names and `threads`, and merges its
+// runtime options key by key over the profile's runtime section (the entry
+// wins; keys it does not name stay). Entries of other classes are ignored
+// but kept: ToJson writes the section whole and the profile's own values
+// beneath the applied entry, so a worker on another kind of machine applies
+// its own entry to the same base (the KV bucket holds the profile, not one
+// machine's view of it).
 #pragma once
 
 #include <cstdint>
@@ -56,6 +74,17 @@ struct QueueSpec {
   uint32_t max_deliver = 5;      // then the message goes to the dead-letter stream
 };
 
+// The `tuned:` section: the whole of it, which entry was applied, and what
+// the applied entry replaced.
+struct TunedSection {
+  std::string json;           // the section as a JSON object; empty: none
+  std::string applied_class;  // the hardware class applied ("" none)
+  // The profile's own values beneath the applied entry (when one was).
+  BatchingSpec base_batching;
+  std::string base_runtime_options_json = "{}";
+  uint32_t base_threads = 0;
+};
+
 struct ModelSpec {
   std::string id;
   std::string runtime;
@@ -69,12 +98,23 @@ struct ModelSpec {
   bool pinned = false;
   uint64_t memory_bytes = 0;
   std::string runtime_options_json = "{}";  // the section named after the runtime
+  uint32_t threads = 0;  // cores for its batches; 0: the worker's share
+  TunedSection tuned;
 
-  // The canonical JSON form (what the KV bucket stores).
+  // The canonical JSON form (what the KV bucket stores): the profile's own
+  // values and the `tuned:` section whole (see above), so code that changes
+  // batching, threads or runtime options of a spec with an applied entry
+  // should start from WithoutTuned().
   std::string ToJson() const;
+  // The profile as if it had no `tuned:` section: its own values.
+  ModelSpec WithoutTuned() const;
 
+  // Parse applies the entry of `hardware_class` ("" none); without one, the
+  // entry of this machine's class (CurrentHardwareClass()).
   static Result<ModelSpec> Parse(std::string_view yaml_or_json);
+  static Result<ModelSpec> Parse(std::string_view yaml_or_json, std::string_view hardware_class);
   static Result<ModelSpec> LoadFile(const std::string& path);
+  static Result<ModelSpec> LoadFile(const std::string& path, std::string_view hardware_class);
 };
 
 // Every `*.yaml` profile in `dir`, in name order; the first bad one fails all.

@@ -13,7 +13,25 @@ namespace shoal::gateway {
 
 namespace {
 constexpr auto kSweepPeriod = std::chrono::milliseconds(5);
+
+// At debug level, a line when a request is answered, with the id the
+// response names (routed or "edge-…"): the last line of its path.
+Responder LogAnswer(std::string path, SteadyClock::time_point received, Responder respond) {
+  return [path = std::move(path), received, logged = false, respond = std::move(respond)](HttpResponse r) mutable {
+    if (!logged) {
+      logged = true;
+      std::string_view rid;
+      for (const auto& [name, value] : r.headers) {
+        if (name == "X-Shoal-Request-Id") rid = value;
+      }
+      spdlog::debug("rid={} answered path={} status={}{}{} ms={:.2f}", rid.empty() ? "-" : rid, path, r.status,
+                    r.error_code.empty() ? "" : " error=", r.error_code,
+                    std::chrono::duration<double, std::milli>(SteadyClock::now() - received).count());
+    }
+    respond(std::move(r));
+  };
 }
+}  // namespace
 
 Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   if (options.id.empty()) options.id = "gw" + RandomToken(6);
@@ -125,6 +143,17 @@ Status Gateway::Init() {
   }
 
   auth_ = std::make_unique<Authenticator>(options_.auth, options_.admin_token, keys_.get());
+  dashboard_ = std::make_unique<Dashboard>(
+      DashboardOptions{},
+      DashboardSources{.gateway_id = options_.id,
+                       .auth = options_.auth == AuthMode::kKeys ? "keys" : "none",
+                       .lanes = lanes_.size(),
+                       .in_flight = [this] { return InFlight(); },
+                       .ready = [this] { return Ready(); },
+                       .catalog = catalog_fn,
+                       .workers = workers_.get(),  // null in-process: no cluster to show
+                       .js = control_.js.get()});
+  dashboard_->Start();
   router_ = std::make_unique<Router>(
       RouterOptions{.limits = options_.limits,
                     .default_timeout = options_.default_timeout,
@@ -149,8 +178,15 @@ Status Gateway::Init() {
 void Gateway::Serve(size_t lane, HttpRequest&& req, Responder respond) {
   // Scrapes, like probes, are open and never refused for load.
   if (req.method == "GET" && req.path == "/metrics") return respond(metrics_.Render(InFlight()));
+  // So is the dashboard's page: it holds no figures (it fetches /v1/dashboard).
+  if (Dashboard::IsPage(req)) return respond(Dashboard::Page());
   respond = metrics_.Count(req.path, req.received, std::move(respond));
+  if (spdlog::should_log(spdlog::level::debug)) respond = LogAnswer(req.path, req.received, std::move(respond));
   if (Router::IsProbe(req)) return router_->Handle(lane, std::move(req), std::move(respond));
+  // The dashboard's history counts every answer but its own polls, which
+  // would show an open dashboard as traffic.
+  const bool dashboard = Dashboard::Handles(req.path);
+  if (!dashboard) respond = dashboard_->Count(req.received, std::move(respond));
   auto ticket = admission_.TryAdmit();
   if (!ticket) {
     return respond(ErrorResponse(
@@ -159,8 +195,9 @@ void Gateway::Serve(size_t lane, HttpRequest&& req, Responder respond) {
         ""));
   }
   respond = Admitted(std::move(respond), std::move(*ticket));
-  if (AdminApi::Handles(req.path)) {
+  if (dashboard || AdminApi::Handles(req.path)) {
     if (Status s = auth_->AuthorizeAdmin(req); !s.ok()) return respond(ErrorResponse(s, ""));
+    if (dashboard) return dashboard_->Handle(std::move(req), std::move(respond));
     if (admin_) return admin_->Handle(std::move(req), std::move(respond));
     return respond(
         ErrorResponse(Status(Code::kNotFound, "no admin API in in-process mode (no catalog to change)"), ""));
@@ -230,6 +267,7 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
   }
   // Let those answers reach their sockets before the loops stop.
   if (refused > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (dashboard_) dashboard_->Stop();
   admin_.reset();
   dead_letters_.reset();
   catalog_.reset();

@@ -27,6 +27,7 @@
 #include "gateway/admin_api.h"
 #include "gateway/admission.h"
 #include "gateway/auth.h"
+#include "gateway/dashboard.h"
 #include "gateway/dead_letters.h"
 #include "gateway/dispatcher.h"
 #include "gateway/gateway_metrics.h"
@@ -127,6 +128,9 @@ class Gateway {
   std::unique_ptr<Authenticator> auth_;
   RateLimiter limiter_;
   GatewayMetrics metrics_;
+  // GET / and /v1/dashboard; its sampler stops in Drain, before the
+  // registry and catalog it reads go.
+  std::unique_ptr<Dashboard> dashboard_;
   // Pull dispatch only; before the lanes, whose dispatchers use it.
   std::unique_ptr<PayloadOffloader> offloader_;
   std::vector<std::unique_ptr<Lane>> lanes_;

@@ -8,6 +8,8 @@ namespace shoal::gateway {
 GatewayMetrics::GatewayMetrics()
     : requests_(registry_.AddCounter("shoal_gateway_requests_total", "Responses by route and HTTP status.",
                                      {"route", "code"})),
+      errors_(registry_.AddCounter("shoal_gateway_errors_total", "Error responses by route and error code.",
+                                   {"route", "error"})),
       seconds_(registry_.AddHistogram("shoal_gateway_request_seconds",
                                       "Time from a request's arrival to its response head.",
                                       ExponentialBuckets(0.0005, 2, 16), {"route"})),
@@ -21,8 +23,8 @@ std::string_view GatewayMetrics::RouteLabel(std::string_view path) {
     if (path.starts_with(p)) return p.substr(0, p.size() - 1);
   }
   static constexpr std::string_view kExact[] = {"/v1/embeddings", "/v1/rerank", "/v1/chat/completions",
-                                                "/v1/completions", "/v1/models", "/v1/cluster", "/healthz",
-                                                "/readyz", "/metrics"};
+                                                "/v1/completions", "/v1/models", "/v1/cluster", "/v1/dashboard",
+                                                "/healthz", "/readyz", "/metrics"};
   for (std::string_view e : kExact) {
     if (path == e) return e;
   }
@@ -36,6 +38,7 @@ Responder GatewayMetrics::Count(std::string_view path, SteadyClock::time_point r
     if (!*counted) {
       *counted = true;
       requests_.With({route, std::to_string(r.status)}).Inc();
+      if (!r.error_code.empty()) errors_.With({route, std::string(r.error_code)}).Inc();
       seconds_.With({route}).Observe(std::chrono::duration<double>(SteadyClock::now() - received).count());
     }
     respond(std::move(r));

@@ -2,6 +2,8 @@
 // Prometheus text format (common/metrics.h):
 //
 //   shoal_gateway_requests_total{route,code}   responses by route and HTTP status
+//   shoal_gateway_errors_total{route,error}    error responses by route and error
+//                                              code (INVALID_INPUT, OVERLOADED, …)
 //   shoal_gateway_request_seconds{route}       time from a request's arrival to its
 //                                              response head (for a stream: the
 //                                              first part), histogram
@@ -39,6 +41,7 @@ class GatewayMetrics {
  private:
   MetricsRegistry registry_;
   Family<Counter>& requests_;
+  Family<Counter>& errors_;
   Family<Histogram>& seconds_;
   Gauge& in_flight_;
 };

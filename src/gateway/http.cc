@@ -37,6 +37,7 @@ HttpResponse ErrorResponse(const Status& status, std::string_view request_id, in
   const std::string id = request_id.empty() ? EdgeRequestId() : std::string(request_id);
   HttpResponse r = JsonResponse(wire::HttpStatus(status.code()), wire::ErrorBody(status, id));
   r.headers.emplace_back("X-Shoal-Request-Id", id);
+  r.error_code = CodeName(status.code());
   if (wire::WantsRetryAfter(status.code())) r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
   return r;
 }

@@ -39,6 +39,8 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;
   // A streamed response: more parts follow. See Responder.
   bool more = false;
+  // Set by ErrorResponse: the error code's name, for the metrics (not sent).
+  std::string_view error_code;
 };
 
 // Hands the response back to the connection, from any thread.

@@ -123,6 +123,7 @@ void QueueDispatcher::Publish(PendingRequest& p) {
   const auto now = SteadyClock::now();
   for (ItemResult& r : p.results) r.published_at = now;
   const ModelSpec& spec = *p.model;
+  spdlog::debug("rid={} queued items={} pool={} model={}", p.id, p.results.size(), spec.pool, spec.id);
   if (Status s = channel_.PublishItems(p, wire::WorkSubject(spec.pool, spec.id), /*jetstream_ack=*/true);
       !s.ok()) {
     // Items already published may still run; their results will be ignored.

@@ -214,6 +214,9 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, cons
   p->respond = std::move(respond);
   lane.table->Insert(p);
   if (req.on_hangup) *req.on_hangup = [this, &lane, seq = p->seq] { OnHangup(lane, seq); };
+  spdlog::debug("rid={} accepted path={} model={} items={} timeout_ms={}", p->id, req.path, p->model->id,
+                generates ? 1 : p->request.items.size(),
+                std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
   lane.dispatcher->Submit(p);
 }
 

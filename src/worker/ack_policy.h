@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 namespace shoal::worker {
 
@@ -68,6 +69,9 @@ constexpr Disposition DispositionFor(Outcome o) {
   }
   return {false, AckAction::kNak};
 }
+
+// The outcome's name in metrics and logs ("succeeded", "bad_input", …).
+std::string_view OutcomeName(Outcome o);
 
 // The body JetStream expects on the ack subject for `action`.
 std::string AckBody(AckAction action, std::chrono::milliseconds nak_delay);

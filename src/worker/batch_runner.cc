@@ -1,6 +1,7 @@
 #include "worker/batch_runner.h"
 
 #include "common/log.h"
+#include "runtime/call_stages.h"
 #include "wire/work_message.h"
 
 namespace shoal::worker {
@@ -60,6 +61,7 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
   ServedModel& served = *batch.front().model;
   const int64_t start_wall_us = UnixMicros();
   const int64_t now_ms = start_wall_us / 1000;
+  if (served.metrics) RecordBatch(served, batch);
 
   // Items worth running (not expired, decodable), grouped by task.
   TaskGroup groups[3];
@@ -107,9 +109,18 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
     inputs.push_back(MakeInput(*g.items[k], g.fields[k], static_cast<Out*>(nullptr)));
   }
   std::vector<Out> outputs(inputs.size());
+  ThisCallStages() = {};
   const auto t0 = SteadyClock::now();
   const Status batch_status = Call(*served.model, std::span<const In>(inputs), std::span<Out>(outputs));
   const int64_t inference_us = MicrosSince(t0);
+  if (const ModelSeries* m = served.metrics) {
+    const int64_t tokenize_us = std::min(ThisCallStages().tokenize_us, inference_us);
+    m->tokenize_seconds->Observe(tokenize_us / 1e6);
+    m->inference_seconds->Observe((inference_us - tokenize_us) / 1e6);
+    for (const WorkItem* it : g.items) {
+      m->queue_seconds->Observe(std::max<int64_t>(0, start_wall_us - it->enqueued_us) / 1e6);
+    }
+  }
   if (!batch_status.ok()) {
     spdlog::error("batch of {} on {} failed: {}", inputs.size(), served.spec->id,
                   batch_status.ToString());
@@ -138,10 +149,24 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
                                                 std::to_string(wire::kMaxResultParts * PartBytes())));
       continue;
     }
-    PublishResult(it, payload, meta, std::max<int64_t>(0, start_wall_us - it.enqueued_us),
-                  inference_us);
+    const int64_t queue_us = std::max<int64_t>(0, start_wall_us - it.enqueued_us);
+    spdlog::debug("rid={} item={} model={} ran in a batch of {} queue_ms={:.2f} inference_ms={:.2f} attempt={}",
+                  it.request_id, it.index, served.spec->id, g.items.size(), queue_us / 1e3, inference_us / 1e3,
+                  it.delivered);
+    PublishResult(it, payload, meta, queue_us, inference_us);
     Ack(it, DispositionFor(Outcome::kSucceeded).action, {});
+    if (served.metrics) served.metrics->Settled(Outcome::kSucceeded);
   }
+}
+
+void BatchRunner::RecordBatch(const ServedModel& served, const std::vector<WorkItem>& batch) {
+  uint64_t cost = 0;
+  for (const WorkItem& it : batch) cost += it.cost;
+  const ModelSeries& m = *served.metrics;
+  m.batches->Inc();
+  m.batch_items->Observe(static_cast<double>(batch.size()));
+  m.batch_cost->Observe(static_cast<double>(cost));
+  m.batch_fill->Observe(static_cast<double>(cost) / std::max<uint32_t>(served.spec->batching.max_batch_tokens, 1));
 }
 
 bool BatchRunner::Fetch(WorkItem& item) {
@@ -151,7 +176,9 @@ bool BatchRunner::Fetch(WorkItem& item) {
   }
   auto bytes = std::make_unique<std::string>();
   const std::string key(item.payload_key);
+  const auto t0 = SteadyClock::now();
   const Status s = payloads_->Get(key, bytes.get());
+  if (item.model && item.model->metrics) item.model->metrics->payload_seconds->Observe(MicrosSince(t0) / 1e6);
   if (s.code() == Code::kNotFound) {
     // Its request ended (answered, failed or timed out) — or this worker
     // reads another store than the gateway writes: say so once per item.
@@ -172,6 +199,7 @@ bool BatchRunner::Fetch(WorkItem& item) {
 
 void BatchRunner::Settle(const WorkItem& item, Outcome outcome, const Status& error) {
   const Disposition d = DispositionFor(outcome);
+  if (item.model && item.model->metrics) item.model->metrics->Settled(outcome);
   if (d.reply) {
     PublishError(item, error);
   } else if (!item.HasAck() && d.action == AckAction::kNak) {
@@ -184,11 +212,18 @@ void BatchRunner::Settle(const WorkItem& item, Outcome outcome, const Status& er
   if (outcome == Outcome::kBadInput || outcome == Outcome::kInferenceFailed) {
     spdlog::info("rid={} item={} {}: {}", item.request_id, item.index, CodeName(error.code()),
                  error.message());
+  } else {
+    spdlog::debug("rid={} item={} outcome={}", item.request_id, item.index, OutcomeName(outcome));
   }
   Ack(item, d.action, d.nak_delay);
 }
 
 void BatchRunner::Progress(const WorkItem& item) { Ack(item, AckAction::kInProgress, {}); }
+
+void BatchRunner::Complete(const WorkItem& item) {
+  Ack(item, AckAction::kAck, {});
+  if (item.model && item.model->metrics) item.model->metrics->Settled(Outcome::kSucceeded);
+}
 
 size_t BatchRunner::PartBytes() const {
   return static_cast<size_t>(std::max<int64_t>(natsConnection_GetMaxPayload(nc_) - wire::kHeaderRoom, 1024));

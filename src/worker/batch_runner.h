@@ -59,7 +59,7 @@ class BatchRunner {
   void Settle(const WorkItem& item, Outcome outcome, const Status& error = Status::Ok());
 
   // Acks an item whose result went out already (a generation's last chunk).
-  void Complete(const WorkItem& item) { Ack(item, AckAction::kAck, {}); }
+  void Complete(const WorkItem& item);
 
   // Tells JetStream the item is still being worked on (+WPI).
   void Progress(const WorkItem& item);
@@ -67,6 +67,8 @@ class BatchRunner {
  private:
   template <class Out>
   void RunGroup(ServedModel& served, const TaskGroup& group, int64_t start_wall_us);
+  // Batch count, size, cost and fill (worker_metrics.h).
+  void RecordBatch(const ServedModel& served, const std::vector<WorkItem>& batch);
   // Fetches an offloaded item's bytes (false: settled instead).
   bool Fetch(WorkItem& item);
   // The most result bytes one message carries.

@@ -346,6 +346,12 @@ void GenerationEngine::Emit(Sequence& s, bool final) {
     c.queue_ms = std::max<int64_t>(0, s.started_unix_us - s.item.enqueued_us) / 1000.0;
     c.ttft_ms = s.generated() > 0 ? Ms(s.first_token - s.started) : 0;
     c.itl_ms = s.generated() > 1 ? Ms(s.last_token - s.first_token) / (s.generated() - 1) : 0;
+    if (const ModelSeries* m = model_->metrics) {
+      m->queue_seconds->Observe(c.queue_ms / 1e3);
+      m->generated_tokens->Inc(static_cast<double>(s.generated()));
+      if (s.generated() > 0) m->ttft_seconds->Observe(c.ttft_ms / 1e3);
+      if (s.generated() > 1) m->itl_seconds->Observe(c.itl_ms / 1e3);
+    }
   }
   const std::string payload = wire::EncodeChunk(c);
   const std::string reply(s.item.reply);

@@ -9,6 +9,7 @@
 #include "common/model_spec.h"
 #include "runtime/runtime.h"
 #include "worker/batch_controller.h"
+#include "worker/worker_metrics.h"
 
 namespace shoal::worker {
 
@@ -43,6 +44,9 @@ struct ServedModel {
   // The batch wait and cost cap: LocalQueue asks it, executors report to it
   // (it has its own lock). Configure it from `spec->batching` when served.
   BatchController batching;
+  // Its series in the worker's metrics (worker_metrics.h); null in tests
+  // that run a BatchRunner alone.
+  const ModelSeries* metrics = nullptr;
   // For a generator (model->generator()): its continuous batch, which takes
   // its items instead of the LocalQueue and executors. Set at install.
   std::shared_ptr<GenerationEngine> engine;

@@ -85,6 +85,14 @@ Status Worker::Init() {
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());  // the watch may have run it already; it is idempotent
   keeper_ = std::thread([this] { KeeperLoop(); });
+  if (options_.metrics_port >= 0) {
+    auto endpoint = MetricsEndpoint::Start(options_.metrics_host, options_.metrics_port,
+                                           [this] { return RenderMetrics(); });
+    if (!endpoint.ok()) return endpoint.status();
+    metrics_endpoint_ = std::move(endpoint).value();
+    spdlog::info("worker {}: metrics at http://{}:{}/metrics", options_.id, options_.metrics_host,
+                 metrics_endpoint_->port());
+  }
   spdlog::info("worker {} up: pool {}, {} executor(s), serving {} model(s), memory budget {:.0f} MB ({} eviction)",
                options_.id, options_.pool, options_.executors, ServedModels().size(),
                options_.memory_budget / 1e6, EvictionPolicyName(options_.eviction));
@@ -306,6 +314,23 @@ std::optional<GenerationEngine::Stats> Worker::generation(const std::string& mod
   return it->second->engine->stats();
 }
 
+int Worker::metrics_port() const { return metrics_endpoint_ ? metrics_endpoint_->port() : -1; }
+
+std::string Worker::RenderMetrics() {
+  WorkerGaugeView view;
+  {
+    std::lock_guard lock(models_mu_);
+    for (const auto& [id, m] : models_) {
+      (m->model ? view.resident : view.failed) += 1;
+      view.models.push_back({id, m->queued.load(std::memory_order_relaxed), pull_->Peek(m->slot).backlog});
+    }
+    view.loading = loading_.size();
+    view.memory_used = residency_->used_bytes();
+    view.memory_budget = residency_->budget_bytes();
+  }
+  return metrics_.Render(view);
+}
+
 ResidencyView Worker::residency() const {
   std::lock_guard lock(models_mu_);
   ResidencyView v;
@@ -360,6 +385,7 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
   if (drained_) return;
   drained_ = true;
   draining_ = true;
+  metrics_endpoint_.reset();  // a scrape reads the state torn down below
   const auto deadline = SteadyClock::now() + timeout;
   if (pull_nc_) {  // the intake loop runs
     pull_->StopRefilling();

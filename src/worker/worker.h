@@ -65,8 +65,10 @@
 #include "worker/executor.h"
 #include "worker/generation_engine.h"
 #include "worker/local_queue.h"
+#include "worker/metrics_endpoint.h"
 #include "worker/pull_planner.h"
 #include "worker/residency_policy.h"
+#include "worker/worker_metrics.h"
 
 namespace shoal::worker {
 
@@ -93,6 +95,10 @@ struct WorkerOptions {
   // Where the gateways put items too large for a NATS message
   // (queue/payload_store.h). Empty: queue::DefaultPayloadStoreUrl().
   std::string payload_store;
+  // GET /metrics (worker_metrics.h) on this port of metrics_host; -1: not
+  // served, 0: any free port (Worker::metrics_port says which).
+  int metrics_port = -1;
+  std::string metrics_host = "127.0.0.1";
 };
 
 // Half this machine's physical memory.
@@ -127,6 +133,10 @@ class Worker {
   uint64_t pull_requests_sent() const { return pull_->requests_sent(); }
   // The generation engine of a generator this worker has loaded.
   std::optional<GenerationEngine::Stats> generation(const std::string& model) const;
+  // Where GET /metrics is served (-1: it is not).
+  int metrics_port() const;
+  // The body of GET /metrics.
+  std::string RenderMetrics();
   // Pushed items (push baseline) queued here so far.
   uint64_t pushed_items() const { return pushed_items_.load(std::memory_order_relaxed); }
 
@@ -157,6 +167,7 @@ class Worker {
   bool Wants(const ModelSpec& spec) const;
 
   WorkerOptions options_;
+  WorkerMetrics metrics_;  // before anything that records into it
   EventLoop intake_;
   queue::ConnectionPtr pull_nc_;  // data: pulls, deliveries, results, acks; on intake_
   queue::ControlPlane control_;   // KV, streams, heartbeats
@@ -193,6 +204,7 @@ class Worker {
   std::atomic<bool> stop_keeper_{false};
   std::thread keeper_;
   std::unique_ptr<queue::Catalog> catalog_;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;  // reads everything above
   bool drained_ = false;
 };
 

@@ -48,6 +48,12 @@ SteadyClock::duration MinimumResidence(SteadyClock::duration load_time) {
   return std::max<SteadyClock::duration>(std::chrono::seconds(1), 4 * load_time);
 }
 
+// Cores one batch of the model may use: its profile's `threads` (a tuned
+// entry sets it per hardware class), else the worker's share per executor.
+int ModelThreads(const ModelSpec& spec, int worker_share) {
+  return spec.threads > 0 ? static_cast<int>(spec.threads) : worker_share;
+}
+
 }  // namespace
 
 uint64_t DefaultMemoryBudget() {
@@ -156,11 +162,14 @@ void Worker::Load(const std::string& id) {
     spdlog::debug("worker: no room for {} yet: {}", id, victims.status().message());
     return;
   }
-  for (const auto& v : *victims) Unload(v, "evicted to make room for " + id);
+  for (const auto& v : *victims) {
+    Unload(v, "evicted to make room for " + id);
+    metrics_.Evicted(v);
+  }
 
   Runtime* runtime = FindRuntime(spec->runtime);
   LoadContext ctx;
-  ctx.threads = ThreadsPerBatch();
+  ctx.threads = ModelThreads(*spec, ThreadsPerBatch());
   spdlog::info("worker: loading {} ({} runtime, {:.1f} MB expected)", id, spec->runtime, spec->memory_bytes / 1e6);
   const auto t0 = SteadyClock::now();
   auto last_report = t0;
@@ -172,6 +181,7 @@ void Worker::Load(const std::string& id) {
   };
   auto model = runtime->Load(*spec, ctx);
   const auto load_time = SteadyClock::now() - t0;
+  metrics_.Loaded(id, model.ok(), std::chrono::duration<double>(load_time).count());
   if (!model.ok()) {
     load_failures_.fetch_add(1);
     spdlog::error("worker: {} failed to load; its requests get MODEL_LOAD_FAILED until it is registered again: {}",
@@ -199,6 +209,7 @@ void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_p
   const auto now = SteadyClock::now();
   auto served = std::make_shared<ServedModel>();
   served->spec = spec;
+  served->metrics = &metrics_.For(spec->id);
   served->batching.Configure(spec->batching);
   served->model = std::move(model);
   served->load_error = std::move(load_error);
@@ -211,7 +222,8 @@ void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_p
     // Generators run their own continuous batch (generation_engine.h).
     served->engine = std::make_shared<GenerationEngine>(served.get(), served->model->generator(), pull_nc_.get(),
                                                         &reaper_, runner_.get(), &cancelled_, options_.id,
-                                                        ThreadsPerBatch(), [this] { PostPlan(); });
+                                                        ModelThreads(*spec, ThreadsPerBatch()),
+                                                        [this] { PostPlan(); });
   }
   bool thrashing = false;
   {

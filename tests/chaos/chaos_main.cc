@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
     else return Usage();
   }
   if (names.empty() || o.clients < 1) return Usage();
-  shoal::InitLogging("warn");
+  (void)shoal::InitLogging("warn");
 
   struct sigaction sa {};
   sa.sa_handler = OnSignal;

@@ -1,7 +1,9 @@
 #include "runtime/identity/identity_runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -48,7 +50,10 @@ class IdentityModel final : public Model {
       batch_tokens += tokens.size();
     }
     // Simulated device time: sleeping, not spinning, as a GPU leaves the CPU free.
-    const uint64_t us = opts_.us_per_batch + opts_.us_per_token * batch_tokens;
+    uint64_t us = opts_.us_per_batch + opts_.us_per_token * batch_tokens;
+    if (opts_.efficient_batch > 0 && in.size() > opts_.efficient_batch) {
+      us += uint64_t{opts_.us_per_excess_item} * (in.size() - opts_.efficient_batch);
+    }
     if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
     return Status::Ok();
   }
@@ -134,6 +139,8 @@ Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelSpec& spec, cons
     SHOAL_RETURN_IF_ERROR(read("dim", &opts.dim));
     SHOAL_RETURN_IF_ERROR(read("us_per_token", &opts.us_per_token));
     SHOAL_RETURN_IF_ERROR(read("us_per_batch", &opts.us_per_batch));
+    SHOAL_RETURN_IF_ERROR(read("efficient_batch", &opts.efficient_batch));
+    SHOAL_RETURN_IF_ERROR(read("us_per_excess_item", &opts.us_per_excess_item));
     SHOAL_RETURN_IF_ERROR(read("memory_mb", &opts.memory_mb));
     SHOAL_RETURN_IF_ERROR(read("load_ms", &opts.load_ms));
     if (auto it = o.find("fail_on"); it != o.end()) {
@@ -141,8 +148,9 @@ Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelSpec& spec, cons
       opts.fail_on = it->get<std::string>();
     }
     for (auto it = o.begin(); it != o.end(); ++it) {
-      if (it.key() != "dim" && it.key() != "us_per_token" && it.key() != "us_per_batch" &&
-          it.key() != "memory_mb" && it.key() != "load_ms" && it.key() != "fail_on") {
+      static const char* kKnown[] = {"dim",       "us_per_token", "us_per_batch", "efficient_batch",
+                                     "us_per_excess_item", "memory_mb", "load_ms", "fail_on"};
+      if (std::none_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return it.key() == k; })) {
         return InvalidInput("identity: unknown option '" + it.key() + "'");
       }
     }

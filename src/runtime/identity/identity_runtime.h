@@ -7,6 +7,13 @@
 //     dim: 384              # vector length
 //     us_per_token: 0       # simulated device time per token in a batch
 //     us_per_batch: 0       # simulated fixed time per batch
+//     efficient_batch: 0    # test knob (0: off): items of a batch past this
+//     us_per_excess_item: 0 # many each cost this much more, a stand-in for
+//                           # a device whose batches stop paying past a size;
+//                           # with us_per_excess_item > us_per_batch /
+//                           # efficient_batch, throughput peaks at batches of
+//                           # exactly efficient_batch: a known optimum for
+//                           # the tuning loop's test (tests/integration/tune_test.cc)
 //     fail_on: ""           # an input whose text contains this (when not
 //                           # empty) fails with INFERENCE_ERROR: a deliberate
 //                           # fault, so tests can produce a model's failure
@@ -30,6 +37,8 @@ struct IdentityOptions {
   uint32_t dim = 384;
   uint32_t us_per_token = 0;
   uint32_t us_per_batch = 0;
+  uint32_t efficient_batch = 0;  // test knob, with us_per_excess_item (above)
+  uint32_t us_per_excess_item = 0;
   // What it claims to hold loaded, and how long a load takes: stand-ins for
   // a real model's size and cold-load time in residency tests and benchmarks.
   uint32_t memory_mb = 1;

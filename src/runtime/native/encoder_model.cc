@@ -1,5 +1,6 @@
 #include "runtime/native/encoder_model.h"
 
+#include "runtime/call_stages.h"
 #include "runtime/native/tokenize_task.h"
 
 #include <algorithm>
@@ -54,7 +55,7 @@ namespace {
 // Runs `forward` on the items that tokenized; the others already hold their
 // error. Returns the forward pass's status.
 template <class Out, class Forward>
-Status RunTokenized(std::vector<Encoding>& encodings, std::vector<size_t>& ok, std::span<Out> out,
+Status RunTokenized(std::vector<Encoding>& encodings, const std::vector<size_t>& ok, std::span<Out> out,
                     Forward&& forward) {
   if (ok.empty()) return Status::Ok();
   std::vector<TokenSequence> seqs;
@@ -69,14 +70,16 @@ Status RunTokenized(std::vector<Encoding>& encodings, std::vector<size_t>& ok, s
   return Status::Ok();
 }
 
-}  // namespace
-
-Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
-  if (spec_.task != "encode") return Model::Encode(in, out);
-  std::vector<Encoding> encodings(in.size());
+// Tokenizes every input with `encode` into `encodings`; an input that fails
+// gets its status in `out`. Returns the indices that tokenized. Its time is
+// the call's tokenize stage (runtime/call_stages.h).
+template <class In, class Out, class EncodeFn>
+std::vector<size_t> TokenizeAll(std::span<const In> in, std::span<Out> out, std::vector<Encoding>& encodings,
+                                EncodeFn encode) {
+  StageTimer tokenizing(&ThisCallStages().tokenize_us);
   std::vector<size_t> ok;
   for (size_t i = 0; i < in.size(); ++i) {
-    auto e = tokenizer_->Encode(in[i].text, LimitFor(in[i].truncate));
+    auto e = encode(in[i]);
     if (!e.ok()) {
       out[i].status = e.status();
       continue;
@@ -84,6 +87,17 @@ Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
     encodings[i] = std::move(e).value();
     ok.push_back(i);
   }
+  return ok;
+}
+
+}  // namespace
+
+Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
+  if (spec_.task != "encode") return Model::Encode(in, out);
+  std::vector<Encoding> encodings(in.size());
+  const std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const EncodeInput& x) {
+    return tokenizer_->Encode(x.text, LimitFor(x.truncate));
+  });
   // Requests choose normalization per item; group by it so each group is
   // one pass (in practice a batch is all one or the other).
   for (bool normalize : {true, false}) {
@@ -106,16 +120,9 @@ Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
 Status EncoderModel::Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) {
   if (spec_.task != "score") return Model::Score(in, out);
   std::vector<Encoding> encodings(in.size());
-  std::vector<size_t> ok;
-  for (size_t i = 0; i < in.size(); ++i) {
-    auto e = tokenizer_->EncodePair(in[i].text, in[i].text_pair, LimitFor(in[i].truncate));
-    if (!e.ok()) {
-      out[i].status = e.status();
-      continue;
-    }
-    encodings[i] = std::move(e).value();
-    ok.push_back(i);
-  }
+  const std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const ScoreInput& x) {
+    return tokenizer_->EncodePair(x.text, x.text_pair, LimitFor(x.truncate));
+  });
   const size_t labels = bert_->config().num_labels;
   std::vector<float> logits(ok.size() * labels);
   SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, ok, out, [&](std::span<const TokenSequence> seqs) {

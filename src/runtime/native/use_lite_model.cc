@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/call_stages.h"
+
 namespace shoal::native {
 
 Result<std::unique_ptr<Model>> UseLiteModel::Load(const ModelSpec& spec, int threads) {
@@ -23,7 +25,11 @@ Status UseLiteModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
     std::vector<size_t> index;
     for (size_t i = 0; i < in.size(); ++i) {
       if (in[i].normalize != normalize) continue;
-      std::vector<int32_t> ids = use_lite_->Tokenize(in[i].text);
+      std::vector<int32_t> ids;
+      {
+        StageTimer tokenizing(&ThisCallStages().tokenize_us);
+        ids = use_lite_->Tokenize(in[i].text);
+      }
       if (ids.size() > max_tokens_) {
         if (!in[i].truncate) {
           out[i].status = InvalidInput("input is " + std::to_string(ids.size()) +

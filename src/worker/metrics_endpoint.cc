@@ -1,0 +1,41 @@
+#include "worker/metrics_endpoint.h"
+
+#include "gateway/http.h"
+#include "gateway/http_server.h"
+
+namespace shoal::worker {
+
+Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const std::string& host, int port,
+                                                                std::function<std::string()> render) {
+  std::unique_ptr<MetricsEndpoint> e(new MetricsEndpoint());
+  e->loop_.Start();
+  gateway::HttpServerOptions options;
+  options.host = host;
+  options.port = port;
+  options.io_threads = 1;
+  options.max_body_bytes = 4096;  // scrapes have no body
+  auto server = gateway::HttpServer::Start(
+      options, {&e->loop_}, [render = std::move(render)](size_t, gateway::HttpRequest&& req, gateway::Responder respond) {
+        if (req.method == "GET" && req.path == "/metrics") {
+          gateway::HttpResponse r;
+          r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+          r.body = render();
+          return respond(std::move(r));
+        }
+        if (req.method == "GET" && req.path == "/healthz") return respond(gateway::JsonResponse(200, "{\"status\":\"ok\"}"));
+        respond(gateway::ErrorResponse(Status(Code::kNotFound, "a worker serves GET /metrics and /healthz only"), ""));
+      });
+  if (!server.ok()) return Status(server.status().code(), "metrics endpoint: " + server.status().message());
+  e->server_ = std::move(server).value();
+  return e;
+}
+
+MetricsEndpoint::~MetricsEndpoint() {
+  if (server_) server_->StopAccepting();
+  loop_.Stop();
+  server_.reset();
+}
+
+int MetricsEndpoint::port() const { return server_->port(); }
+
+}  // namespace shoal::worker

@@ -1,0 +1,37 @@
+// MetricsEndpoint: GET /metrics (and /healthz) over HTTP for a process that
+// has no other HTTP side — the worker. It runs its own event loop with the
+// gateway's HTTP server (gateway/http_server.h), so a scrape never waits
+// behind the worker's intake loop, and the intake loop never behind a scrape.
+//
+// Threading: `render` runs on the endpoint's loop thread, once per scrape.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/event_loop.h"
+#include "common/status.h"
+
+namespace shoal::gateway {
+class HttpServer;
+}
+
+namespace shoal::worker {
+
+class MetricsEndpoint {
+ public:
+  // Listens on host:port (0: any free port).
+  static Result<std::unique_ptr<MetricsEndpoint>> Start(const std::string& host, int port,
+                                                        std::function<std::string()> render);
+  ~MetricsEndpoint();  // stops listening, then the loop
+
+  int port() const;
+
+ private:
+  MetricsEndpoint() = default;
+  EventLoop loop_;
+  std::unique_ptr<gateway::HttpServer> server_;
+};
+
+}  // namespace shoal::worker
