@@ -3,45 +3,25 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace shoal {
 namespace {
 
-void AppendJsonString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      default:
-        if (c < 0x20) {
-          char esc[8];
-          std::snprintf(esc, sizeof(esc), "\\u%04x", c);
-          out->append(esc);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
-
 // A key of a key=value token: lower-case letters, digits and '_', starting
-// with a letter; the fixed fields' names are not taken.
+// with a letter.
 bool IsFieldKey(std::string_view k) {
   if (k.empty() || k.size() > 32 || k[0] < 'a' || k[0] > 'z') return false;
   for (char c : k) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
   }
-  return k != "ts" && k != "level" && k != "msg";
+  return true;
 }
 
 // Writes each event as one JSON object per line.
@@ -73,36 +53,29 @@ Result<LogFormat> ParseLogFormat(std::string_view name) {
 }
 
 std::string JsonLogLine(std::string_view timestamp, std::string_view level, std::string_view message) {
-  std::string out = "{\"ts\":";
-  AppendJsonString(timestamp, &out);
-  out.append(",\"level\":");
-  AppendJsonString(level, &out);
-  out.append(",\"msg\":");
-  AppendJsonString(message, &out);
+  nlohmann::ordered_json line;
+  line["ts"] = timestamp;
+  line["level"] = level;
+  line["msg"] = message;
   // key=value tokens, first occurrence of a key wins; a value ends at a
-  // space and loses a trailing ',' or ';' (prose punctuation).
-  std::string seen = ",";
+  // space and loses trailing prose punctuation (',', ';', ':').
   size_t i = 0;
   while (i < message.size()) {
     const size_t end = std::min(message.find(' ', i), message.size());
     const std::string_view token = message.substr(i, end - i);
     i = end + 1;
     const size_t eq = token.find('=');
-    if (eq == std::string_view::npos || eq + 1 >= token.size()) continue;
-    const std::string_view key = token.substr(0, eq);
+    if (eq == std::string_view::npos) continue;
+    const std::string key(token.substr(0, eq));
     std::string_view value = token.substr(eq + 1);
     while (!value.empty() && (value.back() == ',' || value.back() == ';' || value.back() == ':')) {
       value.remove_suffix(1);
     }
-    if (!IsFieldKey(key) || value.empty() || seen.find("," + std::string(key) + ",") != std::string::npos) continue;
-    seen.append(key).push_back(',');
-    out.push_back(',');
-    AppendJsonString(key, &out);
-    out.push_back(':');
-    AppendJsonString(value, &out);
+    if (IsFieldKey(key) && !value.empty() && !line.contains(key)) line[key] = value;
   }
-  out.push_back('}');
-  return out;
+  // A message that is not UTF-8 (an input quoted in an error) is written
+  // with U+FFFD in place of the bad bytes rather than lost.
+  return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 Status InitLogging(std::string_view level, LogFormat format) {

@@ -1,7 +1,8 @@
 #include "loadtest/report.h"
 
-#include <cstdarg>
 #include <cstdio>
+
+#include "common/str_printf.h"
 
 namespace shoal::loadtest {
 namespace {
@@ -10,17 +11,8 @@ using nlohmann::json;
 
 json Ms(const LevelResult& l, double v) { return l.ok ? json(v) : json(nullptr); }
 
-std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Printf(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  return buf;
-}
 
-std::string LatencyCell(const LevelResult& l, double v) { return l.ok ? Printf("%.1f", v) : "-"; }
+std::string LatencyCell(const LevelResult& l, double v) { return l.ok ? StrPrintf("%.1f", v) : "-"; }
 
 }  // namespace
 
@@ -70,7 +62,7 @@ json SweepJson(const SweepReport& report, const json& options) {
 std::string SweepTable(const SweepReport& report) {
   const bool closed = report.loop == LoopKind::kClosed;
   std::string out =
-      Printf("  %-12s %12s %12s %10s %10s %10s %9s %s\n", closed ? "CONNECTIONS" : "OFFERED/S",
+      StrPrintf("  %-12s %12s %12s %10s %10s %10s %9s %s\n", closed ? "CONNECTIONS" : "OFFERED/S",
              "THROUGHPUT/S", "TOKENS/S", "P50 MS", "P95 MS", "P99 MS", "ERRORS", "");
   for (size_t i = 0; i < report.levels.size(); ++i) {
     const LevelResult& l = report.levels[i];
@@ -78,7 +70,7 @@ std::string SweepTable(const SweepReport& report) {
         i == report.knee.index && (report.knee.found || i + 1 == report.levels.size());
     const char* mark = !knee ? "" : report.knee.found ? "<- knee" : "<- best so far (no knee yet)";
     out +=
-        Printf("%s %-12g %12.1f %12.0f%s %10s %10s %10s %9llu %s\n", knee ? ">" : " ", l.offered,
+        StrPrintf("%s %-12g %12.1f %12.0f%s %10s %10s %10s %9llu %s\n", knee ? ">" : " ", l.offered,
                l.throughput_rps, l.tokens_per_s, l.tokens_estimated ? "*" : " ",
                LatencyCell(l, l.p50_ms).c_str(), LatencyCell(l, l.p95_ms).c_str(),
                LatencyCell(l, l.p99_ms).c_str(), static_cast<unsigned long long>(l.errors), mark);
@@ -88,7 +80,7 @@ std::string SweepTable(const SweepReport& report) {
   if (report.levels.empty()) return out + "no levels ran\n";
   const Knee& k = report.knee;
   if (k.found) {
-    out += Printf("knee: %g %s, %.1f req/s, p99 %s ms — %s\n", k.at.offered,
+    out += StrPrintf("knee: %g %s, %.1f req/s, p99 %s ms — %s\n", k.at.offered,
                   closed ? "connections" : "req/s offered", k.at.throughput_rps,
                   LatencyCell(k.at, k.at.p99_ms).c_str(), k.reason.c_str());
   } else {

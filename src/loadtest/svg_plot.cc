@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <vector>
+
+#include "common/str_printf.h"
 
 namespace shoal::loadtest {
 namespace {
@@ -16,15 +17,6 @@ constexpr const char* kThroughputColour = "#1f77b4";
 constexpr const char* kP50Colour = "#2ca02c";
 constexpr const char* kP99Colour = "#d62728";
 
-std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Printf(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  return buf;
-}
 
 std::string Escape(const std::string& s) {
   std::string out;
@@ -118,9 +110,9 @@ struct OfferedAxis {
 double Y(double fraction) { return kTop + (1 - fraction) * kPlotH; }
 
 std::string Label(double v) {
-  if (std::fabs(v) >= 1e6) return Printf("%.3gM", v / 1e6);
-  if (std::fabs(v) >= 1e4) return Printf("%.3gk", v / 1e3);
-  return Printf("%g", std::round(v * 1000) / 1000);
+  if (std::fabs(v) >= 1e6) return StrPrintf("%.3gM", v / 1e6);
+  if (std::fabs(v) >= 1e4) return StrPrintf("%.3gk", v / 1e3);
+  return StrPrintf("%g", std::round(v * 1000) / 1000);
 }
 
 // A line through the points (dashed when `dash`), with a dot on each.
@@ -128,12 +120,12 @@ std::string Series(const std::vector<std::pair<double, double>>& points, const c
                    bool dash) {
   if (points.empty()) return "";
   std::string path;
-  for (const auto& [x, y] : points) path += Printf("%s%.1f,%.1f", path.empty() ? "" : " ", x, y);
+  for (const auto& [x, y] : points) path += StrPrintf("%s%.1f,%.1f", path.empty() ? "" : " ", x, y);
   std::string out =
-      Printf("  <polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"%s\"/>\n",
+      StrPrintf("  <polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"%s\"/>\n",
              colour, dash ? " stroke-dasharray=\"6 4\"" : "", path.c_str());
   for (const auto& [x, y] : points)
-    out += Printf("  <circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", x, y, colour);
+    out += StrPrintf("  <circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", x, y, colour);
   return out;
 }
 
@@ -150,56 +142,56 @@ std::string SweepSvg(const SweepReport& report, const std::string& title) {
   const OfferedAxis x(levels);
   const LinearAxis left(max_throughput), right(max_latency);
 
-  std::string svg = Printf(
+  std::string svg = StrPrintf(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f "
       "%.0f\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n",
       kWidth, kHeight, kWidth, kHeight);
-  svg += Printf("  <rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", kWidth,
+  svg += StrPrintf("  <rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", kWidth,
                 kHeight);
   svg += "  <title>" + Escape(title) + "</title>\n";
-  svg += Printf("  <text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">%s</text>\n",
+  svg += StrPrintf("  <text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">%s</text>\n",
                 kWidth / 2, Escape(title).c_str());
 
   // Grid and ticks.
   for (double t = 0; t <= left.max + left.step / 2; t += left.step) {
     const double y = Y(left.Fraction(t));
-    svg += Printf("  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
+    svg += StrPrintf("  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
                   kLeft, y, kLeft + kPlotW, y);
-    svg += Printf("  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"%s\">%s</text>\n",
+    svg += StrPrintf("  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"%s\">%s</text>\n",
                   kLeft - 6, y + 4, kThroughputColour, Label(t).c_str());
   }
   for (double t = 0; t <= right.max + right.step / 2; t += right.step) {
     const double y = Y(right.Fraction(t));
-    svg += Printf("  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
+    svg += StrPrintf("  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
                   kLeft + kPlotW, y, kLeft + kPlotW + 4, y);
-    svg += Printf("  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\" fill=\"%s\">%s</text>\n",
+    svg += StrPrintf("  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\" fill=\"%s\">%s</text>\n",
                   kLeft + kPlotW + 7, y + 4, kP99Colour, Label(t).c_str());
   }
   for (double t : x.ticks) {
     const double px = x.X(t);
-    svg += Printf("  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
+    svg += StrPrintf("  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
                   px, kTop + kPlotH, px, kTop + kPlotH + 5);
-    svg += Printf("  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", px,
+    svg += StrPrintf("  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", px,
                   kTop + kPlotH + 19, Label(t).c_str());
   }
   // Axes and their labels.
-  svg += Printf(
+  svg += StrPrintf(
       "  <rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
       "stroke=\"black\"/>\n",
       kLeft, kTop, kPlotW, kPlotH);
-  svg += Printf(
+  svg += StrPrintf(
       "  <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", kLeft + kPlotW / 2,
       kHeight - 22,
       closed ? "offered load: concurrency (connections)"
              : (x.log ? "offered load (requests/s, log scale)" : "offered load (requests/s)"));
-  svg += Printf(
+  svg += StrPrintf(
       "  <text transform=\"translate(%.1f %.1f) rotate(-90)\" text-anchor=\"middle\" "
       "fill=\"%s\">throughput "
       "(requests/s)</text>\n",
       24.0, kTop + kPlotH / 2, kThroughputColour);
-  svg += Printf(
+  svg += StrPrintf(
       "  <text transform=\"translate(%.1f %.1f) rotate(90)\" text-anchor=\"middle\" "
       "fill=\"%s\">latency "
       "(ms)</text>\n",
@@ -225,15 +217,15 @@ std::string SweepSvg(const SweepReport& report, const std::string& title) {
     const double px = x.X(levels[k.index].offered);
     const double py = Y(left.Fraction(levels[k.index].throughput_rps));
     svg += "  <g id=\"knee\">\n";
-    svg += Printf(
+    svg += StrPrintf(
         "    <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
         "stroke-dasharray=\"3 3\"/>\n",
         px, kTop, px, kTop + kPlotH);
-    svg += Printf(
+    svg += StrPrintf(
         "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\" stroke=\"black\" "
         "stroke-width=\"2\"/>\n",
         px, py);
-    svg += Printf(
+    svg += StrPrintf(
         "    <text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-weight=\"bold\">knee: %s</text>\n",
         px + (px > kLeft + kPlotW * 0.7 ? -6 : 6), kTop + 14,
         px > kLeft + kPlotW * 0.7 ? "end" : "start",
@@ -242,7 +234,7 @@ std::string SweepSvg(const SweepReport& report, const std::string& title) {
             .c_str());
     svg += "  </g>\n";
   } else {
-    svg += Printf("  <text x=\"%.1f\" y=\"%.1f\" fill=\"#555\">%s</text>\n", kLeft + 8, kTop + 14,
+    svg += StrPrintf("  <text x=\"%.1f\" y=\"%.1f\" fill=\"#555\">%s</text>\n", kLeft + 8, kTop + 14,
                   levels.empty() ? "no levels" : "no knee found: throughput still rising");
   }
 
@@ -257,11 +249,11 @@ std::string SweepSvg(const SweepReport& report, const std::string& title) {
                 {"p99 latency", kP99Colour, true}};
   double lx = kLeft;
   for (const auto& e : legend) {
-    svg += Printf(
+    svg += StrPrintf(
         "  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
         "stroke-width=\"2\"%s/>\n",
         lx, ly, lx + 24, ly, e.colour, e.dash ? " stroke-dasharray=\"6 4\"" : "");
-    svg += Printf("  <text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 30, ly + 4, e.name);
+    svg += StrPrintf("  <text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 30, ly + 4, e.name);
     lx += 130;
   }
   svg += "</svg>\n";

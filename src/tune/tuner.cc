@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <map>
 #include <optional>
 #include <tuple>
 
 #include "common/hardware.h"
+#include "common/str_printf.h"
 #include "loadtest/mix.h"
 #include "tune/private_cluster.h"
 #include "tune/search.h"
@@ -21,15 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string Format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Format(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  return buf;
-}
 
 std::string TodayUtc() {
   const time_t now = time(nullptr);
@@ -44,7 +35,7 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 std::string Figures(const Measurement& m) {
   if (m.pruned) return m.note;
-  return Format("knee %.1f req/s at %g (p99 %.1f ms), holds %.1f%s", m.knee_rps, m.knee_level,
+  return StrPrintf("knee %.1f req/s at %g (p99 %.1f ms), holds %.1f%s", m.knee_rps, m.knee_level,
                 m.p99_at_knee_ms, m.held_rps, m.feasible ? "" : " — over the latency target");
 }
 
@@ -122,7 +113,7 @@ Result<TuneResult> RunTune(const ModelSpec& spec, const TuneOptions& o) {
   auto cluster = PrivateCluster::Start({.executors = o.executors});
   if (!cluster.ok()) return cluster.status();
   say(
-      Format("tune: %s on %s (%s); private cluster at 127.0.0.1:%d; budget %.1f min; latency "
+      StrPrintf("tune: %s on %s (%s); private cluster at 127.0.0.1:%d; budget %.1f min; latency "
              "target %.0f ms",
              base.id.c_str(), result.hardware_class.c_str(), result.hardware.c_str(),
              (*cluster)->gateway_port(), o.budget_minutes, o.latency_target_ms));
@@ -163,10 +154,10 @@ Result<TuneResult> RunTune(const ModelSpec& spec, const TuneOptions& o) {
         if (!report.ok()) return report.status();
         if (report->levels.empty()) return Internal("the sweep measured no level");
         const loadtest::LevelResult& l = report->levels.front();
-        say(Format("tune:     load %g: %.1f req/s, p50 %.1f ms, p99 %.1f ms%s (%.1f s)", level,
+        say(StrPrintf("tune:     load %g: %.1f req/s, p50 %.1f ms, p99 %.1f ms%s (%.1f s)", level,
                    l.throughput_rps, l.p50_ms, l.p99_ms,
                    l.errors
-                       ? Format(", %llu errors", static_cast<unsigned long long>(l.errors)).c_str()
+                       ? StrPrintf(", %llu errors", static_cast<unsigned long long>(l.errors)).c_str()
                        : "",
                    seconds));
         if (l.throughput_rps > 0) last_rps = l.throughput_rps;
@@ -216,7 +207,7 @@ Result<TuneResult> RunTune(const ModelSpec& spec, const TuneOptions& o) {
     const int index = static_cast<int>(result.candidates.size());
     const double left = Seconds(deadline - Clock::now()) / 60;
     const double per = Seconds(Clock::now() - t0) / 60 / index;
-    say(Format("tune: candidate %d/~%d: %s", index,
+    say(StrPrintf("tune: candidate %d/~%d: %s", index,
                index + static_cast<int>(std::max(0.0, left / per)), params.Describe().c_str()));
     const auto c0 = Clock::now();
     auto m = measure(params, result.reference_level, prune_below,
@@ -242,7 +233,7 @@ Result<TuneResult> RunTune(const ModelSpec& spec, const TuneOptions& o) {
     const CandidateResult leader = Beats(out, outcome_of(incumbent.measurement), o.min_improvement)
                                        ? result.candidates.back()
                                        : incumbent;
-    say(Format("tune: candidate %d: %s | best so far: #%d, holds %.1f req/s", index,
+    say(StrPrintf("tune: candidate %d: %s | best so far: #%d, holds %.1f req/s", index,
                Figures(measured).c_str(), leader.index, leader.measurement.held_rps));
     return out;
   };
@@ -280,7 +271,7 @@ Result<TuneResult> RunTune(const ModelSpec& spec, const TuneOptions& o) {
   result.tuned_over_default = fb.knee_rps > 0 ? fw.knee_rps / fb.knee_rps : 0;
   result.held_tuned_over_default = fb.held_rps > 0 ? fw.held_rps / fb.held_rps : 0;
   result.minutes = Seconds(Clock::now() - t0) / 60;
-  say(Format("tune: tuned %.1f req/s against %.1f untuned at the knee: %.2fx (%.1f min)",
+  say(StrPrintf("tune: tuned %.1f req/s against %.1f untuned at the knee: %.2fx (%.1f min)",
              fw.knee_rps, fb.knee_rps, result.tuned_over_default, result.minutes));
   return result;
 }
