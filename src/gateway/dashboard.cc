@@ -80,17 +80,6 @@ void Dashboard::Handle(HttpRequest&& req, Responder respond) {
   loop_.Post([this, req = std::move(req), respond = std::move(respond)] { respond(Serve(req)); });
 }
 
-Responder Dashboard::Count(SteadyClock::time_point received, Responder respond) {
-  return [this, received, counted = false, respond = std::move(respond)](HttpResponse r) mutable {
-    if (!counted) {  // a stream's head is its first part
-      counted = true;
-      history_.Record(r.status,
-                      std::chrono::duration<double>(SteadyClock::now() - received).count());
-    }
-    respond(std::move(r));
-  };
-}
-
 void Dashboard::TakeSample() {
   history_.Sample(SteadyClock::now(), UnixMillis(), sources_.in_flight ? sources_.in_flight() : 0);
 }

@@ -26,11 +26,11 @@
 // polls of /v1/dashboard are not counted, so an open dashboard does not
 // show itself as traffic.
 //
-// Threading: the page and Count are for any lane. The sampler and the
+// Threading: the page and Record are for any lane. The sampler and the
 // /v1/dashboard answers run on the dashboard's own thread (the cluster view
 // asks JetStream for per-model counts: blocking requests, never on a lane).
-// Start once; Stop before the sources (registry, catalog) go; Count's
-// responders may still run after Stop (they only touch the history).
+// Start once; Stop before the sources (registry, catalog) go; Record may
+// still be called after Stop (it only touches the history).
 #pragma once
 
 #include <atomic>
@@ -86,9 +86,9 @@ class Dashboard {
   static bool Handles(std::string_view path) { return path == "/v1/dashboard"; }
   void Handle(HttpRequest&& req, Responder respond);
 
-  // `respond`, recording the response in the history when its head goes
-  // out (a stream's: the first part).
-  Responder Count(SteadyClock::time_point received, Responder respond);
+  // A response whose head went out (a stream's: its first part), into the
+  // history.
+  void Record(int status, double seconds) { history_.Record(status, seconds); }
 
   DashboardHistory& history() { return history_; }
 

@@ -14,24 +14,35 @@ namespace shoal::gateway {
 namespace {
 constexpr auto kSweepPeriod = std::chrono::milliseconds(5);
 
-// At debug level, a line when a request is answered, with the id the
-// response names (routed or "edge-…"): the last line of its path.
-Responder LogAnswer(std::string path, SteadyClock::time_point received, Responder respond) {
-  return [path = std::move(path), received, logged = false, respond = std::move(respond)](HttpResponse r) mutable {
-    if (!logged) {
-      logged = true;
-      std::string_view rid;
-      for (const auto& [name, value] : r.headers) {
-        if (name == "X-Shoal-Request-Id") rid = value;
-      }
-      spdlog::debug("rid={} answered path={} status={}{}{} ms={:.2f}", rid.empty() ? "-" : rid, path, r.status,
-                    r.error_code.empty() ? "" : " error=", r.error_code,
-                    std::chrono::duration<double, std::milli>(SteadyClock::now() - received).count());
+// The last line of a request's path at debug level, with the id its
+// response names (routed or "edge-…").
+void LogAnswer(std::string_view path, const HttpResponse& r, double seconds) {
+  std::string_view rid;
+  for (const auto& [name, value] : r.headers) {
+    if (name == "X-Shoal-Request-Id") rid = value;
+  }
+  spdlog::debug("rid={} answered path={} status={}{}{} ms={:.2f}", rid.empty() ? "-" : rid, path, r.status,
+                r.error_code.empty() ? "" : " error=", r.error_code, seconds * 1e3);
+}
+}  // namespace
+
+Responder Gateway::Observed(const HttpRequest& req, Responder respond) {
+  // The dashboard's history leaves out probes and its own polls, which
+  // would show an open dashboard as traffic.
+  const bool in_history = !Router::IsProbe(req) && !Dashboard::Handles(req.path);
+  std::string path = spdlog::should_log(spdlog::level::debug) ? req.path : std::string();
+  return [this, route = GatewayMetrics::RouteLabel(req.path), path = std::move(path), in_history,
+          received = req.received, seen = false, respond = std::move(respond)](HttpResponse r) mutable {
+    if (!seen) {  // a stream's head is its first part
+      seen = true;
+      const double seconds = std::chrono::duration<double>(SteadyClock::now() - received).count();
+      metrics_.Observe(route, r, seconds);
+      if (in_history) dashboard_->Record(r.status, seconds);
+      if (!path.empty()) LogAnswer(path, r, seconds);
     }
     respond(std::move(r));
   };
 }
-}  // namespace
 
 Result<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions options) {
   if (options.id.empty()) options.id = "gw" + RandomToken(6);
@@ -180,13 +191,9 @@ void Gateway::Serve(size_t lane, HttpRequest&& req, Responder respond) {
   if (req.method == "GET" && req.path == "/metrics") return respond(metrics_.Render(InFlight()));
   // So is the dashboard's page: it holds no figures (it fetches /v1/dashboard).
   if (Dashboard::IsPage(req)) return respond(Dashboard::Page());
-  respond = metrics_.Count(req.path, req.received, std::move(respond));
-  if (spdlog::should_log(spdlog::level::debug)) respond = LogAnswer(req.path, req.received, std::move(respond));
+  respond = Observed(req, std::move(respond));
   if (Router::IsProbe(req)) return router_->Handle(lane, std::move(req), std::move(respond));
-  // The dashboard's history counts every answer but its own polls, which
-  // would show an open dashboard as traffic.
   const bool dashboard = Dashboard::Handles(req.path);
-  if (!dashboard) respond = dashboard_->Count(req.received, std::move(respond));
   auto ticket = admission_.TryAdmit();
   if (!ticket) {
     return respond(ErrorResponse(

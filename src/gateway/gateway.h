@@ -103,6 +103,9 @@ class Gateway {
   Status ConnectControlPlane();
   // The HTTP server's handler: admission, authentication, then the route.
   void Serve(size_t lane, HttpRequest&& req, Responder respond);
+  // `respond`, and when the response head goes out: counted in the metrics
+  // and the dashboard's history, and logged at debug level.
+  Responder Observed(const HttpRequest& req, Responder respond);
   void OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot);
   void Sweep(Lane& lane);
   size_t InFlight() const;

@@ -1,6 +1,5 @@
 #include "gateway/gateway_metrics.h"
 
-#include <memory>
 #include <string>
 
 namespace shoal::gateway {
@@ -31,18 +30,11 @@ std::string_view GatewayMetrics::RouteLabel(std::string_view path) {
   return "other";
 }
 
-Responder GatewayMetrics::Count(std::string_view path, SteadyClock::time_point received, Responder respond) {
-  auto counted = std::make_shared<bool>(false);  // a stream's head is its first part
-  return [this, route = std::string(RouteLabel(path)), received, counted,
-          respond = std::move(respond)](HttpResponse r) {
-    if (!*counted) {
-      *counted = true;
-      requests_.With({route, std::to_string(r.status)}).Inc();
-      if (!r.error_code.empty()) errors_.With({route, std::string(r.error_code)}).Inc();
-      seconds_.With({route}).Observe(std::chrono::duration<double>(SteadyClock::now() - received).count());
-    }
-    respond(std::move(r));
-  };
+void GatewayMetrics::Observe(std::string_view route, const HttpResponse& r, double seconds) {
+  const std::string label(route);
+  requests_.With({label, std::to_string(r.status)}).Inc();
+  if (!r.error_code.empty()) errors_.With({label, std::string(r.error_code)}).Inc();
+  seconds_.With({label}).Observe(seconds);
 }
 
 HttpResponse GatewayMetrics::Render(size_t in_flight) {

@@ -13,12 +13,11 @@
 // or "other", never the raw path, so the series stay few whatever clients
 // send. Names and labels are documented in docs/operations.md.
 //
-// Threading: Count's responders may run on any lane; the counters are atomic.
+// Threading: Observe is called from any lane; the counters are atomic.
 #pragma once
 
 #include <string_view>
 
-#include "common/clock.h"
 #include "common/metrics.h"
 #include "gateway/http.h"
 
@@ -28,9 +27,9 @@ class GatewayMetrics {
  public:
   GatewayMetrics();
 
-  // `respond`, counting the response under `path`'s route when its head
-  // goes out.
-  Responder Count(std::string_view path, SteadyClock::time_point received, Responder respond);
+  // A response under `route` (RouteLabel) whose head went out `seconds`
+  // after its request arrived.
+  void Observe(std::string_view route, const HttpResponse& r, double seconds);
 
   // The body of GET /metrics, with `in_flight` requests now.
   HttpResponse Render(size_t in_flight);

@@ -136,16 +136,6 @@ double Percentile(std::vector<double> v, double p);
 
 LoadResult RunLoad(const LoadSpec& spec);
 
-// Token counts an answer reports: OpenAI's usage.prompt_tokens and
-// usage.completion_tokens, Shoal's native usage.tokens, Cohere's
-// meta.tokens.input_tokens. A scan for the keys, not a parse: the body of an
-// embedding answer is mostly numbers, and this runs once per answer.
-struct Usage {
-  bool found = false;
-  uint64_t input = 0, output = 0;
-};
-Usage ParseUsage(std::string_view body);
-
 // One request and its whole answer, on a fresh connection: the reachability
 // check before a sweep (and a first request that warms a cold model).
 struct Answer {

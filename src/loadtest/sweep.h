@@ -12,7 +12,7 @@
 // Throughput at a level is the ok answers that arrived within its measured
 // window, per second; latencies are of the ok answers to the requests due in
 // that window, counted from when each was due (sent, in a closed loop).
-// Tokens come from each answer's `usage` (load_generator.h ParseUsage); an
+// Tokens come from each answer's `usage` (usage.h); an
 // answer without one counts its mix entry's estimate (words), and the level
 // says so (tokens_estimated).
 //

@@ -1,11 +1,12 @@
 // Request mixes for `shoal bench` (loadtest/mix.h): the JSONL reader, the
 // generated bodies per route, the token estimate; and the usage scan of
-// answers (loadtest/load_generator.h ParseUsage).
+// answers (loadtest/usage.h).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "loadtest/mix.h"
+#include "loadtest/usage.h"
 
 namespace shoal::loadtest {
 namespace {
