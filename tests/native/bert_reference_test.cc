@@ -244,5 +244,56 @@ TEST(NativeRuntime, CrossEncoderScoresPairs) {
   EXPECT_NEAR(one[0].logits[0], out[1].logits[0], 1e-5);
 }
 
+// native.device: cpu (the default) or cuda[:N]. In a build without CUDA, or
+// on a machine without the GPU, asking for one is a load error that says
+// why; with both, the GPU encoder answers what the CPU one does, within the
+// bf16 bound (tests/cuda/ checks it against transformers).
+TEST(NativeRuntime, TheDeviceOptionPicksTheBackendOrSaysWhyNot) {
+  NativeRuntime runtime;
+  auto load = [&](const std::string& model, const std::string& native) {
+    auto spec = ModelSpec::Parse("id: t/dev\nruntime: native\npath: " + std::string(SHOAL_TEST_MODELS) + "/" + model +
+                                 "\nnative: " + native + "\n");
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+    return runtime.Load(*spec, LoadContext{1});
+  };
+  for (const char* bad : {"{device: gpu}", "{device: 'cuda:'}", "{device: 'cuda:-1'}", "{device: 'cuda:1x'}",
+                          "{device: 3}"}) {
+    auto m = load("bert-tiny-mean", bad);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_NE(m.status().message().find("expected cpu, cuda or cuda:N"), std::string::npos) << m.status().ToString();
+  }
+  auto f32 = load("bert-tiny-mean", "{device: cuda, precision: f32}");
+  ASSERT_FALSE(f32.ok());
+  EXPECT_NE(f32.status().message().find("bf16"), std::string::npos) << f32.status().ToString();
+  auto decoder = load("llama-tiny", "{device: cuda}");
+  ASSERT_FALSE(decoder.ok());
+  EXPECT_NE(decoder.status().message().find("BERT-family encoders"), std::string::npos)
+      << decoder.status().ToString();
+
+  auto cpu = load("bert-tiny-mean", "{device: cpu}");
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  auto gpu = load("bert-tiny-mean", "{device: cuda}");
+#if !SHOAL_WITH_CUDA
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_NE(gpu.status().message().find("built without CUDA"), std::string::npos) << gpu.status().ToString();
+#else
+  if (!gpu.ok()) {  // built with CUDA, run where there is no GPU
+    EXPECT_NE(gpu.status().message().find("usable GPU"), std::string::npos) << gpu.status().ToString();
+    GTEST_SKIP() << "no GPU: " << gpu.status().ToString();
+  }
+  std::vector<EncodeInput> in = {{"the river runs past the old mill"}, {"fish"}};
+  std::vector<EncodeOutput> on_cpu(2), on_gpu(2);
+  ASSERT_TRUE((*cpu)->Encode(in, on_cpu).ok());
+  ASSERT_TRUE((*gpu)->Encode(in, on_gpu).ok());
+  for (size_t i = 0; i < in.size(); ++i) {
+    ASSERT_TRUE(on_gpu[i].status.ok()) << on_gpu[i].status.ToString();
+    ASSERT_EQ(on_gpu[i].dense.size(), on_cpu[i].dense.size());
+    double dot = 0;
+    for (size_t k = 0; k < on_cpu[i].dense.size(); ++k) dot += on_cpu[i].dense[k] * on_gpu[i].dense[k];
+    EXPECT_GT(dot, 0.999) << "cosine of unit vectors, input " << i;
+  }
+#endif
+}
+
 }  // namespace
 }  // namespace shoal::native

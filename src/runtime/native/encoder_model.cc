@@ -1,7 +1,11 @@
 #include "runtime/native/encoder_model.h"
 
 #include "runtime/call_stages.h"
+#include "runtime/native/models/bert.h"
 #include "runtime/native/tokenize_task.h"
+#if SHOAL_WITH_CUDA
+#include "runtime/native/models/bert_cuda.h"
+#endif
 
 #include <algorithm>
 #include <filesystem>
@@ -35,9 +39,21 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelSpec& spec, const N
   if (!tokenizer.ok()) return tokenizer.status();
   m->tokenizer_ = std::move(tokenizer).value();
 
-  auto bert = Bert::Load(spec.path, *config, options.precision, ctx.progress);
-  if (!bert.ok()) return bert.status();
-  m->bert_ = std::move(bert).value();
+  if (options.cuda_device >= 0) {
+#if SHOAL_WITH_CUDA
+    auto network = CudaBert::Load(spec.path, *config, options.cuda_device, spec.batching.max_batch_tokens,
+                                  ctx.progress);
+    if (!network.ok()) return network.status();
+    m->network_ = std::move(network).value();
+#else
+    return InvalidInput("native.device: " + spec.id + " asks for a GPU, and this shoal was built without CUDA "
+                        "(cmake -DSHOAL_CUDA=ON)");
+#endif
+  } else {
+    auto network = Bert::Load(spec.path, *config, options.precision, ctx.progress);
+    if (!network.ok()) return network.status();
+    m->network_ = std::move(network).value();
+  }
   m->max_tokens_ = std::min<size_t>(spec.max_input_tokens, config->max_tokens());
   return std::unique_ptr<Model>(std::move(m));
 }
@@ -105,10 +121,10 @@ Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
     for (size_t i : ok) {
       if (in[i].normalize == normalize) group.push_back(i);
     }
-    const size_t H = bert_->config().hidden_size;
+    const size_t H = network_->config().hidden_size;
     std::vector<float> vectors(group.size() * H);
     SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, group, out, [&](std::span<const TokenSequence> seqs) {
-      return bert_->Embed(seqs, pooling_, normalize, vectors.data(), threads_);
+      return network_->Embed(seqs, pooling_, normalize, vectors.data(), threads_);
     }));
     for (size_t k = 0; k < group.size(); ++k) {
       out[group[k]].dense.assign(vectors.begin() + k * H, vectors.begin() + (k + 1) * H);
@@ -123,10 +139,10 @@ Status EncoderModel::Score(std::span<const ScoreInput> in, std::span<ScoreOutput
   const std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const ScoreInput& x) {
     return tokenizer_->EncodePair(x.text, x.text_pair, LimitFor(x.truncate));
   });
-  const size_t labels = bert_->config().num_labels;
+  const size_t labels = network_->config().num_labels;
   std::vector<float> logits(ok.size() * labels);
   SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, ok, out, [&](std::span<const TokenSequence> seqs) {
-    return bert_->Classify(seqs, logits.data(), threads_);
+    return network_->Classify(seqs, logits.data(), threads_);
   }));
   for (size_t k = 0; k < ok.size(); ++k) {
     out[ok[k]].logits.assign(logits.begin() + k * labels, logits.begin() + (k + 1) * labels);

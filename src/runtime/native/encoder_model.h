@@ -3,7 +3,7 @@
 // tokens themselves (Tokenize).
 //
 // Inputs are tokenized on the calling executor's thread, then the batch runs
-// as one packed forward pass. An input over the model's limit (the profile's
+// as one packed forward pass, on the CPU or (native.device: cuda) a GPU. An input over the model's limit (the profile's
 // max_input_tokens, capped by the position table) fails with INVALID_INPUT
 // unless the request asked to truncate; truncation is reported per item.
 //
@@ -12,7 +12,7 @@
 
 #include <memory>
 
-#include "runtime/native/models/bert.h"
+#include "runtime/native/models/encoder_network.h"
 #include "runtime/native/native_options.h"
 #include "runtime/native/tokenizers/tokenizer.h"
 #include "runtime/runtime.h"
@@ -25,7 +25,7 @@ class EncoderModel final : public Model {
                                              const LoadContext& ctx);
 
   const ModelSpec& spec() const override { return spec_; }
-  size_t memory_bytes() const override { return bert_->memory_bytes(); }
+  size_t memory_bytes() const override { return network_->memory_bytes(); }
 
   Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override;
   Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) override;
@@ -37,7 +37,7 @@ class EncoderModel final : public Model {
 
   ModelSpec spec_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<Bert> bert_;
+  std::unique_ptr<EncoderNetwork> network_;  // Bert, or CudaBert on a GPU
   Pooling pooling_ = Pooling::kCls;
   size_t max_tokens_ = 0;
   int threads_ = 1;

@@ -1,5 +1,7 @@
 #include "runtime/native/native_options.h"
 
+#include <charconv>
+
 #include <nlohmann/json.hpp>
 
 namespace shoal::native {
@@ -12,17 +14,36 @@ Result<NativeOptions> ParseNativeOptions(const ModelSpec& spec) {
   } catch (const std::exception& e) {
     return InvalidInput(std::string("native: ") + e.what());
   }
+  bool f32_asked = false;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     const auto& v = it.value();
     if (key == "precision") {
       if (v == "f32") {
         o.precision = cpu::Precision::kF32;
+        f32_asked = true;
       } else if (v == "bf16") {
         o.precision = cpu::Precision::kBF16;
       } else {
         return InvalidInput("native.precision: expected f32 or bf16");
       }
+    } else if (key == "device") {
+      const std::string d = v.is_string() ? v.get<std::string>() : "";
+      int index = -1;
+      if (d == "cpu") {
+        index = -1;
+      } else if (d == "cuda") {
+        index = 0;
+      } else if (d.starts_with("cuda:")) {
+        const char* first = d.data() + 5;
+        const char* last = d.data() + d.size();
+        auto [end, ec] = std::from_chars(first, last, index);
+        if (ec != std::errc() || end != last || first == last || index < 0) index = -2;
+      } else {
+        index = -2;
+      }
+      if (index == -2) return InvalidInput("native.device: expected cpu, cuda or cuda:N");
+      o.cuda_device = index;
     } else if (key == "pooling") {
       if (v == "cls") {
         o.pooling = Pooling::kCls;
@@ -40,6 +61,10 @@ Result<NativeOptions> ParseNativeOptions(const ModelSpec& spec) {
     } else {
       return InvalidInput("native: unknown option '" + key + "'");
     }
+  }
+  if (o.cuda_device >= 0) {
+    if (f32_asked) return InvalidInput("native.precision: the CUDA backend runs bf16 (f32 is CPU only)");
+    o.precision = cpu::Precision::kBF16;
   }
   return o;
 }

@@ -12,6 +12,11 @@ namespace shoal::native {
 
 struct NativeOptions {
   cpu::Precision precision = cpu::Precision::kF32;
+  // Where the network runs: -1 for the CPU (`device: cpu`, the default), or
+  // the index of the NVIDIA GPU (`device: cuda` for GPU 0, `cuda:N`). The
+  // CUDA backend runs BERT-family encoders in bf16 and needs a binary built
+  // with -DSHOAL_CUDA=ON.
+  int cuda_device = -1;
   std::optional<Pooling> pooling;  // else the model directory's files
   // Generators (decoder_model.h): the positions one sequence may use (0: the
   // config's max_position_embeddings, at most 4096), the KV cache's size in

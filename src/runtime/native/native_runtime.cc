@@ -29,6 +29,10 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelSpec& spec, const 
                         " holds neither config.json (Hugging Face) nor model.json + vocab.json (USE-Lite)");
   }
   const bool decoder = hugging_face && native::IsDecoderConfig(spec.path);
+  if (options->cuda_device >= 0 && (decoder || use_lite)) {
+    return InvalidInput("native.device: the CUDA backend runs BERT-family encoders; " + spec.id + " is " +
+                        (decoder ? "a decoder" : "USE-Lite") + ", which runs on the CPU (device: cpu)");
+  }
   spdlog::info("native: loading {} ({}) from {}", spec.id,
                decoder ? "Llama family" : hugging_face ? "BERT family" : "Universal Sentence Encoder Lite",
                spec.path);

@@ -1,6 +1,6 @@
 #include "runtime/native/loaders/weight_reader.h"
 
-#include <cstring>
+#include "runtime/native/loaders/stacked_linear.h"
 
 namespace shoal::native {
 
@@ -15,25 +15,9 @@ Result<const float*> WeightReader::Tensor(const std::string& name, std::vector<i
 
 Result<std::unique_ptr<cpu::Linear>> WeightReader::Linear(const std::vector<std::string>& names,
                                                           const std::vector<size_t>& outs, size_t in) {
-  size_t total = 0;
-  for (size_t o : outs) total += o;
-  std::vector<float> w(total * in), b;
-  const bool bias = w_.Find(names[0] + ".bias") != nullptr;
-  if (bias) b.resize(total);
-  size_t row = 0;
-  for (size_t p = 0; p < names.size(); ++p) {
-    std::vector<float> ws, bs;
-    auto wv = w_.F32(names[p] + ".weight", {static_cast<int64_t>(outs[p]), static_cast<int64_t>(in)}, &ws);
-    if (!wv.ok()) return wv.status();
-    std::memcpy(w.data() + row * in, *wv, outs[p] * in * sizeof(float));
-    if (bias) {
-      auto bv = w_.F32(names[p] + ".bias", {static_cast<int64_t>(outs[p])}, &bs);
-      if (!bv.ok()) return bv.status();
-      std::memcpy(b.data() + row, *bv, outs[p] * sizeof(float));
-    }
-    row += outs[p];
-  }
-  return cpu::Linear::Create(w.data(), cpu::WeightLayout::kOutIn, in, total, bias ? b.data() : nullptr, precision_);
+  SHOAL_ASSIGN_OR_RETURN(const StackedLinear s, ReadStackedLinear(w_, names, outs, in));
+  return cpu::Linear::Create(s.weights.data(), cpu::WeightLayout::kOutIn, in, s.out,
+                             s.bias.empty() ? nullptr : s.bias.data(), precision_);
 }
 
 }  // namespace shoal::native

@@ -29,15 +29,6 @@ cpu::Activation ToActivation(HiddenAct a) {
   return cpu::Activation::kGelu;
 }
 
-// Where the encoder's tensors live in a checkpoint: bare (sentence-
-// transformers), or under the task model's attribute name.
-std::string FindPrefix(const SafeTensors& w) {
-  for (const char* p : {"", "bert.", "roberta.", "model.", "encoder."}) {
-    if (w.Find(std::string(p) + "embeddings.word_embeddings.weight")) return p;
-  }
-  return "";
-}
-
 }  // namespace
 
 Bert::~Bert() = default;
@@ -54,7 +45,7 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
 
   const int64_t H = config.hidden_size;  // tensor shapes
   const size_t h = config.hidden_size, inter = config.intermediate_size;  // layer sizes
-  const std::string p = FindPrefix(w);
+  const std::string p = EncoderWeightPrefix(w);
   const std::string e = p + "embeddings.";
   SHOAL_ASSIGN_OR_RETURN(m->word_, r.Tensor(e + "word_embeddings.weight", {config.vocab_size, H}));
   SHOAL_ASSIGN_OR_RETURN(m->position_,
@@ -83,13 +74,9 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
 
   if (config.sequence_classifier()) {
     const uint32_t labels = config.num_labels;
-    if (w.Find("classifier.out_proj.weight")) {  // RobertaClassificationHead
-      SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear({"classifier.dense"}, {h}, h));
-      SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({"classifier.out_proj"}, {labels}, h));
-    } else {  // BERT: the pooler, then a linear classifier
-      SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear({p + "pooler.dense"}, {h}, h));
-      SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({"classifier"}, {labels}, h));
-    }
+    const ClassifierHeadNames head = FindClassifierHead(w, p);
+    SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear({head.dense}, {h}, h));
+    SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({head.out}, {labels}, h));
     m->linear_bytes_ += m->head_dense_->memory_bytes() + m->classifier_->memory_bytes();
   }
   return m;
@@ -102,33 +89,6 @@ size_t Bert::memory_bytes() const {
           config_.type_vocab_size) * H * sizeof(float) + linear_bytes_;
 }
 
-Status Bert::Check(std::span<const TokenSequence> seqs) const {
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    const TokenSequence& q = seqs[s];
-    if (q.ids.empty()) return InvalidInput("sequence " + std::to_string(s) + " has no tokens");
-    if (q.ids.size() > config_.max_tokens()) {
-      return InvalidInput("sequence " + std::to_string(s) + " has " + std::to_string(q.ids.size()) +
-                          " tokens, over the model's " + std::to_string(config_.max_tokens()));
-    }
-    if (!q.type_ids.empty() && q.type_ids.size() != q.ids.size()) {
-      return InvalidInput("sequence " + std::to_string(s) + ": type_ids and ids differ in length");
-    }
-    for (int32_t id : q.ids) {
-      if (id < 0 || static_cast<uint32_t>(id) >= config_.vocab_size) {
-        return InvalidInput("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
-                            std::to_string(config_.vocab_size));
-      }
-    }
-    for (int32_t t : q.type_ids) {
-      if (t < 0 || static_cast<uint32_t>(t) >= config_.type_vocab_size) {
-        return InvalidInput("token type " + std::to_string(t) + " is outside the model's " +
-                            std::to_string(config_.type_vocab_size));
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
                    std::vector<uint32_t>* offsets, int threads) const {
   const size_t H = config_.hidden_size, I = config_.intermediate_size;
@@ -139,19 +99,14 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
   // Embeddings: word + position + token type, then LayerNorm.
   std::vector<float>& x = *hidden;
   x.resize(T * H);
-  // RoBERTa numbers positions after pad_token_id and, as transformers does,
-  // gives a pad token (never produced from text) the pad position without
-  // advancing the count.
-  const bool roberta = config_.roberta_positions();
-  const size_t pad = static_cast<size_t>(config_.pad_token_id);
+  std::vector<int32_t> positions;
   size_t row = 0;
   for (const auto& q : seqs) {
-    size_t next = roberta ? pad + 1 : 0;
+    positions.resize(q.ids.size());
+    EncoderPositions(config_, q.ids, positions.data());
     for (size_t j = 0; j < q.ids.size(); ++j, ++row) {
-      const bool is_pad = roberta && static_cast<size_t>(q.ids[j]) == pad;
-      const size_t position = is_pad ? pad : next++;
       const float* w = word_ + static_cast<size_t>(q.ids[j]) * H;
-      const float* p = position_ + position * H;
+      const float* p = position_ + static_cast<size_t>(positions[j]) * H;
       const float* t = token_type_ + (q.type_ids.empty() ? 0 : static_cast<size_t>(q.type_ids[j])) * H;
       float* o = x.data() + row * H;
       for (size_t k = 0; k < H; ++k) o[k] = w[k] + p[k] + t[k];
@@ -183,7 +138,7 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
 
 Status Bert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
                    int threads) const {
-  SHOAL_RETURN_IF_ERROR(Check(seqs));
+  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
   const size_t H = config_.hidden_size;
   std::vector<float> hidden;
   std::vector<uint32_t> offsets;
@@ -203,7 +158,7 @@ Status Bert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool no
 
 Status Bert::Classify(std::span<const TokenSequence> seqs, float* out, int threads) const {
   if (!classifier_) return InvalidInput("the model has no classification head");
-  SHOAL_RETURN_IF_ERROR(Check(seqs));
+  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
   const size_t H = config_.hidden_size;
   std::vector<float> hidden;
   std::vector<uint32_t> offsets;

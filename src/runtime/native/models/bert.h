@@ -19,41 +19,30 @@
 
 #include "common/status.h"
 #include "runtime/native/kernels/cpu/kernels.h"
-#include "runtime/native/loaders/hf_config.h"
 #include "runtime/native/loaders/safetensors.h"
+#include "runtime/native/models/encoder_network.h"
 
 namespace shoal::native {
 
-// One input sequence: token ids and segment (token type) ids.
-struct TokenSequence {
-  std::span<const int32_t> ids;
-  std::span<const int32_t> type_ids;  // may be empty: all 0
-};
-
-class Bert {
+class Bert final : public EncoderNetwork {
  public:
   // `progress` (optional) hears the fraction of layers loaded.
   static Result<std::unique_ptr<Bert>> Load(const std::string& dir, const EncoderConfig& config,
                                             cpu::Precision precision,
                                             const std::function<void(double)>& progress = {});
-  ~Bert();
+  ~Bert() override;
 
-  const EncoderConfig& config() const { return config_; }
-  bool has_classifier() const { return classifier_ != nullptr; }
-  size_t memory_bytes() const;
+  const EncoderConfig& config() const override { return config_; }
+  bool has_classifier() const override { return classifier_ != nullptr; }
+  size_t memory_bytes() const override;
 
-  // One pooled vector per sequence (config().hidden_size floats each).
   Status Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
-               int threads) const;
-
-  // The classification head's logits per sequence (config().num_labels
-  // floats each); the head reads the first token ([CLS] / <s>).
-  Status Classify(std::span<const TokenSequence> seqs, float* out, int threads) const;
+               int threads) const override;
+  Status Classify(std::span<const TokenSequence> seqs, float* out, int threads) const override;
 
  private:
   struct Layer;
   Bert() = default;
-  Status Check(std::span<const TokenSequence> seqs) const;
   // The last hidden states of all sequences, packed; offsets[s]..offsets[s+1]
   // are sequence s's rows.
   void Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidden,

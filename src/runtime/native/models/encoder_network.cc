@@ -1,0 +1,51 @@
+#include "runtime/native/models/encoder_network.h"
+
+namespace shoal::native {
+
+std::string EncoderWeightPrefix(const SafeTensors& w) {
+  for (const char* p : {"", "bert.", "roberta.", "model.", "encoder."}) {
+    if (w.Find(std::string(p) + "embeddings.word_embeddings.weight")) return p;
+  }
+  return "";
+}
+
+ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& prefix) {
+  if (w.Find("classifier.out_proj.weight")) return {"classifier.dense", "classifier.out_proj"};  // RoBERTa
+  return {prefix + "pooler.dense", "classifier"};  // BERT
+}
+
+Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence> seqs) {
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const TokenSequence& q = seqs[s];
+    if (q.ids.empty()) return InvalidInput("sequence " + std::to_string(s) + " has no tokens");
+    if (q.ids.size() > config.max_tokens()) {
+      return InvalidInput("sequence " + std::to_string(s) + " has " + std::to_string(q.ids.size()) +
+                          " tokens, over the model's " + std::to_string(config.max_tokens()));
+    }
+    if (!q.type_ids.empty() && q.type_ids.size() != q.ids.size()) {
+      return InvalidInput("sequence " + std::to_string(s) + ": type_ids and ids differ in length");
+    }
+    for (int32_t id : q.ids) {
+      if (id < 0 || static_cast<uint32_t>(id) >= config.vocab_size) {
+        return InvalidInput("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                            std::to_string(config.vocab_size));
+      }
+    }
+    for (int32_t t : q.type_ids) {
+      if (t < 0 || static_cast<uint32_t>(t) >= config.type_vocab_size) {
+        return InvalidInput("token type " + std::to_string(t) + " is outside the model's " +
+                            std::to_string(config.type_vocab_size));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void EncoderPositions(const EncoderConfig& config, std::span<const int32_t> ids, int32_t* out) {
+  const bool roberta = config.roberta_positions();
+  const int32_t pad = config.pad_token_id;
+  int32_t next = roberta ? pad + 1 : 0;
+  for (size_t j = 0; j < ids.size(); ++j) out[j] = roberta && ids[j] == pad ? pad : next++;
+}
+
+}  // namespace shoal::native

@@ -1,0 +1,69 @@
+// EncoderNetwork: a loaded BERT-family network, on whichever device runs it
+// (Bert on the CPU, CudaBert on an NVIDIA GPU) — what EncoderModel runs a
+// tokenized batch through. Also the parts of a BERT-family checkpoint both
+// read the same way: where its tensors live, its classification head, its
+// position ids and the checks on input sequences.
+//
+// Threading: implementations are immutable after load; Embed and Classify
+// may run from several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/status.h"
+#include "runtime/native/loaders/hf_config.h"
+#include "runtime/native/loaders/safetensors.h"
+
+namespace shoal::native {
+
+// One input sequence: token ids and segment (token type) ids.
+struct TokenSequence {
+  std::span<const int32_t> ids;
+  std::span<const int32_t> type_ids;  // may be empty: all 0
+};
+
+class EncoderNetwork {
+ public:
+  virtual ~EncoderNetwork() = default;
+
+  virtual const EncoderConfig& config() const = 0;
+  virtual bool has_classifier() const = 0;
+  // Bytes held where the network runs (host memory, or device memory on a GPU).
+  virtual size_t memory_bytes() const = 0;
+
+  // One pooled vector per sequence (config().hidden_size floats each).
+  // `threads`: cores a CPU network may use; a GPU network ignores it.
+  virtual Status Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
+                       int threads) const = 0;
+
+  // The classification head's logits per sequence (config().num_labels
+  // floats each); the head reads the first token ([CLS] / <s>).
+  virtual Status Classify(std::span<const TokenSequence> seqs, float* out, int threads) const = 0;
+};
+
+// Where the encoder's tensors live in a checkpoint: bare (sentence-
+// transformers), or under the task model's attribute name ("bert.", ...).
+std::string EncoderWeightPrefix(const SafeTensors& w);
+
+// The two dense layers of a sequence-classification head: BERT's pooler
+// (dense + tanh) then classifier, or RoBERTa's classifier.dense (+ tanh) then
+// classifier.out_proj.
+struct ClassifierHeadNames {
+  std::string dense;
+  std::string out;
+};
+ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& prefix);
+
+// INVALID_INPUT naming the first sequence that is empty, too long, or has a
+// token id or type outside the model's tables.
+Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence> seqs);
+
+// The position id of each token of `ids` into `out`: 0, 1, ... for BERT.
+// RoBERTa numbers positions after pad_token_id and, as transformers does,
+// gives a pad token (never produced from text) the pad position without
+// advancing the count.
+void EncoderPositions(const EncoderConfig& config, std::span<const int32_t> ids, int32_t* out);
+
+}  // namespace shoal::native
