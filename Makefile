@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build up test fuzz bench bench-encoders bench-fleet bench-residency bench-generation bench-overload bench-tune chaos clean
+.PHONY: all setup build up test fuzz bench bench-encoders bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -54,6 +54,9 @@ bench-overload: build
 # into models/use-lite.yaml. See docs/operations.md "Tuning".
 bench-tune: build
 	$(BUILD)/bench/tune_bench --out docs/bench/tune.json
+
+bench-lora: build
+	$(BUILD)/bench/lora_bench --out docs/bench/lora.json
 
 # The chaos suite (issue 7): a worker SIGKILLed mid-batch, nats-server and a
 # gateway restarted, a 3-node JetStream cluster (network namespaces; needs

@@ -1,6 +1,8 @@
 #include "catalog/catalog_admin.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "queue/catalog.h"
 #include "runtime/generator.h"
@@ -28,21 +30,21 @@ Status Smoke(Model& model, const ModelSpec& spec) {
     std::vector<int32_t> blocks;
     for (uint32_t b = 0; b * g->info().kv_block_tokens < ids->size(); ++b) blocks.push_back(static_cast<int32_t>(b));
     if (blocks.size() > g->info().kv_blocks) return InvalidInput(spec.id + ": the KV cache cannot hold a test prompt");
-    SequenceChunk chunk{.tokens = *ids, .start = 0, .blocks = blocks, .want_logits = true};
+    SequenceChunk chunk{.tokens = *ids, .start = 0, .blocks = blocks, .want_logits = true, .lora = {}};
     std::vector<float> logits(g->info().vocab_size);
     SHOAL_RETURN_IF_ERROR(g->Forward({&chunk, 1}, logits.data(), 1));
     if (!AllFinite(logits)) return InvalidInput(spec.id + ": a test prompt gave non-finite logits");
     return Status::Ok();
   }
   if (spec.task == "score") {
-    ScoreInput in{.text = "what is shoal", .text_pair = "a queue of small models", .truncate = true};
+    ScoreInput in{.text = "what is shoal", .text_pair = "a queue of small models", .truncate = true, .lora = {}};
     ScoreOutput out;
     SHOAL_RETURN_IF_ERROR(model.Score({&in, 1}, {&out, 1}));
     SHOAL_RETURN_IF_ERROR(out.status);
     if (!AllFinite(out.logits)) return InvalidInput(spec.id + ": a test query scored a non-finite number");
     return Status::Ok();
   }
-  EncodeInput in{.text = "what is shoal", .truncate = true};
+  EncodeInput in{.text = "what is shoal", .truncate = true, .normalize = true, .lora = {}};
   EncodeOutput out;
   SHOAL_RETURN_IF_ERROR(model.Encode({&in, 1}, {&out, 1}));
   SHOAL_RETURN_IF_ERROR(out.status);
@@ -84,17 +86,92 @@ Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimi
   auto bytes = CheckModel(spec);
   if (!bytes.ok()) return bytes.status();
   spec.memory_bytes = *bytes;
+  // Adapters the profile names are checked and measured as AddLora does.
+  for (LoraSpec& lora : spec.loras) {
+    auto lora_bytes = FindRuntime(spec.runtime)->CheckLora(spec, lora);
+    if (!lora_bytes.ok()) return Status(Code::kInvalidInput, spec.id + ": " + lora_bytes.status().message());
+    lora.memory_bytes = *lora_bytes;
+  }
   SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStreamExists(js_, spec.pool, limits));
   SHOAL_RETURN_IF_ERROR(queue::PutModel(models_, spec));
   return spec;
 }
 
 Result<ModelSpec> CatalogAdmin::Get(std::string_view id) {
+  uint64_t revision = 0;
+  return Get(id, &revision);
+}
+
+Result<ModelSpec> CatalogAdmin::Get(std::string_view id, uint64_t* revision) {
   kvEntry* e = nullptr;
   const natsStatus s = kvStore_Get(&e, models_, std::string(id).c_str());
   if (s == NATS_NOT_FOUND) return Status(Code::kModelNotFound, "model '" + std::string(id) + "' is not in the catalog");
   if (s != NATS_OK) return queue::FromNats(s, "catalog get");
+  *revision = kvEntry_Revision(e);
   return ParseEntry(e);
+}
+
+Result<bool> CatalogAdmin::Replace(const ModelSpec& spec, uint64_t revision) {
+  const std::string json = spec.ToJson();
+  uint64_t rev = 0;
+  const natsStatus s =
+      kvStore_Update(&rev, models_, spec.id.c_str(), json.data(), static_cast<int>(json.size()), revision);
+  if (s == NATS_OK) return true;
+  // A wrong last revision (someone wrote the entry meanwhile) reads as a
+  // plain error: it is one when the entry has moved on.
+  kvEntry* e = nullptr;
+  const natsStatus g = kvStore_Get(&e, models_, spec.id.c_str());
+  const bool moved = g == NATS_NOT_FOUND || (g == NATS_OK && kvEntry_Revision(e) != revision);
+  if (e) kvEntry_Destroy(e);
+  if (moved) return false;
+  return queue::FromNats(s, "catalog update " + spec.id);
+}
+
+Result<LoraSpec> CatalogAdmin::AddLora(std::string_view base_id, LoraSpec lora) {
+  SHOAL_RETURN_IF_ERROR(ValidateLoraName(lora.name));
+  if (lora.path.empty()) return InvalidInput("path: expected the adapter's directory");
+  std::error_code ec;
+  const auto absolute = std::filesystem::weakly_canonical(std::filesystem::absolute(lora.path), ec);
+  if (!ec) lora.path = absolute.string();
+  constexpr int kAttempts = 8;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    uint64_t revision = 0;
+    auto spec = Get(base_id, &revision);
+    if (!spec.ok()) return spec.status();
+    if (spec->FindLora(lora.name)) {
+      return InvalidInput("model '" + spec->id + "' has a LoRA '" + lora.name + "' already (remove it first)");
+    }
+    Runtime* runtime = FindRuntime(spec->runtime);
+    if (!runtime) return InvalidInput("runtime '" + spec->runtime + "' is not known to this build");
+    auto bytes = runtime->CheckLora(*spec, lora);
+    if (!bytes.ok()) return Status(Code::kInvalidInput, bytes.status().message());
+    lora.memory_bytes = *bytes;
+    spec->loras.push_back(lora);
+    auto replaced = Replace(*spec, revision);
+    if (!replaced.ok()) return replaced.status();
+    if (*replaced) return lora;
+  }
+  return Status(Code::kNoCapacity, "model '" + std::string(base_id) + "' kept changing; LoRA '" + lora.name +
+                                       "' not added (try again)");
+}
+
+Status CatalogAdmin::RemoveLora(std::string_view base_id, std::string_view name) {
+  constexpr int kAttempts = 8;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    uint64_t revision = 0;
+    auto spec = Get(base_id, &revision);
+    if (!spec.ok()) return spec.status();
+    auto it = std::find_if(spec->loras.begin(), spec->loras.end(), [&](const LoraSpec& l) { return l.name == name; });
+    if (it == spec->loras.end()) {
+      return Status(Code::kModelNotFound, "model '" + spec->id + "' has no LoRA '" + std::string(name) + "'");
+    }
+    spec->loras.erase(it);
+    auto replaced = Replace(*spec, revision);
+    if (!replaced.ok()) return replaced.status();
+    if (*replaced) return Status::Ok();
+  }
+  return Status(Code::kNoCapacity, "model '" + std::string(base_id) + "' kept changing; LoRA '" + std::string(name) +
+                                       "' not removed (try again)");
 }
 
 Result<ModelSpec> CatalogAdmin::SetPinned(std::string_view id, bool pinned) {

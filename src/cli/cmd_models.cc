@@ -1,4 +1,4 @@
-// shoal models add|ls|rm|pin|unpin: the catalog, self-service.
+// shoal models add|ls|rm|pin|unpin|add-lora|remove-lora: the catalog, self-service.
 #include <cstdio>
 #include <iostream>
 
@@ -25,7 +25,7 @@ std::string Megabytes(uint64_t bytes) {
 }  // namespace
 
 Subcommand AddModels(CLI::App& app) {
-  auto* sub = app.add_subcommand("models", "The model catalog: add, list, pin, remove");
+  auto* sub = app.add_subcommand("models", "The model catalog: add, list, pin, remove, LoRA adapters");
   sub->require_subcommand(1);
   auto nats = std::make_shared<std::string>("nats://127.0.0.1:4222");
   sub->add_option("--nats", *nats, "NATS URL (tls://... for TLS)")->capture_default_str();
@@ -49,6 +49,19 @@ Subcommand AddModels(CLI::App& app) {
   auto* unpin_cmd = sub->add_subcommand("unpin", "Let a model be evicted under memory pressure");
   auto target = std::make_shared<std::string>();
   for (auto* c : {rm, pin_cmd, unpin_cmd}) c->add_option("id", *target, "model id")->required();
+
+  // LoRA adapters of a model in the catalog (catalog_admin.h): checked by
+  // the base's runtime, measured, added to its spec; workers that hold the
+  // base take it without reloading.
+  auto* add_lora = sub->add_subcommand("add-lora", "Register a LoRA adapter (a PEFT directory) on a model");
+  auto* remove_lora = sub->add_subcommand("remove-lora", "Remove a LoRA adapter from a model");
+  auto lora_dir = std::make_shared<std::string>();
+  auto lora_name = std::make_shared<std::string>();
+  for (auto* c : {add_lora, remove_lora}) c->add_option("base", *target, "the base model's id")->required();
+  add_lora->add_option("dir", *lora_dir, "the adapter directory (adapter_config.json, adapter_model.safetensors)")
+      ->required();
+  add_lora->add_option("--name", *lora_name, "the adapter's name: requests say \"BASE:NAME\"")->required();
+  remove_lora->add_option("name", *lora_name, "the adapter's name")->required();
 
   return {sub, [=] {
             if (add->parsed() && !id->empty() && paths->size() > 1) {
@@ -78,6 +91,19 @@ Subcommand AddModels(CLI::App& app) {
                 std::printf("%-32s %-9s %-7s %-10s %-11s %s\n", s.id.c_str(), s.runtime.c_str(), s.task.c_str(),
                             s.pool.c_str(), Megabytes(s.memory_bytes).c_str(), s.pinned ? "yes" : "no");
               }
+              return 0;
+            }
+            if (add_lora->parsed()) {
+              std::cout << "checking LoRA " << *lora_name << " of " << *target << "...\n" << std::flush;
+              auto stored = admin->AddLora(*target, LoraSpec{.name = *lora_name, .path = *lora_dir, .memory_bytes = 0});
+              if (!stored.ok()) return Fail(stored.status());
+              std::cout << "added " << *target << ":" << stored->name << " (" << stored->path << ", "
+                        << Megabytes(stored->memory_bytes) << ")\n";
+              return 0;
+            }
+            if (remove_lora->parsed()) {
+              if (Status s = admin->RemoveLora(*target, *lora_name); !s.ok()) return Fail(s);
+              std::cout << "removed " << *target << ":" << *lora_name << "\n";
               return 0;
             }
             if (rm->parsed()) {

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -150,11 +151,48 @@ Status ApplyTuned(const json& tuned, std::string_view hardware_class, ModelSpec*
   return Status::Ok();
 }
 
+// `loras:` — a list of {name, path, memory_bytes?}. Names are checked and
+// unique; paths are taken as given (LoadFile makes them absolute).
+Status ReadLoras(const json& o, ModelSpec* spec) {
+  auto it = o.find("loras");
+  if (it == o.end() || it->is_null()) return Status::Ok();
+  if (!it->is_array()) return InvalidInput("loras: expected a list of {name, path, memory_bytes}");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& e = (*it)[i];
+    const std::string where = "loras[" + std::to_string(i) + "].";
+    if (!e.is_object()) return InvalidInput("loras[" + std::to_string(i) + "]: expected a mapping {name, path}");
+    for (auto f = e.begin(); f != e.end(); ++f) {
+      if (f.key() != "name" && f.key() != "path" && f.key() != "memory_bytes") {
+        return InvalidInput(where + f.key() + ": unknown field (name, path, memory_bytes)");
+      }
+    }
+    LoraSpec lora;
+    auto name = e.find("name");
+    if (name == e.end() || !name->is_string()) return InvalidInput(where + "name: expected a string");
+    lora.name = name->get<std::string>();
+    if (Status s = ValidateLoraName(lora.name); !s.ok()) return InvalidInput(where + "name: " + s.message());
+    auto path = e.find("path");
+    if (path == e.end() || !path->is_string() || path->get<std::string>().empty()) {
+      return InvalidInput(where + "path: expected the adapter's directory");
+    }
+    lora.path = path->get<std::string>();
+    if (auto m = e.find("memory_bytes"); m != e.end()) {
+      if (!m->is_number_integer() || m->get<int64_t>() < 0) {
+        return InvalidInput(where + "memory_bytes: expected a non-negative integer");
+      }
+      lora.memory_bytes = m->get<uint64_t>();
+    }
+    if (spec->FindLora(lora.name)) return InvalidInput(where + "name: '" + lora.name + "' is given twice");
+    spec->loras.push_back(std::move(lora));
+  }
+  return Status::Ok();
+}
+
 Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec) {
   if (!o.is_object()) return InvalidInput("model spec: expected a mapping");
   static const char* kKnown[] = {"id",       "runtime", "path",   "task",         "pool",    "description",
                                  "max_input_tokens", "batching", "queue", "pinned", "memory_bytes", "threads",
-                                 "tuned"};
+                                 "loras", "tuned"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
@@ -184,6 +222,7 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   }
 
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "threads", "", &spec->threads));
+  SHOAL_RETURN_IF_ERROR(ReadLoras(o, spec));
 
   SHOAL_RETURN_IF_ERROR(wire::ValidateModelId(spec->id));
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
@@ -248,10 +287,25 @@ std::string ModelSpec::ToJson() const {
   if (!path.empty()) o["path"] = path;
   o[runtime] = json::parse(runtime_options_json);
   if (threads > 0) o["threads"] = threads;
+  if (!loras.empty()) {
+    json list = json::array();
+    for (const LoraSpec& l : loras) {
+      list.push_back({{"name", l.name}, {"path", l.path}, {"memory_bytes", l.memory_bytes}});
+    }
+    o["loras"] = std::move(list);
+  }
   if (!tuned.json.empty()) o["tuned"] = json::parse(tuned.json);
   return o.dump();
 }
 
+const LoraSpec* ModelSpec::FindLora(std::string_view name) const {
+  for (const LoraSpec& l : loras) {
+    if (l.name == name) return &l;
+  }
+  return nullptr;
+}
+
+// Keeps `loras`: adapters are the profile's own, never tuned.
 ModelSpec ModelSpec::WithoutTuned() const {
   ModelSpec s = *this;
   if (!tuned.applied_class.empty()) {
@@ -286,11 +340,27 @@ Result<ModelSpec> ModelSpec::LoadFile(const std::string& path, std::string_view 
   ss << in.rdbuf();
   auto spec = Parse(ss.str(), hardware_class);
   if (!spec.ok()) return Status(spec.status().code(), path + ": " + spec.status().message());
-  if (!spec->path.empty()) {
-    namespace fs = std::filesystem;
-    spec->path = fs::weakly_canonical(fs::absolute(fs::path(path).parent_path() / spec->path)).string();
-  }
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).parent_path();
+  if (!spec->path.empty()) spec->path = fs::weakly_canonical(fs::absolute(dir / spec->path)).string();
+  for (LoraSpec& l : spec->loras) l.path = fs::weakly_canonical(fs::absolute(dir / l.path)).string();
   return spec;
+}
+
+Status ValidateLoraName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return InvalidInput("LoRA name must be 1 to 64 characters");
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return InvalidInput("LoRA name may hold only [A-Za-z0-9._-]: '" + std::string(name) + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+ModelRef SplitModelRef(std::string_view model) {
+  const size_t colon = model.find(':');
+  if (colon == std::string_view::npos) return {model, {}, false};
+  return {model.substr(0, colon), model.substr(colon + 1), true};
 }
 
 }  // namespace shoal

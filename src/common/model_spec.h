@@ -23,6 +23,10 @@
 //   identity: {dim: 384}          # options for the runtime, under its name
 //   threads: 0                    # cores one batch of this model may use
 //                                 # (0: the worker's share per executor)
+//   loras:                        # LoRA adapters on this base (LoraSpec); path
+//     - {name: support-v2, path: /adapters/support-v2, memory_bytes: 1572864}
+//                                 # relative to the profile file, as `path`;
+//                                 # memory_bytes measured when registered
 //   tuned:                        # written by `shoal tune`, not by hand
 //     cpu-x86_64-avx512bf16-2c:   # a hardware class (common/hardware.h)
 //       batching: {max_batch_tokens: 4096, max_batch_requests: 32, max_batch_wait_ms: 2}
@@ -85,6 +89,16 @@ struct TunedSection {
   uint32_t base_threads = 0;
 };
 
+// One LoRA adapter of a base model (`loras:` in the spec): a PEFT directory
+// (adapter_config.json + adapter_model.safetensors). Registered through
+// /v1/admin/models/{base}/loras or `shoal models add-lora`; requests pick it
+// by name ("base:name", or `lora`).
+struct LoraSpec {
+  std::string name;           // [A-Za-z0-9._-], at most 64 characters, unique per base
+  std::string path;           // the adapter directory (absolute)
+  uint64_t memory_bytes = 0;  // what it holds loaded; measured when registered
+};
+
 struct ModelSpec {
   std::string id;
   std::string runtime;
@@ -99,7 +113,11 @@ struct ModelSpec {
   uint64_t memory_bytes = 0;
   std::string runtime_options_json = "{}";  // the section named after the runtime
   uint32_t threads = 0;  // cores for its batches; 0: the worker's share
+  std::vector<LoraSpec> loras;  // adapters registered on this base
   TunedSection tuned;
+
+  // The adapter of that name; null when the model has none.
+  const LoraSpec* FindLora(std::string_view name) const;
 
   // The canonical JSON form (what the KV bucket stores): the profile's own
   // values and the `tuned:` section whole (see above), so code that changes
@@ -116,6 +134,19 @@ struct ModelSpec {
   static Result<ModelSpec> LoadFile(const std::string& path);
   static Result<ModelSpec> LoadFile(const std::string& path, std::string_view hardware_class);
 };
+
+// LoRA names: 1..64 bytes of [A-Za-z0-9._-].
+Status ValidateLoraName(std::string_view name);
+
+// What a request names: "base" or "base:lora". Model ids hold no ':'
+// (wire/subjects.h), so the first ':' splits; `lora` is empty without one
+// (and also for "base:", which names no adapter: the caller refuses it).
+struct ModelRef {
+  std::string_view base;
+  std::string_view lora;
+  bool has_colon = false;
+};
+ModelRef SplitModelRef(std::string_view model);
 
 // Every `*.yaml` profile in `dir`, in name order; the first bad one fails all.
 Result<std::vector<ModelSpec>> LoadModelProfiles(const std::string& dir);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 
 #include "catalog/catalog_admin.h"
 #include "catalog/cluster_view.h"
@@ -55,6 +57,47 @@ Result<ModelSpec> SpecFromBody(const std::string& body) {
     spec->pinned = it->get<bool>();
   }
   return spec;
+}
+
+// "{base}/loras" or "{base}/loras/{name}" (the path after /v1/admin/models/).
+struct LoraPath {
+  std::string base, name;
+};
+std::optional<LoraPath> MatchLoraPath(std::string_view rest) {
+  constexpr std::string_view kLoras = "/loras";
+  if (rest.ends_with(kLoras) && rest.size() > kLoras.size()) {
+    return LoraPath{std::string(rest.substr(0, rest.size() - kLoras.size())), {}};
+  }
+  const size_t at = rest.rfind("/loras/");
+  if (at == std::string_view::npos || at == 0) return std::nullopt;
+  const std::string_view name = rest.substr(at + kLoras.size() + 1);
+  if (name.empty() || name.find('/') != std::string_view::npos) return std::nullopt;
+  return LoraPath{std::string(rest.substr(0, at)), std::string(name)};
+}
+
+// POST /v1/admin/models/{base}/loras: the adapter to register.
+Result<LoraSpec> LoraFromBody(const std::string& body) {
+  auto o = ParseObject(body);
+  if (!o.ok()) return o.status();
+  for (auto it = o->begin(); it != o->end(); ++it) {
+    if (it.key() != "name" && it.key() != "path") {
+      return InvalidInput("unknown field '" + it.key() + "' (expected name, path)");
+    }
+  }
+  LoraSpec lora;
+  auto name = o->find("name");
+  if (name == o->end() || !name->is_string()) return InvalidInput("name: expected a string");
+  lora.name = name->get<std::string>();
+  auto path = o->find("path");
+  if (path == o->end() || !path->is_string() || path->get<std::string>().empty()) {
+    return InvalidInput("path: expected the adapter's directory");
+  }
+  lora.path = path->get<std::string>();
+  return lora;
+}
+
+json LoraJson(std::string_view base, const LoraSpec& l) {
+  return json{{"model", base}, {"name", l.name}, {"path", l.path}, {"memory_bytes", l.memory_bytes}};
 }
 
 // What the admin API shows of a key: never its secret, nor its hash.
@@ -170,6 +213,10 @@ HttpResponse AdminApi::Serve(const HttpRequest& req) {
 
   if (path.front() != '/') return fail(Status(Code::kNotFound, "no admin route " + req.path));
   const std::string id(path.substr(1));
+  if (auto lora = MatchLoraPath(id)) {
+    const auto snapshot = catalog_();
+    if (req.method == "POST" || !snapshot->count(id)) return ServeLoras(req, lora->base, lora->name, request_id);
+  }
   if (req.method == "GET") {
     auto spec = admin.Get(id);
     return spec.ok() ? SpecResponse(200, *spec) : fail(spec.status());
@@ -190,6 +237,48 @@ HttpResponse AdminApi::Serve(const HttpRequest& req) {
     return spec.ok() ? SpecResponse(200, *spec) : fail(spec.status());
   }
   return fail(InvalidInput(req.method + " " + req.path + ": use GET, PATCH or DELETE"));
+}
+
+HttpResponse AdminApi::ServeLoras(const HttpRequest& req, const std::string& base, const std::string& name,
+                                  const std::string& request_id) {
+  auto fail = [&](const Status& s) { return ErrorResponse(s, request_id); };
+  catalog::CatalogAdmin admin(models_, js_);
+  if (name.empty()) {
+    if (req.method == "GET") {
+      auto spec = admin.Get(base);
+      if (!spec.ok()) return fail(spec.status());
+      json data = json::array();
+      for (const auto& l : spec->loras) data.push_back(LoraJson(base, l));
+      return JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
+    }
+    if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use GET or POST"));
+    auto lora = LoraFromBody(req.body);
+    if (!lora.ok()) return fail(lora.status());
+    spdlog::info("admin: adding LoRA {} to {} from {}", lora->name, base, lora->path);
+    auto stored = admin.AddLora(base, std::move(lora).value());
+    if (!stored.ok()) return fail(stored.status());
+    AwaitCatalog(base, stored->name, true);
+    spdlog::info("admin: LoRA {}:{} registered ({:.1f} MB)", base, stored->name, stored->memory_bytes / 1e6);
+    return JsonResponse(201, LoraJson(base, *stored).dump());
+  }
+  if (req.method != "DELETE") return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
+  if (Status s = admin.RemoveLora(base, name); !s.ok()) return fail(s);
+  AwaitCatalog(base, name, false);
+  spdlog::info("admin: LoRA {}:{} removed", base, name);
+  return JsonResponse(200, json{{"model", base}, {"name", name}, {"deleted", true}}.dump());
+}
+
+void AdminApi::AwaitCatalog(const std::string& base, const std::string& name, bool present) const {
+  // The KV watch brings the change in milliseconds; two seconds is plenty,
+  // and the change is stored whether or not this view has it yet.
+  const auto give_up = SteadyClock::now() + std::chrono::seconds(2);
+  for (;;) {
+    const auto snapshot = catalog_();
+    auto it = snapshot->find(base);
+    const bool has = it != snapshot->end() && it->second->FindLora(name);
+    if (has == present || SteadyClock::now() >= give_up) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 HttpResponse AdminApi::ServeKeys(const HttpRequest& req, std::string_view rest, const std::string& request_id) {

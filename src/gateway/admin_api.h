@@ -11,6 +11,17 @@
 //   GET    /v1/admin/models/{id}   one model (404 MODEL_NOT_FOUND)
 //   PATCH  /v1/admin/models/{id}   {"pinned": bool}
 //   DELETE /v1/admin/models/{id}   remove it; workers stop serving it
+//   POST   /v1/admin/models/{id}/loras   register a LoRA adapter on model
+//            {id}: {"name": "[A-Za-z0-9._-]{1,64}", "path": "<PEFT dir>"}
+//          → 201 {"model", "name", "path", "memory_bytes"}; 404 without the
+//            model, 400 for a bad or taken name or the runtime's reason
+//            to refuse the adapter (catalog_admin.h)
+//   GET    /v1/admin/models/{id}/loras   its adapters
+//   DELETE /v1/admin/models/{id}/loras/{name}   remove one (404 if absent)
+//          Both answer once this gateway's catalog has the change, so the
+//          next request here may use the adapter (or gets 404). Model ids
+//          may hold '/': a path ending in /loras or /loras/{name} is an
+//          adapter route unless (GET, DELETE) it is a model's id whole.
 //   GET    /v1/cluster             workers, memory, resident / loading /
 //                                  failed models, backlog (cluster_view.h)
 //
@@ -63,6 +74,11 @@ class AdminApi {
  private:
   HttpResponse Serve(const HttpRequest& req);  // on the admin thread
   HttpResponse ServeKeys(const HttpRequest& req, std::string_view rest, const std::string& request_id);
+  HttpResponse ServeLoras(const HttpRequest& req, const std::string& base, const std::string& name,
+                          const std::string& request_id);
+  // Waits (a little) until this gateway's catalog shows `base` with (or
+  // without) adapter `name`.
+  void AwaitCatalog(const std::string& base, const std::string& name, bool present) const;
 
   const AdminOptions options_;
   kvStore* const models_;

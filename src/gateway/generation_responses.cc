@@ -138,7 +138,7 @@ void OpenAiHead(JsonWriter& w, const PendingRequest& p, const Generation& g,
   w.Raw(",\"created\":");
   w.Int(g.created_unix_s);
   w.Raw(",\"model\":");
-  w.String(p.model->id);
+  w.String(ResponseModel(p));
   w.Raw(",\"choices\":[");
 }
 
@@ -176,7 +176,7 @@ std::string NativeBody(const PendingRequest& p, const Generation& g) {
   w.Raw("{\"id\":");
   w.String(p.id);
   w.Raw(",\"model\":");
-  w.String(p.model->id);
+  w.String(ResponseModel(p));
   w.Raw(",\"text\":");
   w.String(g.text);
   w.Raw(",\"token_ids\":");

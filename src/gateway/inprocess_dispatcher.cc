@@ -36,6 +36,12 @@ void InProcessDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
     table_->Finish(*p, ErrorResponse(InvalidInput("the in-process dispatcher only encodes"), p->id));
     return;
   }
+  if (!p->request.lora.empty()) {
+    // Nor does it follow the catalog's adapters (the workers do).
+    table_->Finish(*p, ErrorResponse(InvalidInput("the in-process dispatcher runs base models only, no LoRA"),
+                                     p->id));
+    return;
+  }
   const auto& items = p->request.items;
   std::vector<EncodeInput> inputs(items.size());
   for (size_t i = 0; i < items.size(); ++i) {

@@ -89,6 +89,7 @@ Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, 
     natsMsgHeader_Set(raw, wire::kHeaderTask, task.c_str());
     if (p.request.options.truncate) natsMsgHeader_Set(raw, wire::kHeaderTruncate, "1");
     if (!p.request.options.normalize) natsMsgHeader_Set(raw, wire::kHeaderNormalize, "0");
+    if (!p.request.lora.empty()) natsMsgHeader_Set(raw, wire::kHeaderLora, p.request.lora.c_str());
     if (item.offloaded) natsMsgHeader_Set(raw, wire::kHeaderPayload, wire::PayloadKey(p.id, i).c_str());
     s = natsConnection_PublishMsg(nc_.get(), raw);
     if (s != NATS_OK) return queue::FromNats(s, "queueing work");

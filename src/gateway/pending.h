@@ -81,6 +81,11 @@ struct PendingRequest {
   bool streaming = false;                  // the head of a streamed response went out
 };
 
+// The model as a response names it: its id, or "base:lora" under an adapter.
+inline std::string ResponseModel(const PendingRequest& p) {
+  return p.request.lora.empty() ? p.model->id : p.model->id + ":" + p.request.lora;
+}
+
 class PendingTable {
  public:
   void Insert(const std::shared_ptr<PendingRequest>& p);

@@ -27,7 +27,7 @@ Result<std::string> MsgpackBody(const PendingRequest& p, uint64_t tokens) {
   wire::MsgpackWriter w(&out);
   w.MapHeader(3);
   w.Str("model");
-  w.Str(p.model->id);
+  w.Str(ResponseModel(p));
   w.Str("items");
   w.ArrayHeader(static_cast<uint32_t>(p.results.size()));
   for (const auto& r : p.results) w.Raw(r.payload);
@@ -42,7 +42,7 @@ Result<std::string> JsonBody(const PendingRequest& p, uint64_t tokens) {
   std::string out;
   wire::JsonWriter w(&out);
   w.Raw("{\"model\":");
-  w.String(p.model->id);
+  w.String(ResponseModel(p));
   w.Raw(",\"items\":[");
   for (size_t i = 0; i < p.results.size(); ++i) {
     if (i) w.Char(',');
@@ -82,7 +82,7 @@ Result<std::string> OpenAiBody(const PendingRequest& p, uint64_t tokens) {
     w.Char('}');
   }
   w.Raw("],\"model\":");
-  w.String(p.model->id);
+  w.String(ResponseModel(p));
   w.Raw(",\"usage\":{\"prompt_tokens\":");
   w.Int(static_cast<int64_t>(tokens));
   w.Raw(",\"total_tokens\":");
@@ -113,7 +113,7 @@ Result<std::string> ScoreBody(const PendingRequest& p, uint64_t tokens) {
   std::string out;
   wire::JsonWriter w(&out);
   w.Raw("{\"model\":");
-  w.String(p.model->id);
+  w.String(ResponseModel(p));
   w.Raw(",\"scores\":[");
   for (size_t i = 0; i < scores->size(); ++i) {
     if (i) w.Char(',');
@@ -159,7 +159,7 @@ Result<std::string> RerankBody(const PendingRequest& p, uint64_t tokens) {
     w.Char('}');
   }
   w.Raw("],\"model\":");
-  w.String(p.model->id);
+  w.String(ResponseModel(p));
   w.Raw(",\"meta\":{\"api_version\":{\"version\":\"1\"},\"billed_units\":{\"search_units\":1},"
         "\"tokens\":{\"input_tokens\":");
   w.Int(static_cast<int64_t>(tokens));

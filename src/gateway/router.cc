@@ -18,6 +18,26 @@ Status OutOfScope(const Caller& caller, std::string_view model_id) {
   return Status(Code::kForbidden, "key '" + caller.key->name + "' may not use model '" + std::string(model_id) + "'");
 }
 
+// The adapter a request runs under: from "base:lora" (`ref`, the path's or
+// the body's model) and the native body's "lora" (`field`; empty: none).
+// 400 when both are given and differ, or "base:" names no adapter; 404 when
+// the model has no adapter of that name. Empty: the base model.
+Result<std::string> ResolveLora(const ModelSpec& model, const ModelRef& ref, std::string_view field) {
+  if (ref.has_colon && ref.lora.empty()) {
+    return InvalidInput("model '" + std::string(ref.base) + ":': name the LoRA adapter after the ':'");
+  }
+  if (ref.has_colon && !field.empty() && field != ref.lora) {
+    return InvalidInput("lora: '" + std::string(field) + "' contradicts the model '" + std::string(ref.base) + ":" +
+                        std::string(ref.lora) + "'; give the adapter once");
+  }
+  const std::string_view lora = ref.has_colon ? ref.lora : field;
+  if (lora.empty()) return std::string();
+  if (!model.FindLora(lora)) {
+    return Status(Code::kModelNotFound, "model '" + model.id + "' has no LoRA '" + std::string(lora) + "'");
+  }
+  return std::string(lora);
+}
+
 // What a request costs in estimated tokens: its items' estimates.
 uint32_t Cost(const wire::WorkRequest& r) {
   uint64_t sum = 0;
@@ -168,24 +188,34 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, cons
     timeout = std::chrono::milliseconds(ms);
   }
 
-  // Routes with the model in the path find it before reading the body.
+  // Routes with the model in the path find it before reading the body. A
+  // model may be "base:lora" (a LoRA adapter of base): the key's scope and
+  // the catalog are the base's.
   const bool model_in_body = route == Route::kEmbeddings || route == Route::kRerank ||
                              route == Route::kChat || route == Route::kCompletions;
+  ModelRef ref;
   if (!model_in_body) {
-    if (!caller.MayUse(model_id)) return fail(OutOfScope(caller, model_id));
-    p->model = FindModel(model_id);
+    ref = SplitModelRef(model_id);
+    if (!caller.MayUse(ref.base)) return fail(OutOfScope(caller, ref.base));
+    p->model = FindModel(ref.base);
     if (!p->model) {
-      return fail(Status(Code::kModelNotFound, "model '" + std::string(model_id) + "' is not in the catalog"));
+      return fail(Status(Code::kModelNotFound, "model '" + std::string(ref.base) + "' is not in the catalog"));
     }
   }
-  Status parsed = generates ? ParseGeneration(route, model_id, p.get()) : Parse(route, req, p.get());
+  Status parsed = generates ? ParseGeneration(route, ref.base, p.get()) : Parse(route, req, p.get());
   if (!parsed.ok()) return fail(parsed);
   if (model_in_body) {
     const std::string& id = generates ? p->generation->request.model : p->request.model;
-    if (!caller.MayUse(id)) return fail(OutOfScope(caller, id));
-    p->model = FindModel(id);
-    if (!p->model) return fail(Status(Code::kModelNotFound, "model '" + id + "' is not in the catalog"));
+    ref = SplitModelRef(id);
+    if (!caller.MayUse(ref.base)) return fail(OutOfScope(caller, ref.base));
+    p->model = FindModel(ref.base);
+    if (!p->model) {
+      return fail(Status(Code::kModelNotFound, "model '" + std::string(ref.base) + "' is not in the catalog"));
+    }
   }
+  auto lora = ResolveLora(*p->model, ref, generates ? p->generation->request.lora : p->request.lora);
+  if (!lora.ok()) return fail(lora.status());
+  p->request.lora = std::move(lora).value();  // the Shoal-Lora header (lane_channel.cc)
   // Tokenizing works for any model; the other tasks need a model of theirs.
   const std::string_view needs = generates                             ? "generate"
                                  : p->request.task == wire::Task::kScore ? "score"
@@ -214,7 +244,7 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, cons
   p->respond = std::move(respond);
   lane.table->Insert(p);
   if (req.on_hangup) *req.on_hangup = [this, &lane, seq = p->seq] { OnHangup(lane, seq); };
-  spdlog::debug("rid={} accepted path={} model={} items={} timeout_ms={}", p->id, req.path, p->model->id,
+  spdlog::debug("rid={} accepted path={} model={} items={} timeout_ms={}", p->id, req.path, ResponseModel(*p),
                 generates ? 1 : p->request.items.size(),
                 std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
   lane.dispatcher->Submit(p);
@@ -235,31 +265,55 @@ HttpResponse Router::ListModels(const RouterLane& lane, const Caller& caller) co
   wire::JsonWriter w(&out);
   w.Raw("{\"object\":\"list\",\"data\":[");
   bool first = true;
-  for (const auto& [id, spec] : *snapshot) {
-    if (!caller.MayUse(id)) continue;
+  // A model, or one of its LoRA adapters ("base:lora", with its base as
+  // "parent", as vLLM lists adapters).
+  auto entry = [&](const ModelSpec& spec, const LoraSpec* lora) {
     if (!first) w.Char(',');
     first = false;
     w.Raw("{\"id\":");
-    w.String(id);
-    w.Raw(",\"object\":\"model\",\"created\":0,\"owned_by\":\"shoal\",\"shoal\":{\"runtime\":");
-    w.String(spec->runtime);
+    w.String(lora ? spec.id + ":" + lora->name : spec.id);
+    w.Raw(",\"object\":\"model\",\"created\":0,\"owned_by\":\"shoal\"");
+    if (lora) {
+      w.Raw(",\"parent\":");
+      w.String(spec.id);
+    }
+    w.Raw(",\"shoal\":{\"runtime\":");
+    w.String(spec.runtime);
     w.Raw(",\"task\":");
-    w.String(spec->task);
+    w.String(spec.task);
     w.Raw(",\"pool\":");
-    w.String(spec->pool);
+    w.String(spec.pool);
     w.Raw(",\"description\":");
-    w.String(spec->description);
+    w.String(spec.description);
     w.Raw(",\"max_input_tokens\":");
-    w.Int(spec->max_input_tokens);
+    w.Int(spec.max_input_tokens);
     w.Raw(",\"pinned\":");
-    w.Bool(spec->pinned);
+    w.Bool(spec.pinned);
     w.Raw(",\"memory_bytes\":");
-    w.Int(static_cast<int64_t>(spec->memory_bytes));
+    w.Int(static_cast<int64_t>(lora ? lora->memory_bytes : spec.memory_bytes));
     w.Raw(",\"test_only\":");
-    w.Bool(spec->runtime == "identity");  // not a model: serving-plane measurement
+    w.Bool(spec.runtime == "identity");  // not a model: serving-plane measurement
     w.Raw(",\"serving\":");
-    w.Bool(lane.dispatcher->HasCapacity(id));
+    w.Bool(lane.dispatcher->HasCapacity(spec.id));
+    if (lora) {
+      w.Raw(",\"base\":");
+      w.String(spec.id);
+      w.Raw(",\"lora\":");
+      w.String(lora->name);
+    } else if (!spec.loras.empty()) {
+      w.Raw(",\"loras\":[");
+      for (size_t i = 0; i < spec.loras.size(); ++i) {
+        if (i) w.Char(',');
+        w.String(spec.loras[i].name);
+      }
+      w.Char(']');
+    }
     w.Raw("}}");
+  };
+  for (const auto& [id, spec] : *snapshot) {
+    if (!caller.MayUse(id)) continue;
+    entry(*spec, nullptr);
+    for (const LoraSpec& lora : spec->loras) entry(*spec, &lora);
   }
   w.Raw("]}");
   return JsonResponse(200, std::move(out));

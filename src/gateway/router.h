@@ -17,11 +17,24 @@
 //   POST /v1/completions      OpenAI completions   │ JSON or SSE when "stream";
 //   POST /v1/generate/{model} native               ┘ gateway/generation.h
 //
+// LoRA adapters: a request runs under adapter `lora` of model `base` when
+// its model is "base:lora" — in the path of the native routes, or in the
+// body's "model" of the OpenAI and Cohere routes (model ids hold no ':', so
+// the first ':' splits) — or, on the native routes, with the body field
+// "lora": "name". Both forms given and different: 400 INVALID_INPUT; an
+// adapter the model does not have: 404 MODEL_NOT_FOUND "model 'b' has no
+// LoRA 'x'". The items go to the base's stream with the adapter's name in
+// their Shoal-Lora header (wire/work_message.h), and responses name the
+// model as the client did ("base:lora"). /v1/models lists each adapter as
+// "base:lora" after its base.
+//
 // Who may use which model: the Caller (gateway/auth.h), authenticated by the
 // gateway before Handle — a model outside its key's scope is 403 FORBIDDEN
 // (checked before the model is looked up, so a key learns nothing of models
 // outside its scope), /v1/models lists only the models it may use. A key
-// with limits is charged (gateway/rate_limiter.h) once its body is parsed
+// scoped to a base model may use all of its LoRA adapters: adapters have
+// no scope of their own (a key's models are model ids, never "base:lora").
+// A key with limits is charged (gateway/rate_limiter.h) once its body is parsed
 // and its cost known: 429 RATE_LIMITED with Retry-After when over them.
 //
 // Threading: Handle(lane, ...) runs on that lane's loop thread; lanes run

@@ -43,6 +43,9 @@ struct SequenceChunk {
   // Block ids covering positions [0, start + tokens.size()).
   std::span<const int32_t> blocks;
   bool want_logits = false;  // the logits after its last token come back
+  // The LoRA adapter the sequence runs under (one of the model's
+  // UpdateLoras list); empty: the base model.
+  std::string_view lora;
 };
 
 class Generator {

@@ -1,4 +1,4 @@
-// What a Model does for the tasks it does not have.
+// What a Model (and a Runtime) does for what it does not have.
 #include "runtime/runtime.h"
 
 namespace shoal {
@@ -20,6 +20,16 @@ Status Model::Score(std::span<const ScoreInput>, std::span<ScoreOutput> out) {
 }
 Status Model::Tokenize(std::span<const TokenizeInput>, std::span<TokenizeOutput> out) {
   return Unsupported(*this, "tokenize", out);
+}
+
+Status Model::UpdateLoras(std::span<const LoraSpec> loras) {
+  if (loras.empty()) return Status::Ok();
+  return InvalidInput("model '" + spec().id + "' runs no LoRA adapters (its runtime has none)");
+}
+
+Result<uint64_t> Runtime::CheckLora(const ModelSpec& base, const LoraSpec&) {
+  return InvalidInput("runtime '" + std::string(name()) + "' runs no LoRA adapters; model '" + base.id +
+                      "' cannot take one");
 }
 
 }  // namespace shoal

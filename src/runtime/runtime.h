@@ -10,6 +10,11 @@
 // call). Runtimes report failures as Status values, per item where the input
 // is at fault (too long, not text) and per call where the model is.
 //
+// LoRA adapters (PEFT directories) belong to a base model's spec
+// (ModelSpec::loras). The worker hands a loaded model its current list with
+// UpdateLoras whenever the catalog changes, and each input names the adapter
+// it runs under (`lora`, empty for the base); a batch may mix adapters.
+//
 // kRuntimeApiVersion changes whenever these types change in a way an
 // out-of-process runtime would notice.
 #pragma once
@@ -29,12 +34,13 @@ namespace shoal {
 
 class Generator;  // runtime/generator.h
 
-inline constexpr int kRuntimeApiVersion = 4;
+inline constexpr int kRuntimeApiVersion = 5;
 
 struct EncodeInput {
   std::string_view text;
   bool truncate = false;   // cut to the model's limit instead of failing
   bool normalize = true;   // unit L2 norm
+  std::string_view lora;   // the adapter to run under; empty: the base model
 };
 
 struct EncodeOutput {
@@ -48,6 +54,7 @@ struct ScoreInput {
   std::string_view text;       // the query
   std::string_view text_pair;  // the document
   bool truncate = false;
+  std::string_view lora;       // the adapter to run under; empty: the base model
 };
 
 struct ScoreOutput {
@@ -94,6 +101,16 @@ class Model {
   // Decoder models generate through this (runtime/generator.h); null for
   // the others.
   virtual Generator* generator() { return nullptr; }
+
+  // The adapters this model may run under from now on (the base spec's
+  // `loras`, all of them, replacing the previous list). Cheap: adapters load
+  // when first used. Inputs naming an adapter not in the list fail with
+  // MODEL_NOT_FOUND. A runtime without LoRA support accepts only an empty
+  // list (INVALID_INPUT otherwise); a refused list leaves the previous one.
+  // The one exception to "immutable once loaded": it may be called from any
+  // thread while other threads run the model (the worker calls it from its
+  // catalog thread), so implementations guard the list.
+  virtual Status UpdateLoras(std::span<const LoraSpec> loras);
 };
 
 // What the worker tells a runtime about where a model will run.
@@ -109,6 +126,13 @@ class Runtime {
   virtual ~Runtime() = default;
   virtual std::string_view name() const = 0;
   virtual Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const LoadContext& ctx) = 0;
+
+  // Registration's check of an adapter against its base (without loading
+  // the base): the adapter's files are read and every tensor is checked
+  // against the module it adapts. Returns the bytes the adapter holds when
+  // loaded. INVALID_INPUT, naming what is wrong, when it does not fit or is
+  // of a kind this runtime does not run (e.g. DoRA).
+  virtual Result<uint64_t> CheckLora(const ModelSpec& base, const LoraSpec& lora);
 };
 
 // The runtimes built into this binary, by name ("identity", ...); null when

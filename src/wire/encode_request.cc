@@ -76,6 +76,10 @@ Status ParseEncodeMsgpack(std::string_view body, const ParseLimits& limits, Work
       SHOAL_RETURN_IF_ERROR(ReadMsgpackBool(r, "truncate", &out->options.truncate));
     } else if (key == "normalize") {
       SHOAL_RETURN_IF_ERROR(ReadMsgpackBool(r, "normalize", &out->options.normalize));
+    } else if (key == "lora") {
+      std::string_view lora;
+      if (!r.ReadStr(&lora)) return Expected("lora", "a string", r.Peek());
+      out->lora = std::string(lora);
     } else {
       return InvalidInput("body: unknown field '" + std::string(key) + "'");
     }
@@ -122,6 +126,7 @@ Status ParseEncodeJson(std::string& body, const ParseLimits& limits, WorkRequest
     }
     if (key == "truncate") return ReadJsonBool(v, "truncate", &out->options.truncate);
     if (key == "normalize") return ReadJsonBool(v, "normalize", &out->options.normalize);
+    if (key == "lora") return ReadLora(v, out);
     return InvalidInput("body: unknown field '" + std::string(key) + "'");
   });
   SHOAL_RETURN_IF_ERROR(s);

@@ -5,7 +5,8 @@
 // WorkRequest.
 //
 // Native body (POST /v1/encode/{model}), MessagePack (default) or JSON:
-//   {"items": [{"text": "..."}, ...], "truncate": false, "normalize": true}
+//   {"items": [{"text": "..."}, ...], "truncate": false, "normalize": true,
+//    "lora": "adapter"}
 // OpenAI body (POST /v1/embeddings), JSON:
 //   {"model": "...", "input": "..." | ["...", ...],
 //    "encoding_format": "float" | "base64", "user": "..."}
@@ -50,6 +51,10 @@ struct RerankOptions {
 
 struct WorkRequest {
   std::string model;  // OpenAI and Cohere routes: the body's "model"
+  // The LoRA adapter to run under: the native body's "lora" as parsed; the
+  // router then settles it from every form the request used ("base:lora"
+  // too) and checks it (router.cc). Empty: the base model.
+  std::string lora;
   Task task = Task::kEncode;
   std::vector<RequestItem> items;
   EncodeOptions options;

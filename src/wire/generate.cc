@@ -179,6 +179,15 @@ Status DecodeGenerateWork(std::string_view json, GenerateRequest* r) {
   } else if (kind != "completion") {
     return InvalidInput("kind: expected \"chat\" or \"completion\", got \"" + kind + "\"");
   }
+  // Each kind carries only its own fields (what EncodeGenerateWork writes):
+  // a message that mixes them is not one a gateway sent.
+  const bool chat = r->kind == GenerateRequest::Kind::kChat;
+  for (const char* field : {"messages", "add_generation_prompt", "chat_template_kwargs", "prompt"}) {
+    const bool chat_field = std::string_view(field) != "prompt";
+    if (chat_field != chat && j.find(field) != j.end()) {
+      return InvalidInput(std::string(field) + ": not a field of a " + kind + " request");
+    }
+  }
   SHOAL_RETURN_IF_ERROR(
       Optional(j, "model", [&](const Json& v) { return gen::ReadString(v, "model", &r->model); }));
   SHOAL_RETURN_IF_ERROR(Optional(

@@ -65,6 +65,10 @@ struct GenerateRequest {
   SamplingParams sampling;
   bool stream = false;
   bool include_usage = false;  // OpenAI stream_options.include_usage
+  // The native body's "lora" (the adapter to generate under). Not part of
+  // the work JSON: the gateway sends the adapter as the Shoal-Lora header,
+  // as for every task (work_message.h), and the worker reads it there.
+  std::string lora;
 };
 
 // Canonical JSON for the work message, and back. Decode validates what the

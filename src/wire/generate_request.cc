@@ -255,6 +255,7 @@ Status ParseGenerate(std::string_view body, std::string_view model, const ParseL
       return gen::ReadString(v, "prompt", &out->prompt);
     }
     if (key == "logprobs") return gen::ReadBool(v, "logprobs", &out->sampling.logprobs);
+    if (key == "lora") return gen::ReadString(v, "lora", &out->lora);
     return InvalidInput("body: unknown field '" + key + "'");
   }));
   if (has_prompt == has_messages) {

@@ -21,7 +21,8 @@
 //   {"prompt": str} or {"messages": [...], "add_generation_prompt": true,
 //    "chat_template_kwargs": {...}}, plus "max_tokens" (default: until a stop
 //    or the model's context is full), "temperature", "top_p", "top_k", "seed",
-//    "stop", "stop_token_ids", "ignore_eos", "logprobs": bool, "stream"}
+//    "stop", "stop_token_ids", "ignore_eos", "logprobs": bool, "stream",
+//    "lora": "adapter"}
 #pragma once
 
 #include <string_view>

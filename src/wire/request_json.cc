@@ -63,6 +63,13 @@ Status ReadJsonString(od::value v, std::string_view field, std::string_view* out
   return Status::Ok();
 }
 
+Status ReadLora(od::value v, WorkRequest* out) {
+  std::string_view lora;
+  SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "lora", &lora));
+  out->lora = std::string(lora);
+  return Status::Ok();
+}
+
 void FinishItems(std::unique_ptr<std::string> storage, const std::vector<PendingItem>& pending,
                  WorkRequest* out) {
   out->storage = std::move(storage);

@@ -97,6 +97,7 @@ Status ParseScoreJson(std::string& body, const ParseLimits& limits, WorkRequest*
     }
     if (key == "truncate") return ReadJsonBool(v, "truncate", &out->options.truncate);
     if (key == "raw_scores") return ReadJsonBool(v, "raw_scores", &out->raw_scores);
+    if (key == "lora") return ReadLora(v, out);
     return InvalidInput("body: unknown field '" + std::string(key) + "'");
   });
   SHOAL_RETURN_IF_ERROR(s);
@@ -164,6 +165,7 @@ Status ParseTokenizeJson(std::string& body, const ParseLimits& limits, WorkReque
       });
     }
     if (key == "add_special_tokens") return ReadJsonBool(v, "add_special_tokens", &add_special_tokens);
+    if (key == "lora") return ReadLora(v, out);
     return InvalidInput("body: unknown field '" + std::string(key) + "'");
   });
   SHOAL_RETURN_IF_ERROR(s);

@@ -2,12 +2,14 @@
 // like encode requests are (encode_request.h).
 //
 // Native score (POST /v1/score/{model}), one item per (query, text) pair:
-//   {"query": "...", "texts": ["...", ...], "truncate": false, "raw_scores": false}
+//   {"query": "...", "texts": ["...", ...], "truncate": false, "raw_scores": false,
+//    "lora": "adapter"}
 // Cohere rerank (POST /v1/rerank):
 //   {"model": "...", "query": "...", "documents": ["..." | {"text": "...", "id": ...}],
 //    "top_n": 3, "return_documents": false, "truncate": false, "raw_scores": false}
 // Tokenize (POST /v1/tokenize/{model}, as TEI):
-//   {"inputs": "..." | ["...", ...], "add_special_tokens": true}
+//   {"inputs": "..." | ["...", ...], "add_special_tokens": true, "lora": "adapter"}
+//   (an adapter does not change the tokens; it is accepted for symmetry)
 #pragma once
 
 #include <string>

@@ -6,7 +6,12 @@
 //            {"text": str, "add_special_tokens": bool} to tokenize
 //   headers  Shoal-Request-Id, Shoal-Item, Shoal-Cost, Shoal-Deadline,
 //            Shoal-Reply, Shoal-Task; Shoal-Truncate / Shoal-Normalize only
-//            when not the default. No Nats-Msg-Id: a gateway republishes only
+//            when not the default; Shoal-Lora only when the request selects
+//            a LoRA adapter of the model (its name, as in the model's spec
+//            `loras`; absent: the base model). An adapter's items go to
+//            the base model's subject and consumer like the base's own, and
+//            any worker holding the base runs them, adapters mixed in one
+//            batch. No Nats-Msg-Id: a gateway republishes only
 //            after its connection reconnects (a second result for an item
 //            is ignored), and deduplication would cost the server a lookup
 //            per message.
@@ -48,6 +53,7 @@ inline constexpr char kHeaderTask[] = "Shoal-Task";
 inline constexpr char kHeaderTruncate[] = "Shoal-Truncate";    // "1" or absent
 inline constexpr char kHeaderNormalize[] = "Shoal-Normalize";  // "0" or absent
 inline constexpr char kHeaderPayload[] = "Shoal-Payload";      // payload-store key
+inline constexpr char kHeaderLora[] = "Shoal-Lora";            // adapter name, or absent
 
 inline constexpr char kHeaderTokens[] = "Shoal-Tokens";
 inline constexpr char kHeaderTruncated[] = "Shoal-Truncated";  // "1" or absent

@@ -14,6 +14,7 @@ std::string_view OutcomeName(Outcome o) {
     case Outcome::kPayloadUnavailable: return "payload_unavailable";
     case Outcome::kNotServedHere: return "not_served_here";
     case Outcome::kShuttingDown: return "shutting_down";
+    case Outcome::kLoraPending: return "lora_pending";
   }
   return "unknown";
 }

@@ -18,6 +18,12 @@
 //   not served here    nothing                     -NAK after 100 ms (another
 //                      (model left this worker)           worker takes it)
 //   shutting down      nothing                     -NAK now (redeliver at once)
+//   LoRA not known     nothing                     -NAK after 250 ms (the
+//   here yet                                              catalog change that
+//                                                         added it is on its
+//                                                         way; twice at most,
+//                                                         then MODEL_NOT_FOUND
+//                                                         + TERM as bad input)
 //   worker crash       —                           nothing: JetStream redelivers
 //                                                  after AckWait
 //
@@ -44,6 +50,7 @@ enum class Outcome {
   kPayloadUnavailable,
   kNotServedHere,
   kShuttingDown,
+  kLoraPending,  // names an adapter the loaded model does not have (yet)
 };
 
 enum class AckAction { kAck, kTerm, kNak, kInProgress };
@@ -66,6 +73,7 @@ constexpr Disposition DispositionFor(Outcome o) {
     case Outcome::kPayloadUnavailable: return {false, AckAction::kNak, std::chrono::milliseconds(1000)};
     case Outcome::kNotServedHere: return {false, AckAction::kNak, std::chrono::milliseconds(100)};
     case Outcome::kShuttingDown: return {false, AckAction::kNak};
+    case Outcome::kLoraPending: return {false, AckAction::kNak, std::chrono::milliseconds(250)};
   }
   return {false, AckAction::kNak};
 }

@@ -17,10 +17,10 @@ namespace {
 // Per task: the model input an item becomes (the Out* argument only picks
 // the overload), the result payload an output becomes, and the model call.
 EncodeInput MakeInput(const WorkItem& it, const wire::ItemFields& f, EncodeOutput*) {
-  return {f.text, it.truncate, it.normalize};
+  return {.text = f.text, .truncate = it.truncate, .normalize = it.normalize, .lora = it.lora};
 }
 ScoreInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ScoreOutput*) {
-  return {f.text, f.text_pair, it.truncate};
+  return {.text = f.text, .text_pair = f.text_pair, .truncate = it.truncate, .lora = it.lora};
 }
 TokenizeInput MakeInput(const WorkItem&, const wire::ItemFields& f, TokenizeOutput*) {
   return {f.text, f.add_special_tokens};
@@ -78,6 +78,7 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
       Settle(it, Outcome::kLoadFailed, served.load_error);
       continue;
     }
+    if (!CheckLora(served, it)) continue;
     wire::Task task = wire::Task::kEncode;
     if (!it.task.empty() && !wire::ParseTask(it.task, &task)) {
       Settle(it, Outcome::kBadInput, InvalidInput("unknown task '" + std::string(it.task) + "'"));
@@ -135,8 +136,11 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
     }
     const Out& out = outputs[k];
     if (!out.status.ok()) {
-      Settle(it, out.status.code() == Code::kInvalidInput ? Outcome::kBadInput
-                                                          : Outcome::kInferenceFailed,
+      // The input's fault (or an adapter the model does not have): as
+      // bad input, answered with the runtime's code.
+      const Code code = out.status.code();
+      Settle(it, code == Code::kInvalidInput || code == Code::kModelNotFound ? Outcome::kBadInput
+                                                                             : Outcome::kInferenceFailed,
              out.status);
       continue;
     }
@@ -155,8 +159,27 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
                   it.delivered);
     PublishResult(it, payload, meta, queue_us, inference_us);
     Ack(it, DispositionFor(Outcome::kSucceeded).action, {});
-    if (served.metrics) served.metrics->Settled(Outcome::kSucceeded);
+    if (served.metrics) {
+      served.metrics->Settled(Outcome::kSucceeded);
+      if (!it.lora.empty()) served.metrics->loras->Record(it.lora, meta.tokens);
+    }
   }
+}
+
+bool BatchRunner::CheckLora(const ServedModel& served, const WorkItem& item) {
+  if (item.lora.empty() || served.loras.Contains(item.lora)) return true;
+  // Registered a moment ago, and this worker has not seen the catalog
+  // change yet (the gateway that queued it has): back to the stream for a
+  // moment (ack_policy.h), a bounded number of times.
+  constexpr uint64_t kLoraDeliveries = 3;
+  if (item.HasAck() && item.delivered < std::min<uint64_t>(kLoraDeliveries, served.spec->queue.max_deliver)) {
+    Settle(item, Outcome::kLoraPending);
+    return false;
+  }
+  Settle(item, Outcome::kBadInput,
+         Status(Code::kModelNotFound, "model '" + served.spec->id + "' has no LoRA '" + std::string(item.lora) +
+                                          "' (on worker " + worker_id_ + ")"));
+  return false;
 }
 
 void BatchRunner::RecordBatch(const ServedModel& served, const std::vector<WorkItem>& batch) {

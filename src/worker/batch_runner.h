@@ -4,6 +4,11 @@
 // tokenize), publishes each result to its reply subject, and
 // settles each message with JetStream per ack_policy.h.
 //
+// An item under a LoRA adapter (WorkItem::lora) runs only when the loaded
+// model has that adapter (ServedModel::loras); until then it goes back to
+// the stream for a moment, and then fails MODEL_NOT_FOUND (ack_policy.h).
+// Adapters of one model share its batches: each input names its own.
+//
 // An offloaded item (WorkItem::payload_key) is fetched from the payload
 // store first; a result larger than a NATS message goes out in parts
 // (wire/work_message.h).
@@ -63,6 +68,10 @@ class BatchRunner {
 
   // Tells JetStream the item is still being worked on (+WPI).
   void Progress(const WorkItem& item);
+
+  // Whether the loaded model has the item's adapter (or it names none);
+  // when not, settles it (see above) and returns false.
+  bool CheckLora(const ServedModel& served, const WorkItem& item);
 
  private:
   template <class Out>

@@ -148,6 +148,10 @@ bool GenerationEngine::Prepare(Sequence& s) {
     return fail(InvalidInput("model '" + model_->spec->id + "' generates; task '" + std::string(it.task) +
                              "' is not supported"));
   }
+  if (!runner_->CheckLora(*model_, it)) {  // settled: back to the stream, or MODEL_NOT_FOUND
+    model_->queued.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
   wire::GenerateRequest req;
   if (Status st = wire::DecodeGenerateWork(it.payload, &req); !st.ok()) return fail(st);
   const bool chat = req.kind == wire::GenerateRequest::Kind::kChat;
@@ -202,7 +206,7 @@ void GenerationEngine::Admit() {
     // it generated) plus the next position — a shared prefix comes cached —
     // while a block per running sequence stays free: each may need one at
     // the next step, and the newcomer would be preempted at once for it.
-    const uint32_t adopted = blocks_.AdoptPrefix(s->tokens, &s->table);
+    const uint32_t adopted = blocks_.AdoptPrefix(s->tokens, s->item.lora, &s->table);
     if (!blocks_.Grow(&s->table, static_cast<uint32_t>(s->tokens.size()) + 1) ||
         blocks_.available() < running_.size()) {
       blocks_.Release(&s->table);
@@ -267,8 +271,11 @@ void GenerationEngine::Step() {
       if ((pass == 0) != (remaining == 1)) continue;
       const uint32_t n = std::min(remaining, budget);
       budget -= n;
-      chunks.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, n), s.computed, s.table,
-                        s.computed + n == s.tokens.size()});
+      chunks.push_back({.tokens = std::span<const int32_t>(s.tokens).subspan(s.computed, n),
+                        .start = s.computed,
+                        .blocks = s.table,
+                        .want_logits = s.computed + n == s.tokens.size(),
+                        .lora = s.item.lora});
       owner.push_back(i);
     }
   }
@@ -295,7 +302,7 @@ void GenerationEngine::Step() {
       continue;
     }
     s.computed += static_cast<uint32_t>(chunks[k].tokens.size());
-    blocks_.Publish(s.tokens, s.computed, s.table, &s.published);
+    blocks_.Publish(s.tokens, s.item.lora, s.computed, s.table, &s.published);
     if (!chunks[k].want_logits) continue;
     float logprob = 0;
     const int32_t token = s.sampler->Next(logits_.data() + row++ * vocab, vocab, s.logprobs ? &logprob : nullptr);
@@ -351,6 +358,7 @@ void GenerationEngine::Emit(Sequence& s, bool final) {
       m->generated_tokens->Inc(static_cast<double>(s.generated()));
       if (s.generated() > 0) m->ttft_seconds->Observe(c.ttft_ms / 1e3);
       if (s.generated() > 1) m->itl_seconds->Observe(c.itl_ms / 1e3);
+      if (!s.item.lora.empty()) m->loras->Record(s.item.lora, s.prompt_len + s.generated());
     }
   }
   const std::string payload = wire::EncodeChunk(c);

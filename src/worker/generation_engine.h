@@ -26,6 +26,11 @@
 // INFERENCE_ERROR for the sequences in it. Long generations send +WPI every
 // half AckWait so JetStream does not redeliver them meanwhile.
 //
+// LoRA: a request under an adapter (WorkItem::lora, the Shoal-Lora header)
+// runs in the same continuous batch as the base's and the other adapters'
+// requests; each step's chunk names its sequence's adapter, and the prefix
+// cache keeps each adapter's blocks apart (its keys and values differ).
+//
 // Pull credit: FreeSlots() says how many more sequences it could start now
 // (free slots, while KV blocks remain for a typical prompt); the worker's
 // planner asks JetStream for that many and no more.

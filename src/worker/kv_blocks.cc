@@ -22,10 +22,18 @@ uint64_t KvBlocks::ChainHash(uint64_t prev, std::span<const int32_t> block) {
   return h;
 }
 
-uint32_t KvBlocks::AdoptPrefix(std::span<const int32_t> tokens, std::vector<int32_t>* table) {
+uint64_t KvBlocks::ChainStart(std::string_view lora) {
+  if (lora.empty()) return 0;
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : lora) h = (h ^ c) * 1099511628211ull;
+  return h | 1;  // never the base's 0
+}
+
+uint32_t KvBlocks::AdoptPrefix(std::span<const int32_t> tokens, std::string_view lora,
+                               std::vector<int32_t>* table) {
   if (tokens.empty()) return 0;
   const size_t usable = (tokens.size() - 1) / block_tokens_;  // keep one token to compute
-  uint64_t hash = 0;
+  uint64_t hash = ChainStart(lora);
   uint32_t adopted = 0;
   for (size_t i = 0; i < usable; ++i) {
     ++counters_.lookups;
@@ -34,7 +42,9 @@ uint32_t KvBlocks::AdoptPrefix(std::span<const int32_t> tokens, std::vector<int3
     auto it = by_hash_.find(hash);
     if (it == by_hash_.end()) break;
     Cached& c = cached_.at(it->second);
-    if (!std::equal(c.tokens.begin(), c.tokens.end(), tokens.begin(), tokens.begin() + end)) break;
+    if (c.lora != lora || !std::equal(c.tokens.begin(), c.tokens.end(), tokens.begin(), tokens.begin() + end)) {
+      break;
+    }
     if (c.evictable) {
       evictable_.erase(c.lru);
       c.evictable = false;
@@ -73,20 +83,21 @@ bool KvBlocks::Grow(std::vector<int32_t>* table, uint32_t positions) {
   return true;
 }
 
-void KvBlocks::Publish(std::span<const int32_t> tokens, uint32_t computed, std::span<const int32_t> table,
-                       uint32_t* published) {
+void KvBlocks::Publish(std::span<const int32_t> tokens, std::string_view lora, uint32_t computed,
+                       std::span<const int32_t> table, uint32_t* published) {
   const uint32_t full = std::min<uint32_t>(computed / block_tokens_, static_cast<uint32_t>(table.size()));
   for (uint32_t i = *published; i < full; ++i) {
     const int32_t b = table[i];
     if (cached_.count(b)) continue;  // adopted: already published
     // The chain hash needs the previous block's; recompute from the start
     // (a few hundred tokens at most per publish, once per block).
-    uint64_t hash = 0;
+    uint64_t hash = ChainStart(lora);
     for (uint32_t k = 0; k <= i; ++k) hash = ChainHash(hash, tokens.subspan(k * block_tokens_, block_tokens_));
     if (by_hash_.count(hash)) continue;  // another sequence published the same prefix
     Cached c;
     c.hash = hash;
     c.tokens.assign(tokens.begin(), tokens.begin() + (i + 1) * block_tokens_);
+    c.lora = std::string(lora);
     cached_.emplace(b, std::move(c));
     by_hash_.emplace(hash, b);
   }

@@ -14,12 +14,18 @@
 // compared on a hit, so a hash collision can never serve another prompt's
 // keys and values.
 //
+// Keys and values depend on the LoRA adapter a sequence runs under, so a
+// prefix is published and found per adapter: the chain starts from a hash of
+// the adapter's name (the base: none), and the name is compared on a hit too.
+//
 // Threading: none; the engine's thread owns it.
 #pragma once
 
 #include <cstdint>
 #include <list>
 #include <span>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -40,7 +46,11 @@ class KvBlocks {
   // cached blocks of its longest published prefix — leaving at least one
   // token to compute, whose logits the sequence needs — and returns the
   // number of positions they cover.
-  uint32_t AdoptPrefix(std::span<const int32_t> tokens, std::vector<int32_t>* table);
+  // `lora`: the adapter the sequence runs under ("" the base).
+  uint32_t AdoptPrefix(std::span<const int32_t> tokens, std::string_view lora, std::vector<int32_t>* table);
+  uint32_t AdoptPrefix(std::span<const int32_t> tokens, std::vector<int32_t>* table) {
+    return AdoptPrefix(tokens, {}, table);
+  }
 
   // Grows `table` to cover `positions`; false (and `table` unchanged) when
   // there are not enough blocks.
@@ -49,8 +59,12 @@ class KvBlocks {
   // Publishes the full blocks of `table` whose positions are all computed
   // (`computed` of them, holding `tokens`) from block `*published` on, and
   // advances `*published`.
+  void Publish(std::span<const int32_t> tokens, std::string_view lora, uint32_t computed,
+               std::span<const int32_t> table, uint32_t* published);
   void Publish(std::span<const int32_t> tokens, uint32_t computed, std::span<const int32_t> table,
-               uint32_t* published);
+               uint32_t* published) {
+    Publish(tokens, {}, computed, table, published);
+  }
 
   // Drops the sequence's hold on its blocks and empties `table`.
   void Release(std::vector<int32_t>* table);
@@ -65,11 +79,13 @@ class KvBlocks {
   struct Cached {
     uint64_t hash;
     std::vector<int32_t> tokens;  // the whole prefix up to the block's end
+    std::string lora;             // the adapter its keys and values were computed under
     std::list<int32_t>::iterator lru;  // in evictable_ when nobody holds it
     bool evictable = false;
   };
   int32_t TakeBlock();  // -1 when none
   static uint64_t ChainHash(uint64_t prev, std::span<const int32_t> block);
+  static uint64_t ChainStart(std::string_view lora);  // 0 for the base
 
   const uint32_t block_tokens_;
   std::vector<uint32_t> refs_;       // per block

@@ -3,8 +3,14 @@
 // batch wait and cost cap (or, for a generator, its generation engine).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/model_spec.h"
 #include "runtime/runtime.h"
@@ -15,9 +21,39 @@ namespace shoal::worker {
 
 class GenerationEngine;  // generation_engine.h
 
+// The LoRA adapters a loaded model accepted (Model::UpdateLoras), by name.
+// An item naming one that is not here is never handed to the model: the
+// catalog reaches gateways and workers in no fixed order, so it goes back to
+// the stream for a moment first, and then fails MODEL_NOT_FOUND
+// (batch_runner.cc). Threading: any thread; `mu_` guards the names.
+class LoraNames {
+ public:
+  void Set(std::span<const LoraSpec> loras) {
+    std::vector<std::string> names;
+    for (const LoraSpec& l : loras) names.push_back(l.name);
+    std::lock_guard lock(mu_);
+    names_ = std::move(names);
+  }
+  bool Contains(std::string_view name) const {
+    std::lock_guard lock(mu_);
+    return std::find(names_.begin(), names_.end(), name) != names_.end();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> names_;  // guarded by mu_
+};
+
 struct ServedModel {
+  // As loaded. A catalog change to its `loras` alone does not replace it
+  // (nor reload the model): the model gets the new list (UpdateLoras) and
+  // `loras` below follows.
   std::shared_ptr<const ModelSpec> spec;
   std::unique_ptr<Model> model;  // Encode may run on several executors at once
+  LoraNames loras;
+  // The list last handed to UpdateLoras (ok or not), to tell a change of
+  // `loras` in the catalog; guarded by the worker's models_mu_.
+  std::vector<LoraSpec> loras_given;
   // Set, and `model` null, when it failed to load: its items are answered
   // with this (MODEL_LOAD_FAILED) and acked.
   Status load_error;

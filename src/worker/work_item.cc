@@ -12,6 +12,7 @@ void ParseHeaders(natsMsg* m, WorkItem* out) {
   out->request_id = Header(m, wire::kHeaderRequestId);
   out->reply = Header(m, wire::kHeaderReply);
   out->task = Header(m, wire::kHeaderTask);
+  out->lora = Header(m, wire::kHeaderLora);
   uint64_t v = 0;
   if (wire::ParseU64(Header(m, wire::kHeaderItem), &v)) out->index = static_cast<uint32_t>(v);
   if (wire::ParseU64(Header(m, wire::kHeaderCost), &v)) out->cost = static_cast<uint32_t>(std::max<uint64_t>(v, 1));

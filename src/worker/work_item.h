@@ -40,6 +40,7 @@ struct WorkItem {
   std::string_view ack;    // the JetStream ack subject; empty when pushed
 
   std::string_view task;  // Shoal-Task; empty means encode
+  std::string_view lora;  // Shoal-Lora: the adapter it runs under; empty: the base
   uint32_t index = 0;
   uint32_t cost = 1;
   int64_t deadline_ms = 0;  // Unix ms; 0 = none

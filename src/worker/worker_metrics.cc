@@ -11,6 +11,27 @@ std::vector<double> SecondsBuckets() { return ExponentialBuckets(0.0001, 2, 24);
 
 }  // namespace
 
+void LoraSeries::Record(std::string_view lora, uint64_t tokens) {
+  Series* series;
+  {
+    std::lock_guard lock(mu_);
+    auto it = named_.find(lora);
+    if (it != named_.end()) {
+      series = &it->second;
+    } else if (named_.size() < kMaxLabels) {
+      const std::string name(lora);
+      series = &named_.emplace(name, Series{&items_->With({model_, name}), &tokens_->With({model_, name})})
+                    .first->second;
+    } else {
+      if (!other_.items) other_ = {&items_->With({model_, "other"}), &tokens_->With({model_, "other"})};
+      series = &other_;
+    }
+  }
+  // The counters live as long as the registry; the map never erases.
+  series->items->Inc();
+  series->tokens->Inc(static_cast<double>(tokens));
+}
+
 void ModelSeries::Settled(Outcome outcome) const { items->With({model, std::string(OutcomeName(outcome))}).Inc(); }
 
 WorkerMetrics::WorkerMetrics()
@@ -41,7 +62,13 @@ WorkerMetrics::WorkerMetrics()
                                    {"model"})),
       itl_(registry_.AddHistogram("shoal_worker_generation_itl_seconds",
                                   "Mean time between tokens, per sequence.", SecondsBuckets(), {"model"})),
-      generated_(registry_.AddCounter("shoal_worker_generated_tokens_total", "Tokens generated.", {"model"})) {}
+      generated_(registry_.AddCounter("shoal_worker_generated_tokens_total", "Tokens generated.", {"model"})),
+      lora_items_(registry_.AddCounter("shoal_worker_lora_items_total",
+                                       "Items run under a LoRA adapter (the first 32 adapters of a model by "
+                                       "name, later ones as \"other\").",
+                                       {"model", "lora"})),
+      lora_tokens_(registry_.AddCounter("shoal_worker_lora_tokens_total",
+                                        "Tokens of the items run under a LoRA adapter.", {"model", "lora"})) {}
 
 const ModelSeries& WorkerMetrics::For(const std::string& model) {
   std::lock_guard lock(mu_);
@@ -60,6 +87,7 @@ const ModelSeries& WorkerMetrics::For(const std::string& model) {
         .itl_seconds = &itl_.With({model}),
         .generated_tokens = &generated_.With({model}),
         .items = &items_,
+        .loras = std::make_unique<LoraSeries>(&lora_items_, &lora_tokens_, model),
         .model = model,
     });
   }

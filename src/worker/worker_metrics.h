@@ -26,9 +26,17 @@
 //   shoal_worker_generation_itl_seconds{model}     mean time between tokens,
 //                                                  per sequence
 //   shoal_worker_generated_tokens_total{model}     tokens generated
+//   shoal_worker_lora_items_total{model,lora}      items run under a LoRA
+//                                                  adapter (succeeded; base
+//                                                  items are not counted here)
+//   shoal_worker_lora_tokens_total{model,lora}     their tokens (a generation:
+//                                                  prompt + completion)
 //
 // `model` takes catalog ids, a set the operator controls; each family still
-// folds past 1,000 series into "other" (common/metrics.h). Gauges are set
+// folds past 1,000 series into "other" (common/metrics.h). Adapters are
+// self-service and may be many per model, so `lora` is bounded per model:
+// the first 32 adapters a model runs get their own label, later ones are
+// counted under lora="other" (LoraSeries). Gauges are set
 // when the page is rendered, from the worker's own state.
 //
 // Threading: counters and histograms are updated from executor, engine and
@@ -36,13 +44,41 @@
 // the hot paths never take the families' locks.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/metrics.h"
 #include "worker/ack_policy.h"
 
 namespace shoal::worker {
+
+// One model's per-adapter counters, with the label bound above.
+class LoraSeries {
+ public:
+  static constexpr size_t kMaxLabels = 32;  // adapters with their own label, per model
+
+  LoraSeries(Family<Counter>* items, Family<Counter>* tokens, std::string model)
+      : items_(items), tokens_(tokens), model_(std::move(model)) {}
+
+  // One item run under `lora` (not empty), with its tokens.
+  void Record(std::string_view lora, uint64_t tokens);
+
+ private:
+  struct Series {
+    Counter* items;
+    Counter* tokens;
+  };
+  Family<Counter>* const items_;
+  Family<Counter>* const tokens_;
+  const std::string model_;
+  std::mutex mu_;
+  std::map<std::string, Series, std::less<>> named_;  // guarded by mu_; at most kMaxLabels
+  Series other_{nullptr, nullptr};                    // guarded by mu_; made when first needed
+};
 
 // The series of one model, looked up once: ServedModel keeps a pointer.
 struct ModelSeries {
@@ -58,6 +94,7 @@ struct ModelSeries {
   Histogram* itl_seconds;
   Counter* generated_tokens;
   Family<Counter>* items;  // by outcome: few values, looked up per settle
+  std::unique_ptr<LoraSeries> loras;
   std::string model;
 
   void Settled(Outcome outcome) const;
@@ -106,6 +143,8 @@ class WorkerMetrics {
   Family<Histogram>& ttft_;
   Family<Histogram>& itl_;
   Family<Counter>& generated_;
+  Family<Counter>& lora_items_;
+  Family<Counter>& lora_tokens_;
 
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<ModelSeries>> series_;  // guarded by mu_

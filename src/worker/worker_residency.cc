@@ -13,6 +13,11 @@
 // other worker tries the same files. A new spec for it (re-registration)
 // clears the failure.
 //
+// LoRA adapters are part of a base model's spec, but a change to them alone
+// (an adapter registered or removed) does not reload the base: the loaded
+// model is handed the new list (Model::UpdateLoras), right after a load and
+// on every such catalog change.
+//
 // Threading: wanted_, loading_, residency_ and the served-model maps are
 // guarded by models_mu_. Only the loader thread loads and installs, one
 // model at a time, so two plans for room never overlap; unloads come from
@@ -33,11 +38,35 @@ namespace shoal::worker {
 namespace {
 
 // Whether a catalog change leaves what is loaded as it is: pinning or
-// unpinning a model does not reload it.
+// unpinning a model does not reload it, nor does adding or removing its LoRA
+// adapters (the loaded model gets the new list: ApplyLoras).
 bool SameModel(const ModelSpec& a, const ModelSpec& b) {
-  ModelSpec a_unpinned = a, b_unpinned = b;
-  a_unpinned.pinned = b_unpinned.pinned = false;
-  return a_unpinned.ToJson() == b_unpinned.ToJson();
+  ModelSpec a_base = a, b_base = b;
+  a_base.pinned = b_base.pinned = false;
+  a_base.loras.clear();
+  b_base.loras.clear();
+  return a_base.ToJson() == b_base.ToJson();
+}
+
+bool SameLoras(const std::vector<LoraSpec>& a, const std::vector<LoraSpec>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const LoraSpec& x, const LoraSpec& y) {
+    return x.name == y.name && x.path == y.path && x.memory_bytes == y.memory_bytes;
+  });
+}
+
+// Hands a loaded model its adapters (Model::UpdateLoras) and, when it takes
+// them, lets its items name them (ServedModel::loras). A refusal is logged,
+// not fatal: the model serves the base and the adapters it had before.
+// The caller records `loras` in served.loras_given (under models_mu_ once
+// the model is shared).
+void ApplyLoras(ServedModel& served, const std::vector<LoraSpec>& loras) {
+  if (Status s = served.model->UpdateLoras(loras); !s.ok()) {
+    spdlog::error("worker: {}: its {} LoRA adapter(s) were refused, requests for new ones fail: {}", served.spec->id,
+                  loras.size(), s.ToString());
+    return;
+  }
+  served.loras.Set(loras);
+  if (!loras.empty()) spdlog::info("worker: {} runs {} LoRA adapter(s)", served.spec->id, loras.size());
 }
 
 // How long a model stays before it may be evicted: the loads that make
@@ -76,6 +105,8 @@ void Worker::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snap
   if (draining_) return;
   std::vector<std::pair<std::string, const char*>> unload;  // and why
   std::vector<std::string> load;
+  // Loaded models whose adapters changed, with their new list.
+  std::vector<std::pair<std::shared_ptr<ServedModel>, std::shared_ptr<const ModelSpec>>> relora;
   {
     std::lock_guard lock(models_mu_);
     std::map<std::string, std::shared_ptr<const ModelSpec>> wanted;
@@ -90,6 +121,10 @@ void Worker::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snap
         unload.emplace_back(id, "registered anew: loaded afresh on demand");
       } else if (served->model) {
         residency_->SetPinned(id, it->second->pinned);
+        if (!SameLoras(served->loras_given, it->second->loras)) {
+          served->loras_given = it->second->loras;  // claimed here, applied below
+          relora.emplace_back(served, it->second);
+        }
       }
     }
     for (const auto& [id, spec] : wanted) {
@@ -100,6 +135,10 @@ void Worker::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snap
     wanted_ = std::move(wanted);
   }
   for (const auto& [id, why] : unload) Unload(id, why);
+  // Outside models_mu_ (UpdateLoras may read files); reconcile_mu_ keeps the
+  // updates of one model in catalog order, and Install hands a model its
+  // list before it is visible here.
+  for (const auto& [served, spec] : relora) ApplyLoras(*served, spec->loras);
   for (const auto& id : load) QueueLoad(id);
   Heartbeat();  // the gateways learn at once which models this worker serves
 }
@@ -216,6 +255,8 @@ void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_p
   served->loaded_unix_us = UnixMicros();
   served->installed_at = now;
   served->load_time = load_time;
+  served->loras_given = spec->loras;
+  if (served->model) ApplyLoras(*served, spec->loras);  // before any item can reach it
   served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
   served->last_batch_ns = now.time_since_epoch().count();
   if (served->model && served->model->generator()) {
@@ -232,6 +273,12 @@ void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_p
     // pin or unpin meanwhile is not a new model: it takes the latest flag.)
     auto w = wanted_.find(spec->id);
     if (w == wanted_.end() || !SameModel(*w->second, *spec)) return;
+    // Adapters added or removed while it loaded: the latest list, before
+    // the model is visible to OnCatalog (which takes it from here).
+    if (served->model && !SameLoras(served->loras_given, w->second->loras)) {
+      served->loras_given = w->second->loras;
+      ApplyLoras(*served, w->second->loras);
+    }
     if (served->model) {
       residency_->Loaded(spec->id, served->model->memory_bytes(), w->second->pinned,
                          std::chrono::duration_cast<std::chrono::nanoseconds>(load_time), now);

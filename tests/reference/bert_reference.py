@@ -1,12 +1,20 @@
 #!/usr/bin/python3
 """Reference forward pass of a BERT-family encoder, for Shoal's native runtime tests.
 
-usage: bert_reference.py MODEL_DIR IN.json OUT.json
+usage: bert_reference.py MODEL_DIR IN.json OUT.json [--lora ADAPTER_DIR]
 
-IN.json:  {"inputs": [{"ids": [...], "type_ids": [...]}, ...]}   (token ids, no tokenizer)
+IN.json:  {"inputs": [{"ids": [...], "type_ids": [...], "lora": "ADAPTER_DIR"}, ...]}
+  (token ids, no tokenizer; type_ids and lora optional)
 OUT.json: {"outputs": [[floats...], ...]}
   embedding models: the pooled vector, L2-normalized when modules.json has a
   Normalize module; sequence classifiers: the num_labels logits.
+
+LoRA: a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors)
+is merged into the weights before the forward pass (peft_lora.py: W + scaling * B @ A
+in float64; modules_to_save tensors replace the base's). --lora applies to every
+input; an input's own "lora" wins over it ("lora": null or "" runs the base model),
+so one IN.json can mix adapters. Each adapter is merged once. An adapter that
+cannot be merged exactly (see peft_lora.py) exits 1 with a message.
 
 Written as plain float64 torch tensor operations (no nn modules, no fused
 attention) from the architecture's definition, on weights read by our own
@@ -29,6 +37,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peft_lora import AdapterError, Adapters  # noqa: E402
 from safetensors_io import read_model_dir  # noqa: E402
 
 DTYPE = torch.float64
@@ -192,17 +201,40 @@ def read_sentence_transformers(model_dir):
     return modes[0], normalize
 
 
+def parse_args(argv):
+    """(model_dir, in_path, out_path, lora dir or None), or None on a usage error."""
+    args, lora = [], None
+    it = iter(argv)
+    for a in it:
+        if a == "--lora" or a.startswith("--lora="):
+            lora = a[len("--lora="):] if a.startswith("--lora=") else next(it, "")
+            if not lora:
+                return None
+        elif a.startswith("--"):
+            return None
+        else:
+            args.append(a)
+    return (*args, lora) if len(args) == 3 else None
+
+
 def main(argv):
-    if len(argv) != 3:
+    parsed = parse_args(argv)
+    if parsed is None:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
-    model_dir, in_path, out_path = argv
+    model_dir, in_path, out_path, lora = parsed
     enc = Encoder(model_dir)
     with open(in_path) as f:
         inputs = json.load(f)["inputs"]
+    adapters = Adapters(enc.w)
     outputs = []
     with torch.no_grad():
         for item in inputs:
+            try:
+                enc.w = adapters.weights(item["lora"] if "lora" in item else lora)
+            except AdapterError as e:
+                print(f"bert_reference: {e}", file=sys.stderr)
+                return 1
             type_ids = item.get("type_ids") or [0] * len(item["ids"])
             outputs.append([float(v) for v in enc.run(item["ids"], type_ids)])
     with open(out_path, "w") as f:

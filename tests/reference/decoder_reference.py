@@ -2,12 +2,13 @@
 """Reference decoder-only generator (Llama / Qwen2 / Qwen3) for Shoal's native runtime tests.
 
 usage:
-  decoder_reference.py forward MODEL_DIR --input IN.json --output OUT.json
+  decoder_reference.py forward MODEL_DIR --input IN.json --output OUT.json [--lora DIR]
   decoder_reference.py bench MODEL_DIR --concurrency C --prompt-tokens P --new-tokens T
-                       [--warmup N (1)] [--threads N (2)] [--seed S (0)]
-  decoder_reference.py selfcheck MODEL_DIR [MODEL_DIR ...]
+                       [--warmup N (1)] [--threads N (2)] [--seed S (0)] [--lora DIR]
+  decoder_reference.py selfcheck MODEL_DIR [MODEL_DIR ...] [--lora DIR]
 
-forward (float64): IN.json is {"prompts": [[token ids], ...], "new_tokens": N}; OUT.json is
+forward (float64): IN.json is {"prompts": [[token ids], ...], "new_tokens": N}, where a
+  prompt may also be {"ids": [token ids], "lora": "ADAPTER_DIR"} (see LoRA); OUT.json is
   {"logits": [[[vocab_size floats] per prompt position] per prompt],
    "greedy": [[N ids] per prompt],
    "min_margin": the smallest top1 - top2 logit gap met while decoding greedily}.
@@ -23,6 +24,14 @@ bench (float32): C random prompts of P ids (seeded) in one static batch, T greed
 selfcheck (float64): on seeded prompts, the cached paths (one-pass and chunked
   prefill, then single tokens) against full recompute; prints the largest
   difference and the smallest greedy margin per model, exits 1 above 1e-10.
+
+LoRA: --lora DIR merges a PEFT LoRA adapter directory (adapter_config.json,
+adapter_model.safetensors) into the weights before running (peft_lora.py: W +
+scaling * B @ A in float64, then the run's dtype; modules_to_save tensors replace
+the base's); with several MODEL_DIRs (selfcheck), into each. In forward, a prompt's
+own "lora" wins over --lora ("lora": null or "" runs the base model), so one
+IN.json can mix adapters; each adapter is merged once. An adapter that cannot be
+merged exactly (see peft_lora.py) exits 1 with a message.
 
 Written as plain torch tensor operations from the architectures' definitions (no
 transformers, no nn modules, no fused attention), on weights read by our own
@@ -53,6 +62,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peft_lora import AdapterError, Adapters  # noqa: E402
 from safetensors_io import read_model_dir  # noqa: E402
 
 FAMILIES = ("llama", "qwen2", "qwen3")
@@ -132,6 +142,7 @@ class Decoder:
         self.qkv_bias = self.family == "qwen2" or cfg.get("attention_bias", False)
         self.qk_norm = self.family == "qwen3"
         tied = cfg.get("tie_word_embeddings", False)  # the default of all three configs
+        self.tied = tied
 
         np_dtype = np.float64 if dtype == torch.float64 else np.float32
         w = {k: torch.from_numpy(v) for k, v in read_model_dir(model_dir, np_dtype).items()}
@@ -139,12 +150,16 @@ class Decoder:
         if set(w) != expected:
             raise ValueError(f"{model_dir}: tensors missing {sorted(expected - set(w))[:4]}, "
                              f"unexpected {sorted(set(w) - expected)[:4]}")
-        self.w = w
-        self.lm_head = w["model.embed_tokens.weight" if tied else "lm_head.weight"]
+        self.use_weights(w)
         if self.lm_head.shape[0] != self.vocab_size:
             raise ValueError(f"{model_dir}: vocab_size {self.vocab_size}, "
                              f"lm_head rows {self.lm_head.shape[0]}")
         self.inv_freq = rope_inv_freq(cfg, self.head_dim)  # float64, cast after cos/sin
+
+    def use_weights(self, w):
+        """Runs on the tensors `w` from now on (the checkpoint's, or a LoRA's merge)."""
+        self.w = w
+        self.lm_head = w["model.embed_tokens.weight" if self.tied else "lm_head.weight"]
 
     def tensor_names(self, tied):
         names = ["model.embed_tokens.weight", "model.norm.weight"]
@@ -270,15 +285,27 @@ def check_ids(model, prompts):
             raise ValueError(f"a prompt must be a non-empty list of ids < {model.vocab_size}")
 
 
+def with_lora(model, lora):
+    """Merges the adapter directory `lora` (if any) into the model's weights."""
+    if lora:
+        model.use_weights(Adapters(model.w).weights(lora))
+    return model
+
+
 def cmd_forward(args):
     with open(args.input) as f:
         request = json.load(f)
     model = Decoder(args.model_dir, torch.float64)
-    prompts, n = request["prompts"], request["new_tokens"]
+    n = request["new_tokens"]
+    # A prompt is a list of ids, or {"ids": [...], "lora": ADAPTER_DIR or null}.
+    items = [p if isinstance(p, dict) else {"ids": p} for p in request["prompts"]]
+    prompts = [item["ids"] for item in items]
     check_ids(model, prompts)
+    adapters = Adapters(model.w)
     out = {"logits": [], "greedy": [], "min_margin": math.inf}
     with torch.no_grad():
-        for prompt in prompts:
+        for item, prompt in zip(items, prompts):
+            model.use_weights(adapters.weights(item["lora"] if "lora" in item else args.lora))
             prompt_logits, tokens, step_logits = greedy(model, prompt, n)
             error = recompute_error(model, prompt, tokens, prompt_logits, step_logits)
             if error > RECOMPUTE_TOLERANCE:
@@ -305,7 +332,7 @@ def cmd_selfcheck(args):
     failed = False
     with torch.no_grad():
         for model_dir in args.model_dirs:
-            model = Decoder(model_dir, torch.float64)
+            model = with_lora(Decoder(model_dir, torch.float64), args.lora)
             rng = np.random.default_rng(7)
             n_ids = tokenizer_size(model_dir)
             prompts = [rng.integers(0, n_ids, size=n).tolist() for n in (1, 6, 23)]
@@ -324,7 +351,7 @@ def cmd_selfcheck(args):
 
 
 def cmd_bench(args):
-    model = Decoder(args.model_dir, torch.float32)
+    model = with_lora(Decoder(args.model_dir, torch.float32), args.lora)
     C, P, T = args.concurrency, args.prompt_tokens, args.new_tokens
     prompts = torch.randint(0, model.vocab_size, (C, P),
                             generator=torch.Generator().manual_seed(args.seed))
@@ -359,6 +386,7 @@ def main(argv):
     p.add_argument("model_dir")
     p.add_argument("--input", required=True)
     p.add_argument("--output", required=True)
+    p.add_argument("--lora", help="PEFT LoRA adapter directory, merged into the weights")
     p = sub.add_parser("bench", help="the reference's own generate loop, float32")
     p.add_argument("model_dir")
     p.add_argument("--concurrency", type=int, required=True)
@@ -368,12 +396,18 @@ def main(argv):
     p.add_argument("--threads", type=int, default=2,
                    help="OpenBLAS threads for the matmuls (default 2)")
     p.add_argument("--seed", type=int, default=0, help="of the random prompts")
+    p.add_argument("--lora", help="PEFT LoRA adapter directory, merged into the weights")
     p = sub.add_parser("selfcheck", help="cached vs recomputed logits, float64")
     p.add_argument("model_dirs", nargs="+")
+    p.add_argument("--lora", help="PEFT LoRA adapter directory, merged into the weights")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    return {"forward": cmd_forward, "bench": cmd_bench, "selfcheck": cmd_selfcheck}[
-        args.command](args)
+    try:
+        return {"forward": cmd_forward, "bench": cmd_bench, "selfcheck": cmd_selfcheck}[
+            args.command](args)
+    except AdapterError as e:
+        print(f"decoder_reference: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

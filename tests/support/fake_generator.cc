@@ -79,7 +79,7 @@ FakeGenerator::Work FakeGenerator::Take(bool ack) {
   if (s != NATS_OK || list.Count < 1) return w;
   natsMsg* msg = list.Msgs[0];
   for (const char* h : {wire::kHeaderRequestId, wire::kHeaderItem, wire::kHeaderCost,
-                        wire::kHeaderDeadline, wire::kHeaderReply, wire::kHeaderTask}) {
+                        wire::kHeaderDeadline, wire::kHeaderReply, wire::kHeaderTask, wire::kHeaderLora}) {
     w.headers[h] = std::string(queue::Header(msg, h));
   }
   w.reply = w.headers[wire::kHeaderReply];

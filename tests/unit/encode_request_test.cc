@@ -6,6 +6,7 @@
 
 #include <msgpack.hpp>
 
+#include "wire/score_request.h"
 #include "wire/work_message.h"
 
 namespace shoal::wire {
@@ -75,6 +76,55 @@ TEST(ParseEncodeMsgpack, ReadsOptions) {
   ASSERT_TRUE(ParseEncodeMsgpack(p.str(), {}, &req).ok());
   EXPECT_TRUE(req.options.truncate);
   EXPECT_FALSE(req.options.normalize);
+}
+
+TEST(ParseEncodeMsgpack, ReadsTheLoraField) {
+  Packer p;
+  p->pack_map(2);
+  p->pack(std::string("items"));
+  p->pack_array(1);
+  p->pack_map(1);
+  p->pack(std::string("text"));
+  p->pack(std::string("x"));
+  p->pack(std::string("lora"));
+  p->pack(std::string("support-v2"));
+  WorkRequest req;
+  ASSERT_TRUE(ParseEncodeMsgpack(p.str(), {}, &req).ok());
+  EXPECT_EQ(req.lora, "support-v2");
+
+  Packer bad;
+  bad->pack_map(2);
+  bad->pack(std::string("lora"));
+  bad->pack(7);
+  bad->pack(std::string("items"));
+  bad->pack_array(0);
+  Status s = ParseEncodeMsgpack(bad.str(), {}, &req);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("lora: expected a string"), std::string::npos) << s.message();
+
+  WorkRequest none;
+  ASSERT_TRUE(ParseEncodeMsgpack(TextsBody({"x"}), {}, &none).ok());
+  EXPECT_TRUE(none.lora.empty()) << "no field: the base model";
+}
+
+TEST(ParseNativeJson, EveryNativeRouteReadsTheLoraField) {
+  std::string encode = R"({"items":[{"text":"a"}],"lora":"legal"})";
+  WorkRequest e;
+  ASSERT_TRUE(ParseEncodeJson(encode, {}, &e).ok());
+  EXPECT_EQ(e.lora, "legal");
+  std::string score = R"({"query":"q","texts":["a","b"],"lora":"legal"})";
+  WorkRequest s;
+  ASSERT_TRUE(ParseScoreJson(score, {}, &s).ok());
+  EXPECT_EQ(s.lora, "legal");
+  std::string tokenize = R"({"inputs":"a","lora":"legal"})";
+  WorkRequest t;
+  ASSERT_TRUE(ParseTokenizeJson(tokenize, {}, &t).ok());
+  EXPECT_EQ(t.lora, "legal");
+  std::string bad = R"({"items":[{"text":"a"}],"lora":["legal"]})";
+  WorkRequest b;
+  Status st = ParseEncodeJson(bad, {}, &b);
+  EXPECT_EQ(st.code(), Code::kInvalidInput);
+  EXPECT_NE(st.message().find("lora: expected a string"), std::string::npos) << st.message();
 }
 
 struct BadCase {

@@ -332,6 +332,14 @@ TEST(ParseGenerate, PromptOrMessages) {
   ExpectSame(r, RoundTrip(r));
 }
 
+TEST(ParseGenerate, ReadsTheLoraFieldWhichTravelsAsAHeaderNotInTheWork) {
+  GenerateRequest r = Native(R"({"prompt":"The sky is","lora":"poet"})");
+  EXPECT_EQ(r.lora, "poet");
+  EXPECT_EQ(EncodeGenerateWork(r).find("poet"), std::string::npos) << "Shoal-Lora carries it (work_message.h)";
+  EXPECT_EQ(NativeError(R"({"prompt":"a","lora":3})"), "lora: expected a string, got a number");
+  EXPECT_TRUE(Native(R"({"prompt":"a"})").lora.empty());
+}
+
 TEST(ParseGenerate, Errors) {
   EXPECT_EQ(NativeError("{}"), "prompt: missing (or give messages)");
   EXPECT_EQ(NativeError(R"({"prompt":"a","messages":[{"role":"user","content":"b"}]})"),
@@ -386,6 +394,12 @@ TEST(GenerateWork, DecodeValidatesWhatTheParsersValidate) {
       error(
           R"({"kind":"completion","model":"m","prompt":"x","sampling":{"stop":["a","b","c","d","e"]}})"),
       "stop: at most 4 stop strings (got 5)");
+  // Each kind's own fields only (fuzz_bounded found a completion with
+  // messages, which came back without them).
+  EXPECT_EQ(error(R"({"kind":"completion","model":"m","prompt":"x","messages":[{"role":"user","content":"I"}]})"),
+            "messages: not a field of a completion request");
+  EXPECT_EQ(error(R"({"kind":"chat","model":"m","messages":[{"role":"user","content":"I"}],"prompt":"x"})"),
+            "prompt: not a field of a chat request");
   // Fields it does not know are a newer writer's: ignored.
   GenerateRequest r;
   EXPECT_TRUE(

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 namespace shoal {
 namespace {
@@ -71,6 +75,59 @@ TEST(IdentityRuntime, FailOnFailsOnlyTheInputsThatContainIt) {
   auto bad = FindRuntime("identity")->Load(*spec, LoadContext{});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("identity.fail_on"), std::string::npos);
+}
+
+TEST(IdentityRuntime, AdaptersAnswerTheirOwnVectorsAndUnknownOnesFail) {
+  auto m = Load();
+  const std::vector<LoraSpec> loras = {{.name = "alpha", .path = "/a"}, {.name = "beta", .path = "/b"}};
+  ASSERT_TRUE(m->UpdateLoras(loras).ok());
+  std::vector<EncodeInput> in = {{.text = "hello world"},
+                                 {.text = "hello world", .lora = "alpha"},
+                                 {.text = "hello world", .lora = "beta"},
+                                 {.text = "hello world", .lora = "gamma"},
+                                 {.text = "hello world", .lora = "alpha"}};
+  std::vector<EncodeOutput> out(in.size());
+  ASSERT_TRUE(m->Encode(in, out).ok()) << "adapters mix in one batch";
+  const auto tokens = IdentityTokens("hello world");
+  EXPECT_EQ(out[0].dense, IdentityVector(tokens, 16, true));
+  EXPECT_EQ(out[1].dense, IdentityVector(tokens, 16, true, "alpha"));
+  EXPECT_EQ(out[2].dense, IdentityVector(tokens, 16, true, "beta"));
+  EXPECT_NE(out[1].dense, out[0].dense);
+  EXPECT_NE(out[1].dense, out[2].dense);
+  EXPECT_EQ(out[1].dense, out[4].dense) << "deterministic";
+  EXPECT_EQ(out[3].status.code(), Code::kModelNotFound);
+  EXPECT_NE(out[3].status.message().find("has no LoRA 'gamma'"), std::string::npos) << out[3].status.message();
+  double n = 0;
+  for (float x : out[1].dense) n += x * x;
+  EXPECT_NEAR(n, 1.0, 1e-5) << "normalized like the base";
+
+  // A new list replaces the old one.
+  ASSERT_TRUE(m->UpdateLoras(std::vector<LoraSpec>{{.name = "beta", .path = "/b"}}).ok());
+  std::vector<EncodeOutput> again(2);
+  std::vector<EncodeInput> in2 = {{.text = "x", .lora = "alpha"}, {.text = "x", .lora = "beta"}};
+  ASSERT_TRUE(m->Encode(in2, again).ok());
+  EXPECT_EQ(again[0].status.code(), Code::kModelNotFound);
+  EXPECT_TRUE(again[1].status.ok());
+}
+
+TEST(IdentityRuntime, CheckLoraWantsAPeftDirectory) {
+  const auto dir = std::filesystem::temp_directory_path() / ("shoal-identity-lora-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto base = ModelSpec::Parse("id: t\nruntime: identity\n");
+  ASSERT_TRUE(base.ok());
+  Runtime* rt = FindRuntime("identity");
+  auto missing = rt->CheckLora(*base, {.name = "a", .path = dir.string()});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), Code::kInvalidInput);
+  EXPECT_NE(missing.status().message().find("adapter_config.json"), std::string::npos);
+  auto nowhere = rt->CheckLora(*base, {.name = "a", .path = (dir / "nope").string()});
+  ASSERT_FALSE(nowhere.ok());
+  EXPECT_NE(nowhere.status().message().find("not a directory"), std::string::npos);
+  std::ofstream(dir / "adapter_config.json") << "{}";
+  auto ok = rt->CheckLora(*base, {.name = "a", .path = dir.string()});
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok, kIdentityLoraBytes);
 }
 
 TEST(IdentityRuntime, RejectsBadOptions) {

@@ -93,5 +93,29 @@ TEST(KvBlocks, SharedBlocksAreFreedOnlyByTheLastHolder) {
   EXPECT_EQ(b.available(), 4u);
 }
 
+TEST(KvBlocks, EachAdapterHasItsOwnPrefixes) {
+  KvBlocks b(8, 4);
+  const auto prompt = Tokens(10);
+  std::vector<int32_t> base;
+  ASSERT_TRUE(b.Grow(&base, 11));
+  uint32_t published = 0;
+  b.Publish(prompt, 10, base, &published);
+  // The same tokens under an adapter: other keys and values, nothing shared.
+  std::vector<int32_t> under;
+  EXPECT_EQ(b.AdoptPrefix(prompt, "alpha", &under), 0u);
+  ASSERT_TRUE(b.Grow(&under, 11));
+  uint32_t under_published = 0;
+  b.Publish(prompt, "alpha", 10, under, &under_published);
+  EXPECT_EQ(under_published, 2u);
+  // Each finds its own.
+  std::vector<int32_t> base_again, alpha_again, beta;
+  EXPECT_EQ(b.AdoptPrefix(prompt, &base_again), 8u);
+  EXPECT_EQ(base_again[0], base[0]);
+  EXPECT_EQ(b.AdoptPrefix(prompt, "alpha", &alpha_again), 8u);
+  EXPECT_EQ(alpha_again[0], under[0]);
+  EXPECT_NE(alpha_again[0], base[0]);
+  EXPECT_EQ(b.AdoptPrefix(prompt, "beta", &beta), 0u);
+}
+
 }  // namespace
 }  // namespace shoal::worker

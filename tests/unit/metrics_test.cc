@@ -6,6 +6,8 @@
 
 #include <thread>
 
+#include "worker/worker_metrics.h"
+
 namespace shoal {
 namespace {
 
@@ -76,6 +78,23 @@ TEST(Metrics, UpdatesFromManyThreadsAddUp) {
   EXPECT_EQ(c.value(), 40000);
   EXPECT_EQ(h.CumulativeCounts(), (std::vector<uint64_t>{0, 0, 40000, 40000, 40000}));
   EXPECT_EQ(h.sum(), 120000);
+}
+
+TEST(WorkerMetrics, AdapterLabelsAreBoundedPerModel) {
+  worker::WorkerMetrics m;
+  const worker::ModelSeries& a = m.For("org/a");
+  for (int i = 0; i < 40; ++i) a.loras->Record("lora-" + std::to_string(i), 10);
+  a.loras->Record("lora-0", 5);    // a named one stays named
+  a.loras->Record("lora-39", 1);  // a late one stays "other"
+  m.For("org/b").loras->Record("lora-39", 2);  // the bound is per model
+  const std::string page = m.Render({});
+  EXPECT_NE(page.find("shoal_worker_lora_items_total{model=\"org/a\",lora=\"lora-0\"} 2\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("shoal_worker_lora_tokens_total{model=\"org/a\",lora=\"lora-0\"} 15\n"), std::string::npos);
+  EXPECT_NE(page.find("shoal_worker_lora_items_total{model=\"org/a\",lora=\"lora-31\"} 1\n"), std::string::npos);
+  EXPECT_EQ(page.find("lora=\"lora-32\""), std::string::npos) << "the 33rd adapter has no label of its own";
+  EXPECT_NE(page.find("shoal_worker_lora_items_total{model=\"org/a\",lora=\"other\"} 9\n"), std::string::npos);
+  EXPECT_NE(page.find("shoal_worker_lora_tokens_total{model=\"org/a\",lora=\"other\"} 81\n"), std::string::npos);
+  EXPECT_NE(page.find("shoal_worker_lora_items_total{model=\"org/b\",lora=\"lora-39\"} 1\n"), std::string::npos);
 }
 
 }  // namespace

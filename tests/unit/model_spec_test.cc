@@ -1,7 +1,10 @@
 #include "common/model_spec.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 namespace shoal {
@@ -120,6 +123,110 @@ TEST(ModelSpec, RejectsBrokenProfilesClearly) {
     EXPECT_NE(spec.status().message().find(want), std::string::npos)
         << text << " -> " << spec.status().message();
   }
+}
+
+TEST(ModelSpec, ParsesLorasAndCarriesThemInJson) {
+  auto spec = ModelSpec::Parse(
+      "id: m\nruntime: identity\nloras:\n"
+      "  - {name: support-v2, path: /adapters/support-v2, memory_bytes: 1572864}\n"
+      "  - name: Legal_1.b\n    path: /adapters/legal\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_EQ(spec->loras.size(), 2u);
+  EXPECT_EQ(spec->loras[0].name, "support-v2");
+  EXPECT_EQ(spec->loras[0].path, "/adapters/support-v2");
+  EXPECT_EQ(spec->loras[0].memory_bytes, 1572864u);
+  EXPECT_EQ(spec->loras[1].name, "Legal_1.b");
+  EXPECT_EQ(spec->loras[1].memory_bytes, 0u) << "not measured yet";
+  ASSERT_NE(spec->FindLora("Legal_1.b"), nullptr);
+  EXPECT_EQ(spec->FindLora("Legal_1.b")->path, "/adapters/legal");
+  EXPECT_EQ(spec->FindLora("legal_1.b"), nullptr) << "names are case-sensitive";
+
+  const auto j = nlohmann::json::parse(spec->ToJson());
+  ASSERT_EQ(j["loras"].size(), 2u);
+  EXPECT_EQ(j["loras"][0], (nlohmann::json{{"name", "support-v2"}, {"path", "/adapters/support-v2"},
+                                           {"memory_bytes", 1572864}}));
+  auto again = ModelSpec::Parse(spec->ToJson());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->ToJson(), spec->ToJson());
+  ASSERT_EQ(again->loras.size(), 2u);
+  EXPECT_EQ(again->loras[1].path, "/adapters/legal");
+
+  // A spec without adapters writes none (the stored form of existing models
+  // does not change); an empty list or null is none.
+  EXPECT_EQ(nlohmann::json::parse(ModelSpec::Parse(kProfile)->ToJson()).count("loras"), 0u);
+  EXPECT_TRUE(ModelSpec::Parse("id: m\nruntime: identity\nloras: []\n")->loras.empty());
+  EXPECT_TRUE(ModelSpec::Parse("id: m\nruntime: identity\nloras:\n")->loras.empty());
+}
+
+TEST(ModelSpec, LorasSurviveWithoutTuned) {
+  auto spec = ModelSpec::Parse(
+      "id: m\nruntime: identity\nloras: [{name: a, path: /a}]\n"
+      "tuned: {cpu-test-1c: {batching: {max_batch_requests: 4}}}\n",
+      "cpu-test-1c");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->batching.max_batch_requests, 4u);
+  const ModelSpec base = spec->WithoutTuned();
+  ASSERT_EQ(base.loras.size(), 1u);
+  EXPECT_EQ(base.loras[0].name, "a");
+}
+
+TEST(ModelSpec, LoraPathsAreRelativeToTheProfileFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("shoal-lora-spec-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "profiles");
+  const auto file = dir / "profiles" / "m.yaml";
+  std::ofstream(file) << "id: m\nruntime: identity\npath: ../weights\n"
+                         "loras: [{name: a, path: ../adapters/a}, {name: b, path: /abs/b}]\n";
+  auto spec = ModelSpec::LoadFile(file.string());
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->path, (dir / "weights").string());
+  ASSERT_EQ(spec->loras.size(), 2u);
+  EXPECT_EQ(spec->loras[0].path, (dir / "adapters" / "a").string());
+  EXPECT_EQ(spec->loras[1].path, "/abs/b");
+}
+
+TEST(ModelSpec, RejectsBrokenLorasClearly) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"loras: 3", "loras: expected a list"},
+      {"loras: {name: a, path: /a}", "loras: expected a list"},
+      {"loras: [a]", "loras[0]: expected a mapping"},
+      {"loras: [{path: /a}]", "loras[0].name: expected a string"},
+      {"loras: [{name: 7, path: /a}]", "loras[0].name: expected a string"},
+      {"loras: [{name: '', path: /a}]", "loras[0].name: LoRA name must be 1 to 64 characters"},
+      {"loras: [{name: " + std::string(65, 'x') + ", path: /a}]", "1 to 64 characters"},
+      {"loras: [{name: 'a b', path: /a}]", "may hold only [A-Za-z0-9._-]"},
+      {"loras: [{name: 'a:b', path: /a}]", "may hold only [A-Za-z0-9._-]"},
+      {"loras: [{name: a/b, path: /a}]", "may hold only [A-Za-z0-9._-]"},
+      {"loras: [{name: a}]", "loras[0].path: expected the adapter's directory"},
+      {"loras: [{name: a, path: ''}]", "loras[0].path: expected the adapter's directory"},
+      {"loras: [{name: a, path: /a, memory_bytes: -1}]", "loras[0].memory_bytes: expected a non-negative integer"},
+      {"loras: [{name: a, path: /a, rank: 8}]", "loras[0].rank: unknown field"},
+      {"loras: [{name: a, path: /a}, {name: a, path: /b}]", "loras[1].name: 'a' is given twice"},
+  };
+  for (const auto& [text, want] : cases) {
+    auto spec = ModelSpec::Parse("id: m\nruntime: identity\n" + text + "\n");
+    ASSERT_FALSE(spec.ok()) << text;
+    EXPECT_EQ(spec.status().code(), Code::kInvalidInput);
+    EXPECT_NE(spec.status().message().find(want), std::string::npos) << text << " -> " << spec.status().message();
+  }
+  EXPECT_TRUE(ValidateLoraName(std::string(64, 'x')).ok());
+  EXPECT_TRUE(ValidateLoraName("A-z_0.9").ok());
+}
+
+TEST(ModelSpec, AModelRefSplitsOnTheFirstColon) {
+  auto plain = SplitModelRef("org/embed-v1.5");
+  EXPECT_EQ(plain.base, "org/embed-v1.5");
+  EXPECT_TRUE(plain.lora.empty());
+  EXPECT_FALSE(plain.has_colon);
+  auto lora = SplitModelRef("org/embed-v1.5:support-v2");
+  EXPECT_EQ(lora.base, "org/embed-v1.5");
+  EXPECT_EQ(lora.lora, "support-v2");
+  EXPECT_TRUE(lora.has_colon);
+  auto empty = SplitModelRef("m:");
+  EXPECT_EQ(empty.base, "m");
+  EXPECT_TRUE(empty.lora.empty());
+  EXPECT_TRUE(empty.has_colon);
+  EXPECT_EQ(SplitModelRef("m:a:b").lora, "a:b") << "the rest is the name (and not a valid one)";
 }
 
 TEST(ModelSpec, BundledProfilesParse) {

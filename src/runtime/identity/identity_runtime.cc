@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iterator>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -33,6 +35,11 @@ class IdentityModel final : public Model {
     uint64_t batch_tokens = 0;
     for (size_t i = 0; i < in.size(); ++i) {
       if (FailsOn(in[i].text, &out[i].status)) continue;
+      if (!in[i].lora.empty() && !HasLora(in[i].lora)) {
+        out[i].status = Status(Code::kModelNotFound,
+                               "model '" + spec_.id + "' has no LoRA '" + std::string(in[i].lora) + "'");
+        continue;
+      }
       auto tokens = IdentityTokens(in[i].text);
       if (tokens.size() > spec_.max_input_tokens) {
         if (!in[i].truncate) {
@@ -46,7 +53,7 @@ class IdentityModel final : public Model {
       }
       out[i].status = Status::Ok();
       out[i].tokens = static_cast<uint32_t>(tokens.size());
-      out[i].dense = IdentityVector(tokens, opts_.dim, in[i].normalize);
+      out[i].dense = IdentityVector(tokens, opts_.dim, in[i].normalize, in[i].lora);
       batch_tokens += tokens.size();
     }
     // Simulated device time: sleeping, not spinning, as a GPU leaves the CPU free.
@@ -77,7 +84,21 @@ class IdentityModel final : public Model {
     return Status::Ok();
   }
 
+  // Any list: the names are all it keeps (identity_runtime.h).
+  Status UpdateLoras(std::span<const LoraSpec> loras) override {
+    std::vector<std::string> names;
+    for (const LoraSpec& l : loras) names.push_back(l.name);
+    std::lock_guard lock(loras_mu_);
+    loras_ = std::move(names);
+    return Status::Ok();
+  }
+
  private:
+  bool HasLora(std::string_view name) const {
+    std::lock_guard lock(loras_mu_);
+    return std::find(loras_.begin(), loras_.end(), name) != loras_.end();
+  }
+
   // The deliberate fault (`fail_on`): whether `text` triggers it, with the
   // item's error in `status` when it does.
   bool FailsOn(std::string_view text, Status* status) const {
@@ -89,6 +110,9 @@ class IdentityModel final : public Model {
 
   ModelSpec spec_;
   IdentityOptions opts_;
+  // UpdateLoras runs on the worker's catalog thread while executors encode.
+  mutable std::mutex loras_mu_;
+  std::vector<std::string> loras_;  // guarded by loras_mu_
 };
 
 }  // namespace
@@ -107,8 +131,9 @@ std::vector<std::string_view> IdentityTokens(std::string_view text) {
 }
 
 std::vector<float> IdentityVector(const std::vector<std::string_view>& tokens, uint32_t dim,
-                                  bool normalize) {
+                                  bool normalize, std::string_view lora) {
   uint64_t seed = 0x5348'4f41'4cull;  // "SHOAL"
+  if (!lora.empty()) seed ^= Fnv1a(lora);  // the base's seed stays as it was
   for (auto t : tokens) seed = Fnv1a(t, seed) ^ (seed >> 17);
   std::vector<float> v(dim);
   double norm2 = 0;
@@ -161,6 +186,19 @@ Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelSpec& spec, cons
   if (opts.memory_mb == 0) return InvalidInput("identity.memory_mb: at least 1");
   if (opts.load_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opts.load_ms));
   return std::unique_ptr<Model>(std::make_unique<IdentityModel>(spec, opts));
+}
+
+Result<uint64_t> IdentityRuntime::CheckLora(const ModelSpec& base, const LoraSpec& lora) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(lora.path, ec)) {
+    return InvalidInput("LoRA '" + lora.name + "' of " + base.id + ": " + lora.path + " is not a directory");
+  }
+  if (!fs::is_regular_file(fs::path(lora.path) / "adapter_config.json", ec)) {
+    return InvalidInput("LoRA '" + lora.name + "' of " + base.id + ": " + lora.path +
+                        " has no adapter_config.json (a PEFT adapter directory)");
+  }
+  return kIdentityLoraBytes;
 }
 
 }  // namespace shoal

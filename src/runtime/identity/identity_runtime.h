@@ -23,6 +23,15 @@
 // Tokens are whitespace-separated words (at least one per input). The vector
 // for a text is a function of its (possibly truncated) token sequence only, so
 // tests can compute the expected output with IdentityVector().
+//
+// LoRA, as a stand-in for testing the plumbing (none of it is a real
+// adapter): CheckLora accepts any directory holding an adapter_config.json
+// (its content is not read) and measures kIdentityLoraBytes; UpdateLoras
+// records the names. An input under an adapter in that list gets the vector
+// IdentityVector(tokens, dim, normalize, name) — the same function with the
+// adapter's name mixed into its seed, so each adapter answers its own
+// deterministic vector, different from the base's and the other adapters';
+// an input under any other adapter fails with MODEL_NOT_FOUND.
 #pragma once
 
 #include <string>
@@ -49,15 +58,19 @@ struct IdentityOptions {
 // The words of `text` the identity model counts as tokens.
 std::vector<std::string_view> IdentityTokens(std::string_view text);
 
+// What CheckLora says an adapter holds.
+inline constexpr uint64_t kIdentityLoraBytes = 64 * 1024;
+
 // The vector the identity model returns for `tokens` (before normalization
-// when `normalize` is false).
+// when `normalize` is false), under the LoRA adapter `lora` ("" the base).
 std::vector<float> IdentityVector(const std::vector<std::string_view>& tokens, uint32_t dim,
-                                  bool normalize);
+                                  bool normalize, std::string_view lora = {});
 
 class IdentityRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "identity"; }
   Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const LoadContext& ctx) override;
+  Result<uint64_t> CheckLora(const ModelSpec& base, const LoraSpec& lora) override;
 };
 
 }  // namespace shoal

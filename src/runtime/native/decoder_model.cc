@@ -71,6 +71,7 @@ Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelSpec& spec, const N
                            info.kv_block_tokens, ctx.progress);
   if (!llama.ok()) return llama.status();
   m->llama_ = std::move(llama).value();
+  m->loras_ = std::make_unique<LoraRegistry>(m->llama_->lora_targets(), options.lora_budget_bytes);
   spdlog::info("native: {} is a {} generator: {} layers, context {}, KV cache {} positions ({:.1f} MB)", spec.id,
                config->model_type, config->num_hidden_layers, info.max_context,
                static_cast<size_t>(info.kv_blocks) * info.kv_block_tokens, m->llama_->kv_bytes() / 1e6);
@@ -110,8 +111,24 @@ std::string DecoderModel::TokenBytes(int32_t id) const {
   return output_bytes_[id];
 }
 
+Status DecoderModel::UpdateLoras(std::span<const LoraSpec> loras) {
+  loras_->Update(loras);
+  return Status::Ok();
+}
+
 Status DecoderModel::Forward(std::span<const SequenceChunk> chunks, float* logits, int threads) {
-  return llama_->Step(chunks, logits, threads);
+  // Each chunk's adapter, held for the step (an eviction meanwhile frees
+  // nothing in use).
+  std::vector<std::shared_ptr<const LoraAdapter>> held;
+  std::vector<const LoraAdapter*> adapters;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    if (chunks[c].lora.empty()) continue;
+    if (adapters.empty()) adapters.assign(chunks.size(), nullptr);
+    SHOAL_ASSIGN_OR_RETURN(auto a, loras_->Get(chunks[c].lora));
+    adapters[c] = a.get();
+    held.push_back(std::move(a));
+  }
+  return llama_->Step(chunks, adapters, logits, threads);
 }
 
 Status DecoderModel::Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) {

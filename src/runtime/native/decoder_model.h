@@ -9,6 +9,9 @@
 // within 256 MiB, and never less than one full sequence). The cache is
 // allocated at load and counted in memory_bytes(), so residency budgets it.
 //
+// Sequences may run under LoRA adapters (SequenceChunk::lora), loaded when a
+// step first names them (lora/lora_registry.h) and mixed freely in a step.
+//
 // Threading: tokenizing and rendering are immutable and may run anywhere;
 // Forward writes the KV cache: one at a time (the generation engine's).
 #pragma once
@@ -19,6 +22,7 @@
 
 #include "runtime/generator.h"
 #include "runtime/native/chat/chat_template.h"
+#include "runtime/native/lora/lora_registry.h"
 #include "runtime/native/models/llama.h"
 #include "runtime/native/native_options.h"
 #include "runtime/native/tokenizers/tokenizer.h"
@@ -35,6 +39,7 @@ class DecoderModel final : public Model, public Generator {
   size_t memory_bytes() const override { return llama_->weight_bytes() + llama_->kv_bytes(); }
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
   Generator* generator() override { return this; }
+  Status UpdateLoras(std::span<const LoraSpec> loras) override;
 
   const GeneratorInfo& info() const override { return info_; }
   Result<std::vector<int32_t>> EncodePrompt(std::string_view text, bool add_special_tokens) const override;
@@ -52,6 +57,7 @@ class DecoderModel final : public Model, public Generator {
   std::vector<std::string> output_bytes_;  // per id (Tokenizer::OutputBytes)
   ChatConfig chat_;
   std::unique_ptr<Llama> llama_;
+  std::unique_ptr<LoraRegistry> loras_;
 };
 
 }  // namespace shoal::native

@@ -55,6 +55,9 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelSpec& spec, const N
     m->network_ = std::move(network).value();
   }
   m->max_tokens_ = std::min<size_t>(spec.max_input_tokens, config->max_tokens());
+  if (const LoraTargets* targets = m->network_->lora_targets()) {
+    m->loras_ = std::make_unique<LoraRegistry>(*targets, options.lora_budget_bytes);
+  }
   return std::unique_ptr<Model>(std::move(m));
 }
 
@@ -69,14 +72,16 @@ EncodeOptions EncoderModel::LimitFor(bool truncate) const {
 namespace {
 
 // Runs `forward` on the items that tokenized; the others already hold their
-// error. Returns the forward pass's status.
+// error. `adapters[i]`: item i's LoRA adapter, or null. Returns the forward
+// pass's status.
 template <class Out, class Forward>
-Status RunTokenized(std::vector<Encoding>& encodings, const std::vector<size_t>& ok, std::span<Out> out,
+Status RunTokenized(std::vector<Encoding>& encodings, const std::vector<size_t>& ok,
+                    const std::vector<std::shared_ptr<const LoraAdapter>>& adapters, std::span<Out> out,
                     Forward&& forward) {
   if (ok.empty()) return Status::Ok();
   std::vector<TokenSequence> seqs;
   seqs.reserve(ok.size());
-  for (size_t i : ok) seqs.push_back({encodings[i].ids, encodings[i].type_ids});
+  for (size_t i : ok) seqs.push_back({encodings[i].ids, encodings[i].type_ids, adapters[i].get()});
   SHOAL_RETURN_IF_ERROR(forward(std::span<const TokenSequence>(seqs)));
   for (size_t i : ok) {
     out[i].status = Status::Ok();
@@ -106,14 +111,52 @@ std::vector<size_t> TokenizeAll(std::span<const In> in, std::span<Out> out, std:
   return ok;
 }
 
+// Finds each tokenized item's adapter (loading it on first use); an item
+// whose adapter is unknown or does not load gets that error and leaves `ok`.
+// The items are then ordered by adapter, so each adapter's rows run as one
+// segment.
+template <class In, class Out>
+std::vector<std::shared_ptr<const LoraAdapter>> ResolveLoras(LoraRegistry* loras, const ModelSpec& spec,
+                                                             std::span<const In> in, std::span<Out> out,
+                                                             std::vector<size_t>* ok) {
+  std::vector<std::shared_ptr<const LoraAdapter>> adapters(in.size());
+  std::vector<size_t> kept;
+  for (size_t i : *ok) {
+    if (!in[i].lora.empty()) {
+      auto a = loras ? loras->Get(in[i].lora)
+                     : Result<std::shared_ptr<const LoraAdapter>>(Status(
+                           Code::kModelNotFound, "model '" + spec.id + "' runs no LoRA adapters on its device"));
+      if (!a.ok()) {
+        out[i].status = a.status();
+        continue;
+      }
+      adapters[i] = std::move(a).value();
+    }
+    kept.push_back(i);
+  }
+  std::stable_sort(kept.begin(), kept.end(), [&](size_t a, size_t b) { return adapters[a] < adapters[b]; });
+  *ok = std::move(kept);
+  return adapters;
+}
+
 }  // namespace
+
+Status EncoderModel::UpdateLoras(std::span<const LoraSpec> loras) {
+  if (loras_ == nullptr && !loras.empty()) {
+    return InvalidInput("model '" + spec_.id + "' runs on a GPU; LoRA adapters run on the CPU backend only, so far");
+  }
+  if (loras_ == nullptr) return Status::Ok();
+  loras_->Update(loras);
+  return Status::Ok();
+}
 
 Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
   if (spec_.task != "encode") return Model::Encode(in, out);
   std::vector<Encoding> encodings(in.size());
-  const std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const EncodeInput& x) {
+  std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const EncodeInput& x) {
     return tokenizer_->Encode(x.text, LimitFor(x.truncate));
   });
+  const auto adapters = ResolveLoras(loras_.get(), spec_, in, out, &ok);
   // Requests choose normalization per item; group by it so each group is
   // one pass (in practice a batch is all one or the other).
   for (bool normalize : {true, false}) {
@@ -123,7 +166,7 @@ Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
     }
     const size_t H = network_->config().hidden_size;
     std::vector<float> vectors(group.size() * H);
-    SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, group, out, [&](std::span<const TokenSequence> seqs) {
+    SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, group, adapters, out, [&](std::span<const TokenSequence> seqs) {
       return network_->Embed(seqs, pooling_, normalize, vectors.data(), threads_);
     }));
     for (size_t k = 0; k < group.size(); ++k) {
@@ -136,12 +179,13 @@ Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
 Status EncoderModel::Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) {
   if (spec_.task != "score") return Model::Score(in, out);
   std::vector<Encoding> encodings(in.size());
-  const std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const ScoreInput& x) {
+  std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const ScoreInput& x) {
     return tokenizer_->EncodePair(x.text, x.text_pair, LimitFor(x.truncate));
   });
+  const auto adapters = ResolveLoras(loras_.get(), spec_, in, out, &ok);
   const size_t labels = network_->config().num_labels;
   std::vector<float> logits(ok.size() * labels);
-  SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, ok, out, [&](std::span<const TokenSequence> seqs) {
+  SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, ok, adapters, out, [&](std::span<const TokenSequence> seqs) {
     return network_->Classify(seqs, logits.data(), threads_);
   }));
   for (size_t k = 0; k < ok.size(); ++k) {

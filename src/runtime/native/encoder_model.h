@@ -3,7 +3,9 @@
 // tokens themselves (Tokenize).
 //
 // Inputs are tokenized on the calling executor's thread, then the batch runs
-// as one packed forward pass, on the CPU or (native.device: cuda) a GPU. An input over the model's limit (the profile's
+// as one packed forward pass, on the CPU or (native.device: cuda) a GPU. On
+// the CPU, inputs may name LoRA adapters (registered on the model, loaded on
+// first use: lora/lora_registry.h); one batch mixes them freely. An input over the model's limit (the profile's
 // max_input_tokens, capped by the position table) fails with INVALID_INPUT
 // unless the request asked to truncate; truncation is reported per item.
 //
@@ -12,6 +14,7 @@
 
 #include <memory>
 
+#include "runtime/native/lora/lora_registry.h"
 #include "runtime/native/models/encoder_network.h"
 #include "runtime/native/native_options.h"
 #include "runtime/native/tokenizers/tokenizer.h"
@@ -30,6 +33,7 @@ class EncoderModel final : public Model {
   Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override;
   Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) override;
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
+  Status UpdateLoras(std::span<const LoraSpec> loras) override;
 
  private:
   EncoderModel() = default;
@@ -38,6 +42,7 @@ class EncoderModel final : public Model {
   ModelSpec spec_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<EncoderNetwork> network_;  // Bert, or CudaBert on a GPU
+  std::unique_ptr<LoraRegistry> loras_;      // null where the network runs no adapters
   Pooling pooling_ = Pooling::kCls;
   size_t max_tokens_ = 0;
   int threads_ = 1;

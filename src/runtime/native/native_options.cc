@@ -52,6 +52,11 @@ Result<NativeOptions> ParseNativeOptions(const ModelSpec& spec) {
       } else {
         return InvalidInput("native.pooling: expected cls or mean");
       }
+    } else if (key == "lora_budget_mb") {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() == 0 || v.get<uint64_t>() > (uint64_t{1} << 24)) {
+        return InvalidInput("native.lora_budget_mb: expected a positive number of MB");
+      }
+      o.lora_budget_bytes = v.get<uint64_t>() << 20;
     } else if (key == "max_context" || key == "kv_cache_tokens" || key == "kv_block_tokens") {
       if (!v.is_number_unsigned() || v.get<uint64_t>() > (1u << 24) || (key == "kv_block_tokens" && v == 0)) {
         return InvalidInput("native." + key + ": expected a positive count up to 16777216");

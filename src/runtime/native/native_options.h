@@ -25,6 +25,10 @@ struct NativeOptions {
   uint32_t max_context = 0;
   uint32_t kv_cache_tokens = 0;
   uint32_t kv_block_tokens = 16;
+  // Host memory the model's LoRA adapters may hold at once (native.
+  // lora_budget_mb); past it the least recently used one is dropped, to be
+  // loaded again when next asked for.
+  uint64_t lora_budget_bytes = uint64_t{1} << 30;
 };
 
 Result<NativeOptions> ParseNativeOptions(const ModelSpec& spec);

@@ -6,6 +6,9 @@
 #include "common/clock.h"
 #include "runtime/native/decoder_model.h"
 #include "runtime/native/encoder_model.h"
+#include "runtime/native/lora/lora_adapter.h"
+#include "runtime/native/models/bert.h"
+#include "runtime/native/models/llama.h"
 #include "runtime/native/loaders/decoder_config.h"
 #include "runtime/native/native_options.h"
 #include "runtime/native/use_lite_model.h"
@@ -44,6 +47,25 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelSpec& spec, const 
   spdlog::info("native: {} loaded in {} ms, {:.1f} MB, {} thread(s) per batch", spec.id,
                MicrosSince(t0) / 1000, (*model)->memory_bytes() / 1e6, ctx.threads);
   return model;
+}
+
+Result<uint64_t> NativeRuntime::CheckLora(const ModelSpec& base, const LoraSpec& lora) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(fs::path(base.path) / "config.json", ec)) {
+    return InvalidInput("model '" + base.id + "' (" + base.path + ") is not a Hugging Face model: it takes no LoRA");
+  }
+  native::LoraTargets targets;
+  if (native::IsDecoderConfig(base.path)) {
+    SHOAL_ASSIGN_OR_RETURN(const native::DecoderConfig config, native::LoadDecoderConfig(base.path));
+    targets = native::Llama::LoraTargetsOf(config);
+  } else {
+    SHOAL_ASSIGN_OR_RETURN(const native::EncoderConfig config, native::LoadEncoderConfig(base.path));
+    SHOAL_ASSIGN_OR_RETURN(const auto weights, native::SafeTensors::OpenDir(base.path));
+    targets = native::Bert::LoraTargetsOf(config, *weights);
+  }
+  SHOAL_ASSIGN_OR_RETURN(const auto adapter, native::LoraAdapter::Load(lora.path, targets));
+  return static_cast<uint64_t>(adapter->memory_bytes());
 }
 
 }  // namespace shoal

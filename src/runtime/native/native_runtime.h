@@ -7,6 +7,8 @@
 //   native:
 //     precision: f32 | bf16   # dense layers' weights and GEMMs (default f32)
 //     pooling: cls | mean     # override sentence-transformers' files
+//     device: cpu | cuda[:N]  # where an encoder runs (CUDA builds)
+//     lora_budget_mb: 1024    # host memory for loaded LoRA adapters
 //
 // What the directory holds decides the architecture: `config.json` with a
 // BERT-family model_type → encoder (cross-encoder when its architectures
@@ -22,6 +24,10 @@ class NativeRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "native"; }
   Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const LoadContext& ctx) override;
+  // PEFT LoRA adapters of BERT-family encoders and Llama-family decoders
+  // (lora/lora_adapter.h), checked against the base's config and tensor
+  // names; USE-Lite takes none.
+  Result<uint64_t> CheckLora(const ModelSpec& base, const LoraSpec& lora) override;
 };
 
 }  // namespace shoal

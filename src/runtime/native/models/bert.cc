@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "runtime/native/loaders/weight_reader.h"
 
@@ -79,7 +80,29 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
     SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({head.out}, {labels}, h));
     m->linear_bytes_ += m->head_dense_->memory_bytes() + m->classifier_->memory_bytes();
   }
+  m->lora_targets_ = LoraTargetsOf(config, w);
   return m;
+}
+
+LoraTargets Bert::LoraTargetsOf(const EncoderConfig& config, const SafeTensors& weights) {
+  const size_t h = config.hidden_size, inter = config.intermediate_size;
+  const std::string p = EncoderWeightPrefix(weights);
+  LoraTargets t;
+  for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
+    const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
+    for (const auto& [module, in, out] : {std::tuple{"attention.self.query", h, h}, {"attention.self.key", h, h},
+                                          {"attention.self.value", h, h}, {"attention.output.dense", h, h},
+                                          {"intermediate.dense", h, inter}, {"output.dense", inter, h}}) {
+      t.linears.push_back({l + module, in, out});
+    }
+  }
+  if (config.sequence_classifier()) {
+    const ClassifierHeadNames head = FindClassifierHead(weights, p);
+    t.replaceable = {{head.dense, h, h}, {head.out, h, config.num_labels}};
+  } else {
+    t.unused.push_back(p + "pooler.dense");
+  }
+  return t;
 }
 
 size_t Bert::memory_bytes() const {
@@ -125,13 +148,26 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
   float* ctx = qkv + T * 3 * H;
   float* y = ctx + T * H;
   float* inter = y + T * H;
-  for (const Layer& L : layers_) {
+  // Runs of rows under one adapter; empty for a batch of the base alone.
+  const std::vector<LoraSegment> lora = LoraSegments(seqs);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& L = layers_[i];
+    const size_t t = i * kLoraPerLayer;  // this layer's first LoRA target
     L.qkv->Forward(x.data(), T, qkv, cpu::Activation::kNone, threads);
+    for (size_t k = 0; k < 3; ++k) ApplyLora(lora, t + k, x.data(), H, qkv, 3 * H, k * H, threads);
     cpu::Attention(qkv, qkv + H, qkv + 2 * H, 3 * H, ctx, *offsets, heads, head_dim, scale, threads);
     L.attn_out->Forward(ctx, T, y, cpu::Activation::kNone, threads);
+    ApplyLora(lora, t + 3, ctx, H, y, H, 0, threads);
     cpu::LayerNorm(y, x.data(), T, H, L.ln1_gamma, L.ln1_beta, config_.layer_norm_eps, threads);
-    L.inter->Forward(y, T, inter, act, threads);
+    if (AnyLora(lora, t + 4)) {  // the update goes in before the activation
+      L.inter->Forward(y, T, inter, cpu::Activation::kNone, threads);
+      ApplyLora(lora, t + 4, y, H, inter, I, 0, threads);
+      cpu::Activate(inter, T * I, act, threads);
+    } else {
+      L.inter->Forward(y, T, inter, act, threads);
+    }
     L.out->Forward(inter, T, x.data(), cpu::Activation::kNone, threads);
+    ApplyLora(lora, t + 5, inter, I, x.data(), H, 0, threads);
     cpu::LayerNorm(x.data(), y, T, H, L.ln2_gamma, L.ln2_beta, config_.layer_norm_eps, threads);
   }
 }
@@ -169,6 +205,17 @@ Status Bert::Classify(std::span<const TokenSequence> seqs, float* out, int threa
   }
   head_dense_->Forward(first.data(), seqs.size(), pooled.data(), cpu::Activation::kTanh, threads);
   classifier_->Forward(pooled.data(), seqs.size(), out, cpu::Activation::kNone, threads);
+  // Sequences whose adapter brings its own head (modules_to_save) run it
+  // instead, one by one: heads are a sliver of the cost.
+  const size_t labels = config_.num_labels;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const LoraAdapter* a = seqs[s].lora;
+    if (a == nullptr || !a->replaces_any()) continue;
+    const cpu::Linear* dense = a->replacement(0) ? a->replacement(0) : head_dense_.get();
+    const cpu::Linear* classifier = a->replacement(1) ? a->replacement(1) : classifier_.get();
+    dense->Forward(first.data() + s * H, 1, pooled.data() + s * H, cpu::Activation::kTanh, threads);
+    classifier->Forward(pooled.data() + s * H, 1, out + s * labels, cpu::Activation::kNone, threads);
+  }
   return Status::Ok();
 }
 

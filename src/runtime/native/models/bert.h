@@ -3,7 +3,10 @@
 // directory: config.json + safetensors.
 //
 // A batch runs packed: the token rows of all sequences back to back, no
-// padding; attention keeps each sequence to itself (kernels.h).
+// padding; attention keeps each sequence to itself (kernels.h). Sequences
+// may run under different LoRA adapters in one batch: the base GEMMs are
+// shared, and each run of rows under one adapter adds that adapter's
+// low-rank update (lora/lora_adapter.h).
 //
 // Threading: immutable after Load; Forward and the heads may run from
 // several threads at once (all scratch memory is per call), each call using
@@ -20,6 +23,7 @@
 #include "common/status.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/safetensors.h"
+#include "runtime/native/lora/lora_adapter.h"
 #include "runtime/native/models/encoder_network.h"
 
 namespace shoal::native {
@@ -35,6 +39,14 @@ class Bert final : public EncoderNetwork {
   const EncoderConfig& config() const override { return config_; }
   bool has_classifier() const override { return classifier_ != nullptr; }
   size_t memory_bytes() const override;
+  // Per layer, in order: query, key, value, attention.output.dense,
+  // intermediate.dense, output.dense (kLoraPerLayer of them); replaceable:
+  // the head's dense layer, then its classifier.
+  const LoraTargets* lora_targets() const override { return &lora_targets_; }
+  static constexpr size_t kLoraPerLayer = 6;
+  // The same, from the config and the checkpoint's names alone (what
+  // registration checks an adapter against, without loading the model).
+  static LoraTargets LoraTargetsOf(const EncoderConfig& config, const SafeTensors& weights);
 
   Status Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
                int threads) const override;
@@ -62,6 +74,7 @@ class Bert final : public EncoderNetwork {
   std::unique_ptr<cpu::Linear> head_dense_;
   std::unique_ptr<cpu::Linear> classifier_;
   size_t linear_bytes_ = 0;
+  LoraTargets lora_targets_;
 };
 
 }  // namespace shoal::native

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "runtime/native/loaders/hf_config.h"
@@ -18,10 +19,16 @@
 
 namespace shoal::native {
 
-// One input sequence: token ids and segment (token type) ids.
+class LoraAdapter;
+struct LoraSegment;
+struct LoraTargets;
+
+// One input sequence: token ids and segment (token type) ids, and the LoRA
+// adapter it runs under (null: the base network).
 struct TokenSequence {
   std::span<const int32_t> ids;
   std::span<const int32_t> type_ids;  // may be empty: all 0
+  const LoraAdapter* lora = nullptr;
 };
 
 class EncoderNetwork {
@@ -32,6 +39,9 @@ class EncoderNetwork {
   virtual bool has_classifier() const = 0;
   // Bytes held where the network runs (host memory, or device memory on a GPU).
   virtual size_t memory_bytes() const = 0;
+  // The dense layers and heads LoRA adapters may change (their indices are
+  // what LoraAdapter's are), or null when this network runs no adapters.
+  virtual const LoraTargets* lora_targets() const { return nullptr; }
 
   // One pooled vector per sequence (config().hidden_size floats each).
   // `threads`: cores a CPU network may use; a GPU network ignores it.
@@ -59,6 +69,10 @@ ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& 
 // INVALID_INPUT naming the first sequence that is empty, too long, or has a
 // token id or type outside the model's tables.
 Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence> seqs);
+
+// The runs of consecutive sequences under the same adapter, as row ranges of
+// the packed batch; empty when no sequence has one (the base alone).
+std::vector<LoraSegment> LoraSegments(std::span<const TokenSequence> seqs);
 
 // The position id of each token of `ids` into `out`: 0, 1, ... for BERT.
 // RoBERTa numbers positions after pad_token_id and, as transformers does,

@@ -1,7 +1,9 @@
 #include "runtime/native/models/llama.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "runtime/native/loaders/weight_reader.h"
 
@@ -86,6 +88,7 @@ Result<std::unique_ptr<Llama>> Llama::Load(const std::string& dir, const Decoder
     return InvalidInput("weights: no tensor 'lm_head.weight' and tie_word_embeddings is false");
   }
   m->weight_bytes_ += m->lm_head_->memory_bytes() + V * H * sizeof(float);
+  m->lora_targets_ = LoraTargetsOf(config);
 
   // cos/sin per position, from the (scaled) inverse frequencies in double.
   const std::vector<double> inv = RopeInverseFrequencies(config);
@@ -141,8 +144,25 @@ Status Llama::Check(std::span<const SequenceChunk> chunks) const {
   return Status::Ok();
 }
 
-Status Llama::Step(std::span<const SequenceChunk> chunks, float* logits, int threads) {
+LoraTargets Llama::LoraTargetsOf(const DecoderConfig& config) {
+  const size_t H = config.hidden_size, I = config.intermediate_size, hd = config.head_dim;
+  const size_t q_dim = config.num_attention_heads * hd, kv_dim = config.num_key_value_heads * hd;
+  LoraTargets t;
+  for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
+    const std::string l = "model.layers." + std::to_string(i) + ".";
+    for (const auto& [module, in, out] : {std::tuple{"self_attn.q_proj", H, q_dim}, {"self_attn.k_proj", H, kv_dim},
+                                          {"self_attn.v_proj", H, kv_dim}, {"self_attn.o_proj", q_dim, H},
+                                          {"mlp.gate_proj", H, I}, {"mlp.up_proj", H, I}, {"mlp.down_proj", I, H}}) {
+      t.linears.push_back({l + module, in, out});
+    }
+  }
+  return t;
+}
+
+Status Llama::Step(std::span<const SequenceChunk> chunks, std::span<const LoraAdapter* const> adapters,
+                   float* logits, int threads) {
   SHOAL_RETURN_IF_ERROR(Check(chunks));
+  if (!adapters.empty() && adapters.size() != chunks.size()) return Internal("step: one adapter per chunk");
   const size_t H = config_.hidden_size, I = config_.intermediate_size, hd = config_.head_dim;
   const int heads = static_cast<int>(config_.num_attention_heads);
   const int kv_heads = static_cast<int>(config_.num_key_value_heads);
@@ -164,6 +184,14 @@ Status Llama::Step(std::span<const SequenceChunk> chunks, float* logits, int thr
       std::memcpy(x_.data() + row * H, embed_ + static_cast<size_t>(ch.tokens[t]) * H, H * sizeof(float));
     }
   }
+  // Runs of rows under one adapter; empty when every chunk runs the base.
+  std::vector<LoraSegment> lora;
+  if (std::any_of(adapters.begin(), adapters.end(), [](const LoraAdapter* a) { return a != nullptr; })) {
+    for (size_t c = 0, first = 0; c < chunks.size(); first += chunks[c].tokens.size(), ++c) {
+      if (lora.empty() || lora.back().adapter != adapters[c]) lora.push_back({first, 0, adapters[c]});
+      lora.back().rows += chunks[c].tokens.size();
+    }
+  }
   h_.resize(rows * H);
   qkv_.resize(rows * ld);
   attn_.resize(rows * q_dim);
@@ -182,7 +210,11 @@ Status Llama::Step(std::span<const SequenceChunk> chunks, float* logits, int thr
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
     cpu::RmsNorm(x_.data(), H, h_.data(), H, rows, H, L.attn_norm, eps, t_vec);
+    const size_t t = li * kLoraPerLayer;  // this layer's first LoRA target
     L.qkv->Forward(h_.data(), rows, qkv_.data(), cpu::Activation::kNone, t_qkv);
+    ApplyLora(lora, t, h_.data(), H, qkv_.data(), ld, 0, t_qkv);
+    ApplyLora(lora, t + 1, h_.data(), H, qkv_.data(), ld, q_dim, t_qkv);
+    ApplyLora(lora, t + 2, h_.data(), H, qkv_.data(), ld, q_dim + kv_dim, t_qkv);
     if (L.q_norm) {  // Qwen3: every query and key head on its own, v untouched
       for (size_t r = 0; r < rows; ++r) {
         float* q = qkv_.data() + r * ld;
@@ -206,11 +238,15 @@ Status Llama::Step(std::span<const SequenceChunk> chunks, float* logits, int thr
     }
     cpu::PagedAttention(qkv_.data(), ld, attn_.data(), q_dim, seqs, kv, heads, scale, t_attn);
     L.o->Forward(attn_.data(), rows, h_.data(), cpu::Activation::kNone, t_o);
+    ApplyLora(lora, t + 3, attn_.data(), q_dim, h_.data(), H, 0, t_o);
     AddInPlace(x_.data(), h_.data(), rows * H);
     cpu::RmsNorm(x_.data(), H, h_.data(), H, rows, H, L.mlp_norm, eps, t_vec);
     L.gate_up->Forward(h_.data(), rows, gate_up_.data(), cpu::Activation::kNone, t_mlp);
+    ApplyLora(lora, t + 4, h_.data(), H, gate_up_.data(), 2 * I, 0, t_mlp);
+    ApplyLora(lora, t + 5, h_.data(), H, gate_up_.data(), 2 * I, I, t_mlp);
     cpu::SiluMul(gate_up_.data(), rows, I, act_.data(), t_vec);
     L.down->Forward(act_.data(), rows, h_.data(), cpu::Activation::kNone, t_mlp);
+    ApplyLora(lora, t + 6, act_.data(), I, h_.data(), H, 0, t_mlp);
     AddInPlace(x_.data(), h_.data(), rows * H);
   }
 

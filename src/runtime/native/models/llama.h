@@ -31,6 +31,7 @@
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/decoder_config.h"
 #include "runtime/native/loaders/safetensors.h"
+#include "runtime/native/lora/lora_adapter.h"
 
 namespace shoal::native {
 
@@ -53,7 +54,16 @@ class Llama {
 
   // One step (see Generator::Forward). Checks token ids, positions and block
   // tables first: a bad chunk fails the call with INVALID_INPUT, nothing run.
-  Status Step(std::span<const SequenceChunk> chunks, float* logits, int threads);
+  // `adapters`: empty, or the LoRA adapter of each chunk (null: the base);
+  // chunks under different adapters share the base GEMMs.
+  Status Step(std::span<const SequenceChunk> chunks, std::span<const LoraAdapter* const> adapters, float* logits,
+              int threads);
+
+  // Per layer, in order: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
+  // down_proj (kLoraPerLayer of them); nothing replaceable.
+  const LoraTargets& lora_targets() const { return lora_targets_; }
+  static constexpr size_t kLoraPerLayer = 7;
+  static LoraTargets LoraTargetsOf(const DecoderConfig& config);
 
  private:
   struct Layer;
@@ -77,6 +87,7 @@ class Llama {
   std::unique_ptr<float[]> kv_;
   size_t kv_floats_ = 0;
   size_t weight_bytes_ = 0;
+  LoraTargets lora_targets_;
   // Per-step scratch (one Step at a time).
   std::vector<float> x_, h_, qkv_, attn_, gate_up_, act_, last_;
   std::vector<uint32_t> positions_;

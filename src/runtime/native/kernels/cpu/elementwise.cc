@@ -122,6 +122,15 @@ void Activate(float* x, size_t n, Activation act) {
   }
 }
 
+void Activate(float* x, size_t n, Activation act, int threads) {
+  // Pieces of 64 Ki values: worth a thread each, aligned to the 16-wide path.
+  constexpr size_t kPiece = size_t{1} << 16;
+  const size_t pieces = (n + kPiece - 1) / kPiece;
+  const int teams = static_cast<int>(std::min<size_t>(std::max(threads, 1), std::max<size_t>(pieces, 1)));
+#pragma omp parallel for num_threads(teams) schedule(static) if (teams > 1)
+  for (size_t p = 0; p < pieces; ++p) Activate(x + p * kPiece, std::min(kPiece, n - p * kPiece), act);
+}
+
 void MeanPool(const float* x, size_t cols, std::span<const uint32_t> offsets, float* out) {
   if (offsets.size() < 2) return;
   for (size_t s = 0; s + 1 < offsets.size(); ++s) {

@@ -77,8 +77,28 @@ void Attention(const float* q, const float* k, const float* v, size_t ld, float*
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
                int threads);
 
+// A block of rows under one rank-`rank` update (LoRA): y[r, 0:out) +=
+// (x[r]·Aᵀ)·Btᵀ, with A given transposed, At [in][rank], and Bt [rank][out]
+// (B transposed, any scaling already in it); x rows `in` apart, y rows `ldy`
+// apart. fp32 throughout.
+struct LowRankBlock {
+  const float* x = nullptr;
+  float* y = nullptr;
+  size_t rows = 0, in = 0, out = 0, ldy = 0;
+  const float* at = nullptr;
+  const float* bt = nullptr;
+  size_t rank = 0;
+};
+
+// Every block's rows in one parallel region (one fork/join for a whole
+// mixed batch, not one per adapter: on a loaded machine each join can cost
+// a time slice). INVALID_INPUT, nothing done, for a rank over 256.
+Status LowRankUpdate(std::span<const LowRankBlock> blocks, int threads);
+
 // Elementwise, in place, on the calling thread.
 void Activate(float* x, size_t n, Activation act);
+// The same over `threads` cores (large arrays: an unfused activation).
+void Activate(float* x, size_t n, Activation act, int threads);
 
 // out[s] = mean of rows [offsets[s], offsets[s+1]) of x ([rows, cols]); zeros
 // for an empty sequence. On the calling thread.
