@@ -111,6 +111,13 @@ class Model {
   // thread while other threads run the model (the worker calls it from its
   // catalog thread), so implementations guard the list.
   virtual Status UpdateLoras(std::span<const LoraSpec> loras);
+
+  // Whether adapter `lora` can run now without first being read from disk.
+  // If not, starts loading it in the background (once) and returns false:
+  // the worker then lets the item wait in the queue a moment rather than
+  // hold a batch of other requests for the load. An unknown or broken
+  // adapter counts as ready (running it reports the error). Thread-safe.
+  virtual bool LoraReady(std::string_view lora) { return true; }
 };
 
 // What the worker tells a runtime about where a model will run.

@@ -15,6 +15,7 @@ std::string_view OutcomeName(Outcome o) {
     case Outcome::kNotServedHere: return "not_served_here";
     case Outcome::kShuttingDown: return "shutting_down";
     case Outcome::kLoraPending: return "lora_pending";
+    case Outcome::kLoraLoading: return "lora_loading";
   }
   return "unknown";
 }

@@ -24,6 +24,11 @@
 //                                                         way; twice at most,
 //                                                         then MODEL_NOT_FOUND
 //                                                         + TERM as bad input)
+//   LoRA loading       nothing                     -NAK after 20 ms (its files
+//                                                         are read in the
+//                                                         background meanwhile;
+//                                                         the last delivery
+//                                                         runs and waits for it)
 //   worker crash       —                           nothing: JetStream redelivers
 //                                                  after AckWait
 //
@@ -51,6 +56,7 @@ enum class Outcome {
   kNotServedHere,
   kShuttingDown,
   kLoraPending,  // names an adapter the loaded model does not have (yet)
+  kLoraLoading,  // names an adapter the model is reading from disk now
 };
 
 enum class AckAction { kAck, kTerm, kNak, kInProgress };
@@ -74,6 +80,7 @@ constexpr Disposition DispositionFor(Outcome o) {
     case Outcome::kNotServedHere: return {false, AckAction::kNak, std::chrono::milliseconds(100)};
     case Outcome::kShuttingDown: return {false, AckAction::kNak};
     case Outcome::kLoraPending: return {false, AckAction::kNak, std::chrono::milliseconds(250)};
+    case Outcome::kLoraLoading: return {false, AckAction::kNak, std::chrono::milliseconds(20)};
   }
   return {false, AckAction::kNak};
 }

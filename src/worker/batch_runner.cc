@@ -167,7 +167,20 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
 }
 
 bool BatchRunner::CheckLora(const ServedModel& served, const WorkItem& item) {
-  if (item.lora.empty() || served.loras.Contains(item.lora)) return true;
+  if (item.lora.empty()) return true;
+  if (served.loras.Contains(item.lora)) {
+    // Known, but maybe not read from disk yet: rather than hold this batch
+    // for the load, the item waits in the stream while the model loads it
+    // in the background — except on its last delivery, or near its
+    // deadline, when it runs and waits for the load itself.
+    const bool may_wait = item.HasAck() && item.delivered + 1 < served.spec->queue.max_deliver &&
+                          (item.deadline_ms == 0 || UnixMicros() / 1000 + 100 < item.deadline_ms);
+    if (may_wait && !served.model->LoraReady(item.lora)) {
+      Settle(item, Outcome::kLoraLoading);
+      return false;
+    }
+    return true;
+  }
   // Registered a moment ago, and this worker has not seen the catalog
   // change yet (the gateway that queued it has): back to the stream for a
   // moment (ack_policy.h), a bounded number of times.

@@ -7,6 +7,9 @@
 // An item under a LoRA adapter (WorkItem::lora) runs only when the loaded
 // model has that adapter (ServedModel::loras); until then it goes back to
 // the stream for a moment, and then fails MODEL_NOT_FOUND (ack_policy.h).
+// An adapter the model has but has not read from disk yet is loaded in the
+// background while its items wait in the stream (Model::LoraReady), so a
+// first use never holds up a batch of other requests.
 // Adapters of one model share its batches: each input names its own.
 //
 // An offloaded item (WorkItem::payload_key) is fetched from the payload

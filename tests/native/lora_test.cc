@@ -19,6 +19,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "common/model_spec.h"
 #include "runtime/generator.h"
@@ -333,6 +334,35 @@ TEST(LoraRegistry, KeepsTheRecentlyUsedWithinItsBudgetAndReloadsTheRest) {
   EXPECT_EQ((*a0)->memory_bytes(), size);  // still usable by whoever holds it
   EXPECT_EQ(registry.Get("a9").status().code(), Code::kModelNotFound);
   EXPECT_EQ(registry.Get("a3").ok(), true);
+}
+
+// Ready() loads in the background (the worker's way of never holding a
+// batch for a first use); unknown and broken adapters are "ready" so that
+// running them reports the error, once, without retrying the load.
+TEST(LoraRegistry, ReadyLoadsInTheBackgroundAndRemembersFailures) {
+  auto config = LoadEncoderConfig(ModelDir("bert-tiny-mean"));
+  ASSERT_TRUE(config.ok());
+  auto weights = SafeTensors::OpenDir(ModelDir("bert-tiny-mean"));
+  ASSERT_TRUE(weights.ok());
+  LoraRegistry registry(Bert::LoraTargetsOf(*config, **weights), size_t{1} << 30);
+  registry.Update(std::vector<LoraSpec>{{"a0", LoraDir("bert-tiny-mean", "a0")},
+                                        {"dora", LoraDir("bert-tiny-mean", "bad-dora")}});
+  EXPECT_TRUE(registry.Ready("unknown"));
+  EXPECT_FALSE(registry.Ready("a0")) << "not read yet: a background load starts";
+  bool ready = false;
+  for (int i = 0; i < 500 && !ready; ++i) {
+    ready = registry.Ready("a0");
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(ready);
+  EXPECT_GT(registry.resident_bytes(), 0u);
+  ASSERT_TRUE(registry.Get("a0").ok());
+
+  EXPECT_FALSE(registry.Ready("dora"));
+  for (int i = 0; i < 500 && !registry.Ready("dora"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto failed = registry.Get("dora");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("DoRA"), std::string::npos) << failed.status().ToString();
 }
 
 }  // namespace

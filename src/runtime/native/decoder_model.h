@@ -40,6 +40,7 @@ class DecoderModel final : public Model, public Generator {
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
   Generator* generator() override { return this; }
   Status UpdateLoras(std::span<const LoraSpec> loras) override;
+  bool LoraReady(std::string_view lora) override { return loras_ == nullptr || loras_->Ready(lora); }
 
   const GeneratorInfo& info() const override { return info_; }
   Result<std::vector<int32_t>> EncodePrompt(std::string_view text, bool add_special_tokens) const override;

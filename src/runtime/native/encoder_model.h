@@ -34,6 +34,7 @@ class EncoderModel final : public Model {
   Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) override;
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
   Status UpdateLoras(std::span<const LoraSpec> loras) override;
+  bool LoraReady(std::string_view lora) override { return loras_ == nullptr || loras_->Ready(lora); }
 
  private:
   EncoderModel() = default;

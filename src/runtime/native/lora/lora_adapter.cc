@@ -257,7 +257,7 @@ bool AnyLora(std::span<const LoraSegment> segments, size_t target) {
   return false;
 }
 
-bool ApplyLora(std::span<const LoraSegment> segments, size_t target, const float* x, size_t in, float* y,
+void ApplyLora(std::span<const LoraSegment> segments, size_t target, const float* x, size_t in, float* y,
                size_t ldy, size_t offset, int threads) {
   thread_local std::vector<cpu::LowRankBlock> blocks;
   blocks.clear();
@@ -267,10 +267,9 @@ bool ApplyLora(std::span<const LoraSegment> segments, size_t target, const float
     blocks.push_back({.x = x + s.first * in, .y = y + s.first * ldy + offset, .rows = s.rows, .in = in,
                       .out = u->out, .ldy = ldy, .at = u->at.data(), .bt = u->bt.data(), .rank = u->rank});
   }
-  if (blocks.empty()) return false;
+  if (blocks.empty()) return;
   // Ranks were checked at load (≤ 256), so this cannot fail.
   (void)cpu::LowRankUpdate(blocks, threads);
-  return true;
 }
 
 }  // namespace shoal::native

@@ -96,8 +96,8 @@ struct LoraSegment {
 // y[r, offset : offset + out) += update(x[r]) for every row r of every
 // segment whose adapter updates target `target`. x: [rows, in] contiguous;
 // y: row stride `ldy`. Segments with no adapter, or none for this target,
-// are skipped; returns whether any row was updated.
-bool ApplyLora(std::span<const LoraSegment> segments, size_t target, const float* x, size_t in, float* y,
+// are skipped. All the segments' rows run in one parallel loop.
+void ApplyLora(std::span<const LoraSegment> segments, size_t target, const float* x, size_t in, float* y,
                size_t ldy, size_t offset, int threads);
 
 // Whether any segment's adapter updates `target`.

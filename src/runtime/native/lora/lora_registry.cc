@@ -15,12 +15,48 @@ void LoraRegistry::Update(std::span<const LoraSpec> loras) {
     Entry e;
     if (it != entries_.end() && it->second.spec.path == spec.path) e = std::move(it->second);
     e.spec = spec;
+    e.failed = Status::Ok();  // listed anew: a failed load may be tried again
     next.emplace(spec.name, std::move(e));
   }
   resident_ = 0;
   for (const auto& [name, e] : next) resident_ += e.adapter ? e.adapter->memory_bytes() : 0;
   entries_ = std::move(next);
   loaded_.notify_all();  // a waiter whose adapter went away must not wait for it
+}
+
+LoraRegistry::~LoraRegistry() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_loader_.notify_all();
+  if (loader_.joinable()) loader_.join();
+}
+
+bool LoraRegistry::Ready(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end() || it->second.adapter || !it->second.failed.ok()) return true;
+  if (!it->second.loading) {
+    it->second.loading = true;
+    to_load_.emplace_back(std::string(name), it->second.spec);
+    if (!loader_.joinable()) loader_ = std::thread([this] { LoaderLoop(); });
+    wake_loader_.notify_one();
+  }
+  return false;
+}
+
+void LoraRegistry::LoaderLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    wake_loader_.wait(lock, [&] { return stopping_ || !to_load_.empty(); });
+    if (stopping_) return;
+    auto [name, spec] = std::move(to_load_.front());
+    to_load_.pop_front();
+    lock.unlock();
+    (void)LoadMarked(std::move(name), std::move(spec));
+    lock.lock();
+  }
 }
 
 Result<std::shared_ptr<const LoraAdapter>> LoraRegistry::Get(std::string_view name) {
@@ -35,6 +71,7 @@ Result<std::shared_ptr<const LoraAdapter>> LoraRegistry::Get(std::string_view na
       e.last_use = ++clock_;
       return e.adapter;
     }
+    if (!e.failed.ok()) return e.failed;
     if (!e.loading) break;
     loaded_.wait(lock);  // someone else is loading it; the entry may be gone after
   }
@@ -42,14 +79,19 @@ Result<std::shared_ptr<const LoraAdapter>> LoraRegistry::Get(std::string_view na
   e.loading = true;
   const LoraSpec spec = e.spec;
   lock.unlock();
+  return LoadMarked(std::string(name), spec);
+}
+
+Result<std::shared_ptr<const LoraAdapter>> LoraRegistry::LoadMarked(std::string name, LoraSpec spec) {
   auto loaded = LoraAdapter::Load(spec.path, targets_);
-  lock.lock();
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
   const bool still_listed = it != entries_.end() && it->second.spec.path == spec.path;
   if (still_listed) it->second.loading = false;
   loaded_.notify_all();
   if (!loaded.ok()) {
     spdlog::warn("native: LoRA {} ({}) did not load: {}", spec.name, spec.path, loaded.status().ToString());
+    if (still_listed) it->second.failed = loaded.status();
     return loaded.status();
   }
   std::shared_ptr<const LoraAdapter> adapter = std::move(loaded).value();
