@@ -72,8 +72,8 @@ EncodeOptions EncoderModel::LimitFor(bool truncate) const {
 namespace {
 
 // Runs `forward` on the items that tokenized; the others already hold their
-// error. `adapters[i]`: item i's LoRA adapter, or null. Returns the forward
-// pass's status.
+// error. `adapters[i]`: item i's LoRA adapter, or null (all null when
+// `adapters` is empty). Returns the forward pass's status.
 template <class Out, class Forward>
 Status RunTokenized(std::vector<Encoding>& encodings, const std::vector<size_t>& ok,
                     const std::vector<std::shared_ptr<const LoraAdapter>>& adapters, std::span<Out> out,
@@ -81,7 +81,9 @@ Status RunTokenized(std::vector<Encoding>& encodings, const std::vector<size_t>&
   if (ok.empty()) return Status::Ok();
   std::vector<TokenSequence> seqs;
   seqs.reserve(ok.size());
-  for (size_t i : ok) seqs.push_back({encodings[i].ids, encodings[i].type_ids, adapters[i].get()});
+  for (size_t i : ok) {
+    seqs.push_back({encodings[i].ids, encodings[i].type_ids, adapters.empty() ? nullptr : adapters[i].get()});
+  }
   SHOAL_RETURN_IF_ERROR(forward(std::span<const TokenSequence>(seqs)));
   for (size_t i : ok) {
     out[i].status = Status::Ok();
@@ -114,12 +116,14 @@ std::vector<size_t> TokenizeAll(std::span<const In> in, std::span<Out> out, std:
 // Finds each tokenized item's adapter (loading it on first use); an item
 // whose adapter is unknown or does not load gets that error and leaves `ok`.
 // The items are then ordered by adapter, so each adapter's rows run as one
-// segment.
+// segment. Empty when no item names an adapter (nothing to find or order).
 template <class In, class Out>
 std::vector<std::shared_ptr<const LoraAdapter>> ResolveLoras(LoraRegistry* loras, const ModelSpec& spec,
                                                              std::span<const In> in, std::span<Out> out,
                                                              std::vector<size_t>* ok) {
-  std::vector<std::shared_ptr<const LoraAdapter>> adapters(in.size());
+  std::vector<std::shared_ptr<const LoraAdapter>> adapters;
+  if (std::none_of(ok->begin(), ok->end(), [&](size_t i) { return !in[i].lora.empty(); })) return adapters;
+  adapters.resize(in.size());
   std::vector<size_t> kept;
   for (size_t i : *ok) {
     if (!in[i].lora.empty()) {

@@ -257,6 +257,13 @@ bool AnyLora(std::span<const LoraSegment> segments, size_t target) {
   return false;
 }
 
+void AddLoraRows(std::vector<LoraSegment>* runs, size_t rows, const LoraAdapter* adapter) {
+  if (runs->empty() || runs->back().adapter != adapter) {
+    runs->push_back({runs->empty() ? 0 : runs->back().first + runs->back().rows, 0, adapter});
+  }
+  runs->back().rows += rows;
+}
+
 void ApplyLora(std::span<const LoraSegment> segments, size_t target, const float* x, size_t in, float* y,
                size_t ldy, size_t offset, int threads) {
   thread_local std::vector<cpu::LowRankBlock> blocks;

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,10 @@ struct LoraSegment {
   size_t first = 0, rows = 0;
   const LoraAdapter* adapter = nullptr;
 };
+
+// Appends `rows` rows under `adapter` (null: the base) to `runs`, growing
+// the last run when it has the same adapter.
+void AddLoraRows(std::vector<LoraSegment>* runs, size_t rows, const LoraAdapter* adapter);
 
 // y[r, offset : offset + out) += update(x[r]) for every row r of every
 // segment whose adapter updates target `target`. x: [rows, in] contiguous;

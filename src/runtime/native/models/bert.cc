@@ -1,5 +1,6 @@
 #include "runtime/native/models/bert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -149,7 +150,10 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
   float* y = ctx + T * H;
   float* inter = y + T * H;
   // Runs of rows under one adapter; empty for a batch of the base alone.
-  const std::vector<LoraSegment> lora = LoraSegments(seqs);
+  std::vector<LoraSegment> lora;
+  if (std::any_of(seqs.begin(), seqs.end(), [](const TokenSequence& q) { return q.lora != nullptr; })) {
+    for (const TokenSequence& q : seqs) AddLoraRows(&lora, q.ids.size(), q.lora);
+  }
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& L = layers_[i];
     const size_t t = i * kLoraPerLayer;  // this layer's first LoRA target

@@ -203,6 +203,12 @@ Result<CudaBert::ContextLease> CudaBert::Acquire() const {
   return ContextLease(this, std::move(c));
 }
 
+Result<CudaBert::ContextLease> CudaBert::Begin(std::span<const TokenSequence> seqs) const {
+  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
+  SHOAL_CUDA_OK(cudaSetDevice(device_));
+  return Acquire();
+}
+
 void CudaBert::Release(std::unique_ptr<Context> c) const {
   std::lock_guard<std::mutex> lock(mu_);
   idle_.push_back(std::move(c));
@@ -312,10 +318,8 @@ Status CudaBert::Forward(Context& c, std::span<const TokenSequence> seqs, cuda::
 
 Status CudaBert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
                        int /*threads*/) const {
-  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
   if (seqs.empty()) return Status::Ok();
-  SHOAL_CUDA_OK(cudaSetDevice(device_));
-  SHOAL_ASSIGN_OR_RETURN(const ContextLease lease, Acquire());
+  SHOAL_ASSIGN_OR_RETURN(const ContextLease lease, Begin(seqs));
   Context& c = *lease;
   SHOAL_RETURN_IF_ERROR(Forward(c, seqs));
   const size_t H = config_.hidden_size, S = seqs.size();
@@ -325,9 +329,7 @@ Status CudaBert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, boo
 }
 
 Result<std::map<std::string, double>> CudaBert::ProfileEmbed(std::span<const TokenSequence> seqs) const {
-  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
-  SHOAL_CUDA_OK(cudaSetDevice(device_));
-  SHOAL_ASSIGN_OR_RETURN(const ContextLease lease, Acquire());
+  SHOAL_ASSIGN_OR_RETURN(const ContextLease lease, Begin(seqs));
   Context& c = *lease;
   cuda::StageTimeline timeline;
   SHOAL_RETURN_IF_ERROR(timeline.Mark("", c.stream));
@@ -338,10 +340,8 @@ Result<std::map<std::string, double>> CudaBert::ProfileEmbed(std::span<const Tok
 
 Status CudaBert::Classify(std::span<const TokenSequence> seqs, float* out, int /*threads*/) const {
   if (!has_classifier()) return InvalidInput("the model has no classification head");
-  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
   if (seqs.empty()) return Status::Ok();
-  SHOAL_CUDA_OK(cudaSetDevice(device_));
-  SHOAL_ASSIGN_OR_RETURN(const ContextLease lease, Acquire());
+  SHOAL_ASSIGN_OR_RETURN(const ContextLease lease, Begin(seqs));
   Context& c = *lease;
   SHOAL_RETURN_IF_ERROR(Forward(c, seqs));
   const size_t H = config_.hidden_size, S = seqs.size();

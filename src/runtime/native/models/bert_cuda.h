@@ -63,6 +63,9 @@ class CudaBert final : public EncoderNetwork {
   CudaBert();
 
   Result<ContextLease> Acquire() const;
+  // What every call starts with: checks `seqs`, selects the model's GPU for
+  // this thread, takes a context.
+  Result<ContextLease> Begin(std::span<const TokenSequence> seqs) const;
   void Release(std::unique_ptr<Context> c) const;
   // Grows `c` to hold a batch of `tokens` rows in `sequences` sequences.
   Status Reserve(Context& c, size_t tokens, size_t sequences) const;

@@ -1,7 +1,5 @@
 #include "runtime/native/models/encoder_network.h"
 
-#include "runtime/native/lora/lora_adapter.h"
-
 namespace shoal::native {
 
 std::string EncoderWeightPrefix(const SafeTensors& w) {
@@ -41,20 +39,6 @@ Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence
     }
   }
   return Status::Ok();
-}
-
-std::vector<LoraSegment> LoraSegments(std::span<const TokenSequence> seqs) {
-  std::vector<LoraSegment> segments;
-  bool any = false;
-  size_t row = 0;
-  for (const TokenSequence& q : seqs) {
-    any = any || q.lora != nullptr;
-    if (segments.empty() || segments.back().adapter != q.lora) segments.push_back({row, 0, q.lora});
-    segments.back().rows += q.ids.size();
-    row += q.ids.size();
-  }
-  if (!any) segments.clear();
-  return segments;
 }
 
 void EncoderPositions(const EncoderConfig& config, std::span<const int32_t> ids, int32_t* out) {

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "common/status.h"
 #include "runtime/native/loaders/hf_config.h"
@@ -20,7 +19,6 @@
 namespace shoal::native {
 
 class LoraAdapter;
-struct LoraSegment;
 struct LoraTargets;
 
 // One input sequence: token ids and segment (token type) ids, and the LoRA
@@ -70,9 +68,6 @@ ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& 
 // token id or type outside the model's tables.
 Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence> seqs);
 
-// The runs of consecutive sequences under the same adapter, as row ranges of
-// the packed batch; empty when no sequence has one (the base alone).
-std::vector<LoraSegment> LoraSegments(std::span<const TokenSequence> seqs);
 
 // The position id of each token of `ids` into `out`: 0, 1, ... for BERT.
 // RoBERTa numbers positions after pad_token_id and, as transformers does,

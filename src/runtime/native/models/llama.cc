@@ -187,10 +187,7 @@ Status Llama::Step(std::span<const SequenceChunk> chunks, std::span<const LoraAd
   // Runs of rows under one adapter; empty when every chunk runs the base.
   std::vector<LoraSegment> lora;
   if (std::any_of(adapters.begin(), adapters.end(), [](const LoraAdapter* a) { return a != nullptr; })) {
-    for (size_t c = 0, first = 0; c < chunks.size(); first += chunks[c].tokens.size(), ++c) {
-      if (lora.empty() || lora.back().adapter != adapters[c]) lora.push_back({first, 0, adapters[c]});
-      lora.back().rows += chunks[c].tokens.size();
-    }
+    for (size_t c = 0; c < chunks.size(); ++c) AddLoraRows(&lora, chunks[c].tokens.size(), adapters[c]);
   }
   h_.resize(rows * H);
   qkv_.resize(rows * ld);

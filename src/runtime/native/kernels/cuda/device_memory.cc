@@ -28,12 +28,17 @@ Result<DeviceInfo> DescribeDevice(int device) {
   return d;
 }
 
-DeviceBuffer::~DeviceBuffer() { Free(); }
+cudaError_t DeviceMemory::Allocate(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+void DeviceMemory::Free(void* p) { cudaFree(p); }
+cudaError_t PinnedMemory::Allocate(void** p, size_t bytes) { return cudaMallocHost(p, bytes); }
+void PinnedMemory::Free(void* p) { cudaFreeHost(p); }
 
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+template <class Memory>
+CudaBuffer<Memory>::CudaBuffer(CudaBuffer&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
 
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+template <class Memory>
+CudaBuffer<Memory>& CudaBuffer<Memory>::operator=(CudaBuffer&& o) noexcept {
   if (this != &o) {
     Free();
     data_ = std::exchange(o.data_, nullptr);
@@ -42,52 +47,30 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
-void DeviceBuffer::Free() {
-  if (data_) cudaFree(data_);
+template <class Memory>
+void CudaBuffer<Memory>::Free() {
+  if (data_) Memory::Free(data_);
   data_ = nullptr;
   bytes_ = 0;
 }
 
-Status DeviceBuffer::Allocate(size_t bytes) {
+template <class Memory>
+Status CudaBuffer<Memory>::Allocate(size_t bytes) {
   Free();
   if (bytes == 0) return Status::Ok();
-  SHOAL_CUDA_OK(cudaMalloc(&data_, bytes));
+  SHOAL_CUDA_OK(Memory::Allocate(&data_, bytes));
   bytes_ = bytes;
   return Status::Ok();
 }
 
-Status DeviceBuffer::Upload(const void* host, size_t bytes) {
+template <class Memory>
+Status CudaBuffer<Memory>::Upload(const void* host, size_t bytes) {
   SHOAL_RETURN_IF_ERROR(Allocate(bytes));
-  if (bytes > 0) SHOAL_CUDA_OK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+  if (bytes > 0) SHOAL_CUDA_OK(cudaMemcpy(data_, host, bytes, cudaMemcpyDefault));
   return Status::Ok();
 }
 
-PinnedBuffer::~PinnedBuffer() { Free(); }
-
-PinnedBuffer::PinnedBuffer(PinnedBuffer&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
-  if (this != &o) {
-    Free();
-    data_ = std::exchange(o.data_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
-}
-
-void PinnedBuffer::Free() {
-  if (data_) cudaFreeHost(data_);
-  data_ = nullptr;
-  bytes_ = 0;
-}
-
-Status PinnedBuffer::Allocate(size_t bytes) {
-  Free();
-  if (bytes == 0) return Status::Ok();
-  SHOAL_CUDA_OK(cudaMallocHost(&data_, bytes));
-  bytes_ = bytes;
-  return Status::Ok();
-}
+template class CudaBuffer<DeviceMemory>;
+template class CudaBuffer<PinnedMemory>;
 
 }  // namespace shoal::native::cuda

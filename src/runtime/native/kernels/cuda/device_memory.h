@@ -11,6 +11,8 @@
 // safe from any thread.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -31,16 +33,29 @@ struct DeviceInfo {
 };
 Result<DeviceInfo> DescribeDevice(int device);
 
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+// Where a buffer's memory comes from: the GPU (cudaMalloc) or page-locked
+// host memory (cudaMallocHost).
+struct DeviceMemory {
+  static cudaError_t Allocate(void** p, size_t bytes);
+  static void Free(void* p);
+};
+struct PinnedMemory {
+  static cudaError_t Allocate(void** p, size_t bytes);
+  static void Free(void* p);
+};
 
-  // Frees what is held, then allocates `bytes` on the current device.
+// A move-only owner of `Memory`'s memory; frees on destruction.
+template <class Memory>
+class CudaBuffer {
+ public:
+  CudaBuffer() = default;
+  ~CudaBuffer() { Free(); }
+  CudaBuffer(CudaBuffer&& o) noexcept;
+  CudaBuffer& operator=(CudaBuffer&& o) noexcept;
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
+
+  // Frees what is held, then allocates `bytes`.
   Status Allocate(size_t bytes);
   // Allocates and copies `bytes` from host memory (synchronously).
   Status Upload(const void* host, size_t bytes);
@@ -56,26 +71,7 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer();
-  PinnedBuffer(PinnedBuffer&& o) noexcept;
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-
-  Status Allocate(size_t bytes);
-
-  void* data() const { return data_; }
-  template <class T>
-  T* as() const { return static_cast<T*>(data_); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void Free();
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
+using DeviceBuffer = CudaBuffer<DeviceMemory>;
+using PinnedBuffer = CudaBuffer<PinnedMemory>;
 
 }  // namespace shoal::native::cuda
