@@ -4,18 +4,25 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build up test fuzz bench bench-encoders bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-encoders bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
 setup:
 	@scripts/setup
 
-build: setup
+configure: setup
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+# Everything: the binary, every test, benchmark and fuzz target.
+build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-up: build
+# Builds only what it runs (the shoal binary; the bundled models come from
+# models/ and node_modules), so a first `make up` does not wait for the tests.
+up: configure
+	@echo "build: the shoal binary"
+	@cmake --build $(BUILD) -j $(JOBS) --target shoal
 	$(BUILD)/shoal up
 
 test: build

@@ -9,11 +9,6 @@
 namespace shoal::wire {
 namespace {
 
-Status Expected(std::string_view field, std::string_view want, MsgpackType got) {
-  return InvalidInput(std::string(field) + ": expected " + std::string(want) + ", got " +
-                      std::string(MsgpackTypeName(got)));
-}
-
 Status AddJsonText(std::string_view field, std::string_view text, const ParseLimits& limits,
                    std::string* storage, std::vector<PendingItem>* pending) {
   return AddItem(field, EstimateTokens(text.size()), limits, storage, pending,
@@ -25,16 +20,16 @@ Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limit
                         RequestItem* item) {
   const size_t start = r.offset();
   uint32_t fields;
-  if (!r.ReadMapHeader(&fields)) return Expected(Field("items", index), "a map", r.Peek());
+  if (!r.ReadMapHeader(&fields)) return MsgpackExpected(Field("items", index), "a map", r);
   std::string_view text;
   bool has_text = false;
   for (uint32_t f = 0; f < fields; ++f) {
     std::string_view key;
-    if (!r.ReadStr(&key)) return InvalidInput(Field("items", index) + ": field names must be strings");
+    if (!r.ReadStr(&key)) return MsgpackExpected(Field("items", index), "a field name (a string)", r);
     if (key != "text") {
       return InvalidInput(Field("items", index) + ": unknown field '" + std::string(key) + "'");
     }
-    if (!r.ReadStr(&text)) return Expected(Field("items", index, ".text"), "a string", r.Peek());
+    if (!r.ReadStr(&text)) return MsgpackExpected(Field("items", index, ".text"), "a string", r);
     has_text = true;
   }
   if (!has_text) return InvalidInput(Field("items", index, ".text") + ": missing");
@@ -46,7 +41,7 @@ Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limit
 }
 
 Status ReadMsgpackBool(MsgpackReader& r, std::string_view field, bool* v) {
-  if (!r.ReadBool(v)) return Expected(field, "a boolean", r.Peek());
+  if (!r.ReadBool(v)) return MsgpackExpected(field, "a boolean", r);
   return Status::Ok();
 }
 
@@ -58,14 +53,14 @@ Status ParseEncodeMsgpack(std::string_view body, const ParseLimits& limits, Work
   if (body.empty()) return InvalidInput("body: empty");
   MsgpackReader r(body);
   uint32_t fields;
-  if (!r.ReadMapHeader(&fields)) return Expected("body", "a map", r.Peek());
+  if (!r.ReadMapHeader(&fields)) return MsgpackExpected("body", "a map", r);
   bool has_items = false;
   for (uint32_t f = 0; f < fields; ++f) {
     std::string_view key;
-    if (!r.ReadStr(&key)) return InvalidInput("body: field names must be strings");
+    if (!r.ReadStr(&key)) return MsgpackExpected("body", "a field name (a string)", r);
     if (key == "items") {
       uint32_t n;
-      if (!r.ReadArrayHeader(&n)) return Expected("items", "an array", r.Peek());
+      if (!r.ReadArrayHeader(&n)) return MsgpackExpected("items", "an array", r);
       SHOAL_RETURN_IF_ERROR(CheckItemCount("items", n, limits));
       out->items.resize(n);
       for (uint32_t i = 0; i < n; ++i) {
@@ -78,7 +73,7 @@ Status ParseEncodeMsgpack(std::string_view body, const ParseLimits& limits, Work
       SHOAL_RETURN_IF_ERROR(ReadMsgpackBool(r, "normalize", &out->options.normalize));
     } else if (key == "lora") {
       std::string_view lora;
-      if (!r.ReadStr(&lora)) return Expected("lora", "a string", r.Peek());
+      if (!r.ReadStr(&lora)) return MsgpackExpected("lora", "a string", r);
       out->lora = std::string(lora);
     } else {
       return InvalidInput("body: unknown field '" + std::string(key) + "'");
@@ -114,7 +109,7 @@ Status ParseEncodeJson(std::string& body, const ParseLimits& limits, WorkRequest
           }
           od::value tv = f.value();
           std::string_view text;
-          if (tv.get_string().get(text)) return JsonExpected(Field("items", i, ".text"), "a string", tv);
+          SHOAL_RETURN_IF_ERROR(ReadJsonString(tv, Field("items", i, ".text"), &text));
           SHOAL_RETURN_IF_ERROR(AddJsonText(Field("items", i), text, limits, storage.get(), &pending));
           has_text = true;
         }
@@ -142,7 +137,7 @@ Status ParseOpenAiEmbeddings(std::string& body, const ParseLimits& limits, WorkR
   Status s = ForEachJsonField(body, [&](std::string_view key, od::value v) -> Status {
     if (key == "model") {
       std::string_view m;
-      if (v.get_string().get(m)) return JsonExpected("model", "a string", v);
+      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "model", &m));
       out->model = std::string(m);
       return Status::Ok();
     }
@@ -155,7 +150,7 @@ Status ParseOpenAiEmbeddings(std::string& body, const ParseLimits& limits, WorkR
     }
     if (key == "encoding_format") {
       std::string_view f;
-      if (v.get_string().get(f)) return JsonExpected("encoding_format", "a string", v);
+      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "encoding_format", &f));
       if (f != "float" && f != "base64") {
         return InvalidInput("encoding_format: must be \"float\" or \"base64\", got \"" +
                             std::string(f) + "\"");

@@ -81,6 +81,38 @@ Status ReadContent(const Json& v, std::string_view field, std::string* out) {
   return Status::Ok();
 }
 
+// Reads a document only to hear why it is malformed: nlohmann's SAX parser
+// hands the error over instead of throwing it.
+struct ParseErrorSax {
+  std::string error;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(Json::number_integer_t) { return true; }
+  bool number_unsigned(Json::number_unsigned_t) { return true; }
+  bool number_float(Json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool binary(Json::binary_t&) { return true; }
+  bool start_object(std::size_t) { return true; }
+  bool key(std::string&) { return true; }
+  bool end_object() { return true; }
+  bool start_array(std::size_t) { return true; }
+  bool end_array() { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    error = e.what();
+    return false;
+  }
+};
+
+// "syntax error while parsing value - invalid string: surrogate U+D800..U+DBFF
+// must be followed by U+DC00..U+DFFF; last read: ..., at line 1, column 24".
+std::string WhyMalformed(std::string_view text) {
+  ParseErrorSax sax;
+  Json::sax_parse(text.begin(), text.end(), &sax);
+  std::string why = sax.error;
+  if (auto bracket = why.find("] "); bracket != std::string::npos) why.erase(0, bracket + 2);  // [json.exception...]
+  return why.empty() ? "unreadable" : why;
+}
+
 }  // namespace
 
 Status ParseObject(std::string_view text, std::string_view what, Json* out) {
@@ -90,7 +122,7 @@ Status ParseObject(std::string_view text, std::string_view what, Json* out) {
   } catch (...) {  // allow_exceptions covers parse errors; nothing else should throw
     *out = Json(Json::value_t::discarded);
   }
-  if (out->is_discarded()) return InvalidInput(std::string(what) + ": malformed JSON");
+  if (out->is_discarded()) return InvalidInput(std::string(what) + ": malformed JSON (" + WhyMalformed(text) + ")");
   if (!out->is_object()) return InvalidInput(std::string(what) + ": expected a JSON object");
   return Status::Ok();
 }
@@ -219,13 +251,29 @@ Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessa
   return Status::Ok();
 }
 
+namespace {
+
+// The roles OpenAI's chat API defines; a template would render any other.
+Status CheckRole(const std::string& role, const std::string& field) {
+  if (role.empty()) return InvalidInput(field + ": must not be empty");
+  static constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool"};
+  for (std::string_view r : kRoles) {
+    if (role == r) return Status::Ok();
+  }
+  size_t cut = std::min<size_t>(role.size(), 32);
+  while (cut < role.size() && cut > 0 && (static_cast<unsigned char>(role[cut]) & 0xC0) == 0x80) --cut;
+  const std::string shown = cut < role.size() ? role.substr(0, cut) + "..." : role;
+  return InvalidInput(field + ": '" + shown + "' is not a role (system, developer, user, assistant or tool)");
+}
+
+}  // namespace
+
 Status Validate(const GenerateRequest& r) {
   if (r.model.empty()) return InvalidInput("model: missing");
   if (r.kind == GenerateRequest::Kind::kChat) {
     if (r.messages.empty()) return InvalidInput("messages: must hold at least one message");
     for (size_t i = 0; i < r.messages.size(); ++i) {
-      if (r.messages[i].role.empty())
-        return InvalidInput(Indexed("messages", i) + ".role: must not be empty");
+      SHOAL_RETURN_IF_ERROR(CheckRole(r.messages[i].role, Indexed("messages", i) + ".role"));
     }
     if (!r.chat_template_kwargs_json.empty() && r.chat_template_kwargs_json.front() != '{') {
       return InvalidInput("chat_template_kwargs: expected an object");

@@ -39,8 +39,8 @@ bool MsgpackReader::DecodeHeader(size_t pos, Header* h) const {
 
   // Sized forms: a 1-byte tag followed by an n-byte big-endian length.
   auto sized = [&](MsgpackType type, size_t n, bool payload_follows) {
+    h->type = type;  // known even when the length is cut short
     if (avail < 1 + n) return false;
-    h->type = type;
     h->length = BigEndian(p + 1, n);
     h->header_bytes = 1 + n;
     h->payload_bytes = payload_follows ? h->length : 0;
@@ -48,6 +48,7 @@ bool MsgpackReader::DecodeHeader(size_t pos, Header* h) const {
   };
   // ext 8/16/32: an n-byte length, a type byte, then the data.
   auto ext = [&](size_t n) {
+    h->type = MsgpackType::kExt;
     if (avail < 2 + n || !sized(MsgpackType::kExt, n, true)) return false;
     h->header_bytes += 1;
     return true;
@@ -92,6 +93,25 @@ bool MsgpackReader::DecodeHeader(size_t pos, Header* h) const {
     case 0xdf: return sized(MsgpackType::kMap, 4, false);
     default: h->type = MsgpackType::kInvalid; return false;  // 0xc1
   }
+}
+
+std::string MsgpackReader::Problem() const {
+  if (AtEnd()) return {};
+  Header h;
+  const bool whole_header = DecodeHeader(pos_, &h);
+  if (h.type == MsgpackType::kInvalid) return {};
+  std::string noun(MsgpackTypeName(h.type));
+  noun = noun.substr(noun.find(' ') + 1);  // "a string" -> "string"
+  if (!whole_header) return noun + " header runs past the end of the body";
+  if (buf_.size() - pos_ - h.header_bytes >= h.payload_bytes) return {};
+  const bool has_length = h.type == MsgpackType::kStr || h.type == MsgpackType::kBin || h.type == MsgpackType::kExt;
+  return noun + (has_length ? " length" : "") + " runs past the end of the body";
+}
+
+Status MsgpackExpected(std::string_view field, std::string_view want, const MsgpackReader& r) {
+  if (std::string problem = r.Problem(); !problem.empty()) return InvalidInput(std::string(field) + ": " + problem);
+  return InvalidInput(std::string(field) + ": expected " + std::string(want) + ", got " +
+                      std::string(MsgpackTypeName(r.Peek())));
 }
 
 MsgpackType MsgpackReader::Peek() const {

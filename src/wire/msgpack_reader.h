@@ -10,7 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+
+#include "common/status.h"
 
 namespace shoal::wire {
 
@@ -36,6 +39,10 @@ class MsgpackReader {
   explicit MsgpackReader(std::string_view buf) : buf_(buf) {}
 
   MsgpackType Peek() const;
+  // What is wrong with the next value when a Read* of its type failed: its
+  // header or its declared length runs past the end of the buffer ("string
+  // length runs past the end of the body"); empty when it is whole.
+  std::string Problem() const;
   bool AtEnd() const { return pos_ >= buf_.size(); }
   size_t offset() const { return pos_; }
   std::string_view buffer() const { return buf_; }
@@ -70,5 +77,10 @@ class MsgpackReader {
   std::string_view buf_;
   size_t pos_ = 0;
 };
+
+// The error for a value at `r` that is not the `want` ("a string") a field
+// needs: "FIELD: expected WANT, got an integer", or what is wrong with a value
+// of the right type that is cut short (Problem()).
+Status MsgpackExpected(std::string_view field, std::string_view want, const MsgpackReader& r);
 
 }  // namespace shoal::wire

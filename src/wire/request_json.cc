@@ -15,6 +15,56 @@ std::string_view JsonTypeName(od::json_type t) {
   return "?";
 }
 
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The code unit of the \uXXXX escape at raw[i] (raw[i] == '\\'), or -1.
+int32_t UnicodeEscape(std::string_view raw, size_t i) {
+  if (i + 6 > raw.size() || raw[i + 1] != 'u') return -1;
+  int32_t unit = 0;
+  for (size_t k = i + 2; k < i + 6; ++k) {
+    const int h = HexValue(raw[k]);
+    if (h < 0) return -1;
+    unit = unit * 16 + h;
+  }
+  return unit;
+}
+
+// What is wrong with a JSON string simdjson would not unescape, from its raw
+// token (quotes included).
+std::string StringProblem(std::string_view raw) {
+  for (size_t i = 1; i < raw.size(); ++i) {  // after the opening quote
+    const unsigned char c = static_cast<unsigned char>(raw[i]);
+    if (c == '"') break;
+    if (c < 0x20) return "control character in a string (escape it)";
+    if (c != '\\') continue;
+    if (i + 1 >= raw.size()) break;
+    const char e = raw[i + 1];
+    if (e != 'u') {
+      if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
+        return std::string("invalid escape '\\") + e + "' in a string";
+      }
+      ++i;
+      continue;
+    }
+    const int32_t unit = UnicodeEscape(raw, i);
+    if (unit < 0) return "invalid \\u escape in a string (four hex digits)";
+    const std::string at = " (" + std::string(raw.substr(i, 6)) + ")";
+    if (unit >= 0xDC00 && unit <= 0xDFFF) return "invalid UTF-16 surrogate: a low surrogate alone" + at;
+    if (unit >= 0xD800 && unit <= 0xDBFF) {
+      const int32_t low = UnicodeEscape(raw, i + 6);
+      if (low < 0xDC00 || low > 0xDFFF) return "invalid UTF-16 surrogate: a high surrogate alone" + at;
+      i += 6;
+    }
+    i += 5;
+  }
+  return "invalid string";
+}
+
 }  // namespace
 
 std::string Field(std::string_view prefix, size_t index, std::string_view suffix) {
@@ -50,6 +100,9 @@ Status JsonExpected(std::string_view field, std::string_view want, od::value& v)
 }
 
 Status JsonMalformed(simdjson::error_code e) {
+  if (e == simdjson::STRING_ERROR) {
+    return InvalidInput("body: malformed JSON (a string with an invalid escape or UTF-16 surrogate)");
+  }
   return InvalidInput(std::string("body: malformed JSON (") + simdjson::error_message(e) + ")");
 }
 
@@ -59,8 +112,10 @@ Status ReadJsonBool(od::value v, std::string_view field, bool* out) {
 }
 
 Status ReadJsonString(od::value v, std::string_view field, std::string_view* out) {
-  if (v.get_string().get(*out)) return JsonExpected(field, "a string", v);
-  return Status::Ok();
+  const auto e = v.get_string().get(*out);
+  if (e == simdjson::SUCCESS) return Status::Ok();
+  if (e == simdjson::STRING_ERROR) return InvalidInput(std::string(field) + ": " + StringProblem(v.raw_json_token()));
+  return JsonExpected(field, "a string", v);
 }
 
 Status ReadLora(od::value v, WorkRequest* out) {

@@ -49,7 +49,7 @@ Status ReadDocument(od::value el, size_t i, Pairs* pairs, RerankOptions* rerank)
   std::string id;
   std::string_view text;
   if (t == od::json_type::string) {
-    if (auto e = el.get_string().get(text)) return JsonMalformed(e);
+    SHOAL_RETURN_IF_ERROR(ReadJsonString(el, field, &text));
   } else if (t == od::json_type::object) {
     od::object obj;
     if (auto e = el.get_object().get(obj)) return JsonMalformed(e);

@@ -53,19 +53,15 @@ bool ParseTask(std::string_view name, Task* task) {
 Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
   MsgpackReader r(msgpack);
   uint32_t fields;
-  if (!r.ReadMapHeader(&fields)) {
-    return InvalidInput(std::string("item: expected a map, got ") +
-                        std::string(MsgpackTypeName(r.Peek())));
-  }
+  if (!r.ReadMapHeader(&fields)) return MsgpackExpected("item", "a map", r);
   bool has_text = false, has_pair = false;
   auto read_str = [&](std::string_view name, std::string_view* v) -> Status {
     if (r.ReadStr(v)) return Status::Ok();
-    return InvalidInput("item." + std::string(name) + ": expected a string, got " +
-                        std::string(MsgpackTypeName(r.Peek())));
+    return MsgpackExpected("item." + std::string(name), "a string", r);
   };
   for (uint32_t f = 0; f < fields; ++f) {
     std::string_view key;
-    if (!r.ReadStr(&key)) return InvalidInput("item: field names must be strings");
+    if (!r.ReadStr(&key)) return MsgpackExpected("item", "a field name (a string)", r);
     if (key == "text") {
       SHOAL_RETURN_IF_ERROR(read_str(key, &out->text));
       has_text = true;

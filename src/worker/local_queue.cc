@@ -39,7 +39,9 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
   for (;;) {
     if (EmptyLocked()) {
       if (closed_) return {};
+      ++waiting_;
       cv_.wait(lock);
+      --waiting_;
       continue;
     }
     // Models in the order their oldest items arrived; the first whose batch
@@ -77,7 +79,9 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
       wake = std::min(wake, until);
     }
     if (!items) {
+      ++waiting_;
       cv_.wait_until(lock, wake);
+      --waiting_;
       continue;  // re-evaluate: more items, another model, or time is up
     }
 
@@ -93,6 +97,7 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
     if (closed_full) *closed_full = full;
     count_ -= n;
     ++running_;
+    totals_.most_running = std::max(totals_.most_running, running_);
     ++totals_.batches;
     totals_.items += n;
     auto* model = batch.front().model.get();
@@ -157,6 +162,11 @@ LocalQueue::Totals LocalQueue::totals() const {
 int LocalQueue::running() const {
   std::lock_guard lock(mu_);
   return running_;
+}
+
+int LocalQueue::waiting() const {
+  std::lock_guard lock(mu_);
+  return waiting_;
 }
 
 void LocalQueue::BatchDone() {

@@ -64,10 +64,15 @@ class LocalQueue {
   int running() const;
   void BatchDone();
 
-  // Batches handed out since the start, and the items in them.
+  // TakeBatch calls blocked now, for work to arrive or a batch to fill.
+  int waiting() const;
+
+  // Batches handed out since the start, the items in them, and the most
+  // that ran at once.
   struct Totals {
     uint64_t batches = 0;
     uint64_t items = 0;
+    int most_running = 0;
   };
   Totals totals() const;
 
@@ -82,6 +87,7 @@ class LocalQueue {
   std::map<const ServedModel*, std::deque<WorkItem>> by_model_;  // guarded by mu_
   size_t count_ = 0;                                              // guarded by mu_
   int running_ = 0;                                               // guarded by mu_
+  int waiting_ = 0;                                               // guarded by mu_
   Totals totals_;                                                 // guarded by mu_
   bool closed_ = false;                                           // guarded by mu_
 };

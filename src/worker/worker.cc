@@ -340,6 +340,7 @@ ResidencyView Worker::residency() const {
   v.loading.assign(loading_.begin(), loading_.end());
   v.counters = residency_->counters();
   v.load_failures = load_failures_.load();
+  v.placement_rounds = placement_rounds_.load();
   return v;
 }
 

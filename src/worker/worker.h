@@ -110,6 +110,9 @@ struct ResidencyView {
   std::vector<std::string> resident, loading, failed;
   Residency::Counters counters;
   uint64_t load_failures = 0;
+  // Placement decisions made so far (one per keeper tick that could read the
+  // stream): what "placement has looked" means to a caller.
+  uint64_t placement_rounds = 0;
 };
 
 class Worker {
@@ -199,6 +202,7 @@ class Worker {
   std::unique_ptr<queue::WorkerRegistry> registry_;  // the other workers, for placement
   std::mutex heartbeat_mu_;                          // one heartbeat written at a time
   std::atomic<uint64_t> load_failures_{0};
+  std::atomic<uint64_t> placement_rounds_{0};  // Place() calls that looked at the stream
 
   std::atomic<bool> draining_{false};
   std::atomic<bool> stop_keeper_{false};

@@ -391,6 +391,7 @@ void Worker::Place() {
   if (!on_demand.empty()) load.push_back(on_demand);
   for (const auto& id : release) Unload(id, "an extra replica gone cold");
   for (const auto& id : load) QueueLoad(id);
+  placement_rounds_.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace shoal::worker

@@ -16,6 +16,7 @@
 #include "queue/keys.h"
 #include "queue/topology.h"
 #include "support/http_client.h"
+#include "support/metrics_text.h"
 #include "support/test_cluster.h"
 #include "wire/subjects.h"
 
@@ -430,7 +431,7 @@ TEST(AuthFailsClosed, ShoalAuthFromTheEnvironment) {
 
 TEST(Overload, PastMaxInFlightTheGatewayAnswers503AtOnce) {
   TestCluster cluster;
-  cluster.Register(IdentityProfile("slow/one", "identity: {dim: 4, us_per_batch: 1000000}\n"));
+  cluster.Register(IdentityProfile("slow/one", "identity: {dim: 4, us_per_batch: 2000000}\n"));
   auto worker = cluster.StartWorker();
   cluster.WaitForWorkers("slow/one", 1);
   gateway::GatewayOptions options;
@@ -444,15 +445,18 @@ TEST(Overload, PastMaxInFlightTheGatewayAnswers503AtOnce) {
   for (int i = 0; i < 2; ++i) {
     slow.emplace_back([&, i] { statuses[i] = Call(port, "POST", "/v1/embeddings", Embed("slow/one")).status; });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both admitted, both running
+  // Both admitted and waiting for their results (the gauge /metrics shows,
+  // which admission never refuses).
+  auto in_flight = [&] {
+    return MetricValue(Call(port, "GET", "/metrics").body, "shoal_gateway_in_flight").value_or(-1);
+  };
+  ASSERT_TRUE(Eventually([&] { return static_cast<int>(in_flight()); }, 2, std::chrono::seconds(20)));
 
-  const auto t0 = Clock::now();
   HttpResult refused = Call(port, "POST", "/v1/embeddings", Embed("slow/one"));
-  const auto took = Clock::now() - t0;
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_EQ(ErrorCode(refused), "OVERLOADED") << refused.body;
   EXPECT_EQ(refused.Header("retry-after"), "1");
-  EXPECT_LT(took, std::chrono::milliseconds(200)) << "refused at once, not after a wait";
+  EXPECT_EQ(in_flight(), 2) << "refused at once, while both were still in flight, not after a wait";
   EXPECT_EQ(Call(port, "GET", "/healthz").status, 200) << "probes are never refused";
   EXPECT_EQ(Call(port, "GET", "/v1/models").status, 503) << "every other route counts";
 

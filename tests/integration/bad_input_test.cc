@@ -63,6 +63,11 @@ TEST_F(BadInputTest, MalformedBodiesAre400NamingTheField) {
               "INVALID_INPUT", "items[0].text: expected a string, got a number");
   ExpectError(http.PostJson("/v1/encode/test/embed", "{\"items\": [{\"text\": \"a\""), 400,
               "INVALID_INPUT", "malformed JSON");
+  ExpectError(http.PostJson("/v1/embeddings", R"({"model":"test/embed","input":"a\ud800"})"), 400,
+              "INVALID_INPUT", "input: invalid UTF-16 surrogate: a high surrogate alone");
+  // A str32 whose declared length (1 GiB) runs past the body.
+  ExpectError(http.PostMsgpack("/v1/encode/test/embed", std::string("\x81\xa5items\x91\x81\xa4text\xdb\x40\0\0\0abc", 22)),
+              400, "INVALID_INPUT", "items[0].text: string length runs past the end of the body");
   ExpectError(http.PostJson("/v1/embeddings", R"({"model":"test/embed","input":[1,2]})"), 400,
               "INVALID_INPUT", "token-id");
   ExpectError(http.Request("POST", "/v1/encode/test/embed", "x", {{"Content-Type", "text/plain"}}), 400,

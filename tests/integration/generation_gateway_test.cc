@@ -521,7 +521,10 @@ TEST_F(GenerationGatewayTest, BadFieldsAre400NamingTheField) {
   EXPECT_EQ(error("/v1/generate/test/gen", R"({"prompt":"x","top_p":0})"),
             "top_p: must be greater than 0 and at most 1, got 0");
   EXPECT_EQ(error("/v1/generate/test/gen", R"({"inputs":"x"})"), "body: unknown field 'inputs'");
-  EXPECT_EQ(error("/v1/generate/test/gen", "not json"), "body: malformed JSON");
+  EXPECT_EQ(error("/v1/generate/test/gen", "not json").rfind("body: malformed JSON (", 0), 0u);
+  EXPECT_EQ(error("/v1/chat/completions",
+                  R"({"model":"test/gen","messages":[{"role":"user","content":"x"},{"role":"wizard","content":"y"}]})"),
+            "messages[1].role: 'wizard' is not a role (system, developer, user, assistant or tool)");
 }
 
 TEST_F(GenerationGatewayTest, ModelListShowsTheGenerateTask) {

@@ -14,6 +14,7 @@
 
 #include "support/http_client.h"
 #include "support/test_cluster.h"
+#include "support/wait.h"
 #include "worker/placement.h"
 
 namespace shoal::testing {
@@ -41,24 +42,17 @@ HttpResult Encode(int port, const std::string& model, const std::string& text = 
   return res.ok() ? *res : HttpResult{};
 }
 
-template <class Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
 TEST(Residency, AModelLoadsOnItsFirstRequestNotBefore) {
   TestCluster cluster;
   cluster.Register(Lazy("t/lazy"));
   auto worker = cluster.StartWorker();
   auto gateway = cluster.StartGateway();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // placement has looked
+  ASSERT_TRUE(WaitFor([&] { return Has(worker->ServedModels(), "t/lazy"); }));
+  // Two placement rounds after it knew the model: one began after, and looked.
+  const uint64_t rounds = worker->residency().placement_rounds;
+  ASSERT_TRUE(WaitFor([&] { return worker->residency().placement_rounds >= rounds + 2; }));
   EXPECT_FALSE(Has(worker->residency().resident, "t/lazy"));
-  EXPECT_TRUE(Has(worker->ServedModels(), "t/lazy"));
+  EXPECT_FALSE(Has(worker->residency().loading, "t/lazy"));
 
   HttpResult first = Encode(gateway->port(), "t/lazy");
   EXPECT_EQ(first.status, 200) << first.body;
@@ -225,10 +219,17 @@ TEST(Residency, ThreeWorkersAgreeWhoLoadsAModelAndTheNextTakesOverWhenItDies) {
 
   for (int i = 0; i < 5; ++i) EXPECT_EQ(Encode(gateway->port(), model).status, 200);
   ASSERT_TRUE(WaitFor([&] { return holders().size() == 1; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // another heartbeat round
+  // The other two have each decided twice since: a load either chose shows.
+  const uint64_t one_rounds = one->residency().placement_rounds;
+  const uint64_t two_rounds = two->residency().placement_rounds;
+  ASSERT_TRUE(WaitFor([&] {
+    return one->residency().placement_rounds >= one_rounds + 2 && two->residency().placement_rounds >= two_rounds + 2;
+  }));
   EXPECT_EQ(holders(), std::vector<std::string>{"w-proc"}) << "only the first in rank loaded it";
-  EXPECT_FALSE(Has(one->residency().resident, model));
-  EXPECT_FALSE(Has(two->residency().resident, model));
+  for (const auto* w : {one.get(), two.get()}) {
+    const auto view = w->residency();
+    EXPECT_FALSE(Has(view.resident, model) || Has(view.loading, model)) << w->id();
+  }
 
   proc.Stop(SIGKILL, std::chrono::milliseconds(0));
   // Requests keep being answered: once the dead worker's heartbeat is stale,

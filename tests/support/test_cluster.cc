@@ -156,4 +156,15 @@ uint64_t TestCluster::StreamMessagesNamed(const std::string& name) {
   return n;
 }
 
+uint64_t TestCluster::ConsumerDeliveries(const std::string& model, const std::string& pool) {
+  jsConsumerInfo* ci = nullptr;
+  if (js_GetConsumerInfo(&ci, control_.js.get(), wire::WorkStreamName(pool).c_str(),
+                         wire::ConsumerName(model).c_str(), nullptr, nullptr) != NATS_OK) {
+    return 0;
+  }
+  const uint64_t n = ci->Delivered.Consumer;
+  jsConsumerInfo_Destroy(ci);
+  return n;
+}
+
 }  // namespace shoal::testing

@@ -192,6 +192,22 @@ TEST(ParseEncodeMsgpack, NamesTheFieldAtFault) {
     p->pack(std::string("yes"));
     cases.push_back({"truncate not bool", p.str(), Code::kInvalidInput, "truncate: expected a boolean, got a string"});
   }
+  {
+    // A str32 that says 1 GiB follows, and 3 bytes do.
+    Packer p;
+    p->pack_map(1);
+    p->pack(std::string("items"));
+    p->pack_array(1);
+    p->pack_map(1);
+    p->pack(std::string("text"));
+    std::string body = p.str() + std::string("\xdb\x40\x00\x00\x00abc", 8);
+    cases.push_back({"text cut short", body, Code::kInvalidInput,
+                     "items[0].text: string length runs past the end of the body"});
+    cases.push_back({"text header cut short", p.str() + std::string("\xdb\x00", 2), Code::kInvalidInput,
+                     "items[0].text: string header runs past the end of the body"});
+    cases.push_back({"field name cut short", std::string("\x81\xa5ite", 5), Code::kInvalidInput,
+                     "body: string length runs past the end of the body"});
+  }
   cases.push_back({"items missing", "\x80", Code::kInvalidInput, "items: missing"});
   {
     std::string body = TextsBody({"abc"});
@@ -251,6 +267,11 @@ TEST(ParseEncodeJson, NamesTheFieldAtFault) {
       {"{\"items\": [{\"text\": \"a\"}", "malformed JSON"},
       {"{\"items\": [{\"text\": \"a\"}]} x", "malformed JSON"},
       {"{}", "items: missing"},
+      {R"({"items": [{"text": "a\ud83d"}]})", "items[0].text: invalid UTF-16 surrogate: a high surrogate alone (\\ud83d)"},
+      {R"({"items": [{"text": "\udc00b"}]})", "items[0].text: invalid UTF-16 surrogate: a low surrogate alone (\\udc00)"},
+      {R"({"items": [{"text": "\ud83d\u0041"}]})", "items[0].text: invalid UTF-16 surrogate: a high surrogate alone"},
+      {R"({"items": [{"text": "\q"}]})", "items[0].text: invalid escape '\\q' in a string"},
+      {R"({"items": [{"text": "\u12G4"}]})", "items[0].text: invalid \\u escape in a string"},
   };
   for (const auto& [body_text, want] : cases) {
     std::string body = body_text;
@@ -278,6 +299,13 @@ TEST(ParseOpenAiEmbeddings, StringOrArrayInput) {
   EXPECT_FALSE(req2.base64);
 }
 
+TEST(ParseEncodeJson, ASurrogatePairIsOneCharacter) {
+  std::string body = R"({"items": [{"text": "fish \ud83d\udc1f"}]})";
+  WorkRequest req;
+  ASSERT_TRUE(ParseEncodeJson(body, {}, &req).ok());
+  EXPECT_EQ(ItemText(req.items[0].payload), "fish \xF0\x9F\x90\x9F");
+}
+
 TEST(ParseOpenAiEmbeddings, Errors) {
   const std::pair<std::string, std::string> cases[] = {
       {R"({"input":"x"})", "model: missing"},
@@ -289,6 +317,8 @@ TEST(ParseOpenAiEmbeddings, Errors) {
       {R"({"model":"m","input":"x","encoding_format":"int8"})", "encoding_format: must be"},
       {R"({"model":"m","input":"x","dimensions":64})", "dimensions: not supported"},
       {R"({"model":7,"input":"x"})", "model: expected a string"},
+      {R"({"model":"m","input":"\ud800"})", "input: invalid UTF-16 surrogate: a high surrogate alone"},
+      {R"({"model":"m","input":["ok","\udfff"]})", "input[1]: invalid UTF-16 surrogate: a low surrogate alone"},
   };
   for (const auto& [body_text, want] : cases) {
     std::string body = body_text;

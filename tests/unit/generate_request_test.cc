@@ -164,7 +164,13 @@ TEST(ParseChatCompletions, Errors) {
     return "{\"model\":\"m\"," + msgs + "," + std::string(extra) + "}";
   };
   EXPECT_EQ(ChatError(""), "body: empty");
-  EXPECT_EQ(ChatError("{"), "body: malformed JSON");
+  EXPECT_EQ(ChatError("{"),
+            "body: malformed JSON (parse error at line 1, column 2: syntax error while parsing object key - "
+            "unexpected end of input; expected string literal)");
+  EXPECT_NE(ChatError(R"({"model":"m","messages":[{"role":"user","content":"a\ud83d"}]})")
+                .find("invalid string: surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF"),
+            std::string::npos)
+      << "says what is wrong with the string";
   EXPECT_EQ(ChatError("[1]"), "body: expected a JSON object");
   EXPECT_EQ(ChatError("{" + msgs + "}"), "model: missing");
   EXPECT_EQ(ChatError(R"({"model":"m"})"), "messages: missing");
@@ -179,6 +185,10 @@ TEST(ParseChatCompletions, Errors) {
             "messages[0].role: missing");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"","content":"x"}]})"),
             "messages[0].role: must not be empty");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":"x"},{"role":"wizard","content":"y"}]})"),
+            "messages[1].role: 'wizard' is not a role (system, developer, user, assistant or tool)");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"User","content":"x"}]})"),
+            "messages[0].role: 'User' is not a role (system, developer, user, assistant or tool)");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":5}]})"),
             "messages[0].content: expected a string or an array of content parts, got a number");
   EXPECT_EQ(
@@ -357,6 +367,8 @@ TEST(ParseGenerate, Errors) {
             "max_tokens: must be at least 1, got 0");
   EXPECT_EQ(NativeError(R"({"prompt":"a","add_generation_prompt":"no"})"),
             "add_generation_prompt: expected a boolean, got a string");
+  EXPECT_EQ(NativeError(R"({"messages":[{"role":"wizard","content":"b"}]})"),
+            "messages[0].role: 'wizard' is not a role (system, developer, user, assistant or tool)");
 }
 
 // --- the work message ---
@@ -379,7 +391,7 @@ TEST(GenerateWork, DecodeValidatesWhatTheParsersValidate) {
     GenerateRequest r;
     return DecodeGenerateWork(json, &r).message();
   };
-  EXPECT_EQ(error("nope"), "generate work: malformed JSON");
+  EXPECT_EQ(error("nope").rfind("generate work: malformed JSON (", 0), 0u);
   EXPECT_EQ(error(R"({"model":"m"})"), "kind: missing");
   EXPECT_EQ(error(R"({"kind":"embed","model":"m"})"),
             "kind: expected \"chat\" or \"completion\", got \"embed\"");

@@ -75,22 +75,31 @@ TEST(LocalQueue, TheModelWithTheOldestItemGoesFirst) {
   EXPECT_EQ(Indices(q.TakeBatch()), (std::vector<uint32_t>{20}));
 }
 
+// Returns once `n` takers are blocked in TakeBatch: the event the tests
+// below act on, so a slow machine cannot reorder them.
+void WaitForTakers(const LocalQueue& q, int n) {
+  while (q.waiting() < n) std::this_thread::yield();
+}
+
 TEST(LocalQueue, WaitsForMoreUpToTheProfilesWait) {
   LocalQueue q;
-  auto m = Model(4, 1000, /*wait_ms=*/200);
+  // A wait no test machine outlasts: the batch can only close by filling.
+  auto m = Model(4, 1000, /*wait_ms=*/60000);
   q.Push(Item(m, 0, 1));
   std::thread late([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    WaitForTakers(q, 1);  // the taker is waiting with one item
     for (uint32_t i = 1; i < 4; ++i) q.Push(Item(m, i, 1));
   });
   auto batch = q.TakeBatch();
   late.join();
   EXPECT_EQ(batch.size(), 4u) << "a full batch closes before the wait ends";
 
-  q.Push(Item(m, 9, 1));
-  const auto t0 = SteadyClock::now();
+  auto partial = Model(4, 1000, /*wait_ms=*/200);
+  WorkItem alone = Item(partial, 9, 1);
+  const auto received = alone.received;
+  q.Push(std::move(alone));
   EXPECT_EQ(q.TakeBatch().size(), 1u);
-  EXPECT_GE(SteadyClock::now() - t0, std::chrono::milliseconds(150)) << "a partial batch waits";
+  EXPECT_GE(SteadyClock::now() - received, std::chrono::milliseconds(200)) << "a partial batch waits its wait";
 }
 
 TEST(LocalQueue, AWaitingModelDoesNotHoldUpAnotherModelsReadyBatch) {
@@ -217,7 +226,7 @@ TEST(LocalQueue, CloseHandsOutTheRestThenEnds) {
   auto m = Model(2, 1000, 10000);
   q.Push(Item(m, 0, 1));
   std::thread closer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    WaitForTakers(q, 1);  // the taker is waiting for its batch to fill
     q.Close();
   });
   EXPECT_EQ(q.TakeBatch().size(), 1u) << "closing stops the wait";

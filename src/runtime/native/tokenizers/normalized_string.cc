@@ -34,18 +34,31 @@ namespace {
 
 bool IsHangulSyllable(uint32_t cp) { return cp >= 0xAC00 && cp <= 0xD7A3; }
 
-// Whether a normalization segment may start at cp: a starter that nothing
-// before it can compose with. Composition and canonical reordering never cross
-// such a point, so segments normalize independently.
-bool StartsSegment(uint32_t cp) {
+// Whether a normalization segment may start at cp: nothing before it can
+// reorder with it or compose with it, in this form. What decides is the first
+// code point of cp's decomposition in the form, not cp itself: halfwidth ﾞ
+// (U+FF9E) is a starter, but under NFKC it becomes U+3099, a combining mark
+// that composes with the カ before it. Composition and canonical reordering
+// never cross such a point, so segments normalize independently.
+bool StartsSegment(uint32_t cp, bool compose, bool compat) {
   if (cp < 0x80) return true;
-  if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11A8 && cp <= 0x11C2)) return false;  // Jamo V, T
   const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+  if (p->decomp_seqindex != UINT16_MAX && (compat || p->decomp_type == 0)) {
+    utf8proc_int32_t decomposed[32];  // the longest decomposition (U+FDFA) is 18
+    int boundclass = 0;
+    const int opts = UTF8PROC_DECOMPOSE | (compat ? UTF8PROC_COMPAT : 0);
+    const auto n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cp), decomposed, 32,
+                                           static_cast<utf8proc_option_t>(opts), &boundclass);
+    if (n <= 0 || n > 32) return false;  // not expected; a longer segment is always correct
+    cp = static_cast<uint32_t>(decomposed[0]);
+    p = utf8proc_get_property(decomposed[0]);
+  }
   if (p->combining_class != 0) return false;
+  if (!compose) return true;
+  if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11A8 && cp <= 0x11C2)) return false;  // Jamo V, T
   // utf8proc marks code points that can be the second of a composition pair
   // with the high bit of comb_index.
-  if (p->comb_index != UINT16_MAX && (p->comb_index & 0x8000)) return false;
-  return true;
+  return !(p->comb_index != UINT16_MAX && (p->comb_index & 0x8000));
 }
 
 // A lone starter without any decomposition is its own normal form.
@@ -82,7 +95,7 @@ void NormalizedString::UnicodeNormalize(UnicodeForm form) {
     while (j < text_.size()) {
       int l2;
       uint32_t c2 = DecodeUtf8(text_, j, &l2);
-      if (StartsSegment(c2)) break;
+      if (StartsSegment(c2, compose, compat)) break;
       j += l2;
     }
     if (j == i + static_cast<size_t>(len) && StableAlone(cp, !compose)) {
