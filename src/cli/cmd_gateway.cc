@@ -26,6 +26,21 @@ void AddHttpsOptions(CLI::App* sub, gateway::HttpServerOptions* http) {
   key->needs(cert);
 }
 
+void AddConnectionOptions(CLI::App* sub, gateway::HttpServerOptions* http) {
+  auto header_timeout_s = std::make_shared<double>(std::chrono::duration<double>(http->header_timeout).count());
+  sub->add_option("--header-timeout-s", *header_timeout_s,
+                  "a request's head must arrive within this once its first byte has (idle keep-alive "
+                  "connections wait up to 120 s for that byte)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->each([http](const std::string& seconds) {
+        http->header_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::stod(seconds) * 1000));
+      });
+  sub->add_option("--max-connections", http->max_connections,
+                  "connections open at once; past it, 503 OVERLOADED and close (0: no cap)")
+      ->capture_default_str();
+}
+
 void AddPayloadStoreOption(CLI::App* sub, std::string* url) {
   sub->add_option("--payload-store", *url,
                   "where items too large for a NATS message wait: a directory (default: " +
@@ -48,6 +63,7 @@ Subcommand AddGateway(CLI::App& app) {
   sub->add_option("--port", opts->http.port, "listen port (0: any free port)")->capture_default_str();
   sub->add_option("--io-threads", opts->http.io_threads, "HTTP I/O threads")->capture_default_str();
   sub->add_option("--max-body-bytes", opts->http.max_body_bytes, "larger bodies get 413")->capture_default_str();
+  AddConnectionOptions(sub, &opts->http);
   sub->add_option("--timeout-ms", *timeout_ms, "default request deadline")->capture_default_str();
   sub->add_option("--id", opts->id, "gateway id (default: random)");
   sub->add_flag("--in-process", opts->in_process,

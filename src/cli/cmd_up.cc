@@ -128,6 +128,7 @@ Subcommand AddUp(CLI::App& app) {
   sub->add_option("--host", o->gateway.http.host, "gateway listen address")->capture_default_str();
   sub->add_option("--port", o->gateway.http.port, "gateway port")->capture_default_str();
   sub->add_option("--io-threads", o->gateway.http.io_threads, "gateway I/O threads")->capture_default_str();
+  AddConnectionOptions(sub, &o->gateway.http);
   sub->add_option("--executors", o->worker.executors, "worker executors")->capture_default_str();
   o->worker.metrics_port = 0;  // any free port; the banner says which
   sub->add_option("--worker-metrics-port", o->worker.metrics_port,

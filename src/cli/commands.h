@@ -51,6 +51,10 @@ void AddNatsSecurityOptions(CLI::App* sub, queue::NatsSecurity* security);
 void AddNatsReplicasOption(CLI::App* sub, int* replicas);
 
 // --tls-cert, --tls-key: the gateway serves HTTPS; shared by `gateway` and `up`.
+// --header-timeout-s and --max-connections: how long a request's head may
+// take once begun, and the connections open at once; shared by `gateway`
+// and `up`.
+void AddConnectionOptions(CLI::App* sub, gateway::HttpServerOptions* http);
 void AddHttpsOptions(CLI::App* sub, gateway::HttpServerOptions* http);
 
 // --payload-store (env SHOAL_PAYLOAD_STORE): where items too large for a NATS

@@ -8,13 +8,16 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "common/log.h"
@@ -32,8 +35,9 @@ using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 using asio::awaitable;
 using asio::use_awaitable;
 
-constexpr auto kIdleTimeout = std::chrono::seconds(120);
 constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
+// How long a refusal (too many connections) may take to write.
+constexpr auto kRefusalTimeout = std::chrono::seconds(1);
 
 // Sessions are written once for both transports; these reach the TCP layer
 // (timeouts, the socket) of either.
@@ -128,6 +132,33 @@ struct SessionContext {
   HttpServerOptions options;
   HttpServer::Handler handler;
   std::unique_ptr<ssl::context> tls;  // HTTPS; null: plain HTTP
+  mutable std::atomic<size_t> open{0};  // connections, over every loop
+};
+
+// A connection's place under max_connections, given back when its session
+// ends however it ends.
+class ConnectionSlot {
+ public:
+  explicit ConnectionSlot(std::shared_ptr<const SessionContext> ctx) : ctx_(std::move(ctx)) {}
+  ConnectionSlot(ConnectionSlot&& o) noexcept : ctx_(std::move(o.ctx_)) {}
+  ConnectionSlot(const ConnectionSlot&) = delete;
+  ConnectionSlot& operator=(const ConnectionSlot&) = delete;
+  ~ConnectionSlot() {
+    if (ctx_) ctx_->open.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  // A slot, or nothing when max_connections are open already.
+  static std::optional<ConnectionSlot> TryTake(const std::shared_ptr<const SessionContext>& ctx) {
+    const size_t cap = ctx->options.max_connections;
+    size_t n = ctx->open.load(std::memory_order_relaxed);
+    do {
+      if (cap != 0 && n >= cap) return std::nullopt;
+    } while (!ctx->open.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+    return ConnectionSlot(ctx);
+  }
+
+ private:
+  std::shared_ptr<const SessionContext> ctx_;
 };
 
 template <class Stream>
@@ -211,7 +242,8 @@ void AppendPart(std::string_view part, bool chunked, std::string* out) {
 template <class Stream>
 awaitable<bool> StreamResponse(Stream& stream, ResponseSlot& slot,
                                const HttpResponse& head, unsigned version, bool keep_alive,
-                               const std::shared_ptr<std::function<void()>>& on_hangup) {
+                               const std::shared_ptr<std::function<void()>>& on_hangup,
+                               std::chrono::milliseconds write_timeout) {
   const bool chunked = version != 10;
   keep_alive = keep_alive && chunked;  // HTTP/1.0: the close ends the body
   std::string out = ResponseHead(head, version, keep_alive, /*streamed=*/true);
@@ -227,7 +259,7 @@ awaitable<bool> StreamResponse(Stream& stream, ResponseSlot& slot,
     }
     if (last && chunked) out += "0\r\n\r\n";
     if (!out.empty()) {
-      Tcp(stream).expires_after(kIdleTimeout);
+      Tcp(stream).expires_after(write_timeout);
       co_await asio::async_write(stream, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
       Tcp(stream).expires_never();
       out.clear();
@@ -257,17 +289,36 @@ template <class Stream>
 awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context) {
   const SessionContext* ctx = &context;
   constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  const HttpServerOptions& options = ctx->options;
   beast::flat_buffer buffer;
   boost::system::error_code ec;
   for (;;) {
     http::request_parser<http::string_body> parser;
-    parser.body_limit(ctx->options.max_body_bytes);
-    Tcp(stream).expires_after(kIdleTimeout);
-    co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+    parser.body_limit(options.max_body_bytes);
+    // Idle until the next request's first byte (unless it is buffered
+    // already, pipelined); then its head within header_timeout; then the
+    // body within the idle timeout again.
+    if (buffer.size() == 0) {
+      Tcp(stream).expires_after(options.idle_timeout);
+      const size_t n =
+          co_await stream.async_read_some(buffer.prepare(4096), asio::redirect_error(use_awaitable, ec));
+      buffer.commit(n);
+    }
+    if (!ec) {
+      Tcp(stream).expires_after(options.header_timeout);
+      co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      if (ec == beast::error::timeout) {
+        spdlog::debug("http: a request's head took over {} ms; closed", options.header_timeout.count());
+      }
+    }
+    if (!ec && !parser.is_done()) {
+      Tcp(stream).expires_after(options.idle_timeout);
+      co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+    }
     if (ec == http::error::body_limit) {
       co_await WriteError(stream, Status(Code::kPayloadTooLarge,
-                                         "body over the limit of " +
-                                             std::to_string(ctx->options.max_body_bytes) + " bytes"));
+                                         "body over the limit of " + std::to_string(options.max_body_bytes) +
+                                             " bytes"));
       break;
     }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
@@ -318,13 +369,13 @@ awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context
 
     bool again = false;
     if (first.more) {
-      again = co_await StreamResponse(stream, *slot, first, version, keep_alive, on_hangup);
+      again = co_await StreamResponse(stream, *slot, first, version, keep_alive, on_hangup, options.idle_timeout);
       Tcp(stream).socket().cancel(ec);  // the watch, if it is still on
       slot->recheck.cancel();
     } else {
       Tcp(stream).socket().cancel(ec);  // the watch, if it is still on
       slot->recheck.cancel();
-      Tcp(stream).expires_after(kIdleTimeout);
+      Tcp(stream).expires_after(options.idle_timeout);
       ec = co_await WriteResponse(stream, first, version, keep_alive);
       again = !ec && keep_alive;
     }
@@ -332,7 +383,8 @@ awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context
   }
 }
 
-awaitable<void> PlainSession(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx) {
+awaitable<void> PlainSession(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx,
+                             ConnectionSlot) {
   beast::tcp_stream stream(std::move(socket));
   co_await Serve(stream, lane, *ctx);
   boost::system::error_code ec;
@@ -342,7 +394,8 @@ awaitable<void> PlainSession(tcp::socket socket, size_t lane, std::shared_ptr<co
 // The handshake, the same request loop, then close_notify. A client that
 // does not speak TLS (plain HTTP to this port) fails the handshake and is
 // dropped without an answer: it cannot read one.
-awaitable<void> TlsSession(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx) {
+awaitable<void> TlsSession(tcp::socket socket, size_t lane, std::shared_ptr<const SessionContext> ctx,
+                           ConnectionSlot) {
   TlsStream stream(std::move(socket), *ctx->tls);
   boost::system::error_code ec;
   Tcp(stream).expires_after(kHandshakeTimeout);
@@ -382,21 +435,72 @@ Result<std::unique_ptr<ssl::context>> TlsContext(const HttpServerOptions& option
   return ctx;
 }
 
+// A connection past max_connections: a 503 it can read (in plain HTTP; a
+// TLS client sees the connection close), then the close.
+awaitable<void> Refuse(tcp::socket socket, std::shared_ptr<const SessionContext> ctx) {
+  beast::tcp_stream stream(std::move(socket));
+  if (!ctx->tls) {
+    const HttpResponse r = ErrorResponse(Status(Code::kOverloaded, "too many connections: " +
+                                                                 std::to_string(ctx->options.max_connections) +
+                                                                 " are open; try again"),
+                                   "");
+    stream.expires_after(kRefusalTimeout);
+    co_await WriteResponse(stream, r, 11, false);
+  }
+  boost::system::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
 // Shares ownership of the acceptor: it may resume after the server is gone.
 awaitable<void> Accept(std::shared_ptr<tcp::acceptor> acceptor, size_t lane,
                        std::shared_ptr<const SessionContext> ctx) {
+  asio::steady_timer backoff(acceptor->get_executor());
   for (;;) {
     boost::system::error_code ec;
     tcp::socket socket = co_await acceptor->async_accept(asio::redirect_error(use_awaitable, ec));
     if (!acceptor->is_open()) co_return;
-    if (ec) continue;  // e.g. EMFILE: try again
+    if (ec) {
+      // Out of file descriptors (EMFILE, ENFILE) or memory: the connection
+      // stays in the backlog and accepting again at once would spin.
+      spdlog::warn("http: accept failed: {}; retrying in 50 ms", ec.message());
+      backoff.expires_after(std::chrono::milliseconds(50));
+      co_await backoff.async_wait(asio::redirect_error(use_awaitable, ec));
+      continue;
+    }
     socket.set_option(tcp::no_delay(true), ec);
-    if (ctx->tls) {
-      asio::co_spawn(acceptor->get_executor(), TlsSession(std::move(socket), lane, ctx), asio::detached);
+    std::optional<ConnectionSlot> slot = ConnectionSlot::TryTake(ctx);
+    if (!slot) {
+      asio::co_spawn(acceptor->get_executor(), Refuse(std::move(socket), ctx), asio::detached);
+    } else if (ctx->tls) {
+      asio::co_spawn(acceptor->get_executor(), TlsSession(std::move(socket), lane, ctx, std::move(*slot)),
+                     asio::detached);
     } else {
-      asio::co_spawn(acceptor->get_executor(), PlainSession(std::move(socket), lane, ctx), asio::detached);
+      asio::co_spawn(acceptor->get_executor(), PlainSession(std::move(socket), lane, ctx, std::move(*slot)),
+                     asio::detached);
     }
   }
+}
+
+// Raises the soft limit on open files to the hard one: the default soft
+// limit (often 1024) would bind long before max_connections.
+void RaiseOpenFileLimit(size_t want) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == lim.rlim_max) return;
+  lim.rlim_cur = lim.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (want > 0 && lim.rlim_max < want + 256) {
+    spdlog::warn("http: the open-file limit ({}) is below max_connections ({}) and what else the process opens",
+                 lim.rlim_max, want);
+  }
+}
+
+std::shared_ptr<const SessionContext> MakeContext(const HttpServerOptions& options, HttpServer::Handler handler,
+                                                  std::unique_ptr<ssl::context> tls) {
+  auto ctx = std::make_shared<SessionContext>();
+  ctx->options = options;
+  ctx->handler = std::move(handler);
+  ctx->tls = std::move(tls);
+  return ctx;
 }
 
 class BeastServer final : public HttpServer {
@@ -405,8 +509,7 @@ class BeastServer final : public HttpServer {
               std::unique_ptr<ssl::context> tls)
       : options_(options),
         loops_(std::move(loops)),
-        context_(std::make_shared<SessionContext>(
-            SessionContext{options, std::move(handler), std::move(tls)})) {}
+        context_(MakeContext(options, std::move(handler), std::move(tls))) {}
 
   ~BeastServer() override { StopAccepting(); }
 
@@ -441,6 +544,7 @@ class BeastServer final : public HttpServer {
   }
 
   int port() const override { return port_; }
+  size_t connections() const override { return context_->open.load(std::memory_order_relaxed); }
 
   void StopAccepting() override {
     for (size_t i = 0; i < acceptors_.size(); ++i) {
@@ -469,6 +573,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
     SHOAL_ASSIGN_OR_RETURN(tls, TlsContext(options));
   }
+  RaiseOpenFileLimit(options.max_connections);
   auto server = std::make_unique<BeastServer>(options, std::move(loops), std::move(handler), std::move(tls));
   SHOAL_RETURN_IF_ERROR(server->Listen());
   return std::unique_ptr<HttpServer>(std::move(server));

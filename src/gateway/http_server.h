@@ -14,8 +14,18 @@
 // A body over `max_body_bytes` is answered 413 PAYLOAD_TOO_LARGE without
 // reading it; a malformed request 400 INVALID_INPUT; both close the
 // connection.
+//
+// Slow and idle clients are bounded apart: a kept-alive connection may wait
+// `idle_timeout` for the first byte of its next request, and once it has
+// come, the request's head (request line and headers) must arrive within
+// `header_timeout` or the connection is closed; so a client that sends half
+// a request holds its socket seconds, not minutes. At most `max_connections`
+// are open at once, over every loop: past it a new connection is answered
+// 503 OVERLOADED ("too many connections") and closed, and the soft limit on
+// open files is raised to the hard one at Start so the cap is what binds.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,6 +42,9 @@ struct HttpServerOptions {
   int port = 8080;  // 0: any free port
   int io_threads = 2;  // lanes: the gateway runs one loop per I/O thread
   size_t max_body_bytes = 16 * 1024 * 1024;
+  std::chrono::milliseconds idle_timeout = std::chrono::seconds(120);
+  std::chrono::milliseconds header_timeout = std::chrono::seconds(10);
+  size_t max_connections = 10000;  // 0: no cap
   // Both set: HTTPS only (TLS 1.2 or later), with this certificate chain and
   // private key (PEM). A file that cannot be loaded fails Start, naming it.
   std::string tls_cert_file;
@@ -48,6 +61,8 @@ class HttpServer {
   virtual ~HttpServer() = default;
 
   virtual int port() const = 0;
+  // Connections open now, over every loop.
+  virtual size_t connections() const = 0;
   // Closes the listening sockets; open connections carry on until their
   // loops stop.
   virtual void StopAccepting() = 0;

@@ -103,14 +103,27 @@ struct ParseErrorSax {
   }
 };
 
-// "syntax error while parsing value - invalid string: surrogate U+D800..U+DBFF
-// must be followed by U+DC00..U+DFFF; last read: ..., at line 1, column 24".
+// "parse error at line 1, column 25: syntax error while parsing value -
+// invalid string: surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF".
 std::string WhyMalformed(std::string_view text) {
   ParseErrorSax sax;
   Json::sax_parse(text.begin(), text.end(), &sax);
   std::string why = sax.error;
   if (auto bracket = why.find("] "); bracket != std::string::npos) why.erase(0, bracket + 2);  // [json.exception...]
   return why.empty() ? "unreadable" : why;
+}
+
+// The roles OpenAI's chat API defines; a template would render any other.
+Status CheckRole(const std::string& role, const std::string& field) {
+  if (role.empty()) return InvalidInput(field + ": must not be empty");
+  static constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool"};
+  for (std::string_view r : kRoles) {
+    if (role == r) return Status::Ok();
+  }
+  size_t cut = std::min<size_t>(role.size(), 32);
+  while (cut < role.size() && cut > 0 && (static_cast<unsigned char>(role[cut]) & 0xC0) == 0x80) --cut;
+  const std::string shown = cut < role.size() ? role.substr(0, cut) + "..." : role;
+  return InvalidInput(field + ": '" + shown + "' is not a role (system, developer, user, assistant or tool)");
 }
 
 }  // namespace
@@ -250,23 +263,6 @@ Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessa
   }
   return Status::Ok();
 }
-
-namespace {
-
-// The roles OpenAI's chat API defines; a template would render any other.
-Status CheckRole(const std::string& role, const std::string& field) {
-  if (role.empty()) return InvalidInput(field + ": must not be empty");
-  static constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool"};
-  for (std::string_view r : kRoles) {
-    if (role == r) return Status::Ok();
-  }
-  size_t cut = std::min<size_t>(role.size(), 32);
-  while (cut < role.size() && cut > 0 && (static_cast<unsigned char>(role[cut]) & 0xC0) == 0x80) --cut;
-  const std::string shown = cut < role.size() ? role.substr(0, cut) + "..." : role;
-  return InvalidInput(field + ": '" + shown + "' is not a role (system, developer, user, assistant or tool)");
-}
-
-}  // namespace
 
 Status Validate(const GenerateRequest& r) {
   if (r.model.empty()) return InvalidInput("model: missing");
