@@ -251,6 +251,14 @@ Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessa
     const std::string f = Indexed(field, i);
     const Json& m = v[i];
     if (!m.is_object()) return Expected(f, "an object", m);
+    // A field not carried would be accepted and ignored: refused instead
+    // (null, or an empty tool_calls, says nothing and passes).
+    for (const auto& [key, value] : m.items()) {
+      const bool says_nothing = value.is_null() || (key == "tool_calls" && value.is_array() && value.empty());
+      if (key != "role" && key != "content" && !says_nothing) {
+        return InvalidInput(f + "." + key + ": not supported (a message carries role and content)");
+      }
+    }
     ChatMessage msg;
     auto role = m.find("role");
     if (role == m.end()) return InvalidInput(f + ".role: missing");
@@ -258,7 +266,6 @@ Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessa
     auto content = m.find("content");
     if (content != m.end())
       SHOAL_RETURN_IF_ERROR(ReadContent(*content, f + ".content", &msg.content));
-    // Other message fields (name, tool_calls, ...) are not passed on.
     out->push_back(std::move(msg));
   }
   return Status::Ok();

@@ -95,7 +95,7 @@ TEST(ParseChatCompletions, EveryField) {
   GenerateRequest r = Chat(R"({
     "model": "qwen", "messages": [
       {"role": "system", "content": "Be brief."},
-      {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}], "name": "ann"},
+      {"role": "user", "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}], "name": null},
       {"role": "assistant", "content": null, "tool_calls": []}],
     "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "seed": 42,
     "stop": ["\n\n", "END"], "stream": true, "stream_options": {"include_usage": true},
@@ -187,6 +187,10 @@ TEST(ParseChatCompletions, Errors) {
             "messages[0].role: must not be empty");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":"x"},{"role":"wizard","content":"y"}]})"),
             "messages[1].role: 'wizard' is not a role (system, developer, user, assistant or tool)");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":"x","name":"ann"}]})"),
+            "messages[0].name: not supported (a message carries role and content)");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1"}]}]})"),
+            "messages[0].tool_calls: not supported (a message carries role and content)");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"User","content":"x"}]})"),
             "messages[0].role: 'User' is not a role (system, developer, user, assistant or tool)");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":5}]})"),
