@@ -21,11 +21,12 @@
 #include <random>
 #include <thread>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "runtime/generator.h"
 #include "runtime/native/lora/lora_registry.h"
 #include "runtime/native/models/bert.h"
 #include "runtime/native/native_runtime.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal::native {
 namespace {
@@ -230,10 +231,19 @@ TEST_P(LoraDecoder, AMixedStepOfEightAdaptersMatchesTheMergedReference) {
   std::printf("%s: mixed step of 8 adapters + base, worst logit error %.2e relative\n", base.c_str(), worst);
   EXPECT_LE(worst, 1e-4);
 
+  // Alone, each sequence gives what it gave in the mixed step, up to the
+  // order of the GEMM's sums: oneDNN's kernels for one row and for eight
+  // (and on one thread and two) add in another order on an AVX2 CPU
+  // (1.5e-5 on logits up to 9), so the bound is relative to the row's
+  // largest logit, as above, and ten times tighter.
   std::vector<float> alone(vocab);
   for (size_t s = 0; s < prompts.size(); ++s) {
     ASSERT_TRUE(gen->Forward({&chunks[s], 1}, alone.data(), 1).ok());
-    for (size_t v = 0; v < vocab; ++v) ASSERT_NEAR(alone[v], got[s * vocab + v], 1e-5) << "prompt " << s;
+    float scale = 0;
+    for (float x : alone) scale = std::max(scale, std::abs(x));
+    for (size_t v = 0; v < vocab; ++v) {
+      ASSERT_NEAR(alone[v], got[s * vocab + v], 1e-5 * (1 + scale)) << "prompt " << s;
+    }
   }
   SequenceChunk unknown{prompts[0], 0, tables[0], true};
   unknown.lora = "nope";

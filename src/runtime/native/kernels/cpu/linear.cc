@@ -90,13 +90,39 @@ dnnl::algorithm EltwiseOf(Activation act) {
   return dnnl::algorithm::undef;
 }
 
-// Per-thread buffers reused across calls: the bf16 activations and the
-// primitive's scratchpad.
+// Per-thread buffers reused across calls: the bf16 activations (and, where
+// bf16 is emulated, them widened back to f32) and the primitive's scratchpad.
 struct CallBuffers {
   std::vector<uint16_t> x_bf16;
+  std::vector<float> x_rounded;
   std::vector<uint8_t> scratchpad;
 };
 thread_local CallBuffers t_buffers;
+
+// Values rounded to bf16 precision, kept as f32.
+std::vector<float> RoundedToBf16(const float* v, size_t n) {
+  std::vector<uint16_t> half(n);
+  std::vector<float> out(n);
+  F32ToBf16(v, half.data(), n);
+  Bf16ToF32(half.data(), out.data(), n);
+  return out;
+}
+
+// Whether oneDNN has a bf16 matmul on this CPU (it has from AVX-512 up; an
+// AVX2 CPU has none). Asked once, with a primitive of the smallest shape.
+bool Bf16MatmulAvailable() {
+  static const bool available = [] {
+    try {
+      const memory::desc a({1, 16}, dt::bf16, tag::ab), b({16, 16}, dt::bf16, tag::any),
+          c({1, 16}, dt::f32, tag::ab);
+      (void)dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), CpuEngine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return available;
+}
 
 class DnnlLinear final : public Linear {
  public:
@@ -106,6 +132,20 @@ class DnnlLinear final : public Linear {
   // May throw dnnl::error / std::bad_alloc; Create catches.
   Status Init(const float* w, WeightLayout layout, const float* bias) {
     const auto k = static_cast<memory::dim>(in_), n = static_cast<memory::dim>(out_);
+    std::vector<float> w_rounded;
+    if (dt_ == dt::bf16 && !Bf16MatmulAvailable()) {
+      // No bf16 matmul on this CPU: the same numbers through the f32 one —
+      // bf16 weights, x rounded to bf16 per call, fp32 accumulation — at
+      // f32 speed and size.
+      static std::once_flag logged;
+      std::call_once(logged, [] {
+        spdlog::info("Linear: this CPU has no bf16 matmul (oneDNN needs AVX-512); bf16 runs emulated in f32");
+      });
+      emulated_bf16_ = true;
+      dt_ = dt::f32;
+      w_rounded = RoundedToBf16(w, in_ * out_);
+      w = w_rounded.data();
+    }
     // The source matrix in its own layout: [in][out] is "ab" of K×N, and
     // [out][in] is the same K×N matrix stored transposed ("ba").
     std::vector<uint16_t> w_bf16;
@@ -207,7 +247,13 @@ class DnnlLinear final : public Linear {
     dnnl::stream stream(eng);
     CallBuffers& buf = t_buffers;
     const void* src = x;
-    if (dt_ == dt::bf16) {
+    if (emulated_bf16_) {
+      buf.x_bf16.resize(rows * in_);
+      buf.x_rounded.resize(rows * in_);
+      F32ToBf16(x, buf.x_bf16.data(), rows * in_);
+      Bf16ToF32(buf.x_bf16.data(), buf.x_rounded.data(), rows * in_);
+      src = buf.x_rounded.data();
+    } else if (dt_ == dt::bf16) {
       // One parallel region for the whole input (each region is a fork/join,
       // and under load a join can wait out a time slice).
       buf.x_bf16.resize(rows * in_);
@@ -250,7 +296,8 @@ class DnnlLinear final : public Linear {
   }
 
   const size_t in_, out_;
-  const dt dt_;
+  dt dt_;                       // what the primitive computes in (f32 where bf16 is emulated)
+  bool emulated_bf16_ = false;  // bf16 asked for, on a CPU without a bf16 matmul
   memory::desc wei_md_;      // the blocked layout chosen at load
   memory weights_;           // owns the prepacked weights
   std::vector<float> bias_;  // [out] or empty
