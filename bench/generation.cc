@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "catalog/catalog_admin.h"
+#include "admin/catalog_admin.h"
 #include "figures.h"
 #include "gateway/gateway.h"
 #include "queue/nats_server.h"
@@ -162,7 +162,7 @@ int Run(const Options& o) {
   if (!nats.ok()) return std::fprintf(stderr, "nats-server: %s\n", nats.status().ToString().c_str()), 1;
   const std::string url = (*nats)->url();
 
-  auto admin = catalog::CatalogAdmin::Connect(url);
+  auto admin = admin::CatalogAdmin::Connect(url);
   if (!admin.ok()) return 1;
   for (const char* precision : {"f32", "bf16"}) {
     ModelSpec spec;

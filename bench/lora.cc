@@ -26,12 +26,13 @@
 #include <cstdio>
 #include <random>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "figures.h"
 #include "runtime/generator.h"
 #include "runtime/native/lora/lora_registry.h"
 #include "runtime/native/models/bert.h"
 #include "runtime/native/native_runtime.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal::bench {
 namespace {

@@ -39,12 +39,13 @@
 #include "common/subprocess.h"
 #include "figures.h"
 #include "loadtest/load_generator.h"
-#include "queue/catalog.h"
+#include "queue/catalog_watch.h"
 #include "queue/control_plane.h"
 #include "queue/nats_server.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
 #include "runtime/runtime.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal::bench {
 using namespace loadtest;  // RunLoad, LoadSpec, MixEntry, Percentile

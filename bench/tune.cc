@@ -27,7 +27,7 @@
 #include <string>
 
 #include "common/log.h"
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "figures.h"
 #include "tune/tune_report.h"
 #include "tune/tuner.h"

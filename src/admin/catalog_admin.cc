@@ -1,14 +1,15 @@
-#include "catalog/catalog_admin.h"
+#include "admin/catalog_admin.h"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 
-#include "queue/catalog.h"
+#include "queue/catalog_watch.h"
 #include "runtime/generator.h"
 #include "runtime/runtime.h"
+#include "runtime/registry/registry.h"
 
-namespace shoal::catalog {
+namespace shoal::admin {
 namespace {
 
 bool AllFinite(const std::vector<float>& v) {
@@ -203,4 +204,4 @@ Result<std::vector<ModelSpec>> CatalogAdmin::List() {
   return out;
 }
 
-}  // namespace shoal::catalog
+}  // namespace shoal::admin

@@ -29,12 +29,12 @@
 #include <string_view>
 #include <vector>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "queue/control_plane.h"
 #include "queue/nats.h"
 #include "queue/topology.h"
 
-namespace shoal::catalog {
+namespace shoal::admin {
 
 class CatalogAdmin {
  public:
@@ -78,4 +78,4 @@ class CatalogAdmin {
 // small request. Returns the bytes the loaded model holds.
 Result<uint64_t> CheckModel(const ModelSpec& spec);
 
-}  // namespace shoal::catalog
+}  // namespace shoal::admin

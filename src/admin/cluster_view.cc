@@ -1,4 +1,4 @@
-#include "catalog/cluster_view.h"
+#include "admin/cluster_view.h"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 #include "common/clock.h"
 #include "queue/topology.h"
 
-namespace shoal::catalog {
+namespace shoal::admin {
 namespace {
 
 using nlohmann::json;
@@ -75,4 +75,4 @@ json ClusterView(const queue::CatalogSnapshot& catalog, const std::vector<queue:
   return out;
 }
 
-}  // namespace shoal::catalog
+}  // namespace shoal::admin

@@ -18,15 +18,15 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "queue/catalog.h"
+#include "queue/catalog_watch.h"
 #include "queue/nats.h"
 #include "queue/worker_registry.h"
 
-namespace shoal::catalog {
+namespace shoal::admin {
 
 // `js` gives the per-model counts; a pool whose stream cannot be read shows
 // "waiting": null for its models.
 nlohmann::json ClusterView(const queue::CatalogSnapshot& catalog, const std::vector<queue::WorkerInfo>& workers,
                            jsCtx* js);
 
-}  // namespace shoal::catalog
+}  // namespace shoal::admin

@@ -1,13 +1,13 @@
-#include "catalog/model_directory.h"
+#include "admin/model_directory.h"
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "wire/subjects.h"
+#include "catalog/names.h"
 
-namespace shoal::catalog {
+namespace shoal::admin {
 namespace {
 
 namespace fs = std::filesystem;
@@ -61,7 +61,7 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
     }
   }
   if (!id.empty()) spec.id = std::string(id);
-  SHOAL_RETURN_IF_ERROR(wire::ValidateModelId(spec.id));
+  SHOAL_RETURN_IF_ERROR(ValidateModelId(spec.id));
   return spec;
 }
 
@@ -73,9 +73,9 @@ Result<ModelSpec> SpecFromPath(const std::string& path, std::string_view id) {
   if (!spec.ok()) return spec.status();
   if (!id.empty()) {
     spec->id = std::string(id);
-    SHOAL_RETURN_IF_ERROR(wire::ValidateModelId(spec->id));
+    SHOAL_RETURN_IF_ERROR(ValidateModelId(spec->id));
   }
   return spec;
 }
 
-}  // namespace shoal::catalog
+}  // namespace shoal::admin

@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 
-namespace shoal::catalog {
+namespace shoal::admin {
 
 // `id` (may be empty) overrides the profile's id or, without a profile, the
 // default: the directory's name.
@@ -25,4 +25,4 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir, std::string_view id 
 // POST /v1/admin/models take.
 Result<ModelSpec> SpecFromPath(const std::string& path, std::string_view id = {});
 
-}  // namespace shoal::catalog
+}  // namespace shoal::admin

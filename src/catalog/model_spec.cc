@@ -1,4 +1,4 @@
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "common/hardware.h"
-#include "wire/subjects.h"
+#include "catalog/names.h"
 
 namespace shoal {
 namespace {
@@ -224,12 +224,12 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "threads", "", &spec->threads));
   SHOAL_RETURN_IF_ERROR(ReadLoras(o, spec));
 
-  SHOAL_RETURN_IF_ERROR(wire::ValidateModelId(spec->id));
+  SHOAL_RETURN_IF_ERROR(ValidateModelId(spec->id));
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
   if (spec->task != "encode" && spec->task != "score" && spec->task != "generate") {
     return InvalidInput("task: '" + spec->task + "' is not supported (supported: encode, score, generate)");
   }
-  SHOAL_RETURN_IF_ERROR(wire::ValidatePoolName(spec->pool));
+  SHOAL_RETURN_IF_ERROR(ValidatePoolName(spec->pool));
   if (spec->batching.max_batch_requests == 0 || spec->batching.max_batch_tokens == 0) {
     return InvalidInput("batching: max_batch_requests and max_batch_tokens must be positive");
   }
@@ -347,21 +347,6 @@ Result<ModelSpec> ModelSpec::LoadFile(const std::string& path, std::string_view 
   return spec;
 }
 
-Status ValidateLoraName(std::string_view name) {
-  if (name.empty() || name.size() > 64) return InvalidInput("LoRA name must be 1 to 64 characters");
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
-      return InvalidInput("LoRA name may hold only [A-Za-z0-9._-]: '" + std::string(name) + "'");
-    }
-  }
-  return Status::Ok();
-}
-
-ModelRef SplitModelRef(std::string_view model) {
-  const size_t colon = model.find(':');
-  if (colon == std::string_view::npos) return {model, {}, false};
-  return {model.substr(0, colon), model.substr(colon + 1), true};
-}
 
 }  // namespace shoal
 

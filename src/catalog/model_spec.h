@@ -50,6 +50,7 @@
 #include <string_view>
 #include <vector>
 
+#include "catalog/names.h"
 #include "common/status.h"
 
 namespace shoal {
@@ -134,19 +135,6 @@ struct ModelSpec {
   static Result<ModelSpec> LoadFile(const std::string& path);
   static Result<ModelSpec> LoadFile(const std::string& path, std::string_view hardware_class);
 };
-
-// LoRA names: 1..64 bytes of [A-Za-z0-9._-].
-Status ValidateLoraName(std::string_view name);
-
-// What a request names: "base" or "base:lora". Model ids hold no ':'
-// (wire/subjects.h), so the first ':' splits; `lora` is empty without one
-// (and also for "base:", which names no adapter: the caller refuses it).
-struct ModelRef {
-  std::string_view base;
-  std::string_view lora;
-  bool has_colon = false;
-};
-ModelRef SplitModelRef(std::string_view model);
 
 // Every `*.yaml` profile in `dir`, in name order; the first bad one fails all.
 Result<std::vector<ModelSpec>> LoadModelProfiles(const std::string& dir);

@@ -18,7 +18,7 @@ void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* o) {
       ->capture_default_str();
 }
 
-void AddHttpsOptions(CLI::App* sub, gateway::HttpServerOptions* http) {
+void AddHttpsOptions(CLI::App* sub, http::ServerOptions* http) {
   auto* cert = sub->add_option("--tls-cert", http->tls_cert_file,
                                "serve HTTPS with this certificate chain (PEM; with --tls-key)");
   auto* key = sub->add_option("--tls-key", http->tls_key_file, "private key (PEM) of --tls-cert");
@@ -26,7 +26,7 @@ void AddHttpsOptions(CLI::App* sub, gateway::HttpServerOptions* http) {
   key->needs(cert);
 }
 
-void AddConnectionOptions(CLI::App* sub, gateway::HttpServerOptions* http) {
+void AddConnectionOptions(CLI::App* sub, http::ServerOptions* http) {
   auto header_timeout_s = std::make_shared<double>(std::chrono::duration<double>(http->header_timeout).count());
   sub->add_option("--header-timeout-s", *header_timeout_s,
                   "a request's head must arrive within this once its first byte has (idle keep-alive "

@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "catalog/catalog_admin.h"
-#include "catalog/model_directory.h"
+#include "admin/catalog_admin.h"
+#include "admin/model_directory.h"
 #include "cli/commands.h"
 #include "common/log.h"
 
@@ -67,11 +67,11 @@ Subcommand AddModels(CLI::App& app) {
             if (add->parsed() && !id->empty() && paths->size() > 1) {
               return Fail(InvalidInput("--id names one model; give one path"));
             }
-            auto admin = catalog::CatalogAdmin::Connect(*nats, *security, *replicas);
+            auto admin = admin::CatalogAdmin::Connect(*nats, *security, *replicas);
             if (!admin.ok()) return Fail(admin.status());
             if (add->parsed()) {
               for (const auto& path : *paths) {
-                auto spec = catalog::SpecFromPath(path, *id);
+                auto spec = admin::SpecFromPath(path, *id);
                 if (!spec.ok()) return Fail(spec.status());
                 if (*pin) spec->pinned = true;
                 std::cout << "checking " << spec->id << " (" << spec->runtime << ", loading it once)...\n"

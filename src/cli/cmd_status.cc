@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "catalog/catalog_admin.h"
-#include "catalog/cluster_view.h"
+#include "admin/catalog_admin.h"
+#include "admin/cluster_view.h"
 #include "cli/commands.h"
 #include "queue/control_plane.h"
 
@@ -65,7 +65,7 @@ Subcommand AddStatus(CLI::App& app) {
               std::cerr << "error: " << control.status().ToString() << "\n";
               return 1;
             }
-            catalog::CatalogAdmin admin(control->models.get(), control->js.get());
+            admin::CatalogAdmin admin(control->models.get(), control->js.get());
             auto specs = admin.List();
             auto workers = queue::ReadHeartbeats(control->workers.get(), 4 * queue::kHeartbeatInterval);
             if (!specs.ok() || !workers.ok()) {
@@ -74,7 +74,7 @@ Subcommand AddStatus(CLI::App& app) {
             }
             queue::CatalogSnapshot snapshot;
             for (const auto& s : *specs) snapshot[s.id] = std::make_shared<const ModelSpec>(s);
-            const json view = catalog::ClusterView(snapshot, *workers, control->js.get());
+            const json view = admin::ClusterView(snapshot, *workers, control->js.get());
             if (*as_json) {
               std::cout << view.dump(2) << "\n";
             } else {

@@ -16,7 +16,7 @@
 
 #include "cli/commands.h"
 #include "common/log.h"
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "tune/profile_writer.h"
 #include "tune/tune_report.h"
 #include "tune/tuner.h"

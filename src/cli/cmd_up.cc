@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "catalog/catalog_admin.h"
+#include "admin/catalog_admin.h"
 #include "cli/commands.h"
 #include "common/log.h"
 #include "gateway/gateway.h"
@@ -49,7 +49,7 @@ int Up(UpOptions& o) {
     return 1;
   }
   {
-    auto admin = catalog::CatalogAdmin::Connect(url, o.nats_security);
+    auto admin = admin::CatalogAdmin::Connect(url, o.nats_security);
     if (!admin.ok()) {
       spdlog::error("up: {}", admin.status().ToString());
       return 1;

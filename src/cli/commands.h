@@ -54,8 +54,8 @@ void AddNatsReplicasOption(CLI::App* sub, int* replicas);
 // --header-timeout-s and --max-connections: how long a request's head may
 // take once begun, and the connections open at once; shared by `gateway`
 // and `up`.
-void AddConnectionOptions(CLI::App* sub, gateway::HttpServerOptions* http);
-void AddHttpsOptions(CLI::App* sub, gateway::HttpServerOptions* http);
+void AddConnectionOptions(CLI::App* sub, http::ServerOptions* http);
+void AddHttpsOptions(CLI::App* sub, http::ServerOptions* http);
 
 // --payload-store (env SHOAL_PAYLOAD_STORE): where items too large for a NATS
 // message wait while queued. Gateways and workers of a cluster name the same.

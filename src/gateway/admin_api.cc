@@ -5,9 +5,9 @@
 #include <optional>
 #include <thread>
 
-#include "catalog/catalog_admin.h"
-#include "catalog/cluster_view.h"
-#include "catalog/model_directory.h"
+#include "admin/catalog_admin.h"
+#include "admin/cluster_view.h"
+#include "admin/model_directory.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "queue/keys.h"
@@ -21,7 +21,7 @@ constexpr std::string_view kModels = "/v1/admin/models";
 constexpr std::string_view kCluster = "/v1/cluster";
 constexpr std::string_view kKeys = "/v1/admin/keys";
 
-HttpResponse SpecResponse(int status, const ModelSpec& spec) { return JsonResponse(status, spec.ToJson()); }
+http::Response SpecResponse(int status, const ModelSpec& spec) { return http::JsonResponse(status, spec.ToJson()); }
 
 Result<json> ParseObject(const std::string& body) {
   json o = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -50,7 +50,7 @@ Result<ModelSpec> SpecFromBody(const std::string& body) {
     if (!it->is_string()) return InvalidInput("id: expected a string");
     id = it->get<std::string>();
   }
-  auto spec = catalog::SpecFromPath(path.get<std::string>(), id);
+  auto spec = admin::SpecFromPath(path.get<std::string>(), id);
   if (!spec.ok()) return spec.status();
   if (auto it = o->find("pinned"); it != o->end()) {
     if (!it->is_boolean()) return InvalidInput("pinned: expected true or false");
@@ -169,22 +169,22 @@ AdminApi::~AdminApi() { loop_.Stop(); }
 
 bool AdminApi::Handles(std::string_view path) { return path.starts_with("/v1/admin/") || path == kCluster; }
 
-void AdminApi::Handle(HttpRequest&& req, Responder respond) {
+void AdminApi::Handle(http::Request&& req, http::Responder respond) {
   loop_.Post([this, req = std::move(req), respond = std::move(respond)] { respond(Serve(req)); });
 }
 
-HttpResponse AdminApi::Serve(const HttpRequest& req) {
+http::Response AdminApi::Serve(const http::Request& req) {
   const std::string request_id = "admin-" + RandomToken(8);
-  auto fail = [&](const Status& s) { return ErrorResponse(s, request_id); };
+  auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
 
   if (req.path == kCluster) {
     if (req.method != "GET") return fail(InvalidInput("GET /v1/cluster"));
-    return JsonResponse(200, catalog::ClusterView(*catalog_(), workers_->Live(), js_).dump());
+    return http::JsonResponse(200, admin::ClusterView(*catalog_(), workers_->Live(), js_).dump());
   }
   if (std::string_view(req.path).starts_with(kKeys)) {
     return ServeKeys(req, std::string_view(req.path).substr(kKeys.size()), request_id);
   }
-  catalog::CatalogAdmin admin(models_, js_);
+  admin::CatalogAdmin admin(models_, js_);
   std::string_view path = req.path;
   if (!path.starts_with(kModels)) return fail(Status(Code::kNotFound, "no admin route " + req.path));
   path.remove_prefix(kModels.size());
@@ -195,7 +195,7 @@ HttpResponse AdminApi::Serve(const HttpRequest& req) {
       if (!specs.ok()) return fail(specs.status());
       json data = json::array();
       for (const auto& s : *specs) data.push_back(json::parse(s.ToJson()));
-      return JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
+      return http::JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
     }
     if (req.method == "POST") {
       auto spec = SpecFromBody(req.body);
@@ -224,7 +224,7 @@ HttpResponse AdminApi::Serve(const HttpRequest& req) {
   if (req.method == "DELETE") {
     if (Status s = admin.Remove(id); !s.ok()) return fail(s);
     spdlog::info("admin: {} removed", id);
-    return JsonResponse(200, json{{"id", id}, {"deleted", true}}.dump());
+    return http::JsonResponse(200, json{{"id", id}, {"deleted", true}}.dump());
   }
   if (req.method == "PATCH") {
     auto o = ParseObject(req.body);
@@ -239,17 +239,17 @@ HttpResponse AdminApi::Serve(const HttpRequest& req) {
   return fail(InvalidInput(req.method + " " + req.path + ": use GET, PATCH or DELETE"));
 }
 
-HttpResponse AdminApi::ServeLoras(const HttpRequest& req, const std::string& base, const std::string& name,
+http::Response AdminApi::ServeLoras(const http::Request& req, const std::string& base, const std::string& name,
                                   const std::string& request_id) {
-  auto fail = [&](const Status& s) { return ErrorResponse(s, request_id); };
-  catalog::CatalogAdmin admin(models_, js_);
+  auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
+  admin::CatalogAdmin admin(models_, js_);
   if (name.empty()) {
     if (req.method == "GET") {
       auto spec = admin.Get(base);
       if (!spec.ok()) return fail(spec.status());
       json data = json::array();
       for (const auto& l : spec->loras) data.push_back(LoraJson(base, l));
-      return JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
+      return http::JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
     }
     if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use GET or POST"));
     auto lora = LoraFromBody(req.body);
@@ -259,13 +259,13 @@ HttpResponse AdminApi::ServeLoras(const HttpRequest& req, const std::string& bas
     if (!stored.ok()) return fail(stored.status());
     AwaitCatalog(base, stored->name, true);
     spdlog::info("admin: LoRA {}:{} registered ({:.1f} MB)", base, stored->name, stored->memory_bytes / 1e6);
-    return JsonResponse(201, LoraJson(base, *stored).dump());
+    return http::JsonResponse(201, LoraJson(base, *stored).dump());
   }
   if (req.method != "DELETE") return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
   if (Status s = admin.RemoveLora(base, name); !s.ok()) return fail(s);
   AwaitCatalog(base, name, false);
   spdlog::info("admin: LoRA {}:{} removed", base, name);
-  return JsonResponse(200, json{{"model", base}, {"name", name}, {"deleted", true}}.dump());
+  return http::JsonResponse(200, json{{"model", base}, {"name", name}, {"deleted", true}}.dump());
 }
 
 void AdminApi::AwaitCatalog(const std::string& base, const std::string& name, bool present) const {
@@ -281,15 +281,15 @@ void AdminApi::AwaitCatalog(const std::string& base, const std::string& name, bo
   }
 }
 
-HttpResponse AdminApi::ServeKeys(const HttpRequest& req, std::string_view rest, const std::string& request_id) {
-  auto fail = [&](const Status& s) { return ErrorResponse(s, request_id); };
+http::Response AdminApi::ServeKeys(const http::Request& req, std::string_view rest, const std::string& request_id) {
+  auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
   if (rest.empty() || rest == "/") {
     if (req.method == "GET") {
       auto keys = queue::ListKeys(keys_);
       if (!keys.ok()) return fail(keys.status());
       json data = json::array();
       for (const auto& k : *keys) data.push_back(KeyInfo(k));
-      return JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
+      return http::JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
     }
     if (req.method == "POST") {
       auto key = KeyFromBody(req.body);
@@ -299,7 +299,7 @@ HttpResponse AdminApi::ServeKeys(const HttpRequest& req, std::string_view rest, 
       spdlog::info("admin: key {} created", issued->key.name);
       json out = KeyInfo(issued->key);
       out["secret"] = issued->secret;
-      return JsonResponse(201, out.dump());
+      return http::JsonResponse(201, out.dump());
     }
     return fail(InvalidInput(req.method + " " + req.path + ": use GET or POST"));
   }
@@ -308,7 +308,7 @@ HttpResponse AdminApi::ServeKeys(const HttpRequest& req, std::string_view rest, 
   if (req.method != "DELETE") return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
   if (Status s = queue::RevokeKey(keys_, name); !s.ok()) return fail(s);
   spdlog::info("admin: key {} removed", name);
-  return JsonResponse(200, json{{"name", name}, {"deleted", true}}.dump());
+  return http::JsonResponse(200, json{{"name", name}, {"deleted", true}}.dump());
 }
 
 }  // namespace shoal::gateway

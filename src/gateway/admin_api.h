@@ -46,8 +46,8 @@
 #include <string>
 
 #include "common/event_loop.h"
-#include "gateway/http.h"
-#include "queue/catalog.h"
+#include "http/http.h"
+#include "queue/catalog_watch.h"
 #include "queue/nats.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
@@ -69,12 +69,12 @@ class AdminApi {
   static bool Handles(std::string_view path);
   // From any thread, for an authorized request; `respond` is called from
   // the admin thread.
-  void Handle(HttpRequest&& req, Responder respond);
+  void Handle(http::Request&& req, http::Responder respond);
 
  private:
-  HttpResponse Serve(const HttpRequest& req);  // on the admin thread
-  HttpResponse ServeKeys(const HttpRequest& req, std::string_view rest, const std::string& request_id);
-  HttpResponse ServeLoras(const HttpRequest& req, const std::string& base, const std::string& name,
+  http::Response Serve(const http::Request& req);  // on the admin thread
+  http::Response ServeKeys(const http::Request& req, std::string_view rest, const std::string& request_id);
+  http::Response ServeLoras(const http::Request& req, const std::string& base, const std::string& name,
                           const std::string& request_id);
   // Waits (a little) until this gateway's catalog shows `base` with (or
   // without) adapter `name`.

@@ -13,11 +13,11 @@ std::optional<Admission::Ticket> Admission::TryAdmit() {
   return Ticket(this);
 }
 
-Responder Admitted(Responder respond, Admission::Ticket ticket) {
-  // A Responder is copyable (std::function); the ticket is not, so the
+http::Responder Admitted(http::Responder respond, Admission::Ticket ticket) {
+  // A http::Responder is copyable (std::function); the ticket is not, so the
   // copies share it.
   auto held = std::make_shared<Admission::Ticket>(std::move(ticket));
-  return [respond = std::move(respond), held](HttpResponse response) {
+  return [respond = std::move(respond), held](http::Response response) {
     const bool last = !response.more;
     respond(std::move(response));
     if (last) held->Release();

@@ -11,15 +11,15 @@
 // request dropped on any path gives its place back).
 //
 // Threading: Admission is thread-safe (one atomic counter, shared by the
-// lanes). A Ticket is released once; the Responder from Admitted() is called
-// by one thread at a time, as every Responder is.
+// lanes). A Ticket is released once; the http::Responder from Admitted() is called
+// by one thread at a time, as every http::Responder is.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <optional>
 
-#include "gateway/http.h"
+#include "http/http.h"
 
 namespace shoal::gateway {
 
@@ -57,7 +57,7 @@ class Admission {
 };
 
 // `respond`, releasing `ticket` once the response's last part is passed on
-// (or when the returned Responder is destroyed without it).
-Responder Admitted(Responder respond, Admission::Ticket ticket);
+// (or when the returned http::Responder is destroyed without it).
+http::Responder Admitted(http::Responder respond, Admission::Ticket ticket);
 
 }  // namespace shoal::gateway

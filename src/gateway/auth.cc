@@ -38,7 +38,7 @@ bool Authenticator::IsAdminToken(std::string_view bearer) const {
   return has_admin_token_ && queue::SameDigest(queue::Sha256(bearer), admin_token_digest_);
 }
 
-Result<Caller> Authenticator::Authenticate(const HttpRequest& req) const {
+Result<Caller> Authenticator::Authenticate(const http::Request& req) const {
   if (mode_ == AuthMode::kNone) return Caller{};
   const std::string_view bearer = Bearer(req.authorization);
   if (bearer.empty()) {
@@ -50,7 +50,7 @@ Result<Caller> Authenticator::Authenticate(const HttpRequest& req) const {
   return Caller{std::move(key).value()};
 }
 
-Status Authenticator::AuthorizeAdmin(const HttpRequest& req) const {
+Status Authenticator::AuthorizeAdmin(const http::Request& req) const {
   const std::string_view bearer = Bearer(req.authorization);
   if (mode_ == AuthMode::kNone) {
     if (!has_admin_token_) {

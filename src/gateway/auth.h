@@ -29,7 +29,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "gateway/http.h"
+#include "http/http.h"
 #include "queue/keys.h"
 
 namespace shoal::gateway {
@@ -58,9 +58,9 @@ class Authenticator {
   AuthMode mode() const { return mode_; }
 
   // For the data routes: who is calling, or why they may not.
-  Result<Caller> Authenticate(const HttpRequest& req) const;
+  Result<Caller> Authenticate(const http::Request& req) const;
   // For the admin routes.
-  Status AuthorizeAdmin(const HttpRequest& req) const;
+  Status AuthorizeAdmin(const http::Request& req) const;
 
  private:
   bool IsAdminToken(std::string_view bearer) const;

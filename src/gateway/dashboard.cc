@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "catalog/cluster_view.h"
+#include "admin/cluster_view.h"
 #include "common/ids.h"
 #include "gateway/dashboard_html.h"  // generated from dashboard.html (src/CMakeLists.txt)
 
@@ -63,8 +63,8 @@ void Dashboard::Stop() {
   loop_.Stop();
 }
 
-HttpResponse Dashboard::Page() {
-  HttpResponse r;
+http::Response Dashboard::Page() {
+  http::Response r;
   r.content_type = "text/html; charset=utf-8";
   r.body = std::string(kDashboardHtml);
   // The page is in the binary: a new build is a new page, so never cache it
@@ -73,9 +73,9 @@ HttpResponse Dashboard::Page() {
   return r;
 }
 
-void Dashboard::Handle(HttpRequest&& req, Responder respond) {
+void Dashboard::Handle(http::Request&& req, http::Responder respond) {
   if (stopped_ || !started_loop_) {
-    return respond(ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), ""));
+    return respond(http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), ""));
   }
   loop_.Post([this, req = std::move(req), respond = std::move(respond)] { respond(Serve(req)); });
 }
@@ -84,12 +84,12 @@ void Dashboard::TakeSample() {
   history_.Sample(SteadyClock::now(), UnixMillis(), sources_.in_flight ? sources_.in_flight() : 0);
 }
 
-HttpResponse Dashboard::Serve(const HttpRequest& req) {
+http::Response Dashboard::Serve(const http::Request& req) {
   if (req.method != "GET")
-    return ErrorResponse(InvalidInput("GET /v1/dashboard"), "dash-" + RandomToken(8));
+    return http::ErrorResponse(InvalidInput("GET /v1/dashboard"), "dash-" + RandomToken(8));
   json cluster = nullptr, totals = nullptr;
   if (sources_.workers && sources_.catalog) {
-    cluster = catalog::ClusterView(*sources_.catalog(), sources_.workers->Live(), sources_.js);
+    cluster = admin::ClusterView(*sources_.catalog(), sources_.workers->Live(), sources_.js);
     totals = Totals(cluster);
   }
   json gateway = {
@@ -107,7 +107,7 @@ HttpResponse Dashboard::Serve(const HttpRequest& req) {
               {"history", history_.ToJson()},
               {"totals", std::move(totals)},
               {"cluster", std::move(cluster)}};
-  HttpResponse r = JsonResponse(200, out.dump());
+  http::Response r = http::JsonResponse(200, out.dump());
   r.headers.emplace_back("Cache-Control", "no-store");
   return r;
 }

@@ -42,8 +42,8 @@
 
 #include "common/event_loop.h"
 #include "gateway/dashboard_history.h"
-#include "gateway/http.h"
-#include "queue/catalog.h"
+#include "http/http.h"
+#include "queue/catalog_watch.h"
 #include "queue/nats.h"
 #include "queue/worker_registry.h"
 
@@ -79,12 +79,12 @@ class Dashboard {
   void Stop();
 
   // GET /: the page.
-  static bool IsPage(const HttpRequest& req) { return req.method == "GET" && req.path == "/"; }
-  static HttpResponse Page();
+  static bool IsPage(const http::Request& req) { return req.method == "GET" && req.path == "/"; }
+  static http::Response Page();
   // /v1/dashboard, for an authorized request; `respond` is called from the
   // dashboard's thread.
   static bool Handles(std::string_view path) { return path == "/v1/dashboard"; }
-  void Handle(HttpRequest&& req, Responder respond);
+  void Handle(http::Request&& req, http::Responder respond);
 
   // A response whose head went out (a stream's: its first part), into the
   // history.
@@ -93,7 +93,7 @@ class Dashboard {
   DashboardHistory& history() { return history_; }
 
  private:
-  HttpResponse Serve(const HttpRequest& req);  // on loop_
+  http::Response Serve(const http::Request& req);  // on loop_
   void TakeSample();                           // on loop_
 
   const DashboardOptions options_;

@@ -4,7 +4,7 @@
 
 #include "common/log.h"
 #include "queue/topology.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 #include "wire/work_message.h"
 
 namespace shoal::gateway {
@@ -59,7 +59,7 @@ void DeadLetters::Handle(std::string_view advisory_json) {
   const std::string_view item = queue::Header(raw, wire::kHeaderItem);
   const std::string message = "the item failed on " + std::to_string(deliveries) +
                               " delivery attempts and was moved to " +
-                              std::string(wire::kDeadLetterStream);
+                              std::string(queue::kDeadLetterStream);
 
   // 1. Keep it for inspection: same payload and headers, under shoal.dlq.
   std::string subject(natsMsg_GetSubject(raw));
@@ -79,7 +79,7 @@ void DeadLetters::Handle(std::string_view advisory_json) {
   natsMsgHeader_Set(copy, wire::kHeaderError, std::string(CodeName(Code::kInferenceError)).c_str());
   jsPubAck* ack = nullptr;
   if (js_PublishMsg(&ack, js_, copy, nullptr, &code) != NATS_OK) {
-    spdlog::error("dead letters: rid={} could not be stored in {}", request_id, wire::kDeadLetterStream);
+    spdlog::error("dead letters: rid={} could not be stored in {}", request_id, queue::kDeadLetterStream);
     return;  // leave it in the work stream rather than lose it
   }
   jsPubAck_Destroy(ack);
@@ -97,9 +97,9 @@ void DeadLetters::Handle(std::string_view advisory_json) {
 
   // 3. Out of the work queue.
   js_DeleteMsg(js_, stream.c_str(), seq, nullptr, &code);
-  auto model = wire::ModelIdFromToken(consumer);
+  auto model = queue::ModelIdFromToken(consumer);
   spdlog::warn("dead letters: rid={} item={} of {} moved to {} after {} deliveries", request_id, item,
-               model.ok() ? *model : consumer, wire::kDeadLetterStream, deliveries);
+               model.ok() ? *model : consumer, queue::kDeadLetterStream, deliveries);
 }
 
 }  // namespace shoal::gateway

@@ -7,7 +7,7 @@
 #include "gateway/inprocess_dispatcher.h"
 #include "gateway/push_dispatcher.h"
 #include "gateway/queue_dispatcher.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 
 namespace shoal::gateway {
 
@@ -16,7 +16,7 @@ constexpr auto kSweepPeriod = std::chrono::milliseconds(5);
 
 // The last line of a request's path at debug level, with the id its
 // response names (routed or "edge-…").
-void LogAnswer(std::string_view path, const HttpResponse& r, double seconds) {
+void LogAnswer(std::string_view path, const http::Response& r, double seconds) {
   std::string_view rid;
   for (const auto& [name, value] : r.headers) {
     if (name == "X-Shoal-Request-Id") rid = value;
@@ -26,13 +26,13 @@ void LogAnswer(std::string_view path, const HttpResponse& r, double seconds) {
 }
 }  // namespace
 
-Responder Gateway::Observed(const HttpRequest& req, Responder respond) {
+http::Responder Gateway::Observed(const http::Request& req, http::Responder respond) {
   // The dashboard's history leaves out probes and its own polls, which
   // would show an open dashboard as traffic.
   const bool in_history = !Router::IsProbe(req) && !Dashboard::Handles(req.path);
   std::string path = spdlog::should_log(spdlog::level::debug) ? req.path : std::string();
   return [this, route = GatewayMetrics::RouteLabel(req.path), path = std::move(path), in_history,
-          received = req.received, seen = false, respond = std::move(respond)](HttpResponse r) mutable {
+          received = req.received, seen = false, respond = std::move(respond)](http::Response r) mutable {
     if (!seen) {  // a stream's head is its first part
       seen = true;
       const double seconds = std::chrono::duration<double>(SteadyClock::now() - received).count();
@@ -59,7 +59,7 @@ Status Gateway::ConnectControlPlane() {
   auto registry = queue::WorkerRegistry::Open(control_.workers.get());
   if (!registry.ok()) return registry.status();
   workers_ = std::move(registry).value();
-  auto catalog = queue::Catalog::Open(control_.models.get(), [this](auto snap) { OnCatalog(snap); });
+  auto catalog = queue::CatalogWatch::Open(control_.models.get(), [this](auto snap) { OnCatalog(snap); });
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());
@@ -170,7 +170,7 @@ Status Gateway::Init() {
                     .default_timeout = options_.default_timeout,
                     .inline_item_bytes = inline_item_bytes},
       catalog_fn, [this] { return Ready(); }, std::move(router_lanes), &limiter_);
-  auto server = HttpServer::Start(options_.http, loops, [this](size_t lane, HttpRequest&& req, Responder r) {
+  auto server = http::Server::Start(options_.http, loops, [this](size_t lane, http::Request&& req, http::Responder r) {
     Serve(lane, std::move(req), std::move(r));
   });
   if (!server.ok()) return server.status();
@@ -186,7 +186,7 @@ Status Gateway::Init() {
   return Status::Ok();
 }
 
-void Gateway::Serve(size_t lane, HttpRequest&& req, Responder respond) {
+void Gateway::Serve(size_t lane, http::Request&& req, http::Responder respond) {
   // Scrapes, like probes, are open and never refused for load.
   if (req.method == "GET" && req.path == "/metrics") return respond(metrics_.Render(InFlight()));
   // So is the dashboard's page: it holds no figures (it fetches /v1/dashboard).
@@ -196,21 +196,21 @@ void Gateway::Serve(size_t lane, HttpRequest&& req, Responder respond) {
   const bool dashboard = Dashboard::Handles(req.path);
   auto ticket = admission_.TryAdmit();
   if (!ticket) {
-    return respond(ErrorResponse(
+    return respond(http::ErrorResponse(
         Status(Code::kOverloaded, "the gateway has " + std::to_string(admission_.limit()) +
                                       " requests in flight, its limit (--max-in-flight)"),
         ""));
   }
   respond = Admitted(std::move(respond), std::move(*ticket));
   if (dashboard || AdminApi::Handles(req.path)) {
-    if (Status s = auth_->AuthorizeAdmin(req); !s.ok()) return respond(ErrorResponse(s, ""));
+    if (Status s = auth_->AuthorizeAdmin(req); !s.ok()) return respond(http::ErrorResponse(s, ""));
     if (dashboard) return dashboard_->Handle(std::move(req), std::move(respond));
     if (admin_) return admin_->Handle(std::move(req), std::move(respond));
     return respond(
-        ErrorResponse(Status(Code::kNotFound, "no admin API in in-process mode (no catalog to change)"), ""));
+        http::ErrorResponse(Status(Code::kNotFound, "no admin API in in-process mode (no catalog to change)"), ""));
   }
   auto caller = auth_->Authenticate(req);
-  if (!caller.ok()) return respond(ErrorResponse(caller.status(), ""));
+  if (!caller.ok()) return respond(http::ErrorResponse(caller.status(), ""));
   router_->Handle(lane, std::move(req), std::move(respond), *caller);
 }
 
@@ -232,7 +232,7 @@ void Gateway::Sweep(Lane& lane) {
   const auto now = SteadyClock::now();
   for (auto& p : lane.pending.Expired(now)) {
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - p->received);
-    lane.pending.Finish(*p, ErrorResponse(Status(Code::kDeadlineExceeded, "no result within " +
+    lane.pending.Finish(*p, http::ErrorResponse(Status(Code::kDeadlineExceeded, "no result within " +
                                                                               std::to_string(waited.count()) + " ms"),
                                           p->id));
   }
@@ -267,7 +267,7 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
       // Whoever is still waiting hears why, rather than a closed connection.
       for (auto& p : lane->pending.Expired(SteadyClock::time_point::max())) {
         refused += lane->pending.Finish(
-            *p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
+            *p, http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
       }
       lane->dispatcher->Stop();
     });

@@ -31,12 +31,12 @@
 #include "gateway/dead_letters.h"
 #include "gateway/dispatcher.h"
 #include "gateway/gateway_metrics.h"
-#include "gateway/http_server.h"
+#include "http/server.h"
 #include "gateway/payload_offloader.h"
 #include "gateway/pending.h"
 #include "gateway/rate_limiter.h"
 #include "gateway/router.h"
-#include "queue/catalog.h"
+#include "queue/catalog_watch.h"
 #include "queue/control_plane.h"
 #include "queue/keys.h"
 #include "queue/nats.h"
@@ -48,7 +48,7 @@ namespace shoal::gateway {
 struct GatewayOptions {
   std::string nats_url;
   queue::NatsSecurity nats_security;  // TLS and credentials for every connection
-  HttpServerOptions http;  // with tls_cert_file/tls_key_file: HTTPS
+  http::ServerOptions http;  // with tls_cert_file/tls_key_file: HTTPS
   std::string id;  // default: random
   std::chrono::milliseconds default_timeout{30000};
   std::chrono::milliseconds no_capacity_wait{2000};
@@ -102,10 +102,10 @@ class Gateway {
   Status Init();
   Status ConnectControlPlane();
   // The HTTP server's handler: admission, authentication, then the route.
-  void Serve(size_t lane, HttpRequest&& req, Responder respond);
+  void Serve(size_t lane, http::Request&& req, http::Responder respond);
   // `respond`, and when the response head goes out: counted in the metrics
   // and the dashboard's history, and logged at debug level.
-  Responder Observed(const HttpRequest& req, Responder respond);
+  http::Responder Observed(const http::Request& req, http::Responder respond);
   void OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot);
   void Sweep(Lane& lane);
   size_t InFlight() const;
@@ -117,7 +117,7 @@ class Gateway {
   Admission admission_;
   // Control plane: KV buckets and watches, on a connection of their own.
   queue::ControlPlane control_;
-  std::unique_ptr<queue::Catalog> catalog_;
+  std::unique_ptr<queue::CatalogWatch> catalog_;
   std::shared_ptr<const queue::CatalogSnapshot> static_catalog_;  // in-process mode
   std::unique_ptr<queue::WorkerRegistry> workers_;
   queue::KvStorePtr keys_bucket_;          // shoal_keys; not in in-process mode
@@ -138,7 +138,7 @@ class Gateway {
   std::unique_ptr<PayloadOffloader> offloader_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::unique_ptr<Router> router_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<http::Server> server_;
   std::atomic<bool> ready_{false};
   bool stopped_ = false;
 };

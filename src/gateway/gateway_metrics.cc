@@ -30,16 +30,16 @@ std::string_view GatewayMetrics::RouteLabel(std::string_view path) {
   return "other";
 }
 
-void GatewayMetrics::Observe(std::string_view route, const HttpResponse& r, double seconds) {
+void GatewayMetrics::Observe(std::string_view route, const http::Response& r, double seconds) {
   const std::string label(route);
   requests_.With({label, std::to_string(r.status)}).Inc();
   if (!r.error_code.empty()) errors_.With({label, std::string(r.error_code)}).Inc();
   seconds_.With({label}).Observe(seconds);
 }
 
-HttpResponse GatewayMetrics::Render(size_t in_flight) {
+http::Response GatewayMetrics::Render(size_t in_flight) {
   in_flight_.Set(static_cast<double>(in_flight));
-  HttpResponse r;
+  http::Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = registry_.Render();
   return r;

@@ -19,7 +19,7 @@
 #include <string_view>
 
 #include "common/metrics.h"
-#include "gateway/http.h"
+#include "http/http.h"
 
 namespace shoal::gateway {
 
@@ -29,10 +29,10 @@ class GatewayMetrics {
 
   // A response under `route` (RouteLabel) whose head went out `seconds`
   // after its request arrived.
-  void Observe(std::string_view route, const HttpResponse& r, double seconds);
+  void Observe(std::string_view route, const http::Response& r, double seconds);
 
   // The body of GET /metrics, with `in_flight` requests now.
-  HttpResponse Render(size_t in_flight);
+  http::Response Render(size_t in_flight);
 
   // The route label of a request path.
   static std::string_view RouteLabel(std::string_view path);

@@ -42,7 +42,7 @@ uint32_t GenerationCost(const wire::GenerateRequest& r) {
 void OnGenerationResult(PendingTable& table, PendingRequest& p, const ChunkMessage& m) {
   Generation& g = *p.generation;
   if (!m.error.empty()) {
-    table.Finish(p, ErrorResponse(Status(CodeFromName(m.error), std::string(m.payload)), p.id));
+    table.Finish(p, http::ErrorResponse(Status(CodeFromName(m.error), std::string(m.payload)), p.id));
     return;
   }
   // Only the chunk expected next (generation.h says why the others are
@@ -55,7 +55,7 @@ void OnGenerationResult(PendingTable& table, PendingRequest& p, const ChunkMessa
   wire::GenerationChunk c;
   if (Status s = wire::DecodeChunk(m.payload, &c); !s.ok()) {
     table.Finish(
-        p, ErrorResponse(Status(Code::kInternal, "a worker sent a malformed chunk: " + s.message()),
+        p, http::ErrorResponse(Status(Code::kInternal, "a worker sent a malformed chunk: " + s.message()),
                          p.id));
     return;
   }
@@ -73,12 +73,12 @@ void OnGenerationResult(PendingTable& table, PendingRequest& p, const ChunkMessa
   if (first) {
     // The head goes out now; when this chunk is also the last, the whole
     // stream is one response (with a length).
-    HttpResponse head = StreamHead(p, std::move(events));
+    http::Response head = StreamHead(p, std::move(events));
     m.final ? (void)table.Finish(p, std::move(head)) : table.Send(p, std::move(head));
     return;
   }
   if (events.empty() && !m.final) return;  // held-back tokens wait for their text
-  HttpResponse part;
+  http::Response part;
   part.body = std::move(events);
   m.final ? (void)table.Finish(p, std::move(part)) : table.Send(p, std::move(part));
 }

@@ -261,9 +261,9 @@ std::string NativeEvent(const Generation& g, std::string_view text, Tokens t, bo
 
 }  // namespace
 
-HttpResponse GenerationResponse(const PendingRequest& p) {
+http::Response GenerationResponse(const PendingRequest& p) {
   const Generation& g = *p.generation;
-  HttpResponse res;
+  http::Response res;
   switch (g.api) {
     case GenerationApi::kChat:
       res.body = OpenAiBody(p, g, /*chat=*/true);
@@ -285,8 +285,8 @@ HttpResponse GenerationResponse(const PendingRequest& p) {
   return res;
 }
 
-HttpResponse StreamHead(const PendingRequest& p, std::string events) {
-  HttpResponse head = SseHead(std::move(events));
+http::Response StreamHead(const PendingRequest& p, std::string events) {
+  http::Response head = http::SseHead(std::move(events));
   head.headers.emplace_back("X-Shoal-Request-Id", p.id);
   return head;
 }
@@ -301,17 +301,17 @@ std::string StreamEvents(const PendingRequest& p, Generation& g, bool first, boo
   };
   if (g.api == GenerationApi::kNative) {
     if (!fresh.empty() || final) {
-      AppendSseData(NativeEvent(g, fresh, unsent, final), &out);
+      http::AppendSseData(NativeEvent(g, fresh, unsent, final), &out);
       sent_all();
     }
   } else {
     if (first && g.api == GenerationApi::kChat) {
-      AppendSseData(
+      http::AppendSseData(
           OpenAiChunk(p, g, "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}", {0, 0}, {}),
           &out);
     }
     if (!fresh.empty()) {
-      AppendSseData(OpenAiChunk(p, g, TextChoice(g, fresh), unsent, {}), &out);
+      http::AppendSseData(OpenAiChunk(p, g, TextChoice(g, fresh), unsent, {}), &out);
       sent_all();
     }
     if (final) {
@@ -319,12 +319,12 @@ std::string StreamEvents(const PendingRequest& p, Generation& g, bool first, boo
       // logprobs in the closing chunk.
       const Tokens rest{g.sent_tokens, g.token_ids.size()};
       const std::string choice = g.api == GenerationApi::kChat ? "\"delta\":{}" : TextChoice(g, "");
-      AppendSseData(OpenAiChunk(p, g, choice, rest, FinishReason(g)), &out);
+      http::AppendSseData(OpenAiChunk(p, g, choice, rest, FinishReason(g)), &out);
       sent_all();
-      if (g.request.include_usage) AppendSseData(UsageChunk(p, g), &out);
+      if (g.request.include_usage) http::AppendSseData(UsageChunk(p, g), &out);
     }
   }
-  if (final) AppendSseData("[DONE]", &out);
+  if (final) http::AppendSseData("[DONE]", &out);
   return out;
 }
 

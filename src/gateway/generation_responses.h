@@ -29,16 +29,16 @@
 
 #include <string>
 
-#include "gateway/http.h"
+#include "http/http.h"
 #include "gateway/pending.h"
 
 namespace shoal::gateway {
 
 // The whole answer of a non-stream request (call at its final chunk).
-HttpResponse GenerationResponse(const PendingRequest& p);
+http::Response GenerationResponse(const PendingRequest& p);
 
 // The head of `p`'s event stream, carrying `events` as its first part.
-HttpResponse StreamHead(const PendingRequest& p, std::string events);
+http::Response StreamHead(const PendingRequest& p, std::string events);
 
 // The events for the output relayed since the last call; advances
 // g.sent_text and g.sent_tokens. `first`: the stream opens with this call;

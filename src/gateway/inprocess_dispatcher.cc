@@ -2,6 +2,7 @@
 
 #include "gateway/responses.h"
 #include "wire/work_message.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal::gateway {
 
@@ -21,24 +22,24 @@ void InProcessDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
   if (p->generation) {
     // Generation streams from pulling workers (continuous batching, KV
     // cache); this baseline exists to measure encoding.
-    table_->Finish(*p, ErrorResponse(InvalidInput("generation runs on pulling workers only, not "
+    table_->Finish(*p, http::ErrorResponse(InvalidInput("generation runs on pulling workers only, not "
                                                   "in an in-process gateway"),
                                      p->id));
     return;
   }
   auto model = ModelFor(*p->model);
   if (!model.ok()) {
-    table_->Finish(*p, ErrorResponse(model.status(), p->id));
+    table_->Finish(*p, http::ErrorResponse(model.status(), p->id));
     return;
   }
   if (p->request.task != wire::Task::kEncode) {
     // A benchmark baseline for the serving plane; it only ever encodes.
-    table_->Finish(*p, ErrorResponse(InvalidInput("the in-process dispatcher only encodes"), p->id));
+    table_->Finish(*p, http::ErrorResponse(InvalidInput("the in-process dispatcher only encodes"), p->id));
     return;
   }
   if (!p->request.lora.empty()) {
     // Nor does it follow the catalog's adapters (the workers do).
-    table_->Finish(*p, ErrorResponse(InvalidInput("the in-process dispatcher runs base models only, no LoRA"),
+    table_->Finish(*p, http::ErrorResponse(InvalidInput("the in-process dispatcher runs base models only, no LoRA"),
                                      p->id));
     return;
   }
@@ -57,7 +58,7 @@ void InProcessDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
   Status s = (*model)->Encode(inputs, outputs);
   const int64_t inference_us = MicrosSince(t0);
   if (!s.ok()) {
-    table_->Finish(*p, ErrorResponse(Status(Code::kInferenceError, s.message()), p->id));
+    table_->Finish(*p, http::ErrorResponse(Status(Code::kInferenceError, s.message()), p->id));
     return;
   }
   for (size_t i = 0; i < outputs.size(); ++i) {

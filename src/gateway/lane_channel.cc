@@ -1,10 +1,11 @@
 #include "gateway/lane_channel.h"
 
+#include "common/numbers.h"
 #include "gateway/generation.h"
 #include "gateway/responses.h"
 #include "queue/loop_connection.h"
 #include "wire/generate.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 #include "wire/work_message.h"
 
 namespace shoal::gateway {
@@ -32,7 +33,7 @@ Status LaneChannel::Start(const queue::ConnectOptions& nats, OnAck on_ack, OnApp
   loop_->RunAndWait([&] {  // sub_ is the loop's alone
     natsSubscription* sub = nullptr;
     status = queue::FromNats(
-        natsConnection_SubscribeSync(&sub, nc_.get(), wire::ReplyWildcard(lane_id_).c_str()),
+        natsConnection_SubscribeSync(&sub, nc_.get(), queue::ReplyWildcard(lane_id_).c_str()),
         "result inbox");
     if (!status.ok()) return;
     natsSubscription_SetPendingLimits(sub, -1, -1);
@@ -62,7 +63,7 @@ uint64_t LaneChannel::Reconnects() const {
 
 Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, bool jetstream_ack,
                                  const std::vector<size_t>* only) {
-  const std::string reply = wire::ReplySubject(lane_id_, p.seq);
+  const std::string reply = queue::ReplySubject(lane_id_, p.seq);
   const std::string ack_prefix = reply + wire::kAckSuffix;
   std::string ack_reply;
   const std::string deadline = std::to_string(p.deadline_unix_ms);
@@ -100,7 +101,7 @@ Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, 
 
 void LaneChannel::PublishCancel(const PendingRequest& p) {
   const std::string notice = p.id + " " + std::to_string(p.deadline_unix_ms);
-  natsConnection_Publish(nc_.get(), wire::CancelSubject(p.model->pool).c_str(), notice.data(),
+  natsConnection_Publish(nc_.get(), queue::CancelSubject(p.model->pool).c_str(), notice.data(),
                          static_cast<int>(notice.size()));
 }
 
@@ -112,11 +113,11 @@ void LaneChannel::OnReply(natsMsg* msg) {
   const size_t ack_at = subject.find(wire::kAckSuffix);
   const bool is_ack = ack_at != std::string_view::npos;
   if (is_ack) {
-    if (!wire::ParseU64(subject.substr(ack_at + sizeof(wire::kAckSuffix) - 1), &item)) return;
+    if (!ParseU64(subject.substr(ack_at + sizeof(wire::kAckSuffix) - 1), &item)) return;
     subject = subject.substr(0, ack_at);
   }
   uint64_t seq = 0;
-  if (!wire::ParseU64(subject, &seq)) return;
+  if (!ParseU64(subject, &seq)) return;
   auto p = table_->Find(seq);
   if (!p) return;  // finished already (answered, failed or timed out)
   if (is_ack) {
@@ -130,10 +131,10 @@ void LaneChannel::OnGenerationChunk(PendingRequest& p, natsMsg* msg) {
   ChunkMessage m;
   m.error = queue::Header(msg, wire::kHeaderError);
   m.payload = queue::Payload(msg);
-  if (m.error.empty() && !wire::ParseU64(queue::Header(msg, wire::kHeaderSeq), &m.seq)) return;
+  if (m.error.empty() && !ParseU64(queue::Header(msg, wire::kHeaderSeq), &m.seq)) return;
   m.final = queue::Header(msg, wire::kHeaderFinal) == "1";
   uint64_t attempt = 1;
-  if (wire::ParseU64(queue::Header(msg, wire::kHeaderAttempt), &attempt)) {
+  if (ParseU64(queue::Header(msg, wire::kHeaderAttempt), &attempt)) {
     m.attempt = static_cast<uint32_t>(attempt);
   }
   OnGenerationResult(*table_, p, m);
@@ -143,12 +144,12 @@ void LaneChannel::OnGenerationChunk(PendingRequest& p, natsMsg* msg) {
 
 bool LaneChannel::AddPart(ItemResult& r, natsMsg* msg) {
   uint64_t part = 0, parts = 0, attempt = 1;
-  if (!wire::ParseU64(queue::Header(msg, wire::kHeaderPart), &part) ||
-      !wire::ParseU64(queue::Header(msg, wire::kHeaderParts), &parts) || parts == 0 || part >= parts ||
+  if (!ParseU64(queue::Header(msg, wire::kHeaderPart), &part) ||
+      !ParseU64(queue::Header(msg, wire::kHeaderParts), &parts) || parts == 0 || part >= parts ||
       parts > wire::kMaxResultParts) {
     return false;  // malformed: the deadline answers the request
   }
-  wire::ParseU64(queue::Header(msg, wire::kHeaderAttempt), &attempt);
+  ParseU64(queue::Header(msg, wire::kHeaderAttempt), &attempt);
   // Parts of one attempt only: a redelivery may overlap a slow first try,
   // and their bytes need not match. The later attempt wins.
   if (attempt < r.parts_attempt) return false;
@@ -170,7 +171,7 @@ bool LaneChannel::AddPart(ItemResult& r, natsMsg* msg) {
 void LaneChannel::OnResult(PendingRequest& p, natsMsg* msg) {
   if (p.generation) return OnGenerationChunk(p, msg);
   uint64_t index = 0;
-  if (!wire::ParseU64(queue::Header(msg, wire::kHeaderItem), &index)) return;
+  if (!ParseU64(queue::Header(msg, wire::kHeaderItem), &index)) return;
   if (const std::string_view code = queue::Header(msg, wire::kHeaderError); !code.empty()) {
     table_->Finish(p, ItemErrorResponse(p, index, Status(CodeFromName(code),
                                                          std::string(queue::Payload(msg)))));
@@ -188,12 +189,12 @@ void LaneChannel::OnResult(PendingRequest& p, natsMsg* msg) {
       return;  // more parts to come
     }
     r.filled = true;
-    if (wire::ParseU64(queue::Header(msg, wire::kHeaderTokens), &v)) r.tokens = static_cast<uint32_t>(v);
+    if (ParseU64(queue::Header(msg, wire::kHeaderTokens), &v)) r.tokens = static_cast<uint32_t>(v);
     r.truncated = queue::Header(msg, wire::kHeaderTruncated) == "1";
     r.cold_start = queue::Header(msg, wire::kHeaderColdStart) == "1";
-    if (wire::ParseU64(queue::Header(msg, wire::kHeaderQueueUs), &v)) r.queue_us = static_cast<int64_t>(v);
-    if (wire::ParseU64(queue::Header(msg, wire::kHeaderInferenceUs), &v)) r.inference_us = static_cast<int64_t>(v);
-    if (wire::ParseU64(queue::Header(msg, wire::kHeaderAttempt), &v)) r.attempt = static_cast<uint32_t>(v);
+    if (ParseU64(queue::Header(msg, wire::kHeaderQueueUs), &v)) r.queue_us = static_cast<int64_t>(v);
+    if (ParseU64(queue::Header(msg, wire::kHeaderInferenceUs), &v)) r.inference_us = static_cast<int64_t>(v);
+    if (ParseU64(queue::Header(msg, wire::kHeaderAttempt), &v)) r.attempt = static_cast<uint32_t>(v);
     complete = --p.remaining == 0;
   }
   if (complete && !p.finished) table_->Finish(p, ComposeResponse(p));

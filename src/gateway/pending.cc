@@ -12,7 +12,7 @@ std::shared_ptr<PendingRequest> PendingTable::Find(uint64_t seq) const {
   return it == map_.end() ? nullptr : it->second;
 }
 
-bool PendingTable::Finish(PendingRequest& p, HttpResponse response) {
+bool PendingTable::Finish(PendingRequest& p, http::Response response) {
   if (p.finished) return false;
   p.finished = true;
   map_.erase(p.seq);
@@ -20,7 +20,7 @@ bool PendingTable::Finish(PendingRequest& p, HttpResponse response) {
   if (p.streaming && response.status >= 400) {
     // Too late for a status line: the error becomes the stream's last event.
     std::string event;
-    AppendSseData(response.body, &event);
+    http::AppendSseData(response.body, &event);
     response.body = std::move(event);
   }
   response.more = false;
@@ -29,7 +29,7 @@ bool PendingTable::Finish(PendingRequest& p, HttpResponse response) {
   return true;
 }
 
-void PendingTable::Send(PendingRequest& p, HttpResponse part) {
+void PendingTable::Send(PendingRequest& p, http::Response part) {
   if (p.finished) return;
   p.streaming = true;
   part.more = true;

@@ -3,7 +3,7 @@
 // A PendingRequest owns its body (the MessagePack items are views into it)
 // and one result slot per item. It finishes exactly once — with its response,
 // an error result from a worker, a failed publish, its deadline, or shutdown —
-// and whoever finishes it calls the Responder and removes it from the table.
+// and whoever finishes it calls the http::Responder and removes it from the table.
 //
 // A generation request (p.generation set, gateway/generation.h) has one item
 // and may stream its response: Send gives the client the head and then parts
@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "gateway/generation.h"
-#include "gateway/http.h"
+#include "http/http.h"
 #include "wire/encode_request.h"
 
 namespace shoal::gateway {
@@ -70,7 +70,7 @@ struct PendingRequest {
   SteadyClock::time_point received;
   SteadyClock::time_point deadline;
   int64_t deadline_unix_ms = 0;
-  Responder respond;
+  http::Responder respond;
 
   std::vector<ItemResult> results;
   size_t remaining = 0;
@@ -96,12 +96,12 @@ class PendingTable {
   // this call did. When `p` is streaming, a success response is the last
   // part (its body), and an error response becomes an SSE event
   // `data: {"error":{...}}` that ends the stream.
-  bool Finish(PendingRequest& p, HttpResponse response);
+  bool Finish(PendingRequest& p, http::Response response);
 
-  // Streams a part of `p`'s response (HttpResponse::more is set here): the
+  // Streams a part of `p`'s response (http::Response::more is set here): the
   // first call sends the head with `part`'s status, type and headers, later
   // ones only the body. Does nothing once `p` is finished.
-  void Send(PendingRequest& p, HttpResponse part);
+  void Send(PendingRequest& p, http::Response part);
 
   // Requests whose deadline is at or before `now`.
   std::vector<std::shared_ptr<PendingRequest>> Expired(SteadyClock::time_point now) const;

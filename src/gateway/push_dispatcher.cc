@@ -2,7 +2,7 @@
 
 #include "common/log.h"
 #include "gateway/responses.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 
 namespace shoal::gateway {
 
@@ -23,7 +23,7 @@ int64_t PushDispatcher::MaxPayload() const { return channel_.MaxPayload(); }
 
 void PushDispatcher::Stop() {
   for (auto& w : waiting_) {
-    table_->Finish(*w.request, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"),
+    table_->Finish(*w.request, http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"),
                                              w.request->id));
   }
   waiting_.clear();
@@ -69,7 +69,7 @@ std::string PushDispatcher::Pick(const std::string& model_id) {
 
 void PushDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
   if (!channel_.connected()) {  // stopped: the gateway is going away
-    table_->Finish(*p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
+    table_->Finish(*p, http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
     return;
   }
   if (std::string worker = Pick(p->model->id); !worker.empty()) return Push(*p, worker);
@@ -80,10 +80,10 @@ void PushDispatcher::Push(PendingRequest& p, const std::string& worker_id) {
   const size_t n = p.request.items.size();
   assigned_[p.seq] = {worker_id, n};
   outstanding_[worker_id] += static_cast<int64_t>(n);
-  if (Status s = channel_.PublishItems(p, wire::PushSubject(worker_id, p.model->id), /*jetstream_ack=*/false);
+  if (Status s = channel_.PublishItems(p, queue::PushSubject(worker_id, p.model->id), /*jetstream_ack=*/false);
       !s.ok()) {
     // Items already pushed may still run; their results will be ignored.
-    table_->Finish(p, ErrorResponse(s, p.id));
+    table_->Finish(p, http::ErrorResponse(s, p.id));
     if (auto it = assigned_.find(p.seq); it != assigned_.end()) Release(it);
   }
 }
@@ -129,7 +129,7 @@ void PushDispatcher::Tick(SteadyClock::time_point now) {
   for (auto& [p, worker] : ready) Push(*p, worker);
   for (auto& w : expired) {
     table_->Finish(*w.request,
-                   ErrorResponse(Status(Code::kNoCapacity, "no worker is serving model '" +
+                   http::ErrorResponse(Status(Code::kNoCapacity, "no worker is serving model '" +
                                                                w.request->model->id + "'"),
                                  w.request->id));
   }

@@ -12,7 +12,7 @@
 //          ──▶ none? wait up to no_capacity_wait (as the pull path), then
 //              503 NO_CAPACITY
 //          ──▶ one core-NATS publish per item to
-//              shoal.push.<worker-token>.<model-token> (wire/subjects.h);
+//              shoal.push.<worker-token>.<model-token> (queue/subjects.h);
 //              results come back to the lane's inbox exactly as on the pull
 //              path (LaneChannel); deadlines are the lane sweeper's.
 //

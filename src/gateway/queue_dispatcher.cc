@@ -2,7 +2,7 @@
 
 #include "common/log.h"
 #include "gateway/responses.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 #include "wire/work_message.h"
 
 namespace shoal::gateway {
@@ -28,7 +28,7 @@ int64_t QueueDispatcher::MaxPayload() const { return channel_.MaxPayload(); }
 
 void QueueDispatcher::Stop() {
   for (auto& w : waiting_) {
-    table_->Finish(*w.request, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"),
+    table_->Finish(*w.request, http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"),
                                              w.request->id));
   }
   waiting_.clear();
@@ -45,12 +45,12 @@ bool QueueDispatcher::HasCapacity(std::string_view model_id) const {
 
 void QueueDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
   if (!channel_.connected()) {  // stopped: the gateway is going away
-    table_->Finish(*p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
+    table_->Finish(*p, http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
     return;
   }
   if (offloader_ && offloader_->Needs(*p)) {
     offloader_->Offload(p, loop_, [this, p](Status s) {
-      if (!s.ok()) return (void)table_->Finish(*p, ErrorResponse(s, p->id));
+      if (!s.ok()) return (void)table_->Finish(*p, http::ErrorResponse(s, p->id));
       Queue(p);
     });
     return;
@@ -60,7 +60,7 @@ void QueueDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
 
 void QueueDispatcher::Queue(const std::shared_ptr<PendingRequest>& p) {
   if (!channel_.connected()) {  // stopped while its payloads were uploading
-    table_->Finish(*p, ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
+    table_->Finish(*p, http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
     return;
   }
   if (HasCapacity(p->model->id)) return Publish(*p);
@@ -86,7 +86,7 @@ void QueueDispatcher::Tick(SteadyClock::time_point now) {
   for (auto& w : ready) Publish(*w.request);
   for (auto& w : expired) {
     table_->Finish(*w.request,
-                   ErrorResponse(Status(Code::kNoCapacity, "no worker is serving model '" +
+                   http::ErrorResponse(Status(Code::kNoCapacity, "no worker is serving model '" +
                                                                w.request->model->id + "'"),
                                  w.request->id));
   }
@@ -106,8 +106,8 @@ void QueueDispatcher::Republish(SteadyClock::time_point now, bool reconnected) {
     }
     if (unanswered.empty()) continue;
     const ModelSpec& spec = *p->model;
-    if (Status s = channel_.PublishItems(*p, wire::WorkSubject(spec.pool, spec.id), true, &unanswered); !s.ok()) {
-      table_->Finish(*p, ErrorResponse(s, p->id));
+    if (Status s = channel_.PublishItems(*p, queue::WorkSubject(spec.pool, spec.id), true, &unanswered); !s.ok()) {
+      table_->Finish(*p, http::ErrorResponse(s, p->id));
       continue;
     }
     ++requests;
@@ -124,10 +124,10 @@ void QueueDispatcher::Publish(PendingRequest& p) {
   for (ItemResult& r : p.results) r.published_at = now;
   const ModelSpec& spec = *p.model;
   spdlog::debug("rid={} queued items={} pool={} model={}", p.id, p.results.size(), spec.pool, spec.id);
-  if (Status s = channel_.PublishItems(p, wire::WorkSubject(spec.pool, spec.id), /*jetstream_ack=*/true);
+  if (Status s = channel_.PublishItems(p, queue::WorkSubject(spec.pool, spec.id), /*jetstream_ack=*/true);
       !s.ok()) {
     // Items already published may still run; their results will be ignored.
-    table_->Finish(p, ErrorResponse(s, p.id));
+    table_->Finish(p, http::ErrorResponse(s, p.id));
   }
 }
 
@@ -136,7 +136,7 @@ void QueueDispatcher::OnPublishAck(PendingRequest& p, size_t item, natsMsg* msg)
   if (body.empty()) {
     // A status message: 503 "no responders" means no stream takes the subject.
     if (natsMsg_IsNoResponders(msg)) {
-      table_->Finish(p, ErrorResponse(Status(Code::kNoCapacity, "no work stream for pool '" +
+      table_->Finish(p, http::ErrorResponse(Status(Code::kNoCapacity, "no work stream for pool '" +
                                                                     p.model->pool + "'"),
                                       p.id));
     }
@@ -157,7 +157,7 @@ void QueueDispatcher::OnPublishAck(PendingRequest& p, size_t item, natsMsg* msg)
     rejected_since_log_ = 0;
     next_reject_log_ = now + std::chrono::seconds(1);
   }
-  table_->Finish(p, ErrorResponse(full ? Status(Code::kOverloaded, "the work queue is full")
+  table_->Finish(p, http::ErrorResponse(full ? Status(Code::kOverloaded, "the work queue is full")
                                        : Status(Code::kNoCapacity, "the work queue rejected the request"),
                                   p.id));
 }

@@ -187,13 +187,13 @@ Result<std::string> TokenizeBody(const PendingRequest& p) {
 
 }  // namespace
 
-HttpResponse ItemErrorResponse(const PendingRequest& p, size_t index, const Status& error) {
-  if (p.request.items.size() <= 1) return ErrorResponse(error, p.id);
-  return ErrorResponse(Status(error.code(), "items[" + std::to_string(index) + "]: " + error.message()),
+http::Response ItemErrorResponse(const PendingRequest& p, size_t index, const Status& error) {
+  if (p.request.items.size() <= 1) return http::ErrorResponse(error, p.id);
+  return http::ErrorResponse(Status(error.code(), "items[" + std::to_string(index) + "]: " + error.message()),
                        p.id);
 }
 
-HttpResponse ComposeResponse(const PendingRequest& p) {
+http::Response ComposeResponse(const PendingRequest& p) {
   uint64_t tokens = 0, truncated = 0;
   bool cold_start = false;
   int64_t queue_us = 0, inference_us = 0;
@@ -207,7 +207,7 @@ HttpResponse ComposeResponse(const PendingRequest& p) {
     inference_us = std::max(inference_us, r.inference_us);
   }
   Result<std::string> body = Internal("unknown format");
-  HttpResponse res;
+  http::Response res;
   switch (p.format) {
     case ResponseFormat::kMsgpack:
       body = MsgpackBody(p, tokens);
@@ -219,7 +219,7 @@ HttpResponse ComposeResponse(const PendingRequest& p) {
     case ResponseFormat::kRerank: body = RerankBody(p, tokens); break;
     case ResponseFormat::kTokenize: body = TokenizeBody(p); break;
   }
-  if (!body.ok()) return ErrorResponse(body.status(), p.id);
+  if (!body.ok()) return http::ErrorResponse(body.status(), p.id);
   res.body = std::move(body).value();
   res.headers.emplace_back("X-Shoal-Request-Id", p.id);
   res.headers.emplace_back("X-Shoal-Queue-Ms", Millis(queue_us));

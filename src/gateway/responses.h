@@ -4,17 +4,17 @@
 // rerank, or TEI-style tokens.
 #pragma once
 
-#include "gateway/http.h"
+#include "http/http.h"
 #include "gateway/pending.h"
 
 namespace shoal::gateway {
 
 // Call once every slot is filled (the caller holds no lock: results are
 // complete and no longer written).
-HttpResponse ComposeResponse(const PendingRequest& p);
+http::Response ComposeResponse(const PendingRequest& p);
 
 // The error response for a request one of whose items failed; the message
 // says which item when there is more than one.
-HttpResponse ItemErrorResponse(const PendingRequest& p, size_t index, const Status& error);
+http::Response ItemErrorResponse(const PendingRequest& p, size_t index, const Status& error);
 
 }  // namespace shoal::gateway

@@ -55,11 +55,11 @@ Router::Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, std::vec
       lanes_(std::move(lanes)),
       limiter_(limiter) {}
 
-bool Router::IsProbe(const HttpRequest& req) {
+bool Router::IsProbe(const http::Request& req) {
   return req.method == "GET" && (req.path == "/healthz" || req.path == "/readyz");
 }
 
-void Router::Handle(size_t lane_index, HttpRequest&& req, Responder respond, const Caller& caller) {
+void Router::Handle(size_t lane_index, http::Request&& req, http::Responder respond, const Caller& caller) {
   RouterLane& lane = lanes_[lane_index];
   const std::string_view path = req.path;
   if (req.method == "POST") {
@@ -85,12 +85,12 @@ void Router::Handle(size_t lane_index, HttpRequest&& req, Responder respond, con
     }
   }
   if (req.method == "GET" && path == "/v1/models") return respond(ListModels(lane, caller));
-  if (req.method == "GET" && path == "/healthz") return respond(JsonResponse(200, "{\"status\":\"ok\"}"));
+  if (req.method == "GET" && path == "/healthz") return respond(http::JsonResponse(200, "{\"status\":\"ok\"}"));
   if (req.method == "GET" && path == "/readyz") {
-    return respond(ready_() ? JsonResponse(200, "{\"status\":\"ready\"}")
-                            : ErrorResponse(Status(Code::kNoCapacity, "not ready"), ""));
+    return respond(ready_() ? http::JsonResponse(200, "{\"status\":\"ready\"}")
+                            : http::ErrorResponse(Status(Code::kNoCapacity, "not ready"), ""));
   }
-  respond(ErrorResponse(Status(Code::kNotFound, "no route for " + req.method + " " + req.path), ""));
+  respond(http::ErrorResponse(Status(Code::kNotFound, "no route for " + req.method + " " + req.path), ""));
 }
 
 std::shared_ptr<const ModelSpec> Router::FindModel(std::string_view id) const {
@@ -99,7 +99,7 @@ std::shared_ptr<const ModelSpec> Router::FindModel(std::string_view id) const {
   return it == snapshot->end() ? nullptr : it->second;
 }
 
-Status Router::Parse(Route route, const HttpRequest& req, PendingRequest* p) const {
+Status Router::Parse(Route route, const http::Request& req, PendingRequest* p) const {
   const bool json_body = Contains(req.content_type, "json");
   if (route == Route::kEncode) {
     if (!json_body && !req.content_type.empty() && !Contains(req.content_type, "msgpack")) {
@@ -165,7 +165,7 @@ Status Router::PrepareGeneration(PendingRequest* p) const {
   return Status::Ok();
 }
 
-void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, const Caller& caller, Route route,
+void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respond, const Caller& caller, Route route,
                     std::string_view model_id) {
   auto p = std::make_shared<PendingRequest>();
   p->seq = lane.next_seq++;
@@ -173,7 +173,7 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, cons
   p->received = req.received;
   p->body = std::move(req.body);  // before parsing: items may point into it
 
-  auto fail = [&](const Status& s) { respond(ErrorResponse(s, p->id)); };
+  auto fail = [&](const Status& s) { respond(http::ErrorResponse(s, p->id)); };
 
   const bool generates = Generates(route);
   auto timeout = generates ? options_.generate_timeout : options_.default_timeout;
@@ -230,7 +230,7 @@ void Router::Submit(RouterLane& lane, HttpRequest&& req, Responder respond, cons
   if (caller.key && limiter_) {
     const RateDecision d = limiter_->Admit(*caller.key, Cost(p->request), SteadyClock::now());
     if (!d.admitted) {
-      return respond(ErrorResponse(Status(Code::kRateLimited, "key '" + caller.key->name + "': " + d.reason), p->id,
+      return respond(http::ErrorResponse(Status(Code::kRateLimited, "key '" + caller.key->name + "': " + d.reason), p->id,
                                    d.retry_after.count()));
     }
   }
@@ -256,10 +256,10 @@ void Router::OnHangup(RouterLane& lane, uint64_t seq) {
   spdlog::debug("rid={} the client hung up; cancelling", p->id);
   lane.dispatcher->Cancel(*p);
   // Nobody reads this answer; finishing frees the request now.
-  lane.table->Finish(*p, ErrorResponse(Status(Code::kDeadlineExceeded, "the client hung up"), p->id));
+  lane.table->Finish(*p, http::ErrorResponse(Status(Code::kDeadlineExceeded, "the client hung up"), p->id));
 }
 
-HttpResponse Router::ListModels(const RouterLane& lane, const Caller& caller) const {
+http::Response Router::ListModels(const RouterLane& lane, const Caller& caller) const {
   auto snapshot = catalog_();
   std::string out;
   wire::JsonWriter w(&out);
@@ -316,7 +316,7 @@ HttpResponse Router::ListModels(const RouterLane& lane, const Caller& caller) co
     for (const LoraSpec& lora : spec->loras) entry(*spec, &lora);
   }
   w.Raw("]}");
-  return JsonResponse(200, std::move(out));
+  return http::JsonResponse(200, std::move(out));
 }
 
 }  // namespace shoal::gateway

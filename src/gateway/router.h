@@ -50,10 +50,10 @@
 
 #include "gateway/auth.h"
 #include "gateway/dispatcher.h"
-#include "gateway/http.h"
+#include "http/http.h"
 #include "gateway/pending.h"
 #include "gateway/rate_limiter.h"
-#include "queue/catalog.h"
+#include "queue/catalog_watch.h"
 
 namespace shoal::gateway {
 
@@ -88,9 +88,9 @@ class Router {
          RateLimiter* limiter = nullptr);
 
   // The probes (/healthz, /readyz): open to all, never refused for load.
-  static bool IsProbe(const HttpRequest& req);
+  static bool IsProbe(const http::Request& req);
 
-  void Handle(size_t lane, HttpRequest&& req, Responder respond, const Caller& caller = {});
+  void Handle(size_t lane, http::Request&& req, http::Responder respond, const Caller& caller = {});
 
  private:
   enum class Route {
@@ -100,15 +100,15 @@ class Router {
   static bool Generates(Route route) {
     return route == Route::kChat || route == Route::kCompletions || route == Route::kGenerate;
   }
-  void Submit(RouterLane& lane, HttpRequest&& req, Responder respond, const Caller& caller, Route route,
+  void Submit(RouterLane& lane, http::Request&& req, http::Responder respond, const Caller& caller, Route route,
               std::string_view model_id);
   // Parses the body into p->request and picks the response format.
-  Status Parse(Route route, const HttpRequest& req, PendingRequest* p) const;
+  Status Parse(Route route, const http::Request& req, PendingRequest* p) const;
   // Parses a generation body into p->generation; `model_id` is the path's.
   Status ParseGeneration(Route route, std::string_view model_id, PendingRequest* p) const;
   // Makes p->generation's work message p's one item.
   Status PrepareGeneration(PendingRequest* p) const;
-  HttpResponse ListModels(const RouterLane& lane, const Caller& caller) const;
+  http::Response ListModels(const RouterLane& lane, const Caller& caller) const;
   // The client of request `seq` hung up: its items need not run.
   void OnHangup(RouterLane& lane, uint64_t seq);
   std::shared_ptr<const ModelSpec> FindModel(std::string_view id) const;

@@ -1,8 +1,8 @@
-#include "wire/errors.h"
+#include "http/errors.h"
 
 #include "wire/json_writer.h"
 
-namespace shoal::wire {
+namespace shoal::http {
 
 int HttpStatus(Code code) {
   switch (code) {
@@ -30,7 +30,7 @@ bool WantsRetryAfter(Code code) {
 
 std::string ErrorBody(const Status& status, std::string_view request_id) {
   std::string out;
-  JsonWriter w(&out);
+  wire::JsonWriter w(&out);
   w.Raw("{\"error\":{");
   w.Key("code");
   w.String(CodeName(status.code()));
@@ -44,4 +44,4 @@ std::string ErrorBody(const Status& status, std::string_view request_id) {
   return out;
 }
 
-}  // namespace shoal::wire
+}  // namespace shoal::http

@@ -7,7 +7,7 @@
 
 #include "common/status.h"
 
-namespace shoal::wire {
+namespace shoal::http {
 
 int HttpStatus(Code code);
 
@@ -16,4 +16,4 @@ bool WantsRetryAfter(Code code);
 
 std::string ErrorBody(const Status& status, std::string_view request_id);
 
-}  // namespace shoal::wire
+}  // namespace shoal::http

@@ -1,13 +1,13 @@
-#include "gateway/http.h"
+#include "http/http.h"
 
 #include <atomic>
 #include <cstdio>
 #include <random>
 #include <string>
 
-#include "wire/errors.h"
+#include "http/errors.h"
 
-namespace shoal::gateway {
+namespace shoal::http {
 namespace {
 
 // An id for an answer given before a request has one (the router names
@@ -26,24 +26,24 @@ std::string EdgeRequestId() {
 
 }  // namespace
 
-HttpResponse JsonResponse(int status, std::string body) {
-  HttpResponse r;
+Response JsonResponse(int status, std::string body) {
+  Response r;
   r.status = status;
   r.body = std::move(body);
   return r;
 }
 
-HttpResponse ErrorResponse(const Status& status, std::string_view request_id, int64_t retry_after_s) {
+Response ErrorResponse(const Status& status, std::string_view request_id, int64_t retry_after_s) {
   const std::string id = request_id.empty() ? EdgeRequestId() : std::string(request_id);
-  HttpResponse r = JsonResponse(wire::HttpStatus(status.code()), wire::ErrorBody(status, id));
+  Response r = JsonResponse(HttpStatus(status.code()), ErrorBody(status, id));
   r.headers.emplace_back("X-Shoal-Request-Id", id);
   r.error_code = CodeName(status.code());
-  if (wire::WantsRetryAfter(status.code())) r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
+  if (WantsRetryAfter(status.code())) r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
   return r;
 }
 
-HttpResponse SseHead(std::string events) {
-  HttpResponse r;
+Response SseHead(std::string events) {
+  Response r;
   r.content_type = "text/event-stream";
   r.body = std::move(events);
   // Proxies must neither cache nor hold back the events (X-Accel-Buffering
@@ -60,4 +60,4 @@ void AppendSseData(std::string_view data, std::string* out) {
   out->append("\n\n");
 }
 
-}  // namespace shoal::gateway
+}  // namespace shoal::http

@@ -14,9 +14,9 @@
 #include "common/clock.h"
 #include "common/status.h"
 
-namespace shoal::gateway {
+namespace shoal::http {
 
-struct HttpRequest {
+struct Request {
   std::string method;  // "GET", "POST", ...
   std::string path;    // without the query string, percent-decoded
   std::string content_type;
@@ -32,7 +32,7 @@ struct HttpRequest {
   std::shared_ptr<std::function<void()>> on_hangup;
 };
 
-struct HttpResponse {
+struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
@@ -52,22 +52,22 @@ struct HttpResponse {
 // Parts go out in call order, as they come, without blocking the loop: HTTP/1.1
 // chunked transfer encoding (the connection stays open for the next request),
 // or for an HTTP/1.0 client no length and a close at the end. While a
-// response streams, HttpRequest::on_hangup stays armed. Calls after the end
+// response streams, Request::on_hangup stays armed. Calls after the end
 // are ignored.
-using Responder = std::function<void(HttpResponse)>;
+using Responder = std::function<void(Response)>;
 
-HttpResponse JsonResponse(int status, std::string body);
+Response JsonResponse(int status, std::string body);
 // The error contract: status from the code, JSON error body, Retry-After
 // (`retry_after_s` seconds) where the code asks for it, X-Shoal-Request-Id.
 // An empty `request_id` (an answer given before the router named the
 // request) gets a fresh "edge-..." id.
-HttpResponse ErrorResponse(const Status& status, std::string_view request_id, int64_t retry_after_s = 1);
+Response ErrorResponse(const Status& status, std::string_view request_id, int64_t retry_after_s = 1);
 
 // Server-Sent Events. The head of an event stream (text/event-stream,
 // Cache-Control: no-cache, more = true) with `events` as its first part.
-HttpResponse SseHead(std::string events);
+Response SseHead(std::string events);
 // One event with `data` (a line: JSON as JsonWriter writes it holds no
 // newline) appended to `out`: "data: <data>\n\n".
 void AppendSseData(std::string_view data, std::string* out);
 
-}  // namespace shoal::gateway
+}  // namespace shoal::http

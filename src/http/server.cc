@@ -1,6 +1,6 @@
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 
-#include "gateway/http_server.h"
+#include "http/server.h"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -21,14 +21,14 @@
 #include <vector>
 
 #include "common/log.h"
-#include "wire/errors.h"
+#include "http/errors.h"
 
-namespace shoal::gateway {
+namespace shoal::http {
 namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
+namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 namespace ssl = asio::ssl;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
@@ -79,16 +79,16 @@ struct ResponseSlot {
   }
   asio::steady_timer timer;
   asio::steady_timer recheck;  // TLS hang-up watch (WatchForHangup)
-  std::deque<HttpResponse> queue;  // posted, not yet written
+  std::deque<Response> queue;  // posted, not yet written
   bool ended = false;              // the last one (more == false) was posted
 };
 
 // The status line and headers of a response. Written by hand rather than
 // through Beast's serializer: that was a tenth of a gateway's CPU. A
 // streamed response has no length: HTTP/1.1 chunks it, HTTP/1.0 closes.
-std::string ResponseHead(const HttpResponse& r, unsigned version, bool keep_alive,
+std::string ResponseHead(const Response& r, unsigned version, bool keep_alive,
                          bool streamed = false) {
-  const auto reason = http::obsolete_reason(static_cast<http::status>(r.status));
+  const auto reason = bhttp::obsolete_reason(static_cast<bhttp::status>(r.status));
   std::string head;
   head.reserve(256);
   head += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
@@ -117,7 +117,7 @@ std::string ResponseHead(const HttpResponse& r, unsigned version, bool keep_aliv
 }
 
 template <class Stream>
-awaitable<boost::system::error_code> WriteResponse(Stream& stream, const HttpResponse& r,
+awaitable<boost::system::error_code> WriteResponse(Stream& stream, const Response& r,
                                                    unsigned version, bool keep_alive) {
   const std::string head = ResponseHead(r, version, keep_alive);
   const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head), asio::buffer(r.body)};
@@ -129,8 +129,8 @@ awaitable<boost::system::error_code> WriteResponse(Stream& stream, const HttpRes
 // What connections need, shared with them: a connection can outlive the
 // server object (it lives on its loop until the loop stops).
 struct SessionContext {
-  HttpServerOptions options;
-  HttpServer::Handler handler;
+  ServerOptions options;
+  Server::Handler handler;
   std::unique_ptr<ssl::context> tls;  // HTTPS; null: plain HTTP
   mutable std::atomic<size_t> open{0};  // connections, over every loop
 };
@@ -241,7 +241,7 @@ void AppendPart(std::string_view part, bool chunked, std::string* out) {
 // means the client is gone: its hang-up handler runs.
 template <class Stream>
 awaitable<bool> StreamResponse(Stream& stream, ResponseSlot& slot,
-                               const HttpResponse& head, unsigned version, bool keep_alive,
+                               const Response& head, unsigned version, bool keep_alive,
                                const std::shared_ptr<std::function<void()>>& on_hangup,
                                std::chrono::milliseconds write_timeout) {
   const bool chunked = version != 10;
@@ -252,7 +252,7 @@ awaitable<bool> StreamResponse(Stream& stream, ResponseSlot& slot,
   boost::system::error_code ec;
   for (;;) {
     while (!slot.queue.empty() && !last) {
-      const HttpResponse& part = slot.queue.front();
+      const Response& part = slot.queue.front();
       AppendPart(part.body, chunked, &out);
       last = !part.more;
       slot.queue.pop_front();
@@ -289,11 +289,11 @@ template <class Stream>
 awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context) {
   const SessionContext* ctx = &context;
   constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
-  const HttpServerOptions& options = ctx->options;
+  const ServerOptions& options = ctx->options;
   beast::flat_buffer buffer;
   boost::system::error_code ec;
   for (;;) {
-    http::request_parser<http::string_body> parser;
+    bhttp::request_parser<bhttp::string_body> parser;
     parser.body_limit(options.max_body_bytes);
     // Idle until the next request's first byte (unless it is buffered
     // already, pipelined); then its head within header_timeout; then the
@@ -306,22 +306,22 @@ awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context
     }
     if (!ec) {
       Tcp(stream).expires_after(options.header_timeout);
-      co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      co_await bhttp::async_read_header(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
       if (ec == beast::error::timeout) {
         spdlog::debug("http: a request's head took over {} ms; closed", options.header_timeout.count());
       }
     }
     if (!ec && !parser.is_done()) {
       Tcp(stream).expires_after(options.idle_timeout);
-      co_await http::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      co_await bhttp::async_read(stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
     }
-    if (ec == http::error::body_limit) {
+    if (ec == bhttp::error::body_limit) {
       co_await WriteError(stream, Status(Code::kPayloadTooLarge,
                                          "body over the limit of " + std::to_string(options.max_body_bytes) +
                                              " bytes"));
       break;
     }
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
+    if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::eof ||
         ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
         ec == ssl::error::stream_truncated) {
       break;
@@ -335,20 +335,20 @@ awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context
     auto& req = parser.get();
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
-    HttpRequest r;
+    Request r;
     r.method = std::string(req.method_string());
     r.path = DecodePath(std::string_view(req.target().data(), req.target().size()));
-    r.content_type = std::string(req[http::field::content_type]);
-    r.accept = std::string(req[http::field::accept]);
+    r.content_type = std::string(req[bhttp::field::content_type]);
+    r.accept = std::string(req[bhttp::field::accept]);
     r.timeout_ms = std::string(req["X-Shoal-Timeout-Ms"]);
-    r.authorization = std::string(req[http::field::authorization]);
+    r.authorization = std::string(req[bhttp::field::authorization]);
     r.from_loopback = IsLoopback(Tcp(stream).socket());
     r.body = std::move(req.body());
 
     auto slot = std::make_shared<ResponseSlot>(stream.get_executor());
     auto on_hangup = std::make_shared<std::function<void()>>();
     r.on_hangup = on_hangup;
-    ctx->handler(lane, std::move(r), [slot](HttpResponse response) {
+    ctx->handler(lane, std::move(r), [slot](Response response) {
       asio::post(slot->timer.get_executor(), [slot, response = std::move(response)]() mutable {
         if (slot->ended) return;
         slot->ended = !response.more;
@@ -364,7 +364,7 @@ awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context
       slot->recheck.cancel();
       break;
     }
-    const HttpResponse first = std::move(slot->queue.front());
+    const Response first = std::move(slot->queue.front());
     slot->queue.pop_front();
 
     bool again = false;
@@ -412,7 +412,7 @@ awaitable<void> TlsSession(tcp::socket socket, size_t lane, std::shared_ptr<cons
 
 // TLS 1.2 or later, with the certificate chain and key of `options`; each
 // failure names the file it came from.
-Result<std::unique_ptr<ssl::context>> TlsContext(const HttpServerOptions& options) {
+Result<std::unique_ptr<ssl::context>> TlsContext(const ServerOptions& options) {
   if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
     return InvalidInput("HTTPS needs both a certificate (--tls-cert) and a key (--tls-key)");
   }
@@ -440,7 +440,7 @@ Result<std::unique_ptr<ssl::context>> TlsContext(const HttpServerOptions& option
 awaitable<void> Refuse(tcp::socket socket, std::shared_ptr<const SessionContext> ctx) {
   beast::tcp_stream stream(std::move(socket));
   if (!ctx->tls) {
-    const HttpResponse r = ErrorResponse(Status(Code::kOverloaded, "too many connections: " +
+    const Response r = ErrorResponse(Status(Code::kOverloaded, "too many connections: " +
                                                                  std::to_string(ctx->options.max_connections) +
                                                                  " are open; try again"),
                                    "");
@@ -494,7 +494,7 @@ void RaiseOpenFileLimit(size_t want) {
   }
 }
 
-std::shared_ptr<const SessionContext> MakeContext(const HttpServerOptions& options, HttpServer::Handler handler,
+std::shared_ptr<const SessionContext> MakeContext(const ServerOptions& options, Server::Handler handler,
                                                   std::unique_ptr<ssl::context> tls) {
   auto ctx = std::make_shared<SessionContext>();
   ctx->options = options;
@@ -503,9 +503,9 @@ std::shared_ptr<const SessionContext> MakeContext(const HttpServerOptions& optio
   return ctx;
 }
 
-class BeastServer final : public HttpServer {
+class BeastServer final : public Server {
  public:
-  BeastServer(const HttpServerOptions& options, std::vector<EventLoop*> loops, Handler handler,
+  BeastServer(const ServerOptions& options, std::vector<EventLoop*> loops, Handler handler,
               std::unique_ptr<ssl::context> tls)
       : options_(options),
         loops_(std::move(loops)),
@@ -557,7 +557,7 @@ class BeastServer final : public HttpServer {
   }
 
  private:
-  HttpServerOptions options_;
+  ServerOptions options_;
   std::vector<EventLoop*> loops_;
   std::shared_ptr<const SessionContext> context_;
   int port_ = 0;
@@ -566,7 +566,7 @@ class BeastServer final : public HttpServer {
 
 }  // namespace
 
-Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
                                                       std::vector<EventLoop*> loops,
                                                       Handler handler) {
   std::unique_ptr<ssl::context> tls;
@@ -576,7 +576,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   RaiseOpenFileLimit(options.max_connections);
   auto server = std::make_unique<BeastServer>(options, std::move(loops), std::move(handler), std::move(tls));
   SHOAL_RETURN_IF_ERROR(server->Listen());
-  return std::unique_ptr<HttpServer>(std::move(server));
+  return std::unique_ptr<Server>(std::move(server));
 }
 
-}  // namespace shoal::gateway
+}  // namespace shoal::http

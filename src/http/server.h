@@ -1,4 +1,4 @@
-// HttpServer: HTTP/1.1 with keep-alive on Boost.Beast, over the gateway's
+// Server: HTTP/1.1 with keep-alive on Boost.Beast, over the gateway's
 // event loops (lanes).
 //
 // Each loop has its own acceptor on the same port (SO_REUSEPORT: the kernel
@@ -33,11 +33,11 @@
 
 #include "common/event_loop.h"
 #include "common/status.h"
-#include "gateway/http.h"
+#include "http/http.h"
 
-namespace shoal::gateway {
+namespace shoal::http {
 
-struct HttpServerOptions {
+struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port
   int io_threads = 2;  // lanes: the gateway runs one loop per I/O thread
@@ -51,14 +51,14 @@ struct HttpServerOptions {
   std::string tls_key_file;
 };
 
-class HttpServer {
+class Server {
  public:
-  using Handler = std::function<void(size_t lane, HttpRequest&&, Responder)>;
+  using Handler = std::function<void(size_t lane, Request&&, Responder)>;
 
   // Listens on every loop; the loops must outlive the server.
-  static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options,
                                                    std::vector<EventLoop*> loops, Handler handler);
-  virtual ~HttpServer() = default;
+  virtual ~Server() = default;
 
   virtual int port() const = 0;
   // Connections open now, over every loop.
@@ -68,4 +68,4 @@ class HttpServer {
   virtual void StopAccepting() = 0;
 };
 
-}  // namespace shoal::gateway
+}  // namespace shoal::http

@@ -1,4 +1,4 @@
-#include "queue/catalog.h"
+#include "queue/catalog_watch.h"
 
 #include "common/log.h"
 
@@ -15,11 +15,11 @@ Status DeleteModel(kvStore* models, std::string_view id) {
   return FromNats(kvStore_Delete(models, std::string(id).c_str()), "catalog delete");
 }
 
-Result<std::unique_ptr<Catalog>> Catalog::Open(kvStore* models, OnChange on_change, int timeout_ms) {
-  std::unique_ptr<Catalog> c(new Catalog());
+Result<std::unique_ptr<CatalogWatch>> CatalogWatch::Open(kvStore* models, OnChange on_change, int timeout_ms) {
+  std::unique_ptr<CatalogWatch> c(new CatalogWatch());
   c->on_change_ = std::move(on_change);
   c->snapshot_ = std::make_shared<CatalogSnapshot>();
-  Catalog* self = c.get();
+  CatalogWatch* self = c.get();
   auto watch = KvWatch::Start(
       models, [self](const KvChange& ch) { self->Apply(ch); },
       [self] {
@@ -36,7 +36,7 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(kvStore* models, OnChange on_chan
   return c;
 }
 
-void Catalog::Apply(const KvChange& change) {
+void CatalogWatch::Apply(const KvChange& change) {
   std::shared_ptr<const ModelSpec> spec;
   if (!change.deleted) {
     auto parsed = ModelSpec::Parse(change.value);
@@ -58,7 +58,7 @@ void Catalog::Apply(const KvChange& change) {
   if (on_change_) on_change_(next);
 }
 
-std::shared_ptr<const CatalogSnapshot> Catalog::Snapshot() const {
+std::shared_ptr<const CatalogSnapshot> CatalogWatch::Snapshot() const {
   std::lock_guard lock(mu_);
   return snapshot_;
 }

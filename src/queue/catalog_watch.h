@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "queue/kv_watch.h"
 #include "queue/nats.h"
 
@@ -28,20 +28,20 @@ using CatalogSnapshot = std::map<std::string, std::shared_ptr<const ModelSpec>, 
 Status PutModel(kvStore* models, const ModelSpec& spec);
 Status DeleteModel(kvStore* models, std::string_view id);
 
-class Catalog {
+class CatalogWatch {
  public:
   // Called on the watch thread after every change, with the new snapshot.
   using OnChange = std::function<void(std::shared_ptr<const CatalogSnapshot>)>;
 
   // Starts watching; returns once the existing entries are loaded (or after
   // `timeout_ms`, with an error).
-  static Result<std::unique_ptr<Catalog>> Open(kvStore* models, OnChange on_change,
+  static Result<std::unique_ptr<CatalogWatch>> Open(kvStore* models, OnChange on_change,
                                                int timeout_ms = 5000);
 
   std::shared_ptr<const CatalogSnapshot> Snapshot() const;
 
  private:
-  Catalog() = default;
+  CatalogWatch() = default;
   void Apply(const KvChange& change);
 
   OnChange on_change_;

@@ -1,7 +1,7 @@
 #include "queue/control_plane.h"
 
 #include "queue/topology.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 
 namespace shoal::queue {
 
@@ -15,10 +15,10 @@ Result<ControlPlane> ControlPlane::Connect(const std::string& url, const std::st
   auto js = NewJetStream(cp.nc.get());
   if (!js.ok()) return js.status();
   cp.js = std::move(js).value();
-  auto models = OpenBucket(cp.js.get(), wire::kModelsBucket, 0, replicas);
+  auto models = OpenBucket(cp.js.get(), kModelsBucket, 0, replicas);
   if (!models.ok()) return models.status();
   cp.models = std::move(models).value();
-  auto workers = OpenBucket(cp.js.get(), wire::kWorkersBucket, kWorkerEntryTtlMs, replicas);
+  auto workers = OpenBucket(cp.js.get(), kWorkersBucket, kWorkerEntryTtlMs, replicas);
   if (!workers.ok()) return workers.status();
   cp.workers = std::move(workers).value();
   return cp;

@@ -12,7 +12,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "queue/topology.h"
-#include "wire/subjects.h"
+#include "catalog/names.h"
+#include "queue/subjects.h"
 
 namespace shoal::queue {
 namespace {
@@ -55,7 +56,7 @@ Status ValidateScope(const std::vector<std::string>& models) {
       if (models.size() > 1) return InvalidInput("models: '*' (every model) stands alone");
       continue;
     }
-    if (Status s = wire::ValidateModelId(m); !s.ok()) return InvalidInput("models: " + s.message());
+    if (Status s = ValidateModelId(m); !s.ok()) return InvalidInput("models: " + s.message());
   }
   return Status::Ok();
 }
@@ -184,7 +185,7 @@ Result<ApiKey> ParseApiKey(std::string_view name, std::string_view text) {
 }
 
 Result<KvStorePtr> OpenKeysBucket(jsCtx* js, int replicas) {
-  return OpenBucket(js, wire::kKeysBucket, 0, replicas);
+  return OpenBucket(js, kKeysBucket, 0, replicas);
 }
 
 Result<IssuedKey> IssueKey(kvStore* keys, ApiKey key) {

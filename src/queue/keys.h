@@ -13,7 +13,7 @@
 // dictionary to try, and a fixed hash lets a gateway find a key from the
 // bearer alone. Secrets are never stored, logged or listed.
 //
-// KeyRing follows the bucket with a KV watch, as queue/catalog.h follows
+// KeyRing follows the bucket with a KV watch, as queue/catalog_watch.h follows
 // shoal_models: a key created or removed anywhere applies at every gateway
 // as the watch delivers it, without a restart. It fails closed:
 //   - an entry that does not parse (missing or unknown fields, a bad hash)

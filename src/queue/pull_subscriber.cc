@@ -8,8 +8,8 @@
 #include <ctime>
 
 #include "common/log.h"
+#include "common/numbers.h"
 #include "queue/loop_connection.h"
-#include "wire/work_message.h"
 
 namespace shoal::queue {
 namespace {
@@ -252,7 +252,7 @@ void PullSubscriber::HandleMessage(MsgPtr msg) {
     // <inbox>.<slot>.p: a probe's answer.
     subject.remove_suffix(2);
     uint64_t slot = 0;
-    if (wire::ParseU64(subject.substr(subject.rfind('.') + 1), &slot)) {
+    if (ParseU64(subject.substr(subject.rfind('.') + 1), &slot)) {
       HandleProbeReply(static_cast<int>(slot), msg.get());
     }
     return;
@@ -291,7 +291,7 @@ void PullSubscriber::HandleStatus(natsMsg* msg, std::string_view status) {
   std::string_view parts[2];
   if (SplitTokens(subject, parts, 2) != 2) return;
   uint64_t slot = 0, seq = 0;
-  if (!wire::ParseU64(parts[0], &slot) || !wire::ParseU64(parts[1], &seq)) return;
+  if (!ParseU64(parts[0], &slot) || !ParseU64(parts[1], &seq)) return;
 
   {
     std::lock_guard lock(mu_);
@@ -301,7 +301,7 @@ void PullSubscriber::HandleStatus(natsMsg* msg, std::string_view status) {
     if (status == "100") return;  // idle heartbeat
     auto it = s.requests.find(seq);
     uint64_t pending = 0;
-    if (!wire::ParseU64(Header(msg, "Nats-Pending-Messages"), &pending)) {
+    if (!ParseU64(Header(msg, "Nats-Pending-Messages"), &pending)) {
       pending = it != s.requests.end() ? it->second.remaining : 0;
     }
     if (status != "408" && status != "404") {
@@ -375,11 +375,11 @@ bool PullSubscriber::ParseAckSubject(std::string_view ack, Delivery* d) const {
   const size_t n = SplitTokens(ack, t, 12);
   if (n < 9 || t[0] != "$JS" || t[1] != "ACK") return false;
   const size_t consumer_at = n == 9 ? 3 : 5;
-  if (!wire::ParseU64(t[consumer_at + 1], &d->delivered)) d->delivered = 1;
+  if (!ParseU64(t[consumer_at + 1], &d->delivered)) d->delivered = 1;
   uint64_t ts = 0;
-  if (wire::ParseU64(t[consumer_at + 4], &ts)) d->stored_unix_ns = static_cast<int64_t>(ts);
-  if (!wire::ParseU64(t[consumer_at + 5], &d->pending)) d->pending = 0;
-  if (!wire::ParseU64(t[consumer_at + 3], &d->consumer_seq)) d->consumer_seq = 0;
+  if (ParseU64(t[consumer_at + 4], &ts)) d->stored_unix_ns = static_cast<int64_t>(ts);
+  if (!ParseU64(t[consumer_at + 5], &d->pending)) d->pending = 0;
+  if (!ParseU64(t[consumer_at + 3], &d->consumer_seq)) d->consumer_seq = 0;
   std::lock_guard lock(mu_);
   auto it = by_name_.find(t[consumer_at]);
   if (it == by_name_.end()) return false;

@@ -1,8 +1,8 @@
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 
 #include <cctype>
 
-namespace shoal::wire {
+namespace shoal::queue {
 namespace {
 
 bool IsTokenChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-'; }
@@ -14,31 +14,6 @@ int HexValue(char c) {
 }
 
 }  // namespace
-
-Status ValidateModelId(std::string_view id) {
-  if (id.empty() || id.size() > 128) return InvalidInput("model id must be 1 to 128 characters");
-  if (id.front() == '.' || id.front() == '/') {
-    return InvalidInput("model id must not start with '.' or '/': '" + std::string(id) + "'");
-  }
-  for (char c : id) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '/' &&
-        c != '-') {
-      return InvalidInput("model id may hold only [A-Za-z0-9._/-]: '" + std::string(id) + "'");
-    }
-  }
-  return Status::Ok();
-}
-
-Status ValidatePoolName(std::string_view pool) {
-  if (pool.empty() || pool.size() > 32) return InvalidInput("pool name must be 1 to 32 characters");
-  for (char c : pool) {
-    if (!std::islower(static_cast<unsigned char>(c)) && !std::isdigit(static_cast<unsigned char>(c)) &&
-        c != '_' && c != '-') {
-      return InvalidInput("pool name may hold only [a-z0-9_-]: '" + std::string(pool) + "'");
-    }
-  }
-  return Status::Ok();
-}
 
 std::string ModelToken(std::string_view model_id) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -104,4 +79,4 @@ std::string PushWildcard(std::string_view worker_id) {
 
 std::string CancelSubject(std::string_view pool) { return "shoal.cancel." + std::string(pool); }
 
-}  // namespace shoal::wire
+}  // namespace shoal::queue

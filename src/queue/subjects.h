@@ -12,17 +12,12 @@
 
 #include "common/status.h"
 
-namespace shoal::wire {
+namespace shoal::queue {
 
 inline constexpr std::string_view kModelsBucket = "shoal_models";
 inline constexpr std::string_view kWorkersBucket = "shoal_workers";
 inline constexpr std::string_view kKeysBucket = "shoal_keys";  // API keys (queue/keys.h)
 inline constexpr std::string_view kDeadLetterStream = "SHOAL_DLQ";
-
-// Model ids: 1..128 bytes of [A-Za-z0-9._/-], not starting with '.' or '/'.
-Status ValidateModelId(std::string_view id);
-// Pool names: 1..32 bytes of [a-z0-9_-].
-Status ValidatePoolName(std::string_view pool);
 
 std::string ModelToken(std::string_view model_id);
 Result<std::string> ModelIdFromToken(std::string_view token);
@@ -52,4 +47,4 @@ std::string PushWildcard(std::string_view worker_id);
 // misses it runs the items, and their deadline still bounds the waste.
 std::string CancelSubject(std::string_view pool);
 
-}  // namespace shoal::wire
+}  // namespace shoal::queue

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 
 namespace shoal::queue {
 namespace {
@@ -43,7 +43,7 @@ Status AddOrUpdateStream(jsCtx* js, jsStreamConfig* cfg) {
 // The work stream's configuration, with the strings it points to.
 struct WorkStreamConfig {
   WorkStreamConfig(std::string_view pool, const StreamLimits& limits)
-      : name(wire::WorkStreamName(pool)), subject(wire::WorkSubjectFilter(pool)) {
+      : name(WorkStreamName(pool)), subject(WorkSubjectFilter(pool)) {
     subjects[0] = subject.c_str();
     jsStreamConfig_Init(&cfg);
     cfg.Name = name.c_str();
@@ -103,7 +103,7 @@ Status EnsureWorkStreamExists(jsCtx* js, std::string_view pool, const StreamLimi
 }
 
 Status EnsureDeadLetterStream(jsCtx* js, int replicas) {
-  const std::string name(wire::kDeadLetterStream);
+  const std::string name(kDeadLetterStream);
   const char* subjects[] = {"shoal.dlq.>"};
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
@@ -118,9 +118,9 @@ Status EnsureDeadLetterStream(jsCtx* js, int replicas) {
 }
 
 Status EnsureConsumer(jsCtx* js, const ModelSpec& spec) {
-  const std::string stream = wire::WorkStreamName(spec.pool);
-  const std::string durable = wire::ConsumerName(spec.id);
-  const std::string filter = wire::WorkSubject(spec.pool, spec.id);
+  const std::string stream = WorkStreamName(spec.pool);
+  const std::string durable = ConsumerName(spec.id);
+  const std::string filter = WorkSubject(spec.pool, spec.id);
   jsConsumerConfig cc;
   jsConsumerConfig_Init(&cc);
   cc.Durable = durable.c_str();
@@ -166,8 +166,8 @@ Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms
 }
 
 Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::string_view pool) {
-  const std::string stream = wire::WorkStreamName(pool);
-  const std::string filter = wire::WorkSubjectFilter(pool);
+  const std::string stream = WorkStreamName(pool);
+  const std::string filter = WorkSubjectFilter(pool);
   jsOptions o;
   jsOptions_Init(&o);
   o.Stream.Info.SubjectsFilter = filter.c_str();
@@ -183,7 +183,7 @@ Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::stri
       const jsStreamStateSubject& sub = info->State.Subjects->List[i];
       std::string_view subject(sub.Subject);
       if (!subject.starts_with(prefix)) continue;
-      auto id = wire::ModelIdFromToken(subject.substr(prefix.size()));
+      auto id = ModelIdFromToken(subject.substr(prefix.size()));
       if (id.ok()) out[*id] += sub.Msgs;
     }
   }

@@ -22,7 +22,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "common/status.h"
 #include "queue/nats.h"
 

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "common/status.h"
 
 namespace shoal {
@@ -141,9 +141,5 @@ class Runtime {
   // of a kind this runtime does not run (e.g. DoRA).
   virtual Result<uint64_t> CheckLora(const ModelSpec& base, const LoraSpec& lora);
 };
-
-// The runtimes built into this binary, by name ("identity", ...); null when
-// there is none of that name.
-Runtime* FindRuntime(std::string_view name);
 
 }  // namespace shoal

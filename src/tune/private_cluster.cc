@@ -21,9 +21,9 @@ Result<std::unique_ptr<PrivateCluster>> PrivateCluster::Start(
   c->nats_ = std::move(nats).value();
   const std::string url = c->nats_->url();
 
-  auto admin = catalog::CatalogAdmin::Connect(url);
+  auto admin = admin::CatalogAdmin::Connect(url);
   if (!admin.ok()) return admin.status();
-  c->admin_ = std::make_unique<catalog::CatalogAdmin>(std::move(admin).value());
+  c->admin_ = std::make_unique<admin::CatalogAdmin>(std::move(admin).value());
 
   worker::WorkerOptions w;
   w.nats_url = url;

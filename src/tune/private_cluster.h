@@ -17,8 +17,8 @@
 #include <memory>
 #include <string>
 
-#include "catalog/catalog_admin.h"
-#include "common/model_spec.h"
+#include "admin/catalog_admin.h"
+#include "catalog/model_spec.h"
 #include "gateway/gateway.h"
 #include "loadtest/load_generator.h"
 #include "queue/nats_server.h"
@@ -47,7 +47,7 @@ class PrivateCluster {
 
   std::string dir_;
   std::unique_ptr<queue::NatsServer> nats_;
-  std::unique_ptr<catalog::CatalogAdmin> admin_;
+  std::unique_ptr<admin::CatalogAdmin> admin_;
   std::unique_ptr<worker::Worker> worker_;
   std::unique_ptr<gateway::Gateway> gateway_;
   std::string installed_;  // the model id registered last

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "common/status.h"
 #include "tune/search.h"
 

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "common/file.h"
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "tune/profile_writer.h"
 
 #ifndef SHOAL_VERSION

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "common/status.h"
 #include "loadtest/sweep.h"
 #include "tune/measure.h"

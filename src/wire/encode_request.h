@@ -69,7 +69,7 @@ struct WorkRequest {
 struct ParseLimits {
   size_t max_items = 2048;
   // Items over what fits a NATS message wait in the payload store, so an
-  // item may be as large as a body (HttpServerOptions::max_body_bytes).
+  // item may be as large as a body (http::ServerOptions::max_body_bytes).
   size_t max_item_bytes = 16 * 1024 * 1024;
 };
 

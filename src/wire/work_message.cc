@@ -1,7 +1,5 @@
 #include "wire/work_message.h"
 
-#include <charconv>
-
 #include "wire/msgpack_writer.h"
 
 namespace shoal::wire {
@@ -95,12 +93,6 @@ void AppendLogitsResult(const float* v, size_t n, std::string* out) {
   w.MapHeader(1);
   w.Str("logits");
   w.Float32Array(v, n);
-}
-
-bool ParseU64(std::string_view s, uint64_t* v) {
-  if (s.empty()) return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
 }  // namespace shoal::wire

@@ -137,9 +137,6 @@ Status ForEachDense(std::string_view msgpack, Fn&& each) {
   return ForEachFloat(msgpack, "dense", std::forward<Fn>(each));
 }
 
-// Parses a non-negative decimal header value; false on anything else.
-bool ParseU64(std::string_view s, uint64_t* v);
-
 }  // namespace shoal::wire
 
 #include "wire/msgpack_reader.h"

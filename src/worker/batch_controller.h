@@ -55,7 +55,7 @@
 #include <mutex>
 
 #include "common/clock.h"
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 
 namespace shoal::worker {
 

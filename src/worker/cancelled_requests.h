@@ -1,5 +1,5 @@
 // CancelledRequests: the request ids whose clients hung up, as gateways
-// announced them on shoal.cancel.<pool> (wire/subjects.h), each kept until
+// announced them on shoal.cancel.<pool> (queue/subjects.h), each kept until
 // its deadline — after that the item would be dropped as expired anyway.
 // BatchRunner drops a cancelled request's items instead of running them.
 //

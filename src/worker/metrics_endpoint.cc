@@ -1,7 +1,7 @@
 #include "worker/metrics_endpoint.h"
 
-#include "gateway/http.h"
-#include "gateway/http_server.h"
+#include "http/http.h"
+#include "http/server.h"
 
 namespace shoal::worker {
 
@@ -9,21 +9,21 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const std::strin
                                                                 std::function<std::string()> render) {
   std::unique_ptr<MetricsEndpoint> e(new MetricsEndpoint());
   e->loop_.Start();
-  gateway::HttpServerOptions options;
+  http::ServerOptions options;
   options.host = host;
   options.port = port;
   options.io_threads = 1;
   options.max_body_bytes = 4096;  // scrapes have no body
-  auto server = gateway::HttpServer::Start(
-      options, {&e->loop_}, [render = std::move(render)](size_t, gateway::HttpRequest&& req, gateway::Responder respond) {
+  auto server = http::Server::Start(
+      options, {&e->loop_}, [render = std::move(render)](size_t, http::Request&& req, http::Responder respond) {
         if (req.method == "GET" && req.path == "/metrics") {
-          gateway::HttpResponse r;
+          http::Response r;
           r.content_type = "text/plain; version=0.0.4; charset=utf-8";
           r.body = render();
           return respond(std::move(r));
         }
-        if (req.method == "GET" && req.path == "/healthz") return respond(gateway::JsonResponse(200, "{\"status\":\"ok\"}"));
-        respond(gateway::ErrorResponse(Status(Code::kNotFound, "a worker serves GET /metrics and /healthz only"), ""));
+        if (req.method == "GET" && req.path == "/healthz") return respond(http::JsonResponse(200, "{\"status\":\"ok\"}"));
+        respond(http::ErrorResponse(Status(Code::kNotFound, "a worker serves GET /metrics and /healthz only"), ""));
       });
   if (!server.ok()) return Status(server.status().code(), "metrics endpoint: " + server.status().message());
   e->server_ = std::move(server).value();

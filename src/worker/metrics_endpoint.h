@@ -1,6 +1,6 @@
 // MetricsEndpoint: GET /metrics (and /healthz) over HTTP for a process that
 // has no other HTTP side — the worker. It runs its own event loop with the
-// gateway's HTTP server (gateway/http_server.h), so a scrape never waits
+// HTTP server the gateway uses (http/server.h), so a scrape never waits
 // behind the worker's intake loop, and the intake loop never behind a scrape.
 //
 // Threading: `render` runs on the endpoint's loop thread, once per scrape.
@@ -13,8 +13,8 @@
 #include "common/event_loop.h"
 #include "common/status.h"
 
-namespace shoal::gateway {
-class HttpServer;
+namespace shoal::http {
+class Server;
 }
 
 namespace shoal::worker {
@@ -31,7 +31,7 @@ class MetricsEndpoint {
  private:
   MetricsEndpoint() = default;
   EventLoop loop_;
-  std::unique_ptr<gateway::HttpServer> server_;
+  std::unique_ptr<http::Server> server_;
 };
 
 }  // namespace shoal::worker

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "runtime/runtime.h"
 #include "worker/batch_controller.h"
 #include "worker/worker_metrics.h"

@@ -1,5 +1,6 @@
 #include "worker/work_item.h"
 
+#include "common/numbers.h"
 #include "wire/work_message.h"
 
 namespace shoal::worker {
@@ -14,9 +15,9 @@ void ParseHeaders(natsMsg* m, WorkItem* out) {
   out->task = Header(m, wire::kHeaderTask);
   out->lora = Header(m, wire::kHeaderLora);
   uint64_t v = 0;
-  if (wire::ParseU64(Header(m, wire::kHeaderItem), &v)) out->index = static_cast<uint32_t>(v);
-  if (wire::ParseU64(Header(m, wire::kHeaderCost), &v)) out->cost = static_cast<uint32_t>(std::max<uint64_t>(v, 1));
-  if (wire::ParseU64(Header(m, wire::kHeaderDeadline), &v)) out->deadline_ms = static_cast<int64_t>(v);
+  if (ParseU64(Header(m, wire::kHeaderItem), &v)) out->index = static_cast<uint32_t>(v);
+  if (ParseU64(Header(m, wire::kHeaderCost), &v)) out->cost = static_cast<uint32_t>(std::max<uint64_t>(v, 1));
+  if (ParseU64(Header(m, wire::kHeaderDeadline), &v)) out->deadline_ms = static_cast<int64_t>(v);
   out->truncate = Header(m, wire::kHeaderTruncate) == "1";
   out->normalize = Header(m, wire::kHeaderNormalize) != "0";
   out->payload_key = Header(m, wire::kHeaderPayload);

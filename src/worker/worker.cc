@@ -8,7 +8,8 @@
 #include "common/log.h"
 #include "queue/loop_connection.h"
 #include "wire/generate.h"
-#include "wire/subjects.h"
+#include "catalog/names.h"
+#include "queue/subjects.h"
 
 namespace shoal::worker {
 
@@ -16,7 +17,7 @@ Result<std::unique_ptr<Worker>> Worker::Start(WorkerOptions options) {
   if (options.id.empty()) {
     options.id = HostName() + "-" + std::to_string(getpid()) + "-" + RandomToken(4);
   }
-  SHOAL_RETURN_IF_ERROR(wire::ValidatePoolName(options.pool));
+  SHOAL_RETURN_IF_ERROR(ValidatePoolName(options.pool));
   if (options.executors < 1) return InvalidInput("executors: at least 1");
   std::unique_ptr<Worker> w(new Worker(std::move(options)));
   SHOAL_RETURN_IF_ERROR(w->Init());
@@ -66,8 +67,8 @@ Status Worker::Init() {
       out->reset(sub);
       return Status::Ok();
     };
-    push_status = subscribe(wire::PushWildcard(options_.id), &push_sub_);
-    if (push_status.ok()) push_status = subscribe(wire::CancelSubject(options_.pool), &cancel_sub_);
+    push_status = subscribe(queue::PushWildcard(options_.id), &push_sub_);
+    if (push_status.ok()) push_status = subscribe(queue::CancelSubject(options_.pool), &cancel_sub_);
   });
   SHOAL_RETURN_IF_ERROR(push_status);
   for (int i = 0; i < options_.executors; ++i) {
@@ -80,7 +81,7 @@ Status Worker::Init() {
   if (!registry.ok()) return registry.status();
   registry_ = std::move(registry).value();
   loader_ = std::thread([this] { LoaderLoop(); });
-  auto catalog = queue::Catalog::Open(control_.models.get(), [this](auto snap) { OnCatalog(snap); });
+  auto catalog = queue::CatalogWatch::Open(control_.models.get(), [this](auto snap) { OnCatalog(snap); });
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(catalog).value();
   OnCatalog(catalog_->Snapshot());  // the watch may have run it already; it is idempotent
@@ -150,7 +151,7 @@ void Worker::DrainCancels() {
 void Worker::OnPushed(queue::MsgPtr msg) {
   // shoal.push.<worker-token>.<model-token>: the model is the last token.
   std::string_view subject = natsMsg_GetSubject(msg.get());
-  auto model_id = wire::ModelIdFromToken(subject.substr(subject.rfind('.') + 1));
+  auto model_id = queue::ModelIdFromToken(subject.substr(subject.rfind('.') + 1));
   std::shared_ptr<ServedModel> served;
   if (model_id.ok()) {
     std::lock_guard lock(models_mu_);

@@ -53,7 +53,7 @@
 #include <vector>
 
 #include "common/event_loop.h"
-#include "queue/catalog.h"
+#include "queue/catalog_watch.h"
 #include "queue/control_plane.h"
 #include "queue/nats.h"
 #include "queue/payload_store.h"
@@ -207,7 +207,7 @@ class Worker {
   std::atomic<bool> draining_{false};
   std::atomic<bool> stop_keeper_{false};
   std::thread keeper_;
-  std::unique_ptr<queue::Catalog> catalog_;
+  std::unique_ptr<queue::CatalogWatch> catalog_;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;  // reads everything above
   bool drained_ = false;
 };

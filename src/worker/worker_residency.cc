@@ -30,9 +30,10 @@
 
 #include "common/log.h"
 #include "queue/topology.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 #include "worker/placement.h"
 #include "worker/worker.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal::worker {
 namespace {
@@ -257,7 +258,7 @@ void Worker::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_p
   served->load_time = load_time;
   served->loras_given = spec->loras;
   if (served->model) ApplyLoras(*served, spec->loras);  // before any item can reach it
-  served->slot = pull_->AddConsumer(wire::WorkStreamName(spec->pool), wire::ConsumerName(spec->id));
+  served->slot = pull_->AddConsumer(queue::WorkStreamName(spec->pool), queue::ConsumerName(spec->id));
   served->last_batch_ns = now.time_since_epoch().count();
   if (served->model && served->model->generator()) {
     // Generators run their own continuous batch (generation_engine.h).

@@ -18,7 +18,7 @@
 #include "queue/worker_registry.h"
 #include "support/http_client.h"
 #include "support/in_flight_probe.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 
 namespace shoal::chaos {
 namespace {
@@ -208,7 +208,7 @@ class Fleet {
   uint64_t WaitForEmptyStream(std::chrono::seconds timeout, uint64_t* ghosts) {
     *ghosts = 0;
     if (!Connect().ok()) return 0;
-    const std::string stream = wire::WorkStreamName("default");
+    const std::string stream = queue::WorkStreamName("default");
     const auto until = Clock::now() + timeout;
     uint64_t left = 0;
     do {
@@ -476,7 +476,7 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
   CHAOS_ASSIGN(gateway, fleet.Gateway("gateway", port));
   CHAOS_TRY(fleet.WaitReady(port, "gateway"));
   // Everything Shoal relies on must be replicated, or the test proves nothing.
-  for (const std::string& stream : {wire::WorkStreamName("default"), std::string("KV_shoal_models"),
+  for (const std::string& stream : {queue::WorkStreamName("default"), std::string("KV_shoal_models"),
                                    std::string("KV_shoal_workers"), std::string("SHOAL_DLQ")}) {
     CHAOS_ASSIGN(info, GetStreamCluster(fleet.js(), stream));
     if (info.configured_replicas != NetnsNatsCluster::kNodes) {
@@ -487,7 +487,7 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
 
   LoadDriver driver(Load(o, {port}, r.name));
   CHAOS_TRY(WarmUp(o, driver, ticker));
-  const std::string stream = wire::WorkStreamName("default");
+  const std::string stream = queue::WorkStreamName("default");
   CHAOS_ASSIGN(before, GetStreamCluster(fleet.js(), stream));
   const int victim = cluster->NodeNamed(before.leader);
   if (victim < 0) {

@@ -18,7 +18,7 @@
 #include "support/http_client.h"
 #include "support/metrics_text.h"
 #include "support/test_cluster.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 
 namespace shoal::testing {
 namespace {
@@ -494,7 +494,7 @@ TEST(Overload, AModelsBacklogIsBoundedInItsWorkStream) {
   // and a model registered later (as `shoal models add` does) leaves it.
   cluster.Register(IdentityProfile("late/comer", "pool: bounded\nidentity: {dim: 4}\n"));
   jsStreamInfo* si = nullptr;
-  ASSERT_EQ(js_GetStreamInfo(&si, cluster.control_plane().js.get(), wire::WorkStreamName("bounded").c_str(), nullptr,
+  ASSERT_EQ(js_GetStreamInfo(&si, cluster.control_plane().js.get(), queue::WorkStreamName("bounded").c_str(), nullptr,
                              nullptr),
             NATS_OK);
   EXPECT_EQ(si->Config->MaxMsgsPerSubject, 3);

@@ -15,7 +15,7 @@
 #include "support/http_client.h"
 #include "support/test_cluster.h"
 #include "wire/generate.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 #include "wire/work_message.h"
 
 namespace shoal::testing {

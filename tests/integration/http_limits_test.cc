@@ -2,7 +2,7 @@
 // half-sent request holds its socket for the header timeout, not the idle
 // one; an idle kept-alive connection is not cut by the header timeout; past
 // max_connections a new connection is refused with a 503 it can read.
-#include "gateway/http_server.h"
+#include "http/server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -24,30 +24,25 @@
 namespace shoal::testing {
 namespace {
 
-using gateway::HttpRequest;
-using gateway::HttpResponse;
-using gateway::HttpServer;
-using gateway::HttpServerOptions;
-
 // A server on two loops answering every request 200 "ok".
-struct Server {
-  explicit Server(HttpServerOptions options) {
+struct OkServer {
+  explicit OkServer(http::ServerOptions options) {
     for (auto& l : loops) l.Start();
     options.port = 0;
-    auto s = HttpServer::Start(options, {&loops[0], &loops[1]}, [](size_t, HttpRequest&&, gateway::Responder respond) {
-      HttpResponse r;
+    auto s = http::Server::Start(options, {&loops[0], &loops[1]}, [](size_t, http::Request&&, http::Responder respond) {
+      http::Response r;
       r.body = "ok";
       respond(std::move(r));
     });
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     if (s.ok()) server = std::move(s).value();
   }
-  ~Server() {
+  ~OkServer() {
     if (server) server->StopAccepting();
     for (auto& l : loops) l.Stop();
   }
   EventLoop loops[2];
-  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<http::Server> server;
 };
 
 int Connect(int port) {
@@ -101,9 +96,9 @@ size_t HalfSentConnections() {
 }
 
 TEST(HttpLimits, HalfSentRequestsAreClosedAfterTheHeaderTimeoutWhileOthersAreServed) {
-  HttpServerOptions o;
+  http::ServerOptions o;
   o.header_timeout = std::chrono::milliseconds(500);
-  Server s(o);
+  OkServer s(o);
   ASSERT_TRUE(s.server);
   const size_t n = HalfSentConnections();
   ASSERT_GE(n, 1000u) << "the open-file limit is too low for this test";
@@ -139,9 +134,9 @@ TEST(HttpLimits, HalfSentRequestsAreClosedAfterTheHeaderTimeoutWhileOthersAreSer
 }
 
 TEST(HttpLimits, AnIdleKeptAliveConnectionOutlivesTheHeaderTimeout) {
-  HttpServerOptions o;
+  http::ServerOptions o;
   o.header_timeout = std::chrono::milliseconds(200);
-  Server s(o);
+  OkServer s(o);
   ASSERT_TRUE(s.server);
   HttpClient http(s.server->port(), 5000);
   ASSERT_TRUE(http.Get("/a").ok());
@@ -155,9 +150,9 @@ TEST(HttpLimits, AnIdleKeptAliveConnectionOutlivesTheHeaderTimeout) {
 }
 
 TEST(HttpLimits, PastMaxConnectionsANewConnectionIsRefusedWithA503) {
-  HttpServerOptions o;
+  http::ServerOptions o;
   o.max_connections = 50;
-  Server s(o);
+  OkServer s(o);
   ASSERT_TRUE(s.server);
   std::vector<int> idle;
   for (int i = 0; i < 50; ++i) idle.push_back(Connect(s.server->port()));

@@ -23,7 +23,7 @@
 #include "support/http_client.h"
 #include "support/test_cluster.h"
 #include "queue/keys.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 #include "wire/work_message.h"
 
 namespace shoal::testing {
@@ -422,7 +422,7 @@ TEST_F(Lora, AnAdapterTheWorkerLacksFailsAfterAShortWaitNotAsTheBase) {
   queue::SubscriptionPtr sub(raw_sub);
   const std::string payload = "\x81\xa4text\xa1" "a";  // {"text": "a"}
   natsMsg* raw = nullptr;
-  ASSERT_EQ(natsMsg_Create(&raw, wire::WorkSubject("default", kBase).c_str(), nullptr, payload.data(),
+  ASSERT_EQ(natsMsg_Create(&raw, queue::WorkSubject("default", kBase).c_str(), nullptr, payload.data(),
                            static_cast<int>(payload.size())),
             NATS_OK);
   queue::MsgPtr m(raw);

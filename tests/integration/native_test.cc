@@ -9,6 +9,7 @@
 #include "runtime/runtime.h"
 #include "support/http_client.h"
 #include "support/test_cluster.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal::testing {
 namespace {

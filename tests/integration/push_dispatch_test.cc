@@ -10,7 +10,7 @@
 #include "runtime/identity/identity_runtime.h"
 #include "support/http_client.h"
 #include "support/test_cluster.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 #include "wire/work_message.h"
 
 namespace shoal::testing {
@@ -139,7 +139,7 @@ TEST_F(PushDispatchTest, WorkerAnswersAPushForAModelItDoesNotServeAtOnce) {
   queue::SubscriptionPtr sub(raw_sub);
   natsMsg* raw = nullptr;
   const std::string payload = "\x81\xa4text\xa1" "a";  // {"text": "a"}
-  const std::string subject = wire::PushSubject(a_->id(), "test/unserved");
+  const std::string subject = queue::PushSubject(a_->id(), "test/unserved");
   ASSERT_EQ(natsMsg_Create(&raw, subject.c_str(), nullptr, payload.data(), static_cast<int>(payload.size())),
             NATS_OK);
   queue::MsgPtr m(raw);

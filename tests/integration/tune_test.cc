@@ -37,7 +37,7 @@
 #include <thread>
 
 #include "common/file.h"
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "common/subprocess.h"
 
 namespace shoal {

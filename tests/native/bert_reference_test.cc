@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "runtime/native/models/bert.h"
 #include "runtime/native/native_runtime.h"
 

@@ -28,9 +28,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "runtime/generator.h"
 #include "runtime/runtime.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal {
 namespace {

@@ -7,7 +7,7 @@
 #include "common/clock.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
 #include "wire/work_message.h"
 
 namespace shoal::testing {
@@ -27,8 +27,8 @@ FakeGenerator::FakeGenerator(TestCluster& cluster, const ModelSpec& spec)
   js_ = std::move(js).value();
   // What a real worker does for a model it serves: the durable consumer.
   EXPECT_TRUE(queue::EnsureConsumer(js_.get(), spec_).ok());
-  const std::string stream = wire::WorkStreamName(spec_.pool);
-  const std::string consumer = wire::ConsumerName(spec_.id);
+  const std::string stream = queue::WorkStreamName(spec_.pool);
+  const std::string consumer = queue::ConsumerName(spec_.id);
   jsSubOptions so;
   jsSubOptions_Init(&so);
   so.Stream = stream.c_str();
@@ -36,14 +36,14 @@ FakeGenerator::FakeGenerator(TestCluster& cluster, const ModelSpec& spec)
   so.ManualAck = true;
   natsSubscription* work = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  EXPECT_EQ(js_PullSubscribe(&work, js_.get(), wire::WorkSubject(spec_.pool, spec_.id).c_str(),
+  EXPECT_EQ(js_PullSubscribe(&work, js_.get(), queue::WorkSubject(spec_.pool, spec_.id).c_str(),
                              consumer.c_str(), nullptr, &so, &jerr),
             NATS_OK)
       << nats_GetLastError(nullptr);
   work_.reset(work);
   natsSubscription* cancel = nullptr;
   EXPECT_EQ(
-      natsConnection_SubscribeSync(&cancel, nc_.get(), wire::CancelSubject(spec_.pool).c_str()),
+      natsConnection_SubscribeSync(&cancel, nc_.get(), queue::CancelSubject(spec_.pool).c_str()),
       NATS_OK);
   cancel_.reset(cancel);
   natsConnection_Flush(nc_.get());

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "queue/nats.h"
 #include "support/test_cluster.h"
 #include "wire/generate.h"

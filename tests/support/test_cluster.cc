@@ -6,11 +6,12 @@
 #include <filesystem>
 #include <thread>
 
-#include "queue/catalog.h"
+#include "queue/catalog_watch.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
 #include "runtime/runtime.h"
-#include "wire/subjects.h"
+#include "queue/subjects.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal::testing {
 
@@ -145,7 +146,7 @@ uint64_t TestCluster::WaitForEmptyStream(const std::string& pool, std::chrono::m
 }
 
 uint64_t TestCluster::StreamMessages(const std::string& pool) {
-  return StreamMessagesNamed(wire::WorkStreamName(pool));
+  return StreamMessagesNamed(queue::WorkStreamName(pool));
 }
 
 uint64_t TestCluster::StreamMessagesNamed(const std::string& name) {
@@ -158,8 +159,8 @@ uint64_t TestCluster::StreamMessagesNamed(const std::string& name) {
 
 uint64_t TestCluster::ConsumerDeliveries(const std::string& model, const std::string& pool) {
   jsConsumerInfo* ci = nullptr;
-  if (js_GetConsumerInfo(&ci, control_.js.get(), wire::WorkStreamName(pool).c_str(),
-                         wire::ConsumerName(model).c_str(), nullptr, nullptr) != NATS_OK) {
+  if (js_GetConsumerInfo(&ci, control_.js.get(), queue::WorkStreamName(pool).c_str(),
+                         queue::ConsumerName(model).c_str(), nullptr, nullptr) != NATS_OK) {
     return 0;
   }
   const uint64_t n = ci->Delivered.Consumer;

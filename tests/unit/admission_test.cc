@@ -39,17 +39,17 @@ TEST(Admission, ZeroIsUnbounded) {
 
 TEST(Admission, AnAdmittedResponderReleasesAfterTheLastPart) {
   Admission admission(1);
-  std::vector<HttpResponse> sent;
-  Responder respond = Admitted([&](HttpResponse r) { sent.push_back(std::move(r)); }, *admission.TryAdmit());
-  Responder copy = respond;  // Responders are copied around; they share the ticket
+  std::vector<http::Response> sent;
+  http::Responder respond = Admitted([&](http::Response r) { sent.push_back(std::move(r)); }, *admission.TryAdmit());
+  http::Responder copy = respond;  // Responders are copied around; they share the ticket
 
-  HttpResponse head;
+  http::Response head;
   head.more = true;
   respond(head);  // a streamed response's head: still in flight
   EXPECT_EQ(admission.in_flight(), 1u);
   copy(head);
   EXPECT_EQ(admission.in_flight(), 1u);
-  respond(HttpResponse{});  // the last part
+  respond(http::Response{});  // the last part
   EXPECT_EQ(admission.in_flight(), 0u);
   EXPECT_EQ(sent.size(), 3u);
   EXPECT_TRUE(admission.TryAdmit());
@@ -58,7 +58,7 @@ TEST(Admission, AnAdmittedResponderReleasesAfterTheLastPart) {
 TEST(Admission, AResponderDroppedUnansweredStillReleases) {
   Admission admission(1);
   {
-    Responder respond = Admitted([](HttpResponse) {}, *admission.TryAdmit());
+    http::Responder respond = Admitted([](http::Response) {}, *admission.TryAdmit());
     EXPECT_EQ(admission.in_flight(), 1u);
   }
   EXPECT_EQ(admission.in_flight(), 0u);

@@ -8,8 +8,8 @@
 namespace shoal::gateway {
 namespace {
 
-HttpRequest Request(std::string authorization, bool loopback = false) {
-  HttpRequest r;
+http::Request Request(std::string authorization, bool loopback = false) {
+  http::Request r;
   r.authorization = std::move(authorization);
   r.from_loopback = loopback;
   return r;

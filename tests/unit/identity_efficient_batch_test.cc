@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "runtime/identity/identity_runtime.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal {
 namespace {

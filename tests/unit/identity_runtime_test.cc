@@ -1,4 +1,5 @@
 #include "runtime/identity/identity_runtime.h"
+#include "runtime/registry/registry.h"
 
 #include <gtest/gtest.h>
 

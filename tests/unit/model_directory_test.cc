@@ -1,6 +1,6 @@
 // A model directory → the spec that registers it: its shoal.yaml, or what
 // config.json implies. (Whether the files load is the runtime's test.)
-#include "catalog/model_directory.h"
+#include "admin/model_directory.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "common/ids.h"
 
-namespace shoal::catalog {
+namespace shoal::admin {
 namespace {
 
 namespace fs = std::filesystem;
@@ -94,4 +94,4 @@ TEST_F(ModelDirectory, APathToAProfileFileReadsTheProfile) {
 }
 
 }  // namespace
-}  // namespace shoal::catalog
+}  // namespace shoal::admin

@@ -1,4 +1,4 @@
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

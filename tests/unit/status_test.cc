@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "wire/errors.h"
+#include "http/errors.h"
 
 namespace shoal {
 namespace {
@@ -16,24 +16,24 @@ TEST(Status, CodesRoundTripThroughTheirNames) {
 }
 
 TEST(Status, HttpStatusesFollowTheDocumentedContract) {
-  EXPECT_EQ(wire::HttpStatus(Code::kInvalidInput), 400);
-  EXPECT_EQ(wire::HttpStatus(Code::kUnauthenticated), 401);
-  EXPECT_EQ(wire::HttpStatus(Code::kForbidden), 403);
-  EXPECT_EQ(wire::HttpStatus(Code::kModelNotFound), 404);
-  EXPECT_EQ(wire::HttpStatus(Code::kPayloadTooLarge), 413);
-  EXPECT_EQ(wire::HttpStatus(Code::kRateLimited), 429);
-  EXPECT_EQ(wire::HttpStatus(Code::kInferenceError), 500);
-  EXPECT_EQ(wire::HttpStatus(Code::kModelLoadFailed), 502);
-  EXPECT_EQ(wire::HttpStatus(Code::kOverloaded), 503);
-  EXPECT_EQ(wire::HttpStatus(Code::kNoCapacity), 503);
-  EXPECT_EQ(wire::HttpStatus(Code::kDeadlineExceeded), 504);
-  EXPECT_TRUE(wire::WantsRetryAfter(Code::kNoCapacity));
-  EXPECT_TRUE(wire::WantsRetryAfter(Code::kOverloaded));
-  EXPECT_FALSE(wire::WantsRetryAfter(Code::kInvalidInput));
+  EXPECT_EQ(http::HttpStatus(Code::kInvalidInput), 400);
+  EXPECT_EQ(http::HttpStatus(Code::kUnauthenticated), 401);
+  EXPECT_EQ(http::HttpStatus(Code::kForbidden), 403);
+  EXPECT_EQ(http::HttpStatus(Code::kModelNotFound), 404);
+  EXPECT_EQ(http::HttpStatus(Code::kPayloadTooLarge), 413);
+  EXPECT_EQ(http::HttpStatus(Code::kRateLimited), 429);
+  EXPECT_EQ(http::HttpStatus(Code::kInferenceError), 500);
+  EXPECT_EQ(http::HttpStatus(Code::kModelLoadFailed), 502);
+  EXPECT_EQ(http::HttpStatus(Code::kOverloaded), 503);
+  EXPECT_EQ(http::HttpStatus(Code::kNoCapacity), 503);
+  EXPECT_EQ(http::HttpStatus(Code::kDeadlineExceeded), 504);
+  EXPECT_TRUE(http::WantsRetryAfter(Code::kNoCapacity));
+  EXPECT_TRUE(http::WantsRetryAfter(Code::kOverloaded));
+  EXPECT_FALSE(http::WantsRetryAfter(Code::kInvalidInput));
 }
 
 TEST(Status, ErrorBodyIsTheDocumentedShape) {
-  EXPECT_EQ(wire::ErrorBody(InvalidInput("items[0].text: \"bad\""), "gw-1"),
+  EXPECT_EQ(http::ErrorBody(InvalidInput("items[0].text: \"bad\""), "gw-1"),
             R"({"error":{"code":"INVALID_INPUT","message":"items[0].text: \"bad\"","request_id":"gw-1"}})");
 }
 

@@ -1,8 +1,9 @@
-#include "wire/subjects.h"
+#include "queue/subjects.h"
+#include "catalog/names.h"
 
 #include <gtest/gtest.h>
 
-namespace shoal::wire {
+namespace shoal::queue {
 namespace {
 
 TEST(Subjects, ModelIdsBecomeOneSubjectSafeToken) {
@@ -39,4 +40,4 @@ TEST(Subjects, Validation) {
 }
 
 }  // namespace
-}  // namespace shoal::wire
+}  // namespace shoal::queue

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 
 namespace shoal::tune {
 namespace {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hardware.h"
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 
 namespace shoal {
 namespace {

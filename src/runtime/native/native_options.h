@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "common/status.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/hf_config.h"

@@ -1,6 +1,7 @@
+#include "runtime/registry/registry.h"
+
 #include "runtime/identity/identity_runtime.h"
 #include "runtime/native/native_runtime.h"
-#include "runtime/runtime.h"
 
 namespace shoal {
 

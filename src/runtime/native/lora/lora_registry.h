@@ -27,7 +27,7 @@
 #include <thread>
 #include <utility>
 
-#include "common/model_spec.h"
+#include "catalog/model_spec.h"
 #include "common/status.h"
 #include "runtime/native/lora/lora_adapter.h"
 
