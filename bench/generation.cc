@@ -168,7 +168,7 @@ int Run(const Options& o) {
     ModelSpec spec;
     spec.id = std::string("bench/qwen3-") + precision;
     spec.runtime = "native";
-    spec.task = "generate";
+    spec.task = Task::kGenerate;
     spec.path = model_dir;
     spec.pinned = true;
     spec.batching.max_batch_requests = 64;

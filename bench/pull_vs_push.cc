@@ -235,7 +235,8 @@ int Run(const Options& o) {
   }
   std::vector<Subprocess> workers;
   for (int w = 0; w < o.workers; ++w) {
-    auto p = Subprocess::Spawn({o.shoal, "--log-level", "warn", "worker", "--nats", url, "--executors", "1"},
+    auto p = Subprocess::Spawn({o.shoal, "--log-level", "warn", "worker", "--nats", url, "--executors", "1",
+                                "--accept-push"},
                                dir + "/worker-" + std::to_string(w) + ".log");
     if (!p.ok()) return 1;
     workers.push_back(std::move(p).value());

@@ -1,8 +1,11 @@
-// What reads MessagePack without a full decode: the reader itself
+// What reads MessagePack that crossed a process boundary: the reader itself
 // (wire/msgpack_reader.h, walked value by value with Skip/ReadRaw and the
-// typed reads), the item decoder a worker runs on queued items
-// (work_message.h: DecodeItem for each task), the result reader
-// (ForEachDense) and the MessagePack → JSON transcoder (transcode.h).
+// typed reads), the messages on the queue (work_message.h: a work message
+// and a reply read, written again and read the same), the item decoder a
+// worker runs on queued items (item.h: DecodeItem for each task), the
+// generation request and chunk decoders (generate.h, each round-tripped),
+// the result reader (ForEachDense) and the MessagePack → JSON transcoder
+// (transcode.h).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.h"
+#include "wire/generate.h"
+#include "wire/item.h"
 #include "wire/msgpack_reader.h"
 #include "wire/transcode.h"
 #include "wire/work_message.h"
@@ -104,7 +109,51 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
 
-  for (Task task : {Task::kEncode, Task::kScore, Task::kTokenize}) {
+  // The queue's messages: what reads, writes back to what reads the same.
+  {
+    WorkHeader h, again;
+    std::string_view body, body_again;
+    if (ReadWork(buf, &h, &body).ok()) {
+      FUZZ_CHECK(body.data() + body.size() == buf.data() + buf.size());
+      std::string written;
+      AppendWork(h, body, &written);
+      FUZZ_CHECK(ReadWork(written, &again, &body_again).ok());
+      FUZZ_CHECK(again.request_id == h.request_id && again.reply == h.reply && again.item == h.item &&
+                 again.cost == h.cost && again.task == h.task && again.lora == h.lora &&
+                 again.payload_key == h.payload_key && again.deadline_unix_ms == std::max<int64_t>(h.deadline_unix_ms, 0) &&
+                 body_again == body);
+    }
+    ReplyHeader r, r_again;
+    if (ReadReply(buf, &r, &body).ok()) {
+      std::string written;
+      AppendReplyHeader(r, &written);
+      written.append(body);
+      FUZZ_CHECK(ReadReply(written, &r_again, &body_again).ok());
+      FUZZ_CHECK(r_again.item == r.item && r_again.worker == r.worker && r_again.error == r.error &&
+                 r_again.tokens == r.tokens && r_again.seq == r.seq && r_again.final == r.final &&
+                 r_again.parts == r.parts && (r.parts == 0 || r_again.part == r.part) && body_again == body);
+    }
+  }
+  {
+    GenerateRequest g, g_again;
+    if (DecodeGenerateWork(buf, &g).ok()) {
+      std::string written;
+      AppendGenerateWork(g, &written);
+      FUZZ_CHECK(DecodeGenerateWork(written, &g_again).ok());
+      FUZZ_CHECK(g_again.kind == g.kind && g_again.model == g.model && g_again.prompt == g.prompt &&
+                 g_again.messages.size() == g.messages.size() && g_again.sampling.seed == g.sampling.seed &&
+                 g_again.sampling.stop == g.sampling.stop && g_again.stream == g.stream);
+    }
+    GenerationChunk c, c_again;
+    if (DecodeChunk(buf, &c).ok()) {
+      std::string written;
+      AppendChunk(c, &written);
+      FUZZ_CHECK(DecodeChunk(written, &c_again).ok());
+      FUZZ_CHECK(c_again.text == c.text && c_again.token_ids == c.token_ids && c_again.finish == c.finish);
+    }
+  }
+
+  for (shoal::Task task : {shoal::Task::kEncode, shoal::Task::kScore, shoal::Task::kTokenize}) {
     ItemFields f;
     if (DecodeItem(buf, task, &f).ok()) {
       FUZZ_CHECK(f.text.data() >= buf.data() && f.text.data() + f.text.size() <= buf.data() + buf.size());

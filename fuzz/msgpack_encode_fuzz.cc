@@ -9,7 +9,7 @@
 
 #include "fuzz_check.h"
 #include "wire/encode_request.h"
-#include "wire/work_message.h"
+#include "wire/item.h"
 
 namespace {
 

@@ -22,7 +22,7 @@ bool AllFinite(const std::vector<float>& v) {
 // One small request through the loaded model: a model whose weights load but
 // compute garbage (NaN from a corrupt tensor) is refused too.
 Status Smoke(Model& model, const ModelSpec& spec) {
-  if (spec.task == "generate") {
+  if (spec.task == Task::kGenerate) {
     Generator* g = model.generator();
     if (!g) return InvalidInput(spec.id + ": the runtime loaded it, but it does not generate");
     auto ids = g->EncodePrompt("what is shoal", true);
@@ -37,7 +37,7 @@ Status Smoke(Model& model, const ModelSpec& spec) {
     if (!AllFinite(logits)) return InvalidInput(spec.id + ": a test prompt gave non-finite logits");
     return Status::Ok();
   }
-  if (spec.task == "score") {
+  if (spec.task == Task::kScore) {
     ScoreInput in{.text = "what is shoal", .text_pair = "a queue of small models", .truncate = true, .lora = {}};
     ScoreOutput out;
     SHOAL_RETURN_IF_ERROR(model.Score({&in, 1}, {&out, 1}));

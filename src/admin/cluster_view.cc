@@ -54,7 +54,7 @@ json ClusterView(const queue::CatalogSnapshot& catalog, const std::vector<queue:
     json m = {{"id", id},
               {"pool", spec->pool},
               {"runtime", spec->runtime},
-              {"task", spec->task},
+              {"task", std::string(TaskName(spec->task))},
               {"pinned", spec->pinned},
               {"memory_bytes", spec->memory_bytes},
               {"waiting", nullptr},

@@ -13,7 +13,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The task config.json's architectures imply.
-Result<std::string> TaskFromConfig(const fs::path& config_path) {
+Result<Task> TaskFromConfig(const fs::path& config_path) {
   std::ifstream in(config_path);
   if (!in) return InvalidInput("cannot read " + config_path.string());
   std::stringstream text;
@@ -24,11 +24,11 @@ Result<std::string> TaskFromConfig(const fs::path& config_path) {
     for (const auto& name : *a) {
       if (!name.is_string()) continue;
       const std::string arch = name.get<std::string>();
-      if (arch.ends_with("ForSequenceClassification")) return std::string("score");
-      if (arch.ends_with("ForCausalLM")) return std::string("generate");
+      if (arch.ends_with("ForSequenceClassification")) return Task::kScore;
+      if (arch.ends_with("ForCausalLM")) return Task::kGenerate;
     }
   }
-  return std::string("encode");
+  return Task::kEncode;
 }
 
 }  // namespace

@@ -196,7 +196,8 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
-  SHOAL_RETURN_IF_ERROR(ReadString(o, "task", &spec->task));
+  std::string task = std::string(TaskName(spec->task));
+  SHOAL_RETURN_IF_ERROR(ReadString(o, "task", &task));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "pool", &spec->pool));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "description", &spec->description));
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "max_input_tokens", "", &spec->max_input_tokens));
@@ -226,8 +227,8 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
 
   SHOAL_RETURN_IF_ERROR(ValidateModelId(spec->id));
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
-  if (spec->task != "encode" && spec->task != "score" && spec->task != "generate") {
-    return InvalidInput("task: '" + spec->task + "' is not supported (supported: encode, score, generate)");
+  if (!ParseTask(task, &spec->task) || spec->task == Task::kTokenize) {
+    return InvalidInput("task: '" + task + "' is not supported (supported: encode, score, generate)");
   }
   SHOAL_RETURN_IF_ERROR(ValidatePoolName(spec->pool));
   if (spec->batching.max_batch_requests == 0 || spec->batching.max_batch_tokens == 0) {
@@ -267,7 +268,7 @@ std::string ModelSpec::ToJson() const {
   json o = {
       {"id", id},
       {"runtime", runtime},
-      {"task", task},
+      {"task", std::string(TaskName(task))},
       {"pool", pool},
       {"description", description},
       {"max_input_tokens", max_input_tokens},

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "catalog/names.h"
+#include "catalog/task.h"
 #include "common/status.h"
 
 namespace shoal {
@@ -104,7 +105,7 @@ struct ModelSpec {
   std::string id;
   std::string runtime;
   std::string path;  // absolute once loaded from a file
-  std::string task = "encode";
+  Task task = Task::kEncode;  // encode, score or generate
   std::string pool = "default";
   std::string description;
   uint32_t max_input_tokens = 512;

@@ -1,4 +1,5 @@
 // shoal gateway --nats URL: the HTTP edge as a process of its own.
+#include "baselines/baseline_gateways.h"
 #include "cli/commands.h"
 #include "common/log.h"
 #include "gateway/gateway.h"
@@ -66,9 +67,10 @@ Subcommand AddGateway(CLI::App& app) {
   AddConnectionOptions(sub, &opts->http);
   sub->add_option("--timeout-ms", *timeout_ms, "default request deadline")->capture_default_str();
   sub->add_option("--id", opts->id, "gateway id (default: random)");
-  sub->add_flag("--in-process", opts->in_process,
-                "benchmark baseline: run models inside the gateway, no NATS, no workers");
-  sub->add_option("--models-dir", opts->models_dir, "profiles for --in-process");
+  auto in_process = std::make_shared<bool>(false);
+  auto models_dir = std::make_shared<std::string>();
+  sub->add_flag("--in-process", *in_process, "benchmark baseline: run models inside the gateway, no NATS, no workers");
+  sub->add_option("--models-dir", *models_dir, "profiles for --in-process");
   sub->add_option("--admin-token", opts->admin_token,
                   "bearer token for /v1/admin (default: $SHOAL_ADMIN_TOKEN; none: local clients only)")
       ->envname("SHOAL_ADMIN_TOKEN");
@@ -85,18 +87,25 @@ Subcommand AddGateway(CLI::App& app) {
   auto dispatch = std::make_shared<std::string>("pull");
   sub->add_option("--dispatch", *dispatch,
                   "pull: workers pull from the JetStream queue (Shoal); push-rr / push-lo: benchmark "
-                  "baseline, the gateway pushes each request to one worker, round-robin / least outstanding")
+                  "baseline, the gateway pushes each request to one worker (started with --accept-push), "
+                  "round-robin / least outstanding")
       ->check(CLI::IsMember({"pull", "push-rr", "push-lo"}))
       ->capture_default_str();
-  return {sub, [opts, timeout_ms, dispatch] {
+  return {sub, [opts, timeout_ms, dispatch, in_process, models_dir] {
             BlockStopSignals();
             opts->default_timeout = std::chrono::milliseconds(*timeout_ms);
-            opts->dispatch = *gateway::ParseDispatchMode(*dispatch);  // checked by IsMember
             if (opts->stream_limits.max_msgs_per_subject < 1) {
               spdlog::error("gateway: --max-queued-per-model must be at least 1");
               return 2;
             }
-            if (opts->in_process && opts->models_dir.empty()) opts->models_dir = DefaultModelsDir();
+            baselines::UseDispatch(*baselines::ParseDispatchMode(*dispatch), opts.get());  // checked by IsMember
+            if (*in_process) {
+              if (Status s = baselines::UseInProcess(models_dir->empty() ? DefaultModelsDir() : *models_dir, opts.get());
+                  !s.ok()) {
+                spdlog::error("gateway: {}", s.ToString());
+                return 1;
+              }
+            }
             auto gw = gateway::Gateway::Start(*opts);
             if (!gw.ok()) {
               spdlog::error("gateway: {}", gw.status().ToString());

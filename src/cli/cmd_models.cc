@@ -78,7 +78,7 @@ Subcommand AddModels(CLI::App& app) {
                           << std::flush;
                 auto stored = admin->Register(std::move(spec).value(), queue::StreamLimits{.replicas = *replicas});
                 if (!stored.ok()) return Fail(stored.status());
-                std::cout << "added " << stored->id << ": " << stored->task << ", "
+                std::cout << "added " << stored->id << ": " << TaskName(stored->task) << ", "
                           << Megabytes(stored->memory_bytes) << (stored->pinned ? ", pinned" : "") << "\n";
               }
               return 0;
@@ -88,7 +88,7 @@ Subcommand AddModels(CLI::App& app) {
               if (!specs.ok()) return Fail(specs.status());
               std::printf("%-32s %-9s %-7s %-10s %-11s %s\n", "ID", "RUNTIME", "TASK", "POOL", "MEMORY", "PINNED");
               for (const auto& s : *specs) {
-                std::printf("%-32s %-9s %-7s %-10s %-11s %s\n", s.id.c_str(), s.runtime.c_str(), s.task.c_str(),
+                std::printf("%-32s %-9s %-7s %-10s %-11s %s\n", s.id.c_str(), s.runtime.c_str(), std::string(TaskName(s.task)).c_str(),
                             s.pool.c_str(), Megabytes(s.memory_bytes).c_str(), s.pinned ? "yes" : "no");
               }
               return 0;

@@ -87,7 +87,7 @@ int Up(UpOptions& o) {
               http.c_str(), o.worker.metrics_host.c_str(), (*w)->metrics_port());
   // The example uses a real embedder when there is one (not the identity runtime).
   auto example = std::find_if(specs->begin(), specs->end(),
-                              [](const ModelSpec& s) { return s.runtime != "identity" && s.task == "encode"; });
+                              [](const ModelSpec& s) { return s.runtime != "identity" && s.task == Task::kEncode; });
   if (example == specs->end()) example = specs->begin();
   if (example != specs->end()) {
     std::printf("Try:\n  curl -s %s/v1/embeddings -H 'Content-Type: application/json' \\\n"

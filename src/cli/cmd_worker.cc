@@ -1,6 +1,7 @@
 // shoal worker --nats URL: pulls and runs work for the models of its pool.
 #include <cctype>
 
+#include "baselines/push_intake.h"
 #include "cli/commands.h"
 #include "common/log.h"
 #include "worker/worker.h"
@@ -73,12 +74,24 @@ Subcommand AddWorker(CLI::App& app) {
   sub->add_option("--metrics-host", opts->metrics_host, "address for --metrics-port")->capture_default_str();
   AddResidencyOptions(sub, opts.get());
   AddPayloadStoreOption(sub, &opts->payload_store);
-  return {sub, [opts] {
+  auto accept_push = std::make_shared<bool>(false);
+  sub->add_flag("--accept-push", *accept_push,
+                "benchmark baseline: also take items a pushing gateway (--dispatch push-rr|push-lo) sends here");
+  return {sub, [opts, accept_push] {
             BlockStopSignals();
             auto w = worker::Worker::Start(*opts);
             if (!w.ok()) {
               spdlog::error("worker: {}", w.status().ToString());
               return 1;
+            }
+            std::unique_ptr<baselines::PushIntake> push;
+            if (*accept_push) {
+              auto attached = baselines::PushIntake::Attach(w->get());
+              if (!attached.ok()) {
+                spdlog::error("worker: {}", attached.status().ToString());
+                return 1;
+              }
+              push = std::move(attached).value();
             }
             WaitForStopSignal();
             spdlog::info("stopping: finishing queued work");

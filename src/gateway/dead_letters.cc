@@ -3,8 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
-#include "queue/topology.h"
+#include "queue/message.h"
 #include "queue/subjects.h"
+#include "queue/topology.h"
 #include "wire/work_message.h"
 
 namespace shoal::gateway {
@@ -30,8 +31,8 @@ Status DeadLetters::Start() {
 }
 
 void DeadLetters::OnAdvisory(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
-  queue::MsgPtr owned(msg);
-  static_cast<DeadLetters*>(closure)->Handle(queue::Payload(msg));
+  const queue::Message advisory{queue::MsgPtr(msg)};
+  static_cast<DeadLetters*>(closure)->Handle(advisory.payload());
 }
 
 void DeadLetters::Handle(std::string_view advisory_json) {
@@ -48,57 +49,35 @@ void DeadLetters::Handle(std::string_view advisory_json) {
     return;
   }
   if (!stream.starts_with("SHOAL_WORK_")) return;
-  natsMsg* raw = nullptr;
-  jsErrCode code = static_cast<jsErrCode>(0);
-  if (js_GetMsg(&raw, js_, stream.c_str(), seq, nullptr, &code) != NATS_OK) {
-    return;  // another gateway took it, or it was acked after all
-  }
-  queue::MsgPtr original(raw);
-  const std::string_view request_id = queue::Header(raw, wire::kHeaderRequestId);
-  const std::string_view reply = queue::Header(raw, wire::kHeaderReply);
-  const std::string_view item = queue::Header(raw, wire::kHeaderItem);
+  auto original = queue::GetStreamMessage(js_, stream, seq);
+  if (!original.ok()) return;  // another gateway took it, or it was acked after all
+  wire::WorkHeader work;
+  std::string_view body;
+  const Status readable = wire::ReadWork(original->payload(), &work, &body);
   const std::string message = "the item failed on " + std::to_string(deliveries) +
-                              " delivery attempts and was moved to " +
-                              std::string(queue::kDeadLetterStream);
+                              " delivery attempts and was moved to " + std::string(queue::kDeadLetterStream);
 
-  // 1. Keep it for inspection: same payload and headers, under shoal.dlq.
-  std::string subject(natsMsg_GetSubject(raw));
+  // 1. Keep it for inspection: the work message as it was, under shoal.dlq.
+  std::string subject(original->subject());
   subject.replace(0, std::string_view("shoal.work.").size(), "shoal.dlq.");
-  natsMsg* copy = nullptr;
-  natsMsg_Create(&copy, subject.c_str(), nullptr, natsMsg_GetData(raw), natsMsg_GetDataLength(raw));
-  queue::MsgPtr dead(copy);
-  const char** keys = nullptr;
-  int count = 0;
-  if (natsMsgHeader_Keys(raw, &keys, &count) == NATS_OK) {
-    for (int i = 0; i < count; ++i) {
-      const char* value = nullptr;
-      if (natsMsgHeader_Get(raw, keys[i], &value) == NATS_OK) natsMsgHeader_Set(copy, keys[i], value);
-    }
-    free(keys);
-  }
-  natsMsgHeader_Set(copy, wire::kHeaderError, std::string(CodeName(Code::kInferenceError)).c_str());
-  jsPubAck* ack = nullptr;
-  if (js_PublishMsg(&ack, js_, copy, nullptr, &code) != NATS_OK) {
-    spdlog::error("dead letters: rid={} could not be stored in {}", request_id, queue::kDeadLetterStream);
+  if (Status s = queue::StoreInStream(js_, subject, original->payload()); !s.ok()) {
+    spdlog::error("dead letters: rid={} could not be stored in {}: {}", work.request_id, queue::kDeadLetterStream,
+                  s.message());
     return;  // leave it in the work stream rather than lose it
   }
-  jsPubAck_Destroy(ack);
 
-  // 2. Tell the client.
-  if (!reply.empty()) {
-    natsMsg* answer = nullptr;
-    const std::string reply_subject(reply);
-    natsMsg_Create(&answer, reply_subject.c_str(), nullptr, message.data(), static_cast<int>(message.size()));
-    queue::MsgPtr owned_answer(answer);
-    natsMsgHeader_Set(answer, wire::kHeaderItem, std::string(item).c_str());
-    natsMsgHeader_Set(answer, wire::kHeaderError, std::string(CodeName(Code::kInferenceError)).c_str());
-    natsConnection_PublishMsg(nc_, answer);
+  // 2. Tell the client (a message too garbled to name its reply cannot be).
+  if (readable.ok()) {
+    std::string answer;
+    wire::AppendErrorReply(work.item, "dead-letters", static_cast<uint32_t>(deliveries),
+                           Status(Code::kInferenceError, message), &answer);
+    (void)queue::Publish(nc_, std::string(work.reply), answer);
   }
 
   // 3. Out of the work queue.
-  js_DeleteMsg(js_, stream.c_str(), seq, nullptr, &code);
+  (void)queue::DeleteStreamMessage(js_, stream, seq);
   auto model = queue::ModelIdFromToken(consumer);
-  spdlog::warn("dead letters: rid={} item={} of {} moved to {} after {} deliveries", request_id, item,
+  spdlog::warn("dead letters: rid={} item={} of {} moved to {} after {} deliveries", work.request_id, work.item,
                model.ok() ? *model : consumer, queue::kDeadLetterStream, deliveries);
 }
 

@@ -4,7 +4,8 @@
 // crashing on it, or kept dying) is not redelivered; nats-server publishes a
 // MAX_DELIVERIES advisory instead. One gateway of the cluster (a queue group
 // shares the advisories) then
-//   1. copies the message, headers included, to the SHOAL_DLQ stream
+//   1. copies the work message as it was (its header names the request, the
+//      item and the task: wire/work_message.h) to the SHOAL_DLQ stream
 //      (subject shoal.dlq.<pool>.<model-token>) for inspection,
 //   2. answers the waiting client with 500 INFERENCE_ERROR — an error, not
 //      silence or a timeout —

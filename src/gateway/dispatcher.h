@@ -1,35 +1,24 @@
-// Dispatcher: how a gateway gets a request's items run. Three real
-// implementations:
-//   QueueDispatcher      JetStream work queue → pulling workers (the product)
-//   InProcessDispatcher  the runtime called in the gateway process (the
-//                        baseline the serving-plane benchmark compares with)
-//   PushDispatcher       the gateway assigns each request to one worker, as
-//                        vLLM's and SGLang's routers do (the other baseline)
-// Both finish the request through the PendingTable: results, an error, or
-// (on the sweeper) the deadline.
+// Dispatcher: how a gateway lane gets a request's items run. The product's
+// is QueueDispatcher (the JetStream work queue, pulled by workers); the
+// benchmarks bring their baselines (src/baselines: the runtime called in
+// the gateway process, and a router pushing each request to one worker)
+// through GatewayOptions::dispatchers, so the gateway links none of them.
+// Every dispatcher finishes the request through the PendingTable: results,
+// an error, or (on the sweeper) the deadline.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
-#include <optional>
+#include <string>
 #include <string_view>
 
+#include "common/event_loop.h"
 #include "gateway/pending.h"
+#include "queue/nats.h"
+#include "queue/worker_registry.h"
 
 namespace shoal::gateway {
-
-// How a gateway's workers get work (`shoal gateway --dispatch`).
-enum class DispatchMode {
-  kPull,                  // "pull": the JetStream queue (QueueDispatcher)
-  kPushRoundRobin,        // "push-rr": PushDispatcher, round-robin
-  kPushLeastOutstanding,  // "push-lo": PushDispatcher, least outstanding items
-};
-
-inline std::optional<DispatchMode> ParseDispatchMode(std::string_view name) {
-  if (name == "pull") return DispatchMode::kPull;
-  if (name == "push-rr") return DispatchMode::kPushRoundRobin;
-  if (name == "push-lo") return DispatchMode::kPushLeastOutstanding;
-  return std::nullopt;
-}
 
 class Dispatcher {
  public:
@@ -50,6 +39,23 @@ class Dispatcher {
 
   // Whether some worker (or the process itself) can run `model_id`.
   virtual bool HasCapacity(std::string_view model_id) const = 0;
+
+  // The largest message its transport takes (0: no limit): what an item
+  // must fit, less its header.
+  virtual int64_t MaxPayload() const { return 0; }
 };
+
+// What a lane gives the dispatcher it makes.
+struct LaneSetup {
+  EventLoop* loop = nullptr;  // the lane's; the dispatcher runs on its thread
+  std::string lane_id;        // <gateway-id>-<n>
+  PendingTable* table = nullptr;
+  const queue::WorkerRegistry* workers = nullptr;  // null without NATS
+  queue::ConnectOptions nats;                      // url and security; no url without NATS
+  std::chrono::milliseconds no_capacity_wait{2000};
+};
+
+// Makes (and starts) one lane's dispatcher.
+using DispatcherFactory = std::function<Result<std::unique_ptr<Dispatcher>>(const LaneSetup& lane)>;
 
 }  // namespace shoal::gateway

@@ -1,11 +1,7 @@
 #include "gateway/gateway.h"
 
-#include <thread>
-
 #include "common/ids.h"
 #include "common/log.h"
-#include "gateway/inprocess_dispatcher.h"
-#include "gateway/push_dispatcher.h"
 #include "gateway/queue_dispatcher.h"
 #include "queue/subjects.h"
 
@@ -79,25 +75,25 @@ Status Gateway::ConnectControlPlane() {
   return dead_letters_->Start();
 }
 
+std::shared_ptr<const queue::CatalogSnapshot> Gateway::Catalog() const {
+  return catalog_ ? catalog_->Snapshot() : options_.catalog;
+}
+
+Result<std::unique_ptr<Dispatcher>> Gateway::MakeDispatcher(const LaneSetup& lane) {
+  if (options_.dispatchers) return options_.dispatchers(lane);
+  auto d = std::make_unique<QueueDispatcher>(lane, offloader_.get());
+  SHOAL_RETURN_IF_ERROR(d->Start(lane.nats));
+  return std::unique_ptr<Dispatcher>(std::move(d));
+}
+
 Status Gateway::Init() {
-  if (options_.auth == AuthMode::kKeys && options_.in_process) {
+  const bool nats = options_.catalog == nullptr;
+  if (!nats && !options_.dispatchers) return InvalidInput("a gateway without NATS needs its own dispatchers");
+  if (options_.auth == AuthMode::kKeys && !nats) {
     return InvalidInput("--auth keys needs NATS (the shoal_keys bucket): not with --in-process");
   }
-  Router::CatalogFn catalog_fn;
-  if (options_.in_process) {
-    auto specs = LoadModelProfiles(options_.models_dir);
-    if (!specs.ok()) return specs.status();
-    auto snap = std::make_shared<queue::CatalogSnapshot>();
-    for (auto& s : *specs) (*snap)[s.id] = std::make_shared<const ModelSpec>(s);
-    static_catalog_ = snap;
-    catalog_fn = [this] { return static_catalog_; };
-  } else {
-    SHOAL_RETURN_IF_ERROR(ConnectControlPlane());
-    catalog_fn = [this] { return catalog_->Snapshot(); };
-  }
-
-  const bool pulls = !options_.in_process && options_.dispatch == DispatchMode::kPull;
-  if (pulls) {
+  if (nats) SHOAL_RETURN_IF_ERROR(ConnectControlPlane());
+  if (!options_.dispatchers) {  // the queue: items too large for a message wait in the payload store
     const std::string url = options_.payload_store.empty() ? queue::DefaultPayloadStoreUrl() : options_.payload_store;
     auto store = queue::OpenPayloadStore(url);
     if (!store.ok()) return store.status();  // fail closed: a misconfigured store is a startup error
@@ -107,6 +103,7 @@ Status Gateway::Init() {
                             std::chrono::minutes(5);
     offloader_ = std::make_unique<PayloadOffloader>(std::move(store).value(), options_.offload_bytes, orphan_age);
   }
+  const Router::CatalogFn catalog_fn = [this] { return Catalog(); };
   size_t inline_item_bytes = options_.limits.max_item_bytes;
   std::vector<RouterLane> router_lanes;
   std::vector<EventLoop*> loops;
@@ -115,29 +112,18 @@ Status Gateway::Init() {
     auto lane = std::make_unique<Lane>();
     const std::string lane_id = options_.id + "-" + std::to_string(i);
     lane->loop.Start();
-    if (options_.in_process) {
-      lane->dispatcher = std::make_unique<InProcessDispatcher>(&lane->pending);
-    } else {
-      int64_t max_payload = 0;
-      if (options_.dispatch == DispatchMode::kPull) {
-        auto qd = std::make_unique<QueueDispatcher>(&lane->loop, lane_id, workers_.get(), &lane->pending,
-                                                    QueueDispatcherOptions{options_.no_capacity_wait},
-                                                    offloader_.get());
-        SHOAL_RETURN_IF_ERROR(qd->Start({.url = options_.nats_url, .security = options_.nats_security}));
-        max_payload = qd->MaxPayload();
-        lane->dispatcher = std::move(qd);
-      } else {
-        PushDispatcherOptions po;
-        po.policy = options_.dispatch == DispatchMode::kPushLeastOutstanding ? PushPolicy::kLeastOutstanding
-                                                                             : PushPolicy::kRoundRobin;
-        po.no_capacity_wait = options_.no_capacity_wait;
-        auto pd = std::make_unique<PushDispatcher>(&lane->loop, lane_id, workers_.get(), &lane->pending, po);
-        SHOAL_RETURN_IF_ERROR(pd->Start({.url = options_.nats_url, .security = options_.nats_security}));
-        max_payload = pd->MaxPayload();
-        lane->dispatcher = std::move(pd);
-      }
-      // Work messages must fit a NATS message with room for the headers:
-      // larger items go to the payload store (pull) or are refused (push).
+    LaneSetup setup{.loop = &lane->loop,
+                    .lane_id = lane_id,
+                    .table = &lane->pending,
+                    .workers = workers_.get(),
+                    .nats = {.url = nats ? options_.nats_url : std::string(), .security = options_.nats_security},
+                    .no_capacity_wait = options_.no_capacity_wait};
+    auto dispatcher = MakeDispatcher(setup);
+    if (!dispatcher.ok()) return dispatcher.status();
+    lane->dispatcher = std::move(dispatcher).value();
+    if (const int64_t max_payload = lane->dispatcher->MaxPayload(); max_payload > 0) {
+      // Work messages must fit a NATS message with room for their header:
+      // larger items go to the payload store (the queue) or are refused.
       const size_t fits = static_cast<size_t>(max_payload) - wire::kHeaderRoom;
       inline_item_bytes = std::min(inline_item_bytes, fits);
       if (offloader_) {
@@ -162,7 +148,7 @@ Status Gateway::Init() {
                        .in_flight = [this] { return InFlight(); },
                        .ready = [this] { return Ready(); },
                        .catalog = catalog_fn,
-                       .workers = workers_.get(),  // null in-process: no cluster to show
+                       .workers = workers_.get(),  // null without NATS: no cluster to show
                        .js = control_.js.get()});
   dashboard_->Start();
   router_ = std::make_unique<Router>(
@@ -176,12 +162,9 @@ Status Gateway::Init() {
   if (!server.ok()) return server.status();
   server_ = std::move(server).value();
   ready_ = true;
-  const char* mode = options_.in_process                                          ? ", in-process runtime, no queue"
-                     : options_.dispatch == DispatchMode::kPushRoundRobin       ? ", push baseline: round-robin"
-                     : options_.dispatch == DispatchMode::kPushLeastOutstanding ? ", push baseline: least outstanding"
-                                                                                : "";
-  spdlog::info("gateway {} listening on {}://{}:{} ({} lane(s){}; auth: {}, at most {} requests in flight)",
-               options_.id, options_.http.tls_cert_file.empty() ? "http" : "https", options_.http.host, port(), lanes_.size(), mode,
+  spdlog::info("gateway {} listening on {}://{}:{} ({} lane(s){}{}; auth: {}, at most {} requests in flight)",
+               options_.id, options_.http.tls_cert_file.empty() ? "http" : "https", options_.http.host, port(),
+               lanes_.size(), options_.dispatch_name.empty() ? "" : ", ", options_.dispatch_name,
                options_.auth == AuthMode::kKeys ? "API keys" : "none", options_.max_in_flight);
   return Status::Ok();
 }
@@ -207,7 +190,7 @@ void Gateway::Serve(size_t lane, http::Request&& req, http::Responder respond) {
     if (dashboard) return dashboard_->Handle(std::move(req), std::move(respond));
     if (admin_) return admin_->Handle(std::move(req), std::move(respond));
     return respond(
-        http::ErrorResponse(Status(Code::kNotFound, "no admin API in in-process mode (no catalog to change)"), ""));
+        http::ErrorResponse(Status(Code::kNotFound, "no admin API without NATS (no catalog to change)"), ""));
   }
   auto caller = auth_->Authenticate(req);
   if (!caller.ok()) return respond(http::ErrorResponse(caller.status(), ""));
@@ -237,6 +220,7 @@ void Gateway::Sweep(Lane& lane) {
                                           p->id));
   }
   lane.dispatcher->Tick(now);
+  lane.pending.Reap();
 }
 
 bool Gateway::Ready() const {
@@ -254,26 +238,22 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
   if (stopped_) return;
   stopped_ = true;
   ready_ = false;
+  // In-flight requests finish (answered and written) within the timeout.
   if (server_) {
     server_->StopAccepting();
-    const auto deadline = SteadyClock::now() + timeout;
-    while (InFlight() > 0 && SteadyClock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    server_->Drain(SteadyClock::now() + timeout);
   }
-  size_t refused = 0;
   for (auto& lane : lanes_) {
     lane->loop.RunAndWait([&] {
       // Whoever is still waiting hears why, rather than a closed connection.
-      for (auto& p : lane->pending.Expired(SteadyClock::time_point::max())) {
-        refused += lane->pending.Finish(
-            *p, http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
+      for (auto& p : lane->pending.All()) {
+        lane->pending.Finish(*p, http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"), p->id));
       }
       lane->dispatcher->Stop();
     });
   }
-  // Let those answers reach their sockets before the loops stop.
-  if (refused > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Those answers reach their sockets before the loops stop.
+  if (server_) server_->Drain(SteadyClock::now() + std::chrono::seconds(1));
   if (dashboard_) dashboard_->Stop();
   admin_.reset();
   dead_letters_.reset();

@@ -60,12 +60,14 @@ struct GatewayOptions {
   // Items over this many bytes go to the payload store even when they would
   // fit a message (those that would not always do).
   size_t offload_bytes = 1000 * 1000;
-  // Benchmark baseline: no NATS; models from `models_dir` run in-process.
-  bool in_process = false;
-  std::string models_dir;
-  // How work reaches workers: the JetStream queue they pull from (the
-  // product), or the push baseline (push_dispatcher.h) for benchmarks.
-  DispatchMode dispatch = DispatchMode::kPull;
+  // How work reaches workers: empty, the JetStream queue they pull from (the
+  // product); a benchmark's baseline gives its own (src/baselines), and
+  // `dispatch_name` for the log.
+  DispatcherFactory dispatchers;
+  std::string dispatch_name;
+  // A fixed catalog and no NATS at all (a baseline's, with its own
+  // dispatchers); null: the shoal_models bucket, watched.
+  std::shared_ptr<const queue::CatalogSnapshot> catalog;
   queue::StreamLimits stream_limits;
   // Who may call (auth.h): kNone leaves the data routes open; kKeys needs
   // an API key of the shoal_keys bucket on every route but the probes.
@@ -101,6 +103,9 @@ class Gateway {
       : options_(std::move(options)), admission_(options_.max_in_flight) {}
   Status Init();
   Status ConnectControlPlane();
+  // The lane's dispatcher: the baseline's, or the queue's.
+  Result<std::unique_ptr<Dispatcher>> MakeDispatcher(const LaneSetup& lane);
+  std::shared_ptr<const queue::CatalogSnapshot> Catalog() const;
   // The HTTP server's handler: admission, authentication, then the route.
   void Serve(size_t lane, http::Request&& req, http::Responder respond);
   // `respond`, and when the response head goes out: counted in the metrics
@@ -117,13 +122,12 @@ class Gateway {
   Admission admission_;
   // Control plane: KV buckets and watches, on a connection of their own.
   queue::ControlPlane control_;
-  std::unique_ptr<queue::CatalogWatch> catalog_;
-  std::shared_ptr<const queue::CatalogSnapshot> static_catalog_;  // in-process mode
+  std::unique_ptr<queue::CatalogWatch> catalog_;  // null with a fixed catalog
   std::unique_ptr<queue::WorkerRegistry> workers_;
-  queue::KvStorePtr keys_bucket_;          // shoal_keys; not in in-process mode
+  queue::KvStorePtr keys_bucket_;          // shoal_keys; not without NATS
   std::unique_ptr<queue::KeyRing> keys_;   // auth keys only
   std::unique_ptr<DeadLetters> dead_letters_;
-  std::unique_ptr<AdminApi> admin_;  // not in in-process mode
+  std::unique_ptr<AdminApi> admin_;  // not without NATS
   std::mutex pools_mu_;
   std::set<std::string> pools_;  // work streams ensured; guarded by pools_mu_
 
@@ -134,7 +138,7 @@ class Gateway {
   // GET / and /v1/dashboard; its sampler stops in Drain, before the
   // registry and catalog it reads go.
   std::unique_ptr<Dashboard> dashboard_;
-  // Pull dispatch only; before the lanes, whose dispatchers use it.
+  // The queue's dispatchers only; before the lanes, whose dispatchers use it.
   std::unique_ptr<PayloadOffloader> offloader_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::unique_ptr<Router> router_;

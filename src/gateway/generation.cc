@@ -39,48 +39,47 @@ uint32_t GenerationCost(const wire::GenerateRequest& r) {
       std::min<uint64_t>(bytes / 4 + out, std::numeric_limits<uint32_t>::max()));
 }
 
-void OnGenerationResult(PendingTable& table, PendingRequest& p, const ChunkMessage& m) {
+bool OnGenerationResult(PendingTable& table, PendingRequest& p, const wire::ReplyHeader& h,
+                        std::string_view body) {
   Generation& g = *p.generation;
-  if (!m.error.empty()) {
-    table.Finish(p, http::ErrorResponse(Status(CodeFromName(m.error), std::string(m.payload)), p.id));
-    return;
+  if (h.error != Code::kOk) {
+    return table.Finish(p, http::ErrorResponse(Status(h.error, std::string(body)), p.id));
   }
   // Only the chunk expected next (generation.h says why the others are
   // another attempt's, already relayed).
-  if (m.seq != g.next_seq) {
-    spdlog::debug("rid={} chunk {} (attempt {}) skipped; expecting {}", p.id, m.seq, m.attempt,
-                  g.next_seq);
-    return;
+  if (h.seq != g.next_seq) {
+    spdlog::debug("rid={} chunk {} (attempt {}) skipped; expecting {}", p.id, h.seq, h.attempt, g.next_seq);
+    return false;
   }
   wire::GenerationChunk c;
-  if (Status s = wire::DecodeChunk(m.payload, &c); !s.ok()) {
-    table.Finish(
-        p, http::ErrorResponse(Status(Code::kInternal, "a worker sent a malformed chunk: " + s.message()),
-                         p.id));
-    return;
+  if (Status s = wire::DecodeChunk(body, &c); !s.ok()) {
+    return table.Finish(
+        p, http::ErrorResponse(Status(Code::kInternal, "a worker sent a malformed chunk: " + s.message()), p.id));
   }
   ++g.next_seq;
-  g.attempts = std::max(g.attempts, m.attempt);
+  g.attempts = std::max(g.attempts, h.attempt);
   Append(g, c);
-  if (m.final) g.last = std::move(c);
+  if (h.final) g.last = std::move(c);
 
   if (!g.request.stream) {
-    if (m.final) table.Finish(p, GenerationResponse(p));
-    return;
+    return h.final && table.Finish(p, GenerationResponse(p));
   }
   const bool first = !p.streaming;
-  std::string events = StreamEvents(p, g, first, m.final);
+  std::string events = StreamEvents(p, g, first, h.final);
   if (first) {
     // The head goes out now; when this chunk is also the last, the whole
     // stream is one response (with a length).
     http::Response head = StreamHead(p, std::move(events));
-    m.final ? (void)table.Finish(p, std::move(head)) : table.Send(p, std::move(head));
-    return;
+    if (h.final) return table.Finish(p, std::move(head));
+    table.Send(p, std::move(head));
+    return false;
   }
-  if (events.empty() && !m.final) return;  // held-back tokens wait for their text
+  if (events.empty() && !h.final) return false;  // held-back tokens wait for their text
   http::Response part;
   part.body = std::move(events);
-  m.final ? (void)table.Finish(p, std::move(part)) : table.Send(p, std::move(part));
+  if (h.final) return table.Finish(p, std::move(part));
+  table.Send(p, std::move(part));
+  return false;
 }
 
 }  // namespace shoal::gateway

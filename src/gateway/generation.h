@@ -3,22 +3,22 @@
 // The router parses the body (wire/generate_request.h) into a Generation,
 // encodes the work message once and queues it as the request's one item. The
 // worker streams chunks back to the request's inbox (wire/generate.h);
-// LaneChannel hands each to OnGenerationResult, which relays the chunk it
+// results.h hands each to OnGenerationResult, which relays the chunk it
 // expects next and drops the others:
 //
-//   Shoal-Seq == next_seq  relayed: appended to the output; streamed to the
+//   seq == next_seq        relayed: appended to the output; streamed to the
 //                          client (SSE) or kept for the one answer at the end
 //   anything else          dropped. One worker publishes its chunks in order
 //                          over one connection, and core NATS keeps that
 //                          order, so a chunk out of sequence is another
 //                          attempt's: after a worker dies, JetStream
 //                          redelivers the request and the new attempt starts
-//                          again at Shoal-Seq 0. Workers seed sampling from
+//                          again at seq 0. Workers seed sampling from
 //                          the request id, so it regenerates the same tokens;
 //                          its chunks are skipped until they pass what was
 //                          relayed, and from there it carries on the stream.
-//   Shoal-Final: 1         the last: usage and timing; the request finishes
-//   Shoal-Error            the request fails: a JSON error response if nothing
+//   final                  the last: usage and timing; the request finishes
+//   error                  the request fails: a JSON error response if nothing
 //                          was streamed yet, else an SSE error event that ends
 //                          the stream (PendingTable::Finish)
 //
@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "wire/generate.h"
+#include "wire/work_message.h"
 
 namespace shoal::gateway {
 
@@ -48,12 +49,12 @@ enum class GenerationApi { kChat, kCompletions, kNative };
 struct Generation {
   GenerationApi api = GenerationApi::kNative;
   wire::GenerateRequest request;
-  std::string work;            // EncodeGenerateWork(request): the item's payload
+  std::string work;            // AppendGenerateWork(request): the item's payload
   int64_t created_unix_s = 0;  // OpenAI "created"
 
   // Relay.
-  uint64_t next_seq = 0;  // the Shoal-Seq to relay next
-  uint32_t attempts = 1;  // the highest Shoal-Attempt seen
+  uint64_t next_seq = 0;  // the chunk to relay next
+  uint32_t attempts = 1;  // the highest attempt seen
 
   // The output so far. Tokens and text arrive together in chunks; a chunk's
   // text is attributed to its first token, so token i's text is
@@ -75,17 +76,10 @@ struct Generation {
 // prompt tokens (~4 bytes each) plus the tokens it may generate.
 uint32_t GenerationCost(const wire::GenerateRequest& r);
 
-// A result message for a generation request, as read from NATS.
-struct ChunkMessage {
-  std::string_view error;    // Shoal-Error: a code name; empty on success
-  std::string_view payload;  // a GenerationChunk, or the error message
-  uint64_t seq = 0;          // Shoal-Seq
-  bool final = false;        // Shoal-Final: 1
-  uint32_t attempt = 1;      // Shoal-Attempt
-};
-
-// Applies one result to `p` (p.generation set, not finished): relays the
-// chunk expected next, finishes `p` on the last one or an error.
-void OnGenerationResult(PendingTable& table, PendingRequest& p, const ChunkMessage& m);
+// Applies one reply to `p` (p.generation set, not finished): relays the
+// chunk expected next, finishes `p` on the last one or an error. Returns
+// whether `p` finished.
+bool OnGenerationResult(PendingTable& table, PendingRequest& p, const wire::ReplyHeader& h,
+                        std::string_view body);
 
 }  // namespace shoal::gateway

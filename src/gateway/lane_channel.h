@@ -1,21 +1,16 @@
 // LaneChannel: a gateway lane's NATS data path, shared by the dispatchers that
-// send work over NATS — QueueDispatcher (JetStream, the product) and
-// PushDispatcher (core NATS to one worker, the push baseline). It owns the
-// lane's connection, driven by the lane's loop (loop_connection.h), and its
-// result inbox _INBOX.<lane-id>.>:
+// send work over NATS — QueueDispatcher (JetStream, the product) and the push
+// baseline. Transport only: it owns the lane's connection, driven by the
+// lane's loop (loop_connection.h), and its reply inbox _INBOX.<lane-id>.>,
+// and speaks the messages of wire/work_message.h; what a reply means to a
+// request is results.h's.
 //
-//   PublishItems ──▶ one message per item to a subject, with the work headers
-//                    of wire/work_message.h (Shoal-Reply = the request's inbox)
-//   _INBOX.<lane-id>.<seq>      ──▶ results by item index into the request's
-//                    slots; an error result finishes the request; a second
-//                    result for a filled slot (a redelivery) is ignored. A
-//                    generation request's results are chunks in sequence
-//                    (Shoal-Seq, Shoal-Final), relayed by OnGenerationResult
-//                    (gateway/generation.h)
-//                    A result too large for one message comes in parts
-//                    (Shoal-Part/Shoal-Parts), joined before it fills its slot
-//   _INBOX.<lane-id>.<seq>.ack.<item>  ──▶ handed to the owner (JetStream's
-//                    publish acknowledgements; only the pull path asks for them)
+//   PublishItems ──▶ one work message per item to a subject
+//                    (its reply subject: the request's inbox)
+//   _INBOX.<lane-id>.<seq>      ──▶ OnReply(request, header, body, message)
+//                    for a request still pending (a result, a chunk, an error)
+//   _INBOX.<lane-id>.<seq>.ack.<item>  ──▶ OnAck (JetStream's publish
+//                    acknowledgements; only the pull path asks for them)
 //
 // Threading: everything but Start and MaxPayload runs on the lane's loop
 // thread; Start makes the subscription there.
@@ -27,25 +22,26 @@
 
 #include "common/event_loop.h"
 #include "gateway/pending.h"
+#include "queue/message.h"
 #include "queue/nats.h"
+#include "wire/work_message.h"
 
 namespace shoal::gateway {
 
 class LaneChannel {
  public:
   // A publish acknowledgement (<reply>.ack.<item>) for a request still pending.
-  using OnAck = std::function<void(PendingRequest& p, size_t item, natsMsg* msg)>;
-  // After a result was applied to a request still pending: one more slot
-  // filled, or (an error result, or the last slot) the request finished. For
-  // a generation request: only when it finished.
-  using OnApplied = std::function<void(PendingRequest& p)>;
+  using OnAck = std::function<void(PendingRequest& p, size_t item, const queue::Message& msg)>;
+  // A reply to a request still pending; `body` views `msg`'s bytes.
+  using OnReply = std::function<void(PendingRequest& p, const wire::ReplyHeader& h, std::string_view body,
+                                     queue::Message msg)>;
 
   LaneChannel(EventLoop* loop, std::string lane_id, PendingTable* table);
   ~LaneChannel();
 
   // Connects (from any thread) to `nats` (its url and security; the name is
-  // set here) and subscribes the lane's inbox. Either callback may be empty.
-  Status Start(const queue::ConnectOptions& nats, OnAck on_ack, OnApplied on_applied);
+  // set here) and subscribes the lane's inbox. `on_ack` may be empty.
+  Status Start(const queue::ConnectOptions& nats, OnAck on_ack, OnReply on_reply);
   // Largest message the connection's server accepts.
   int64_t MaxPayload() const;
   // Whether Start succeeded and Stop has not run.
@@ -63,31 +59,28 @@ class LaneChannel {
   // How many times the connection has reconnected so far.
   uint64_t Reconnects() const;
 
-  // Announces that `p`'s client hung up (wire/subjects.h CancelSubject).
+  // Announces that `p`'s client hung up (queue/subjects.h CancelSubject).
   void PublishCancel(const PendingRequest& p);
 
-  // Frees received and published messages (call from the lane's Tick).
+  // Frees received messages nobody kept (call from the lane's Tick).
   void Reap() { reaper_.Reap(); }
 
-  // No more results after this returns.
+  // No more replies after this returns.
   void Stop();
 
  private:
-  void OnReply(natsMsg* msg);
-  void OnResult(PendingRequest& p, natsMsg* msg);
-  void OnGenerationChunk(PendingRequest& p, natsMsg* msg);
-  // Adds a part of a result sent in parts; true when it completed `r.payload`.
-  static bool AddPart(ItemResult& r, natsMsg* msg);
+  void OnMessage(queue::Message msg);
 
   EventLoop* loop_;
   const std::string lane_id_;
   const std::string reply_prefix_;  // "_INBOX.<lane-id>."
   PendingTable* table_;
   OnAck on_ack_;
-  OnApplied on_applied_;
+  OnReply on_reply_;
   queue::ConnectionPtr nc_;
   queue::SubscriptionPtr sub_;
   queue::MsgReaper reaper_;  // reaped on Reap
+  std::string buffer_;       // a work message being written (loop thread)
 };
 
 }  // namespace shoal::gateway

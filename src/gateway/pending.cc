@@ -26,6 +26,10 @@ bool PendingTable::Finish(PendingRequest& p, http::Response response) {
   response.more = false;
   p.respond(std::move(response));
   if (on_finish_) on_finish_(p);
+  for (ItemResult& r : p.results) {
+    r.payload = {};
+    reaper_.Add(r.message.release());
+  }
   return true;
 }
 

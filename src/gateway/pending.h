@@ -26,6 +26,7 @@
 #include "catalog/model_spec.h"
 #include "gateway/generation.h"
 #include "http/http.h"
+#include "queue/message.h"
 #include "wire/encode_request.h"
 
 namespace shoal::gateway {
@@ -46,9 +47,14 @@ struct ItemResult {
   // was last published (unacknowledged ones are published again).
   bool stored = false;
   SteadyClock::time_point published_at{};
-  std::string payload;  // MessagePack from the worker
+  // The result's MessagePack, once filled: a view into `message` (the reply
+  // as it arrived, kept rather than copied) or into `owned` (a result joined
+  // from parts, or made in-process).
+  std::string_view payload;
+  queue::Message message;
+  std::string owned;
   // A result sent in parts (wire/work_message.h): those of `parts_attempt`
-  // received so far, joined into `payload` when all are in.
+  // received so far, joined into `owned` when all are in.
   std::vector<std::string> parts;
   size_t parts_received = 0;
   uint32_t parts_attempt = 0;
@@ -72,7 +78,7 @@ struct PendingRequest {
   int64_t deadline_unix_ms = 0;
   http::Responder respond;
 
-  std::vector<ItemResult> results;
+  std::vector<ItemResult> results;  // one per item; never resized once filled (views point into them)
   size_t remaining = 0;
   bool published = false;  // its items went out (QueueDispatcher)
   bool finished = false;
@@ -111,8 +117,15 @@ class PendingTable {
   // request holds outside the gateway (its offloaded payloads) ends with it.
   void set_on_finish(std::function<void(const PendingRequest&)> fn) { on_finish_ = std::move(fn); }
 
+  // Replies no request keeps, and those of finished requests, are freed in
+  // batches (cnats wakes a thread per freed message): Free queues one,
+  // Reap (from the lane's sweep) frees what is queued.
+  void Free(queue::Message msg) { reaper_.Add(msg.release()); }
+  void Reap() { reaper_.Reap(); }
+
  private:
   std::function<void(const PendingRequest&)> on_finish_;
+  queue::MsgReaper reaper_;
   std::unordered_map<uint64_t, std::shared_ptr<PendingRequest>> map_;
   std::atomic<size_t> size_{0};
 };

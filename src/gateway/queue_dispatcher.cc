@@ -2,36 +2,33 @@
 
 #include "common/log.h"
 #include "gateway/responses.h"
+#include "gateway/results.h"
 #include "queue/subjects.h"
-#include "wire/work_message.h"
 
 namespace shoal::gateway {
 
-QueueDispatcher::QueueDispatcher(EventLoop* loop, std::string lane_id,
-                                 const queue::WorkerRegistry* workers, PendingTable* table,
-                                 QueueDispatcherOptions options, PayloadOffloader* offloader)
-    : loop_(loop),
+QueueDispatcher::QueueDispatcher(const LaneSetup& lane, PayloadOffloader* offloader)
+    : loop_(lane.loop),
       offloader_(offloader),
-      workers_(workers),
-      table_(table),
-      options_(options),
-      channel_(loop, std::move(lane_id), table) {}
+      workers_(lane.workers),
+      table_(lane.table),
+      channel_(lane.loop, lane.lane_id, lane.table),
+      waiting_(lane.table, lane.no_capacity_wait) {}
 
 QueueDispatcher::~QueueDispatcher() = default;
 
 Status QueueDispatcher::Start(const queue::ConnectOptions& nats) {
   return channel_.Start(
-      nats, [this](PendingRequest& p, size_t item, natsMsg* msg) { OnPublishAck(p, item, msg); }, {});
+      nats, [this](PendingRequest& p, size_t item, const queue::Message& msg) { OnPublishAck(p, item, msg); },
+      [this](PendingRequest& p, const wire::ReplyHeader& h, std::string_view body, queue::Message msg) {
+        ApplyReply(*table_, p, h, body, std::move(msg));
+      });
 }
 
 int64_t QueueDispatcher::MaxPayload() const { return channel_.MaxPayload(); }
 
 void QueueDispatcher::Stop() {
-  for (auto& w : waiting_) {
-    table_->Finish(*w.request, http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"),
-                                             w.request->id));
-  }
-  waiting_.clear();
+  waiting_.RefuseAll();
   channel_.Stop();
 }
 
@@ -64,7 +61,7 @@ void QueueDispatcher::Queue(const std::shared_ptr<PendingRequest>& p) {
     return;
   }
   if (HasCapacity(p->model->id)) return Publish(*p);
-  waiting_.push_back({p, SteadyClock::now() + options_.no_capacity_wait});
+  waiting_.Add(p);
 }
 
 void QueueDispatcher::Tick(SteadyClock::time_point now) {
@@ -75,21 +72,11 @@ void QueueDispatcher::Tick(SteadyClock::time_point now) {
     Republish(now, r != reconnects_seen_);
     reconnects_seen_ = r;
   }
-  if (waiting_.empty()) return;
-  std::vector<Waiting> ready, expired;
-  for (auto& w : waiting_) {
-    if (w.request->finished) continue;
-    if (HasCapacity(w.request->model->id)) ready.push_back(std::move(w));
-    else if (now >= w.give_up) expired.push_back(std::move(w));
-  }
-  std::erase_if(waiting_, [](const Waiting& w) { return !w.request || w.request->finished; });
-  for (auto& w : ready) Publish(*w.request);
-  for (auto& w : expired) {
-    table_->Finish(*w.request,
-                   http::ErrorResponse(Status(Code::kNoCapacity, "no worker is serving model '" +
-                                                               w.request->model->id + "'"),
-                                 w.request->id));
-  }
+  waiting_.Tick(now, [this](PendingRequest& p) {
+    if (!HasCapacity(p.model->id)) return false;
+    Publish(p);
+    return true;
+  });
 }
 
 void QueueDispatcher::Republish(SteadyClock::time_point now, bool reconnected) {
@@ -131,11 +118,11 @@ void QueueDispatcher::Publish(PendingRequest& p) {
   }
 }
 
-void QueueDispatcher::OnPublishAck(PendingRequest& p, size_t item, natsMsg* msg) {
-  const std::string_view body = queue::Payload(msg);
+void QueueDispatcher::OnPublishAck(PendingRequest& p, size_t item, const queue::Message& msg) {
+  const std::string_view body = msg.payload();
   if (body.empty()) {
     // A status message: 503 "no responders" means no stream takes the subject.
-    if (natsMsg_IsNoResponders(msg)) {
+    if (natsMsg_IsNoResponders(msg.get())) {
       table_->Finish(p, http::ErrorResponse(Status(Code::kNoCapacity, "no work stream for pool '" +
                                                                     p.model->pool + "'"),
                                       p.id));

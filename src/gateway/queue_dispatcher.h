@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/event_loop.h"
+#include "gateway/capacity_wait.h"
 #include "gateway/dispatcher.h"
 #include "gateway/lane_channel.h"
 #include "gateway/payload_offloader.h"
@@ -45,23 +46,17 @@
 
 namespace shoal::gateway {
 
-struct QueueDispatcherOptions {
-  std::chrono::milliseconds no_capacity_wait{2000};
-};
-
 class QueueDispatcher final : public Dispatcher {
  public:
   // `offloader` (optional: without it, every item must fit a message)
   // outlives this.
-  QueueDispatcher(EventLoop* loop, std::string lane_id, const queue::WorkerRegistry* workers,
-                  PendingTable* table, QueueDispatcherOptions options = {},
-                  PayloadOffloader* offloader = nullptr);
+  QueueDispatcher(const LaneSetup& lane, PayloadOffloader* offloader = nullptr);
   ~QueueDispatcher() override;
 
   // Connects (from any thread) and subscribes the lane's inbox.
   Status Start(const queue::ConnectOptions& nats);
-  // Largest item the connection's server accepts.
-  int64_t MaxPayload() const;
+  // Largest message the connection's server accepts.
+  int64_t MaxPayload() const override;
 
   void Submit(const std::shared_ptr<PendingRequest>& p) override;
   void Cancel(const PendingRequest& p) override;
@@ -70,26 +65,20 @@ class QueueDispatcher final : public Dispatcher {
   void Stop() override;
 
  private:
-  struct Waiting {
-    std::shared_ptr<PendingRequest> request;
-    SteadyClock::time_point give_up;
-  };
-
   // Submit, once every item fits a message.
   void Queue(const std::shared_ptr<PendingRequest>& p);
   void Publish(PendingRequest& p);
   // Publishes again the items of published requests that lack a result and
   // either were not stored for 1 s or (`reconnected`) may have lost it.
   void Republish(SteadyClock::time_point now, bool reconnected);
-  void OnPublishAck(PendingRequest& p, size_t item, natsMsg* msg);
+  void OnPublishAck(PendingRequest& p, size_t item, const queue::Message& msg);
 
   EventLoop* loop_;
   PayloadOffloader* offloader_;
   const queue::WorkerRegistry* workers_;
   PendingTable* table_;
-  const QueueDispatcherOptions options_;
   LaneChannel channel_;  // connection, publishes, result inbox
-  std::vector<Waiting> waiting_;  // requests waiting for a worker to appear
+  CapacityWait waiting_;  // requests waiting for a worker to appear
   uint64_t reconnects_seen_ = 0;
   SteadyClock::time_point next_republish_check_{};
   uint64_t rejected_since_log_ = 0;

@@ -7,7 +7,7 @@
 #include "wire/msgpack_reader.h"
 #include "wire/msgpack_writer.h"
 #include "wire/transcode.h"
-#include "wire/work_message.h"
+#include "wire/item.h"
 
 namespace shoal::gateway {
 namespace {

@@ -153,7 +153,7 @@ Status Router::PrepareGeneration(PendingRequest* p) const {
   Generation& g = *p->generation;
   g.request.model = p->model->id;
   g.created_unix_s = UnixMillis() / 1000;
-  g.work = wire::EncodeGenerateWork(g.request);
+  wire::AppendGenerateWork(g.request, &g.work);
   // The prompt was checked; its JSON escapes may still push it over.
   const size_t limit = std::min(options_.limits.max_item_bytes, options_.inline_item_bytes);
   if (g.work.size() > limit) {
@@ -217,12 +217,10 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   if (!lora.ok()) return fail(lora.status());
   p->request.lora = std::move(lora).value();  // the Shoal-Lora header (lane_channel.cc)
   // Tokenizing works for any model; the other tasks need a model of theirs.
-  const std::string_view needs = generates                             ? "generate"
-                                 : p->request.task == wire::Task::kScore ? "score"
-                                                                         : "encode";
-  if ((generates || p->request.task != wire::Task::kTokenize) && p->model->task != needs) {
-    return fail(InvalidInput("model '" + p->model->id + "' does not " + std::string(needs) +
-                             " (task: " + p->model->task + ")"));
+  const Task needs = generates ? Task::kGenerate : p->request.task;
+  if (needs != Task::kTokenize && p->model->task != needs) {
+    return fail(InvalidInput("model '" + p->model->id + "' does not " + std::string(TaskName(needs)) +
+                             " (task: " + std::string(TaskName(p->model->task)) + ")"));
   }
   if (generates) {
     if (Status s = PrepareGeneration(p.get()); !s.ok()) return fail(s);
@@ -280,7 +278,7 @@ http::Response Router::ListModels(const RouterLane& lane, const Caller& caller) 
     w.Raw(",\"shoal\":{\"runtime\":");
     w.String(spec.runtime);
     w.Raw(",\"task\":");
-    w.String(spec.task);
+    w.String(TaskName(spec.task));
     w.Raw(",\"pool\":");
     w.String(spec.pool);
     w.Raw(",\"description\":");

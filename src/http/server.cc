@@ -20,6 +20,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/gate.h"
 #include "common/log.h"
 #include "http/errors.h"
 
@@ -133,6 +134,8 @@ struct SessionContext {
   Server::Handler handler;
   std::unique_ptr<ssl::context> tls;  // HTTPS; null: plain HTTP
   mutable std::atomic<size_t> open{0};  // connections, over every loop
+  // Requests taken and not yet answered on the wire: what a drain waits on.
+  mutable Gate requests;
 };
 
 // A connection's place under max_connections, given back when its session
@@ -331,6 +334,12 @@ awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context
       break;
     }
     Tcp(stream).expires_never();  // the request's own deadline bounds the wait
+    // Held until the response is written (or the connection fails).
+    std::optional<Gate::Holder> taken = ctx->requests.TryEnter();
+    if (!taken) {  // draining: no new work on kept-alive connections
+      co_await WriteError(stream, Status(Code::kNoCapacity, "the server is shutting down; try another"));
+      break;
+    }
 
     auto& req = parser.get();
     const bool keep_alive = req.keep_alive();
@@ -545,6 +554,11 @@ class BeastServer final : public Server {
 
   int port() const override { return port_; }
   size_t connections() const override { return context_->open.load(std::memory_order_relaxed); }
+
+  bool Drain(SteadyClock::time_point deadline) override {
+    context_->requests.Close();
+    return context_->requests.WaitEmpty(deadline);
+  }
 
   void StopAccepting() override {
     for (size_t i = 0; i < acceptors_.size(); ++i) {

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/event_loop.h"
 #include "common/status.h"
 #include "http/http.h"
@@ -66,6 +67,10 @@ class Server {
   // Closes the listening sockets; open connections carry on until their
   // loops stop.
   virtual void StopAccepting() = 0;
+  // Takes no new request (one on a kept-alive connection is answered 503
+  // NO_CAPACITY, and the connection closed) and waits until every request
+  // taken has its response written, or `deadline`; true when all have.
+  virtual bool Drain(SteadyClock::time_point deadline) = 0;
 };
 
 }  // namespace shoal::http

@@ -18,6 +18,7 @@
 #include <functional>
 
 #include "common/event_loop.h"
+#include "queue/message.h"
 #include "queue/nats.h"
 
 namespace shoal::queue {
@@ -33,7 +34,7 @@ void DrainSubscription(natsSubscription* sub, Fn&& fn) {
   for (; pending > 0; --pending) {
     natsMsg* msg = nullptr;
     if (natsSubscription_NextMsg(&msg, sub, 1) != NATS_OK) return;
-    fn(MsgPtr(msg));
+    fn(Message(MsgPtr(msg)));
   }
 }
 

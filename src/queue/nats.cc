@@ -146,10 +146,4 @@ Result<ConnectionPtr> Connect(const ConnectOptions& options) {
   return ConnectionPtr(nc);
 }
 
-std::string_view Header(natsMsg* msg, const char* key) {
-  const char* v = nullptr;
-  if (natsMsgHeader_Get(msg, key, &v) != NATS_OK || v == nullptr) return {};
-  return v;
-}
-
 }  // namespace shoal::queue

@@ -91,6 +91,7 @@ class MsgReaper {
  public:
   ~MsgReaper() { Reap(); }
   void Add(MsgPtr msg) {
+    if (!msg) return;
     std::lock_guard lock(mu_);
     dead_.push_back(std::move(msg));
   }
@@ -106,13 +107,5 @@ class MsgReaper {
   std::mutex mu_;
   std::vector<MsgPtr> dead_;  // guarded by mu_
 };
-
-// A header value, or empty when absent.
-std::string_view Header(natsMsg* msg, const char* key);
-
-// A message's payload as a view (valid while the message lives).
-inline std::string_view Payload(natsMsg* msg) {
-  return {natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg))};
-}
 
 }  // namespace shoal::queue

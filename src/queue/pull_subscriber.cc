@@ -80,7 +80,7 @@ Status PullSubscriber::Start(natsConnection* nc, EventLoop* loop) {
 
 void PullSubscriber::Drain() {
   if (!sub_) return;
-  DrainSubscription(sub_.get(), [this](MsgPtr msg) { HandleMessage(std::move(msg)); });
+  DrainSubscription(sub_.get(), [this](Message msg) { HandleMessage(std::move(msg)); });
 }
 
 void PullSubscriber::Stop() {
@@ -119,6 +119,7 @@ void PullSubscriber::DisableConsumer(int slot) {
 void PullSubscriber::StopRefilling() {
   std::lock_guard lock(mu_);
   refilling_ = false;
+  open_.Close();
 }
 
 bool PullSubscriber::Refill(int slot, int64_t want, std::chrono::milliseconds expires) {
@@ -135,13 +136,17 @@ bool PullSubscriber::Refill(int slot, int64_t want, std::chrono::milliseconds ex
     const int64_t deficit = want - s.credit;
     if (deficit <= 0) return false;
     if (s.credit > 0 && deficit < std::max<int64_t>(1, want / 2)) return false;
+    std::optional<Gate::Holder> open = open_.TryEnter();
+    if (!open) return false;  // stopped refilling
     batch = deficit;
     seq = next_seq_++;
     ++requests_sent_;
     s.credit += batch;
     const bool heartbeats = expires >= 2 * timing_.idle_heartbeat;
-    s.requests[seq] = {batch, now + expires + (heartbeats ? std::chrono::milliseconds(500)
-                                                          : std::chrono::milliseconds(1))};
+    s.requests.emplace(seq, Request{batch,
+                                    now + expires + (heartbeats ? std::chrono::milliseconds(500)
+                                                                : std::chrono::milliseconds(1)),
+                                    std::move(*open)});
     if (s.requests.size() == 1) s.last_heard = now;  // the heartbeat clock starts now
     subject = s.next_subject;
     reply = inbox_prefix_ + "." + std::to_string(slot) + "." + std::to_string(seq);
@@ -240,32 +245,25 @@ SteadyClock::time_point PullSubscriber::EarliestForgetAt() const {
   return earliest;
 }
 
-int64_t PullSubscriber::TotalCredit() const {
-  std::lock_guard lock(mu_);
-  int64_t total = 0;
-  for (const Slot& s : slots_) total += s.credit;
-  return total;
-}
+bool PullSubscriber::WaitRequestsEnded(SteadyClock::time_point deadline) { return open_.WaitEmpty(deadline); }
 
-void PullSubscriber::HandleMessage(MsgPtr msg) {
-  if (std::string_view subject = natsMsg_GetSubject(msg.get()); subject.ends_with(".p")) {
+void PullSubscriber::HandleMessage(Message msg) {
+  if (std::string_view subject = msg.subject(); subject.ends_with(".p")) {
     // <inbox>.<slot>.p: a probe's answer.
     subject.remove_suffix(2);
     uint64_t slot = 0;
     if (ParseU64(subject.substr(subject.rfind('.') + 1), &slot)) {
-      HandleProbeReply(static_cast<int>(slot), msg.get());
+      HandleProbeReply(static_cast<int>(slot), msg);
     }
     return;
   }
-  if (natsMsg_GetDataLength(msg.get()) == 0) {
-    const std::string_view status = Header(msg.get(), "Status");
-    if (!status.empty()) return HandleStatus(msg.get(), status);
+  if (msg.payload().empty()) {
+    const std::string_view status = msg.server_header("Status");
+    if (!status.empty()) return HandleStatus(msg, status);
   }
-  const char* reply = natsMsg_GetReply(msg.get());
   Delivery d;
-  if (!reply || !ParseAckSubject(reply, &d)) {
-    spdlog::warn("pull: message on {} without a known ack subject; dropped",
-                 natsMsg_GetSubject(msg.get()));
+  if (msg.reply().empty() || !ParseAckSubject(msg.reply(), &d)) {
+    spdlog::warn("pull: message on {} without a known ack subject; dropped", msg.subject());
     return;
   }
   {
@@ -283,9 +281,9 @@ void PullSubscriber::HandleMessage(MsgPtr msg) {
   on_message_(d, std::move(msg));
 }
 
-void PullSubscriber::HandleStatus(natsMsg* msg, std::string_view status) {
+void PullSubscriber::HandleStatus(const Message& msg, std::string_view status) {
   // The status came back on <inbox>.<slot>.<seq>.
-  std::string_view subject = natsMsg_GetSubject(msg);
+  std::string_view subject = msg.subject();
   if (subject.size() <= inbox_prefix_.size() + 1) return;
   subject.remove_prefix(inbox_prefix_.size() + 1);
   std::string_view parts[2];
@@ -301,11 +299,11 @@ void PullSubscriber::HandleStatus(natsMsg* msg, std::string_view status) {
     if (status == "100") return;  // idle heartbeat
     auto it = s.requests.find(seq);
     uint64_t pending = 0;
-    if (!ParseU64(Header(msg, "Nats-Pending-Messages"), &pending)) {
+    if (!ParseU64(msg.server_header("Nats-Pending-Messages"), &pending)) {
       pending = it != s.requests.end() ? it->second.remaining : 0;
     }
     if (status != "408" && status != "404") {
-      spdlog::debug("pull: {} on {}: {}", status, s.consumer, Header(msg, "Description"));
+      spdlog::debug("pull: {} on {}: {}", status, s.consumer, msg.server_header("Description"));
     }
     // It is over (a request already forgotten took its credit with it).
     if (it != s.requests.end()) {
@@ -321,9 +319,8 @@ void PullSubscriber::HandleStatus(natsMsg* msg, std::string_view status) {
   if (on_request_end_) on_request_end_(static_cast<int>(slot));
 }
 
-void PullSubscriber::HandleProbeReply(int slot, natsMsg* msg) {
-  const auto info = nlohmann::json::parse(natsMsg_GetData(msg), natsMsg_GetData(msg) + natsMsg_GetDataLength(msg),
-                                          nullptr, /*allow_exceptions=*/false);
+void PullSubscriber::HandleProbeReply(int slot, const Message& msg) {
+  const auto info = nlohmann::json::parse(msg.payload(), nullptr, /*allow_exceptions=*/false);
   {
     std::lock_guard lock(mu_);
     if (static_cast<size_t>(slot) >= slots_.size()) return;

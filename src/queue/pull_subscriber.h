@@ -52,13 +52,16 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/event_loop.h"
+#include "common/gate.h"
 #include "common/status.h"
+#include "queue/message.h"
 #include "queue/nats.h"
 
 namespace shoal::queue {
@@ -78,7 +81,7 @@ class PullSubscriber {
     uint64_t pending = 0;       // messages the consumer still had after this one
     uint64_t consumer_seq = 0;  // the consumer's deliveries so far, this one included
   };
-  using OnMessage = std::function<void(const Delivery& d, MsgPtr msg)>;
+  using OnMessage = std::function<void(const Delivery& d, Message msg)>;
   // A request ended (served in full, expired, or refused) or a probe was
   // answered; on the loop thread.
   using OnRequestEnd = std::function<void(int slot)>;
@@ -122,7 +125,9 @@ class PullSubscriber {
   };
   SlotView Peek(int slot);
 
-  int64_t TotalCredit() const;
+  // Blocks until no pull request is open (served, ended or forgotten), or
+  // `deadline`; true when none is. For a drain, after StopRefilling.
+  bool WaitRequestsEnded(SteadyClock::time_point deadline);
   // When the next open request will be forgotten (time_point::max: none).
   SteadyClock::time_point EarliestForgetAt() const;
   // Pull requests and probes sent so far.
@@ -138,6 +143,7 @@ class PullSubscriber {
     // its request stalls the worker; forgetting a request the server still
     // holds merely asks for a little more.
     SteadyClock::time_point forget_at;
+    Gate::Holder open;  // in `open_` while the request is
   };
   struct Slot {
     std::string stream;
@@ -160,11 +166,11 @@ class PullSubscriber {
     SteadyClock::time_point last_heard{};
   };
 
-  void HandleMessage(MsgPtr msg);
-  void HandleStatus(natsMsg* msg, std::string_view status);
+  void HandleMessage(Message msg);
+  void HandleStatus(const Message& msg, std::string_view status);
   // Forgets requests past forget_at, and their credit.
   static void ExpireLocked(Slot& s, SteadyClock::time_point now);
-  void HandleProbeReply(int slot, natsMsg* msg);
+  void HandleProbeReply(int slot, const Message& msg);
   static void CountArrivals(Slot& s, uint64_t arrivals, SteadyClock::time_point now);
   bool ParseAckSubject(std::string_view ack, Delivery* d) const;
 
@@ -175,6 +181,7 @@ class PullSubscriber {
   const OnRequestEnd on_request_end_;
   SubscriptionPtr sub_;  // touched on the loop thread only
 
+  Gate open_;  // the open requests (a drain waits on it); outlives slots_
   mutable std::mutex mu_;
   std::vector<Slot> slots_;                          // guarded by mu_
   std::map<std::string, int, std::less<>> by_name_;  // consumer → slot; guarded by mu_

@@ -192,4 +192,30 @@ Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::stri
 }
 
 
+Result<Message> GetStreamMessage(jsCtx* js, const std::string& stream, uint64_t seq) {
+  natsMsg* raw = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetMsg(&raw, js, stream.c_str(), seq, nullptr, &code);
+  if (s == NATS_NOT_FOUND || code == JSNoMessageFoundErr) {
+    return Status(Code::kNotFound, stream + " has no message " + std::to_string(seq));
+  }
+  if (s != NATS_OK) return FromNats(s, "reading message " + std::to_string(seq) + " of " + stream);
+  return Message(MsgPtr(raw));
+}
+
+Status StoreInStream(jsCtx* js, const std::string& subject, std::string_view payload) {
+  jsPubAck* ack = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus s =
+      js_Publish(&ack, js, subject.c_str(), payload.data(), static_cast<int>(payload.size()), nullptr, &code);
+  if (ack) jsPubAck_Destroy(ack);
+  return FromNats(s, "storing a message on " + subject);
+}
+
+Status DeleteStreamMessage(jsCtx* js, const std::string& stream, uint64_t seq) {
+  jsErrCode code = static_cast<jsErrCode>(0);
+  return FromNats(js_DeleteMsg(js, stream.c_str(), seq, nullptr, &code),
+                  "deleting message " + std::to_string(seq) + " of " + stream);
+}
+
 }  // namespace shoal::queue

@@ -24,6 +24,7 @@
 
 #include "catalog/model_spec.h"
 #include "common/status.h"
+#include "queue/message.h"
 #include "queue/nats.h"
 
 namespace shoal::queue {
@@ -60,6 +61,14 @@ Status EnsureDeadLetterStream(jsCtx* js, int replicas = 0);  // replicas as Stre
 // what waits plus what runs. One STREAM.INFO request with a subjects filter:
 // how a worker sees demand for the models it has not loaded.
 Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::string_view pool);
+
+// One message of a stream by its sequence number (NOT_FOUND once it is gone:
+// acked, or taken by another).
+Result<Message> GetStreamMessage(jsCtx* js, const std::string& stream, uint64_t seq);
+// Stores `payload` on `subject` in whatever stream takes it, and waits for
+// JetStream's acknowledgement.
+Status StoreInStream(jsCtx* js, const std::string& subject, std::string_view payload);
+Status DeleteStreamMessage(jsCtx* js, const std::string& stream, uint64_t seq);
 
 // Opens a KV bucket, creating it if missing. `ttl_ms` 0 keeps entries forever.
 // `replicas` applies when it creates the bucket (0: 1); an existing bucket is

@@ -41,12 +41,12 @@ std::string Figures(const Measurement& m) {
 
 }  // namespace
 
-Result<RequestMix> MixForTask(const std::string& model_id, const std::string& task) {
+Result<RequestMix> MixForTask(const std::string& model_id, Task task) {
   RequestMix mix;
   loadtest::GeneratedMix g;
   g.model = model_id;
   g.distinct = 32;
-  if (task == "encode") {
+  if (task == Task::kEncode) {
     // Single texts, the fine-grained requests Shoal is for: half short
     // query-like ones, half passage chunks.
     g.route = loadtest::Route::kEncode;
@@ -61,7 +61,7 @@ Result<RequestMix> MixForTask(const std::string& model_id, const std::string& ta
     mix.description =
         "POST /v1/encode, one text per request: half query-like (8-16 words), half passage-like "
         "(32-64 words), about 30 words on average";
-  } else if (task == "score") {
+  } else if (task == Task::kScore) {
     g.route = loadtest::Route::kScore;
     g.items = 8;
     g.min_words = 16;
@@ -72,7 +72,7 @@ Result<RequestMix> MixForTask(const std::string& model_id, const std::string& ta
     mix.description = "POST /v1/score, a query and 8 texts of 16-48 words per request";
   } else {
     return InvalidInput(
-        "task " + task +
+        "task " + std::string(TaskName(task)) +
         ": shoal tune tunes encode and score models (a generator's running batch is "
         "bounded by its own engine; tune it by hand for now)");
   }

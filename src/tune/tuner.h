@@ -90,7 +90,7 @@ struct RequestMix {
   std::vector<loadtest::MixEntry> entries;
   std::string description;
 };
-Result<RequestMix> MixForTask(const std::string& model_id, const std::string& task);
+Result<RequestMix> MixForTask(const std::string& model_id, Task task);
 
 // `spec` is the profile as loaded (its tuned section, if any, is ignored:
 // the baseline is what the profile says without it).

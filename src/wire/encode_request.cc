@@ -4,7 +4,7 @@
 
 #include "wire/msgpack_reader.h"
 #include "wire/request_json.h"
-#include "wire/work_message.h"
+#include "wire/item.h"
 
 namespace shoal::wire {
 namespace {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "wire/work_message.h"
+#include "wire/item.h"
 
 namespace shoal::wire {
 

@@ -1,213 +1,180 @@
-// The canonical JSON of generate.h. Written by hand with JsonWriter (fixed
-// field order, floats in shortest round-trip form, every field present) and
-// read with nlohmann-json (generate_json.h). Readers ignore fields they do
-// not know, so a newer writer can add one without breaking an older reader.
+// The MessagePack forms of generate.h. Readers skip fields they do not
+// know, so a newer writer can add one without breaking an older reader.
 //
-// Work:  {"kind":"chat"|"completion","model":str,
-//         "prompt":str                                         (completion)
-//         "messages":[{"role","content"}],"add_generation_prompt":bool,
-//         "chat_template_kwargs":{...}|null                    (chat)
-//         "sampling":{"max_tokens","temperature","top_p","top_k","seed":int|null,
-//                     "stop":[str],"stop_token_ids":[int],"ignore_eos","logprobs"},
-//         "stream":bool,"include_usage":bool}
-// Chunk: {"text":str,"token_ids":[int],"logprobs":[float|null],
-//         "finish_reason":null|"stop"|"length",
-//         "usage":{"prompt_tokens","completion_tokens","cached_prompt_tokens"},
-//         "timing":{"ttft_ms","itl_ms","queue_ms"}}
+// Work:  {"kind": "chat" | "completion", "model": str,
+//         "prompt": str                                         (completion)
+//         "messages": [{"role", "content"}], "add_generation_prompt": bool,
+//         "chat_template_kwargs": str (a JSON object's text)      (chat; absent: none)
+//         "sampling": {"max_tokens", "temperature", "top_p", "top_k",
+//                      "seed" (absent: none), "stop": [str], "stop_token_ids": [int],
+//                      "ignore_eos", "logprobs"},
+//         "stream": bool, "include_usage": bool}
+// Chunk: {"text": str, "token_ids": [int], "logprobs": [float32 | nil] (when asked),
+//         and on the last: "finish_reason": "stop" | "length", "prompt_tokens",
+//         "completion_tokens", "cached_prompt_tokens", "ttft_ms", "itl_ms", "queue_ms"}
 #include "wire/generate.h"
 
 #include <cmath>
 #include <limits>
 
 #include "wire/generate_json.h"
-#include "wire/json_writer.h"
+#include "wire/msgpack_fields.h"
+#include "wire/msgpack_writer.h"
 
 namespace shoal::wire {
 namespace {
 
-using gen::Json;
+void Strings(MsgpackWriter& w, const std::vector<std::string>& v) {
+  w.ArrayHeader(static_cast<uint32_t>(v.size()));
+  for (const std::string& x : v) w.Str(x);
+}
 
-void StringArray(JsonWriter& w, const std::vector<std::string>& v) {
-  w.Char('[');
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) w.Char(',');
-    w.String(v[i]);
+void AppendSampling(const SamplingParams& s, MsgpackWriter& w) {
+  w.MapHeader(8 + s.seed.has_value());
+  w.Str("max_tokens");
+  w.Uint(s.max_tokens);
+  w.Str("temperature");
+  w.Float32(s.temperature);
+  w.Str("top_p");
+  w.Float32(s.top_p);
+  w.Str("top_k");
+  w.Int(s.top_k);
+  if (s.seed) {
+    w.Str("seed");
+    w.Uint(*s.seed);
   }
-  w.Char(']');
+  w.Str("stop");
+  Strings(w, s.stop);
+  w.Str("stop_token_ids");
+  w.ArrayHeader(static_cast<uint32_t>(s.stop_token_ids.size()));
+  for (int32_t id : s.stop_token_ids) w.Int(id);
+  w.Str("ignore_eos");
+  w.Bool(s.ignore_eos);
+  w.Str("logprobs");
+  w.Bool(s.logprobs);
 }
 
-template <class Ints>
-void IntArray(JsonWriter& w, const Ints& v) {
-  w.Char('[');
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) w.Char(',');
-    w.Int(v[i]);
+Status ReadSampling(MsgpackReader& r, SamplingParams* s) {
+  MsgpackFields f(r, "sampling");
+  return f.ForEach([&](std::string_view key) -> Status {
+    if (key == "max_tokens") return f.Int(&s->max_tokens);
+    if (key == "temperature") return f.Float(&s->temperature);
+    if (key == "top_p") return f.Float(&s->top_p);
+    if (key == "top_k") return f.Int(&s->top_k);
+    if (key == "seed") {
+      uint64_t seed = 0;
+      SHOAL_RETURN_IF_ERROR(f.Bits64(&seed));
+      s->seed = seed;
+      return Status::Ok();
+    }
+    if (key == "stop") return f.Strings(&s->stop);
+    if (key == "stop_token_ids") return f.Ints(&s->stop_token_ids);
+    if (key == "ignore_eos") return f.Bool(&s->ignore_eos);
+    if (key == "logprobs") return f.Bool(&s->logprobs);
+    return f.Skip();
+  });
+}
+
+Status ReadMessages(MsgpackReader& r, std::vector<ChatMessage>* out) {
+  uint32_t n = 0;
+  if (!r.ReadArrayHeader(&n)) return MsgpackExpected("messages", "an array", r);
+  for (uint32_t i = 0; i < n; ++i) {
+    ChatMessage m;
+    MsgpackFields f(r, "messages[" + std::to_string(i) + "]");
+    SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+      if (key == "role") return f.String(&m.role);
+      if (key == "content") return f.String(&m.content);
+      return f.Skip();
+    }));
+    out->push_back(std::move(m));
   }
-  w.Char(']');
-}
-
-// Calls `read(value)` for `key` of `obj` when it is there and not null.
-template <class Read>
-Status Optional(const Json& obj, const char* key, Read&& read) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status::Ok();
-  return read(*it);
-}
-
-Status ReadFloat(const Json& v, const char* field, float* out) {
-  double d = 0;
-  SHOAL_RETURN_IF_ERROR(gen::ReadNumber(v, field, &d));
-  *out = static_cast<float>(d);
   return Status::Ok();
-}
-
-Status ReadU32(const Json& v, const char* field, uint32_t* out) {
-  int64_t x = 0;
-  SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, field, 0, std::numeric_limits<uint32_t>::max(), &x));
-  *out = static_cast<uint32_t>(x);
-  return Status::Ok();
-}
-
-Status ReadMillis(const Json& v, const char* field, double* out) {
-  SHOAL_RETURN_IF_ERROR(gen::ReadNumber(v, field, out));
-  if (!(*out >= 0)) return InvalidInput(std::string(field) + ": must be at least 0");
-  return Status::Ok();
-}
-
-Status DecodeSampling(const Json& j, SamplingParams* s) {
-  if (!j.is_object()) return gen::Expected("sampling", "an object", j);
-  SHOAL_RETURN_IF_ERROR(Optional(
-      j, "max_tokens", [&](const Json& v) { return ReadU32(v, "max_tokens", &s->max_tokens); }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "temperature", [&](const Json& v) {
-    return ReadFloat(v, "temperature", &s->temperature);
-  }));
-  SHOAL_RETURN_IF_ERROR(
-      Optional(j, "top_p", [&](const Json& v) { return ReadFloat(v, "top_p", &s->top_p); }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "top_k", [&](const Json& v) {
-    int64_t k = 0;
-    SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, "top_k", 0, std::numeric_limits<int32_t>::max(), &k));
-    s->top_k = static_cast<int32_t>(k);
-    return Status::Ok();
-  }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "seed", [&](const Json& v) {
-    uint64_t seed = 0;
-    SHOAL_RETURN_IF_ERROR(gen::ReadSeed(v, "seed", &seed));
-    s->seed = seed;
-    return Status::Ok();
-  }));
-  SHOAL_RETURN_IF_ERROR(
-      Optional(j, "stop", [&](const Json& v) { return gen::ReadStop(v, "stop", &s->stop); }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "stop_token_ids", [&](const Json& v) {
-    return gen::ReadTokenIds(v, "stop_token_ids", &s->stop_token_ids);
-  }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "ignore_eos", [&](const Json& v) {
-    return gen::ReadBool(v, "ignore_eos", &s->ignore_eos);
-  }));
-  return Optional(j, "logprobs",
-                  [&](const Json& v) { return gen::ReadBool(v, "logprobs", &s->logprobs); });
 }
 
 }  // namespace
 
-std::string EncodeGenerateWork(const GenerateRequest& r) {
-  std::string out;
-  out.reserve(256 + r.prompt.size() + r.chat_template_kwargs_json.size());
-  JsonWriter w(&out);
+void AppendGenerateWork(const GenerateRequest& r, std::string* out) {
+  out->reserve(out->size() + 256 + r.prompt.size() + r.chat_template_kwargs_json.size());
   const bool chat = r.kind == GenerateRequest::Kind::kChat;
-  w.Raw(chat ? "{\"kind\":\"chat\",\"model\":" : "{\"kind\":\"completion\",\"model\":");
-  w.String(r.model);
+  MsgpackWriter w(out);
+  w.MapHeader(5 + (chat ? 2 + !r.chat_template_kwargs_json.empty() : 1));
+  w.Str("kind");
+  w.Str(chat ? "chat" : "completion");
+  w.Str("model");
+  w.Str(r.model);
   if (chat) {
-    w.Raw(",\"messages\":[");
-    for (size_t i = 0; i < r.messages.size(); ++i) {
-      if (i) w.Char(',');
-      w.Raw("{\"role\":");
-      w.String(r.messages[i].role);
-      w.Raw(",\"content\":");
-      w.String(r.messages[i].content);
-      w.Char('}');
+    w.Str("messages");
+    w.ArrayHeader(static_cast<uint32_t>(r.messages.size()));
+    for (const ChatMessage& m : r.messages) {
+      w.MapHeader(2);
+      w.Str("role");
+      w.Str(m.role);
+      w.Str("content");
+      w.Str(m.content);
     }
-    w.Raw("],\"add_generation_prompt\":");
+    w.Str("add_generation_prompt");
     w.Bool(r.add_generation_prompt);
-    w.Raw(",\"chat_template_kwargs\":");
-    // Already JSON: the parsers produced it from a parsed object.
-    r.chat_template_kwargs_json.empty() ? w.Null() : w.Raw(r.chat_template_kwargs_json);
+    if (!r.chat_template_kwargs_json.empty()) {
+      w.Str("chat_template_kwargs");
+      w.Str(r.chat_template_kwargs_json);
+    }
   } else {
-    w.Raw(",\"prompt\":");
-    w.String(r.prompt);
+    w.Str("prompt");
+    w.Str(r.prompt);
   }
-  const SamplingParams& s = r.sampling;
-  w.Raw(",\"sampling\":{\"max_tokens\":");
-  w.Int(s.max_tokens);
-  w.Raw(",\"temperature\":");
-  w.Float(s.temperature);
-  w.Raw(",\"top_p\":");
-  w.Float(s.top_p);
-  w.Raw(",\"top_k\":");
-  w.Int(s.top_k);
-  w.Raw(",\"seed\":");
-  if (s.seed) {
-    out += std::to_string(*s.seed);
-  } else {
-    w.Null();
-  }
-  w.Raw(",\"stop\":");
-  StringArray(w, s.stop);
-  w.Raw(",\"stop_token_ids\":");
-  IntArray(w, s.stop_token_ids);
-  w.Raw(",\"ignore_eos\":");
-  w.Bool(s.ignore_eos);
-  w.Raw(",\"logprobs\":");
-  w.Bool(s.logprobs);
-  w.Raw("},\"stream\":");
+  w.Str("sampling");
+  AppendSampling(r.sampling, w);
+  w.Str("stream");
   w.Bool(r.stream);
-  w.Raw(",\"include_usage\":");
+  w.Str("include_usage");
   w.Bool(r.include_usage);
-  w.Char('}');
-  return out;
 }
 
-Status DecodeGenerateWork(std::string_view json, GenerateRequest* r) {
-  Json j;
-  SHOAL_RETURN_IF_ERROR(gen::ParseObject(json, "generate work", &j));
+Status DecodeGenerateWork(std::string_view msgpack, GenerateRequest* r) {
   *r = GenerateRequest{};
+  MsgpackReader reader(msgpack);
+  MsgpackFields f(reader, "generate");
   std::string kind;
-  auto k = j.find("kind");
-  if (k == j.end()) return InvalidInput("kind: missing");
-  SHOAL_RETURN_IF_ERROR(gen::ReadString(*k, "kind", &kind));
+  bool has_prompt = false, has_messages = false, has_chat_fields = false;
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+    if (key == "kind") return f.String(&kind);
+    if (key == "model") return f.String(&r->model);
+    if (key == "prompt") {
+      has_prompt = true;
+      return f.String(&r->prompt);
+    }
+    if (key == "messages") {
+      has_messages = true;
+      return ReadMessages(reader, &r->messages);
+    }
+    if (key == "add_generation_prompt") {
+      has_chat_fields = true;
+      return f.Bool(&r->add_generation_prompt);
+    }
+    if (key == "chat_template_kwargs") {
+      has_chat_fields = true;
+      return f.String(&r->chat_template_kwargs_json);
+    }
+    if (key == "sampling") return ReadSampling(reader, &r->sampling);
+    if (key == "stream") return f.Bool(&r->stream);
+    if (key == "include_usage") return f.Bool(&r->include_usage);
+    return f.Skip();
+  }));
+  if (!reader.AtEnd()) return InvalidInput("generate: trailing bytes after the request");
+  if (kind.empty()) return InvalidInput("kind: missing");
   if (kind == "chat") {
     r->kind = GenerateRequest::Kind::kChat;
   } else if (kind != "completion") {
     return InvalidInput("kind: expected \"chat\" or \"completion\", got \"" + kind + "\"");
   }
-  // Each kind carries only its own fields (what EncodeGenerateWork writes):
+  // Each kind carries only its own fields (what AppendGenerateWork writes):
   // a message that mixes them is not one a gateway sent.
   const bool chat = r->kind == GenerateRequest::Kind::kChat;
-  for (const char* field : {"messages", "add_generation_prompt", "chat_template_kwargs", "prompt"}) {
-    const bool chat_field = std::string_view(field) != "prompt";
-    if (chat_field != chat && j.find(field) != j.end()) {
-      return InvalidInput(std::string(field) + ": not a field of a " + kind + " request");
-    }
+  if (chat && has_prompt) return InvalidInput("prompt: not a field of a chat request");
+  if (!chat && (has_messages || has_chat_fields)) {
+    return InvalidInput(std::string(has_messages ? "messages" : "add_generation_prompt/chat_template_kwargs") +
+                        ": not a field of a completion request");
   }
-  SHOAL_RETURN_IF_ERROR(
-      Optional(j, "model", [&](const Json& v) { return gen::ReadString(v, "model", &r->model); }));
-  SHOAL_RETURN_IF_ERROR(Optional(
-      j, "prompt", [&](const Json& v) { return gen::ReadString(v, "prompt", &r->prompt); }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "messages", [&](const Json& v) {
-    return gen::ReadMessages(v, "messages", &r->messages);
-  }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "add_generation_prompt", [&](const Json& v) {
-    return gen::ReadBool(v, "add_generation_prompt", &r->add_generation_prompt);
-  }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "chat_template_kwargs", [&](const Json& v) {
-    return gen::ReadObjectText(v, "chat_template_kwargs", &r->chat_template_kwargs_json);
-  }));
-  SHOAL_RETURN_IF_ERROR(
-      Optional(j, "sampling", [&](const Json& v) { return DecodeSampling(v, &r->sampling); }));
-  SHOAL_RETURN_IF_ERROR(
-      Optional(j, "stream", [&](const Json& v) { return gen::ReadBool(v, "stream", &r->stream); }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "include_usage", [&](const Json& v) {
-    return gen::ReadBool(v, "include_usage", &r->include_usage);
-  }));
   return gen::Validate(*r);
 }
 
@@ -223,100 +190,76 @@ std::string_view FinishReasonName(FinishReason r) {
   return "";
 }
 
-std::string EncodeChunk(const GenerationChunk& c) {
-  std::string out;
-  out.reserve(192 + c.text.size() + c.token_ids.size() * 8 + c.logprobs.size() * 12);
-  JsonWriter w(&out);
-  w.Raw("{\"text\":");
-  w.String(c.text);
-  w.Raw(",\"token_ids\":");
-  IntArray(w, c.token_ids);
-  w.Raw(",\"logprobs\":[");
-  for (size_t i = 0; i < c.logprobs.size(); ++i) {
-    if (i) w.Char(',');
-    w.Float(c.logprobs[i]);  // -inf (a token of probability 0) prints as null
+void AppendChunk(const GenerationChunk& c, std::string* out) {
+  out->reserve(out->size() + 64 + c.text.size() + c.token_ids.size() * 5 + c.logprobs.size() * 5);
+  const bool last = c.finish != FinishReason::kNone;
+  MsgpackWriter w(out);
+  w.MapHeader(2 + !c.logprobs.empty() + (last ? 7 : 0));
+  w.Str("text");
+  w.Str(c.text);
+  w.Str("token_ids");
+  w.ArrayHeader(static_cast<uint32_t>(c.token_ids.size()));
+  for (int32_t id : c.token_ids) w.Int(id);
+  if (!c.logprobs.empty()) {
+    w.Str("logprobs");
+    w.ArrayHeader(static_cast<uint32_t>(c.logprobs.size()));
+    for (float lp : c.logprobs) std::isfinite(lp) ? w.Float32(lp) : w.Nil();  // -inf: probability 0
   }
-  w.Raw("],\"finish_reason\":");
-  if (c.finish == FinishReason::kNone) {
-    w.Null();
-  } else {
-    w.String(FinishReasonName(c.finish));
-  }
-  w.Raw(",\"usage\":{\"prompt_tokens\":");
-  w.Int(c.prompt_tokens);
-  w.Raw(",\"completion_tokens\":");
-  w.Int(c.completion_tokens);
-  w.Raw(",\"cached_prompt_tokens\":");
-  w.Int(c.cached_prompt_tokens);
-  w.Raw("},\"timing\":{\"ttft_ms\":");
-  w.Double(c.ttft_ms);
-  w.Raw(",\"itl_ms\":");
-  w.Double(c.itl_ms);
-  w.Raw(",\"queue_ms\":");
-  w.Double(c.queue_ms);
-  w.Raw("}}");
-  return out;
+  if (!last) return;
+  w.Str("finish_reason");
+  w.Str(FinishReasonName(c.finish));
+  w.Str("prompt_tokens");
+  w.Uint(c.prompt_tokens);
+  w.Str("completion_tokens");
+  w.Uint(c.completion_tokens);
+  w.Str("cached_prompt_tokens");
+  w.Uint(c.cached_prompt_tokens);
+  w.Str("ttft_ms");
+  w.Float64(c.ttft_ms);
+  w.Str("itl_ms");
+  w.Float64(c.itl_ms);
+  w.Str("queue_ms");
+  w.Float64(c.queue_ms);
 }
 
-Status DecodeChunk(std::string_view json, GenerationChunk* c) {
-  Json j;
-  SHOAL_RETURN_IF_ERROR(gen::ParseObject(json, "chunk", &j));
+Status DecodeChunk(std::string_view msgpack, GenerationChunk* c) {
   *c = GenerationChunk{};
-  SHOAL_RETURN_IF_ERROR(
-      Optional(j, "text", [&](const Json& v) { return gen::ReadString(v, "text", &c->text); }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "token_ids", [&](const Json& v) {
-    return gen::ReadTokenIds(v, "token_ids", &c->token_ids);
-  }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "logprobs", [&](const Json& v) {
-    if (!v.is_array()) return gen::Expected("logprobs", "an array", v);
-    for (const Json& x : v) {
-      if (x.is_null()) {
-        c->logprobs.push_back(-std::numeric_limits<float>::infinity());
-        continue;
+  MsgpackReader r(msgpack);
+  MsgpackFields f(r, "chunk");
+  auto millis = [&](double* v) -> Status {
+    SHOAL_RETURN_IF_ERROR(f.Double(v));
+    return *v >= 0 ? Status::Ok() : f.Error("must be at least 0");
+  };
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+    if (key == "text") return f.String(&c->text);
+    if (key == "token_ids") return f.Ints(&c->token_ids);
+    if (key == "logprobs") return f.Floats(&c->logprobs);
+    if (key == "finish_reason") {
+      std::string_view name;
+      SHOAL_RETURN_IF_ERROR(f.Str(&name));
+      if (name == "stop") {
+        c->finish = FinishReason::kStop;
+      } else if (name == "length") {
+        c->finish = FinishReason::kLength;
+      } else {
+        return f.Error("unknown '" + std::string(name) + "'");
       }
-      float f = 0;
-      SHOAL_RETURN_IF_ERROR(ReadFloat(x, "logprobs[]", &f));
-      c->logprobs.push_back(f);
+      return Status::Ok();
     }
-    return Status::Ok();
+    if (key == "prompt_tokens") return f.Int(&c->prompt_tokens);
+    if (key == "completion_tokens") return f.Int(&c->completion_tokens);
+    if (key == "cached_prompt_tokens") return f.Int(&c->cached_prompt_tokens);
+    if (key == "ttft_ms") return millis(&c->ttft_ms);
+    if (key == "itl_ms") return millis(&c->itl_ms);
+    if (key == "queue_ms") return millis(&c->queue_ms);
+    return f.Skip();
   }));
   if (!c->logprobs.empty() && c->logprobs.size() != c->token_ids.size()) {
-    return InvalidInput("logprobs: " + std::to_string(c->logprobs.size()) + " values for " +
+    return InvalidInput("chunk.logprobs: " + std::to_string(c->logprobs.size()) + " values for " +
                         std::to_string(c->token_ids.size()) + " tokens");
   }
-  SHOAL_RETURN_IF_ERROR(Optional(j, "finish_reason", [&](const Json& v) {
-    std::string name;
-    SHOAL_RETURN_IF_ERROR(gen::ReadString(v, "finish_reason", &name));
-    if (name == "stop") {
-      c->finish = FinishReason::kStop;
-    } else if (name == "length") {
-      c->finish = FinishReason::kLength;
-    } else if (!name.empty()) {
-      return InvalidInput("finish_reason: unknown '" + name + "'");
-    }
-    return Status::Ok();
-  }));
-  SHOAL_RETURN_IF_ERROR(Optional(j, "usage", [&](const Json& u) {
-    if (!u.is_object()) return gen::Expected("usage", "an object", u);
-    SHOAL_RETURN_IF_ERROR(Optional(u, "prompt_tokens", [&](const Json& v) {
-      return ReadU32(v, "usage.prompt_tokens", &c->prompt_tokens);
-    }));
-    SHOAL_RETURN_IF_ERROR(Optional(u, "completion_tokens", [&](const Json& v) {
-      return ReadU32(v, "usage.completion_tokens", &c->completion_tokens);
-    }));
-    return Optional(u, "cached_prompt_tokens", [&](const Json& v) {
-      return ReadU32(v, "usage.cached_prompt_tokens", &c->cached_prompt_tokens);
-    });
-  }));
-  return Optional(j, "timing", [&](const Json& t) {
-    if (!t.is_object()) return gen::Expected("timing", "an object", t);
-    SHOAL_RETURN_IF_ERROR(Optional(
-        t, "ttft_ms", [&](const Json& v) { return ReadMillis(v, "timing.ttft_ms", &c->ttft_ms); }));
-    SHOAL_RETURN_IF_ERROR(Optional(
-        t, "itl_ms", [&](const Json& v) { return ReadMillis(v, "timing.itl_ms", &c->itl_ms); }));
-    return Optional(t, "queue_ms",
-                    [&](const Json& v) { return ReadMillis(v, "timing.queue_ms", &c->queue_ms); });
-  });
+  if (!r.AtEnd()) return InvalidInput("chunk: trailing bytes after the chunk");
+  return Status::Ok();
 }
 
 }  // namespace shoal::wire

@@ -1,19 +1,19 @@
 // Generation on the wire: the request a gateway queues for a generative
-// model, and the chunks a worker streams back.
+// model, and the chunks a worker streams back, as MessagePack (generate.cc
+// has the fields). JSON is only at the HTTP edge.
 //
-// Work (gateway → JetStream, Shoal-Task: generate): one message per request,
-// the usual headers (work_message.h) with Shoal-Item 0, and as payload the
-// request in canonical JSON (EncodeGenerateWork). The three HTTP APIs —
-// OpenAI chat completions, OpenAI completions, native /v1/generate/{model} —
-// all parse into one GenerateRequest, so the worker reads one format.
+// Work (gateway → JetStream, task generate): one message per request, item
+// 0 (work_message.h), whose body is the request (AppendGenerateWork). The
+// three HTTP APIs — OpenAI chat completions, OpenAI completions, native
+// /v1/generate/{model} — all parse into one GenerateRequest, so the worker
+// reads one format.
 //
-// Results (worker → core NATS, to Shoal-Reply): a stream of chunks, each with
-// headers Shoal-Item: 0, Shoal-Seq: n (0, 1, 2, … per attempt) and, on the
-// last, Shoal-Final: 1, plus Shoal-Worker and Shoal-Attempt. The payload is
-// a GenerationChunk as JSON (EncodeChunk). A failure is the usual error
-// message (Shoal-Error header, text payload), and ends the stream.
+// Replies (worker → core NATS, to the work's reply subject): a stream of
+// chunks, each a reply (work_message.h) with "seq" 0, 1, 2, … per attempt
+// and, on the last, "final"; the body is a GenerationChunk (AppendChunk). A
+// failure is an error reply, and ends the stream.
 //
-// A redelivered request (its worker died) starts again at Shoal-Seq 0; the
+// A redelivered request (its worker died) starts again at seq 0; the
 // gateway relays only the chunk it expects next, so a client never sees a
 // token twice. Workers derive the sampling seed from the request id when the
 // request gives none, so a retry regenerates the same tokens.
@@ -30,9 +30,6 @@
 
 namespace shoal::wire {
 
-inline constexpr char kHeaderSeq[] = "Shoal-Seq";
-inline constexpr char kHeaderFinal[] = "Shoal-Final";  // "1" on the last chunk
-inline constexpr char kTaskGenerate[] = "generate";
 inline constexpr size_t kMaxStopStrings = 4;  // as OpenAI
 
 struct ChatMessage {
@@ -66,15 +63,15 @@ struct GenerateRequest {
   bool stream = false;
   bool include_usage = false;  // OpenAI stream_options.include_usage
   // The native body's "lora" (the adapter to generate under). Not part of
-  // the work JSON: the gateway sends the adapter as the Shoal-Lora header,
+  // the work's body: the gateway sends the adapter in the work header,
   // as for every task (work_message.h), and the worker reads it there.
   std::string lora;
 };
 
-// Canonical JSON for the work message, and back. Decode validates what the
-// HTTP parsers validate (a worker trusts nothing on the queue).
-std::string EncodeGenerateWork(const GenerateRequest& r);
-Status DecodeGenerateWork(std::string_view json, GenerateRequest* r);
+// The work message's body, appended to `out`, and back. Decode validates
+// what the HTTP parsers validate (a worker trusts nothing on the queue).
+void AppendGenerateWork(const GenerateRequest& r, std::string* out);
+Status DecodeGenerateWork(std::string_view msgpack, GenerateRequest* r);
 
 // Why a sequence ended (OpenAI's finish_reason).
 enum class FinishReason { kNone, kStop, kLength };
@@ -94,7 +91,8 @@ struct GenerationChunk {
   double queue_ms = 0;                // in the queue before a worker started it
 };
 
-std::string EncodeChunk(const GenerationChunk& c);
-Status DecodeChunk(std::string_view json, GenerationChunk* c);
+// A chunk as a reply's body, appended to `out` (after the reply header), and back.
+void AppendChunk(const GenerationChunk& c, std::string* out);
+Status DecodeChunk(std::string_view msgpack, GenerationChunk* c);
 
 }  // namespace shoal::wire

@@ -1,7 +1,7 @@
 #include "wire/score_request.h"
 
 #include "wire/request_json.h"
-#include "wire/work_message.h"
+#include "wire/item.h"
 
 namespace shoal::wire {
 namespace {

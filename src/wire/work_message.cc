@@ -1,98 +1,173 @@
 #include "wire/work_message.h"
 
+#include <algorithm>
+#include <limits>
+
+#include "wire/msgpack_fields.h"
 #include "wire/msgpack_writer.h"
 
 namespace shoal::wire {
+namespace {
 
-void AppendTextItem(std::string_view text, std::string* out) {
-  MsgpackWriter w(out);
-  w.MapHeader(1);
-  w.Str("text");
-  w.Str(text);
-}
-
-void AppendPairItem(std::string_view text, std::string_view pair, std::string* out) {
-  MsgpackWriter w(out);
-  w.MapHeader(2);
-  w.Str("text");
-  w.Str(text);
-  w.Str("text_pair");
-  w.Str(pair);
-}
-
-void AppendTokenizeItem(std::string_view text, bool add_special_tokens, std::string* out) {
-  MsgpackWriter w(out);
-  w.MapHeader(2);
-  w.Str("text");
-  w.Str(text);
-  w.Str("add_special_tokens");
-  w.Bool(add_special_tokens);
-}
-
-std::string_view TaskName(Task task) {
-  switch (task) {
-    case Task::kEncode: return "encode";
-    case Task::kScore: return "score";
-    case Task::kTokenize: return "tokenize";
+// A header map's fields: "v" checked here, the others read by `field`.
+template <class Field>
+Status ReadHeader(MsgpackFields& f, Field&& field) {
+  uint64_t version = 0;
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+    if (key == "v") return f.Int(&version);
+    return field(key);
+  }));
+  if (version != kMessageVersion) {
+    return f.Error("version " + std::to_string(version) + "; this process reads version " +
+                   std::to_string(kMessageVersion));
   }
-  return "encode";
-}
-
-bool ParseTask(std::string_view name, Task* task) {
-  for (Task t : {Task::kEncode, Task::kScore, Task::kTokenize}) {
-    if (name == TaskName(t)) {
-      *task = t;
-      return true;
-    }
-  }
-  return false;
-}
-
-Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
-  MsgpackReader r(msgpack);
-  uint32_t fields;
-  if (!r.ReadMapHeader(&fields)) return MsgpackExpected("item", "a map", r);
-  bool has_text = false, has_pair = false;
-  auto read_str = [&](std::string_view name, std::string_view* v) -> Status {
-    if (r.ReadStr(v)) return Status::Ok();
-    return MsgpackExpected("item." + std::string(name), "a string", r);
-  };
-  for (uint32_t f = 0; f < fields; ++f) {
-    std::string_view key;
-    if (!r.ReadStr(&key)) return MsgpackExpected("item", "a field name (a string)", r);
-    if (key == "text") {
-      SHOAL_RETURN_IF_ERROR(read_str(key, &out->text));
-      has_text = true;
-    } else if (key == "text_pair" && task == Task::kScore) {
-      SHOAL_RETURN_IF_ERROR(read_str(key, &out->text_pair));
-      has_pair = true;
-    } else if (key == "add_special_tokens" && task == Task::kTokenize) {
-      if (!r.ReadBool(&out->add_special_tokens)) {
-        return InvalidInput("item.add_special_tokens: expected a boolean");
-      }
-    } else {
-      return InvalidInput("item: unknown field '" + std::string(key) + "' for " +
-                          std::string(TaskName(task)));
-    }
-  }
-  if (!has_text) return InvalidInput("item.text: missing");
-  if (task == Task::kScore && !has_pair) return InvalidInput("item.text_pair: missing");
-  if (!r.AtEnd()) return InvalidInput("item: trailing bytes after the item");
   return Status::Ok();
 }
 
-void AppendDenseResult(const float* v, size_t n, std::string* out) {
-  MsgpackWriter w(out);
-  w.MapHeader(1);
-  w.Str("dense");
-  w.Float32Array(v, n);
+// Writes the fields of a header map whose size is known only once they are
+// written: its one-byte map header is patched at the end (widened, should a
+// header ever hold over 15 fields).
+class HeaderWriter {
+ public:
+  explicit HeaderWriter(std::string* out) : out_(out), at_(out->size()), w_(out) {
+    w_.MapHeader(0);
+    Key("v");
+    w_.Uint(kMessageVersion);
+  }
+  ~HeaderWriter() {
+    if (fields_ <= 15) {
+      (*out_)[at_] = static_cast<char>(0x80 | fields_);
+    } else {  // map 16: a tag and a big-endian count
+      const char wide[3] = {static_cast<char>(0xde), static_cast<char>(fields_ >> 8), static_cast<char>(fields_)};
+      out_->replace(at_, 1, wide, 3);
+    }
+  }
+
+  MsgpackWriter& Key(std::string_view key) {
+    ++fields_;
+    w_.Str(key);
+    return w_;
+  }
+
+ private:
+  std::string* out_;
+  const size_t at_;
+  MsgpackWriter w_;
+  unsigned fields_ = 0;
+};
+
+}  // namespace
+
+void AppendWork(const WorkHeader& h, std::string_view body, std::string* out) {
+  out->reserve(out->size() + 96 + h.request_id.size() + h.reply.size() + h.lora.size() + h.payload_key.size() +
+               body.size());
+  {
+    HeaderWriter w(out);
+    w.Key("request").Str(h.request_id);
+    w.Key("item").Uint(h.item);
+    w.Key("cost").Uint(h.cost);
+    if (h.deadline_unix_ms > 0) w.Key("deadline").Uint(static_cast<uint64_t>(h.deadline_unix_ms));
+    w.Key("reply").Str(h.reply);
+    w.Key("task").Str(TaskName(h.task));
+    if (h.truncate) w.Key("truncate").Bool(true);
+    if (!h.normalize) w.Key("normalize").Bool(false);
+    if (!h.lora.empty()) w.Key("lora").Str(h.lora);
+    if (!h.payload_key.empty()) w.Key("payload").Str(h.payload_key);
+  }
+  out->append(body);
 }
 
-void AppendLogitsResult(const float* v, size_t n, std::string* out) {
-  MsgpackWriter w(out);
-  w.MapHeader(1);
-  w.Str("logits");
-  w.Float32Array(v, n);
+Status ReadWork(std::string_view message, WorkHeader* h, std::string_view* body) {
+  MsgpackReader r(message);
+  MsgpackFields f(r, "work");
+  *h = WorkHeader{};
+  SHOAL_RETURN_IF_ERROR(ReadHeader(f, [&](std::string_view key) -> Status {
+    if (key == "request") return f.Str(&h->request_id);
+    if (key == "item") return f.Int(&h->item);
+    if (key == "cost") {
+      SHOAL_RETURN_IF_ERROR(f.Int(&h->cost));
+      h->cost = std::max<uint32_t>(h->cost, 1);
+      return Status::Ok();
+    }
+    if (key == "deadline") return f.Int(&h->deadline_unix_ms);
+    if (key == "reply") return f.Str(&h->reply);
+    if (key == "task") {
+      std::string_view name;
+      SHOAL_RETURN_IF_ERROR(f.Str(&name));
+      return ParseTask(name, &h->task) ? Status::Ok() : f.Error("unknown task '" + std::string(name) + "'");
+    }
+    if (key == "truncate") return f.Bool(&h->truncate);
+    if (key == "normalize") return f.Bool(&h->normalize);
+    if (key == "lora") return f.Str(&h->lora);
+    if (key == "payload") return f.Str(&h->payload_key);
+    return f.Skip();
+  }));
+  if (h->request_id.empty() || h->reply.empty()) {
+    return InvalidInput("work: no request id or reply subject (nobody to answer)");
+  }
+  *body = message.substr(r.offset());
+  return Status::Ok();
+}
+
+void AppendReplyHeader(const ReplyHeader& h, std::string* out) {
+  HeaderWriter w(out);
+  w.Key("item").Uint(h.item);
+  w.Key("worker").Str(h.worker);
+  w.Key("attempt").Uint(h.attempt);
+  if (h.error != Code::kOk) w.Key("error").Str(CodeName(h.error));
+  if (h.tokens > 0) w.Key("tokens").Uint(h.tokens);
+  if (h.truncated) w.Key("truncated").Bool(true);
+  if (h.cold_start) w.Key("cold_start").Bool(true);
+  if (h.queue_us > 0) w.Key("queue_us").Uint(static_cast<uint64_t>(h.queue_us));
+  if (h.inference_us > 0) w.Key("inference_us").Uint(static_cast<uint64_t>(h.inference_us));
+  if (h.parts > 0) {
+    w.Key("part").Uint(h.part);
+    w.Key("parts").Uint(h.parts);
+  }
+  if (h.seq > 0) w.Key("seq").Uint(h.seq);
+  if (h.final) w.Key("final").Bool(true);
+}
+
+void AppendErrorReply(uint32_t item, std::string_view worker, uint32_t attempt, const Status& error,
+                      std::string* out) {
+  ReplyHeader h;
+  h.item = item;
+  h.worker = worker;
+  h.attempt = attempt;
+  h.error = error.ok() ? Code::kInternal : error.code();
+  AppendReplyHeader(h, out);
+  out->append(error.message());
+}
+
+Status ReadReply(std::string_view message, ReplyHeader* h, std::string_view* body) {
+  MsgpackReader r(message);
+  MsgpackFields f(r, "reply");
+  *h = ReplyHeader{};
+  SHOAL_RETURN_IF_ERROR(ReadHeader(f, [&](std::string_view key) -> Status {
+    if (key == "item") return f.Int(&h->item);
+    if (key == "worker") return f.Str(&h->worker);
+    if (key == "attempt") return f.Int(&h->attempt);
+    if (key == "error") {
+      std::string_view name;
+      SHOAL_RETURN_IF_ERROR(f.Str(&name));
+      // A name this process does not know still reads as an error.
+      h->error = CodeFromName(name);
+      if (h->error == Code::kOk) h->error = Code::kInternal;
+      return Status::Ok();
+    }
+    if (key == "tokens") return f.Int(&h->tokens);
+    if (key == "truncated") return f.Bool(&h->truncated);
+    if (key == "cold_start") return f.Bool(&h->cold_start);
+    if (key == "queue_us") return f.Int(&h->queue_us);
+    if (key == "inference_us") return f.Int(&h->inference_us);
+    if (key == "part") return f.Int(&h->part);
+    if (key == "parts") return f.Int(&h->parts);
+    if (key == "seq") return f.Int(&h->seq);
+    if (key == "final") return f.Bool(&h->final);
+    return f.Skip();
+  }));
+  *body = message.substr(r.offset());
+  return Status::Ok();
 }
 
 }  // namespace shoal::wire

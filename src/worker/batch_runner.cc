@@ -2,6 +2,8 @@
 
 #include "common/log.h"
 #include "runtime/call_stages.h"
+#include "queue/message.h"
+#include "wire/item.h"
 #include "wire/work_message.h"
 
 namespace shoal::worker {
@@ -17,31 +19,39 @@ namespace {
 // Per task: the model input an item becomes (the Out* argument only picks
 // the overload), the result payload an output becomes, and the model call.
 EncodeInput MakeInput(const WorkItem& it, const wire::ItemFields& f, EncodeOutput*) {
-  return {.text = f.text, .truncate = it.truncate, .normalize = it.normalize, .lora = it.lora};
+  return {.text = f.text, .truncate = it.work.truncate, .normalize = it.work.normalize, .lora = it.work.lora};
 }
 ScoreInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ScoreOutput*) {
-  return {.text = f.text, .text_pair = f.text_pair, .truncate = it.truncate, .lora = it.lora};
+  return {.text = f.text, .text_pair = f.text_pair, .truncate = it.work.truncate, .lora = it.work.lora};
 }
 TokenizeInput MakeInput(const WorkItem&, const wire::ItemFields& f, TokenizeOutput*) {
   return {f.text, f.add_special_tokens};
 }
 
-ResultMeta AppendResult(const EncodeOutput& o, std::string* payload) {
-  wire::AppendDenseResult(o.dense.data(), o.dense.size(), payload);
-  return {o.tokens, o.truncated};
+// What the reply's header says of an output: tokens seen, truncated.
+void Describe(const EncodeOutput& o, wire::ReplyHeader* h) {
+  h->tokens = o.tokens;
+  h->truncated = o.truncated;
 }
-ResultMeta AppendResult(const ScoreOutput& o, std::string* payload) {
-  wire::AppendLogitsResult(o.logits.data(), o.logits.size(), payload);
-  return {o.tokens, o.truncated};
+void Describe(const ScoreOutput& o, wire::ReplyHeader* h) {
+  h->tokens = o.tokens;
+  h->truncated = o.truncated;
 }
-ResultMeta AppendResult(const TokenizeOutput& o, std::string* payload) {
+void Describe(const TokenizeOutput& o, wire::ReplyHeader* h) { h->tokens = static_cast<uint32_t>(o.tokens.size()); }
+
+void AppendResult(const EncodeOutput& o, std::string* out) {
+  wire::AppendDenseResult(o.dense.data(), o.dense.size(), out);
+}
+void AppendResult(const ScoreOutput& o, std::string* out) {
+  wire::AppendLogitsResult(o.logits.data(), o.logits.size(), out);
+}
+void AppendResult(const TokenizeOutput& o, std::string* out) {
   std::vector<wire::TokenView> views;
   views.reserve(o.tokens.size());
   for (const Token& t : o.tokens) {
     views.push_back({t.id, t.text, t.special, t.has_offsets, t.start, t.stop});
   }
-  wire::AppendTokensResult(views, payload);
-  return {static_cast<uint32_t>(o.tokens.size()), false};
+  wire::AppendTokensResult(views, out);
 }
 
 Status Call(Model& m, std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
@@ -66,11 +76,11 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
   // Items worth running (not expired, decodable), grouped by task.
   TaskGroup groups[3];
   for (WorkItem& it : batch) {
-    if (it.deadline_ms > 0 && now_ms >= it.deadline_ms) {
+    if (it.work.deadline_unix_ms > 0 && now_ms >= it.work.deadline_unix_ms) {
       Settle(it, Outcome::kExpired);
       continue;
     }
-    if (cancelled_ && cancelled_->Contains(it.request_id)) {
+    if (cancelled_ && cancelled_->Contains(it.work.request_id)) {
       Settle(it, Outcome::kCancelled);
       continue;
     }
@@ -79,12 +89,14 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
       continue;
     }
     if (!CheckLora(served, it)) continue;
-    wire::Task task = wire::Task::kEncode;
-    if (!it.task.empty() && !wire::ParseTask(it.task, &task)) {
-      Settle(it, Outcome::kBadInput, InvalidInput("unknown task '" + std::string(it.task) + "'"));
+    const Task task = it.work.task;
+    if (task == Task::kGenerate) {  // a generator's items go to its engine, not here
+      Settle(it, Outcome::kBadInput,
+             InvalidInput("model '" + served.spec->id + "' does not generate (task: " +
+                          std::string(TaskName(served.spec->task)) + ")"));
       continue;
     }
-    if (!it.payload_key.empty() && !Fetch(it)) continue;
+    if (!it.work.payload_key.empty() && !Fetch(it)) continue;
     wire::ItemFields fields;
     if (Status s = wire::DecodeItem(it.payload, task, &fields); !s.ok()) {
       Settle(it, Outcome::kBadInput, s);
@@ -94,10 +106,9 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
     g.items.push_back(&it);
     g.fields.push_back(fields);
   }
-  RunGroup<EncodeOutput>(served, groups[static_cast<int>(wire::Task::kEncode)], start_wall_us);
-  RunGroup<ScoreOutput>(served, groups[static_cast<int>(wire::Task::kScore)], start_wall_us);
-  RunGroup<TokenizeOutput>(served, groups[static_cast<int>(wire::Task::kTokenize)], start_wall_us);
-  served.in_flight.fetch_sub(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+  RunGroup<EncodeOutput>(served, groups[static_cast<int>(Task::kEncode)], start_wall_us);
+  RunGroup<ScoreOutput>(served, groups[static_cast<int>(Task::kScore)], start_wall_us);
+  RunGroup<TokenizeOutput>(served, groups[static_cast<int>(Task::kTokenize)], start_wall_us);
 }
 
 template <class Out>
@@ -127,7 +138,7 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
                   batch_status.ToString());
   }
 
-  std::string payload;
+  std::string reply;  // header, then the result: written once, published as is
   for (size_t k = 0; k < g.items.size(); ++k) {
     const WorkItem& it = *g.items[k];
     if (!batch_status.ok()) {
@@ -144,38 +155,45 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
              out.status);
       continue;
     }
-    payload.clear();
-    const ResultMeta meta = AppendResult(out, &payload);
-    if (payload.size() > wire::kMaxResultParts * PartBytes()) {
+    wire::ReplyHeader h = ResultHeader(it);
+    Describe(out, &h);
+    h.queue_us = std::max<int64_t>(0, start_wall_us - it.enqueued_us);
+    h.inference_us = inference_us;
+    reply.clear();
+    wire::AppendReplyHeader(h, &reply);
+    const size_t header_bytes = reply.size();
+    AppendResult(out, &reply);
+    const size_t result_bytes = reply.size() - header_bytes;
+    if (result_bytes > wire::kMaxResultParts * PartBytes()) {
       Settle(it, Outcome::kBadInput,
-             Status(Code::kPayloadTooLarge, "the result is " + std::to_string(payload.size()) +
+             Status(Code::kPayloadTooLarge, "the result is " + std::to_string(result_bytes) +
                                                 " bytes, over the limit of " +
                                                 std::to_string(wire::kMaxResultParts * PartBytes())));
       continue;
     }
-    const int64_t queue_us = std::max<int64_t>(0, start_wall_us - it.enqueued_us);
     spdlog::debug("rid={} item={} model={} ran in a batch of {} queue_ms={:.2f} inference_ms={:.2f} attempt={}",
-                  it.request_id, it.index, served.spec->id, g.items.size(), queue_us / 1e3, inference_us / 1e3,
-                  it.delivered);
-    PublishResult(it, payload, meta, queue_us, inference_us);
+                  it.work.request_id, it.work.item, served.spec->id, g.items.size(), h.queue_us / 1e3,
+                  inference_us / 1e3, it.delivered);
+    PublishResult(it, h, reply, header_bytes);
     Ack(it, DispositionFor(Outcome::kSucceeded).action, {});
     if (served.metrics) {
       served.metrics->Settled(Outcome::kSucceeded);
-      if (!it.lora.empty()) served.metrics->loras->Record(it.lora, meta.tokens);
+      if (!it.work.lora.empty()) served.metrics->loras->Record(it.work.lora, h.tokens);
     }
   }
 }
 
 bool BatchRunner::CheckLora(const ServedModel& served, const WorkItem& item) {
-  if (item.lora.empty()) return true;
-  if (served.loras.Contains(item.lora)) {
+  const std::string_view lora = item.work.lora;
+  if (lora.empty()) return true;
+  if (served.loras.Contains(lora)) {
     // Known, but maybe not read from disk yet: rather than hold this batch
     // for the load, the item waits in the stream while the model loads it
     // in the background — except on its last delivery, or near its
     // deadline, when it runs and waits for the load itself.
     const bool may_wait = item.HasAck() && item.delivered + 1 < served.spec->queue.max_deliver &&
-                          (item.deadline_ms == 0 || UnixMicros() / 1000 + 100 < item.deadline_ms);
-    if (may_wait && !served.model->LoraReady(item.lora)) {
+                          (item.work.deadline_unix_ms == 0 || UnixMicros() / 1000 + 100 < item.work.deadline_unix_ms);
+    if (may_wait && !served.model->LoraReady(lora)) {
       Settle(item, Outcome::kLoraLoading);
       return false;
     }
@@ -190,14 +208,14 @@ bool BatchRunner::CheckLora(const ServedModel& served, const WorkItem& item) {
     return false;
   }
   Settle(item, Outcome::kBadInput,
-         Status(Code::kModelNotFound, "model '" + served.spec->id + "' has no LoRA '" + std::string(item.lora) +
+         Status(Code::kModelNotFound, "model '" + served.spec->id + "' has no LoRA '" + std::string(lora) +
                                           "' (on worker " + worker_id_ + ")"));
   return false;
 }
 
 void BatchRunner::RecordBatch(const ServedModel& served, const std::vector<WorkItem>& batch) {
   uint64_t cost = 0;
-  for (const WorkItem& it : batch) cost += it.cost;
+  for (const WorkItem& it : batch) cost += it.work.cost;
   const ModelSeries& m = *served.metrics;
   m.batches->Inc();
   m.batch_items->Observe(static_cast<double>(batch.size()));
@@ -211,20 +229,20 @@ bool BatchRunner::Fetch(WorkItem& item) {
     return false;
   }
   auto bytes = std::make_unique<std::string>();
-  const std::string key(item.payload_key);
+  const std::string key(item.work.payload_key);
   const auto t0 = SteadyClock::now();
   const Status s = payloads_->Get(key, bytes.get());
   if (item.model && item.model->metrics) item.model->metrics->payload_seconds->Observe(MicrosSince(t0) / 1e6);
   if (s.code() == Code::kNotFound) {
     // Its request ended (answered, failed or timed out) — or this worker
     // reads another store than the gateway writes: say so once per item.
-    spdlog::info("rid={} item={}: {}; dropped (check --payload-store if requests time out)", item.request_id,
-                 item.index, s.message());
+    spdlog::info("rid={} item={}: {}; dropped (check --payload-store if requests time out)", item.work.request_id,
+                 item.work.item, s.message());
     Settle(item, Outcome::kPayloadGone);
     return false;
   }
   if (!s.ok()) {
-    spdlog::warn("rid={} item={}: {}", item.request_id, item.index, s.ToString());
+    spdlog::warn("rid={} item={}: {}", item.work.request_id, item.work.item, s.ToString());
     Settle(item, Outcome::kPayloadUnavailable);
     return false;
   }
@@ -246,10 +264,10 @@ void BatchRunner::Settle(const WorkItem& item, Outcome outcome, const Status& er
                                                      : "model not served by this worker"));
   }
   if (outcome == Outcome::kBadInput || outcome == Outcome::kInferenceFailed) {
-    spdlog::info("rid={} item={} {}: {}", item.request_id, item.index, CodeName(error.code()),
+    spdlog::info("rid={} item={} {}: {}", item.work.request_id, item.work.item, CodeName(error.code()),
                  error.message());
   } else {
-    spdlog::debug("rid={} item={} outcome={}", item.request_id, item.index, OutcomeName(outcome));
+    spdlog::debug("rid={} item={} outcome={}", item.work.request_id, item.work.item, OutcomeName(outcome));
   }
   Ack(item, d.action, d.nak_delay);
 }
@@ -265,58 +283,47 @@ size_t BatchRunner::PartBytes() const {
   return static_cast<size_t>(std::max<int64_t>(natsConnection_GetMaxPayload(nc_) - wire::kHeaderRoom, 1024));
 }
 
-void BatchRunner::PublishResult(const WorkItem& item, std::string_view payload, ResultMeta meta,
-                                int64_t queue_us, int64_t inference_us) {
-  const std::string reply(item.reply);
+wire::ReplyHeader BatchRunner::ResultHeader(const WorkItem& item) const {
+  wire::ReplyHeader h;
+  h.item = item.work.item;
+  h.worker = worker_id_;
+  h.attempt = static_cast<uint32_t>(item.delivered);
+  h.cold_start = item.enqueued_us < item.model->loaded_unix_us;
+  return h;
+}
+
+void BatchRunner::PublishResult(const WorkItem& item, wire::ReplyHeader h, std::string_view reply,
+                                size_t header_bytes) {
+  const std::string subject(item.work.reply);
+  const std::string_view result = reply.substr(header_bytes);
   const size_t part_bytes = PartBytes();
-  // One message when it fits, else parts that each carry every header.
-  const size_t parts = payload.size() <= part_bytes ? 1 : (payload.size() + part_bytes - 1) / part_bytes;
-  for (size_t k = 0; k < parts; ++k) {
-    const std::string_view piece = parts == 1 ? payload : payload.substr(k * part_bytes, part_bytes);
-    natsMsg* m = nullptr;
-    if (natsMsg_Create(&m, reply.c_str(), nullptr, piece.data(), static_cast<int>(piece.size())) != NATS_OK) {
-      return;
-    }
-    queue::MsgPtr msg(m);
-    natsMsgHeader_Set(m, wire::kHeaderItem, std::to_string(item.index).c_str());
-    natsMsgHeader_Set(m, wire::kHeaderTokens, std::to_string(meta.tokens).c_str());
-    if (meta.truncated) natsMsgHeader_Set(m, wire::kHeaderTruncated, "1");
-    if (item.enqueued_us < item.model->loaded_unix_us) natsMsgHeader_Set(m, wire::kHeaderColdStart, "1");
-    natsMsgHeader_Set(m, wire::kHeaderQueueUs, std::to_string(queue_us).c_str());
-    natsMsgHeader_Set(m, wire::kHeaderInferenceUs, std::to_string(inference_us).c_str());
-    natsMsgHeader_Set(m, wire::kHeaderWorker, worker_id_.c_str());
-    natsMsgHeader_Set(m, wire::kHeaderAttempt, std::to_string(item.delivered).c_str());
-    if (parts > 1) {
-      natsMsgHeader_Set(m, wire::kHeaderPart, std::to_string(k).c_str());
-      natsMsgHeader_Set(m, wire::kHeaderParts, std::to_string(parts).c_str());
-    }
-    if (natsStatus s = natsConnection_PublishMsg(nc_, m); s != NATS_OK) {
-      spdlog::warn("rid={} result not published: {}", item.request_id, natsStatus_GetText(s));
-    }
-    reaper_->Add(std::move(msg));
+  if (result.size() <= part_bytes) return Publish(item, subject, reply);
+  // Too large for one message: parts, each with the whole header.
+  h.parts = static_cast<uint32_t>((result.size() + part_bytes - 1) / part_bytes);
+  std::string part;
+  for (h.part = 0; h.part < h.parts; ++h.part) {
+    part.clear();
+    wire::AppendReplyHeader(h, &part);
+    part.append(result.substr(size_t{h.part} * part_bytes, part_bytes));
+    Publish(item, subject, part);
   }
 }
 
 void BatchRunner::PublishError(const WorkItem& item, const Status& error) {
-  const std::string reply(item.reply);
-  natsMsg* m = nullptr;
-  const std::string& text = error.message();
-  if (natsMsg_Create(&m, reply.c_str(), nullptr, text.data(), static_cast<int>(text.size())) != NATS_OK) {
-    return;
+  std::string reply;
+  wire::AppendErrorReply(item.work.item, worker_id_, static_cast<uint32_t>(item.delivered), error, &reply);
+  Publish(item, std::string(item.work.reply), reply);
+}
+
+void BatchRunner::Publish(const WorkItem& item, const std::string& subject, std::string_view message) {
+  if (Status s = queue::Publish(nc_, subject, message); !s.ok()) {
+    spdlog::warn("rid={} reply not published: {}", item.work.request_id, s.message());
   }
-  queue::MsgPtr msg(m);
-  natsMsgHeader_Set(m, wire::kHeaderItem, std::to_string(item.index).c_str());
-  natsMsgHeader_Set(m, wire::kHeaderError, std::string(CodeName(error.code())).c_str());
-  natsMsgHeader_Set(m, wire::kHeaderWorker, worker_id_.c_str());
-  natsConnection_PublishMsg(nc_, m);
-  reaper_->Add(std::move(msg));
 }
 
 void BatchRunner::Ack(const WorkItem& item, AckAction action, std::chrono::milliseconds delay) {
   if (!item.HasAck()) return;  // pushed over core NATS: nobody to settle with
-  const std::string ack(item.ack);
-  const std::string body = AckBody(action, delay);
-  natsConnection_Publish(nc_, ack.c_str(), body.data(), static_cast<int>(body.size()));
+  (void)queue::Publish(nc_, std::string(item.ack), AckBody(action, delay));
 }
 
 }  // namespace shoal::worker

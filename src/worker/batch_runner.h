@@ -43,12 +43,6 @@ namespace shoal::worker {
 
 struct TaskGroup;
 
-// What a result's headers say besides the payload.
-struct ResultMeta {
-  uint32_t tokens = 0;
-  bool truncated = false;
-};
-
 class BatchRunner {
  public:
   // `cancelled` and `payloads` (optional) outlive the runner.
@@ -60,7 +54,7 @@ class BatchRunner {
 
   // Hands the batch's messages to the reaper (once nobody reads them).
   void Release(std::vector<WorkItem>& batch) {
-    for (WorkItem& it : batch) reaper_->Add(std::move(it.msg));
+    for (WorkItem& it : batch) reaper_->Add(it.msg.release());
   }
 
   // Replies (when the policy says so) and acks one item.
@@ -85,9 +79,14 @@ class BatchRunner {
   bool Fetch(WorkItem& item);
   // The most result bytes one message carries.
   size_t PartBytes() const;
-  void PublishResult(const WorkItem& item, std::string_view payload, ResultMeta meta,
-                     int64_t queue_us, int64_t inference_us);
+  // A result reply's header as far as the item says (the caller adds what
+  // the output says).
+  wire::ReplyHeader ResultHeader(const WorkItem& item) const;
+  // Publishes `reply` (a header of `header_bytes`, then the result) to the
+  // item's reply subject; a result over one message goes in parts.
+  void PublishResult(const WorkItem& item, wire::ReplyHeader h, std::string_view reply, size_t header_bytes);
   void PublishError(const WorkItem& item, const Status& error);
+  void Publish(const WorkItem& item, const std::string& subject, std::string_view message);
   void Ack(const WorkItem& item, AckAction action, std::chrono::milliseconds delay);
 
   natsConnection* nc_;

@@ -31,7 +31,7 @@ void Executor::Loop() {
     outcome.closed_full = closed_full;
     auto oldest = batch.front().received;
     for (const WorkItem& it : batch) {
-      outcome.cost += it.cost;
+      outcome.cost += it.work.cost;
       oldest = std::min(oldest, it.received);
     }
     outcome.queue_wait = taken - oldest;
@@ -45,6 +45,7 @@ void Executor::Loop() {
     }
     model.batching.Report(outcome);
     runner_->Release(batch);
+    batch.clear();  // the items' tickets: no longer in flight
     queue_->BatchDone();
     if (on_batch_done_) on_batch_done_();
   }

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "common/log.h"
+#include "queue/message.h"
 #include "wire/work_message.h"
 #include "worker/sampler.h"
 #include "worker/text_stream.h"
@@ -68,7 +69,6 @@ GenerationEngine::~GenerationEngine() { Stop(); }
 void GenerationEngine::Push(WorkItem item) {
   auto s = std::make_unique<Sequence>();
   s->item = std::move(item);
-  model_->queued.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
     waiting_.push_back(std::move(s));
@@ -130,28 +130,21 @@ void GenerationEngine::Loop() {
     outcome = stop_outcome_;
     waiting.swap(waiting_);
   }
-  for (auto& s : waiting) {
-    model_->queued.fetch_sub(1, std::memory_order_relaxed);
-    runner_->Settle(s->item, outcome);
-  }
+  for (auto& s : waiting) runner_->Settle(s->item, outcome);
   while (!running_.empty()) Finish(running_.size() - 1, outcome);
 }
 
 bool GenerationEngine::Prepare(Sequence& s) {
   const WorkItem& it = s.item;
   auto fail = [&](const Status& st) {
-    model_->queued.fetch_sub(1, std::memory_order_relaxed);
     runner_->Settle(it, Outcome::kBadInput, st);
     return false;
   };
-  if (it.task != wire::kTaskGenerate) {
-    return fail(InvalidInput("model '" + model_->spec->id + "' generates; task '" + std::string(it.task) +
-                             "' is not supported"));
+  if (it.work.task != Task::kGenerate) {
+    return fail(InvalidInput("model '" + model_->spec->id + "' generates; task '" +
+                             std::string(TaskName(it.work.task)) + "' is not supported"));
   }
-  if (!runner_->CheckLora(*model_, it)) {  // settled: back to the stream, or MODEL_NOT_FOUND
-    model_->queued.fetch_sub(1, std::memory_order_relaxed);
-    return false;
-  }
+  if (!runner_->CheckLora(*model_, it)) return false;  // settled: back to the stream, or MODEL_NOT_FOUND
   wire::GenerateRequest req;
   if (Status st = wire::DecodeGenerateWork(it.payload, &req); !st.ok()) return fail(st);
   const bool chat = req.kind == wire::GenerateRequest::Kind::kChat;
@@ -183,7 +176,7 @@ bool GenerationEngine::Prepare(Sequence& s) {
   s.tokens = std::move(ids).value();
   s.prompt_len = static_cast<uint32_t>(n);
   s.max_new = req.sampling.max_tokens > 0 ? req.sampling.max_tokens : info.max_context - s.prompt_len;
-  s.sampler = std::make_unique<Sampler>(req.sampling, req.sampling.seed.value_or(SeedFromRequestId(it.request_id)));
+  s.sampler = std::make_unique<Sampler>(req.sampling, req.sampling.seed.value_or(SeedFromRequestId(it.work.request_id)));
   s.text = std::make_unique<TextStream>(req.sampling.stop);
   if (!req.sampling.ignore_eos) s.stop_ids.insert(info.eos_ids.begin(), info.eos_ids.end());
   s.stop_ids.insert(req.sampling.stop_token_ids.begin(), req.sampling.stop_token_ids.end());
@@ -206,7 +199,7 @@ void GenerationEngine::Admit() {
     // it generated) plus the next position — a shared prefix comes cached —
     // while a block per running sequence stays free: each may need one at
     // the next step, and the newcomer would be preempted at once for it.
-    const uint32_t adopted = blocks_.AdoptPrefix(s->tokens, s->item.lora, &s->table);
+    const uint32_t adopted = blocks_.AdoptPrefix(s->tokens, s->item.work.lora, &s->table);
     if (!blocks_.Grow(&s->table, static_cast<uint32_t>(s->tokens.size()) + 1) ||
         blocks_.available() < running_.size()) {
       blocks_.Release(&s->table);
@@ -223,8 +216,7 @@ void GenerationEngine::Admit() {
       s->started_unix_us = UnixMicros();
       model_->items_run.fetch_add(1, std::memory_order_relaxed);
     }
-    model_->queued.fetch_sub(1, std::memory_order_relaxed);
-    model_->in_flight.fetch_add(1, std::memory_order_relaxed);
+    s->item.ticket.Start();
     {
       std::lock_guard lock(mu_);
       stats_.prefix_hit_blocks += adopted / blocks_.block_tokens();
@@ -239,8 +231,7 @@ void GenerationEngine::Preempt(size_t index) {
   blocks_.Release(&s->table);
   s->computed = 0;
   s->published = 0;
-  model_->in_flight.fetch_sub(1, std::memory_order_relaxed);
-  model_->queued.fetch_add(1, std::memory_order_relaxed);
+  s->item.ticket.Requeue();
   std::lock_guard lock(mu_);
   ++stats_.preemptions;
   waiting_.push_front(std::move(s));
@@ -275,7 +266,7 @@ void GenerationEngine::Step() {
                         .start = s.computed,
                         .blocks = s.table,
                         .want_logits = s.computed + n == s.tokens.size(),
-                        .lora = s.item.lora});
+                        .lora = s.item.work.lora});
       owner.push_back(i);
     }
   }
@@ -302,7 +293,7 @@ void GenerationEngine::Step() {
       continue;
     }
     s.computed += static_cast<uint32_t>(chunks[k].tokens.size());
-    blocks_.Publish(s.tokens, s.item.lora, s.computed, s.table, &s.published);
+    blocks_.Publish(s.tokens, s.item.work.lora, s.computed, s.table, &s.published);
     if (!chunks[k].want_logits) continue;
     float logprob = 0;
     const int32_t token = s.sampler->Next(logits_.data() + row++ * vocab, vocab, s.logprobs ? &logprob : nullptr);
@@ -358,27 +349,23 @@ void GenerationEngine::Emit(Sequence& s, bool final) {
       m->generated_tokens->Inc(static_cast<double>(s.generated()));
       if (s.generated() > 0) m->ttft_seconds->Observe(c.ttft_ms / 1e3);
       if (s.generated() > 1) m->itl_seconds->Observe(c.itl_ms / 1e3);
-      if (!s.item.lora.empty()) m->loras->Record(s.item.lora, s.prompt_len + s.generated());
+      if (!s.item.work.lora.empty()) m->loras->Record(s.item.work.lora, s.prompt_len + s.generated());
     }
   }
-  const std::string payload = wire::EncodeChunk(c);
-  const std::string reply(s.item.reply);
-  natsMsg* m = nullptr;
-  if (natsMsg_Create(&m, reply.c_str(), nullptr, payload.data(), static_cast<int>(payload.size())) == NATS_OK) {
-    queue::MsgPtr msg(m);
-    natsMsgHeader_Set(m, wire::kHeaderItem, "0");
-    natsMsgHeader_Set(m, wire::kHeaderSeq, std::to_string(s.next_chunk).c_str());
-    if (final) {
-      natsMsgHeader_Set(m, wire::kHeaderFinal, "1");
-      natsMsgHeader_Set(m, wire::kHeaderTokens, std::to_string(s.generated()).c_str());
-      if (s.item.enqueued_us < model_->loaded_unix_us) natsMsgHeader_Set(m, wire::kHeaderColdStart, "1");
-    }
-    natsMsgHeader_Set(m, wire::kHeaderWorker, worker_id_.c_str());
-    natsMsgHeader_Set(m, wire::kHeaderAttempt, std::to_string(s.item.delivered).c_str());
-    if (natsStatus ns = natsConnection_PublishMsg(nc_, m); ns != NATS_OK) {
-      spdlog::warn("rid={} chunk not published: {}", s.item.request_id, natsStatus_GetText(ns));
-    }
-    reaper_->Add(std::move(msg));
+  wire::ReplyHeader h;
+  h.worker = worker_id_;
+  h.attempt = static_cast<uint32_t>(s.item.delivered);
+  h.seq = s.next_chunk;
+  if (final) {
+    h.final = true;
+    h.tokens = s.generated();
+    h.cold_start = s.item.enqueued_us < model_->loaded_unix_us;
+  }
+  reply_.clear();
+  wire::AppendReplyHeader(h, &reply_);
+  wire::AppendChunk(c, &reply_);
+  if (Status st = queue::Publish(nc_, std::string(s.item.work.reply), reply_); !st.ok()) {
+    spdlog::warn("rid={} chunk not published: {}", s.item.work.request_id, st.message());
   }
   ++s.next_chunk;
   c = wire::GenerationChunk();
@@ -388,13 +375,12 @@ void GenerationEngine::Finish(size_t index, Outcome outcome, const Status& error
   std::unique_ptr<Sequence> s = std::move(running_[index]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
   blocks_.Release(&s->table);
-  model_->in_flight.fetch_sub(1, std::memory_order_relaxed);
   if (outcome == Outcome::kSucceeded) {
     runner_->Complete(s->item);
   } else {
     runner_->Settle(s->item, outcome, error);
   }
-  reaper_->Add(std::move(s->item.msg));
+  reaper_->Add(s->item.msg.release());
 }
 
 void GenerationEngine::Sweep(SteadyClock::time_point now) {
@@ -402,8 +388,8 @@ void GenerationEngine::Sweep(SteadyClock::time_point now) {
   const auto half_ack_wait = std::chrono::milliseconds(model_->spec->queue.ack_wait_ms / 2);
   // Why a sequence should stop now, if it should.
   auto verdict = [&](const WorkItem& it) -> std::optional<Outcome> {
-    if (it.deadline_ms > 0 && now_ms >= it.deadline_ms) return Outcome::kExpired;
-    if (cancelled_ && cancelled_->Contains(it.request_id)) return Outcome::kCancelled;
+    if (it.work.deadline_unix_ms > 0 && now_ms >= it.work.deadline_unix_ms) return Outcome::kExpired;
+    if (cancelled_ && cancelled_->Contains(it.work.request_id)) return Outcome::kCancelled;
     return std::nullopt;
   };
   auto keep_alive = [&](WorkItem& it) {
@@ -424,10 +410,7 @@ void GenerationEngine::Sweep(SteadyClock::time_point now) {
       }
     }
   }
-  for (auto& [s, outcome] : dropped) {
-    model_->queued.fetch_sub(1, std::memory_order_relaxed);
-    runner_->Settle(s->item, outcome);
-  }
+  for (auto& [s, outcome] : dropped) runner_->Settle(s->item, outcome);
   for (size_t i = running_.size(); i-- > 0;) {
     if (auto v = verdict(running_[i]->item)) {
       Finish(i, *v);  // a cancelled sequence frees its blocks here

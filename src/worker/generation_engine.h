@@ -122,6 +122,7 @@ class GenerationEngine {
 
   std::vector<std::unique_ptr<Sequence>> running_;  // engine thread only
   std::vector<float> logits_;                       // engine thread only
+  std::string reply_;                               // a chunk being written; engine thread only
   std::thread thread_;
 };
 

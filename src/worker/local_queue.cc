@@ -7,7 +7,6 @@ namespace shoal::worker {
 void LocalQueue::Push(WorkItem item) {
   {
     std::lock_guard lock(mu_);
-    item.model->queued.fetch_add(1, std::memory_order_relaxed);
     by_model_[item.model.get()].push_back(std::move(item));
     ++count_;
   }
@@ -22,11 +21,11 @@ size_t LocalQueue::BatchSize(const std::deque<WorkItem>& items, bool* full) {
   uint64_t tokens = 0;
   *full = false;
   for (const WorkItem& it : items) {
-    if (n == limits.max_batch_requests || (n > 0 && tokens + it.cost > cost_cap)) {
+    if (n == limits.max_batch_requests || (n > 0 && tokens + it.work.cost > cost_cap)) {
       *full = true;
       break;
     }
-    tokens += it.cost;
+    tokens += it.work.cost;
     ++n;
   }
   // Exactly at the count is full too: waiting cannot add to it.
@@ -93,16 +92,15 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
     }
     // Longest first (see the header); stable, so equal costs keep arrival order.
     std::stable_sort(batch.begin(), batch.end(),
-                     [](const WorkItem& a, const WorkItem& b) { return a.cost > b.cost; });
+                     [](const WorkItem& a, const WorkItem& b) { return a.work.cost > b.work.cost; });
     if (closed_full) *closed_full = full;
     count_ -= n;
     ++running_;
     totals_.most_running = std::max(totals_.most_running, running_);
     ++totals_.batches;
     totals_.items += n;
+    for (WorkItem& it : batch) it.ticket.Start();
     auto* model = batch.front().model.get();
-    model->queued.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
-    model->in_flight.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
     model->last_batch_ns.store(now.time_since_epoch().count(), std::memory_order_relaxed);
     model->items_run.fetch_add(n, std::memory_order_relaxed);
     if (items->empty()) by_model_.erase(model);
@@ -123,10 +121,7 @@ std::vector<WorkItem> LocalQueue::TakeAll() {
   std::lock_guard lock(mu_);
   std::vector<WorkItem> out;
   for (auto& [model, q] : by_model_) {
-    for (auto& it : q) {
-      it.model->queued.fetch_sub(1, std::memory_order_relaxed);
-      out.push_back(std::move(it));
-    }
+    for (auto& it : q) out.push_back(std::move(it));
   }
   by_model_.clear();
   count_ = 0;
@@ -138,10 +133,7 @@ std::vector<WorkItem> LocalQueue::TakeAllFor(const ServedModel* model) {
   std::vector<WorkItem> out;
   auto found = by_model_.find(model);
   if (found == by_model_.end()) return out;
-  for (auto& it : found->second) {
-    it.model->queued.fetch_sub(1, std::memory_order_relaxed);
-    out.push_back(std::move(it));
-  }
+  for (auto& it : found->second) out.push_back(std::move(it));
   count_ -= found->second.size();
   by_model_.erase(found);
   return out;

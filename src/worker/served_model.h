@@ -52,7 +52,7 @@ struct ServedModel {
   std::unique_ptr<Model> model;  // Encode may run on several executors at once
   LoraNames loras;
   // The list last handed to UpdateLoras (ok or not), to tell a change of
-  // `loras` in the catalog; guarded by the worker's models_mu_.
+  // `loras` in the catalog; guarded by ResidentModels' lock.
   std::vector<LoraSpec> loras_given;
   // Set, and `model` null, when it failed to load: its items are answered
   // with this (MODEL_LOAD_FAILED) and acked.

@@ -13,8 +13,10 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "queue/nats.h"
+#include "queue/message.h"
 #include "queue/pull_subscriber.h"
+#include "wire/work_message.h"
+#include "worker/item_ticket.h"
 #include "worker/served_model.h"
 
 namespace shoal::worker {
@@ -26,27 +28,21 @@ enum class ItemSource {
 };
 
 struct WorkItem {
-  queue::MsgPtr msg;
+  queue::Message msg;  // owns the bytes `work` and `payload` view
   ItemSource source = ItemSource::kPulled;
   std::shared_ptr<ServedModel> model;
+  // Its place in the worker's accounting, once accepted (after `model`: it
+  // goes first).
+  ItemTicket ticket;
 
-  // Views into `msg` — but `payload` views `fetched` once an offloaded
-  // item's bytes came back from the payload store.
+  wire::WorkHeader work;  // the message's header (wire/work_message.h)
+  // The item's body: a view into `msg` — or into `fetched` once an
+  // offloaded item's bytes came back from the payload store.
   std::string_view payload;
-  std::string_view payload_key;  // Shoal-Payload: the item waits in the payload store
   std::unique_ptr<std::string> fetched;
-  std::string_view request_id;
-  std::string_view reply;  // where the result goes
   std::string_view ack;    // the JetStream ack subject; empty when pushed
 
-  std::string_view task;  // Shoal-Task; empty means encode
-  std::string_view lora;  // Shoal-Lora: the adapter it runs under; empty: the base
-  uint32_t index = 0;
-  uint32_t cost = 1;
-  int64_t deadline_ms = 0;  // Unix ms; 0 = none
   int64_t enqueued_us = 0;  // Unix µs, when JetStream stored it
-  bool truncate = false;
-  bool normalize = true;
   uint64_t delivered = 1;   // JetStream delivery count
 
   SteadyClock::time_point received;       // into the local queue
@@ -56,15 +52,15 @@ struct WorkItem {
   bool HasAck() const { return source == ItemSource::kPulled; }
 };
 
-// Reads the headers of a delivered work message. Fails (and the caller
-// terminates the message) when the headers a reply needs are missing.
-Status ParseWorkItem(queue::MsgPtr msg, std::shared_ptr<ServedModel> model,
+// Reads a delivered work message's header. Fails (and the caller
+// terminates the message) when it is unreadable or names nobody to answer;
+// `out->ack` is set even then.
+Status ParseWorkItem(queue::Message msg, std::shared_ptr<ServedModel> model,
                      const queue::PullSubscriber::Delivery& delivery, WorkItem* out);
 
-// Reads the headers of a pushed work message (same headers, no ack subject;
-// `model` may be null when this worker does not serve it). Its queue time
-// counts from its arrival here: no stream stamped it. Fails when it has no
-// Shoal-Reply (nobody to answer).
-Status ParsePushedItem(queue::MsgPtr msg, std::shared_ptr<ServedModel> model, WorkItem* out);
+// Reads a pushed work message (the same message, no ack subject; `model`
+// may be null when this worker does not serve it). Its queue time counts
+// from its arrival here: no stream stamped it.
+Status ParsePushedItem(queue::Message msg, std::shared_ptr<ServedModel> model, WorkItem* out);
 
 }  // namespace shoal::worker

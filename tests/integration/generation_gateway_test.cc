@@ -112,11 +112,11 @@ TEST_F(GenerationGatewayTest, ChatCompletionIsOneOpenAiAnswerWithLogprobsUsageAn
       "messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Say hello"}]})");
   FakeGenerator::Work w = worker_->Take();
   // The work message: one item, task generate, cost = prompt bytes / 4 + max_tokens.
-  EXPECT_EQ(w.headers[wire::kHeaderTask], "generate");
-  EXPECT_EQ(w.headers[wire::kHeaderItem], "0");
-  EXPECT_EQ(w.headers[wire::kHeaderCost], std::to_string(18 / 4 + 5));
+  EXPECT_EQ(w.task, Task::kGenerate);
+  EXPECT_EQ(w.item, 0u);
+  EXPECT_EQ(w.cost, 18u / 4 + 5);
   // Generation's default timeout is 300 s.
-  const int64_t deadline = std::stoll(w.headers[wire::kHeaderDeadline]);
+  const int64_t deadline = w.deadline_unix_ms;
   EXPECT_NEAR(static_cast<double>(deadline - UnixMillis()), 300000.0, 5000.0);
   EXPECT_EQ(w.request.kind, wire::GenerateRequest::Kind::kChat);
   EXPECT_EQ(w.request.model, kModel);
@@ -440,8 +440,7 @@ TEST_F(GenerationGatewayTest, ADeadlineMidStreamIsAnSseErrorEvent) {
                 {{"Content-Type", "application/json"}, {"X-Shoal-Timeout-Ms", "1500"}})
           .ok());
   FakeGenerator::Work w = worker_->Take();
-  EXPECT_NEAR(static_cast<double>(std::stoll(w.headers[wire::kHeaderDeadline]) - UnixMillis()),
-              1500.0, 1000.0);
+  EXPECT_NEAR(static_cast<double>(w.deadline_unix_ms - UnixMillis()), 1500.0, 1000.0);
   worker_->Send(w, 0, Chunk("x", {1}), false);
   ASSERT_TRUE(conn.ReadHead().ok());
   auto events = conn.RemainingEvents();  // the worker goes quiet

@@ -23,6 +23,7 @@
 #include "support/http_client.h"
 #include "support/test_cluster.h"
 #include "queue/keys.h"
+#include "queue/message.h"
 #include "queue/subjects.h"
 #include "wire/work_message.h"
 
@@ -420,24 +421,23 @@ TEST_F(Lora, AnAdapterTheWorkerLacksFailsAfterAShortWaitNotAsTheBase) {
   natsSubscription* raw_sub = nullptr;
   ASSERT_EQ(natsConnection_SubscribeSync(&raw_sub, nc.get(), "_INBOX.lora-test.1"), NATS_OK);
   queue::SubscriptionPtr sub(raw_sub);
-  const std::string payload = "\x81\xa4text\xa1" "a";  // {"text": "a"}
-  natsMsg* raw = nullptr;
-  ASSERT_EQ(natsMsg_Create(&raw, queue::WorkSubject("default", kBase).c_str(), nullptr, payload.data(),
-                           static_cast<int>(payload.size())),
-            NATS_OK);
-  queue::MsgPtr m(raw);
-  natsMsgHeader_Set(raw, wire::kHeaderRequestId, "lora-test-1");
-  natsMsgHeader_Set(raw, wire::kHeaderItem, "0");
-  natsMsgHeader_Set(raw, wire::kHeaderReply, "_INBOX.lora-test.1");
-  natsMsgHeader_Set(raw, wire::kHeaderLora, "ghost");
+  wire::WorkHeader work;
+  work.request_id = "lora-test-1";
+  work.reply = "_INBOX.lora-test.1";
+  work.lora = "ghost";
+  std::string message;
+  wire::AppendWork(work, "\x81\xa4text\xa1" "a", &message);  // {"text": "a"}
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(natsConnection_PublishMsg(nc.get(), raw), NATS_OK);
+  ASSERT_TRUE(queue::Publish(nc.get(), queue::WorkSubject("default", kBase), message).ok());
   natsMsg* reply = nullptr;
   ASSERT_EQ(natsSubscription_NextMsg(&reply, sub.get(), 5000), NATS_OK);
   const auto waited = std::chrono::steady_clock::now() - t0;
-  queue::MsgPtr r(reply);
-  EXPECT_EQ(queue::Header(reply, wire::kHeaderError), "MODEL_NOT_FOUND");
-  EXPECT_NE(queue::Payload(reply).find("has no LoRA 'ghost'"), std::string_view::npos) << queue::Payload(reply);
+  const queue::Message r{queue::MsgPtr(reply)};
+  wire::ReplyHeader h;
+  std::string_view body;
+  ASSERT_TRUE(wire::ReadReply(r.payload(), &h, &body).ok());
+  EXPECT_EQ(h.error, Code::kModelNotFound);
+  EXPECT_NE(body.find("has no LoRA 'ghost'"), std::string_view::npos) << body;
   EXPECT_GE(waited, std::chrono::milliseconds(400)) << "two short naks first";
   natsMsg* extra = nullptr;
   EXPECT_EQ(natsSubscription_NextMsg(&extra, sub.get(), 500), NATS_TIMEOUT) << "one answer";
@@ -499,23 +499,23 @@ class LoraGeneration : public ::testing::Test {
 TEST_F(LoraGeneration, TheAdapterTravelsAsAHeaderFromEveryRoute) {
   auto [chat, chat_body] = Run("/v1/chat/completions",
                                R"({"model":"test/gen:poet","messages":[{"role":"user","content":"a rhyme"}]})");
-  EXPECT_EQ(chat.headers[wire::kHeaderLora], "poet");
+  EXPECT_EQ(chat.lora, "poet");
   EXPECT_EQ(chat.request.model, kGen) << "the work names the base";
   EXPECT_EQ(chat_body["model"], "test/gen:poet");
 
   auto [completion, completion_body] = Run("/v1/completions", R"({"model":"test/gen:poet","prompt":"roses"})");
-  EXPECT_EQ(completion.headers[wire::kHeaderLora], "poet");
+  EXPECT_EQ(completion.lora, "poet");
   EXPECT_EQ(completion_body["model"], "test/gen:poet");
 
   auto [native, native_body] = Run("/v1/generate/test/gen", R"({"prompt":"roses","lora":"poet"})");
-  EXPECT_EQ(native.headers[wire::kHeaderLora], "poet");
+  EXPECT_EQ(native.lora, "poet");
   auto [path, path_body] = Run("/v1/generate/test/gen:poet", R"({"prompt":"roses"})");
-  EXPECT_EQ(path.headers[wire::kHeaderLora], "poet");
+  EXPECT_EQ(path.lora, "poet");
   EXPECT_EQ(path_body["model"], "test/gen:poet");
 
   auto [base, base_body] = Run("/v1/chat/completions",
                                R"({"model":"test/gen","messages":[{"role":"user","content":"plain"}]})");
-  EXPECT_EQ(base.headers[wire::kHeaderLora], "") << "the base: no header";
+  EXPECT_EQ(base.lora, "") << "the base: no adapter";
   EXPECT_EQ(base_body["model"], kGen);
 
   HttpClient http(gateway_->port());

@@ -7,17 +7,20 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "baselines/baseline_gateways.h"
+#include "baselines/push_intake.h"
 #include "runtime/identity/identity_runtime.h"
 #include "support/http_client.h"
 #include "support/test_cluster.h"
 #include "queue/subjects.h"
+#include "queue/message.h"
 #include "wire/work_message.h"
 
 namespace shoal::testing {
 namespace {
 
 constexpr int kDim = 24;
-using gateway::DispatchMode;
+using baselines::DispatchMode;
 
 std::string EncodeBody(const std::vector<std::string>& texts) {
   nlohmann::json j;
@@ -35,12 +38,14 @@ class PushDispatchTest : public ::testing::Test {
     cluster_.Register(IdentityProfile("test/unserved", "identity: {dim: 24}\n"));
     a_ = cluster_.StartWorker({"test/embed"});
     b_ = cluster_.StartWorker({"test/embed"});
+    a_push_ = std::move(baselines::PushIntake::Attach(a_.get())).value();
+    b_push_ = std::move(baselines::PushIntake::Attach(b_.get())).value();
     cluster_.WaitForWorkers("test/embed", 2);
   }
 
   std::unique_ptr<gateway::Gateway> StartGateway(DispatchMode mode) {
     gateway::GatewayOptions options;
-    options.dispatch = mode;
+    baselines::UseDispatch(mode, &options);
     options.http.io_threads = 1;  // one lane: one view, one outstanding count
     auto gw = cluster_.StartGateway(options);
     // The lane's view of the workers is refreshed every second, as a router
@@ -51,6 +56,7 @@ class PushDispatchTest : public ::testing::Test {
 
   TestCluster cluster_;
   std::unique_ptr<worker::Worker> a_, b_;
+  std::unique_ptr<baselines::PushIntake> a_push_, b_push_;
 };
 
 TEST_F(PushDispatchTest, RoundRobinAnswersRightAndSpreadsOverBothWorkers) {
@@ -70,8 +76,8 @@ TEST_F(PushDispatchTest, RoundRobinAnswersRightAndSpreadsOverBothWorkers) {
     for (size_t k = 0; k < got.size(); ++k) EXPECT_FLOAT_EQ(got[k], want[k]);
   }
   // Round-robin over two workers: five requests (ten items) each.
-  EXPECT_EQ(a_->pushed_items(), 10u);
-  EXPECT_EQ(b_->pushed_items(), 10u);
+  EXPECT_EQ(a_push_->items(), 10u);
+  EXPECT_EQ(b_push_->items(), 10u);
   // Nothing went through the work queue.
   EXPECT_EQ(cluster_.StreamMessages(), 0u);
 }
@@ -91,12 +97,12 @@ TEST_F(PushDispatchTest, LeastOutstandingAvoidsTheBusyWorker) {
     EXPECT_EQ(res->status, 200) << res->body;
   });
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (a_->pushed_items() + b_->pushed_items() < 20 && std::chrono::steady_clock::now() < until) {
+  while (a_push_->items() + b_push_->items() < 20 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ASSERT_EQ(a_->pushed_items() + b_->pushed_items(), 20u);
-  worker::Worker* busy = a_->pushed_items() == 20 ? a_.get() : b_.get();
-  worker::Worker* idle = busy == a_.get() ? b_.get() : a_.get();
+  ASSERT_EQ(a_push_->items() + b_push_->items(), 20u);
+  baselines::PushIntake* busy = a_push_->items() == 20 ? a_push_.get() : b_push_.get();
+  baselines::PushIntake* idle = busy == a_push_.get() ? b_push_.get() : a_push_.get();
 
   // Short requests meanwhile, one at a time: each finds the busy worker with
   // 20 outstanding items and the other with none.
@@ -106,14 +112,14 @@ TEST_F(PushDispatchTest, LeastOutstandingAvoidsTheBusyWorker) {
     ASSERT_TRUE(res.ok());
     ASSERT_EQ(res->status, 200) << res->body;
   }
-  EXPECT_EQ(busy->pushed_items(), 20u);
-  EXPECT_EQ(idle->pushed_items(), 6u);
+  EXPECT_EQ(busy->items(), 20u);
+  EXPECT_EQ(idle->items(), 6u);
   slow.join();
 }
 
 TEST_F(PushDispatchTest, UnservedModelIsNoCapacityAfterTheBoundedWait) {
   gateway::GatewayOptions options;
-  options.dispatch = DispatchMode::kPushRoundRobin;
+  baselines::UseDispatch(DispatchMode::kPushRoundRobin, &options);
   options.no_capacity_wait = std::chrono::milliseconds(1500);
   auto gw = cluster_.StartGateway(options);
   ASSERT_TRUE(gw);
@@ -137,22 +143,21 @@ TEST_F(PushDispatchTest, WorkerAnswersAPushForAModelItDoesNotServeAtOnce) {
   natsSubscription* raw_sub = nullptr;
   ASSERT_EQ(natsConnection_SubscribeSync(&raw_sub, nc->get(), "_INBOX.test.1"), NATS_OK);
   queue::SubscriptionPtr sub(raw_sub);
-  natsMsg* raw = nullptr;
-  const std::string payload = "\x81\xa4text\xa1" "a";  // {"text": "a"}
-  const std::string subject = queue::PushSubject(a_->id(), "test/unserved");
-  ASSERT_EQ(natsMsg_Create(&raw, subject.c_str(), nullptr, payload.data(), static_cast<int>(payload.size())),
-            NATS_OK);
-  queue::MsgPtr m(raw);
-  natsMsgHeader_Set(raw, wire::kHeaderRequestId, "r1");
-  natsMsgHeader_Set(raw, wire::kHeaderItem, "0");
-  natsMsgHeader_Set(raw, wire::kHeaderReply, "_INBOX.test.1");
-  ASSERT_EQ(natsConnection_PublishMsg(nc->get(), raw), NATS_OK);
+  wire::WorkHeader work;
+  work.request_id = "r1";
+  work.reply = "_INBOX.test.1";
+  std::string message;
+  wire::AppendWork(work, "\x81\xa4text\xa1" "a", &message);  // {"text": "a"}
+  ASSERT_TRUE(queue::Publish(nc->get(), queue::PushSubject(a_->id(), "test/unserved"), message).ok());
   natsMsg* reply = nullptr;
   ASSERT_EQ(natsSubscription_NextMsg(&reply, sub.get(), 3000), NATS_OK);
-  queue::MsgPtr r(reply);
-  EXPECT_EQ(queue::Header(reply, wire::kHeaderError), "NO_CAPACITY");
-  EXPECT_EQ(queue::Header(reply, wire::kHeaderWorker), a_->id());
-  EXPECT_EQ(a_->pushed_items(), 0u);
+  const queue::Message r{queue::MsgPtr(reply)};
+  wire::ReplyHeader h;
+  std::string_view body;
+  ASSERT_TRUE(wire::ReadReply(r.payload(), &h, &body).ok());
+  EXPECT_EQ(h.error, Code::kNoCapacity);
+  EXPECT_EQ(h.worker, a_->id());
+  EXPECT_EQ(a_push_->items(), 0u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
 #include "queue/subjects.h"
+#include "queue/message.h"
 #include "wire/work_message.h"
 
 namespace shoal::testing {
@@ -78,13 +79,19 @@ FakeGenerator::Work FakeGenerator::Take(bool ack) {
   EXPECT_EQ(s, NATS_OK) << "no work message";
   if (s != NATS_OK || list.Count < 1) return w;
   natsMsg* msg = list.Msgs[0];
-  for (const char* h : {wire::kHeaderRequestId, wire::kHeaderItem, wire::kHeaderCost,
-                        wire::kHeaderDeadline, wire::kHeaderReply, wire::kHeaderTask, wire::kHeaderLora}) {
-    w.headers[h] = std::string(queue::Header(msg, h));
-  }
-  w.reply = w.headers[wire::kHeaderReply];
-  w.request_id = w.headers[wire::kHeaderRequestId];
-  const Status decoded = wire::DecodeGenerateWork(queue::Payload(msg), &w.request);
+  wire::WorkHeader h;
+  std::string_view body;
+  const Status read = wire::ReadWork({natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg))}, &h,
+                                     &body);
+  EXPECT_TRUE(read.ok()) << read.ToString();
+  w.request_id = h.request_id;
+  w.reply = h.reply;
+  w.lora = h.lora;
+  w.task = h.task;
+  w.item = h.item;
+  w.cost = h.cost;
+  w.deadline_unix_ms = h.deadline_unix_ms;
+  const Status decoded = wire::DecodeGenerateWork(body, &w.request);
   EXPECT_TRUE(decoded.ok()) << decoded.ToString();
   jsMsgMetaData* meta = nullptr;
   if (natsMsg_GetMetaData(&meta, msg) == NATS_OK) {
@@ -96,38 +103,34 @@ FakeGenerator::Work FakeGenerator::Take(bool ack) {
   return w;
 }
 
-template <class SetHeaders>
-void FakeGenerator::Publish(const Work& w, const std::string& payload, SetHeaders&& set) {
-  natsMsg* m = nullptr;
-  ASSERT_EQ(natsMsg_Create(&m, w.reply.c_str(), nullptr, payload.data(),
-                           static_cast<int>(payload.size())),
-            NATS_OK);
-  queue::MsgPtr owned(m);
-  natsMsgHeader_Set(m, wire::kHeaderItem, "0");
-  natsMsgHeader_Set(m, wire::kHeaderWorker, "fake-generator");
-  set(m);
-  ASSERT_EQ(natsConnection_PublishMsg(nc_.get(), m), NATS_OK);
+void FakeGenerator::Publish(const Work& w, const std::string& reply) {
+  ASSERT_TRUE(queue::Publish(nc_.get(), w.reply, reply).ok());
   natsConnection_Flush(nc_.get());
 }
 
 void FakeGenerator::Send(const Work& w, uint64_t seq, const wire::GenerationChunk& c, bool final,
                          int attempt) {
-  Publish(w, wire::EncodeChunk(c), [&](natsMsg* m) {
-    natsMsgHeader_Set(m, wire::kHeaderSeq, std::to_string(seq).c_str());
-    if (final) natsMsgHeader_Set(m, wire::kHeaderFinal, "1");
-    natsMsgHeader_Set(m, wire::kHeaderAttempt, std::to_string(attempt).c_str());
-  });
+  wire::ReplyHeader h;
+  h.worker = "fake-generator";
+  h.attempt = static_cast<uint32_t>(attempt);
+  h.seq = seq;
+  h.final = final;
+  std::string reply;
+  wire::AppendReplyHeader(h, &reply);
+  wire::AppendChunk(c, &reply);
+  Publish(w, reply);
 }
 
 void FakeGenerator::SendError(const Work& w, const char* code, const std::string& message) {
-  Publish(w, message, [&](natsMsg* m) { natsMsgHeader_Set(m, wire::kHeaderError, code); });
+  std::string reply;
+  wire::AppendErrorReply(0, "fake-generator", 1, Status(CodeFromName(code), message), &reply);
+  Publish(w, reply);
 }
 
 std::string FakeGenerator::NextCancel() {
   natsMsg* m = nullptr;
   if (natsSubscription_NextMsg(&m, cancel_.get(), 5000) != NATS_OK) return "";
-  queue::MsgPtr owned(m);
-  return std::string(queue::Payload(m));
+  return std::string(queue::Message(queue::MsgPtr(m)).payload());
 }
 
 }  // namespace shoal::testing

@@ -4,7 +4,7 @@
 //   - heartbeats in shoal_workers that it serves the model (so a gateway has
 //     capacity for it), every 500 ms while it lives;
 //   - makes the model's durable consumer and pulls work messages from it;
-//   - publishes chunks (or an error) to a work message's Shoal-Reply;
+//   - publishes chunks (or an error) to a work message's reply subject;
 //   - listens on shoal.cancel.<pool> for the gateway's cancellations.
 // Failures are reported as test failures (EXPECT/ASSERT), not returned.
 //
@@ -13,12 +13,12 @@
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <thread>
 
 #include "catalog/model_spec.h"
 #include "queue/nats.h"
+#include "wire/work_message.h"
 #include "support/test_cluster.h"
 #include "wire/generate.h"
 
@@ -27,9 +27,12 @@ namespace shoal::testing {
 class FakeGenerator {
  public:
   struct Work {
-    std::map<std::string, std::string> headers;  // the work headers of wire/work_message.h
-    wire::GenerateRequest request;               // the payload, decoded
-    std::string reply, request_id;
+    // The work header (wire/work_message.h), copied out of the message.
+    std::string request_id, reply, lora;
+    Task task = Task::kEncode;
+    uint32_t item = 0, cost = 0;
+    int64_t deadline_unix_ms = 0;
+    wire::GenerateRequest request;  // the body, decoded
     uint64_t delivered = 0;  // JetStream's delivery count (2 after a redelivery)
   };
 
@@ -42,19 +45,17 @@ class FakeGenerator {
   // after the model's AckWait.
   Work Take(bool ack = true);
 
-  // Publishes chunk `seq` of an attempt (headers Shoal-Seq, Shoal-Final,
-  // Shoal-Attempt).
+  // Publishes chunk `seq` of an attempt.
   void Send(const Work& w, uint64_t seq, const wire::GenerationChunk& c, bool final,
             int attempt = 1);
-  // Publishes an error result (Shoal-Error: `code`).
+  // Publishes an error reply (`code`, a code name).
   void SendError(const Work& w, const char* code, const std::string& message);
 
   // The next cancellation notice for the pool ("" if none within 5 s).
   std::string NextCancel();
 
  private:
-  template <class SetHeaders>
-  void Publish(const Work& w, const std::string& payload, SetHeaders&& set);
+  void Publish(const Work& w, const std::string& reply);
 
   TestCluster& cluster_;
   const ModelSpec spec_;

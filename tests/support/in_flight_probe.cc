@@ -2,14 +2,13 @@
 
 #include <string_view>
 
+#include "queue/message.h"
 #include "wire/work_message.h"
 
 namespace shoal::testing {
 namespace {
 
-std::string ItemKey(natsMsg* msg, std::string_view reply) {
-  return std::string(reply) + "#" + std::string(queue::Header(msg, wire::kHeaderItem));
-}
+std::string ItemKey(std::string_view reply, uint32_t item) { return std::string(reply) + "#" + std::to_string(item); }
 
 }  // namespace
 
@@ -57,30 +56,34 @@ size_t InFlightProbe::Delivered() {
 }
 
 void InFlightProbe::OnDelivery(natsConnection*, natsSubscription*, natsMsg* msg, void* self) {
-  queue::MsgPtr owned(msg);
-  const char* ack = natsMsg_GetReply(msg);
+  const queue::Message m{queue::MsgPtr(msg)};
   // Pull-protocol status messages (heartbeats, expiries) carry no ack subject.
-  if (ack == nullptr || std::string_view(ack).rfind("$JS.ACK.", 0) != 0) return;
+  if (!m.reply().starts_with("$JS.ACK.")) return;
+  wire::WorkHeader work;
+  std::string_view body;
+  if (!wire::ReadWork(m.payload(), &work, &body).ok()) return;
   auto* p = static_cast<InFlightProbe*>(self);
-  std::string key = ItemKey(msg, queue::Header(msg, wire::kHeaderReply));
+  std::string key = ItemKey(work.reply, work.item);
   std::lock_guard lock(p->mu_);
-  p->held_[ack] = std::move(key);
+  p->held_[std::string(m.reply())] = std::move(key);
   ++p->delivered_;
 }
 
 void InFlightProbe::OnAck(natsConnection*, natsSubscription*, natsMsg* msg, void* self) {
-  queue::MsgPtr owned(msg);
-  if (queue::Payload(msg).rfind("+WPI", 0) == 0) return;  // "still working": still held
+  const queue::Message m{queue::MsgPtr(msg)};
+  if (m.payload().starts_with("+WPI")) return;  // "still working": still held
   auto* p = static_cast<InFlightProbe*>(self);
   std::lock_guard lock(p->mu_);
-  p->held_.erase(natsMsg_GetSubject(msg));
+  p->held_.erase(std::string(m.subject()));
 }
 
 void InFlightProbe::OnResult(natsConnection*, natsSubscription*, natsMsg* msg, void* self) {
-  queue::MsgPtr owned(msg);
-  if (queue::Header(msg, wire::kHeaderItem).empty()) return;  // not a Shoal result
+  const queue::Message m{queue::MsgPtr(msg)};
+  wire::ReplyHeader h;
+  std::string_view body;
+  if (!wire::ReadReply(m.payload(), &h, &body).ok()) return;  // not a Shoal reply (a publish ack, say)
   auto* p = static_cast<InFlightProbe*>(self);
-  std::string key = ItemKey(msg, natsMsg_GetSubject(msg));
+  std::string key = ItemKey(m.subject(), h.item);
   std::lock_guard lock(p->mu_);
   p->answered_.insert(std::move(key));
 }

@@ -7,7 +7,7 @@
 #include <msgpack.hpp>
 
 #include "wire/score_request.h"
-#include "wire/work_message.h"
+#include "wire/item.h"
 
 namespace shoal::wire {
 namespace {

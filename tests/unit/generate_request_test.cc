@@ -1,12 +1,15 @@
 // Generation on the wire: the three HTTP bodies → one GenerateRequest (every
-// validation error names its field), the work message's canonical JSON and
-// the worker's chunks, each round-tripped.
+// validation error names its field), the work message's body and the
+// worker's chunks (MessagePack), each round-tripped, and read as msgpack-c
+// writes them.
 #include "wire/generate_request.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <msgpack.hpp>
 
 #include "wire/generate.h"
 
@@ -82,12 +85,32 @@ void ExpectSame(const GenerateRequest& a, const GenerateRequest& b) {
   EXPECT_EQ(a.include_usage, b.include_usage);
 }
 
+std::string Work(const GenerateRequest& r) {
+  std::string work;
+  AppendGenerateWork(r, &work);
+  return work;
+}
+
 GenerateRequest RoundTrip(const GenerateRequest& r) {
   GenerateRequest back;
-  Status s = DecodeGenerateWork(EncodeGenerateWork(r), &back);
-  EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << EncodeGenerateWork(r);
+  Status s = DecodeGenerateWork(Work(r), &back);
+  EXPECT_TRUE(s.ok()) << s.ToString();
   return back;
 }
+
+// A MessagePack map written by msgpack-c, an independent codec.
+using Fields = std::map<std::string, msgpack::type::variant>;
+std::string Packed(const Fields& fields) {
+  msgpack::sbuffer buf;
+  msgpack::pack(buf, fields);
+  return std::string(buf.data(), buf.size());
+}
+msgpack::type::variant Map(const Fields& fields) {
+  std::multimap<msgpack::type::variant, msgpack::type::variant> m;
+  for (const auto& [k, v] : fields) m.emplace(std::string(k), v);
+  return msgpack::type::variant(m);
+}
+msgpack::type::variant Array(std::vector<msgpack::type::variant> v) { return msgpack::type::variant(v); }
 
 // --- OpenAI chat completions ---
 
@@ -349,7 +372,7 @@ TEST(ParseGenerate, PromptOrMessages) {
 TEST(ParseGenerate, ReadsTheLoraFieldWhichTravelsAsAHeaderNotInTheWork) {
   GenerateRequest r = Native(R"({"prompt":"The sky is","lora":"poet"})");
   EXPECT_EQ(r.lora, "poet");
-  EXPECT_EQ(EncodeGenerateWork(r).find("poet"), std::string::npos) << "Shoal-Lora carries it (work_message.h)";
+  EXPECT_EQ(Work(r).find("poet"), std::string::npos) << "the work header carries it (work_message.h)";
   EXPECT_EQ(NativeError(R"({"prompt":"a","lora":3})"), "lora: expected a string, got a number");
   EXPECT_TRUE(Native(R"({"prompt":"a"})").lora.empty());
 }
@@ -390,39 +413,80 @@ TEST(GenerateWork, EscapesAndUnicodeRoundTrip) {
   ExpectSame(r, RoundTrip(r));
 }
 
+TEST(GenerateWork, ReadsWhatAnotherCodecWrites) {
+  GenerateRequest r;
+  ASSERT_TRUE(DecodeGenerateWork(Packed({{"kind", std::string("chat")},
+                                         {"model", std::string("m")},
+                                         {"messages", Array({Map({{"role", std::string("user")},
+                                                                  {"content", std::string("hi")}})})},
+                                         {"chat_template_kwargs", std::string(R"({"enable_thinking":false})")},
+                                         {"sampling", Map({{"temperature", 0.25},
+                                                           {"seed", uint64_t{18446744073709551615u}},
+                                                           {"stop", Array({std::string("\n")})}})},
+                                         {"stream", true},
+                                         {"from_the_future", int64_t{1}}}),
+                                 &r)
+                  .ok());
+  EXPECT_EQ(r.kind, Kind::kChat);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].content, "hi");
+  EXPECT_EQ(r.chat_template_kwargs_json, R"({"enable_thinking":false})");
+  EXPECT_EQ(r.sampling.temperature, 0.25f);
+  EXPECT_EQ(r.sampling.seed, std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(r.sampling.stop, std::vector<std::string>{"\n"});
+  EXPECT_TRUE(r.stream);
+}
+
 TEST(GenerateWork, DecodeValidatesWhatTheParsersValidate) {
-  auto error = [](std::string_view json) {
+  auto error = [](const std::string& msgpack) {
     GenerateRequest r;
-    return DecodeGenerateWork(json, &r).message();
+    return DecodeGenerateWork(msgpack, &r).message();
   };
-  EXPECT_EQ(error("nope").rfind("generate work: malformed JSON (", 0), 0u);
-  EXPECT_EQ(error(R"({"model":"m"})"), "kind: missing");
-  EXPECT_EQ(error(R"({"kind":"embed","model":"m"})"),
+  const std::string user = "user";
+  auto completion = [](Fields extra) {
+    extra.emplace("kind", std::string("completion"));
+    extra.emplace("model", std::string("m"));
+    extra.emplace("prompt", std::string("x"));
+    return Packed(extra);
+  };
+  EXPECT_EQ(error("nope"), "generate: expected a map, got an integer");
+  EXPECT_EQ(error(Packed({{"model", std::string("m")}})), "kind: missing");
+  EXPECT_EQ(error(Packed({{"kind", std::string("embed")}, {"model", std::string("m")}})),
             "kind: expected \"chat\" or \"completion\", got \"embed\"");
-  EXPECT_EQ(error(R"({"kind":"completion","prompt":"x"})"), "model: missing");
-  EXPECT_EQ(error(R"({"kind":"chat","model":"m","messages":[]})"),
+  EXPECT_EQ(error(Packed({{"kind", std::string("completion")}, {"prompt", std::string("x")}})), "model: missing");
+  EXPECT_EQ(error(Packed({{"kind", std::string("chat")}, {"model", std::string("m")}, {"messages", Array({})}})),
             "messages: must hold at least one message");
-  EXPECT_EQ(error(R"({"kind":"completion","model":"m","prompt":"x","sampling":{"temperature":9}})"),
+  EXPECT_EQ(error(completion({{"sampling", Map({{"temperature", 9.0}})}})),
             "temperature: must be between 0 and 2, got 9");
-  EXPECT_EQ(error(R"({"kind":"completion","model":"m","prompt":"x","sampling":{"top_k":-1}})"),
-            "top_k: must be at least 0, got -1");
-  EXPECT_EQ(
-      error(
-          R"({"kind":"completion","model":"m","prompt":"x","sampling":{"stop":["a","b","c","d","e"]}})"),
-      "stop: at most 4 stop strings (got 5)");
+  EXPECT_EQ(error(completion({{"sampling", Map({{"top_k", int64_t{-1}}})}})), "top_k: must be at least 0, got -1");
+  EXPECT_EQ(error(completion({{"sampling", Map({{"stop", Array({std::string("a"), std::string("b"), std::string("c"),
+                                                                std::string("d"), std::string("e")})}})}})),
+            "stop: at most 4 stop strings (got 5)");
+  EXPECT_EQ(error(completion({{"sampling", Map({{"temperature", std::string("hot")}})}})),
+            "sampling.temperature: expected a number, got a string");
   // Each kind's own fields only (fuzz_bounded found a completion with
   // messages, which came back without them).
-  EXPECT_EQ(error(R"({"kind":"completion","model":"m","prompt":"x","messages":[{"role":"user","content":"I"}]})"),
+  EXPECT_EQ(error(completion({{"messages", Array({Map({{"role", user}, {"content", std::string("I")}})})}})),
             "messages: not a field of a completion request");
-  EXPECT_EQ(error(R"({"kind":"chat","model":"m","messages":[{"role":"user","content":"I"}],"prompt":"x"})"),
+  EXPECT_EQ(error(Packed({{"kind", std::string("chat")},
+                          {"model", std::string("m")},
+                          {"messages", Array({Map({{"role", user}, {"content", std::string("I")}})})},
+                          {"prompt", std::string("x")}})),
             "prompt: not a field of a chat request");
-  // Fields it does not know are a newer writer's: ignored.
-  GenerateRequest r;
-  EXPECT_TRUE(
-      DecodeGenerateWork(R"({"kind":"completion","model":"m","prompt":"x","future":1})", &r).ok());
+  EXPECT_EQ(error(Packed({{"kind", std::string("chat")},
+                          {"model", std::string("m")},
+                          {"messages", Array({Map({{"role", std::string("wizard")}, {"content", std::string("I")}})})}})),
+            "messages[0].role: 'wizard' is not a role (system, developer, user, assistant or tool)");
+  EXPECT_EQ(error(completion({}) + "x"), "generate: trailing bytes after the request");
 }
 
 // --- chunks ---
+
+std::string ChunkBytes(const GenerationChunk& c) {
+  std::string out;
+  AppendChunk(c, &out);
+  return out;
+}
 
 TEST(GenerationChunk, RoundTrip) {
   GenerationChunk c;
@@ -437,7 +501,7 @@ TEST(GenerationChunk, RoundTrip) {
   c.itl_ms = 3.25;
   c.queue_ms = 0.5;
   GenerationChunk back;
-  ASSERT_TRUE(DecodeChunk(EncodeChunk(c), &back).ok()) << EncodeChunk(c);
+  ASSERT_TRUE(DecodeChunk(ChunkBytes(c), &back).ok());
   EXPECT_EQ(back.text, c.text);
   EXPECT_EQ(back.token_ids, c.token_ids);
   ASSERT_EQ(back.logprobs.size(), 3u);
@@ -455,22 +519,28 @@ TEST(GenerationChunk, RoundTrip) {
   GenerationChunk mid;
   mid.text = "x";
   mid.token_ids = {1};
-  ASSERT_TRUE(DecodeChunk(EncodeChunk(mid), &back).ok());
+  ASSERT_TRUE(DecodeChunk(ChunkBytes(mid), &back).ok());
   EXPECT_EQ(back.finish, FinishReason::kNone);
   EXPECT_TRUE(back.logprobs.empty());
+  // What msgpack-c reads of it: the documented fields, and nothing of the end.
+  size_t off = 0;
+  auto fields = msgpack::unpack(ChunkBytes(mid).data(), ChunkBytes(mid).size(), off).get().as<Fields>();
+  EXPECT_EQ(fields.size(), 2u);
+  EXPECT_EQ(fields["text"].as_string(), "x");
 }
 
 TEST(GenerationChunk, DecodeErrors) {
-  auto error = [](std::string_view json) {
+  auto error = [](const std::string& msgpack) {
     GenerationChunk c;
-    return DecodeChunk(json, &c).message();
+    return DecodeChunk(msgpack, &c).message();
   };
-  EXPECT_EQ(error(""), "chunk: empty");
-  EXPECT_EQ(error(R"({"text":1})"), "text: expected a string, got a number");
-  EXPECT_EQ(error(R"({"token_ids":[1,2],"logprobs":[-1]})"), "logprobs: 1 values for 2 tokens");
-  EXPECT_EQ(error(R"({"finish_reason":"abort"})"), "finish_reason: unknown 'abort'");
-  EXPECT_EQ(error(R"({"usage":{"prompt_tokens":-1}})"),
-            "usage.prompt_tokens: must be at least 0, got -1");
+  EXPECT_EQ(error(""), "chunk: expected a map, got nothing (truncated)");
+  EXPECT_EQ(error(Packed({{"text", int64_t{1}}})), "chunk.text: expected a string, got an integer");
+  EXPECT_EQ(error(Packed({{"token_ids", Array({int64_t{1}, int64_t{2}})}, {"logprobs", Array({-1.0})}})),
+            "chunk.logprobs: 1 values for 2 tokens");
+  EXPECT_EQ(error(Packed({{"finish_reason", std::string("abort")}})), "chunk.finish_reason: unknown 'abort'");
+  EXPECT_EQ(error(Packed({{"prompt_tokens", int64_t{-1}}})), "chunk.prompt_tokens: -1 is out of range");
+  EXPECT_EQ(error(Packed({{"ttft_ms", -2.0}})), "chunk.ttft_ms: must be at least 0");
   EXPECT_EQ(FinishReasonName(FinishReason::kStop), "stop");
   EXPECT_EQ(FinishReasonName(FinishReason::kNone), "");
 }

@@ -19,24 +19,31 @@ std::shared_ptr<ServedModel> Model(uint32_t max_requests, uint32_t max_tokens, u
   return m;
 }
 
+// The worker's item gate: every item holds a place, as the intake gives it.
+Gate& Items() {
+  static Gate gate;
+  return gate;
+}
+
 WorkItem Item(const std::shared_ptr<ServedModel>& m, uint32_t index, uint32_t cost) {
   WorkItem it;
   it.model = m;
-  it.index = index;
-  it.cost = cost;
+  it.ticket = ItemTicket(m.get(), *Items().TryEnter());
+  it.work.item = index;
+  it.work.cost = cost;
   it.received = SteadyClock::now();
   return it;
 }
 
 std::vector<uint32_t> Costs(const std::vector<WorkItem>& batch) {
   std::vector<uint32_t> out;
-  for (const auto& it : batch) out.push_back(it.cost);
+  for (const auto& it : batch) out.push_back(it.work.cost);
   return out;
 }
 
 std::vector<uint32_t> Indices(const std::vector<WorkItem>& batch) {
   std::vector<uint32_t> out;
-  for (const auto& it : batch) out.push_back(it.index);
+  for (const auto& it : batch) out.push_back(it.work.item);
   return out;
 }
 
@@ -44,10 +51,15 @@ TEST(LocalQueue, BatchesCloseOnCountThenOnTokens) {
   LocalQueue q;
   auto m = Model(3, 100);
   for (uint32_t i = 0; i < 5; ++i) q.Push(Item(m, i, 10));
-  EXPECT_EQ(Indices(q.TakeBatch()), (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(m->queued.load(), 5);
+  std::vector<WorkItem> batch = q.TakeBatch();
+  EXPECT_EQ(Indices(batch), (std::vector<uint32_t>{0, 1, 2}));
   EXPECT_EQ(m->in_flight.load(), 3);
   EXPECT_EQ(m->queued.load(), 2);
+  batch.clear();  // run and settled: the items' tickets give their counts back
+  EXPECT_EQ(m->in_flight.load(), 0);
   EXPECT_EQ(Indices(q.TakeBatch()), (std::vector<uint32_t>{3, 4}));
+  EXPECT_EQ(m->queued.load(), 0);
 
   auto t = Model(10, 25);
   for (uint32_t i = 0; i < 4; ++i) q.Push(Item(t, i, 10));

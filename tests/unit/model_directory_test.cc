@@ -38,7 +38,7 @@ TEST_F(ModelDirectory, AnEmbedderIsInferredFromConfigJson) {
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->id, "bge-small");
   EXPECT_EQ(spec->runtime, "native");
-  EXPECT_EQ(spec->task, "encode");
+  EXPECT_EQ(spec->task, Task::kEncode);
   EXPECT_EQ(spec->path, fs::canonical(d).string());
   EXPECT_FALSE(spec->pinned);
 }
@@ -48,7 +48,7 @@ TEST_F(ModelDirectory, ASequenceClassifierIsACrossEncoder) {
   auto spec = SpecFromDirectory(d.string(), "org/rerank-v2");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->id, "org/rerank-v2");
-  EXPECT_EQ(spec->task, "score");
+  EXPECT_EQ(spec->task, Task::kScore);
 }
 
 TEST_F(ModelDirectory, ItsShoalYamlIsTheProfileAndThePathDefaultsToTheDirectory) {
@@ -58,7 +58,7 @@ TEST_F(ModelDirectory, ItsShoalYamlIsTheProfileAndThePathDefaultsToTheDirectory)
   auto spec = SpecFromDirectory(d.string());
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->id, "team/tuned");
-  EXPECT_EQ(spec->task, "encode");  // the profile wins over config.json
+  EXPECT_EQ(spec->task, Task::kEncode);  // the profile wins over config.json
   EXPECT_TRUE(spec->pinned);
   EXPECT_EQ(spec->batching.max_batch_requests, 8u);
   EXPECT_EQ(spec->path, fs::canonical(d).string());

@@ -31,7 +31,7 @@ TEST(ModelSpec, ParsesAProfileWithDefaults) {
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->id, "org/embed-v1.5");
   EXPECT_EQ(spec->runtime, "identity");
-  EXPECT_EQ(spec->task, "encode");
+  EXPECT_EQ(spec->task, Task::kEncode);
   EXPECT_EQ(spec->pool, "default");
   EXPECT_EQ(spec->max_input_tokens, 128u);
   EXPECT_EQ(spec->batching.max_batch_tokens, 4096u);

@@ -6,7 +6,7 @@
 
 #include <msgpack.hpp>
 
-#include "wire/work_message.h"
+#include "wire/item.h"
 
 namespace shoal::wire {
 namespace {
@@ -111,7 +111,9 @@ TEST(WorkMessage, ItemFieldsDependOnTheTask) {
   Task t;
   EXPECT_TRUE(ParseTask("tokenize", &t));
   EXPECT_EQ(t, Task::kTokenize);
-  EXPECT_FALSE(ParseTask("generate", &t));
+  EXPECT_TRUE(ParseTask("generate", &t));
+  EXPECT_EQ(t, Task::kGenerate);
+  EXPECT_FALSE(ParseTask("embed", &t));
 }
 
 TEST(WorkMessage, TokensAndLogitsResultsReadByAnIndependentDecoder) {

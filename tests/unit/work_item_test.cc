@@ -1,9 +1,10 @@
-// The worker's reading of a work message's headers (worker/work_item.h), the
-// LoRA adapter (Shoal-Lora) among them.
+// The worker's reading of a work message (worker/work_item.h): the header's
+// fields, the LoRA adapter among them, and the body.
 #include "worker/work_item.h"
 
 #include <gtest/gtest.h>
 
+#include "queue/message.h"
 #include "wire/work_message.h"
 
 namespace shoal::worker {
@@ -15,61 +16,73 @@ class WorkItemHeaders : public ::testing::Test {
   static void SetUpTestSuite() { nats_Open(-1); }
 };
 
-queue::MsgPtr Message(const std::vector<std::pair<const char*, const char*>>& headers) {
+constexpr std::string_view kBody = "\x81\xa4text\xa1" "a";  // {"text": "a"}
+
+queue::Message Message(const wire::WorkHeader& h, const char* ack = nullptr) {
+  std::string payload;
+  wire::AppendWork(h, kBody, &payload);
   natsMsg* raw = nullptr;
-  const std::string payload = "\x81\xa4text\xa1" "a";  // {"text": "a"}
-  EXPECT_EQ(natsMsg_Create(&raw, "shoal.work.default.m", nullptr, payload.data(), static_cast<int>(payload.size())),
+  EXPECT_EQ(natsMsg_Create(&raw, "shoal.work.default.m", ack, payload.data(), static_cast<int>(payload.size())),
             NATS_OK);
-  for (const auto& [k, v] : headers) natsMsgHeader_Set(raw, k, v);
-  return queue::MsgPtr(raw);
+  return queue::Message(queue::MsgPtr(raw));
 }
 
-TEST_F(WorkItemHeaders, ReadsTheAdapterAndTheOtherHeaders) {
+TEST_F(WorkItemHeaders, ReadsTheAdapterAndTheOtherFields) {
+  wire::WorkHeader h;
+  h.request_id = "r-1";
+  h.item = 3;
+  h.cost = 12;
+  h.reply = "_INBOX.g.1";
+  h.task = Task::kScore;
+  h.truncate = true;
+  h.lora = "support-v2";
   WorkItem item;
-  ASSERT_TRUE(ParsePushedItem(Message({{wire::kHeaderRequestId, "r-1"},
-                                       {wire::kHeaderItem, "3"},
-                                       {wire::kHeaderCost, "12"},
-                                       {wire::kHeaderReply, "_INBOX.g.1"},
-                                       {wire::kHeaderTask, "score"},
-                                       {wire::kHeaderTruncate, "1"},
-                                       {wire::kHeaderLora, "support-v2"}}),
-                              nullptr, &item)
-                  .ok());
-  EXPECT_EQ(item.lora, "support-v2");
-  EXPECT_EQ(item.request_id, "r-1");
-  EXPECT_EQ(item.index, 3u);
-  EXPECT_EQ(item.cost, 12u);
-  EXPECT_EQ(item.task, "score");
-  EXPECT_TRUE(item.truncate);
-  EXPECT_EQ(item.payload.size(), 8u);
+  ASSERT_TRUE(ParsePushedItem(Message(h), nullptr, &item).ok());
+  EXPECT_EQ(item.work.lora, "support-v2");
+  EXPECT_EQ(item.work.request_id, "r-1");
+  EXPECT_EQ(item.work.item, 3u);
+  EXPECT_EQ(item.work.cost, 12u);
+  EXPECT_EQ(item.work.task, Task::kScore);
+  EXPECT_TRUE(item.work.truncate);
+  EXPECT_EQ(item.payload, kBody);
 }
 
-TEST_F(WorkItemHeaders, WithoutTheHeaderItRunsOnTheBase) {
+TEST_F(WorkItemHeaders, WithoutAnAdapterItRunsOnTheBase) {
+  wire::WorkHeader h;
+  h.request_id = "r-2";
+  h.reply = "_INBOX.g.2";
   WorkItem item;
-  ASSERT_TRUE(ParsePushedItem(Message({{wire::kHeaderRequestId, "r-2"}, {wire::kHeaderReply, "_INBOX.g.2"}}),
-                              nullptr, &item)
-                  .ok());
-  EXPECT_TRUE(item.lora.empty());
-  EXPECT_TRUE(item.task.empty());
-  EXPECT_TRUE(item.normalize);
+  ASSERT_TRUE(ParsePushedItem(Message(h), nullptr, &item).ok());
+  EXPECT_TRUE(item.work.lora.empty());
+  EXPECT_EQ(item.work.task, Task::kEncode);
+  EXPECT_TRUE(item.work.normalize);
 }
 
 TEST_F(WorkItemHeaders, APulledMessageReadsTheSameWay) {
+  wire::WorkHeader h;
+  h.request_id = "r-3";
+  h.reply = "_INBOX.g.3";
+  h.lora = "a.b_c-1";
   WorkItem item;
   queue::PullSubscriber::Delivery d{};
   d.delivered = 2;
   // An ack subject is what JetStream gives a delivered message; a made-up one
   // stands in.
-  natsMsg* raw = nullptr;
-  ASSERT_EQ(natsMsg_Create(&raw, "shoal.work.default.m", "$JS.ACK.x", "", 0), NATS_OK);
-  queue::MsgPtr with_ack(raw);
-  natsMsgHeader_Set(raw, wire::kHeaderRequestId, "r-3");
-  natsMsgHeader_Set(raw, wire::kHeaderReply, "_INBOX.g.3");
-  natsMsgHeader_Set(raw, wire::kHeaderLora, "a.b_c-1");
-  ASSERT_TRUE(ParseWorkItem(std::move(with_ack), nullptr, d, &item).ok());
-  EXPECT_EQ(item.lora, "a.b_c-1");
+  ASSERT_TRUE(ParseWorkItem(Message(h, "$JS.ACK.x"), nullptr, d, &item).ok());
+  EXPECT_EQ(item.work.lora, "a.b_c-1");
   EXPECT_EQ(item.delivered, 2u);
+  EXPECT_EQ(item.ack, "$JS.ACK.x");
   EXPECT_TRUE(item.HasAck());
+}
+
+TEST_F(WorkItemHeaders, AMessageWithNobodyToAnswerIsRefused) {
+  wire::WorkHeader h;
+  h.request_id = "r-4";  // no reply subject
+  WorkItem item;
+  EXPECT_EQ(ParsePushedItem(Message(h), nullptr, &item).code(), Code::kInvalidInput);
+  natsMsg* raw = nullptr;
+  ASSERT_EQ(natsMsg_Create(&raw, "shoal.work.default.m", nullptr, "garbage", 7), NATS_OK);
+  EXPECT_EQ(ParsePushedItem(queue::Message(queue::MsgPtr(raw)), nullptr, &item).code(), Code::kInvalidInput);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ constexpr size_t kDefaultKvBytes = size_t{256} << 20;
 Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelSpec& spec, const NativeOptions& options,
                                                   const LoadContext& ctx) {
   namespace fs = std::filesystem;
-  if (spec.task != "generate") {
+  if (spec.task != Task::kGenerate) {
     return InvalidInput(spec.path + ": a decoder-only model generates; register it with task: generate");
   }
   std::unique_ptr<DecoderModel> m(new DecoderModel());

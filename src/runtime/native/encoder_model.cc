@@ -19,15 +19,15 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelSpec& spec, const N
   m->threads_ = std::max(1, ctx.threads);
   auto config = LoadEncoderConfig(spec.path);
   if (!config.ok()) return config.status();
-  if (spec.task == "score" && !config->sequence_classifier()) {
+  if (spec.task == Task::kScore && !config->sequence_classifier()) {
     return InvalidInput(spec.path + ": task score needs a cross-encoder (a *ForSequenceClassification "
                         "architecture in config.json)");
   }
-  if (spec.task == "score" && config->num_labels != 1) {
+  if (spec.task == Task::kScore && config->num_labels != 1) {
     return InvalidInput(spec.path + ": a reranker has one label; this classifier has " +
                         std::to_string(config->num_labels));
   }
-  if (spec.task == "encode" && config->sequence_classifier()) {
+  if (spec.task == Task::kEncode && config->sequence_classifier()) {
     return InvalidInput(spec.path + ": this is a cross-encoder; register it with task: score");
   }
   auto pooling = LoadPoolingConfig(spec.path);
@@ -155,7 +155,7 @@ Status EncoderModel::UpdateLoras(std::span<const LoraSpec> loras) {
 }
 
 Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
-  if (spec_.task != "encode") return Model::Encode(in, out);
+  if (spec_.task != Task::kEncode) return Model::Encode(in, out);
   std::vector<Encoding> encodings(in.size());
   std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const EncodeInput& x) {
     return tokenizer_->Encode(x.text, LimitFor(x.truncate));
@@ -181,7 +181,7 @@ Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
 }
 
 Status EncoderModel::Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) {
-  if (spec_.task != "score") return Model::Score(in, out);
+  if (spec_.task != Task::kScore) return Model::Score(in, out);
   std::vector<Encoding> encodings(in.size());
   std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const ScoreInput& x) {
     return tokenizer_->EncodePair(x.text, x.text_pair, LimitFor(x.truncate));

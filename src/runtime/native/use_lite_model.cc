@@ -7,7 +7,9 @@
 namespace shoal::native {
 
 Result<std::unique_ptr<Model>> UseLiteModel::Load(const ModelSpec& spec, int threads) {
-  if (spec.task != "encode") return InvalidInput("USE-Lite encodes; it cannot serve task " + spec.task);
+  if (spec.task != Task::kEncode) {
+    return InvalidInput("USE-Lite encodes; it cannot serve task " + std::string(TaskName(spec.task)));
+  }
   std::unique_ptr<UseLiteModel> m(new UseLiteModel());
   m->spec_ = spec;
   m->threads_ = std::max(1, threads);

@@ -1,10 +1,12 @@
-#include "gateway/inprocess_dispatcher.h"
+#include "baselines/inprocess_dispatcher.h"
 
 #include "gateway/responses.h"
-#include "wire/work_message.h"
 #include "runtime/registry/registry.h"
+#include "wire/item.h"
 
-namespace shoal::gateway {
+namespace shoal::baselines {
+
+using gateway::PendingRequest;
 
 Result<Model*> InProcessDispatcher::ModelFor(const ModelSpec& spec) {
   auto it = models_.find(spec.id);
@@ -32,7 +34,7 @@ void InProcessDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
     table_->Finish(*p, http::ErrorResponse(model.status(), p->id));
     return;
   }
-  if (p->request.task != wire::Task::kEncode) {
+  if (p->request.task != Task::kEncode) {
     // A benchmark baseline for the serving plane; it only ever encodes.
     table_->Finish(*p, http::ErrorResponse(InvalidInput("the in-process dispatcher only encodes"), p->id));
     return;
@@ -47,7 +49,7 @@ void InProcessDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
   std::vector<EncodeInput> inputs(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
     if (Status s = wire::DecodeTextItem(items[i].payload, &inputs[i].text); !s.ok()) {
-      table_->Finish(*p, ItemErrorResponse(*p, i, s));
+      table_->Finish(*p, gateway::ItemErrorResponse(*p, i, s));
       return;
     }
     inputs[i].truncate = p->request.options.truncate;
@@ -63,16 +65,17 @@ void InProcessDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].status.ok()) {
-      table_->Finish(*p, ItemErrorResponse(*p, i, outputs[i].status));
+      table_->Finish(*p, gateway::ItemErrorResponse(*p, i, outputs[i].status));
       return;
     }
-    ItemResult& r = p->results[i];
+    gateway::ItemResult& r = p->results[i];
     r.filled = true;
-    wire::AppendDenseResult(outputs[i].dense.data(), outputs[i].dense.size(), &r.payload);
+    wire::AppendDenseResult(outputs[i].dense.data(), outputs[i].dense.size(), &r.owned);
+    r.payload = r.owned;
     r.tokens = outputs[i].tokens;
     r.inference_us = inference_us;
   }
-  table_->Finish(*p, ComposeResponse(*p));
+  table_->Finish(*p, gateway::ComposeResponse(*p));
 }
 
-}  // namespace shoal::gateway
+}  // namespace shoal::baselines

@@ -1,20 +1,26 @@
-#include "gateway/push_dispatcher.h"
+#include "baselines/push_dispatcher.h"
 
 #include "common/log.h"
-#include "gateway/responses.h"
+#include "gateway/results.h"
 #include "queue/subjects.h"
 
-namespace shoal::gateway {
+namespace shoal::baselines {
 
-PushDispatcher::PushDispatcher(EventLoop* loop, std::string lane_id, const queue::WorkerRegistry* workers,
-                               PendingTable* table, PushDispatcherOptions options)
-    : workers_(workers), table_(table), options_(options), channel_(loop, std::move(lane_id), table) {}
+PushDispatcher::PushDispatcher(const gateway::LaneSetup& lane, PushDispatcherOptions options)
+    : workers_(lane.workers),
+      table_(lane.table),
+      options_(options),
+      channel_(lane.loop, lane.lane_id, lane.table),
+      waiting_(lane.table, lane.no_capacity_wait) {}
 
 PushDispatcher::~PushDispatcher() = default;
 
 Status PushDispatcher::Start(const queue::ConnectOptions& nats) {
   // No publish acks: core NATS pushes ask for none.
-  SHOAL_RETURN_IF_ERROR(channel_.Start(nats, {}, [this](PendingRequest& p) { OnApplied(p); }));
+  SHOAL_RETURN_IF_ERROR(channel_.Start(
+      nats, {}, [this](PendingRequest& p, const wire::ReplyHeader& h, std::string_view body, queue::Message msg) {
+        if (gateway::ApplyReply(*table_, p, h, body, std::move(msg))) OnApplied(p);
+      }));
   RefreshView();
   return Status::Ok();
 }
@@ -22,11 +28,7 @@ Status PushDispatcher::Start(const queue::ConnectOptions& nats) {
 int64_t PushDispatcher::MaxPayload() const { return channel_.MaxPayload(); }
 
 void PushDispatcher::Stop() {
-  for (auto& w : waiting_) {
-    table_->Finish(*w.request, http::ErrorResponse(Status(Code::kNoCapacity, "the gateway is shutting down"),
-                                             w.request->id));
-  }
-  waiting_.clear();
+  waiting_.RefuseAll();
   channel_.Stop();
 }
 
@@ -73,7 +75,7 @@ void PushDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
     return;
   }
   if (std::string worker = Pick(p->model->id); !worker.empty()) return Push(*p, worker);
-  waiting_.push_back({p, SteadyClock::now() + options_.no_capacity_wait});
+  waiting_.Add(p);
 }
 
 void PushDispatcher::Push(PendingRequest& p, const std::string& worker_id) {
@@ -114,25 +116,12 @@ void PushDispatcher::Tick(SteadyClock::time_point now) {
     if (!table_->Find(it->first)) Release(it);
     it = next;
   }
-  if (waiting_.empty()) return;
-  std::vector<std::pair<std::shared_ptr<PendingRequest>, std::string>> ready;
-  std::vector<Waiting> expired;
-  for (auto& w : waiting_) {
-    if (w.request->finished) continue;
-    if (std::string worker = Pick(w.request->model->id); !worker.empty()) {
-      ready.emplace_back(std::move(w.request), std::move(worker));
-    } else if (now >= w.give_up) {
-      expired.push_back(std::move(w));
-    }
-  }
-  std::erase_if(waiting_, [](const Waiting& w) { return !w.request || w.request->finished; });
-  for (auto& [p, worker] : ready) Push(*p, worker);
-  for (auto& w : expired) {
-    table_->Finish(*w.request,
-                   http::ErrorResponse(Status(Code::kNoCapacity, "no worker is serving model '" +
-                                                               w.request->model->id + "'"),
-                                 w.request->id));
-  }
+  waiting_.Tick(now, [this](PendingRequest& p) {
+    const std::string worker = Pick(p.model->id);
+    if (worker.empty()) return false;
+    Push(p, worker);
+    return true;
+  });
 }
 
-}  // namespace shoal::gateway
+}  // namespace shoal::baselines

@@ -2,6 +2,7 @@
 // vLLM's and SGLang's routers do — the gateway assigns each request to one
 // worker — so the benchmark can measure Shoal's pull design against it. It is
 // not how Shoal serves: `shoal gateway --dispatch pull` (the default) is.
+// Its workers take pushed items through a PushIntake (push_intake.h).
 //
 //   Submit ──▶ pick one live worker serving the model from a view of the
 //              worker registry refreshed every `view_refresh` (routers poll
@@ -14,7 +15,8 @@
 //          ──▶ one core-NATS publish per item to
 //              shoal.push.<worker-token>.<model-token> (queue/subjects.h);
 //              results come back to the lane's inbox exactly as on the pull
-//              path (LaneChannel); deadlines are the lane sweeper's.
+//              path (gateway/lane_channel.h); deadlines are the lane
+//              sweeper's.
 //
 // What it deliberately lacks, because the routers it stands for lack it:
 // no durability — a worker that dies (or leaves) loses the items pushed to it
@@ -35,30 +37,31 @@
 #include <vector>
 
 #include "common/event_loop.h"
+#include "gateway/capacity_wait.h"
 #include "gateway/dispatcher.h"
 #include "gateway/lane_channel.h"
 #include "queue/worker_registry.h"
 
-namespace shoal::gateway {
+namespace shoal::baselines {
+
+using gateway::PendingRequest;
 
 enum class PushPolicy { kRoundRobin, kLeastOutstanding };
 
 struct PushDispatcherOptions {
   PushPolicy policy = PushPolicy::kRoundRobin;
-  std::chrono::milliseconds no_capacity_wait{2000};
   std::chrono::milliseconds view_refresh{1000};
 };
 
-class PushDispatcher final : public Dispatcher {
+class PushDispatcher final : public gateway::Dispatcher {
  public:
-  PushDispatcher(EventLoop* loop, std::string lane_id, const queue::WorkerRegistry* workers,
-                 PendingTable* table, PushDispatcherOptions options = {});
+  PushDispatcher(const gateway::LaneSetup& lane, PushDispatcherOptions options = {});
   ~PushDispatcher() override;
 
   // Connects (from any thread), subscribes the lane's inbox, takes a first
   // view of the workers.
   Status Start(const queue::ConnectOptions& nats);
-  int64_t MaxPayload() const;
+  int64_t MaxPayload() const override;
 
   void Submit(const std::shared_ptr<PendingRequest>& p) override;
   void Cancel(const PendingRequest& p) override;
@@ -67,10 +70,6 @@ class PushDispatcher final : public Dispatcher {
   void Stop() override;
 
  private:
-  struct Waiting {
-    std::shared_ptr<PendingRequest> request;
-    SteadyClock::time_point give_up;
-  };
   // A request pushed to a worker, until it is finished.
   struct Assigned {
     std::string worker_id;
@@ -85,16 +84,16 @@ class PushDispatcher final : public Dispatcher {
   void Release(std::unordered_map<uint64_t, Assigned>::iterator it);
 
   const queue::WorkerRegistry* workers_;
-  PendingTable* table_;
+  gateway::PendingTable* table_;
   const PushDispatcherOptions options_;
-  LaneChannel channel_;
+  gateway::LaneChannel channel_;
   // model id → ids of live workers serving it, sorted; refreshed periodically.
   std::map<std::string, std::vector<std::string>, std::less<>> view_;
   SteadyClock::time_point next_refresh_{};
   std::unordered_map<std::string, size_t> next_rr_;         // by model id
   std::unordered_map<std::string, int64_t> outstanding_;    // by worker id
   std::unordered_map<uint64_t, Assigned> assigned_;         // by request seq
-  std::vector<Waiting> waiting_;  // requests waiting for a worker to appear
+  gateway::CapacityWait waiting_;  // requests waiting for a worker to appear
 };
 
-}  // namespace shoal::gateway
+}  // namespace shoal::baselines

@@ -1,0 +1,79 @@
+#include "wire/item.h"
+
+#include "wire/msgpack_writer.h"
+
+namespace shoal::wire {
+
+void AppendTextItem(std::string_view text, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(1);
+  w.Str("text");
+  w.Str(text);
+}
+
+void AppendPairItem(std::string_view text, std::string_view pair, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(2);
+  w.Str("text");
+  w.Str(text);
+  w.Str("text_pair");
+  w.Str(pair);
+}
+
+void AppendTokenizeItem(std::string_view text, bool add_special_tokens, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(2);
+  w.Str("text");
+  w.Str(text);
+  w.Str("add_special_tokens");
+  w.Bool(add_special_tokens);
+}
+
+Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
+  MsgpackReader r(msgpack);
+  uint32_t fields;
+  if (!r.ReadMapHeader(&fields)) return MsgpackExpected("item", "a map", r);
+  bool has_text = false, has_pair = false;
+  auto read_str = [&](std::string_view name, std::string_view* v) -> Status {
+    if (r.ReadStr(v)) return Status::Ok();
+    return MsgpackExpected("item." + std::string(name), "a string", r);
+  };
+  for (uint32_t f = 0; f < fields; ++f) {
+    std::string_view key;
+    if (!r.ReadStr(&key)) return MsgpackExpected("item", "a field name (a string)", r);
+    if (key == "text") {
+      SHOAL_RETURN_IF_ERROR(read_str(key, &out->text));
+      has_text = true;
+    } else if (key == "text_pair" && task == Task::kScore) {
+      SHOAL_RETURN_IF_ERROR(read_str(key, &out->text_pair));
+      has_pair = true;
+    } else if (key == "add_special_tokens" && task == Task::kTokenize) {
+      if (!r.ReadBool(&out->add_special_tokens)) {
+        return InvalidInput("item.add_special_tokens: expected a boolean");
+      }
+    } else {
+      return InvalidInput("item: unknown field '" + std::string(key) + "' for " +
+                          std::string(TaskName(task)));
+    }
+  }
+  if (!has_text) return InvalidInput("item.text: missing");
+  if (task == Task::kScore && !has_pair) return InvalidInput("item.text_pair: missing");
+  if (!r.AtEnd()) return InvalidInput("item: trailing bytes after the item");
+  return Status::Ok();
+}
+
+void AppendDenseResult(const float* v, size_t n, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(1);
+  w.Str("dense");
+  w.Float32Array(v, n);
+}
+
+void AppendLogitsResult(const float* v, size_t n, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(1);
+  w.Str("logits");
+  w.Float32Array(v, n);
+}
+
+}  // namespace shoal::wire

@@ -1,0 +1,123 @@
+// The bodies of work and result messages (work_message.h carries them):
+// an item to encode, score or tokenize, and its result, as MessagePack.
+//
+//   item    encode {"text": str}; score {"text": str, "text_pair": str};
+//           tokenize {"text": str, "add_special_tokens": bool}
+//   result  encode {"dense": [float32...]}; score {"logits": [float32...]};
+//           tokenize {"tokens": [{"id", "text", "special", "start", "stop"}...]}
+//           (start/stop nil for added special tokens)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "catalog/task.h"
+#include "common/status.h"
+
+namespace shoal::wire {
+
+// An item's fields, as views into its MessagePack.
+struct ItemFields {
+  std::string_view text;
+  std::string_view text_pair;  // score only
+  bool add_special_tokens = true;  // tokenize only
+};
+
+// {"text": text} as MessagePack, appended to `out`.
+void AppendTextItem(std::string_view text, std::string* out);
+// {"text": text, "text_pair": pair}.
+void AppendPairItem(std::string_view text, std::string_view pair, std::string* out);
+// {"text": text, "add_special_tokens": add_special_tokens}.
+void AppendTokenizeItem(std::string_view text, bool add_special_tokens, std::string* out);
+
+// Reads an item; "text" is required, and what else may appear depends on the
+// task. Errors name the field.
+Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out);
+
+// DecodeItem for an encode item: just its text.
+inline Status DecodeTextItem(std::string_view msgpack, std::string_view* text) {
+  ItemFields f;
+  SHOAL_RETURN_IF_ERROR(DecodeItem(msgpack, Task::kEncode, &f));
+  *text = f.text;
+  return Status::Ok();
+}
+
+// {"dense": [v...]} as MessagePack (float32 elements), appended to `out`.
+void AppendDenseResult(const float* v, size_t n, std::string* out);
+// {"logits": [v...]}.
+void AppendLogitsResult(const float* v, size_t n, std::string* out);
+
+struct TokenView {
+  int32_t id;
+  std::string_view text;
+  bool special;
+  bool has_offsets;
+  uint32_t start, stop;
+};
+// {"tokens": [{"id", "text", "special", "start", "stop"}...]}.
+template <class Tokens>
+void AppendTokensResult(const Tokens& tokens, std::string* out);
+
+// Finds the array `key` ("dense", "logits") of a result and calls `each` per
+// element.
+template <class Fn>
+Status ForEachFloat(std::string_view msgpack, std::string_view key, Fn&& each);
+template <class Fn>
+Status ForEachDense(std::string_view msgpack, Fn&& each) {
+  return ForEachFloat(msgpack, "dense", std::forward<Fn>(each));
+}
+
+}  // namespace shoal::wire
+
+#include "wire/msgpack_reader.h"
+#include "wire/msgpack_writer.h"
+
+namespace shoal::wire {
+
+template <class Tokens>
+void AppendTokensResult(const Tokens& tokens, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(1);
+  w.Str("tokens");
+  w.ArrayHeader(static_cast<uint32_t>(tokens.size()));
+  for (const auto& t : tokens) {
+    w.MapHeader(5);
+    w.Str("id");
+    w.Int(t.id);
+    w.Str("text");
+    w.Str(t.text);
+    w.Str("special");
+    w.Bool(t.special);
+    w.Str("start");
+    t.has_offsets ? w.Uint(t.start) : w.Nil();
+    w.Str("stop");
+    t.has_offsets ? w.Uint(t.stop) : w.Nil();
+  }
+}
+
+template <class Fn>
+Status ForEachFloat(std::string_view msgpack, std::string_view key_wanted, Fn&& each) {
+  MsgpackReader r(msgpack);
+  uint32_t fields;
+  if (!r.ReadMapHeader(&fields)) return Internal("result: expected a map");
+  for (uint32_t f = 0; f < fields; ++f) {
+    std::string_view key;
+    if (!r.ReadStr(&key)) return Internal("result: expected string keys");
+    if (key != key_wanted) {
+      if (!r.Skip()) return Internal("result: truncated");
+      continue;
+    }
+    uint32_t n;
+    if (!r.ReadArrayHeader(&n)) return Internal("result." + std::string(key) + ": expected an array");
+    for (uint32_t i = 0; i < n; ++i) {
+      double d;
+      if (!r.ReadDouble(&d)) return Internal("result." + std::string(key) + ": expected numbers");
+      each(static_cast<float>(d));
+    }
+    return Status::Ok();
+  }
+  return Internal("result: no " + std::string(key_wanted));
+}
+
+}  // namespace shoal::wire
