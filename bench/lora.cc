@@ -53,8 +53,8 @@ struct Options {
   int threads = 2;
 };
 
-std::vector<LoraSpec> AdapterSpecs(const std::string& models, const std::string& base, int n) {
-  std::vector<LoraSpec> specs;
+std::vector<LoraConfig> AdapterSpecs(const std::string& models, const std::string& base, int n) {
+  std::vector<LoraConfig> specs;
   for (int i = 0; i < n; ++i) {
     char name[8];
     std::snprintf(name, sizeof name, "b%03d", i);
@@ -81,7 +81,7 @@ Arms Encoder(const Options& o, const std::string& models, std::map<std::string, 
   registry.Update(specs);
   std::vector<std::shared_ptr<const LoraAdapter>> adapters;
   size_t bytes = 0;
-  for (const LoraSpec& s : specs) {
+  for (const LoraConfig& s : specs) {
     auto a = registry.Get(s.name);
     if (!a.ok()) {
       std::fprintf(stderr, "lora_bench: %s\n", a.status().ToString().c_str());
@@ -131,7 +131,7 @@ Arms Generator(const Options& o, const std::string& models, std::map<std::string
                                "\nnative: {max_context: " + std::to_string(per_seq) +
                                ", kv_block_tokens: 16, kv_cache_tokens: " + std::to_string(per_seq * o.sequences) +
                                ", lora_budget_mb: 8192}\n");
-  auto model = spec.ok() ? FindRuntime("native")->Load(*spec, LoadContext{o.threads})
+  auto model = spec.ok() ? FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{o.threads})
                          : Result<std::unique_ptr<Model>>(spec.status());
   if (!model.ok()) {
     std::fprintf(stderr, "lora_bench: %s\n", model.status().ToString().c_str());
@@ -196,7 +196,7 @@ Arms Generator(const Options& o, const std::string& models, std::map<std::string
 double FirstUse(const Options& o, const std::string& models, std::map<std::string, double>* figures) {
   auto spec = ModelSpec::Parse("id: b/bert\nruntime: native\npath: " + models +
                                "/bert-base\nnative: {precision: bf16}\n");
-  auto model = spec.ok() ? FindRuntime("native")->Load(*spec, LoadContext{o.threads})
+  auto model = spec.ok() ? FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{o.threads})
                          : Result<std::unique_ptr<Model>>(spec.status());
   if (!model.ok()) std::exit(1);
   const auto specs = AdapterSpecs(models, "bert-base", o.first_uses);
@@ -204,7 +204,7 @@ double FirstUse(const Options& o, const std::string& models, std::map<std::strin
   const std::string text = "The river runs past the old mill and into the town, where people stop on the bridge.";
   std::vector<EncodeOutput> out(1);
   std::vector<double> added;
-  for (const LoraSpec& s : specs) {
+  for (const LoraConfig& s : specs) {
     std::vector<EncodeInput> in = {{.text = text, .lora = s.name}};
     auto t0 = Clock::now();
     if (!(*model)->Encode(in, out).ok() || !out[0].status.ok()) std::exit(1);

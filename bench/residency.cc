@@ -128,7 +128,7 @@ double ColdLoadMs(const Options& o, double* megabytes, double* load_only_ms) {
   for (int i = 0; i < 5; ++i) {
     DropFromPageCache(spec.path);
     const auto t0 = std::chrono::steady_clock::now();
-    auto model = FindRuntime("native")->Load(spec, LoadContext{});
+    auto model = FindRuntime("native")->Load(*ModelConfig::FromSpec(spec), LoadContext{});
     if (!model.ok()) {
       std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
       return NAN;

@@ -64,7 +64,9 @@ Result<ModelSpec> ParseEntry(kvEntry* e) {
 Result<uint64_t> CheckModel(const ModelSpec& spec) {
   Runtime* runtime = FindRuntime(spec.runtime);
   if (!runtime) return InvalidInput("runtime '" + spec.runtime + "' is not known to this build");
-  auto model = runtime->Load(spec, LoadContext{});
+  auto config = ModelConfig::FromSpec(spec);
+  if (!config.ok()) return Status(Code::kInvalidInput, spec.id + ": " + config.status().message());
+  auto model = runtime->Load(*config, LoadContext{});
   if (!model.ok()) return Status(Code::kInvalidInput, spec.id + ": " + model.status().message());
   if (Status s = Smoke(**model, spec); !s.ok()) {
     return Status(Code::kInvalidInput, spec.id + ": test request failed: " + s.message());
@@ -88,8 +90,10 @@ Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimi
   if (!bytes.ok()) return bytes.status();
   spec.memory_bytes = *bytes;
   // Adapters the profile names are checked and measured as AddLora does.
+  auto base = ModelConfig::FromSpec(spec);
+  if (!base.ok()) return Status(Code::kInvalidInput, spec.id + ": " + base.status().message());
   for (LoraSpec& lora : spec.loras) {
-    auto lora_bytes = FindRuntime(spec.runtime)->CheckLora(spec, lora);
+    auto lora_bytes = FindRuntime(spec.runtime)->CheckLora(*base, {lora.name, lora.path});
     if (!lora_bytes.ok()) return Status(Code::kInvalidInput, spec.id + ": " + lora_bytes.status().message());
     lora.memory_bytes = *lora_bytes;
   }
@@ -144,7 +148,9 @@ Result<LoraSpec> CatalogAdmin::AddLora(std::string_view base_id, LoraSpec lora) 
     }
     Runtime* runtime = FindRuntime(spec->runtime);
     if (!runtime) return InvalidInput("runtime '" + spec->runtime + "' is not known to this build");
-    auto bytes = runtime->CheckLora(*spec, lora);
+    auto config = ModelConfig::FromSpec(*spec);
+    if (!config.ok()) return Status(Code::kInvalidInput, config.status().message());
+    auto bytes = runtime->CheckLora(*config, {lora.name, lora.path});
     if (!bytes.ok()) return Status(Code::kInvalidInput, bytes.status().message());
     lora.memory_bytes = *bytes;
     spec->loras.push_back(lora);

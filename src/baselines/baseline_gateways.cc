@@ -28,7 +28,10 @@ Status UseInProcess(const std::string& models_dir, gateway::GatewayOptions* opti
   auto specs = LoadModelProfiles(models_dir);
   if (!specs.ok()) return specs.status();
   auto catalog = std::make_shared<queue::CatalogSnapshot>();
-  for (ModelSpec& s : *specs) (*catalog)[s.id] = std::make_shared<const ModelSpec>(std::move(s));
+  for (ModelSpec& s : *specs) {
+    const std::string id = s.id;
+    (*catalog)[id] = std::make_shared<const ModelSpec>(std::move(s));
+  }
   options->catalog = std::move(catalog);
   options->dispatch_name = "in-process runtime, no queue";
   options->dispatchers = [](const gateway::LaneSetup& lane) -> Result<std::unique_ptr<gateway::Dispatcher>> {

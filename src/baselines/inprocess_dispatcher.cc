@@ -13,7 +13,9 @@ Result<Model*> InProcessDispatcher::ModelFor(const ModelSpec& spec) {
   if (it != models_.end()) return it->second.get();
   Runtime* runtime = FindRuntime(spec.runtime);
   if (!runtime) return Status(Code::kModelLoadFailed, "no runtime '" + spec.runtime + "'");
-  auto model = runtime->Load(spec, LoadContext{});
+  auto config = ModelConfig::FromSpec(spec);
+  if (!config.ok()) return Status(Code::kModelLoadFailed, config.status().message());
+  auto model = runtime->Load(*config, LoadContext{});
   if (!model.ok()) return Status(Code::kModelLoadFailed, model.status().message());
   Model* raw = model->get();
   models_.emplace(spec.id, std::move(model).value());

@@ -1,6 +1,8 @@
 // shoal tokenize PATH/tokenizer.json: reads one text per stdin line and prints
 // its token ids as one JSON array per line, flushed at once so it works
-// interactively and as a pipe (the tokenizer reference test drives it).
+// interactively and as a pipe (the tokenizer reference test drives it). The
+// tokenizer is the native runtime's, loaded through the runtime contract
+// (Runtime::LoadTokenizer).
 //
 // Lines are raw UTF-8 without their '\n'; with --json-lines each line is a
 // JSON string instead, so texts may hold newlines. A line that cannot be
@@ -15,7 +17,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "runtime/native/tokenizers/tokenizer.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal::cli {
 namespace {
@@ -38,13 +40,11 @@ void AppendIds(std::string& out, const std::vector<int32_t>& ids) {
 }
 
 int RunTokenize(const TokenizeFlags& flags) {
-  auto tokenizer = native::Tokenizer::LoadFile(flags.path);
+  auto tokenizer = FindRuntime("native")->LoadTokenizer(flags.path);
   if (!tokenizer.ok()) {
     std::cerr << "error: " << tokenizer.status().ToString() << "\n";
     return 1;
   }
-  native::EncodeOptions options;
-  options.add_special_tokens = !flags.no_special_tokens;
 
   int status = 0;
   size_t line_no = 0;
@@ -65,11 +65,11 @@ int RunTokenize(const TokenizeFlags& flags) {
       }
     }
     if (ok) {
-      auto enc = (*tokenizer)->Encode(*input, options);
-      if (enc.ok()) {
-        AppendIds(out, enc->ids);
+      auto ids = (*tokenizer)->Encode(*input, !flags.no_special_tokens);
+      if (ids.ok()) {
+        AppendIds(out, *ids);
       } else {
-        std::cerr << "line " << line_no << ": " << enc.status().ToString() << "\n";
+        std::cerr << "line " << line_no << ": " << ids.status().ToString() << "\n";
         ok = false;
       }
     }

@@ -1,7 +1,7 @@
 // Generator: what a decoder-only model offers the worker's generation engine
-// (worker/generation_engine.h) — its tokenizer and chat template, and one
-// forward step over a batch of sequences whose keys and values live in a
-// paged KV cache.
+// (worker/generation_engine.h) — its tokenizer and chat template, a sampler
+// for its logits, and one forward step over a batch of sequences whose keys
+// and values live in a paged KV cache.
 //
 // The KV cache is a pool of `kv_blocks` blocks of `kv_block_tokens`
 // positions each, owned by the model (its size counts in memory_bytes()).
@@ -18,15 +18,22 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/status.h"
-#include "wire/generate.h"
+#include "runtime/sampler.h"
 
 namespace shoal {
+
+// One message of a conversation, as the chat template reads it.
+struct ChatTurn {
+  std::string role;     // system, developer, user, assistant, tool
+  std::string content;  // its text
+};
 
 struct GeneratorInfo {
   size_t vocab_size = 0;          // logits per position
@@ -61,13 +68,18 @@ class Generator {
   // Chat messages → the prompt text, through the model's chat template;
   // `kwargs_json` (a JSON object, or empty) adds template variables.
   // INVALID_INPUT when the template refuses the conversation.
-  virtual Result<std::string> RenderChat(std::span<const wire::ChatMessage> messages,
-                                         bool add_generation_prompt,
+  virtual Result<std::string> RenderChat(std::span<const ChatTurn> messages, bool add_generation_prompt,
                                          std::string_view kwargs_json) const = 0;
   // The bytes a token stands for in the output text (byte-level BPE mapped
   // back to bytes, SentencePiece's ▁ as a space, <0xNN> as the byte); may be
   // part of a UTF-8 character. Special tokens give their text.
   virtual std::string TokenBytes(int32_t id) const = 0;
+
+  // A sampler for one sequence's next tokens (sampler.h); a runtime may give
+  // its own.
+  virtual std::unique_ptr<Sampler> NewSampler(const SamplingConfig& config, uint64_t seed) const {
+    return std::make_unique<Sampler>(config, seed);
+  }
 
   // One step: appends each chunk's tokens to its sequence's cache and, for
   // chunks with want_logits, writes the next-token logits to `logits`

@@ -6,7 +6,7 @@ namespace shoal {
 namespace {
 template <class Out>
 Status Unsupported(const Model& m, std::string_view task, std::span<Out> out) {
-  const Status s = InvalidInput("model '" + m.spec().id + "' does not " + std::string(task));
+  const Status s = InvalidInput("model '" + m.config().id + "' does not " + std::string(task));
   for (auto& o : out) o.status = s;
   return Status::Ok();
 }
@@ -22,14 +22,18 @@ Status Model::Tokenize(std::span<const TokenizeInput>, std::span<TokenizeOutput>
   return Unsupported(*this, "tokenize", out);
 }
 
-Status Model::UpdateLoras(std::span<const LoraSpec> loras) {
+Status Model::UpdateLoras(std::span<const LoraConfig> loras) {
   if (loras.empty()) return Status::Ok();
-  return InvalidInput("model '" + spec().id + "' runs no LoRA adapters (its runtime has none)");
+  return InvalidInput("model '" + config().id + "' runs no LoRA adapters (its runtime has none)");
 }
 
-Result<uint64_t> Runtime::CheckLora(const ModelSpec& base, const LoraSpec&) {
+Result<uint64_t> Runtime::CheckLora(const ModelConfig& base, const LoraConfig&) {
   return InvalidInput("runtime '" + std::string(name()) + "' runs no LoRA adapters; model '" + base.id +
                       "' cannot take one");
+}
+
+Result<std::unique_ptr<TextTokenizer>> Runtime::LoadTokenizer(const std::string&) {
+  return InvalidInput("runtime '" + std::string(name()) + "' has no tokenizer of its own to load");
 }
 
 }  // namespace shoal

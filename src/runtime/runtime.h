@@ -1,22 +1,27 @@
-// The boundary between the worker and inference engines.
+// The runtime contract: the boundary between Shoal and an inference engine
+// (docs/runtime-contract.md has the whole of it). Version kRuntimeApiVersion.
 //
-// A Runtime turns a ModelSpec into a loaded Model; a Model runs batches of one
-// task: Encode (a vector per text), Score (a relevance logit per text pair,
-// for cross-encoders) or Tokenize (the model's tokens, for debugging) — or,
-// for a decoder, generates through its Generator (generator.h). A model
-// answers the tasks it has; the others fail with INVALID_INPUT. The worker
-// owns Models through unique_ptr and may call them from several executor
-// threads at once, so a loaded Model is immutable (scratch memory is per
-// call). Runtimes report failures as Status values, per item where the input
-// is at fault (too long, not text) and per call where the model is.
+// A Runtime turns a ModelConfig (model_config.h) into a loaded Model; a
+// Model runs batches of one task: Encode (a vector per text), Score (a
+// relevance logit per text pair, for cross-encoders) or Tokenize (the
+// model's tokens, for debugging) — or, for a decoder, generates through its
+// Generator (generator.h). A model answers the tasks it has; the others
+// fail with INVALID_INPUT. The worker owns Models through unique_ptr and may
+// call them from several executor threads at once, so a loaded Model is
+// immutable (scratch memory is per call). Runtimes report failures as Status
+// values, per item where the input is at fault (too long, not text) and per
+// call where the model is.
 //
-// LoRA adapters (PEFT directories) belong to a base model's spec
-// (ModelSpec::loras). The worker hands a loaded model its current list with
-// UpdateLoras whenever the catalog changes, and each input names the adapter
-// it runs under (`lora`, empty for the base); a batch may mix adapters.
+// LoRA adapters belong to a base model. The worker hands a loaded model its
+// current list with UpdateLoras whenever the catalog changes, and each
+// input names the adapter it runs under (`lora`, empty for the base); a
+// batch may mix adapters.
 //
-// kRuntimeApiVersion changes whenever these types change in a way an
-// out-of-process runtime would notice.
+// A runtime says which version of this contract it implements
+// (api_version); the registry refuses one that is not kRuntimeApiVersion.
+// The version changes whenever these types change in a way a runtime —
+// in this process or, over the protocol of the next runtimes, out of it —
+// would notice.
 #pragma once
 
 #include <cstdint>
@@ -27,14 +32,14 @@
 #include <string_view>
 #include <vector>
 
-#include "catalog/model_spec.h"
 #include "common/status.h"
+#include "runtime/model_config.h"
 
 namespace shoal {
 
 class Generator;  // runtime/generator.h
 
-inline constexpr int kRuntimeApiVersion = 5;
+inline constexpr int kRuntimeApiVersion = 6;
 
 struct EncodeInput {
   std::string_view text;
@@ -88,7 +93,7 @@ class Model {
  public:
   virtual ~Model() = default;
 
-  virtual const ModelSpec& spec() const = 0;
+  virtual const ModelConfig& config() const = 0;
   // Bytes the model holds (weights, workspace) for residency accounting.
   virtual size_t memory_bytes() const = 0;
 
@@ -102,15 +107,15 @@ class Model {
   // the others.
   virtual Generator* generator() { return nullptr; }
 
-  // The adapters this model may run under from now on (the base spec's
-  // `loras`, all of them, replacing the previous list). Cheap: adapters load
+  // The adapters this model may run under from now on (all of them,
+  // replacing the previous list). Cheap: adapters load
   // when first used. Inputs naming an adapter not in the list fail with
   // MODEL_NOT_FOUND. A runtime without LoRA support accepts only an empty
   // list (INVALID_INPUT otherwise); a refused list leaves the previous one.
   // The one exception to "immutable once loaded": it may be called from any
   // thread while other threads run the model (the worker calls it from its
   // catalog thread), so implementations guard the list.
-  virtual Status UpdateLoras(std::span<const LoraSpec> loras);
+  virtual Status UpdateLoras(std::span<const LoraConfig> loras);
 
   // Whether adapter `lora` can run now without first being read from disk.
   // If not, starts loading it in the background (once) and returns false:
@@ -128,18 +133,32 @@ struct LoadContext {
   std::function<void(double)> progress;
 };
 
+// A model's tokenizer alone (`shoal tokenize`): text to token ids.
+class TextTokenizer {
+ public:
+  virtual ~TextTokenizer() = default;
+  virtual Result<std::vector<int32_t>> Encode(std::string_view text, bool add_special_tokens) const = 0;
+};
+
 class Runtime {
  public:
   virtual ~Runtime() = default;
   virtual std::string_view name() const = 0;
-  virtual Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const LoadContext& ctx) = 0;
+  // The version of this contract it implements (kRuntimeApiVersion when it
+  // was written against this one).
+  virtual int api_version() const = 0;
+  virtual Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) = 0;
 
   // Registration's check of an adapter against its base (without loading
   // the base): the adapter's files are read and every tensor is checked
   // against the module it adapts. Returns the bytes the adapter holds when
   // loaded. INVALID_INPUT, naming what is wrong, when it does not fit or is
   // of a kind this runtime does not run (e.g. DoRA).
-  virtual Result<uint64_t> CheckLora(const ModelSpec& base, const LoraSpec& lora);
+  virtual Result<uint64_t> CheckLora(const ModelConfig& base, const LoraConfig& lora);
+
+  // A tokenizer file of this runtime's format (a Hugging Face
+  // tokenizer.json for the native runtime), without a model.
+  virtual Result<std::unique_ptr<TextTokenizer>> LoadTokenizer(const std::string& path);
 };
 
 }  // namespace shoal

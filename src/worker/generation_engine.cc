@@ -6,8 +6,8 @@
 
 #include "common/log.h"
 #include "queue/message.h"
+#include "wire/generate.h"
 #include "wire/work_message.h"
-#include "worker/sampler.h"
 #include "worker/text_stream.h"
 
 namespace shoal::worker {
@@ -42,7 +42,23 @@ namespace {
 
 double Ms(SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages) {
+  std::vector<ChatTurn> turns;
+  turns.reserve(messages.size());
+  for (const wire::ChatMessage& m : messages) turns.push_back({m.role, m.content});
+  return turns;
+}
+
 }  // namespace
+
+uint64_t SeedFromRequestId(std::string_view request_id) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : request_id) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
 
 GenerationEngine::GenerationEngine(ServedModel* model, Generator* generator, natsConnection* nc,
                                    queue::MsgReaper* reaper, BatchRunner* runner, const CancelledRequests* cancelled,
@@ -150,7 +166,7 @@ bool GenerationEngine::Prepare(Sequence& s) {
   const bool chat = req.kind == wire::GenerateRequest::Kind::kChat;
   std::string rendered;
   if (chat) {
-    auto r = gen_->RenderChat(req.messages, req.add_generation_prompt, req.chat_template_kwargs_json);
+    auto r = gen_->RenderChat(Turns(req.messages), req.add_generation_prompt, req.chat_template_kwargs_json);
     if (!r.ok()) return fail(r.status());
     rendered = std::move(r).value();
   }
@@ -176,7 +192,8 @@ bool GenerationEngine::Prepare(Sequence& s) {
   s.tokens = std::move(ids).value();
   s.prompt_len = static_cast<uint32_t>(n);
   s.max_new = req.sampling.max_tokens > 0 ? req.sampling.max_tokens : info.max_context - s.prompt_len;
-  s.sampler = std::make_unique<Sampler>(req.sampling, req.sampling.seed.value_or(SeedFromRequestId(it.work.request_id)));
+  s.sampler = gen_->NewSampler({.temperature = req.sampling.temperature, .top_p = req.sampling.top_p, .top_k = req.sampling.top_k},
+                               req.sampling.seed.value_or(SeedFromRequestId(it.work.request_id)));
   s.text = std::make_unique<TextStream>(req.sampling.stop);
   if (!req.sampling.ignore_eos) s.stop_ids.insert(info.eos_ids.begin(), info.eos_ids.end());
   s.stop_ids.insert(req.sampling.stop_token_ids.begin(), req.sampling.stop_token_ids.end());

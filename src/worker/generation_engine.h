@@ -58,6 +58,10 @@ namespace shoal::worker {
 
 struct Sequence;
 
+// The seed a request without one samples with: derived from its request
+// id, so a redelivered request regenerates the same tokens.
+uint64_t SeedFromRequestId(std::string_view request_id);
+
 class GenerationEngine {
  public:
   // `model` owns `generator`; both outlive the engine (Stop before

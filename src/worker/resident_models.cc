@@ -38,7 +38,7 @@ bool SameLoras(const std::vector<LoraSpec>& a, const std::vector<LoraSpec>& b) {
 // The caller records `loras` in served.loras_given (under the residency lock once
 // the model is shared).
 void ApplyLoras(ServedModel& served, const std::vector<LoraSpec>& loras) {
-  if (Status s = served.model->UpdateLoras(loras); !s.ok()) {
+  if (Status s = served.model->UpdateLoras(LoraConfigs(loras)); !s.ok()) {
     spdlog::error("worker: {}: its {} LoRA adapter(s) were refused, requests for new ones fail: {}", served.spec->id,
                   loras.size(), s.ToString());
     return;
@@ -206,7 +206,8 @@ void ResidentModels::Load(const std::string& id) {
     last_report = now;
     spdlog::info("worker: loading {}: {:.0f} %", id, 100 * done);
   };
-  auto model = runtime->Load(*spec, ctx);
+  auto config = ModelConfig::FromSpec(*spec);
+  auto model = config.ok() ? runtime->Load(*config, ctx) : Result<std::unique_ptr<Model>>(config.status());
   const auto load_time = SteadyClock::now() - t0;
   parts_.metrics->Loaded(id, model.ok(), std::chrono::duration<double>(load_time).count());
   if (!model.ok()) {

@@ -35,7 +35,7 @@ double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
 std::unique_ptr<Model> LoadDirect(const std::string& yaml) {
   auto spec = ModelSpec::Parse(yaml);
   EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-  auto m = FindRuntime("native")->Load(*spec, LoadContext{1});
+  auto m = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{1});
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return m.ok() ? std::move(m).value() : nullptr;
 }
@@ -207,7 +207,7 @@ TEST_F(NativeServing, LoraAdaptersAddedByOneCallEachAnswerAsTheRuntimeDoes) {
 
   auto direct = LoadDirect(Profile("t/bert", kModels + "/bert-tiny-mean", "encode", "max_input_tokens: 16\n"));
   ASSERT_NE(direct, nullptr);
-  ASSERT_TRUE(direct->UpdateLoras(std::vector<LoraSpec>{{"a0", loras + "a0"}, {"a5", loras + "a5"}}).ok());
+  ASSERT_TRUE(direct->UpdateLoras(std::vector<LoraConfig>{{"a0", loras + "a0"}, {"a5", loras + "a5"}}).ok());
   const std::string text = "the river runs";
   auto expected = [&](const std::string& lora) {
     std::vector<EncodeInput> in = {{.text = text, .lora = lora}};

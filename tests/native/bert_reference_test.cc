@@ -179,7 +179,7 @@ TEST(NativeRuntime, EncodesScoresAndTokenizesThroughTheRuntimeInterface) {
   auto spec = ModelSpec::Parse(std::string("id: t/bert\nruntime: native\nmax_input_tokens: 8\npath: ") +
                                SHOAL_TEST_MODELS + "/bert-tiny-mean\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  auto model = runtime.Load(*spec, LoadContext{2});
+  auto model = runtime.Load(*ModelConfig::FromSpec(*spec), LoadContext{2});
   ASSERT_TRUE(model.ok()) << model.status().ToString();
 
   const std::string long_text = "the river runs past the old mill and into the town where people stop";
@@ -216,7 +216,7 @@ TEST(NativeRuntime, EncodesScoresAndTokenizesThroughTheRuntimeInterface) {
   auto wrong = ModelSpec::Parse(std::string("id: t/ce\nruntime: native\npath: ") + SHOAL_TEST_MODELS +
                                 "/cross-encoder-tiny\n");
   ASSERT_TRUE(wrong.ok());
-  auto refused = runtime.Load(*wrong, LoadContext{1});
+  auto refused = runtime.Load(*ModelConfig::FromSpec(*wrong), LoadContext{1});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("task: score"), std::string::npos) << refused.status().ToString();
 }
@@ -226,7 +226,7 @@ TEST(NativeRuntime, CrossEncoderScoresPairs) {
   auto spec = ModelSpec::Parse(std::string("id: t/ce\nruntime: native\ntask: score\npath: ") + SHOAL_TEST_MODELS +
                                "/cross-encoder-tiny\n");
   ASSERT_TRUE(spec.ok());
-  auto model = runtime.Load(*spec, LoadContext{1});
+  auto model = runtime.Load(*ModelConfig::FromSpec(*spec), LoadContext{1});
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   std::vector<ScoreInput> in = {{"where is the mill", "the river runs past the old mill"},
                                 {"where is the mill", "fish move as one body"}};
@@ -254,7 +254,7 @@ TEST(NativeRuntime, TheDeviceOptionPicksTheBackendOrSaysWhyNot) {
     auto spec = ModelSpec::Parse("id: t/dev\nruntime: native\npath: " + std::string(SHOAL_TEST_MODELS) + "/" + model +
                                  "\nnative: " + native + "\n");
     EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-    return runtime.Load(*spec, LoadContext{1});
+    return runtime.Load(*ModelConfig::FromSpec(*spec), LoadContext{1});
   };
   for (const char* bad : {"{device: gpu}", "{device: 'cuda:'}", "{device: 'cuda:-1'}", "{device: 'cuda:1x'}",
                           "{device: 3}"}) {

@@ -103,7 +103,7 @@ class DecoderReference : public ::testing::TestWithParam<std::string> {
     auto spec = ModelSpec::Parse("id: t/" + GetParam() + "\nruntime: native\ntask: generate\npath: " + dir_ +
                                  "\nnative: {max_context: 128, kv_cache_tokens: 1024, kv_block_tokens: 8}\n");
     ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-    auto m = FindRuntime("native")->Load(*spec, LoadContext{2});
+    auto m = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{2});
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(m).value();
     gen_ = model_->generator();

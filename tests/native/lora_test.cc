@@ -177,9 +177,9 @@ TEST_P(LoraDecoder, AMixedStepOfEightAdaptersMatchesTheMergedReference) {
   auto spec = ModelSpec::Parse("id: t/" + base + "\nruntime: native\ntask: generate\npath: " + dir +
                                "\nnative: {max_context: 64, kv_cache_tokens: 1024, kv_block_tokens: 8}\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  auto model = FindRuntime("native")->Load(*spec, LoadContext{2});
+  auto model = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{2});
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  std::vector<LoraSpec> loras;
+  std::vector<LoraConfig> loras;
   for (int a = 0; a < 8; ++a) loras.push_back({"a" + std::to_string(a), LoraDir(base, "a" + std::to_string(a))});
   ASSERT_TRUE((*model)->UpdateLoras(loras).ok());
   Generator* gen = (*model)->generator();
@@ -268,24 +268,24 @@ TEST(LoraRegistration, RefusesWhatTheRuntimeDoesNotRunAndSaysWhy) {
       {"bad-peft-type", "PREFIX_TUNING"},
   };
   for (const auto& [name, says] : cases) {
-    auto r = runtime.CheckLora(*base, {name, LoraDir("bert-tiny-mean", name)});
+    auto r = runtime.CheckLora(*ModelConfig::FromSpec(*base), {name, LoraDir("bert-tiny-mean", name)});
     ASSERT_FALSE(r.ok()) << name;
     EXPECT_EQ(r.status().code(), Code::kInvalidInput) << name;
     EXPECT_NE(r.status().message().find(says), std::string::npos) << name << ": " << r.status().ToString();
   }
-  auto decoder_adapter = runtime.CheckLora(*base, {"x", LoraDir("llama-tiny", "a0")});
+  auto decoder_adapter = runtime.CheckLora(*ModelConfig::FromSpec(*base), {"x", LoraDir("llama-tiny", "a0")});
   ASSERT_FALSE(decoder_adapter.ok());
   EXPECT_NE(decoder_adapter.status().message().find("q_proj"), std::string::npos)
       << decoder_adapter.status().ToString();
-  auto nowhere = runtime.CheckLora(*base, {"x", "/nonexistent"});
+  auto nowhere = runtime.CheckLora(*ModelConfig::FromSpec(*base), {"x", "/nonexistent"});
   EXPECT_FALSE(nowhere.ok());
 
-  auto good = runtime.CheckLora(*base, {"a4", LoraDir("bert-tiny-mean", "a4")});
+  auto good = runtime.CheckLora(*ModelConfig::FromSpec(*base), {"a4", LoraDir("bert-tiny-mean", "a4")});
   ASSERT_TRUE(good.ok()) << good.status().ToString();
   EXPECT_GT(*good, 0u);
   auto decoder = ModelSpec::Parse("id: t/d\nruntime: native\ntask: generate\npath: " + ModelDir("qwen3-tiny") + "\n");
   ASSERT_TRUE(decoder.ok());
-  EXPECT_TRUE(runtime.CheckLora(*decoder, {"a5", LoraDir("qwen3-tiny", "a5")}).ok());
+  EXPECT_TRUE(runtime.CheckLora(*ModelConfig::FromSpec(*decoder), {"a5", LoraDir("qwen3-tiny", "a5")}).ok());
 }
 
 // Through the Model interface: adapters by name, unknown ones per item.
@@ -293,9 +293,9 @@ TEST(LoraModel, EncodesUnderAdaptersByNameAndForgetsUnregisteredOnes) {
   NativeRuntime runtime;
   auto spec = ModelSpec::Parse("id: t/b\nruntime: native\npath: " + ModelDir("bert-tiny-mean") + "\n");
   ASSERT_TRUE(spec.ok());
-  auto model = runtime.Load(*spec, LoadContext{1});
+  auto model = runtime.Load(*ModelConfig::FromSpec(*spec), LoadContext{1});
   ASSERT_TRUE(model.ok());
-  ASSERT_TRUE((*model)->UpdateLoras(std::vector<LoraSpec>{{"a0", LoraDir("bert-tiny-mean", "a0")},
+  ASSERT_TRUE((*model)->UpdateLoras(std::vector<LoraConfig>{{"a0", LoraDir("bert-tiny-mean", "a0")},
                                                           {"a5", LoraDir("bert-tiny-mean", "a5")}})
                   .ok());
   const std::string text = "the river runs past the old mill";
@@ -308,7 +308,7 @@ TEST(LoraModel, EncodesUnderAdaptersByNameAndForgetsUnregisteredOnes) {
   EXPECT_NE(out[0].dense, out[1].dense);
   EXPECT_NE(out[2].dense, out[1].dense);
 
-  ASSERT_TRUE((*model)->UpdateLoras(std::vector<LoraSpec>{{"a5", LoraDir("bert-tiny-mean", "a5")}}).ok());
+  ASSERT_TRUE((*model)->UpdateLoras(std::vector<LoraConfig>{{"a5", LoraDir("bert-tiny-mean", "a5")}}).ok());
   std::vector<EncodeOutput> again(in.size());
   ASSERT_TRUE((*model)->Encode(in, again).ok());
   EXPECT_EQ(again[0].status.code(), Code::kModelNotFound) << "a0 is no longer registered";
@@ -327,7 +327,7 @@ TEST(LoraRegistry, KeepsTheRecentlyUsedWithinItsBudgetAndReloadsTheRest) {
   const size_t size = (*one)->memory_bytes();  // a0..a3 have the same shapes
 
   LoraRegistry registry(targets, size * 2 + size / 2);
-  std::vector<LoraSpec> specs;
+  std::vector<LoraConfig> specs;
   for (int a = 0; a < 4; ++a) specs.push_back({"a" + std::to_string(a), LoraDir("bert-tiny-mean", "a" + std::to_string(a))});
   registry.Update(specs);
   auto a0 = registry.Get("a0");
@@ -355,7 +355,7 @@ TEST(LoraRegistry, ReadyLoadsInTheBackgroundAndRemembersFailures) {
   auto weights = SafeTensors::OpenDir(ModelDir("bert-tiny-mean"));
   ASSERT_TRUE(weights.ok());
   LoraRegistry registry(Bert::LoraTargetsOf(*config, **weights), size_t{1} << 30);
-  registry.Update(std::vector<LoraSpec>{{"a0", LoraDir("bert-tiny-mean", "a0")},
+  registry.Update(std::vector<LoraConfig>{{"a0", LoraDir("bert-tiny-mean", "a0")},
                                         {"dora", LoraDir("bert-tiny-mean", "bad-dora")}});
   EXPECT_TRUE(registry.Ready("unknown"));
   EXPECT_FALSE(registry.Ready("a0")) << "not read yet: a background load starts";

@@ -24,7 +24,7 @@ TEST(IdentityEfficientBatch, ItemsPastTheEfficientSizeCostExtra) {
       "id: t\nruntime: identity\nidentity: {dim: 4, us_per_batch: 1000, efficient_batch: 2, "
       "us_per_excess_item: 30000}\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
-  auto model = FindRuntime("identity")->Load(*spec, LoadContext{});
+  auto model = FindRuntime("identity")->Load(*ModelConfig::FromSpec(*spec), LoadContext{});
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   EXPECT_GE(EncodeMs(**model, 5), 1 + 3 * 30.0) << "three items past two";
   // Up to the efficient size only the batch's own cost (an upper bound
@@ -33,7 +33,7 @@ TEST(IdentityEfficientBatch, ItemsPastTheEfficientSizeCostExtra) {
 
   auto bad = ModelSpec::Parse("id: t\nruntime: identity\nidentity: {efficient_batch: -1}\n");
   ASSERT_TRUE(bad.ok());
-  EXPECT_FALSE(FindRuntime("identity")->Load(*bad, LoadContext{}).ok());
+  EXPECT_FALSE(FindRuntime("identity")->Load(*ModelConfig::FromSpec(*bad), LoadContext{}).ok());
 }
 
 }  // namespace

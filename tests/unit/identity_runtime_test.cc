@@ -15,7 +15,7 @@ namespace {
 std::unique_ptr<Model> Load(const std::string& extra = "identity: {dim: 16}") {
   auto spec = ModelSpec::Parse("id: t\nruntime: identity\nmax_input_tokens: 4\n" + extra);
   EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-  auto model = FindRuntime("identity")->Load(*spec, LoadContext{});
+  auto model = FindRuntime("identity")->Load(*ModelConfig::FromSpec(*spec), LoadContext{});
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return std::move(model).value();
 }
@@ -73,14 +73,14 @@ TEST(IdentityRuntime, FailOnFailsOnlyTheInputsThatContainIt) {
 
   auto spec = ModelSpec::Parse("id: t\nruntime: identity\nidentity: {fail_on: 3}\n");
   ASSERT_TRUE(spec.ok());
-  auto bad = FindRuntime("identity")->Load(*spec, LoadContext{});
+  auto bad = FindRuntime("identity")->Load(*ModelConfig::FromSpec(*spec), LoadContext{});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("identity.fail_on"), std::string::npos);
 }
 
 TEST(IdentityRuntime, AdaptersAnswerTheirOwnVectorsAndUnknownOnesFail) {
   auto m = Load();
-  const std::vector<LoraSpec> loras = {{.name = "alpha", .path = "/a"}, {.name = "beta", .path = "/b"}};
+  const std::vector<LoraConfig> loras = {{.name = "alpha", .path = "/a"}, {.name = "beta", .path = "/b"}};
   ASSERT_TRUE(m->UpdateLoras(loras).ok());
   std::vector<EncodeInput> in = {{.text = "hello world"},
                                  {.text = "hello world", .lora = "alpha"},
@@ -103,7 +103,7 @@ TEST(IdentityRuntime, AdaptersAnswerTheirOwnVectorsAndUnknownOnesFail) {
   EXPECT_NEAR(n, 1.0, 1e-5) << "normalized like the base";
 
   // A new list replaces the old one.
-  ASSERT_TRUE(m->UpdateLoras(std::vector<LoraSpec>{{.name = "beta", .path = "/b"}}).ok());
+  ASSERT_TRUE(m->UpdateLoras(std::vector<LoraConfig>{{.name = "beta", .path = "/b"}}).ok());
   std::vector<EncodeOutput> again(2);
   std::vector<EncodeInput> in2 = {{.text = "x", .lora = "alpha"}, {.text = "x", .lora = "beta"}};
   ASSERT_TRUE(m->Encode(in2, again).ok());
@@ -117,15 +117,15 @@ TEST(IdentityRuntime, CheckLoraWantsAPeftDirectory) {
   auto base = ModelSpec::Parse("id: t\nruntime: identity\n");
   ASSERT_TRUE(base.ok());
   Runtime* rt = FindRuntime("identity");
-  auto missing = rt->CheckLora(*base, {.name = "a", .path = dir.string()});
+  auto missing = rt->CheckLora(*ModelConfig::FromSpec(*base), {.name = "a", .path = dir.string()});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), Code::kInvalidInput);
   EXPECT_NE(missing.status().message().find("adapter_config.json"), std::string::npos);
-  auto nowhere = rt->CheckLora(*base, {.name = "a", .path = (dir / "nope").string()});
+  auto nowhere = rt->CheckLora(*ModelConfig::FromSpec(*base), {.name = "a", .path = (dir / "nope").string()});
   ASSERT_FALSE(nowhere.ok());
   EXPECT_NE(nowhere.status().message().find("not a directory"), std::string::npos);
   std::ofstream(dir / "adapter_config.json") << "{}";
-  auto ok = rt->CheckLora(*base, {.name = "a", .path = dir.string()});
+  auto ok = rt->CheckLora(*ModelConfig::FromSpec(*base), {.name = "a", .path = dir.string()});
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(*ok, kIdentityLoraBytes);
@@ -134,7 +134,7 @@ TEST(IdentityRuntime, CheckLoraWantsAPeftDirectory) {
 TEST(IdentityRuntime, RejectsBadOptions) {
   auto spec = ModelSpec::Parse("id: t\nruntime: identity\nidentity: {dims: 3}\n");
   ASSERT_TRUE(spec.ok());
-  auto model = FindRuntime("identity")->Load(*spec, LoadContext{});
+  auto model = FindRuntime("identity")->Load(*ModelConfig::FromSpec(*spec), LoadContext{});
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("unknown option 'dims'"), std::string::npos);
   EXPECT_EQ(FindRuntime("no-such-runtime"), nullptr);

@@ -1,19 +1,17 @@
-#include "worker/sampler.h"
+#include "runtime/sampler.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
+#include "worker/generation_engine.h"
+
 namespace shoal::worker {
 namespace {
 
-wire::SamplingParams Params(float temperature, float top_p = 1.0f, int32_t top_k = 0) {
-  wire::SamplingParams p;
-  p.temperature = temperature;
-  p.top_p = top_p;
-  p.top_k = top_k;
-  return p;
+SamplingConfig Params(float temperature, float top_p = 1.0f, int32_t top_k = 0) {
+  return {.temperature = temperature, .top_p = top_p, .top_k = top_k};
 }
 
 TEST(Sampler, GreedyTakesTheLargestLogitAndReportsItsLogProbability) {

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <iterator>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 namespace shoal {
@@ -26,9 +25,9 @@ uint64_t SplitMix64(uint64_t& state) {
 
 class IdentityModel final : public Model {
  public:
-  IdentityModel(ModelSpec spec, IdentityOptions opts) : spec_(std::move(spec)), opts_(opts) {}
+  IdentityModel(ModelConfig config, IdentityOptions opts) : config_(std::move(config)), opts_(opts) {}
 
-  const ModelSpec& spec() const override { return spec_; }
+  const ModelConfig& config() const override { return config_; }
   size_t memory_bytes() const override { return size_t{opts_.memory_mb} << 20; }
 
   Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override {
@@ -37,19 +36,19 @@ class IdentityModel final : public Model {
       if (FailsOn(in[i].text, &out[i].status)) continue;
       if (!in[i].lora.empty() && !HasLora(in[i].lora)) {
         out[i].status = Status(Code::kModelNotFound,
-                               "model '" + spec_.id + "' has no LoRA '" + std::string(in[i].lora) + "'");
+                               "model '" + config_.id + "' has no LoRA '" + std::string(in[i].lora) + "'");
         continue;
       }
       auto tokens = IdentityTokens(in[i].text);
-      if (tokens.size() > spec_.max_input_tokens) {
+      if (tokens.size() > config_.max_input_tokens) {
         if (!in[i].truncate) {
           out[i].status = InvalidInput("input has " + std::to_string(tokens.size()) +
                                        " tokens, over the model's limit of " +
-                                       std::to_string(spec_.max_input_tokens) +
+                                       std::to_string(config_.max_input_tokens) +
                                        "; send \"truncate\": true to cut it");
           continue;
         }
-        tokens.resize(spec_.max_input_tokens);
+        tokens.resize(config_.max_input_tokens);
       }
       out[i].status = Status::Ok();
       out[i].tokens = static_cast<uint32_t>(tokens.size());
@@ -85,9 +84,9 @@ class IdentityModel final : public Model {
   }
 
   // Any list: the names are all it keeps (identity_runtime.h).
-  Status UpdateLoras(std::span<const LoraSpec> loras) override {
+  Status UpdateLoras(std::span<const LoraConfig> loras) override {
     std::vector<std::string> names;
-    for (const LoraSpec& l : loras) names.push_back(l.name);
+    for (const LoraConfig& l : loras) names.push_back(l.name);
     std::lock_guard lock(loras_mu_);
     loras_ = std::move(names);
     return Status::Ok();
@@ -108,7 +107,7 @@ class IdentityModel final : public Model {
     return true;
   }
 
-  ModelSpec spec_;
+  ModelConfig config_;
   IdentityOptions opts_;
   // UpdateLoras runs on the worker's catalog thread while executors encode.
   mutable std::mutex loras_mu_;
@@ -150,45 +149,23 @@ std::vector<float> IdentityVector(const std::vector<std::string_view>& tokens, u
   return v;
 }
 
-Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelSpec& spec, const LoadContext&) {
+Result<std::unique_ptr<Model>> IdentityRuntime::Load(const ModelConfig& config, const LoadContext&) {
   IdentityOptions opts;
-  try {
-    auto o = nlohmann::json::parse(spec.runtime_options_json);
-    auto read = [&](const char* key, uint32_t* v) -> Status {
-      auto it = o.find(key);
-      if (it == o.end()) return Status::Ok();
-      if (!it->is_number_integer() || it->get<int64_t>() < 0) return InvalidInput(std::string("identity.") + key + ": expected a non-negative integer");
-      *v = it->get<uint32_t>();
-      return Status::Ok();
-    };
-    SHOAL_RETURN_IF_ERROR(read("dim", &opts.dim));
-    SHOAL_RETURN_IF_ERROR(read("us_per_token", &opts.us_per_token));
-    SHOAL_RETURN_IF_ERROR(read("us_per_batch", &opts.us_per_batch));
-    SHOAL_RETURN_IF_ERROR(read("efficient_batch", &opts.efficient_batch));
-    SHOAL_RETURN_IF_ERROR(read("us_per_excess_item", &opts.us_per_excess_item));
-    SHOAL_RETURN_IF_ERROR(read("memory_mb", &opts.memory_mb));
-    SHOAL_RETURN_IF_ERROR(read("load_ms", &opts.load_ms));
-    if (auto it = o.find("fail_on"); it != o.end()) {
-      if (!it->is_string()) return InvalidInput("identity.fail_on: expected a string");
-      opts.fail_on = it->get<std::string>();
-    }
-    for (auto it = o.begin(); it != o.end(); ++it) {
-      static const char* kKnown[] = {"dim",       "us_per_token", "us_per_batch", "efficient_batch",
-                                     "us_per_excess_item", "memory_mb", "load_ms", "fail_on"};
-      if (std::none_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return it.key() == k; })) {
-        return InvalidInput("identity: unknown option '" + it.key() + "'");
-      }
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return InvalidInput(std::string("identity: bad options: ") + e.what());
-  }
-  if (opts.dim == 0 || opts.dim > 65536) return InvalidInput("identity.dim: must be 1..65536");
-  if (opts.memory_mb == 0) return InvalidInput("identity.memory_mb: at least 1");
+  OptionReader read(config.options);
+  SHOAL_RETURN_IF_ERROR(read.Count("dim", 1, 65536, &opts.dim));
+  SHOAL_RETURN_IF_ERROR(read.Count("us_per_token", 0, UINT32_MAX, &opts.us_per_token));
+  SHOAL_RETURN_IF_ERROR(read.Count("us_per_batch", 0, UINT32_MAX, &opts.us_per_batch));
+  SHOAL_RETURN_IF_ERROR(read.Count("efficient_batch", 0, UINT32_MAX, &opts.efficient_batch));
+  SHOAL_RETURN_IF_ERROR(read.Count("us_per_excess_item", 0, UINT32_MAX, &opts.us_per_excess_item));
+  SHOAL_RETURN_IF_ERROR(read.Count("memory_mb", 1, UINT32_MAX, &opts.memory_mb));
+  SHOAL_RETURN_IF_ERROR(read.Count("load_ms", 0, UINT32_MAX, &opts.load_ms));
+  SHOAL_RETURN_IF_ERROR(read.String("fail_on", &opts.fail_on));
+  SHOAL_RETURN_IF_ERROR(read.Finish());
   if (opts.load_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opts.load_ms));
-  return std::unique_ptr<Model>(std::make_unique<IdentityModel>(spec, opts));
+  return std::unique_ptr<Model>(std::make_unique<IdentityModel>(config, opts));
 }
 
-Result<uint64_t> IdentityRuntime::CheckLora(const ModelSpec& base, const LoraSpec& lora) {
+Result<uint64_t> IdentityRuntime::CheckLora(const ModelConfig& base, const LoraConfig& lora) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(lora.path, ec)) {

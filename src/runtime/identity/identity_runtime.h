@@ -69,8 +69,9 @@ std::vector<float> IdentityVector(const std::vector<std::string_view>& tokens, u
 class IdentityRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "identity"; }
-  Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const LoadContext& ctx) override;
-  Result<uint64_t> CheckLora(const ModelSpec& base, const LoraSpec& lora) override;
+  int api_version() const override { return 6; }
+  Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
+  Result<uint64_t> CheckLora(const ModelConfig& base, const LoraConfig& lora) override;
 };
 
 }  // namespace shoal

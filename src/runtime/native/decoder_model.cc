@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "runtime/native/kernels/cpu/decoder_kernels.h"
 #include "runtime/native/tokenize_task.h"
 
 namespace shoal::native {
@@ -15,14 +16,14 @@ constexpr size_t kDefaultKvBytes = size_t{256} << 20;
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelSpec& spec, const NativeOptions& options,
+Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelConfig& spec, const NativeOptions& options,
                                                   const LoadContext& ctx) {
   namespace fs = std::filesystem;
   if (spec.task != Task::kGenerate) {
     return InvalidInput(spec.path + ": a decoder-only model generates; register it with task: generate");
   }
   std::unique_ptr<DecoderModel> m(new DecoderModel());
-  m->spec_ = spec;
+  m->config_ = spec;
   auto config = LoadDecoderConfig(spec.path);
   if (!config.ok()) return config.status();
 
@@ -61,7 +62,7 @@ Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelSpec& spec, const N
                            config->num_key_value_heads * config->head_dim * sizeof(float);
   size_t tokens = options.kv_cache_tokens;
   if (tokens == 0) {
-    tokens = std::min<size_t>(static_cast<size_t>(spec.batching.max_batch_requests) * info.max_context,
+    tokens = std::min<size_t>(static_cast<size_t>(spec.max_batch_requests) * info.max_context,
                               kDefaultKvBytes / per_token);
   }
   tokens = std::max<size_t>(tokens, info.max_context);
@@ -86,10 +87,14 @@ Result<std::vector<int32_t>> DecoderModel::EncodePrompt(std::string_view text, b
   return std::move(e->ids);
 }
 
-Result<std::string> DecoderModel::RenderChat(std::span<const wire::ChatMessage> messages,
+std::unique_ptr<Sampler> DecoderModel::NewSampler(const SamplingConfig& config, uint64_t seed) const {
+  return std::make_unique<Sampler>(config, seed, &cpu::ArgMax);
+}
+
+Result<std::string> DecoderModel::RenderChat(std::span<const ChatTurn> messages,
                                              bool add_generation_prompt, std::string_view kwargs_json) const {
   if (!chat_.chat_template) {
-    return InvalidInput("model '" + spec_.id + "' has no chat template (tokenizer_config.json chat_template); "
+    return InvalidInput("model '" + config_.id + "' has no chat template (tokenizer_config.json chat_template); "
                         "use a completion prompt");
   }
   nlohmann::json vars = nlohmann::json::object();
@@ -98,7 +103,7 @@ Result<std::string> DecoderModel::RenderChat(std::span<const wire::ChatMessage> 
     if (!vars.is_object()) return InvalidInput("chat_template_kwargs: expected a JSON object");
   }
   nlohmann::json list = nlohmann::json::array();
-  for (const wire::ChatMessage& msg : messages) list.push_back({{"role", msg.role}, {"content", msg.content}});
+  for (const ChatTurn& msg : messages) list.push_back({{"role", msg.role}, {"content", msg.content}});
   vars["messages"] = std::move(list);
   vars["add_generation_prompt"] = add_generation_prompt;
   vars["bos_token"] = chat_.bos_token;
@@ -111,7 +116,7 @@ std::string DecoderModel::TokenBytes(int32_t id) const {
   return output_bytes_[id];
 }
 
-Status DecoderModel::UpdateLoras(std::span<const LoraSpec> loras) {
+Status DecoderModel::UpdateLoras(std::span<const LoraConfig> loras) {
   loras_->Update(loras);
   return Status::Ok();
 }

@@ -32,27 +32,29 @@ namespace shoal::native {
 
 class DecoderModel final : public Model, public Generator {
  public:
-  static Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const NativeOptions& options,
+  static Result<std::unique_ptr<Model>> Load(const ModelConfig& spec, const NativeOptions& options,
                                              const LoadContext& ctx);
 
-  const ModelSpec& spec() const override { return spec_; }
+  const ModelConfig& config() const override { return config_; }
   size_t memory_bytes() const override { return llama_->weight_bytes() + llama_->kv_bytes(); }
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
   Generator* generator() override { return this; }
-  Status UpdateLoras(std::span<const LoraSpec> loras) override;
+  Status UpdateLoras(std::span<const LoraConfig> loras) override;
   bool LoraReady(std::string_view lora) override { return loras_ == nullptr || loras_->Ready(lora); }
 
   const GeneratorInfo& info() const override { return info_; }
   Result<std::vector<int32_t>> EncodePrompt(std::string_view text, bool add_special_tokens) const override;
-  Result<std::string> RenderChat(std::span<const wire::ChatMessage> messages, bool add_generation_prompt,
+  Result<std::string> RenderChat(std::span<const ChatTurn> messages, bool add_generation_prompt,
                                  std::string_view kwargs_json) const override;
   std::string TokenBytes(int32_t id) const override;
+  // With the CPU kernels' vectorized greedy pick.
+  std::unique_ptr<Sampler> NewSampler(const SamplingConfig& config, uint64_t seed) const override;
   Status Forward(std::span<const SequenceChunk> chunks, float* logits, int threads) override;
 
  private:
   DecoderModel() = default;
 
-  ModelSpec spec_;
+  ModelConfig config_;
   GeneratorInfo info_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<std::string> output_bytes_;  // per id (Tokenizer::OutputBytes)

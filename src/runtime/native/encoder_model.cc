@@ -12,10 +12,10 @@
 
 namespace shoal::native {
 
-Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelSpec& spec, const NativeOptions& options,
+Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const NativeOptions& options,
                                                   const LoadContext& ctx) {
   std::unique_ptr<EncoderModel> m(new EncoderModel());
-  m->spec_ = spec;
+  m->config_ = spec;
   m->threads_ = std::max(1, ctx.threads);
   auto config = LoadEncoderConfig(spec.path);
   if (!config.ok()) return config.status();
@@ -41,7 +41,7 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelSpec& spec, const N
 
   if (options.cuda_device >= 0) {
 #if SHOAL_WITH_CUDA
-    auto network = CudaBert::Load(spec.path, *config, options.cuda_device, spec.batching.max_batch_tokens,
+    auto network = CudaBert::Load(spec.path, *config, options.cuda_device, spec.max_batch_tokens,
                                   ctx.progress);
     if (!network.ok()) return network.status();
     m->network_ = std::move(network).value();
@@ -118,7 +118,7 @@ std::vector<size_t> TokenizeAll(std::span<const In> in, std::span<Out> out, std:
 // The items are then ordered by adapter, so each adapter's rows run as one
 // segment. Empty when no item names an adapter (nothing to find or order).
 template <class In, class Out>
-std::vector<std::shared_ptr<const LoraAdapter>> ResolveLoras(LoraRegistry* loras, const ModelSpec& spec,
+std::vector<std::shared_ptr<const LoraAdapter>> ResolveLoras(LoraRegistry* loras, const ModelConfig& spec,
                                                              std::span<const In> in, std::span<Out> out,
                                                              std::vector<size_t>* ok) {
   std::vector<std::shared_ptr<const LoraAdapter>> adapters;
@@ -145,9 +145,9 @@ std::vector<std::shared_ptr<const LoraAdapter>> ResolveLoras(LoraRegistry* loras
 
 }  // namespace
 
-Status EncoderModel::UpdateLoras(std::span<const LoraSpec> loras) {
+Status EncoderModel::UpdateLoras(std::span<const LoraConfig> loras) {
   if (loras_ == nullptr && !loras.empty()) {
-    return InvalidInput("model '" + spec_.id + "' runs on a GPU; LoRA adapters run on the CPU backend only, so far");
+    return InvalidInput("model '" + config_.id + "' runs on a GPU; LoRA adapters run on the CPU backend only, so far");
   }
   if (loras_ == nullptr) return Status::Ok();
   loras_->Update(loras);
@@ -155,12 +155,12 @@ Status EncoderModel::UpdateLoras(std::span<const LoraSpec> loras) {
 }
 
 Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
-  if (spec_.task != Task::kEncode) return Model::Encode(in, out);
+  if (config_.task != Task::kEncode) return Model::Encode(in, out);
   std::vector<Encoding> encodings(in.size());
   std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const EncodeInput& x) {
     return tokenizer_->Encode(x.text, LimitFor(x.truncate));
   });
-  const auto adapters = ResolveLoras(loras_.get(), spec_, in, out, &ok);
+  const auto adapters = ResolveLoras(loras_.get(), config_, in, out, &ok);
   // Requests choose normalization per item; group by it so each group is
   // one pass (in practice a batch is all one or the other).
   for (bool normalize : {true, false}) {
@@ -181,12 +181,12 @@ Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
 }
 
 Status EncoderModel::Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) {
-  if (spec_.task != Task::kScore) return Model::Score(in, out);
+  if (config_.task != Task::kScore) return Model::Score(in, out);
   std::vector<Encoding> encodings(in.size());
   std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const ScoreInput& x) {
     return tokenizer_->EncodePair(x.text, x.text_pair, LimitFor(x.truncate));
   });
-  const auto adapters = ResolveLoras(loras_.get(), spec_, in, out, &ok);
+  const auto adapters = ResolveLoras(loras_.get(), config_, in, out, &ok);
   const size_t labels = network_->config().num_labels;
   std::vector<float> logits(ok.size() * labels);
   SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, ok, adapters, out, [&](std::span<const TokenSequence> seqs) {

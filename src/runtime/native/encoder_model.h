@@ -24,23 +24,23 @@ namespace shoal::native {
 
 class EncoderModel final : public Model {
  public:
-  static Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const NativeOptions& options,
+  static Result<std::unique_ptr<Model>> Load(const ModelConfig& spec, const NativeOptions& options,
                                              const LoadContext& ctx);
 
-  const ModelSpec& spec() const override { return spec_; }
+  const ModelConfig& config() const override { return config_; }
   size_t memory_bytes() const override { return network_->memory_bytes(); }
 
   Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override;
   Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) override;
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
-  Status UpdateLoras(std::span<const LoraSpec> loras) override;
+  Status UpdateLoras(std::span<const LoraConfig> loras) override;
   bool LoraReady(std::string_view lora) override { return loras_ == nullptr || loras_->Ready(lora); }
 
  private:
   EncoderModel() = default;
   EncodeOptions LimitFor(bool truncate) const;
 
-  ModelSpec spec_;
+  ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<EncoderNetwork> network_;  // Bert, or CudaBert on a GPU
   std::unique_ptr<LoraRegistry> loras_;      // null where the network runs no adapters

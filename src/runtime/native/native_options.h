@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "catalog/model_spec.h"
+#include "runtime/runtime_options.h"
 #include "common/status.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/hf_config.h"
@@ -31,6 +31,6 @@ struct NativeOptions {
   uint64_t lora_budget_bytes = uint64_t{1} << 30;
 };
 
-Result<NativeOptions> ParseNativeOptions(const ModelSpec& spec);
+Result<NativeOptions> ParseNativeOptions(const RuntimeOptions& options);
 
 }  // namespace shoal::native

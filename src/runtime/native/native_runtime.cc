@@ -11,16 +11,43 @@
 #include "runtime/native/models/llama.h"
 #include "runtime/native/loaders/decoder_config.h"
 #include "runtime/native/native_options.h"
+#include "runtime/native/tokenizers/tokenizer.h"
 #include "runtime/native/use_lite_model.h"
 
 namespace shoal {
 
-Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelSpec& spec, const LoadContext& ctx) {
+namespace {
+
+// A Hugging Face tokenizer.json, alone (`shoal tokenize`).
+class NativeTokenizer final : public TextTokenizer {
+ public:
+  explicit NativeTokenizer(std::unique_ptr<native::Tokenizer> t) : t_(std::move(t)) {}
+  Result<std::vector<int32_t>> Encode(std::string_view text, bool add_special_tokens) const override {
+    native::EncodeOptions options;
+    options.add_special_tokens = add_special_tokens;
+    auto enc = t_->Encode(text, options);
+    if (!enc.ok()) return enc.status();
+    return std::move(enc->ids);
+  }
+
+ private:
+  std::unique_ptr<native::Tokenizer> t_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<TextTokenizer>> NativeRuntime::LoadTokenizer(const std::string& path) {
+  auto t = native::Tokenizer::LoadFile(path);
+  if (!t.ok()) return t.status();
+  return std::unique_ptr<TextTokenizer>(std::make_unique<NativeTokenizer>(std::move(t).value()));
+}
+
+Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelConfig& spec, const LoadContext& ctx) {
   namespace fs = std::filesystem;
   if (spec.path.empty()) return InvalidInput("path: the native runtime needs the model's directory");
   std::error_code ec;
   if (!fs::is_directory(spec.path, ec)) return InvalidInput("path: " + spec.path + " is not a directory");
-  auto options = native::ParseNativeOptions(spec);
+  auto options = native::ParseNativeOptions(spec.options);
   if (!options.ok()) return options.status();
 
   // What the directory holds decides the architecture.
@@ -49,7 +76,7 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelSpec& spec, const 
   return model;
 }
 
-Result<uint64_t> NativeRuntime::CheckLora(const ModelSpec& base, const LoraSpec& lora) {
+Result<uint64_t> NativeRuntime::CheckLora(const ModelConfig& base, const LoraConfig& lora) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(fs::path(base.path) / "config.json", ec)) {

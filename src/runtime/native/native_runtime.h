@@ -1,4 +1,4 @@
-// The `native` runtime: Shoal's own inference engine (see DESIGN.md).
+// The `native` runtime: Shoal's own inference engine (docs/native-runtime.md).
 //
 // Profile:
 //   runtime: native
@@ -23,11 +23,14 @@ namespace shoal {
 class NativeRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "native"; }
-  Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, const LoadContext& ctx) override;
+  int api_version() const override { return 6; }
+  Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
   // PEFT LoRA adapters of BERT-family encoders and Llama-family decoders
   // (lora/lora_adapter.h), checked against the base's config and tensor
   // names; USE-Lite takes none.
-  Result<uint64_t> CheckLora(const ModelSpec& base, const LoraSpec& lora) override;
+  Result<uint64_t> CheckLora(const ModelConfig& base, const LoraConfig& lora) override;
+  // A Hugging Face tokenizer.json.
+  Result<std::unique_ptr<TextTokenizer>> LoadTokenizer(const std::string& path) override;
 };
 
 }  // namespace shoal

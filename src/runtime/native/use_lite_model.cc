@@ -6,12 +6,12 @@
 
 namespace shoal::native {
 
-Result<std::unique_ptr<Model>> UseLiteModel::Load(const ModelSpec& spec, int threads) {
+Result<std::unique_ptr<Model>> UseLiteModel::Load(const ModelConfig& spec, int threads) {
   if (spec.task != Task::kEncode) {
     return InvalidInput("USE-Lite encodes; it cannot serve task " + std::string(TaskName(spec.task)));
   }
   std::unique_ptr<UseLiteModel> m(new UseLiteModel());
-  m->spec_ = spec;
+  m->config_ = spec;
   m->threads_ = std::max(1, threads);
   m->max_tokens_ = std::min<size_t>(spec.max_input_tokens, UseLite::kMaxTokens);
   auto u = UseLite::Load(spec.path);

@@ -17,9 +17,9 @@ namespace shoal::native {
 
 class UseLiteModel final : public Model {
  public:
-  static Result<std::unique_ptr<Model>> Load(const ModelSpec& spec, int threads);
+  static Result<std::unique_ptr<Model>> Load(const ModelConfig& spec, int threads);
 
-  const ModelSpec& spec() const override { return spec_; }
+  const ModelConfig& config() const override { return config_; }
   size_t memory_bytes() const override { return use_lite_->memory_bytes(); }
 
   Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override;
@@ -28,7 +28,7 @@ class UseLiteModel final : public Model {
  private:
   UseLiteModel() = default;
 
-  ModelSpec spec_;
+  ModelConfig config_;
   std::unique_ptr<UseLite> use_lite_;
   size_t max_tokens_ = UseLite::kMaxTokens;
   int threads_ = 1;

@@ -7,10 +7,10 @@ namespace shoal::native {
 LoraRegistry::LoraRegistry(LoraTargets targets, size_t budget_bytes)
     : targets_(std::move(targets)), budget_(budget_bytes) {}
 
-void LoraRegistry::Update(std::span<const LoraSpec> loras) {
+void LoraRegistry::Update(std::span<const LoraConfig> loras) {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, Entry, std::less<>> next;
-  for (const LoraSpec& spec : loras) {
+  for (const LoraConfig& spec : loras) {
     auto it = entries_.find(spec.name);
     Entry e;
     if (it != entries_.end() && it->second.spec.path == spec.path) e = std::move(it->second);
@@ -77,12 +77,12 @@ Result<std::shared_ptr<const LoraAdapter>> LoraRegistry::Get(std::string_view na
   }
   Entry& e = entries_.find(name)->second;
   e.loading = true;
-  const LoraSpec spec = e.spec;
+  const LoraConfig spec = e.spec;
   lock.unlock();
   return LoadMarked(std::string(name), spec);
 }
 
-Result<std::shared_ptr<const LoraAdapter>> LoraRegistry::LoadMarked(std::string name, LoraSpec spec) {
+Result<std::shared_ptr<const LoraAdapter>> LoraRegistry::LoadMarked(std::string name, LoraConfig spec) {
   auto loaded = LoraAdapter::Load(spec.path, targets_);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);

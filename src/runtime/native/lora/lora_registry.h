@@ -27,7 +27,7 @@
 #include <thread>
 #include <utility>
 
-#include "catalog/model_spec.h"
+#include "runtime/model_config.h"
 #include "common/status.h"
 #include "runtime/native/lora/lora_adapter.h"
 
@@ -40,7 +40,7 @@ class LoraRegistry {
 
   // The known adapters from now on; an adapter no longer listed, or listed
   // at another path, is forgotten (and reloaded from the new path if asked).
-  void Update(std::span<const LoraSpec> loras);
+  void Update(std::span<const LoraConfig> loras);
 
   // `name`'s adapter, loaded if need be. MODEL_NOT_FOUND when it is not
   // known; the loader's error (INVALID_INPUT) when its files do not load.
@@ -55,14 +55,14 @@ class LoraRegistry {
 
  private:
   struct Entry {
-    LoraSpec spec;
+    LoraConfig spec;
     std::shared_ptr<const LoraAdapter> adapter;  // null until loaded
     Status failed;                               // the last load's error
     bool loading = false;
     uint64_t last_use = 0;
   };
   // Loads `name` (marked loading by the caller) and records the outcome.
-  Result<std::shared_ptr<const LoraAdapter>> LoadMarked(std::string name, LoraSpec spec);
+  Result<std::shared_ptr<const LoraAdapter>> LoadMarked(std::string name, LoraConfig spec);
   void EvictFor(std::string_view keep);  // with mu_ held
 
   const LoraTargets targets_;
@@ -74,7 +74,7 @@ class LoraRegistry {
   size_t resident_ = 0;                                // guarded by mu_
   // Background loads (Ready): names waiting, and the one loader thread,
   // started on the first.
-  std::deque<std::pair<std::string, LoraSpec>> to_load_;  // guarded by mu_
+  std::deque<std::pair<std::string, LoraConfig>> to_load_;  // guarded by mu_
   std::condition_variable wake_loader_;
   bool stopping_ = false;                                // guarded by mu_
   std::thread loader_;                                   // started under mu_

@@ -1,29 +1,27 @@
-#include "worker/sampler.h"
+#include "runtime/sampler.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "runtime/native/kernels/cpu/decoder_kernels.h"
+namespace shoal {
+namespace {
 
-namespace shoal::worker {
-
-Sampler::Sampler(const wire::SamplingParams& params, uint64_t seed)
-    : temperature_(params.temperature), top_p_(params.top_p), top_k_(params.top_k), rng_(seed) {}
-
-uint64_t SeedFromRequestId(std::string_view request_id) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : request_id) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+size_t PortableArgMax(const float* x, size_t n) {
+  return n == 0 ? 0 : static_cast<size_t>(std::max_element(x, x + n) - x);
 }
 
+}  // namespace
+
+Sampler::Sampler(const SamplingConfig& config, uint64_t seed, ArgMaxFn argmax)
+    : config_(config), argmax_(argmax ? argmax : PortableArgMax), rng_(seed) {}
+
 int32_t Sampler::Draw(const float* logits, size_t vocab, float max_logit) {
-  const float inv_t = 1.0f / temperature_;
+  const float inv_t = 1.0f / config_.temperature;
   auto weight = [&](float logit) { return std::exp(static_cast<double>((logit - max_logit) * inv_t)); };
-  if (top_k_ == 0 && top_p_ >= 1.0f) {  // the whole distribution: one pass, no sort
+  const int32_t top_k = config_.top_k;
+  const float top_p = config_.top_p;
+  if (top_k == 0 && top_p >= 1.0f) {  // the whole distribution: one pass, no sort
     double total = 0;
     for (size_t i = 0; i < vocab; ++i) total += weight(logits[i]);
     double u = std::uniform_real_distribution<double>(0.0, total)(rng_);
@@ -39,8 +37,8 @@ int32_t Sampler::Draw(const float* logits, size_t vocab, float max_logit) {
   candidates_.resize(vocab);
   for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  size_t keep = top_k_ > 0 ? std::min<size_t>(top_k_, vocab) : vocab;
-  if (top_p_ >= 1.0f) {
+  size_t keep = top_k > 0 ? std::min<size_t>(top_k, vocab) : vocab;
+  if (top_p >= 1.0f) {
     std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), by_logit);
   } else {
     double total = 0;
@@ -53,7 +51,7 @@ int32_t Sampler::Draw(const float* logits, size_t vocab, float max_logit) {
       std::partial_sort(candidates_.begin() + sorted, candidates_.begin() + width, candidates_.end(), by_logit);
       for (; sorted < width && !reached; ++sorted) {
         mass += weight(candidates_[sorted].first) / total;
-        if (mass >= top_p_) {
+        if (mass >= top_p) {
           nucleus = sorted + 1;
           reached = true;
         }
@@ -72,10 +70,10 @@ int32_t Sampler::Draw(const float* logits, size_t vocab, float max_logit) {
 }
 
 int32_t Sampler::Next(const float* logits, size_t vocab, float* logprob) {
-  const int32_t argmax = static_cast<int32_t>(native::cpu::ArgMax(logits, vocab));
+  const int32_t argmax = static_cast<int32_t>(argmax_(logits, vocab));
   const float max_logit = logits[argmax];
   int32_t chosen = argmax;
-  if (temperature_ > 0 && top_k_ != 1) chosen = Draw(logits, vocab, max_logit);
+  if (config_.temperature > 0 && config_.top_k != 1) chosen = Draw(logits, vocab, max_logit);
   if (logprob) {
     double z = 0;
     for (size_t i = 0; i < vocab; ++i) z += std::exp(static_cast<double>(logits[i]) - max_logit);
@@ -84,4 +82,4 @@ int32_t Sampler::Next(const float* logits, size_t vocab, float* logprob) {
   return chosen;
 }
 
-}  // namespace shoal::worker
+}  // namespace shoal

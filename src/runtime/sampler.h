@@ -1,0 +1,49 @@
+// Sampler: picks the next token from a sequence's logits — greedy, or
+// temperature, top-k and top-p (nucleus) sampling from a per-sequence
+// random stream, so a seed reproduces a sequence token for token. Part of
+// the runtime contract: the worker gets its samplers from the Generator
+// (generator.h NewSampler), so a runtime may bring a faster greedy pick
+// (the native one brings its vectorized ArgMax) or sample where its logits
+// are.
+//
+// The log-probability reported for the chosen token is the model's own
+// (log-softmax of the raw logits), before temperature and truncation, as
+// OpenAI-compatible servers report it.
+//
+// Threading: a Sampler is one sequence's; not shared.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace shoal {
+
+struct SamplingConfig {
+  float temperature = 1.0f;  // 0: greedy
+  float top_p = 1.0f;        // (0, 1]
+  int32_t top_k = 0;         // 0: off
+};
+
+class Sampler {
+ public:
+  // The index of the largest of `n` values (the first, on a tie).
+  using ArgMaxFn = size_t (*)(const float* x, size_t n);
+
+  // `argmax` null: a portable one.
+  Sampler(const SamplingConfig& config, uint64_t seed, ArgMaxFn argmax = nullptr);
+
+  // The next token; `logprob` (optional) gets its log-probability.
+  int32_t Next(const float* logits, size_t vocab, float* logprob);
+
+ private:
+  int32_t Draw(const float* logits, size_t vocab, float max_logit);
+
+  const SamplingConfig config_;
+  const ArgMaxFn argmax_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<float, int32_t>> candidates_;  // scratch
+};
+
+}  // namespace shoal
