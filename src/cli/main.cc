@@ -1,4 +1,4 @@
-// shoal — serve fleets of small models. See README.md and DESIGN.md.
+// shoal — serve fleets of small models. See README.md and docs/.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

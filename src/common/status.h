@@ -1,7 +1,7 @@
 // Status and Result<T>: errors as values across module boundaries.
 //
 // A Status is a code plus a message. The codes are the API error codes of
-// DESIGN.md (each maps to one HTTP status in http/errors.h) plus kInternal for
+// docs/api.md (each maps to one HTTP status in http/errors.h) plus kInternal for
 // failures that are nobody's input (I/O, a broken dependency). No exception
 // crosses a module boundary; code that calls a throwing library catches at the
 // call site and returns a Status.

@@ -215,7 +215,7 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   }
   auto lora = ResolveLora(*p->model, ref, generates ? p->generation->request.lora : p->request.lora);
   if (!lora.ok()) return fail(lora.status());
-  p->request.lora = std::move(lora).value();  // the Shoal-Lora header (lane_channel.cc)
+  p->request.lora = std::move(lora).value();  // the work header's "lora" (lane_channel.cc)
   // Tokenizing works for any model; the other tasks need a model of theirs.
   const Task needs = generates ? Task::kGenerate : p->request.task;
   if (needs != Task::kTokenize && p->model->task != needs) {

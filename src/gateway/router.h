@@ -24,7 +24,7 @@
 // "lora": "name". Both forms given and different: 400 INVALID_INPUT; an
 // adapter the model does not have: 404 MODEL_NOT_FOUND "model 'b' has no
 // LoRA 'x'". The items go to the base's stream with the adapter's name in
-// their Shoal-Lora header (wire/work_message.h), and responses name the
+// their header's "lora" (wire/work_message.h), and responses name the
 // model as the client did ("base:lora"). /v1/models lists each adapter as
 // "base:lora" after its base.
 //

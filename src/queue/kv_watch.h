@@ -1,5 +1,5 @@
 // KvWatch: follows a KV bucket on a thread of its own and hands each change
-// to a callback — the watch *is* the config delta stream (DESIGN.md).
+// to a callback — the watch *is* the config delta stream (docs/architecture.md).
 //
 // Threading: `on_entry` and `on_ready` run on the watch thread, one at a time.
 // `on_ready` runs once, after the values that existed when the watch began.

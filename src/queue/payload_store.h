@@ -1,7 +1,8 @@
 // PayloadStore: where item parts too large for a NATS message wait while
-// their request is in the queue (DESIGN.md "Payload store"). The gateway puts
-// an item's bytes under a key and publishes a work message that names the
-// key (Shoal-Payload) instead of carrying them; the worker gets them back;
+// their request is in the queue (docs/architecture.md, "Large payloads").
+// The gateway puts an item's bytes under a key and publishes a work message
+// that names the key (its header's "payload": wire/work_message.h) instead
+// of carrying them; the worker gets them back;
 // the gateway deletes them when the request ends, and sweeps what a gateway
 // that died mid-request left behind.
 //

@@ -1,5 +1,5 @@
 // What a worker tells the client and JetStream about a work message, by
-// failure class — the policy of DESIGN.md in one table:
+// failure class — the policy of docs/architecture.md ("Ack policy") in one table:
 //
 //   outcome            reply to the client         JetStream
 //   succeeded          the result                  +ACK

@@ -19,14 +19,14 @@
 // stays streamed). Prompts sharing a prefix reuse its published blocks.
 //
 // Results: after each step, each sequence that produced text publishes a
-// chunk (wire/generate.h) to its reply subject with the next Shoal-Seq; the
-// last carries Shoal-Final, the finish reason, usage and timing; then the
+// chunk (wire/generate.h) to its reply subject with the next "seq"; the
+// last carries "final", the finish reason, usage and timing; then the
 // message is acked. Failures go through BatchRunner::Settle (ack_policy.h):
 // a prompt over the context → INVALID_INPUT (+TERM); a failed step →
 // INFERENCE_ERROR for the sequences in it. Long generations send +WPI every
 // half AckWait so JetStream does not redeliver them meanwhile.
 //
-// LoRA: a request under an adapter (WorkItem::lora, the Shoal-Lora header)
+// LoRA: a request under an adapter (the work header's "lora")
 // runs in the same continuous batch as the base's and the other adapters'
 // requests; each step's chunk names its sequence's adapter, and the prefix
 // cache keeps each adapter's blocks apart (its keys and values differ).

@@ -1,5 +1,5 @@
 // Residency: which models are loaded on one device, within its memory budget,
-// and which to evict to make room for another (DESIGN.md, Worker → Residency).
+// and which to evict to make room for another (docs/architecture.md, "Residency").
 //
 // The rule, for a model `id` of `bytes` that is to be loaded:
 //   - bytes > budget: NO_CAPACITY (it could never fit);

@@ -1,4 +1,4 @@
-// Every error code of the API (DESIGN.md, "APIs": Errors), each produced by
+// Every error code of the API (docs/api.md, "Errors"), each produced by
 // a real request through a real gateway, nats-server and worker — the one
 // place that shows all of them. Each answer is checked for its HTTP status,
 // the body {"error":{"code","message","request_id"}} (code exact, message
@@ -200,7 +200,7 @@ TEST(ErrorCodes, EveryDocumentedCodeFromARealRequest) {
   EXPECT_EQ(seen, (std::set<std::string>{"INVALID_INPUT", "UNAUTHENTICATED", "FORBIDDEN", "MODEL_NOT_FOUND",
                                          "PAYLOAD_TOO_LARGE", "RATE_LIMITED", "INFERENCE_ERROR", "MODEL_LOAD_FAILED",
                                          "OVERLOADED", "NO_CAPACITY", "DEADLINE_EXCEEDED"}))
-      << "every code of DESIGN.md's list";
+      << "every code of docs/api.md's list";
 }
 
 }  // namespace
