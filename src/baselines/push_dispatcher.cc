@@ -106,7 +106,6 @@ void PushDispatcher::Release(std::unordered_map<uint64_t, Assigned>::iterator it
 }
 
 void PushDispatcher::Tick(SteadyClock::time_point now) {
-  channel_.Reap();
   if (now >= next_refresh_) RefreshView();
   // Requests finished without their results (deadline, shutdown) stop
   // counting against their worker. A late result finds no request and so

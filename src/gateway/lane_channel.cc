@@ -91,29 +91,29 @@ void LaneChannel::PublishCancel(const PendingRequest& p) {
 
 void LaneChannel::OnMessage(queue::Message msg) {
   std::string_view subject = msg.subject();
-  if (subject.size() <= reply_prefix_.size()) return reaper_.Add(msg.release());
+  if (subject.size() <= reply_prefix_.size()) return table_->Free(std::move(msg));
   subject.remove_prefix(reply_prefix_.size());
   uint64_t item = 0;
   const size_t ack_at = subject.find(wire::kAckSuffix);
   const bool is_ack = ack_at != std::string_view::npos;
   if (is_ack) {
-    if (!ParseU64(subject.substr(ack_at + sizeof(wire::kAckSuffix) - 1), &item)) return reaper_.Add(msg.release());
+    if (!ParseU64(subject.substr(ack_at + sizeof(wire::kAckSuffix) - 1), &item)) return table_->Free(std::move(msg));
     subject = subject.substr(0, ack_at);
   }
   uint64_t seq = 0;
   std::shared_ptr<PendingRequest> p;
   if (ParseU64(subject, &seq)) p = table_->Find(seq);
-  if (!p) return reaper_.Add(msg.release());  // finished already (answered, failed or timed out)
+  if (!p) return table_->Free(std::move(msg));  // finished already (answered, failed or timed out)
   if (is_ack) {
     if (on_ack_) on_ack_(*p, static_cast<size_t>(item), msg);
-    return reaper_.Add(msg.release());
+    return table_->Free(std::move(msg));
   }
   wire::ReplyHeader h;
   std::string_view body;
   if (Status s = wire::ReadReply(msg.payload(), &h, &body); !s.ok()) {
     // Not from a worker of this version: the deadline answers the request.
     spdlog::warn("rid={} unreadable reply dropped: {}", p->id, s.message());
-    return reaper_.Add(msg.release());
+    return table_->Free(std::move(msg));
   }
   on_reply_(*p, h, body, std::move(msg));
 }

@@ -62,9 +62,6 @@ class LaneChannel {
   // Announces that `p`'s client hung up (queue/subjects.h CancelSubject).
   void PublishCancel(const PendingRequest& p);
 
-  // Frees received messages nobody kept (call from the lane's Tick).
-  void Reap() { reaper_.Reap(); }
-
   // No more replies after this returns.
   void Stop();
 
@@ -79,8 +76,7 @@ class LaneChannel {
   OnReply on_reply_;
   queue::ConnectionPtr nc_;
   queue::SubscriptionPtr sub_;
-  queue::MsgReaper reaper_;  // reaped on Reap
-  std::string buffer_;       // a work message being written (loop thread)
+  std::string buffer_;  // a work message being written (loop thread)
 };
 
 }  // namespace shoal::gateway

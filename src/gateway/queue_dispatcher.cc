@@ -65,7 +65,6 @@ void QueueDispatcher::Queue(const std::shared_ptr<PendingRequest>& p) {
 }
 
 void QueueDispatcher::Tick(SteadyClock::time_point now) {
-  channel_.Reap();
   if (now >= next_republish_check_ && channel_.connected()) {
     next_republish_check_ = now + std::chrono::milliseconds(250);
     const uint64_t r = channel_.Reconnects();
