@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-encoders bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-encoders bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -36,6 +36,10 @@ fuzz: setup
 
 bench: build
 	scripts/bench-serving-plane
+
+# A runtime process against the same runtime in the worker (about two minutes).
+bench-runtimes: build
+	$(BUILD)/bench/runtimes_bench
 
 # Shoal's encoder engine against PyTorch and ONNX Runtime (about ten minutes).
 bench-encoders: build

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/subprocess.h"
+#include "wire/msgpack_writer.h"
 
 namespace shoal::bench {
 
@@ -38,6 +39,19 @@ inline bool WaitAccepting(int port) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
+}
+
+// A native /v1/encode body (MessagePack) of one item: {"items": [{"text": text}]}.
+inline std::string OneItemBody(std::string_view text) {
+  std::string body;
+  wire::MsgpackWriter w(&body);
+  w.MapHeader(1);
+  w.Str("items");
+  w.ArrayHeader(1);
+  w.MapHeader(1);
+  w.Str("text");
+  w.Str(text);
+  return body;
 }
 
 inline double Median(std::vector<double> v) {

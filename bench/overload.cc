@@ -81,38 +81,27 @@ struct Options {
   bool keep_dir = false;
 };
 
-std::string RequestBody() {
-  std::string body;
-  wire::MsgpackWriter w(&body);
-  w.MapHeader(1);
-  w.Str("items");
-  w.ArrayHeader(1);
-  w.MapHeader(1);
-  w.Str("text");
-  w.Str(kText);
-  return body;
-}
 
 LoadSpec Spec(int port, int connections, double rate, std::chrono::milliseconds duration) {
   LoadSpec s;
   s.port = port;
   s.path = std::string("/v1/encode/") + kModel;
   s.content_type = "application/msgpack";
-  s.body = RequestBody();
+  s.body = OneItemBody(kText);
   s.connections = connections;
   s.rate = rate;
   s.duration = duration;
   return s;
 }
 
-// The model's answer to RequestBody(), once it serves, checked against the
+// The model's answer to OneItemBody(kText), once it serves, checked against the
 // identity vector computed here; "" when it never answered right.
 std::string ReferenceAnswer(int port) {
   std::string vector;
   wire::MsgpackWriter(&vector).Float32Array(IdentityVector(IdentityTokens(kText), kDim, true).data(), kDim);
   for (int i = 0; i < 300; ++i) {
     testing::HttpClient http(port, 2000);
-    auto r = http.PostMsgpack(std::string("/v1/encode/") + kModel, RequestBody());
+    auto r = http.PostMsgpack(std::string("/v1/encode/") + kModel, OneItemBody(kText));
     if (r.ok() && r->status == 200) {
       if (r->body.find(vector) != std::string::npos) return r->body;
       std::fprintf(stderr, "the model answered, but not the identity vector\n");

@@ -27,30 +27,18 @@
 #include "figures.h"
 #include "loadtest/load_generator.h"
 #include "queue/nats_server.h"
-#include "wire/msgpack_writer.h"
 
 namespace shoal::bench {
 using namespace loadtest;  // RunLoad, LoadSpec, MixEntry, Percentile
 namespace {
 
-std::string RequestBody() {
-  std::string body;
-  wire::MsgpackWriter w(&body);
-  w.MapHeader(1);
-  w.Str("items");
-  w.ArrayHeader(1);
-  w.MapHeader(1);
-  w.Str("text");
-  w.Str("the quick brown fox jumps over the lazy dog");
-  return body;
-}
 
 LoadSpec Spec(int port, int connections, double rate, std::chrono::milliseconds duration) {
   LoadSpec s;
   s.port = port;
   s.path = "/v1/encode/bench/identity";
   s.content_type = "application/msgpack";
-  s.body = RequestBody();
+  s.body = OneItemBody("the quick brown fox jumps over the lazy dog");
   s.connections = connections;
   s.rate = rate;
   s.duration = duration;

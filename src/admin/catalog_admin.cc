@@ -12,6 +12,14 @@
 namespace shoal::admin {
 namespace {
 
+// Where registration loads a model to check it: as the worker would, so a
+// profile asking for a runtime process is checked in one (started for the
+// check, stopped when the model is let go).
+ModelRuntimes& CheckRuntimes() {
+  static ModelRuntimes runtimes;
+  return runtimes;
+}
+
 bool AllFinite(const std::vector<float>& v) {
   for (float x : v) {
     if (!std::isfinite(x)) return false;
@@ -62,7 +70,7 @@ Result<ModelSpec> ParseEntry(kvEntry* e) {
 }  // namespace
 
 Result<uint64_t> CheckModel(const ModelSpec& spec) {
-  Runtime* runtime = FindRuntime(spec.runtime);
+  Runtime* runtime = CheckRuntimes().For(spec);
   if (!runtime) return InvalidInput("runtime '" + spec.runtime + "' is not known to this build");
   auto config = ModelConfig::FromSpec(spec);
   if (!config.ok()) return Status(Code::kInvalidInput, spec.id + ": " + config.status().message());
@@ -93,7 +101,7 @@ Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimi
   auto base = ModelConfig::FromSpec(spec);
   if (!base.ok()) return Status(Code::kInvalidInput, spec.id + ": " + base.status().message());
   for (LoraSpec& lora : spec.loras) {
-    auto lora_bytes = FindRuntime(spec.runtime)->CheckLora(*base, {lora.name, lora.path});
+    auto lora_bytes = CheckRuntimes().For(spec)->CheckLora(*base, {lora.name, lora.path});
     if (!lora_bytes.ok()) return Status(Code::kInvalidInput, spec.id + ": " + lora_bytes.status().message());
     lora.memory_bytes = *lora_bytes;
   }
@@ -146,7 +154,7 @@ Result<LoraSpec> CatalogAdmin::AddLora(std::string_view base_id, LoraSpec lora) 
     if (spec->FindLora(lora.name)) {
       return InvalidInput("model '" + spec->id + "' has a LoRA '" + lora.name + "' already (remove it first)");
     }
-    Runtime* runtime = FindRuntime(spec->runtime);
+    Runtime* runtime = CheckRuntimes().For(*spec);
     if (!runtime) return InvalidInput("runtime '" + spec->runtime + "' is not known to this build");
     auto config = ModelConfig::FromSpec(*spec);
     if (!config.ok()) return Status(Code::kInvalidInput, config.status().message());

@@ -192,10 +192,18 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   if (!o.is_object()) return InvalidInput("model spec: expected a mapping");
   static const char* kKnown[] = {"id",       "runtime", "path",   "task",         "pool",    "description",
                                  "max_input_tokens", "batching", "queue", "pinned", "memory_bytes", "threads",
-                                 "loras", "tuned"};
+                                 "loras", "tuned", "process"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
+  std::string process;
+  SHOAL_RETURN_IF_ERROR(ReadString(o, "process", &process));
+  if (!process.empty()) {
+    if (process == "worker") spec->process = RuntimeProcess::kWorker;
+    else if (process == "shared") spec->process = RuntimeProcess::kShared;
+    else if (process == "own") spec->process = RuntimeProcess::kOwn;
+    else return InvalidInput("process: '" + process + "' is none of worker, shared, own");
+  }
   std::string task = std::string(TaskName(spec->task));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "task", &task));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "pool", &spec->pool));
@@ -259,6 +267,16 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
 
 }  // namespace
 
+std::string_view RuntimeProcessName(RuntimeProcess p) {
+  switch (p) {
+    case RuntimeProcess::kDefault: return "default";
+    case RuntimeProcess::kWorker: return "worker";
+    case RuntimeProcess::kShared: return "shared";
+    case RuntimeProcess::kOwn: return "own";
+  }
+  return "default";
+}
+
 std::string ModelSpec::ToJson() const {
   // With an applied entry, the profile's own values (model_spec.h).
   const bool applied = !tuned.applied_class.empty();
@@ -286,6 +304,7 @@ std::string ModelSpec::ToJson() const {
                                  {"max_wait_ms", batching.adaptive.max_wait_ms}};
   }
   if (!path.empty()) o["path"] = path;
+  if (process != RuntimeProcess::kDefault) o["process"] = std::string(RuntimeProcessName(process));
   o[runtime] = json::parse(runtime_options_json);
   if (threads > 0) o["threads"] = threads;
   if (!loras.empty()) {

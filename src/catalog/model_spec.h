@@ -5,6 +5,12 @@
 //
 //   id: shoal/identity            # [A-Za-z0-9._/-]
 //   runtime: identity             # which Runtime loads it
+//   process: worker               # where it runs: worker (in the worker's
+//                                 # process), shared (the worker's runtime
+//                                 # process for its runtime), own (a runtime
+//                                 # process of its own); default: the
+//                                 # runtime's choice (worker, for the
+//                                 # built-in runtimes)
 //   path: ../models/bge-small     # the model directory (native runtime);
 //                                 # relative to the profile file
 //   task: encode                  # encode, score (cross-encoders), or generate
@@ -101,9 +107,18 @@ struct LoraSpec {
   uint64_t memory_bytes = 0;  // what it holds loaded; measured when registered
 };
 
+// Where a model runs (`process:`): in the worker's process, or in a runtime
+// process behind the runtime protocol (docs/runtime-protocol.md) — shared by
+// the runtime's models on that worker, or its own, for isolation.
+enum class RuntimeProcess : uint8_t { kDefault, kWorker, kShared, kOwn };
+
+// "default", "worker", "shared", "own".
+std::string_view RuntimeProcessName(RuntimeProcess p);
+
 struct ModelSpec {
   std::string id;
   std::string runtime;
+  RuntimeProcess process = RuntimeProcess::kDefault;  // kDefault: the runtime's own choice
   std::string path;  // absolute once loaded from a file
   Task task = Task::kEncode;  // encode, score or generate
   std::string pool = "default";

@@ -27,6 +27,8 @@ Subcommand AddStatus(CLI::App& app);
 Subcommand AddKeys(CLI::App& app);
 Subcommand AddBench(CLI::App& app);
 Subcommand AddTune(CLI::App& app);
+Subcommand AddRuntimeHost(CLI::App& app);
+Subcommand AddRuntimeCheck(CLI::App& app);
 
 // Blocks SIGINT and SIGTERM in the calling thread (call before starting any
 // thread, so all inherit it) and, later, waits for one of them.

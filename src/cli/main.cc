@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
       shoal::cli::AddKeys(app),
       shoal::cli::AddBench(app),
       shoal::cli::AddTune(app),
+      shoal::cli::AddRuntimeHost(app),
+      shoal::cli::AddRuntimeCheck(app),
   };
   CLI11_PARSE(app, argc, argv);
   if (shoal::Status s = shoal::InitLogging(log_level, log_format); !s.ok()) {

@@ -16,6 +16,18 @@ namespace shoal {
 
 Result<Subprocess> Subprocess::Spawn(const std::vector<std::string>& argv, const std::string& log_path,
                                      const std::vector<std::string>& env) {
+  return Start(argv, log_path, env, -1);
+}
+
+Result<Subprocess> Subprocess::SpawnWithSocket(const std::vector<std::string>& argv, const std::string& log_path,
+                                               const std::vector<std::string>& env, int socket) {
+  if (socket < 0) return InvalidInput("no socket to pass");
+  return Start(argv, log_path, env, socket);
+}
+
+// `socket` -1: a plain child, sent SIGTERM when the spawning thread ends.
+Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv, const std::string& log_path,
+                                     const std::vector<std::string>& env, int socket) {
   if (argv.empty()) return InvalidInput("empty command");
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -38,14 +50,21 @@ Result<Subprocess> Subprocess::Spawn(const std::vector<std::string>& argv, const
   if (pid < 0) return Internal(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(127);  // the parent died before prctl
+    if (socket < 0) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(127);  // the parent died before prctl
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);  // exec keeps the mask; the parent blocks signals
     if (log_fd >= 0) {
       dup2(log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
+    }
+    if (socket == 3) {
+      fcntl(3, F_SETFD, 0);  // keep it across exec
+    } else if (socket >= 0) {
+      dup2(socket, 3);  // the copy does not close on exec
     }
     execvpe(args[0], args.data(), envp.data());
     _exit(127);

@@ -22,6 +22,13 @@ class Subprocess {
   // `env` ("NAME=value"; a name already set here keeps its value).
   static Result<Subprocess> Spawn(const std::vector<std::string>& argv, const std::string& log_path = "",
                                   const std::vector<std::string>& env = {});
+  // The same, and the child gets `socket` as its descriptor 3 (a runtime
+  // process's end of its socket pair). It learns of this process's death
+  // from the socket closing, so it is not sent SIGTERM when the spawning
+  // thread ends (PR_SET_PDEATHSIG follows the thread, not the process: a
+  // runtime process started from a worker's executor would die with it).
+  static Result<Subprocess> SpawnWithSocket(const std::vector<std::string>& argv, const std::string& log_path,
+                                            const std::vector<std::string>& env, int socket);
 
   Subprocess(Subprocess&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
   Subprocess& operator=(Subprocess&& o) noexcept;
@@ -35,6 +42,8 @@ class Subprocess {
 
  private:
   explicit Subprocess(pid_t pid) : pid_(pid) {}
+  static Result<Subprocess> Start(const std::vector<std::string>& argv, const std::string& log_path,
+                                  const std::vector<std::string>& env, int socket);
   pid_t pid_ = -1;
   int status_ = 0;
 };

@@ -39,7 +39,7 @@ namespace shoal {
 
 class Generator;  // runtime/generator.h
 
-inline constexpr int kRuntimeApiVersion = 6;
+inline constexpr int kRuntimeApiVersion = 7;
 
 struct EncodeInput {
   std::string_view text;
@@ -147,6 +147,10 @@ class Runtime {
   // The version of this contract it implements (kRuntimeApiVersion when it
   // was written against this one).
   virtual int api_version() const = 0;
+  // The tasks its models may serve (a model serves its config's task, and
+  // tokenize when listed here): what a runtime process announces in its
+  // hello (docs/runtime-protocol.md).
+  virtual std::vector<Task> tasks() const = 0;
   virtual Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) = 0;
 
   // Registration's check of an adapter against its base (without loading

@@ -16,6 +16,7 @@ std::string_view OutcomeName(Outcome o) {
     case Outcome::kShuttingDown: return "shutting_down";
     case Outcome::kLoraPending: return "lora_pending";
     case Outcome::kLoraLoading: return "lora_loading";
+    case Outcome::kRuntimeLost: return "runtime_lost";
   }
   return "unknown";
 }

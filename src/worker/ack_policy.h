@@ -29,6 +29,11 @@
 //                                                         background meanwhile;
 //                                                         the last delivery
 //                                                         runs and waits for it)
+//   runtime process    nothing                     -NAK after 500 ms (its
+//   lost                                                  supervisor starts a
+//                                                         new one; the item
+//                                                         runs again, here or
+//                                                         elsewhere)
 //   worker crash       —                           nothing: JetStream redelivers
 //                                                  after AckWait
 //
@@ -57,6 +62,7 @@ enum class Outcome {
   kShuttingDown,
   kLoraPending,  // names an adapter the loaded model does not have (yet)
   kLoraLoading,  // names an adapter the model is reading from disk now
+  kRuntimeLost,  // the runtime process running its batch died or was killed
 };
 
 enum class AckAction { kAck, kTerm, kNak, kInProgress };
@@ -81,6 +87,7 @@ constexpr Disposition DispositionFor(Outcome o) {
     case Outcome::kShuttingDown: return {false, AckAction::kNak};
     case Outcome::kLoraPending: return {false, AckAction::kNak, std::chrono::milliseconds(250)};
     case Outcome::kLoraLoading: return {false, AckAction::kNak, std::chrono::milliseconds(20)};
+    case Outcome::kRuntimeLost: return {false, AckAction::kNak, std::chrono::milliseconds(500)};
   }
   return {false, AckAction::kNak};
 }

@@ -142,7 +142,13 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
   for (size_t k = 0; k < g.items.size(); ++k) {
     const WorkItem& it = *g.items[k];
     if (!batch_status.ok()) {
-      Settle(it, Outcome::kInferenceFailed, Status(Code::kInferenceError, batch_status.message()));
+      // A runtime process lost puts the item back; a model that no longer
+      // loads answers 502; any other failure of the batch is the model's.
+      switch (batch_status.code()) {
+        case Code::kNoCapacity: Settle(it, Outcome::kRuntimeLost); break;
+        case Code::kModelLoadFailed: Settle(it, Outcome::kLoadFailed, batch_status); break;
+        default: Settle(it, Outcome::kInferenceFailed, Status(Code::kInferenceError, batch_status.message()));
+      }
       continue;
     }
     const Out& out = outputs[k];

@@ -104,7 +104,7 @@ bool ResidentModels::Wants(const ModelSpec& spec) const {
       std::find(options_.models.begin(), options_.models.end(), spec.id) == options_.models.end()) {
     return false;
   }
-  return FindRuntime(spec.runtime) != nullptr;
+  return parts_.runtimes->For(spec) != nullptr;
 }
 
 void ResidentModels::OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot) {
@@ -194,7 +194,7 @@ void ResidentModels::Load(const std::string& id) {
     parts_.metrics->Evicted(v);
   }
 
-  Runtime* runtime = FindRuntime(spec->runtime);
+  Runtime* runtime = parts_.runtimes->For(*spec);
   LoadContext ctx;
   ctx.threads = ThreadsFor(*spec);
   spdlog::info("worker: loading {} ({} runtime, {:.1f} MB expected)", id, spec->runtime, spec->memory_bytes / 1e6);

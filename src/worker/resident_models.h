@@ -47,6 +47,7 @@
 #include "queue/catalog_watch.h"
 #include "queue/nats.h"
 #include "queue/worker_registry.h"
+#include "runtime/registry/registry.h"
 #include "worker/batch_runner.h"
 #include "worker/cancelled_requests.h"
 #include "worker/intake.h"
@@ -93,6 +94,7 @@ class ResidentModels {
     WorkerMetrics* metrics;
     jsCtx* js;                               // consumers; the stream's per-model counts
     const queue::WorkerRegistry* registry;  // the other workers, for placement
+    ModelRuntimes* runtimes;                 // where each model loads (in this process or a runtime process)
     std::function<void()> changed;           // what it serves or holds changed (a heartbeat)
   };
 

@@ -50,6 +50,9 @@ Status Worker::Init() {
   for (int i = 0; i < options_.executors; ++i) {
     executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { intake_->PostPlan(); }));
   }
+  RuntimeProcessSettings processes = options_.runtime_processes;
+  processes.metrics = &metrics_.registry();
+  runtimes_ = std::make_unique<ModelRuntimes>(std::move(processes));
   residency_ = std::make_unique<ResidentModels>(
       ResidentModels::Options{.worker_id = options_.id,
                               .pool = options_.pool,
@@ -67,6 +70,7 @@ Status Worker::Init() {
                             .metrics = &metrics_,
                             .js = control_.js.get(),
                             .registry = registry_.get(),
+                            .runtimes = runtimes_.get(),
                             .changed = [this] { Heartbeat(); }});
   auto catalog = queue::CatalogWatch::Open(control_.models.get(), [this](auto snap) { residency_->OnCatalog(snap); });
   if (!catalog.ok()) return catalog.status();

@@ -44,6 +44,7 @@
 #include "worker/generation_engine.h"
 #include "worker/intake.h"
 #include "worker/local_queue.h"
+#include "runtime/registry/registry.h"
 #include "worker/metrics_endpoint.h"
 #include "worker/resident_models.h"
 #include "worker/served_models.h"
@@ -78,6 +79,9 @@ struct WorkerOptions {
   // served, 0: any free port (Worker::metrics_port says which).
   int metrics_port = -1;
   std::string metrics_host = "127.0.0.1";
+  // How runtime processes run (models with `process: shared` or `own`);
+  // `metrics` is set by the worker.
+  RuntimeProcessSettings runtime_processes;
 };
 
 class Worker {
@@ -117,6 +121,7 @@ class Worker {
 
   WorkerOptions options_;
   WorkerMetrics metrics_;  // before anything that records into it
+  std::unique_ptr<ModelRuntimes> runtimes_;  // outlives the models loaded through it
   queue::ControlPlane control_;  // KV, streams, heartbeats
   std::unique_ptr<queue::WorkerRegistry> registry_;  // the other workers, for placement
   Gate items_;  // every accepted item's ticket holds it; before what holds tickets

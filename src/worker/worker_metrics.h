@@ -124,6 +124,8 @@ class WorkerMetrics {
 
   // The body of GET /metrics.
   std::string Render(const WorkerGaugeView& view);
+  // For parts that register families of their own (runtime processes).
+  MetricsRegistry& registry() { return registry_; }
 
  private:
   MetricsRegistry registry_;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <thread>
 
@@ -131,10 +132,10 @@ class Fleet {
     return a;
   }
 
-  // `shoal models add` with the profile, as an operator would.
-  Status Register() {
+  // `shoal models add` with the profile (and `extra` lines), as an operator would.
+  Status Register(const std::string& extra = "") {
     const std::string profile = dir_ + "/chaos-embed.yaml";
-    std::ofstream(profile) << kProfile;
+    std::ofstream(profile) << kProfile << extra;
     std::vector<std::string> argv = {o_.shoal_binary, "models"};
     for (auto& a : NatsArgs()) argv.push_back(a);
     argv.insert(argv.end(), {"add", profile});
@@ -349,6 +350,61 @@ ScenarioResult WorkerKill(const ScenarioOptions& o) {
   return r;
 }
 
+// The runtime-host processes `parent` started (its runtime processes).
+std::vector<pid_t> RuntimeProcessesOf(pid_t parent) {
+  std::vector<pid_t> pids;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat("/proc/" + name + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) != 2 || ppid != parent || state == 'Z') continue;
+    std::ifstream cmd("/proc/" + name + "/cmdline");
+    const std::string cmdline((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (cmdline.find("runtime-host") != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+ScenarioResult RuntimeProcessKill(const ScenarioOptions& o) {
+  ScenarioResult r;
+  r.name = "runtime_process_kill";
+  r.dir = MakeDir(o, r.name);
+  Ticker ticker(o, r.name);
+  ticker.Phase("starting nats-server, a worker whose model runs in a runtime process, a gateway");
+  CHAOS_ASSIGN(nats, queue::NatsServer::Start(ServerAt(r.dir + "/nats", 0)));
+  Fleet fleet(o, r.dir, nats->url(), 0);
+  CHAOS_TRY(fleet.Register("process: shared\n"));
+  CHAOS_ASSIGN(worker, fleet.Worker("worker"));
+  CHAOS_TRY(fleet.WaitForWorker("worker"));
+  CHAOS_ASSIGN(port, Port());
+  CHAOS_ASSIGN(gateway, fleet.Gateway("gateway", port));
+  CHAOS_TRY(fleet.WaitReady(port, "gateway"));
+
+  LoadDriver driver(Load(o, {port}, "runtime-process-kill"));
+  CHAOS_TRY(WarmUp(o, driver, ticker));
+  const std::vector<pid_t> runtimes = RuntimeProcessesOf(worker.pid());
+  if (runtimes.size() != 1) {
+    r.error = "expected one runtime process under the worker, found " + std::to_string(runtimes.size());
+    return r;
+  }
+  // Under load its batches are in it: they fail, go back to the queue and
+  // run again in the process the worker starts next.
+  const auto fault = Clock::now();
+  ::kill(runtimes[0], SIGKILL);
+  ticker.Phase("SIGKILLed the runtime process " + std::to_string(runtimes[0]));
+  CHAOS_TRY(Sleep(o, o.after_s));
+  Finish(driver, fleet, fault, ticker, &r);
+  worker.Stop(SIGTERM, std::chrono::seconds(5));
+  gateway.Stop(SIGTERM, std::chrono::seconds(5));
+  return r;
+}
+
 ScenarioResult NatsRestart(const ScenarioOptions& o) {
   ScenarioResult r;
   r.name = "nats_restart";
@@ -525,11 +581,12 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
 }  // namespace
 
 std::vector<std::string> ScenarioNames() {
-  return {"worker_kill", "nats_restart", "gateway_restart", "gateway_kill", "nats_cluster_kill"};
+  return {"worker_kill", "runtime_process_kill", "nats_restart", "gateway_restart", "gateway_kill", "nats_cluster_kill"};
 }
 
 ScenarioResult RunScenario(const std::string& name, const ScenarioOptions& o) {
   if (name == "worker_kill") return WorkerKill(o);
+  if (name == "runtime_process_kill") return RuntimeProcessKill(o);
   if (name == "nats_restart") return NatsRestart(o);
   if (name == "gateway_restart") return GatewayRestart(o, false);
   if (name == "gateway_kill") return GatewayRestart(o, true);

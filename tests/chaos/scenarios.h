@@ -6,6 +6,9 @@
 //   worker_kill        two workers; one is SIGKILLed while it provably holds
 //                      unanswered items (frozen with SIGSTOP and checked with
 //                      an InFlightProbe first); a replacement starts.
+//   runtime_process_kill  the model runs in a runtime process (`process:
+//                      shared`); it is SIGKILLed under load, and the worker
+//                      puts its batches back and starts another.
 //   nats_restart       the only nats-server (file storage) is SIGKILLed and
 //                      started again 2 s later on the same port and data.
 //   gateway_restart    clients spread over two gateways; one is stopped with

@@ -31,6 +31,9 @@ queue::NatsServerOptions TestCluster::ServerOptions(int port) const {
 }
 
 TestCluster::TestCluster(SecureNats secure) : secure_(std::move(secure)) {
+  // Runtime processes of in-process workers (and registration's checks)
+  // are the shoal binary's `runtime-host`, not this test binary.
+  setenv("SHOAL_RUNTIME_HOST", SHOAL_BINARY, 0);
   char tmpl[] = "/tmp/shoal-test-XXXXXX";
   dir_ = mkdtemp(tmpl);
   auto nats = queue::NatsServer::Start(ServerOptions(0));

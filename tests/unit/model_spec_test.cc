@@ -51,6 +51,25 @@ TEST(ModelSpec, JsonRoundTripIsStable) {
   EXPECT_EQ(again->description, "a test");
 }
 
+TEST(ModelSpec, ProcessSaysWhereTheModelRunsAndTravelsInJson) {
+  auto plain = ModelSpec::Parse(kProfile);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->process, RuntimeProcess::kDefault);
+  EXPECT_EQ(nlohmann::json::parse(plain->ToJson()).count("process"), 0u);
+  for (auto [name, want] : {std::pair{"worker", RuntimeProcess::kWorker}, std::pair{"shared", RuntimeProcess::kShared},
+                            std::pair{"own", RuntimeProcess::kOwn}}) {
+    auto spec = ModelSpec::Parse(std::string(kProfile) + "process: " + name + "\n");
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->process, want);
+    auto again = ModelSpec::Parse(spec->ToJson());
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->process, want);
+  }
+  auto bad = ModelSpec::Parse(std::string(kProfile) + "process: elsewhere\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "process: 'elsewhere' is none of worker, shared, own");
+}
+
 TEST(ModelSpec, AdaptiveBatchingIsOffUnlessGiven) {
   auto spec = ModelSpec::Parse(kProfile);
   ASSERT_TRUE(spec.ok());

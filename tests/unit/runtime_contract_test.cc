@@ -17,6 +17,7 @@ class VersionedRuntime final : public Runtime {
   explicit VersionedRuntime(int version, std::string name = "versioned") : version_(version), name_(name) {}
   std::string_view name() const override { return name_; }
   int api_version() const override { return version_; }
+  std::vector<Task> tasks() const override { return {Task::kEncode}; }
   Result<std::unique_ptr<Model>> Load(const ModelConfig&, const LoadContext&) override {
     return InvalidInput("not a real runtime");
   }

@@ -49,6 +49,7 @@ class IdentityModel final : public Model {
           continue;
         }
         tokens.resize(config_.max_input_tokens);
+        out[i].truncated = true;
       }
       out[i].status = Status::Ok();
       out[i].tokens = static_cast<uint32_t>(tokens.size());

@@ -23,7 +23,10 @@ namespace shoal {
 class NativeRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "native"; }
-  int api_version() const override { return 6; }
+  int api_version() const override { return 7; }
+  std::vector<Task> tasks() const override {
+    return {Task::kEncode, Task::kScore, Task::kTokenize, Task::kGenerate};
+  }
   Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
   // PEFT LoRA adapters of BERT-family encoders and Llama-family decoders
   // (lora/lora_adapter.h), checked against the base's config and tensor

@@ -1,8 +1,13 @@
 #include "runtime/registry/registry.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "common/log.h"
 #include "runtime/identity/identity_runtime.h"
 #include "runtime/native/native_runtime.h"
+#include "runtime/process/remote_runtime.h"
 
 namespace shoal {
 
@@ -36,5 +41,58 @@ const RuntimeRegistry& BuiltInRuntimes() {
 }
 
 Runtime* FindRuntime(std::string_view name) { return BuiltInRuntimes().Find(name); }
+
+namespace {
+
+std::string HostBinary(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  if (const char* env = std::getenv("SHOAL_RUNTIME_HOST"); env && *env) return env;
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "shoal";
+}
+
+}  // namespace
+
+ModelRuntimes::ModelRuntimes(RuntimeProcessSettings settings) : settings_(std::move(settings)) {
+  if (settings_.metrics) {
+    deaths_ = &settings_.metrics->AddCounter("shoal_runtime_process_deaths_total",
+                                             "Runtime processes that died or were killed, by runtime and why "
+                                             "(exited, hung, protocol, memory).",
+                                             {"runtime", "reason"});
+  }
+}
+
+ModelRuntimes::~ModelRuntimes() = default;
+
+Runtime* ModelRuntimes::For(const ModelSpec& spec) {
+  Runtime* local = FindRuntime(spec.runtime);
+  if (!local) return nullptr;
+  if (spec.process == RuntimeProcess::kDefault || spec.process == RuntimeProcess::kWorker) return local;
+  // A built-in runtime out of process: `shoal runtime-host` serves it.
+  const std::string key = spec.process == RuntimeProcess::kOwn ? spec.runtime + "/" + spec.id : spec.runtime;
+  std::lock_guard lock(mu_);
+  auto& remote = remote_[key];
+  if (!remote) {
+    runtime_process::ProcessOptions o;
+    o.name = key;
+    o.runtime = spec.runtime;
+    o.command = {HostBinary(settings_.host_binary), "runtime-host", "--runtime", spec.runtime};
+    if (!settings_.log_dir.empty()) {
+      std::string file = key;
+      for (char& c : file) c = c == '/' ? '_' : c;
+      o.log_path = settings_.log_dir + "/runtime-" + file + ".log";
+    }
+    o.health_every = settings_.health_every;
+    o.health_timeout = settings_.health_timeout;
+    o.memory_headroom_bytes = settings_.memory_headroom_bytes;
+    o.deaths = deaths_;
+    runtime_process::CallTimeouts timeouts;
+    timeouts.call = settings_.call_timeout;
+    remote = std::make_unique<runtime_process::RemoteRuntime>(
+        spec.runtime, std::make_shared<runtime_process::RuntimeProcess>(std::move(o)), timeouts);
+  }
+  return remote.get();
+}
 
 }  // namespace shoal

@@ -7,11 +7,15 @@
 // Threading: Register before use; Find from any thread.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "catalog/model_spec.h"
+#include "common/metrics.h"
 #include "runtime/runtime.h"
 
 namespace shoal {
@@ -32,5 +36,45 @@ const RuntimeRegistry& BuiltInRuntimes();
 
 // BuiltInRuntimes().Find(name): null when there is no runtime of that name.
 Runtime* FindRuntime(std::string_view name);
+
+namespace runtime_process {
+class RemoteRuntime;
+}
+
+// How runtime processes are run and watched (runtime/process).
+struct RuntimeProcessSettings {
+  // The `shoal` binary whose `runtime-host` serves a built-in runtime out of
+  // process; empty: $SHOAL_RUNTIME_HOST, else this process's own binary.
+  std::string host_binary;
+  std::string log_dir;  // each process's output in <log_dir>/runtime-<name>.log; empty: inherited
+  std::chrono::milliseconds health_every{1000};
+  std::chrono::milliseconds health_timeout{10000};
+  std::chrono::milliseconds call_timeout{60000};
+  uint64_t memory_headroom_bytes = uint64_t{1} << 30;
+  MetricsRegistry* metrics = nullptr;  // shoal_runtime_process_deaths_total, if set
+};
+
+// The runtime a model loads through (docs/runtime-protocol.md "Where a
+// model runs"): the runtime its profile names, in this process, or — for
+// `process: shared` or `own` — that runtime in a runtime process, through
+// a RemoteRuntime. Processes start when a model first loads into them and
+// stop when their last model leaves.
+//
+// Threading: For from any thread. The runtimes it returns live as long as
+// it does.
+class ModelRuntimes {
+ public:
+  explicit ModelRuntimes(RuntimeProcessSettings settings = {});
+  ~ModelRuntimes();
+
+  // Null when no runtime has the profile's name.
+  Runtime* For(const ModelSpec& spec);
+
+ private:
+  const RuntimeProcessSettings settings_;
+  Family<Counter>* deaths_ = nullptr;
+  std::mutex mu_;  // guards remote_
+  std::map<std::string, std::unique_ptr<runtime_process::RemoteRuntime>> remote_;  // by process key
+};
 
 }  // namespace shoal

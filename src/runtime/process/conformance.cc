@@ -1,0 +1,431 @@
+#include "runtime/process/conformance.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/subprocess.h"
+#include "runtime/process/frame.h"
+#include "runtime/process/protocol.h"
+#include "wire/msgpack_writer.h"
+
+namespace shoal::runtime_process {
+namespace {
+
+// A final reply and the frame its views point into (kept in place).
+struct Answer {
+  std::string frame;
+  Reply reply;
+};
+
+// One raw connection to the runtime under test.
+class Peer {
+ public:
+  static Result<std::unique_ptr<Peer>> Open(const ConformanceTarget& target) {
+    auto peer = std::make_unique<Peer>();
+    if (!target.socket.empty()) {
+      peer->fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      if (target.socket.size() >= sizeof addr.sun_path) return InvalidInput("socket path too long");
+      std::memcpy(addr.sun_path, target.socket.c_str(), target.socket.size() + 1);
+      if (::connect(peer->fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        return Internal("cannot connect to " + target.socket + ": " + std::strerror(errno));
+      }
+      return peer;
+    }
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return Internal("socketpair failed");
+    auto child = Subprocess::SpawnWithSocket(target.command, "", {"SHOAL_RUNTIME_FD=3"}, fds[1]);
+    ::close(fds[1]);
+    if (!child.ok()) {
+      ::close(fds[0]);
+      return child.status();
+    }
+    peer->fd_ = fds[0];
+    peer->process_.emplace(std::move(child).value());
+    return peer;
+  }
+
+  Peer() = default;
+  ~Peer() {
+    if (fd_ >= 0) ::close(fd_);
+    if (process_) process_->Stop(SIGKILL, std::chrono::milliseconds(0));
+  }
+
+  Status Send(std::string_view frame) { return FrameWriter(fd_).Write(frame); }
+
+  // The next frame, within `timeout`.
+  Status Next(std::chrono::milliseconds timeout, std::string* frame) {
+    pollfd p{fd_, POLLIN, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    if (r == 0) return Status(Code::kDeadlineExceeded, "no reply within " + std::to_string(timeout.count()) + " ms");
+    if (r < 0) return Internal(std::string("poll: ") + std::strerror(errno));
+    return ReadFrame(fd_, frame);
+  }
+
+  // The final reply to `id`, collecting progress on the way.
+  Result<std::unique_ptr<Answer>> Await(uint64_t id, std::chrono::milliseconds timeout,
+                                        std::vector<double>* progress = nullptr) {
+    while (true) {
+      auto a = std::make_unique<Answer>();
+      SHOAL_RETURN_IF_ERROR(Next(timeout, &a->frame));
+      if (Status s = ReadReply(a->frame, &a->reply); !s.ok()) return Internal("not a reply: " + s.message());
+      if (a->reply.id != id) return Internal("a reply to id " + std::to_string(a->reply.id) + " while waiting for " + std::to_string(id));
+      if (a->reply.kind == Reply::Kind::kProgress) {
+        if (progress) progress->push_back(a->reply.progress);
+        continue;
+      }
+      return a;
+    }
+  }
+
+  // Whether the runtime closes the connection within `timeout`.
+  bool ClosesWithin(std::chrono::milliseconds timeout) {
+    std::string frame;
+    Status s = Next(timeout, &frame);
+    return !s.ok() && s.code() != Code::kDeadlineExceeded;
+  }
+
+  // Whether the started process exits within `timeout` (true for a socket).
+  bool ExitsWithin(std::chrono::milliseconds timeout) {
+    if (!process_) return true;
+    const auto until = SteadyClock::now() + timeout;
+    while (process_->Running()) {
+      if (SteadyClock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
+
+ private:
+  int fd_ = -1;
+  std::optional<Subprocess> process_;
+};
+
+// Passed with what was seen, or failed with why.
+CheckResult Pass(std::string name, std::string detail) { return {std::move(name), Status::Ok(), std::move(detail)}; }
+CheckResult Fail(std::string name, std::string why) {
+  return {std::move(name), Status(Code::kInternal, std::move(why)), ""};
+}
+
+std::string Describe(const Reply& r) {
+  switch (r.kind) {
+    case Reply::Kind::kOk: return "ok";
+    case Reply::Kind::kError: return "error " + r.error.ToString();
+    case Reply::Kind::kProgress: return "progress";
+  }
+  return "?";
+}
+
+// Expects an error reply with `code` (any code when kOk).
+Status ExpectError(const Answer& a, Code code) {
+  if (a.reply.kind != Reply::Kind::kError) return Internal("expected an error, got " + Describe(a.reply));
+  if (code != Code::kOk && a.reply.error.code() != code) {
+    return Internal("expected " + std::string(CodeName(code)) + ", got " + a.reply.error.ToString());
+  }
+  return Status::Ok();
+}
+
+Status ExpectOk(const Answer& a) {
+  return a.reply.kind == Reply::Kind::kOk ? Status::Ok() : Internal("expected ok, got " + Describe(a.reply));
+}
+
+// A fresh connection that has said hello.
+Result<std::unique_ptr<Peer>> Greeted(const ConformanceTarget& target, std::chrono::milliseconds timeout,
+                                      RuntimeHello* hello) {
+  auto peer = Peer::Open(target);
+  if (!peer.ok()) return peer.status();
+  SHOAL_RETURN_IF_ERROR((*peer)->Send(HelloRequest(1)));
+  auto a = (*peer)->Await(1, timeout);
+  if (!a.ok()) return a.status();
+  SHOAL_RETURN_IF_ERROR(ExpectOk(**a));
+  SHOAL_RETURN_IF_ERROR(ReadHello((*a)->reply.ok, hello));
+  return peer;
+}
+
+std::vector<std::string> SampleTexts() {
+  return {"the river runs past the old mill", "a second and different sentence",
+          "the river runs past the old mill"};
+}
+
+// The batch checks for the model's task: `items` results, one vector size,
+// finite, and equal for equal inputs (texts 0 and 2).
+Status CheckBatch(Task task, const Answer& a, size_t items, std::string* detail) {
+  SHOAL_RETURN_IF_ERROR(ExpectOk(a));
+  std::vector<std::vector<float>> vectors;
+  if (task == Task::kScore) {
+    std::vector<ScoreOutput> out(items);
+    SHOAL_RETURN_IF_ERROR(ReadScoreOutputs(a.reply.ok, out));
+    for (auto& o : out) {
+      SHOAL_RETURN_IF_ERROR(o.status);
+      vectors.push_back(o.logits);
+    }
+  } else {
+    std::vector<EncodeOutput> out(items);
+    SHOAL_RETURN_IF_ERROR(ReadEncodeOutputs(a.reply.ok, out));
+    for (auto& o : out) {
+      SHOAL_RETURN_IF_ERROR(o.status);
+      if (o.tokens == 0) return Internal("an item reports 0 tokens");
+      vectors.push_back(o.dense);
+    }
+  }
+  for (const auto& v : vectors) {
+    if (v.empty() || v.size() != vectors[0].size()) return Internal("the items' vectors differ in length");
+    for (float x : v) {
+      if (!std::isfinite(x)) return Internal("a value is not finite");
+    }
+  }
+  if (vectors[0] != vectors[2]) return Internal("the same input gave two different results in one batch");
+  *detail = std::to_string(items) + " items of " + std::to_string(vectors[0].size()) + " values";
+  return Status::Ok();
+}
+
+std::string BatchRequest(Task task, uint64_t id, std::string_view model, const std::vector<std::string>& texts,
+                         bool truncate) {
+  if (task == Task::kScore) {
+    std::vector<ScoreInput> in;
+    for (const auto& t : texts) in.push_back({.text = "which river", .text_pair = t, .truncate = truncate, .lora = {}});
+    return ScoreRequest(id, model, in);
+  }
+  std::vector<EncodeInput> in;
+  for (const auto& t : texts) in.push_back({.text = t, .truncate = truncate, .normalize = true, .lora = {}});
+  return EncodeRequest(id, model, in);
+}
+
+}  // namespace
+
+std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const ConformanceOptions& options,
+                                        const std::function<void(const CheckResult&)>& report) {
+  std::vector<CheckResult> results;
+  auto add = [&](CheckResult r) {
+    report(r);
+    results.push_back(std::move(r));
+  };
+  const auto timeout = options.timeout;
+
+  // 1. The handshake.
+  RuntimeHello hello;
+  auto peer = Greeted(target, timeout, &hello);
+  if (!peer.ok()) {
+    add(Fail("hello", peer.status().ToString()));
+    return results;  // nothing else can be checked
+  }
+  if (hello.protocol != kProtocolVersion) {
+    add(Fail("hello", "chose protocol " + std::to_string(hello.protocol)));
+    return results;
+  }
+  std::string tasks;
+  for (Task t : hello.tasks) tasks += (tasks.empty() ? "" : ", ") + std::string(TaskName(t));
+  add(Pass("hello", "protocol 1, runtime '" + hello.runtime + "' (" + hello.version + "), tasks: " + tasks));
+  Peer& p = **peer;
+
+  // 2. Refusals on fresh connections.
+  {
+    auto fresh = Peer::Open(target);
+    std::string out;
+    wire::MsgpackWriter w(&out);
+    w.MapHeader(3);
+    w.Str("op");
+    w.Str("hello");
+    w.Str("id");
+    w.Uint(1);
+    w.Str("versions");
+    w.ArrayHeader(1);
+    w.Uint(999);
+    Status s = fresh.ok() ? (*fresh)->Send(out) : fresh.status();
+    auto a = s.ok() ? (*fresh)->Await(1, timeout) : Result<std::unique_ptr<Answer>>(s);
+    if (!a.ok()) add(Fail("refuses an unknown version", a.status().ToString()));
+    else if (Status e = ExpectError(**a, Code::kOk); !e.ok()) add(Fail("refuses an unknown version", e.message()));
+    else if (!(*fresh)->ClosesWithin(timeout)) add(Fail("refuses an unknown version", "answered but kept the connection open"));
+    else add(Pass("refuses an unknown version", (*a)->reply.error.ToString() + ", then closed"));
+  }
+  {
+    auto fresh = Peer::Open(target);
+    Status s = fresh.ok() ? (*fresh)->Send(PlainRequest(7, "health")) : fresh.status();
+    auto a = s.ok() ? (*fresh)->Await(7, timeout) : Result<std::unique_ptr<Answer>>(s);
+    if (!a.ok()) add(Fail("hello comes first", a.status().ToString()));
+    else if (Status e = ExpectError(**a, Code::kOk); !e.ok()) add(Fail("hello comes first", e.message()));
+    else add(Pass("hello comes first", (*a)->reply.error.ToString()));
+  }
+
+  uint64_t id = 100;
+  auto call = [&](const std::string& request, uint64_t rid, std::vector<double>* progress = nullptr) {
+    Status s = p.Send(request);
+    return s.ok() ? p.Await(rid, timeout, progress) : Result<std::unique_ptr<Answer>>(s);
+  };
+
+  // 3. Reports.
+  {
+    const uint64_t rid = ++id;
+    auto a = call(PlainRequest(rid, "health"), rid);
+    uint32_t models = 0;
+    Status s = a.ok() ? ExpectOk(**a) : a.status();
+    if (s.ok()) s = ReadHealth((*a)->reply.ok, &models);
+    add(s.ok() ? Pass("health", std::to_string(models) + " models") : Fail("health", s.ToString()));
+  }
+  {
+    const uint64_t rid = ++id;
+    auto a = call(PlainRequest(rid, "memory"), rid);
+    MemoryReport m;
+    Status s = a.ok() ? ExpectOk(**a) : a.status();
+    if (s.ok()) s = ReadMemory((*a)->reply.ok, &m);
+    if (s.ok() && m.rss_bytes == 0) s = Internal("rss_bytes is 0");
+    add(s.ok() ? Pass("memory", std::to_string(m.rss_bytes >> 20) + " MiB resident") : Fail("memory", s.ToString()));
+  }
+
+  // 4. Bad requests are refused and the connection lives on.
+  {
+    std::string out;
+    wire::MsgpackWriter w(&out);
+    w.MapHeader(3);
+    w.Str("op");
+    w.Str("frobnicate");
+    w.Str("id");
+    w.Uint(++id);
+    w.Str("x-future-field");
+    w.Uint(1);
+    auto a = call(out, id);
+    Status s = a.ok() ? ExpectError(**a, Code::kInvalidInput) : a.status();
+    const uint64_t rid = ++id;
+    auto h = s.ok() ? call(PlainRequest(rid, "health"), rid) : Result<std::unique_ptr<Answer>>(s);
+    if (s.ok()) s = h.ok() ? ExpectOk(**h) : h.status();
+    add(s.ok() ? Pass("refuses an unknown op and carries on", "INVALID_INPUT, then health answered")
+               : Fail("refuses an unknown op and carries on", s.ToString()));
+  }
+  {
+    const uint64_t rid = ++id;
+    auto a = call(BatchRequest(Task::kEncode, rid, "no-such-model", {"x"}, false), rid);
+    Status s = a.ok() ? ExpectError(**a, Code::kModelNotFound) : a.status();
+    add(s.ok() ? Pass("a batch for no loaded model", "MODEL_NOT_FOUND") : Fail("a batch for no loaded model", s.ToString()));
+  }
+
+  // 5. A model: load, batches, unload.
+  if (!options.model) {
+    add({"load and batches", Status::Ok(), "no model given (--profile)", true});
+  } else {
+    ModelConfig config = *options.model;
+    const Task task = config.task == Task::kScore ? Task::kScore : Task::kEncode;
+    {
+      ModelConfig bad = config;
+      bad.options.Set("no_such_option_for_conformance", int64_t{1});
+      const uint64_t rid = ++id;
+      auto a = call(LoadRequest(rid, "bad", bad, 1), rid);
+      Status s = a.ok() ? ExpectError(**a, Code::kOk) : a.status();
+      add(s.ok() ? Pass("refuses a load with an unknown option", (*a)->reply.error.ToString())
+                 : Fail("refuses a load with an unknown option", s.ToString()));
+    }
+    const std::string handle = "check-model";
+    const uint64_t rid = ++id;
+    std::vector<double> progress;
+    auto a = call(LoadRequest(rid, handle, config, 1), rid, &progress);
+    uint64_t bytes = 0;
+    Status s = a.ok() ? ExpectOk(**a) : a.status();
+    if (s.ok()) s = ReadBytes((*a)->reply.ok, &bytes);
+    for (size_t i = 0; s.ok() && i < progress.size(); ++i) {
+      if (progress[i] < 0 || progress[i] > 1 || (i > 0 && progress[i] < progress[i - 1])) {
+        s = Internal("progress is not a non-decreasing fraction");
+      }
+    }
+    add(s.ok() ? Pass("load", config.id + ": " + std::to_string(bytes) + " bytes, " +
+                                  std::to_string(progress.size()) + " progress replies")
+               : Fail("load", s.ToString()));
+    if (s.ok()) {
+      const auto texts = SampleTexts();
+      {
+        const uint64_t b = ++id;
+        auto r = call(BatchRequest(task, b, handle, texts, false), b);
+        std::string detail;
+        Status c = r.ok() ? CheckBatch(task, **r, texts.size(), &detail) : r.status();
+        add(c.ok() ? Pass(std::string(TaskName(task)) + " batch", detail) : Fail(std::string(TaskName(task)) + " batch", c.ToString()));
+      }
+      {
+        // An input over the model's limit fails alone, or is cut when asked.
+        std::string longest;
+        for (uint32_t i = 0; i < config.max_input_tokens + 8; ++i) longest += "word ";
+        std::vector<std::string> mixed = {texts[0], longest};
+        const uint64_t b = ++id;
+        auto r = call(BatchRequest(task, b, handle, mixed, false), b);
+        Status c = r.ok() ? ExpectOk(**r) : r.status();
+        std::vector<EncodeOutput> eo(2);
+        std::vector<ScoreOutput> so(2);
+        if (c.ok()) c = task == Task::kScore ? ReadScoreOutputs((*r)->reply.ok, so) : ReadEncodeOutputs((*r)->reply.ok, eo);
+        const Status first = task == Task::kScore ? so[0].status : eo[0].status;
+        const Status second = task == Task::kScore ? so[1].status : eo[1].status;
+        if (c.ok() && !first.ok()) c = Internal("the good item failed: " + first.ToString());
+        if (c.ok() && second.code() != Code::kInvalidInput) c = Internal("the long item got " + second.ToString());
+        const uint64_t t = ++id;
+        auto cut = c.ok() ? call(BatchRequest(task, t, handle, {longest}, true), t) : Result<std::unique_ptr<Answer>>(c);
+        if (c.ok()) c = cut.ok() ? ExpectOk(**cut) : cut.status();
+        std::vector<EncodeOutput> ce(1);
+        std::vector<ScoreOutput> cs(1);
+        if (c.ok()) c = task == Task::kScore ? ReadScoreOutputs((*cut)->reply.ok, cs) : ReadEncodeOutputs((*cut)->reply.ok, ce);
+        const bool truncated = task == Task::kScore ? cs[0].truncated : ce[0].truncated;
+        if (c.ok() && !truncated) c = Internal("truncate: true did not report the input as truncated");
+        add(c.ok() ? Pass("per-item status and truncation", "the long item: " + second.ToString())
+                   : Fail("per-item status and truncation", c.ToString()));
+      }
+      {
+        // Two batches in flight on one connection; replies may come in any order.
+        const uint64_t b1 = ++id, b2 = ++id;
+        Status c = p.Send(BatchRequest(task, b1, handle, texts, false));
+        if (c.ok()) c = p.Send(BatchRequest(task, b2, handle, {texts[1]}, false));
+        std::set<uint64_t> seen;
+        for (int i = 0; c.ok() && i < 2; ++i) {
+          std::string frame;
+          c = p.Next(timeout, &frame);
+          Reply r;
+          if (c.ok()) c = ReadReply(frame, &r);
+          if (c.ok() && r.kind == Reply::Kind::kProgress) --i;
+          else if (c.ok()) seen.insert(r.id);
+        }
+        if (c.ok() && seen != std::set<uint64_t>{b1, b2}) c = Internal("the replies' ids do not match the requests'");
+        add(c.ok() ? Pass("pipelined batches", "two in flight, both answered") : Fail("pipelined batches", c.ToString()));
+      }
+      if (std::find(hello.tasks.begin(), hello.tasks.end(), Task::kTokenize) != hello.tasks.end()) {
+        const uint64_t b = ++id;
+        std::vector<TokenizeInput> in = {{.text = texts[0]}};
+        auto r = call(TokenizeRequest(b, handle, in), b);
+        std::vector<TokenizeOutput> out(1);
+        Status c = r.ok() ? ExpectOk(**r) : r.status();
+        if (c.ok()) c = ReadTokenizeOutputs((*r)->reply.ok, out);
+        if (c.ok()) c = out[0].status;
+        if (c.ok() && out[0].tokens.empty()) c = Internal("no tokens");
+        add(c.ok() ? Pass("tokenize", std::to_string(out[0].tokens.size()) + " tokens") : Fail("tokenize", c.ToString()));
+      }
+      {
+        const uint64_t u = ++id, b = u + 1;
+        id = b;
+        auto r = call(UnloadRequest(u, handle), u);
+        Status c = r.ok() ? ExpectOk(**r) : r.status();
+        auto after = c.ok() ? call(BatchRequest(task, b, handle, {texts[0]}, false), b) : Result<std::unique_ptr<Answer>>(c);
+        if (c.ok()) c = after.ok() ? ExpectError(**after, Code::kModelNotFound) : after.status();
+        add(c.ok() ? Pass("unload", "then MODEL_NOT_FOUND") : Fail("unload", c.ToString()));
+      }
+    }
+  }
+
+  // 6. Stop: answered, then the connection closes (and a started process exits).
+  {
+    const uint64_t rid = ++id;
+    auto a = call(PlainRequest(rid, "stop"), rid);
+    Status s = a.ok() ? ExpectOk(**a) : a.status();
+    if (s.ok() && !p.ClosesWithin(timeout)) s = Internal("answered stop but kept the connection open");
+    if (s.ok() && !p.ExitsWithin(timeout)) s = Internal("the process did not exit after stop");
+    add(s.ok() ? Pass("stop", "answered, closed, exited") : Fail("stop", s.ToString()));
+  }
+  return results;
+}
+
+}  // namespace shoal::runtime_process

@@ -1,0 +1,707 @@
+#include "runtime/process/protocol.h"
+
+#include <cstring>
+#include <variant>
+
+#include "wire/msgpack_fields.h"
+#include "wire/msgpack_reader.h"
+#include "wire/msgpack_writer.h"
+
+namespace shoal::runtime_process {
+namespace {
+
+using wire::MsgpackFields;
+using wire::MsgpackReader;
+using wire::MsgpackWriter;
+
+// {"op": op, "id": id, ...`fields` more pairs written by the caller}.
+MsgpackWriter Envelope(std::string* out, std::string_view op, uint64_t id, uint32_t fields) {
+  MsgpackWriter w(out);
+  w.MapHeader(2 + fields);
+  w.Str("op");
+  w.Str(op);
+  w.Str("id");
+  w.Uint(id);
+  return w;
+}
+
+// {"id": id, "ok": <the caller writes the value>}.
+MsgpackWriter OkEnvelope(std::string* out, uint64_t id) {
+  MsgpackWriter w(out);
+  w.MapHeader(2);
+  w.Str("id");
+  w.Uint(id);
+  w.Str("ok");
+  return w;
+}
+
+void WriteFloats(MsgpackWriter& w, const std::vector<float>& v) {
+  // Little-endian float32, as this machine holds them.
+  w.Bin(std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+}
+
+Status ReadFloats(MsgpackFields& f, std::vector<float>* v) {
+  std::string_view bin;
+  if (!f.reader().ReadBin(&bin)) return f.Error("expected float32 values (bin)");
+  if (bin.size() % sizeof(float) != 0) return f.Error("a bin of float32 values has " + std::to_string(bin.size()) + " bytes");
+  v->resize(bin.size() / sizeof(float));
+  if (!bin.empty()) std::memcpy(v->data(), bin.data(), bin.size());
+  return Status::Ok();
+}
+
+// An item's "error" map, when it failed.
+void WriteItemStatus(MsgpackWriter& w, const Status& s) {
+  w.Str("error");
+  w.MapHeader(2);
+  w.Str("code");
+  w.Str(CodeName(s.code()));
+  w.Str("message");
+  w.Str(s.message());
+}
+
+Status ReadStatusMap(MsgpackReader& r, const std::string& where, Status* s) {
+  std::string code, message;
+  MsgpackFields f(r, where);
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) {
+    if (key == "code") return f.String(&code);
+    if (key == "message") return f.String(&message);
+    return f.Skip();
+  }));
+  if (code.empty() || code == "OK") return InvalidInput(where + ": an error needs a code");
+  *s = Status(CodeFromName(code), std::move(message));
+  return Status::Ok();
+}
+
+// Reads an array of maps: calls `item(i, fields)` per element.
+template <class Item>
+Status ForEachItem(std::string_view raw, std::string_view where, Item&& item) {
+  MsgpackReader r(raw);
+  uint32_t n = 0;
+  if (!r.ReadArrayHeader(&n)) return wire::MsgpackExpected(where, "an array", r);
+  for (uint32_t i = 0; i < n; ++i) {
+    MsgpackFields f(r, std::string(where) + "[" + std::to_string(i) + "]");
+    SHOAL_RETURN_IF_ERROR(item(i, f));
+  }
+  return Status::Ok();
+}
+
+// The "items" array of an "ok" map, checked against the request's count.
+Status OkItems(std::string_view ok, size_t want, std::string_view* items) {
+  MsgpackReader r(ok);
+  MsgpackFields f(r, "ok");
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) {
+    if (key == "items") return f.reader().ReadRaw(items) ? Status::Ok() : f.Error("truncated");
+    return f.Skip();
+  }));
+  MsgpackReader count(*items);
+  uint32_t n = 0;
+  if (!count.ReadArrayHeader(&n)) return Internal("the reply has no items array");
+  if (n != want) {
+    return Internal("the reply has " + std::to_string(n) + " items for a batch of " + std::to_string(want));
+  }
+  return Status::Ok();
+}
+
+// Encode and score results: a vector per item (`key`: "dense", "logits"),
+// its token count and whether it was cut; or the item's error.
+template <class Out>
+std::string VectorReply(uint64_t id, std::span<const Out> items, std::string_view key,
+                        std::vector<float> Out::*vector) {
+  std::string out;
+  MsgpackWriter w = OkEnvelope(&out, id);
+  w.MapHeader(1);
+  w.Str("items");
+  w.ArrayHeader(static_cast<uint32_t>(items.size()));
+  for (const Out& o : items) {
+    if (!o.status.ok()) {
+      w.MapHeader(1);
+      WriteItemStatus(w, o.status);
+      continue;
+    }
+    w.MapHeader(3);
+    w.Str(key);
+    WriteFloats(w, o.*vector);
+    w.Str("tokens");
+    w.Uint(o.tokens);
+    w.Str("truncated");
+    w.Bool(o.truncated);
+  }
+  return out;
+}
+
+template <class Out>
+Status ReadVectorOutputs(std::string_view ok, std::span<Out> out, std::string_view key,
+                         std::vector<float> Out::*vector) {
+  std::string_view items;
+  SHOAL_RETURN_IF_ERROR(OkItems(ok, out.size(), &items));
+  return ForEachItem(items, "items", [&](uint32_t i, MsgpackFields& f) -> Status {
+    Out& o = out[i];
+    return f.ForEach([&](std::string_view k) -> Status {
+      if (k == "error") return ReadStatusMap(f.reader(), f.Name(), &o.status);
+      if (k == key) return ReadFloats(f, &(o.*vector));
+      if (k == "tokens") return f.Int(&o.tokens);
+      if (k == "truncated") return f.Bool(&o.truncated);
+      return f.Skip();
+    });
+  });
+}
+
+void WriteConfig(MsgpackWriter& w, const ModelConfig& c) {
+  w.MapHeader(7);
+  w.Str("id");
+  w.Str(c.id);
+  w.Str("task");
+  w.Str(TaskName(c.task));
+  w.Str("path");
+  w.Str(c.path);
+  w.Str("max_input_tokens");
+  w.Uint(c.max_input_tokens);
+  w.Str("max_batch_tokens");
+  w.Uint(c.max_batch_tokens);
+  w.Str("max_batch_requests");
+  w.Uint(c.max_batch_requests);
+  w.Str("options");
+  w.MapHeader(static_cast<uint32_t>(c.options.values().size()));
+  for (const auto& [key, value] : c.options.values()) {
+    w.Str(key);
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, bool>) w.Bool(v);
+          else if constexpr (std::is_same_v<T, int64_t>) w.Int(v);
+          else if constexpr (std::is_same_v<T, double>) w.Float64(v);
+          else w.Str(v);
+        },
+        value);
+  }
+}
+
+void WriteLoraConfig(MsgpackWriter& w, const LoraConfig& l) {
+  w.MapHeader(2);
+  w.Str("name");
+  w.Str(l.name);
+  w.Str("path");
+  w.Str(l.path);
+}
+
+}  // namespace
+
+// ---- Requests ----
+
+Status ReadRequest(std::string_view frame, Request* q) {
+  MsgpackReader r(frame);
+  MsgpackFields f(r, "request");
+  auto raw = [&](std::string_view* v) { return f.reader().ReadRaw(v) ? Status::Ok() : f.Error("truncated"); };
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+    if (key == "op") return f.Str(&q->op);
+    if (key == "id") return f.Int(&q->id);
+    if (key == "model") return f.Str(&q->model);
+    if (key == "threads") return f.Int(&q->threads);
+    if (key == "versions") {
+      uint32_t n = 0;
+      if (!r.ReadArrayHeader(&n)) return f.Error("expected an array of versions");
+      for (uint32_t i = 0; i < n; ++i) {
+        int64_t v = 0;
+        if (!r.ReadInt(&v) || v < 0) return f.Error("expected non-negative integers");
+        q->versions.push_back(static_cast<uint32_t>(v));
+      }
+      return Status::Ok();
+    }
+    if (key == "config") return raw(&q->config);
+    if (key == "items") return raw(&q->items);
+    if (key == "loras") return raw(&q->loras);
+    if (key == "lora") return raw(&q->lora);
+    return f.Skip();
+  }));
+  if (q->op.empty()) return InvalidInput("request: no op");
+  return Status::Ok();
+}
+
+std::string HelloRequest(uint64_t id) {
+  std::string out;
+  MsgpackWriter w = Envelope(&out, "hello", id, 1);
+  w.Str("versions");
+  w.ArrayHeader(1);
+  w.Uint(kProtocolVersion);
+  return out;
+}
+
+std::string LoadRequest(uint64_t id, std::string_view model, const ModelConfig& config, int threads) {
+  std::string out;
+  MsgpackWriter w = Envelope(&out, "load", id, 3);
+  w.Str("model");
+  w.Str(model);
+  w.Str("threads");
+  w.Uint(static_cast<uint64_t>(std::max(threads, 1)));
+  w.Str("config");
+  WriteConfig(w, config);
+  return out;
+}
+
+std::string UnloadRequest(uint64_t id, std::string_view model) {
+  std::string out;
+  MsgpackWriter w = Envelope(&out, "unload", id, 1);
+  w.Str("model");
+  w.Str(model);
+  return out;
+}
+
+std::string LorasRequest(uint64_t id, std::string_view model, std::span<const LoraConfig> loras) {
+  std::string out;
+  MsgpackWriter w = Envelope(&out, "loras", id, 2);
+  w.Str("model");
+  w.Str(model);
+  w.Str("loras");
+  w.ArrayHeader(static_cast<uint32_t>(loras.size()));
+  for (const LoraConfig& l : loras) WriteLoraConfig(w, l);
+  return out;
+}
+
+std::string CheckLoraRequest(uint64_t id, const ModelConfig& base, const LoraConfig& lora) {
+  std::string out;
+  MsgpackWriter w = Envelope(&out, "check_lora", id, 2);
+  w.Str("config");
+  WriteConfig(w, base);
+  w.Str("lora");
+  WriteLoraConfig(w, lora);
+  return out;
+}
+
+std::string EncodeRequest(uint64_t id, std::string_view model, std::span<const EncodeInput> in) {
+  std::string out;
+  MsgpackWriter w = Envelope(&out, "encode", id, 2);
+  w.Str("model");
+  w.Str(model);
+  w.Str("items");
+  w.ArrayHeader(static_cast<uint32_t>(in.size()));
+  for (const EncodeInput& e : in) {
+    w.MapHeader(4);
+    w.Str("text");
+    w.Str(e.text);
+    w.Str("truncate");
+    w.Bool(e.truncate);
+    w.Str("normalize");
+    w.Bool(e.normalize);
+    w.Str("lora");
+    w.Str(e.lora);
+  }
+  return out;
+}
+
+std::string ScoreRequest(uint64_t id, std::string_view model, std::span<const ScoreInput> in) {
+  std::string out;
+  MsgpackWriter w = Envelope(&out, "score", id, 2);
+  w.Str("model");
+  w.Str(model);
+  w.Str("items");
+  w.ArrayHeader(static_cast<uint32_t>(in.size()));
+  for (const ScoreInput& s : in) {
+    w.MapHeader(4);
+    w.Str("text");
+    w.Str(s.text);
+    w.Str("text_pair");
+    w.Str(s.text_pair);
+    w.Str("truncate");
+    w.Bool(s.truncate);
+    w.Str("lora");
+    w.Str(s.lora);
+  }
+  return out;
+}
+
+std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const TokenizeInput> in) {
+  std::string out;
+  MsgpackWriter w = Envelope(&out, "tokenize", id, 2);
+  w.Str("model");
+  w.Str(model);
+  w.Str("items");
+  w.ArrayHeader(static_cast<uint32_t>(in.size()));
+  for (const TokenizeInput& t : in) {
+    w.MapHeader(2);
+    w.Str("text");
+    w.Str(t.text);
+    w.Str("add_special_tokens");
+    w.Bool(t.add_special_tokens);
+  }
+  return out;
+}
+
+std::string PlainRequest(uint64_t id, std::string_view op) {
+  std::string out;
+  Envelope(&out, op, id, 0);
+  return out;
+}
+
+Status ReadConfig(std::string_view raw, std::string_view section, ModelConfig* c) {
+  c->options = RuntimeOptions(std::string(section));
+  MsgpackReader r(raw);
+  MsgpackFields f(r, "config");
+  std::string_view task;
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+    if (key == "id") return f.String(&c->id);
+    if (key == "task") return f.Str(&task);
+    if (key == "path") return f.String(&c->path);
+    if (key == "max_input_tokens") return f.Int(&c->max_input_tokens);
+    if (key == "max_batch_tokens") return f.Int(&c->max_batch_tokens);
+    if (key == "max_batch_requests") return f.Int(&c->max_batch_requests);
+    if (key == "options") {
+      MsgpackFields o(r, "config.options");
+      return o.ForEach([&](std::string_view name) -> Status {
+        switch (r.Peek()) {
+          case wire::MsgpackType::kBool: {
+            bool v = false;
+            SHOAL_RETURN_IF_ERROR(o.Bool(&v));
+            c->options.Set(std::string(name), v);
+            return Status::Ok();
+          }
+          case wire::MsgpackType::kInt: {
+            int64_t v = 0;
+            SHOAL_RETURN_IF_ERROR(o.Int(&v));
+            c->options.Set(std::string(name), v);
+            return Status::Ok();
+          }
+          case wire::MsgpackType::kFloat: {
+            double v = 0;
+            SHOAL_RETURN_IF_ERROR(o.Double(&v));
+            c->options.Set(std::string(name), v);
+            return Status::Ok();
+          }
+          case wire::MsgpackType::kStr: {
+            std::string v;
+            SHOAL_RETURN_IF_ERROR(o.String(&v));
+            c->options.Set(std::string(name), std::move(v));
+            return Status::Ok();
+          }
+          default:
+            return o.Error("expected a boolean, an integer, a number or a string");
+        }
+      });
+    }
+    return f.Skip();
+  }));
+  if (!ParseTask(task, &c->task)) return InvalidInput("config.task: '" + std::string(task) + "' is no task");
+  return Status::Ok();
+}
+
+Status ReadLora(std::string_view raw, LoraConfig* lora) {
+  MsgpackReader r(raw);
+  MsgpackFields f(r, "lora");
+  return f.ForEach([&](std::string_view key) -> Status {
+    if (key == "name") return f.String(&lora->name);
+    if (key == "path") return f.String(&lora->path);
+    return f.Skip();
+  });
+}
+
+Status ReadLoras(std::string_view raw, std::vector<LoraConfig>* loras) {
+  return ForEachItem(raw, "loras", [&](uint32_t, MsgpackFields& f) -> Status {
+    LoraConfig& l = loras->emplace_back();
+    return f.ForEach([&](std::string_view key) -> Status {
+      if (key == "name") return f.String(&l.name);
+      if (key == "path") return f.String(&l.path);
+      return f.Skip();
+    });
+  });
+}
+
+Status ReadEncodeInputs(std::string_view raw, std::vector<EncodeInput>* in) {
+  return ForEachItem(raw, "items", [&](uint32_t, MsgpackFields& f) -> Status {
+    EncodeInput& e = in->emplace_back();
+    return f.ForEach([&](std::string_view key) -> Status {
+      if (key == "text") return f.Str(&e.text);
+      if (key == "truncate") return f.Bool(&e.truncate);
+      if (key == "normalize") return f.Bool(&e.normalize);
+      if (key == "lora") return f.Str(&e.lora);
+      return f.Skip();
+    });
+  });
+}
+
+Status ReadScoreInputs(std::string_view raw, std::vector<ScoreInput>* in) {
+  return ForEachItem(raw, "items", [&](uint32_t, MsgpackFields& f) -> Status {
+    ScoreInput& s = in->emplace_back();
+    return f.ForEach([&](std::string_view key) -> Status {
+      if (key == "text") return f.Str(&s.text);
+      if (key == "text_pair") return f.Str(&s.text_pair);
+      if (key == "truncate") return f.Bool(&s.truncate);
+      if (key == "lora") return f.Str(&s.lora);
+      return f.Skip();
+    });
+  });
+}
+
+Status ReadTokenizeInputs(std::string_view raw, std::vector<TokenizeInput>* in) {
+  return ForEachItem(raw, "items", [&](uint32_t, MsgpackFields& f) -> Status {
+    TokenizeInput& t = in->emplace_back();
+    return f.ForEach([&](std::string_view key) -> Status {
+      if (key == "text") return f.Str(&t.text);
+      if (key == "add_special_tokens") return f.Bool(&t.add_special_tokens);
+      return f.Skip();
+    });
+  });
+}
+
+// ---- Replies ----
+
+Status ReadReply(std::string_view frame, Reply* reply) {
+  MsgpackReader r(frame);
+  MsgpackFields f(r, "reply");
+  bool has_id = false, has_outcome = false;
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+    if (key == "id") {
+      has_id = true;
+      return f.Int(&reply->id);
+    }
+    if (key == "ok") {
+      has_outcome = true;
+      reply->kind = Reply::Kind::kOk;
+      if (r.Peek() != wire::MsgpackType::kMap) return f.Error("expected a map");
+      return r.ReadRaw(&reply->ok) ? Status::Ok() : f.Error("truncated");
+    }
+    if (key == "error") {
+      has_outcome = true;
+      reply->kind = Reply::Kind::kError;
+      return ReadStatusMap(r, "reply.error", &reply->error);
+    }
+    if (key == "progress") {
+      has_outcome = true;
+      reply->kind = Reply::Kind::kProgress;
+      return f.Double(&reply->progress);
+    }
+    return f.Skip();
+  }));
+  if (!has_id) return InvalidInput("reply: no id");
+  if (!has_outcome) return InvalidInput("reply: none of ok, error, progress");
+  return Status::Ok();
+}
+
+std::string ErrorReply(uint64_t id, const Status& error) {
+  std::string out;
+  MsgpackWriter w(&out);
+  w.MapHeader(2);
+  w.Str("id");
+  w.Uint(id);
+  WriteItemStatus(w, error.ok() ? Internal("an error without a code") : error);
+  return out;
+}
+
+std::string ProgressReply(uint64_t id, double fraction) {
+  std::string out;
+  MsgpackWriter w(&out);
+  w.MapHeader(2);
+  w.Str("id");
+  w.Uint(id);
+  w.Str("progress");
+  w.Float64(fraction);
+  return out;
+}
+
+std::string EmptyReply(uint64_t id) {
+  std::string out;
+  OkEnvelope(&out, id).MapHeader(0);
+  return out;
+}
+
+std::string HelloReply(uint64_t id, const RuntimeHello& h) {
+  std::string out;
+  MsgpackWriter w = OkEnvelope(&out, id);
+  w.MapHeader(6);
+  w.Str("protocol");
+  w.Uint(h.protocol);
+  w.Str("runtime");
+  w.Str(h.runtime);
+  w.Str("version");
+  w.Str(h.version);
+  w.Str("tasks");
+  w.ArrayHeader(static_cast<uint32_t>(h.tasks.size()));
+  for (Task t : h.tasks) w.Str(TaskName(t));
+  w.Str("lora");
+  w.Bool(h.lora);
+  w.Str("memory_bytes");
+  w.Uint(h.memory_bytes);
+  return out;
+}
+
+std::string BytesReply(uint64_t id, uint64_t memory_bytes) {
+  std::string out;
+  MsgpackWriter w = OkEnvelope(&out, id);
+  w.MapHeader(1);
+  w.Str("memory_bytes");
+  w.Uint(memory_bytes);
+  return out;
+}
+
+std::string EncodeReply(uint64_t id, std::span<const EncodeOutput> out) {
+  return VectorReply(id, out, "dense", &EncodeOutput::dense);
+}
+
+std::string ScoreReply(uint64_t id, std::span<const ScoreOutput> out) {
+  return VectorReply(id, out, "logits", &ScoreOutput::logits);
+}
+
+std::string TokenizeReply(uint64_t id, std::span<const TokenizeOutput> out_items) {
+  std::string out;
+  MsgpackWriter w = OkEnvelope(&out, id);
+  w.MapHeader(1);
+  w.Str("items");
+  w.ArrayHeader(static_cast<uint32_t>(out_items.size()));
+  for (const TokenizeOutput& t : out_items) {
+    if (!t.status.ok()) {
+      w.MapHeader(1);
+      WriteItemStatus(w, t.status);
+      continue;
+    }
+    w.MapHeader(1);
+    w.Str("tokens");
+    w.ArrayHeader(static_cast<uint32_t>(t.tokens.size()));
+    for (const Token& k : t.tokens) {
+      w.MapHeader(k.has_offsets ? 5 : 3);
+      w.Str("id");
+      w.Int(k.id);
+      w.Str("text");
+      w.Str(k.text);
+      w.Str("special");
+      w.Bool(k.special);
+      if (k.has_offsets) {
+        w.Str("start");
+        w.Uint(k.start);
+        w.Str("stop");
+        w.Uint(k.stop);
+      }
+    }
+  }
+  return out;
+}
+
+std::string MemoryReply(uint64_t id, const MemoryReport& report) {
+  std::string out;
+  MsgpackWriter w = OkEnvelope(&out, id);
+  w.MapHeader(2);
+  w.Str("rss_bytes");
+  w.Uint(report.rss_bytes);
+  w.Str("models");
+  w.MapHeader(static_cast<uint32_t>(report.models.size()));
+  for (const auto& [model, bytes] : report.models) {
+    w.Str(model);
+    w.Uint(bytes);
+  }
+  return out;
+}
+
+std::string HealthReply(uint64_t id, uint32_t models) {
+  std::string out;
+  MsgpackWriter w = OkEnvelope(&out, id);
+  w.MapHeader(1);
+  w.Str("models");
+  w.Uint(models);
+  return out;
+}
+
+Status ReadHello(std::string_view ok, RuntimeHello* h) {
+  MsgpackReader r(ok);
+  MsgpackFields f(r, "hello");
+  bool has_protocol = false;
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+    if (key == "protocol") {
+      has_protocol = true;
+      return f.Int(&h->protocol);
+    }
+    if (key == "runtime") return f.String(&h->runtime);
+    if (key == "version") return f.String(&h->version);
+    if (key == "lora") return f.Bool(&h->lora);
+    if (key == "memory_bytes") return f.Int(&h->memory_bytes);
+    if (key == "tasks") {
+      std::vector<std::string> names;
+      SHOAL_RETURN_IF_ERROR(f.Strings(&names));
+      for (const std::string& n : names) {
+        Task t;
+        if (!ParseTask(n, &t)) return f.Error("'" + n + "' is no task");
+        h->tasks.push_back(t);
+      }
+      return Status::Ok();
+    }
+    return f.Skip();
+  }));
+  if (!has_protocol) return InvalidInput("hello: no protocol version");
+  if (h->runtime.empty()) return InvalidInput("hello: no runtime name");
+  return Status::Ok();
+}
+
+Status ReadBytes(std::string_view ok, uint64_t* memory_bytes) {
+  MsgpackReader r(ok);
+  MsgpackFields f(r, "ok");
+  bool has = false;
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+    if (key == "memory_bytes") {
+      has = true;
+      return f.Int(memory_bytes);
+    }
+    return f.Skip();
+  }));
+  return has ? Status::Ok() : InvalidInput("ok: no memory_bytes");
+}
+
+Status ReadEncodeOutputs(std::string_view ok, std::span<EncodeOutput> out) {
+  return ReadVectorOutputs(ok, out, "dense", &EncodeOutput::dense);
+}
+
+Status ReadScoreOutputs(std::string_view ok, std::span<ScoreOutput> out) {
+  return ReadVectorOutputs(ok, out, "logits", &ScoreOutput::logits);
+}
+
+Status ReadTokenizeOutputs(std::string_view ok, std::span<TokenizeOutput> out) {
+  std::string_view items;
+  SHOAL_RETURN_IF_ERROR(OkItems(ok, out.size(), &items));
+  return ForEachItem(items, "items", [&](uint32_t i, MsgpackFields& f) -> Status {
+    TokenizeOutput& t = out[i];
+    return f.ForEach([&](std::string_view key) -> Status {
+      if (key == "error") return ReadStatusMap(f.reader(), f.Name(), &t.status);
+      if (key != "tokens") return f.Skip();
+      std::string_view tokens;
+      if (!f.reader().ReadRaw(&tokens)) return f.Error("truncated");
+      return ForEachItem(tokens, f.Name(), [&](uint32_t, MsgpackFields& k) -> Status {
+        Token& token = t.tokens.emplace_back();
+        return k.ForEach([&](std::string_view name) -> Status {
+          if (name == "id") return k.Int(&token.id);
+          if (name == "text") return k.String(&token.text);
+          if (name == "special") return k.Bool(&token.special);
+          if (name == "start") {
+            token.has_offsets = true;
+            return k.Int(&token.start);
+          }
+          if (name == "stop") return k.Int(&token.stop);
+          return k.Skip();
+        });
+      });
+    });
+  });
+}
+
+Status ReadMemory(std::string_view ok, MemoryReport* report) {
+  MsgpackReader r(ok);
+  MsgpackFields f(r, "memory");
+  return f.ForEach([&](std::string_view key) -> Status {
+    if (key == "rss_bytes") return f.Int(&report->rss_bytes);
+    if (key == "models") {
+      MsgpackFields m(r, "memory.models");
+      return m.ForEach([&](std::string_view model) -> Status {
+        uint64_t bytes = 0;
+        SHOAL_RETURN_IF_ERROR(m.Int(&bytes));
+        report->models.emplace_back(std::string(model), bytes);
+        return Status::Ok();
+      });
+    }
+    return f.Skip();
+  });
+}
+
+Status ReadHealth(std::string_view ok, uint32_t* models) {
+  MsgpackReader r(ok);
+  MsgpackFields f(r, "health");
+  return f.ForEach([&](std::string_view key) -> Status {
+    if (key == "models") return f.Int(models);
+    return f.Skip();
+  });
+}
+
+}  // namespace shoal::runtime_process

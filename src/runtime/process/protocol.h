@@ -1,0 +1,117 @@
+// The runtime protocol, version 1 (docs/runtime-protocol.md is the
+// specification): the messages between Shoal and a runtime process, written
+// and read here and nowhere else. Both sides of Shoal's own use it — the
+// worker's client (runtime_client.h) and the host that serves an in-process
+// runtime over a socket (runtime_host.h).
+//
+// A request is one MessagePack map {"op": str, "id": uint, ...the op's
+// fields}; every reply names the request's id and holds one of "ok" (a map:
+// the result, last), "error" ({"code", "message"}: the failure, last) or
+// "progress" (a fraction, any number of times before the last). Readers skip
+// keys they do not know.
+//
+// Vectors travel as "bin" of little-endian float32 (one copy, no per-value
+// tags).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/task.h"
+#include "common/status.h"
+#include "runtime/model_config.h"
+#include "runtime/runtime.h"
+
+namespace shoal::runtime_process {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// What a runtime says about itself in answer to hello.
+struct RuntimeHello {
+  uint32_t protocol = kProtocolVersion;  // the version it chose
+  std::string runtime;                   // its name ("identity", "onnx")
+  std::string version;                   // its engine's version, for logs
+  std::vector<Task> tasks;               // the tasks its models may serve
+  bool lora = false;                     // it runs LoRA adapters
+  uint64_t memory_bytes = 0;             // memory it may use (0: not said)
+};
+
+// ---- Requests (written by Shoal, read by a runtime) ----
+
+// A request's envelope, read in place: the views point into the frame.
+struct Request {
+  std::string_view op;
+  uint64_t id = 0;
+  std::string_view model;          // the model's handle (load, unload, loras, batches)
+  std::vector<uint32_t> versions;  // hello: the versions Shoal speaks
+  uint32_t threads = 1;            // load: cores one call may use
+  // Raw MessagePack of the op's structured fields (empty when absent).
+  std::string_view config, items, loras, lora;
+};
+Status ReadRequest(std::string_view frame, Request* r);
+
+std::string HelloRequest(uint64_t id);
+std::string LoadRequest(uint64_t id, std::string_view model, const ModelConfig& config, int threads);
+std::string UnloadRequest(uint64_t id, std::string_view model);
+std::string LorasRequest(uint64_t id, std::string_view model, std::span<const LoraConfig> loras);
+std::string CheckLoraRequest(uint64_t id, const ModelConfig& base, const LoraConfig& lora);
+std::string EncodeRequest(uint64_t id, std::string_view model, std::span<const EncodeInput> in);
+std::string ScoreRequest(uint64_t id, std::string_view model, std::span<const ScoreInput> in);
+std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const TokenizeInput> in);
+// memory, health, stop: no fields but the op.
+std::string PlainRequest(uint64_t id, std::string_view op);
+
+// The structured fields, as a runtime reads them (views into the frame).
+// `section` names the options in their errors (the runtime's name).
+Status ReadConfig(std::string_view raw, std::string_view section, ModelConfig* config);
+Status ReadLoras(std::string_view raw, std::vector<LoraConfig>* loras);
+Status ReadLora(std::string_view raw, LoraConfig* lora);
+Status ReadEncodeInputs(std::string_view raw, std::vector<EncodeInput>* in);
+Status ReadScoreInputs(std::string_view raw, std::vector<ScoreInput>* in);
+Status ReadTokenizeInputs(std::string_view raw, std::vector<TokenizeInput>* in);
+
+// ---- Replies (written by a runtime, read by Shoal) ----
+
+struct Reply {
+  enum class Kind { kOk, kError, kProgress };
+  uint64_t id = 0;
+  Kind kind = Kind::kOk;
+  std::string_view ok;  // kOk: the result map, raw
+  Status error;         // kError
+  double progress = 0;  // kProgress: 0..1
+};
+Status ReadReply(std::string_view frame, Reply* r);
+
+std::string ErrorReply(uint64_t id, const Status& error);
+std::string ProgressReply(uint64_t id, double fraction);
+// {"id": id, "ok": {}}
+std::string EmptyReply(uint64_t id);
+std::string HelloReply(uint64_t id, const RuntimeHello& hello);
+// load and check_lora: {"memory_bytes": n}
+std::string BytesReply(uint64_t id, uint64_t memory_bytes);
+std::string EncodeReply(uint64_t id, std::span<const EncodeOutput> out);
+std::string ScoreReply(uint64_t id, std::span<const ScoreOutput> out);
+std::string TokenizeReply(uint64_t id, std::span<const TokenizeOutput> out);
+// memory: the process's resident bytes and each model's.
+struct MemoryReport {
+  uint64_t rss_bytes = 0;
+  std::vector<std::pair<std::string, uint64_t>> models;
+};
+std::string MemoryReply(uint64_t id, const MemoryReport& report);
+// health: the models it holds.
+std::string HealthReply(uint64_t id, uint32_t models);
+
+// The results, as Shoal reads them from an "ok" map. A reply whose item
+// count differs from the request's is refused (INTERNAL).
+Status ReadHello(std::string_view ok, RuntimeHello* hello);
+Status ReadBytes(std::string_view ok, uint64_t* memory_bytes);
+Status ReadEncodeOutputs(std::string_view ok, std::span<EncodeOutput> out);
+Status ReadScoreOutputs(std::string_view ok, std::span<ScoreOutput> out);
+Status ReadTokenizeOutputs(std::string_view ok, std::span<TokenizeOutput> out);
+Status ReadMemory(std::string_view ok, MemoryReport* report);
+Status ReadHealth(std::string_view ok, uint32_t* models);
+
+}  // namespace shoal::runtime_process

@@ -1,0 +1,171 @@
+#include "runtime/process/remote_runtime.h"
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "common/log.h"
+#include "runtime/process/protocol.h"
+
+namespace shoal::runtime_process {
+namespace {
+
+// Handles are unique within this worker: the model's id and a number.
+std::string NewHandle(const std::string& id) {
+  static std::atomic<uint64_t> next{1};
+  return id + "#" + std::to_string(next.fetch_add(1));
+}
+
+// Sends a load of `config` under `handle` and waits for its end.
+Result<uint64_t> LoadInto(RuntimeClient& client, const std::string& handle, const ModelConfig& config, int threads,
+                          const std::function<void(double)>& progress, std::chrono::milliseconds timeout) {
+  const uint64_t id = client.NextId();
+  auto reply = client.Call(id, LoadRequest(id, handle, config, threads), timeout, progress);
+  if (!reply.ok()) return reply.status();
+  uint64_t bytes = 0;
+  if (Status s = ReadBytes(reply->ok(), &bytes); !s.ok()) return Internal("malformed load reply: " + s.message());
+  return bytes;
+}
+
+class RemoteModel : public Model {
+ public:
+  RemoteModel(std::shared_ptr<RuntimeProcess> process, CallTimeouts timeouts, ModelConfig config, int threads,
+              std::string handle, Connected loaded_in, uint64_t bytes)
+      : process_(std::move(process)),
+        timeouts_(timeouts),
+        config_(std::move(config)),
+        threads_(threads),
+        handle_(std::move(handle)),
+        bytes_(bytes),
+        generation_(loaded_in.generation) {}
+
+  ~RemoteModel() override {
+    // Unloaded from the process it is in, if that still runs (a process
+    // is never started for this).
+    auto c = process_->Current();
+    if (c && c->generation == generation_) {
+      const uint64_t id = c->client->NextId();
+      (void)c->client->Call(id, UnloadRequest(id, handle_), timeouts_.call);
+    }
+    process_->Releases(handle_);
+  }
+
+  const ModelConfig& config() const override { return config_; }
+  size_t memory_bytes() const override { return bytes_; }
+
+  Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override {
+    return Batch(
+        in, out, [&](uint64_t id) { return EncodeRequest(id, handle_, in); },
+        [&](std::string_view ok) { return ReadEncodeOutputs(ok, out); });
+  }
+  Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) override {
+    return Batch(
+        in, out, [&](uint64_t id) { return ScoreRequest(id, handle_, in); },
+        [&](std::string_view ok) { return ReadScoreOutputs(ok, out); });
+  }
+  Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override {
+    return Batch(
+        in, out, [&](uint64_t id) { return TokenizeRequest(id, handle_, in); },
+        [&](std::string_view ok) { return ReadTokenizeOutputs(ok, out); });
+  }
+
+  Status UpdateLoras(std::span<const LoraConfig> loras) override {
+    auto client = Ready();
+    if (!client.ok()) {
+      // Kept: the next load into a new process sends it.
+      std::lock_guard lock(mu_);
+      loras_.assign(loras.begin(), loras.end());
+      return Status::Ok();
+    }
+    const uint64_t id = (*client)->NextId();
+    auto reply = (*client)->Call(id, LorasRequest(id, handle_, loras), timeouts_.call);
+    if (!reply.ok() && reply.status().code() != Code::kNoCapacity) return reply.status();
+    std::lock_guard lock(mu_);
+    loras_.assign(loras.begin(), loras.end());
+    return Status::Ok();
+  }
+
+ private:
+  // The connection to a process that holds this model, loading it again
+  // into a process started since it was loaded.
+  Result<std::shared_ptr<RuntimeClient>> Ready() {
+    std::lock_guard lock(mu_);
+    auto c = process_->Connect();
+    if (!c.ok()) return c.status();
+    if (c->generation == generation_) return c->client;
+    spdlog::info("runtime {}: loading {} again into its new process", process_->name(), config_.id);
+    auto bytes = LoadInto(*c->client, handle_, config_, threads_, {}, timeouts_.load);
+    if (!bytes.ok()) {
+      if (bytes.status().code() == Code::kNoCapacity) return bytes.status();
+      return Status(Code::kModelLoadFailed, config_.id + " did not load again: " + bytes.status().message());
+    }
+    if (!loras_.empty()) {
+      const uint64_t id = c->client->NextId();
+      auto r = c->client->Call(id, LorasRequest(id, handle_, loras_), timeouts_.call);
+      if (!r.ok()) return r.status();
+    }
+    process_->Holds(handle_, *bytes);
+    generation_ = c->generation;
+    return c->client;
+  }
+
+  template <class In, class Out, class MakeRequest, class ReadOutputs>
+  Status Batch(std::span<const In> in, std::span<Out> out, MakeRequest make, ReadOutputs read) {
+    if (in.empty()) return Status::Ok();
+    auto client = Ready();
+    if (!client.ok()) return client.status();
+    const uint64_t id = (*client)->NextId();
+    auto reply = (*client)->Call(id, make(id), timeouts_.call);
+    if (!reply.ok()) return reply.status();
+    if (Status s = read(reply->ok()); !s.ok()) {
+      process_->Kill("protocol", "its reply to a batch does not fit the request: " + s.message());
+      return RuntimeGone(s.message());
+    }
+    return Status::Ok();
+  }
+
+  const std::shared_ptr<RuntimeProcess> process_;
+  const CallTimeouts timeouts_;
+  const ModelConfig config_;
+  const int threads_;
+  const std::string handle_;
+  const uint64_t bytes_;
+  std::mutex mu_;  // guards generation_ and loras_; held across a reload, so one thread reloads
+  uint64_t generation_;
+  std::vector<LoraConfig> loras_;
+};
+
+}  // namespace
+
+RemoteRuntime::RemoteRuntime(std::string name, std::shared_ptr<RuntimeProcess> process, CallTimeouts timeouts)
+    : name_(std::move(name)), process_(std::move(process)), timeouts_(timeouts) {}
+
+Result<std::unique_ptr<Model>> RemoteRuntime::Load(const ModelConfig& config, const LoadContext& ctx) {
+  const std::string handle = NewHandle(config.id);
+  // Twice: a process that stopped as its last model left refuses new work.
+  for (int attempt = 0;; ++attempt) {
+    auto c = process_->Connect();
+    if (!c.ok()) return c.status();
+    auto bytes = LoadInto(*c->client, handle, config, ctx.threads, ctx.progress, timeouts_.load);
+    if (!bytes.ok() && bytes.status().code() == Code::kNoCapacity && attempt == 0) continue;
+    if (!bytes.ok()) return bytes.status();
+    process_->Holds(handle, *bytes);
+    return std::unique_ptr<Model>(new RemoteModel(process_, timeouts_, config, ctx.threads, handle, *c, *bytes));
+  }
+}
+
+std::vector<Task> RemoteRuntime::tasks() const { return process_->last_hello().tasks; }
+
+Result<uint64_t> RemoteRuntime::CheckLora(const ModelConfig& base, const LoraConfig& lora) {
+  auto c = process_->Connect();
+  if (!c.ok()) return c.status();
+  const uint64_t id = c->client->NextId();
+  auto reply = c->client->Call(id, CheckLoraRequest(id, base, lora), timeouts_.load);
+  process_->StopIfIdle();
+  if (!reply.ok()) return reply.status();
+  uint64_t bytes = 0;
+  SHOAL_RETURN_IF_ERROR(ReadBytes(reply->ok(), &bytes));
+  return bytes;
+}
+
+}  // namespace shoal::runtime_process

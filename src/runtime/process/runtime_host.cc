@@ -1,0 +1,252 @@
+#include "runtime/process/runtime_host.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "runtime/process/frame.h"
+#include "runtime/process/protocol.h"
+#include "runtime/process/runtime_process.h"
+
+namespace shoal::runtime_process {
+
+// One peer: its socket, its writer and whether it has said hello.
+class RuntimeHost::Connection {
+ public:
+  explicit Connection(int fd) : fd_(fd), writer_(fd) {}
+  ~Connection() { ::close(fd_); }
+  void Send(const std::string& frame) {
+    // A peer gone is noticed by the reader; nothing to do here.
+    (void)writer_.Write(frame);
+  }
+  int fd() const { return fd_; }
+  bool greeted = false;  // reader thread only
+
+ private:
+  int fd_;
+  FrameWriter writer_;
+};
+
+RuntimeHost::RuntimeHost(Runtime* runtime, int runners) : runtime_(runtime) {
+  for (int i = 0; i < std::max(runners, 1); ++i) {
+    runners_.emplace_back([this] {
+      while (auto job = jobs_.Pop()) (*job)();
+    });
+  }
+}
+
+RuntimeHost::~RuntimeHost() {
+  jobs_.Close();
+  for (auto& t : runners_) t.join();
+}
+
+namespace {
+
+template <class In, class Out, class ReadIn, class Call, class Reply>
+std::string RunBatch(const Request& q, Model& model, ReadIn read_in, Call call, Reply reply) {
+  std::vector<In> in;
+  if (Status s = read_in(q.items, &in); !s.ok()) return ErrorReply(q.id, s);
+  std::vector<Out> out(in.size());
+  if (Status s = call(model, std::span<const In>(in), std::span<Out>(out)); !s.ok()) {
+    return ErrorReply(q.id, Status(Code::kInferenceError, s.message()));
+  }
+  return reply(q.id, std::span<const Out>(out));
+}
+
+}  // namespace
+
+bool RuntimeHost::ServeConnection(int fd) {
+  auto conn = std::make_shared<Connection>(fd);
+  std::string frame;
+  while (true) {
+    if (Status s = ReadFrame(fd, &frame); !s.ok()) {
+      spdlog::info("runtime-host: connection closed: {}", s.message());
+      return false;
+    }
+    auto owned = std::make_shared<std::string>(std::move(frame));
+    auto q = std::make_shared<Request>();
+    if (Status s = ReadRequest(*owned, q.get()); !s.ok()) {
+      // Not a request: say so and hang up (the peer is not speaking this protocol).
+      conn->Send(ErrorReply(q->id, Status(Code::kInvalidInput, s.message())));
+      return false;
+    }
+    if (q->op == "hello") {
+      if (std::find(q->versions.begin(), q->versions.end(), kProtocolVersion) == q->versions.end()) {
+        conn->Send(ErrorReply(q->id, InvalidInput("this runtime speaks version " + std::to_string(kProtocolVersion) +
+                                                  " of the runtime protocol")));
+        return false;
+      }
+      conn->greeted = true;
+      RuntimeHello hello;
+      hello.runtime = std::string(runtime_->name());
+      hello.version = "shoal runtime contract " + std::to_string(runtime_->api_version());
+      // Generation over the protocol is the runtime's own scheduling; an
+      // in-process runtime's generator is stepped by the worker, so a
+      // hosted one offers the batch tasks only.
+      for (Task t : runtime_->tasks()) {
+        if (t != Task::kGenerate) hello.tasks.push_back(t);
+      }
+      hello.lora = true;
+      conn->Send(HelloReply(q->id, hello));
+      continue;
+    }
+    if (!conn->greeted) {
+      conn->Send(ErrorReply(q->id, InvalidInput("say hello first")));
+      return false;
+    }
+    if (q->op == "health") {
+      uint32_t models = 0;
+      {
+        std::lock_guard lock(mu_);
+        models = static_cast<uint32_t>(models_.size());
+      }
+      conn->Send(HealthReply(q->id, models));
+      continue;
+    }
+    if (q->op == "memory") {
+      MemoryReport report;
+      report.rss_bytes = ResidentBytesOf(getpid());
+      {
+        std::lock_guard lock(mu_);
+        for (const auto& [handle, model] : models_) report.models.emplace_back(handle, model->memory_bytes());
+      }
+      conn->Send(MemoryReply(q->id, report));
+      continue;
+    }
+    if (q->op == "stop") {
+      requests_.Close();
+      stopping_ = true;
+      requests_.WaitEmpty(SteadyClock::time_point::max());
+      conn->Send(EmptyReply(q->id));
+      return true;
+    }
+    auto holder = requests_.TryEnter();
+    if (!holder) {
+      conn->Send(ErrorReply(q->id, Status(Code::kNoCapacity, "the runtime is stopping")));
+      continue;
+    }
+    auto held = std::make_shared<Gate::Holder>(std::move(*holder));
+    jobs_.Push([this, conn, owned, q, held] {
+      conn->Send(Handle(*q, *conn));
+      held->Release();
+    });
+  }
+}
+
+std::string RuntimeHost::Handle(const Request& q, Connection& conn) {
+  static constexpr std::string_view kOps[] = {"load", "unload", "check_lora", "loras", "encode", "score", "tokenize"};
+  if (std::find(std::begin(kOps), std::end(kOps), q.op) == std::end(kOps)) {
+    return ErrorReply(q.id, InvalidInput("unknown op '" + std::string(q.op) + "'"));
+  }
+  auto find = [&](std::shared_ptr<Model>* m) -> Status {
+    std::lock_guard lock(mu_);
+    auto it = models_.find(q.model);
+    if (it == models_.end()) return Status(Code::kModelNotFound, "no model '" + std::string(q.model) + "' is loaded");
+    *m = it->second;
+    return Status::Ok();
+  };
+  if (q.op == "load") {
+    ModelConfig config;
+    if (Status s = ReadConfig(q.config, runtime_->name(), &config); !s.ok()) return ErrorReply(q.id, s);
+    if (q.model.empty()) return ErrorReply(q.id, InvalidInput("load: no model handle"));
+    if (config.task == Task::kGenerate) {
+      return ErrorReply(q.id, InvalidInput("this runtime does not generate over the runtime protocol"));
+    }
+    LoadContext ctx;
+    ctx.threads = static_cast<int>(std::max<uint32_t>(q.threads, 1));
+    auto last = SteadyClock::now();
+    ctx.progress = [&](double done) {  // at most ten a second
+      const auto now = SteadyClock::now();
+      if (now - last < std::chrono::milliseconds(100)) return;
+      last = now;
+      conn.Send(ProgressReply(q.id, std::clamp(done, 0.0, 1.0)));
+    };
+    auto model = runtime_->Load(config, ctx);
+    if (!model.ok()) return ErrorReply(q.id, Status(Code::kModelLoadFailed, model.status().message()));
+    const uint64_t bytes = (*model)->memory_bytes();
+    std::lock_guard lock(mu_);
+    models_[std::string(q.model)] = std::shared_ptr<Model>(std::move(model).value());
+    return BytesReply(q.id, bytes);
+  }
+  if (q.op == "unload") {
+    std::lock_guard lock(mu_);
+    auto it = models_.find(q.model);
+    if (it == models_.end()) {
+      return ErrorReply(q.id, Status(Code::kModelNotFound, "no model '" + std::string(q.model) + "' is loaded"));
+    }
+    models_.erase(it);  // a batch running on it holds it until it ends
+    return EmptyReply(q.id);
+  }
+  if (q.op == "check_lora") {
+    ModelConfig base;
+    LoraConfig lora;
+    if (Status s = ReadConfig(q.config, runtime_->name(), &base); !s.ok()) return ErrorReply(q.id, s);
+    if (Status s = ReadLora(q.lora, &lora); !s.ok()) return ErrorReply(q.id, s);
+    auto bytes = runtime_->CheckLora(base, lora);
+    return bytes.ok() ? BytesReply(q.id, *bytes) : ErrorReply(q.id, bytes.status());
+  }
+  std::shared_ptr<Model> model;
+  if (Status s = find(&model); !s.ok()) return ErrorReply(q.id, s);
+  if (q.op == "loras") {
+    std::vector<LoraConfig> loras;
+    if (Status s = ReadLoras(q.loras, &loras); !s.ok()) return ErrorReply(q.id, s);
+    Status s = model->UpdateLoras(loras);
+    return s.ok() ? EmptyReply(q.id) : ErrorReply(q.id, s);
+  }
+  if (q.op == "encode") {
+    return RunBatch<EncodeInput, EncodeOutput>(
+        q, *model, ReadEncodeInputs, [](Model& m, auto in, auto out) { return m.Encode(in, out); }, EncodeReply);
+  }
+  if (q.op == "score") {
+    return RunBatch<ScoreInput, ScoreOutput>(
+        q, *model, ReadScoreInputs, [](Model& m, auto in, auto out) { return m.Score(in, out); }, ScoreReply);
+  }
+  if (q.op == "tokenize") {
+    return RunBatch<TokenizeInput, TokenizeOutput>(
+        q, *model, ReadTokenizeInputs, [](Model& m, auto in, auto out) { return m.Tokenize(in, out); },
+        TokenizeReply);
+  }
+  return ErrorReply(q.id, InvalidInput("unknown op '" + std::string(q.op) + "'"));
+}
+
+Status RuntimeHost::Listen(const std::string& path) {
+  const int lfd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (lfd < 0) return Internal(std::string("socket: ") + std::strerror(errno));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    ::close(lfd);
+    return InvalidInput("socket path is too long: " + path);
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ::unlink(path.c_str());
+  if (::bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(lfd, 16) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(lfd);
+    return Internal("listening on " + path + ": " + why);
+  }
+  spdlog::info("runtime-host: {} runtime listening on {}", runtime_->name(), path);
+  std::vector<std::thread> connections;
+  while (!stopping_) {
+    const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      break;  // shut down by the connection that was asked to stop
+    }
+    connections.emplace_back([this, fd, lfd] {
+      if (ServeConnection(fd)) ::shutdown(lfd, SHUT_RDWR);
+    });
+  }
+  ::close(lfd);
+  ::unlink(path.c_str());
+  // Connections still open end when their peers hang up.
+  for (auto& t : connections) t.join();
+  return Status::Ok();
+}
+
+}  // namespace shoal::runtime_process

@@ -1,0 +1,212 @@
+// The runtime protocol's messages (runtime/process/protocol.h) and the
+// host and client that speak it, in this process over a socket pair: a
+// request reads back as written, replies that do not fit their request are
+// refused, and an in-process runtime served by RuntimeHost answers through
+// RuntimeClient what it answers directly.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <thread>
+
+#include "runtime/identity/identity_runtime.h"
+#include "runtime/process/protocol.h"
+#include "runtime/process/runtime_client.h"
+#include "runtime/process/runtime_host.h"
+#include "wire/msgpack_writer.h"
+
+namespace shoal::runtime_process {
+namespace {
+
+ModelConfig IdentityConfig(uint32_t dim = 8) {
+  ModelConfig c;
+  c.id = "t/identity";
+  c.task = Task::kEncode;
+  c.max_input_tokens = 6;
+  c.options = RuntimeOptions("identity");
+  c.options.Set("dim", int64_t{dim});
+  return c;
+}
+
+TEST(RuntimeProtocol, RequestsReadBackAsWritten) {
+  ModelConfig config = IdentityConfig(16);
+  config.path = "/models/x";
+  config.options.Set("flag", true);
+  config.options.Set("ratio", 0.25);
+  config.options.Set("name", std::string("n"));
+  const std::string load = LoadRequest(7, "m#1", config, 3);
+  Request q;
+  ASSERT_TRUE(ReadRequest(load, &q).ok());
+  EXPECT_EQ(q.op, "load");
+  EXPECT_EQ(q.id, 7u);
+  EXPECT_EQ(q.model, "m#1");
+  EXPECT_EQ(q.threads, 3u);
+  ModelConfig back;
+  ASSERT_TRUE(ReadConfig(q.config, "identity", &back).ok());
+  EXPECT_EQ(back.id, config.id);
+  EXPECT_EQ(back.path, "/models/x");
+  EXPECT_EQ(back.max_input_tokens, 6u);
+  EXPECT_EQ(back.options.values(), config.options.values());
+  EXPECT_EQ(back.options.section(), "identity");
+
+  std::vector<EncodeInput> in = {{.text = "a b", .truncate = true, .normalize = false, .lora = "x"}, {.text = "c"}};
+  Request e;
+  const std::string encode = EncodeRequest(8, "m#1", in);
+  ASSERT_TRUE(ReadRequest(encode, &e).ok());
+  std::vector<EncodeInput> read;
+  ASSERT_TRUE(ReadEncodeInputs(e.items, &read).ok());
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].text, "a b");
+  EXPECT_TRUE(read[0].truncate);
+  EXPECT_FALSE(read[0].normalize);
+  EXPECT_EQ(read[0].lora, "x");
+  EXPECT_TRUE(read[1].normalize);
+
+  Request h;
+  ASSERT_TRUE(ReadRequest(HelloRequest(1), &h).ok());
+  EXPECT_EQ(h.versions, std::vector<uint32_t>{kProtocolVersion});
+}
+
+TEST(RuntimeProtocol, RepliesReadBackAndMisfitsAreRefused) {
+  std::vector<EncodeOutput> out(2);
+  out[0].dense = {1.5f, -2.0f};
+  out[0].tokens = 3;
+  out[1].status = InvalidInput("too long");
+  const std::string frame = EncodeReply(5, out);
+  Reply r;
+  ASSERT_TRUE(ReadReply(frame, &r).ok());
+  EXPECT_EQ(r.id, 5u);
+  ASSERT_EQ(r.kind, Reply::Kind::kOk);
+  std::vector<EncodeOutput> back(2);
+  ASSERT_TRUE(ReadEncodeOutputs(r.ok, back).ok());
+  EXPECT_EQ(back[0].dense, out[0].dense);
+  EXPECT_EQ(back[0].tokens, 3u);
+  EXPECT_EQ(back[1].status.code(), Code::kInvalidInput);
+  EXPECT_EQ(back[1].status.message(), "too long");
+
+  std::vector<EncodeOutput> three(3);
+  Status s = ReadEncodeOutputs(r.ok, three);
+  EXPECT_EQ(s.code(), Code::kInternal);
+  EXPECT_NE(s.message().find("2 items for a batch of 3"), std::string::npos) << s.ToString();
+
+  Reply e;
+  ASSERT_TRUE(ReadReply(ErrorReply(9, Status(Code::kModelNotFound, "gone")), &e).ok());
+  EXPECT_EQ(e.kind, Reply::Kind::kError);
+  EXPECT_EQ(e.error.code(), Code::kModelNotFound);
+
+  // Not replies: no id, no outcome, not a map, a vector of odd bytes.
+  std::string no_id;
+  wire::MsgpackWriter w(&no_id);
+  w.MapHeader(1);
+  w.Str("ok");
+  w.MapHeader(0);
+  EXPECT_FALSE(ReadReply(no_id, &r).ok());
+  EXPECT_FALSE(ReadReply(PlainRequest(1, "health").substr(0, 3), &r).ok());
+  EXPECT_FALSE(ReadReply("\x93\x01\x02\x03", &r).ok());
+  std::string odd;
+  wire::MsgpackWriter o(&odd);
+  o.MapHeader(1);
+  o.Str("items");
+  o.ArrayHeader(1);
+  o.MapHeader(1);
+  o.Str("dense");
+  o.Bin("abc");
+  std::vector<EncodeOutput> one(1);
+  EXPECT_FALSE(ReadEncodeOutputs(odd, one).ok());
+}
+
+// RuntimeHost on one end of a socket pair, RuntimeClient on the other.
+class HostedIdentity : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    host_ = std::make_unique<RuntimeHost>(&runtime_, 4);
+    serving_ = std::thread([this, fd = fds[1]] { stopped_ = host_->ServeConnection(fd); });
+    auto client = RuntimeClient::Open(fds[0], std::chrono::seconds(10));
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_ = std::move(client).value();
+  }
+  void TearDown() override {
+    client_.reset();  // closes the socket: the host's reader ends
+    serving_.join();
+  }
+
+  Result<OkReply> Call(const std::function<std::string(uint64_t)>& request) {
+    const uint64_t id = client_->NextId();
+    return client_->Call(id, request(id), std::chrono::seconds(10));
+  }
+
+  IdentityRuntime runtime_;
+  std::unique_ptr<RuntimeHost> host_;
+  std::thread serving_;
+  bool stopped_ = false;
+  std::unique_ptr<RuntimeClient> client_;
+};
+
+TEST_F(HostedIdentity, AnswersWhatTheRuntimeAnswersInProcess) {
+  EXPECT_EQ(client_->hello().runtime, "identity");
+  EXPECT_EQ(client_->hello().protocol, kProtocolVersion);
+  auto loaded = Call([](uint64_t id) { return LoadRequest(id, "m", IdentityConfig(), 1); });
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+
+  std::vector<EncodeInput> in = {{.text = "hello world"}, {.text = "one two three four five six seven"},
+                                 {.text = "one two three four five six seven", .truncate = true}};
+  auto reply = Call([&](uint64_t id) { return EncodeRequest(id, "m", in); });
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  std::vector<EncodeOutput> remote(in.size());
+  ASSERT_TRUE(ReadEncodeOutputs(reply->ok(), remote).ok());
+
+  auto local_model = runtime_.Load(IdentityConfig(), LoadContext{});
+  ASSERT_TRUE(local_model.ok());
+  std::vector<EncodeOutput> local(in.size());
+  ASSERT_TRUE((*local_model)->Encode(in, local).ok());
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(remote[i].status.code(), local[i].status.code()) << i;
+    EXPECT_EQ(remote[i].dense, local[i].dense) << i;
+    EXPECT_EQ(remote[i].tokens, local[i].tokens) << i;
+    EXPECT_EQ(remote[i].truncated, local[i].truncated) << i;
+  }
+  EXPECT_EQ(remote[1].status.code(), Code::kInvalidInput);  // 7 words, limit 6
+  EXPECT_TRUE(remote[2].truncated);
+
+  auto unknown = Call([&](uint64_t id) { return EncodeRequest(id, "nope", in); });
+  EXPECT_EQ(unknown.status().code(), Code::kModelNotFound);
+}
+
+TEST_F(HostedIdentity, PipelinesCallsFromManyThreads) {
+  ASSERT_TRUE(Call([](uint64_t id) { return LoadRequest(id, "m", IdentityConfig(), 1); }).ok());
+  constexpr int kThreads = 8, kCalls = 50;
+  std::atomic<int> right{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        const std::string text = "thread " + std::to_string(t) + " call " + std::to_string(i);
+        std::vector<EncodeInput> in = {{.text = text}};
+        auto reply = Call([&](uint64_t id) { return EncodeRequest(id, "m", in); });
+        std::vector<EncodeOutput> out(1);
+        if (reply.ok() && ReadEncodeOutputs(reply->ok(), out).ok() &&
+            out[0].dense == IdentityVector(IdentityTokens(text), 8, true)) {
+          ++right;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(right.load(), kThreads * kCalls);
+}
+
+TEST_F(HostedIdentity, StopIsAnsweredAndEndsTheConnection) {
+  auto reply = Call([](uint64_t id) { return PlainRequest(id, "stop"); });
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  serving_.join();
+  serving_ = std::thread([] {});
+  EXPECT_TRUE(stopped_);
+  // The host closed its end: the client notices and every later call fails
+  // as "the runtime process is gone".
+  auto after = Call([](uint64_t id) { return PlainRequest(id, "health"); });
+  EXPECT_EQ(after.status().code(), Code::kNoCapacity) << after.status().ToString();
+}
+
+}  // namespace
+}  // namespace shoal::runtime_process
