@@ -70,15 +70,15 @@ class RemoteModel : public Model {
   }
 
   Status UpdateLoras(std::span<const LoraConfig> loras) override {
-    auto client = Ready();
-    if (!client.ok()) {
+    auto c = Ready();
+    if (!c.ok()) {
       // Kept: the next load into a new process sends it.
       std::lock_guard lock(mu_);
       loras_.assign(loras.begin(), loras.end());
       return Status::Ok();
     }
-    const uint64_t id = (*client)->NextId();
-    auto reply = (*client)->Call(id, LorasRequest(id, handle_, loras), timeouts_.call);
+    const uint64_t id = c->client->NextId();
+    auto reply = c->client->Call(id, LorasRequest(id, handle_, loras), timeouts_.call);
     if (!reply.ok() && reply.status().code() != Code::kNoCapacity) return reply.status();
     std::lock_guard lock(mu_);
     loras_.assign(loras.begin(), loras.end());
@@ -88,11 +88,11 @@ class RemoteModel : public Model {
  private:
   // The connection to a process that holds this model, loading it again
   // into a process started since it was loaded.
-  Result<std::shared_ptr<RuntimeClient>> Ready() {
+  Result<Connected> Ready() {
     std::lock_guard lock(mu_);
     auto c = process_->Connect();
     if (!c.ok()) return c.status();
-    if (c->generation == generation_) return c->client;
+    if (c->generation == generation_) return c;
     spdlog::info("runtime {}: loading {} again into its new process", process_->name(), config_.id);
     auto bytes = LoadInto(*c->client, handle_, config_, threads_, {}, timeouts_.load);
     if (!bytes.ok()) {
@@ -106,19 +106,19 @@ class RemoteModel : public Model {
     }
     process_->Holds(handle_, *bytes);
     generation_ = c->generation;
-    return c->client;
+    return c;
   }
 
   template <class In, class Out, class MakeRequest, class ReadOutputs>
   Status Batch(std::span<const In> in, std::span<Out> out, MakeRequest make, ReadOutputs read) {
     if (in.empty()) return Status::Ok();
-    auto client = Ready();
-    if (!client.ok()) return client.status();
-    const uint64_t id = (*client)->NextId();
-    auto reply = (*client)->Call(id, make(id), timeouts_.call);
+    auto c = Ready();
+    if (!c.ok()) return c.status();
+    const uint64_t id = c->client->NextId();
+    auto reply = c->client->Call(id, make(id), timeouts_.call);
     if (!reply.ok()) return reply.status();
     if (Status s = read(reply->ok()); !s.ok()) {
-      process_->Kill("protocol", "its reply to a batch does not fit the request: " + s.message());
+      process_->Kill(c->generation, "protocol", "its reply to a batch does not fit the request: " + s.message());
       return RuntimeGone(s.message());
     }
     return Status::Ok();

@@ -24,6 +24,7 @@ constexpr auto kStopGrace = std::chrono::milliseconds(5000);
 std::string ReasonOf(const Status& broken) {
   if (broken.code() == Code::kDeadlineExceeded) return "hung";
   const std::string& m = broken.message();
+  if (m.find("no answer") != std::string::npos) return "hung";
   if (m.find("closed the connection") != std::string::npos || m.find("reset by peer") != std::string::npos) {
     return "exited";
   }
@@ -115,7 +116,8 @@ Status RuntimeProcess::StartLocked() {
   }
   if (!refused.ok()) {
     client_ = nullptr;
-    KillLocked("protocol", "its hello was refused: " + refused.message());
+    const bool exited = !process_->Running();
+    KillLocked(exited ? "exited" : ReasonOf(refused), "its hello was refused: " + refused.message());
     return Status(Code::kModelLoadFailed, options_.name + " runtime process refused: " + refused.message());
   }
   client_ = std::move(client).value();
@@ -128,9 +130,9 @@ Status RuntimeProcess::StartLocked() {
   return Status::Ok();
 }
 
-void RuntimeProcess::Kill(const std::string& reason, const std::string& why) {
+void RuntimeProcess::Kill(uint64_t generation, const std::string& reason, const std::string& why) {
   std::lock_guard lock(mu_);
-  if (process_) KillLocked(reason, why);
+  if (process_ && generation == generation_) KillLocked(reason, why);
 }
 
 void RuntimeProcess::KillLocked(const std::string& reason, const std::string& why) {

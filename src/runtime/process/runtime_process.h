@@ -90,8 +90,9 @@ class RuntimeProcess {
   // process but no model: checking an adapter).
   void StopIfIdle();
 
-  // Kills the process now (a caller that found it broken), counting why.
-  void Kill(const std::string& reason, const std::string& why);
+  // Kills the process of `generation` now, if it still runs (a caller that
+  // found it broken), counting why.
+  void Kill(uint64_t generation, const std::string& reason, const std::string& why);
 
   const std::string& name() const { return options_.name; }
   RuntimeHello last_hello() const;  // empty before the first start
