@@ -86,7 +86,11 @@ int RunCheck(const CheckFlags& flags) {
     std::printf("%s %s: %s\n", mark, r.name.c_str(), r.status.ok() ? r.detail.c_str() : r.status.message().c_str());
     std::fflush(stdout);
   });
-  std::printf(failed ? "%d checks failed\n" : "every check passed\n", failed);
+  if (failed) {
+    std::printf("%d checks failed\n", failed);
+  } else {
+    std::printf("every check passed\n");
+  }
   return failed ? 1 : 0;
 }
 
