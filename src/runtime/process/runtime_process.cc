@@ -96,7 +96,7 @@ Status RuntimeProcess::StartLocked() {
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return Internal(std::string("socketpair: ") + std::strerror(errno));
   }
-  auto child = Subprocess::SpawnWithSocket(options_.command, options_.log_path, {"SHOAL_RUNTIME_FD=3"}, fds[1]);
+  auto child = Subprocess::SpawnWithSocket(options_.command, "", {"SHOAL_RUNTIME_FD=3"}, fds[1]);
   ::close(fds[1]);
   if (!child.ok()) {
     ::close(fds[0]);

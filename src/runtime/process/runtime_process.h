@@ -53,7 +53,6 @@ struct ProcessOptions {
   std::string name;                   // for logs and metrics: "identity", "identity/m1"
   std::vector<std::string> command;   // argv of the runtime process
   std::string runtime;                // the name its hello must give
-  std::string log_path;               // its stdout and stderr (empty: inherited)
   std::chrono::milliseconds hello_timeout{30000};
   std::chrono::milliseconds health_every{1000};
   std::chrono::milliseconds health_timeout{10000};

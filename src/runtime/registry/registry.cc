@@ -78,11 +78,6 @@ Runtime* ModelRuntimes::For(const ModelSpec& spec) {
     o.name = key;
     o.runtime = spec.runtime;
     o.command = {HostBinary(settings_.host_binary), "runtime-host", "--runtime", spec.runtime};
-    if (!settings_.log_dir.empty()) {
-      std::string file = key;
-      for (char& c : file) c = c == '/' ? '_' : c;
-      o.log_path = settings_.log_dir + "/runtime-" + file + ".log";
-    }
     o.health_every = settings_.health_every;
     o.health_timeout = settings_.health_timeout;
     o.memory_headroom_bytes = settings_.memory_headroom_bytes;

@@ -46,7 +46,6 @@ struct RuntimeProcessSettings {
   // The `shoal` binary whose `runtime-host` serves a built-in runtime out of
   // process; empty: $SHOAL_RUNTIME_HOST, else this process's own binary.
   std::string host_binary;
-  std::string log_dir;  // each process's output in <log_dir>/runtime-<name>.log; empty: inherited
   std::chrono::milliseconds health_every{1000};
   std::chrono::milliseconds health_timeout{10000};
   std::chrono::milliseconds call_timeout{60000};
