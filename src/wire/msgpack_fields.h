@@ -1,8 +1,9 @@
 // MsgpackFields: reads a MessagePack map field by field, with typed reads of
 // the values whose errors name the field ("work.cost: expected a
 // non-negative integer, got a string"). For the messages Shoal writes
-// itself (work_message.h, generate.h): readers skip the keys they do not
-// know, so a newer writer can add one. Internal to src/wire.
+// itself (work_message.h, generate.h, and the runtime protocol's,
+// runtime/process/protocol.h): readers skip the keys they do not know, so a
+// newer writer can add one.
 #pragma once
 
 #include <cmath>
@@ -86,5 +87,19 @@ class MsgpackFields {
   const std::string where_;
   std::string_view key_;
 };
+
+// Reads `raw`, an array of maps: calls `item(i, fields)` for each, the
+// fields named "<where>[i]" in errors.
+template <class Item>
+Status ForEachItem(std::string_view raw, std::string_view where, Item&& item) {
+  MsgpackReader r(raw);
+  uint32_t n = 0;
+  if (!r.ReadArrayHeader(&n)) return MsgpackExpected(where, "an array", r);
+  for (uint32_t i = 0; i < n; ++i) {
+    MsgpackFields f(r, std::string(where) + "[" + std::to_string(i) + "]");
+    SHOAL_RETURN_IF_ERROR(item(i, f));
+  }
+  return Status::Ok();
+}
 
 }  // namespace shoal::wire

@@ -41,8 +41,6 @@ class RemoteRuntime : public Runtime {
   Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
   Result<uint64_t> CheckLora(const ModelConfig& base, const LoraConfig& lora) override;
 
-  RuntimeProcess& process() { return *process_; }
-
  private:
   const std::string name_;
   const std::shared_ptr<RuntimeProcess> process_;

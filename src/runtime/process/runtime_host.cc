@@ -139,16 +139,8 @@ bool RuntimeHost::ServeConnection(int fd) {
 }
 
 std::string RuntimeHost::Handle(const Request& q, Connection& conn) {
-  static constexpr std::string_view kOps[] = {"load", "unload", "check_lora", "loras", "encode", "score", "tokenize"};
-  if (std::find(std::begin(kOps), std::end(kOps), q.op) == std::end(kOps)) {
-    return ErrorReply(q.id, InvalidInput("unknown op '" + std::string(q.op) + "'"));
-  }
-  auto find = [&](std::shared_ptr<Model>* m) -> Status {
-    std::lock_guard lock(mu_);
-    auto it = models_.find(q.model);
-    if (it == models_.end()) return Status(Code::kModelNotFound, "no model '" + std::string(q.model) + "' is loaded");
-    *m = it->second;
-    return Status::Ok();
+  auto no_such_model = [&] {
+    return ErrorReply(q.id, Status(Code::kModelNotFound, "no model '" + std::string(q.model) + "' is loaded"));
   };
   if (q.op == "load") {
     ModelConfig config;
@@ -176,9 +168,7 @@ std::string RuntimeHost::Handle(const Request& q, Connection& conn) {
   if (q.op == "unload") {
     std::lock_guard lock(mu_);
     auto it = models_.find(q.model);
-    if (it == models_.end()) {
-      return ErrorReply(q.id, Status(Code::kModelNotFound, "no model '" + std::string(q.model) + "' is loaded"));
-    }
+    if (it == models_.end()) return no_such_model();
     models_.erase(it);  // a batch running on it holds it until it ends
     return EmptyReply(q.id);
   }
@@ -190,8 +180,16 @@ std::string RuntimeHost::Handle(const Request& q, Connection& conn) {
     auto bytes = runtime_->CheckLora(base, lora);
     return bytes.ok() ? BytesReply(q.id, *bytes) : ErrorReply(q.id, bytes.status());
   }
+  if (q.op != "loras" && q.op != "encode" && q.op != "score" && q.op != "tokenize") {
+    return ErrorReply(q.id, InvalidInput("unknown op '" + std::string(q.op) + "'"));
+  }
   std::shared_ptr<Model> model;
-  if (Status s = find(&model); !s.ok()) return ErrorReply(q.id, s);
+  {
+    std::lock_guard lock(mu_);
+    auto it = models_.find(q.model);
+    if (it != models_.end()) model = it->second;
+  }
+  if (!model) return no_such_model();
   if (q.op == "loras") {
     std::vector<LoraConfig> loras;
     if (Status s = ReadLoras(q.loras, &loras); !s.ok()) return ErrorReply(q.id, s);
@@ -206,12 +204,9 @@ std::string RuntimeHost::Handle(const Request& q, Connection& conn) {
     return RunBatch<ScoreInput, ScoreOutput>(
         q, *model, ReadScoreInputs, [](Model& m, auto in, auto out) { return m.Score(in, out); }, ScoreReply);
   }
-  if (q.op == "tokenize") {
-    return RunBatch<TokenizeInput, TokenizeOutput>(
-        q, *model, ReadTokenizeInputs, [](Model& m, auto in, auto out) { return m.Tokenize(in, out); },
-        TokenizeReply);
-  }
-  return ErrorReply(q.id, InvalidInput("unknown op '" + std::string(q.op) + "'"));
+  return RunBatch<TokenizeInput, TokenizeOutput>(
+      q, *model, ReadTokenizeInputs, [](Model& m, auto in, auto out) { return m.Tokenize(in, out); },
+      TokenizeReply);
 }
 
 Status RuntimeHost::Listen(const std::string& path) {
