@@ -37,7 +37,8 @@ fuzz: setup
 bench: build
 	scripts/bench-serving-plane
 
-# A runtime process against the same runtime in the worker (about two minutes).
+# A runtime process against the same runtime in the worker, and one encoder
+# in the native, ONNX Runtime and PyTorch runtimes (about three minutes).
 bench-runtimes: build
 	$(BUILD)/bench/runtimes_bench
 

@@ -7,7 +7,13 @@
 //      floats — the socket hop and the encoding of both messages, alone;
 //   2. at the knee: a cluster (nats-server, a worker, a gateway) serving two
 //      zero-cost identity models, one with `process: worker`, one with
-//      `process: shared`, each driven closed-loop by 64 connections in turn.
+//      `process: shared`, each driven closed-loop by 64 connections in turn;
+//   3. one encoder in three runtimes: the MiniLM-L6-shaped seeded model
+//      (scripts/make-test-models --bench) in the native runtime, and its
+//      ONNX and TorchScript exports (scripts/make-test-exports --bench) in
+//      the onnx and pytorch sidecars, each called through the runtime
+//      contract as the worker calls it (Shoal tokenizes for all three):
+//      tokens/s at batch 32 × 128 tokens, f32 everywhere, 2 threads.
 // Each measurement is repeated and the median kept. Prints the figures and
 // writes docs/bench/runtimes.json.
 #include <signal.h>
@@ -27,6 +33,7 @@
 #include "queue/nats_server.h"
 #include "runtime/identity/identity_runtime.h"
 #include "runtime/process/remote_runtime.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal::bench {
 using namespace loadtest;
@@ -69,7 +76,7 @@ int PerCall(const std::string& shoal, int repeats, std::map<std::string, double>
     std::fprintf(stderr, "loading failed: %s\n", (local.ok() ? remote.status() : local.status()).ToString().c_str());
     return 1;
   }
-  std::printf("[1/2] per call: identity runtime in this process vs in a runtime process (median of %d)\n", repeats);
+  std::printf("[1/3] per call: identity runtime in this process vs in a runtime process (median of %d)\n", repeats);
   for (size_t batch : {size_t{1}, size_t{32}}) {
     std::vector<double> in_process, out_of_process;
     const int calls = batch == 1 ? 20000 : 4000;
@@ -133,7 +140,7 @@ int AtTheKnee(const std::string& shoal, int repeats, int duration_s, std::map<st
     for (int i = 0; i < 300 && Drive(*port, m, 1, std::chrono::seconds(1)).ok == 0; ++i) {
     }
   }
-  std::printf("\n[2/2] at the knee: 64 connections closed-loop, %d s per run (median of %d)\n", duration_s, repeats);
+  std::printf("\n[2/3] at the knee: 64 connections closed-loop, %d s per run (median of %d)\n", duration_s, repeats);
   std::vector<double> a, b;
   for (int i = 0; i < repeats; ++i) {
     LoadResult w = Drive(*port, "bench/in-worker", 64, std::chrono::seconds(duration_s));
@@ -154,21 +161,90 @@ int AtTheKnee(const std::string& shoal, int repeats, int duration_s, std::map<st
   return 0;
 }
 
+// Tokens per second of `model` on `batch` texts of exactly `seq` tokens
+// (132 words of the test vocabulary, cut to `seq`), over `calls` calls
+// after a warm-up.
+double TokensPerSecond(Model& model, size_t batch, uint32_t seq, int calls) {
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += "the river runs past the old mill and into the town ";
+  std::vector<EncodeInput> in(batch, EncodeInput{.text = text, .truncate = true, .normalize = true, .lora = {}});
+  std::vector<EncodeOutput> out(batch);
+  (void)model.Encode(in, out);
+  const auto t0 = SteadyClock::now();
+  for (int i = 0; i < calls; ++i) {
+    Status s = model.Encode(in, out);
+    if (s.ok()) s = out[0].status;
+    if (!s.ok() || out[0].tokens != seq) {
+      std::fprintf(stderr, "encode failed: %s (%u tokens)\n", s.ToString().c_str(), out[0].tokens);
+      std::exit(1);
+    }
+  }
+  return static_cast<double>(batch * seq) * calls / (MicrosSince(t0) / 1e6);
+}
+
+int ThreeRuntimes(const std::string& models_dir, int repeats, std::map<std::string, double>* r) {
+  const std::string exports =
+      std::string(SHOAL_SOURCE_DIR) + "/scripts/make-test-exports " + models_dir + " --bench >&2";
+  if (std::system(exports.c_str()) != 0) return 1;
+  ModelRuntimes runtimes;
+  struct Engine {
+    const char* runtime;
+    const char* dir;
+    std::unique_ptr<Model> model;
+    std::vector<double> runs;
+  };
+  Engine engines[] = {{"native", "minilm-l6", {}, {}}, {"onnx", "minilm-l6-onnx", {}, {}},
+                      {"pytorch", "minilm-l6-torchscript", {}, {}}};
+  constexpr uint32_t kSeq = 128;
+  for (Engine& e : engines) {
+    auto spec = ModelSpec::Parse(std::string("id: bench/") + e.runtime + "\nruntime: " + e.runtime + "\npath: " +
+                                 models_dir + "/" + e.dir + "\nmax_input_tokens: " + std::to_string(kSeq) + "\n");
+    Runtime* runtime = spec.ok() ? runtimes.For(*spec) : nullptr;
+    auto model = runtime ? runtime->Load(*ModelConfig::FromSpec(*spec), LoadContext{2})
+                         : Result<std::unique_ptr<Model>>(InvalidInput("no runtime"));
+    if (!model.ok()) {
+      std::fprintf(stderr, "loading %s failed: %s\n", e.dir, model.status().ToString().c_str());
+      return 1;
+    }
+    e.model = std::move(model).value();
+  }
+  std::printf("\n[3/3] one encoder (MiniLM-L6 shape, f32) in three runtimes: batch 32 x %u tokens, 2 threads "
+              "(median of %d)\n", kSeq, repeats);
+  for (int i = 0; i < repeats; ++i) {
+    std::printf("  run %d/%d:", i + 1, repeats);
+    for (Engine& e : engines) {
+      e.runs.push_back(TokensPerSecond(*e.model, 32, kSeq, 5));
+      std::printf("  %s %8.0f tok/s", e.runtime, e.runs.back());
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  for (Engine& e : engines) (*r)[std::string(e.runtime) + "_b32_tokens_per_s"] = Median(e.runs);
+  (*r)["native_over_onnx"] = (*r)["native_b32_tokens_per_s"] / (*r)["onnx_b32_tokens_per_s"];
+  (*r)["native_over_pytorch"] = (*r)["native_b32_tokens_per_s"] / (*r)["pytorch_b32_tokens_per_s"];
+  return 0;
+}
+
 }  // namespace
 }  // namespace shoal::bench
 
 int main(int argc, char** argv) {
   CLI::App app{"Shoal runtimes benchmark: a runtime process against the same runtime in the worker"};
   std::string shoal = SHOAL_BINARY, out = std::string(SHOAL_SOURCE_DIR) + "/docs/bench/runtimes.json";
+  std::string models_dir;
   int repeats = 5, duration_s = 5;
   app.add_option("--shoal", shoal, "the shoal binary")->capture_default_str();
   app.add_option("--out", out, "JSON results (empty: none)")->capture_default_str();
   app.add_option("--repeats", repeats, "runs per measurement (median kept)")->capture_default_str();
   app.add_option("--duration-s", duration_s, "seconds per run at the knee")->capture_default_str();
+  app.add_option("--models-dir", models_dir, "where the bench models are generated (default: build-models)");
   CLI11_PARSE(app, argc, argv);
   std::map<std::string, double> r;
   if (int rc = shoal::bench::PerCall(shoal, repeats, &r); rc != 0) return rc;
   if (int rc = shoal::bench::AtTheKnee(shoal, repeats, duration_s, &r); rc != 0) return rc;
+  const std::string models = shoal::bench::GenerateBenchModels(SHOAL_SOURCE_DIR, models_dir, "runtimes");
+  if (models.empty()) return 1;
+  if (int rc = shoal::bench::ThreeRuntimes(models, repeats, &r); rc != 0) return rc;
   std::printf("\nresult (medians)\n");
   std::printf("  per call, batch 1:   in-process %.2f µs, runtime process %.2f µs: %.2f µs added per item\n",
               r["batch1_inprocess_us_per_call"], r["batch1_process_us_per_call"], r["batch1_overhead_us_per_item"]);
@@ -176,6 +252,10 @@ int main(int argc, char** argv) {
               r["batch32_inprocess_us_per_call"], r["batch32_process_us_per_call"], r["batch32_overhead_us_per_item"]);
   std::printf("  at the knee:         process: worker %.0f req/s, process: shared %.0f req/s (ratio %.2f)\n",
               r["knee_worker_req_per_s"], r["knee_runtime_process_req_per_s"], r["knee_runtime_process_over_worker"]);
+  std::printf("  one encoder, b32 x 128: native %.0f tok/s, onnx %.0f tok/s, pytorch %.0f tok/s "
+              "(native/onnx %.2f, native/pytorch %.2f)\n",
+              r["native_b32_tokens_per_s"], r["onnx_b32_tokens_per_s"], r["pytorch_b32_tokens_per_s"],
+              r["native_over_onnx"], r["native_over_pytorch"]);
   if (!out.empty()) shoal::bench::WriteFigures(out, r);
   return 0;
 }

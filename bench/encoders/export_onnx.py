@@ -3,7 +3,7 @@
 
 usage: export_onnx.py MODEL_DIR OUT.onnx
 
-torch.onnx.export (TorchScript tracing, opset 14) of encoder_module.Encoder,
+torch.onnx.export (TorchScript tracing, opset 14) of tests/reference/encoder_module.py,
 inputs input_ids / attention_mask / token_type_ids (int64, [batch, seq], both
 axes dynamic), output "output" (the pooled embedding or the logits). Debian's
 torch 1.13 serializes the protobuf in C++, so the `onnx` Python package is not
@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "reference"))
 from encoder_module import Encoder  # noqa: E402
 
 INPUTS = ["input_ids", "attention_mask", "token_type_ids"]

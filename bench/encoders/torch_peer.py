@@ -3,7 +3,7 @@
 
 usage: torch_peer.py MODEL_DIR [--seq 128] [--batches 1,8,32] [--seconds S]
 
-Runs the model as a standard eager module (encoder_module.Encoder: nn.Linear,
+Runs the model as a standard eager module (tests/reference/encoder_module.py: nn.Linear,
 nn.LayerNorm, nn.Embedding, matmul + softmax attention with a padding mask)
 on seeded random token ids, under torch.inference_mode(). For each batch size:
 warm-up, then repeats for S seconds (at least 3), median time per batch ->
@@ -111,5 +111,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "reference"))
     sys.exit(main(sys.argv[1:]))

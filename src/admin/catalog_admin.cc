@@ -70,6 +70,10 @@ Result<ModelSpec> ParseEntry(kvEntry* e) {
 }  // namespace
 
 Result<uint64_t> CheckModel(const ModelSpec& spec) {
+  if (RunsInItsOwnProcess(spec.runtime) && spec.process == RuntimeProcess::kWorker) {
+    return InvalidInput(spec.id + ": runtime '" + spec.runtime + "' runs in a runtime process of its own "
+                        "(process: shared or own), not in the worker's");
+  }
   Runtime* runtime = CheckRuntimes().For(spec);
   if (!runtime) return InvalidInput("runtime '" + spec.runtime + "' is not known to this build");
   auto config = ModelConfig::FromSpec(spec);

@@ -31,6 +31,19 @@ Result<Task> TaskFromConfig(const fs::path& config_path) {
   return Task::kEncode;
 }
 
+// The runtime a directory's weights call for: safetensors (a Hugging Face
+// checkpoint) → native; else an ONNX graph → onnx; else a TorchScript
+// module → pytorch; else native (whose load then says what is missing).
+// The file names are the ones the sidecars look for by default.
+std::string RuntimeFor(const fs::path& dir) {
+  std::error_code ec;
+  auto has = [&](const char* name) { return fs::is_regular_file(dir / name, ec); };
+  if (has("model.safetensors")) return "native";
+  if (has("model.onnx") || has("onnx/model.onnx")) return "onnx";
+  if (has("model.pt") || has("model.torchscript") || has("traced_model.pt")) return "pytorch";
+  return "native";
+}
+
 }  // namespace
 
 Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view id) {
@@ -52,7 +65,7 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
                           " has neither a shoal.yaml profile nor a config.json (Hugging Face layout)");
     }
     spec.id = dir.filename().string();
-    spec.runtime = "native";
+    spec.runtime = use_lite ? "native" : RuntimeFor(dir);
     spec.path = dir.string();
     if (!use_lite) {
       auto task = TaskFromConfig(config);

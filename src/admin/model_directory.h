@@ -1,10 +1,12 @@
 // A model directory in the Hugging Face layout → the ModelSpec that registers
 // it. The directory's own `shoal.yaml` profile wins where there is one (its
 // `path` defaults to the directory); without one the profile is inferred as
-// Hugging Face tools would read the directory: the native runtime, and the
-// task from config.json's architectures (a *ForSequenceClassification head is
-// a cross-encoder: `score`; a *ForCausalLM a generator: `generate`; anything
-// else `encode`).
+// Hugging Face tools would read the directory: the runtime from the weights'
+// format (model.safetensors: native; model.onnx or onnx/model.onnx: onnx;
+// a TorchScript model.pt, model.torchscript or traced_model.pt: pytorch),
+// and the task from config.json's architectures (a *ForSequenceClassification
+// head is a cross-encoder: `score`; a *ForCausalLM a generator: `generate`;
+// anything else `encode`).
 //
 // This only names the model; whether its files are complete and consistent is
 // the runtime's to say (catalog_admin.h loads it before it is registered).

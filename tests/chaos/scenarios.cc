@@ -17,6 +17,7 @@
 #include "queue/nats_server.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
+#include "support/child_processes.h"
 #include "support/http_client.h"
 #include "support/in_flight_probe.h"
 #include "queue/subjects.h"
@@ -350,27 +351,6 @@ ScenarioResult WorkerKill(const ScenarioOptions& o) {
   return r;
 }
 
-// The runtime-host processes `parent` started (its runtime processes).
-std::vector<pid_t> RuntimeProcessesOf(pid_t parent) {
-  std::vector<pid_t> pids;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat("/proc/" + name + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const size_t close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
-    int ppid = 0;
-    if (std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) != 2 || ppid != parent || state == 'Z') continue;
-    std::ifstream cmd("/proc/" + name + "/cmdline");
-    const std::string cmdline((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (cmdline.find("runtime-host") != std::string::npos) pids.push_back(std::stoi(name));
-  }
-  return pids;
-}
-
 ScenarioResult RuntimeProcessKill(const ScenarioOptions& o) {
   ScenarioResult r;
   r.name = "runtime_process_kill";
@@ -388,7 +368,7 @@ ScenarioResult RuntimeProcessKill(const ScenarioOptions& o) {
 
   LoadDriver driver(Load(o, {port}, "runtime-process-kill"));
   CHAOS_TRY(WarmUp(o, driver, ticker));
-  const std::vector<pid_t> runtimes = RuntimeProcessesOf(worker.pid());
+  const std::vector<pid_t> runtimes = testing::ChildProcesses(worker.pid(), "runtime-host");
   if (runtimes.size() != 1) {
     r.error = "expected one runtime process under the worker, found " + std::to_string(runtimes.size());
     return r;

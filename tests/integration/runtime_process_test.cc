@@ -16,6 +16,7 @@
 #include "runtime/process/conformance.h"
 #include "runtime/process/remote_runtime.h"
 #include "runtime/process/runtime_process.h"
+#include "support/child_processes.h"
 #include "support/http_client.h"
 #include "support/metrics_text.h"
 #include "support/test_cluster.h"
@@ -203,11 +204,12 @@ TEST(RuntimeSupervision, AProcessOverItsMemoryIsKilled) {
   // model's reported bytes (scratch, the kernels' code) is over the limit.
   auto process = Supervised("native", &metrics, /*headroom=*/0);
   RemoteRuntime runtime("native", process);
-  // The watcher may find it over while it loads (the load then fails) or
-  // after; either way it is killed for its memory.
+  // The watcher may find it over while it loads (the load then fails, is
+  // tried once more in a new process, which may be killed too) or after;
+  // either way it is killed for its memory.
   auto model = runtime.Load(NativeConfig(), LoadContext{});
   if (model.ok()) (void)EncodeOne(**model, "the river runs past the old mill");
-  EXPECT_TRUE(WaitFor([&] { return Deaths(metrics, "native", "memory") == 1; }));
+  EXPECT_TRUE(WaitFor([&] { return Deaths(metrics, "native", "memory") >= 1; }));
 }
 
 TEST(RuntimeSupervision, TheProcessStopsWhenItsLastModelLeaves) {
@@ -230,28 +232,6 @@ TEST(RuntimeSupervision, TheProcessStopsWhenItsLastModelLeaves) {
   EXPECT_EQ(Deaths(metrics, "identity", "exited"), 0) << "a stop is no death";
 }
 
-// The runtime-host processes this test process started.
-std::vector<pid_t> RuntimeHosts() {
-  std::vector<pid_t> pids;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::FILE* f = std::fopen(("/proc/" + name + "/stat").c_str(), "r");
-    if (!f) continue;
-    int pid = 0, ppid = 0;
-    char comm[256] = {0}, state = 0;
-    const bool read = std::fscanf(f, "%d %255s %c %d", &pid, comm, &state, &ppid) == 4;
-    std::fclose(f);
-    if (!read || ppid != getpid() || state == 'Z') continue;
-    std::FILE* c = std::fopen(("/proc/" + name + "/cmdline").c_str(), "r");
-    std::string cmdline(4096, '\0');
-    cmdline.resize(c ? std::fread(cmdline.data(), 1, cmdline.size(), c) : 0);
-    if (c) std::fclose(c);
-    if (cmdline.find("runtime-host") != std::string::npos) pids.push_back(pid);
-  }
-  return pids;
-}
-
 TEST(RuntimeProcessServing, ThroughTheQueueWithItsProcessKilledUnderLoadLosesNothing) {
   TestCluster cluster;
   cluster.Register(IdentityProfile("test/remote", "process: shared\n"
@@ -262,7 +242,7 @@ TEST(RuntimeProcessServing, ThroughTheQueueWithItsProcessKilledUnderLoadLosesNot
   auto worker = cluster.StartWorkerWith(wo);
   ASSERT_TRUE(worker);
   cluster.WaitForWorkers("test/remote", 1);
-  ASSERT_EQ(RuntimeHosts().size(), 1u) << "the pinned model loaded into a runtime process";
+  ASSERT_EQ(ChildProcesses(getpid(), "runtime-host").size(), 1u) << "the pinned model loaded into a runtime process";
   gateway::GatewayOptions go;
   go.default_timeout = std::chrono::seconds(30);
   auto gateway = cluster.StartGateway(go);
@@ -292,7 +272,7 @@ TEST(RuntimeProcessServing, ThroughTheQueueWithItsProcessKilledUnderLoadLosesNot
   }
   // A quarter in, the runtime process dies with batches in it.
   ASSERT_TRUE(WaitFor([&] { return done >= kThreads * kPerThread / 4; }));
-  const auto hosts = RuntimeHosts();
+  const auto hosts = ChildProcesses(getpid(), "runtime-host");
   ASSERT_EQ(hosts.size(), 1u);
   const auto killed_at = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(hosts[0], SIGKILL), 0);

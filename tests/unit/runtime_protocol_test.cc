@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "runtime/identity/identity_runtime.h"
@@ -64,6 +65,46 @@ TEST(RuntimeProtocol, RequestsReadBackAsWritten) {
   Request h;
   ASSERT_TRUE(ReadRequest(HelloRequest(1), &h).ok());
   EXPECT_EQ(h.versions, std::vector<uint32_t>{kProtocolVersion});
+}
+
+TEST(RuntimeProtocol, ARuntimeThatTakesTokensGetsIdsAndSaysItsLimit) {
+  RuntimeHello hello;
+  hello.runtime = "onnx";
+  hello.takes_tokens = true;
+  Reply r;
+  std::string frame = HelloReply(1, hello);  // the reply's views point into it
+  ASSERT_TRUE(ReadReply(frame, &r).ok());
+  RuntimeHello back;
+  ASSERT_TRUE(ReadHello(r.ok, &back).ok());
+  EXPECT_TRUE(back.takes_tokens);
+  hello.takes_tokens = false;
+  frame = HelloReply(1, hello);
+  ASSERT_TRUE(ReadReply(frame, &r).ok());
+  ASSERT_TRUE(ReadHello(r.ok, &back).ok());
+  EXPECT_FALSE(back.takes_tokens) << "\"input\": \"text\"";
+
+  // The wire as another language reads it (nlohmann's MessagePack decoder).
+  const std::vector<int32_t> ids = {101, 7, 102, 9, 102}, types = {0, 0, 0, 1, 1};
+  const std::vector<TokenInput> in = {{.ids = ids, .type_ids = types, .normalize = true, .lora = "x"}};
+  const std::string score = TokenBatchRequest(5, Task::kScore, "rr#2", in);
+  const auto j = nlohmann::json::from_msgpack(score);
+  EXPECT_EQ(j["op"], "score");
+  EXPECT_EQ(j["model"], "rr#2");
+  EXPECT_EQ(j["items"][0]["ids"], nlohmann::json(ids));
+  EXPECT_EQ(j["items"][0]["type_ids"], nlohmann::json(types));
+  EXPECT_EQ(j["items"][0]["lora"], "x");
+  EXPECT_FALSE(j["items"][0].contains("normalize")) << "a score item has no normalize";
+  const auto e = nlohmann::json::from_msgpack(TokenBatchRequest(6, Task::kEncode, "m#1", in));
+  EXPECT_EQ(e["op"], "encode");
+  EXPECT_EQ(e["items"][0]["normalize"], true);
+  EXPECT_FALSE(e["items"][0].contains("type_ids"));
+
+  const auto load_ok = nlohmann::json::to_msgpack({{"memory_bytes", 1024}, {"max_tokens", 512}, {"later", 1}});
+  LoadResult loaded;
+  const std::string load_frame(load_ok.begin(), load_ok.end());
+  ASSERT_TRUE(ReadLoadResult(load_frame, &loaded).ok());
+  EXPECT_EQ(loaded.memory_bytes, 1024u);
+  EXPECT_EQ(loaded.max_tokens, 512u);
 }
 
 TEST(RuntimeProtocol, RepliesReadBackAndMisfitsAreRefused) {

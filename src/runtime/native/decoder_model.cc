@@ -6,7 +6,7 @@
 
 #include "common/log.h"
 #include "runtime/native/kernels/cpu/decoder_kernels.h"
-#include "runtime/native/tokenize_task.h"
+#include "runtime/native/tokenizers/tokenize_task.h"
 
 namespace shoal::native {
 namespace {

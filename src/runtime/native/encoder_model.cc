@@ -2,7 +2,7 @@
 
 #include "runtime/call_stages.h"
 #include "runtime/native/models/bert.h"
-#include "runtime/native/tokenize_task.h"
+#include "runtime/native/tokenizers/tokenize_task.h"
 #if SHOAL_WITH_CUDA
 #include "runtime/native/models/bert_cuda.h"
 #endif

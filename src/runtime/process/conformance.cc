@@ -18,6 +18,7 @@
 #include "common/subprocess.h"
 #include "runtime/process/frame.h"
 #include "runtime/process/protocol.h"
+#include "runtime/process/token_feed.h"
 #include "wire/msgpack_writer.h"
 
 namespace shoal::runtime_process {
@@ -160,48 +161,99 @@ std::vector<std::string> SampleTexts() {
           "the river runs past the old mill"};
 }
 
-// The batch checks for the model's task: `items` results, one vector size,
-// finite, and equal for equal inputs (texts 0 and 2).
-Status CheckBatch(Task task, const Answer& a, size_t items, std::string* detail) {
-  SHOAL_RETURN_IF_ERROR(ExpectOk(a));
-  std::vector<std::vector<float>> vectors;
-  if (task == Task::kScore) {
-    std::vector<ScoreOutput> out(items);
-    SHOAL_RETURN_IF_ERROR(ReadScoreOutputs(a.reply.ok, out));
-    for (auto& o : out) {
-      SHOAL_RETURN_IF_ERROR(o.status);
-      vectors.push_back(o.logits);
+// One item's result, whichever the task.
+struct ItemResult {
+  Status status;
+  std::vector<float> values;  // the vector or the logits
+  uint32_t tokens = 0;
+  bool truncated = false;
+};
+
+// Batches of texts as the runtime takes them — the texts themselves or,
+// from a runtime that takes tokens, the ids the model's tokenizer makes of
+// them, as the worker sends them (token_feed.h) — and their replies read
+// back. One batch at a time is read; requests may be written ahead.
+class Batches {
+ public:
+  Batches(Task task, const TokenFeed* feed) : task_(task), feed_(feed) {}
+
+  std::string Request(uint64_t id, std::string_view model, const std::vector<std::string>& texts, bool truncate) {
+    texts_ = texts;
+    const size_t n = texts_.size();
+    if (task_ == Task::kScore) {
+      score_in_.clear();
+      for (const auto& t : texts_) {
+        score_in_.push_back({.text = "which river", .text_pair = t, .truncate = truncate, .lora = {}});
+      }
+      score_out_.assign(n, {});
+      if (!feed_) return ScoreRequest(id, model, score_in_);
+      batch_ = feed_->Score(score_in_, score_out_);
+    } else {
+      encode_in_.clear();
+      for (const auto& t : texts_) {
+        encode_in_.push_back({.text = t, .truncate = truncate, .normalize = true, .lora = {}});
+      }
+      encode_out_.assign(n, {});
+      if (!feed_) return EncodeRequest(id, model, encode_in_);
+      batch_ = feed_->Encode(encode_in_, encode_out_);
     }
-  } else {
-    std::vector<EncodeOutput> out(items);
-    SHOAL_RETURN_IF_ERROR(ReadEncodeOutputs(a.reply.ok, out));
-    for (auto& o : out) {
-      SHOAL_RETURN_IF_ERROR(o.status);
-      if (o.tokens == 0) return Internal("an item reports 0 tokens");
-      vectors.push_back(o.dense);
-    }
+    return TokenBatchRequest(id, task_, model, batch_.inputs);
   }
-  for (const auto& v : vectors) {
-    if (v.empty() || v.size() != vectors[0].size()) return Internal("the items' vectors differ in length");
-    for (float x : v) {
+
+  // The results of the last Request's batch.
+  Result<std::vector<ItemResult>> Read(std::string_view ok) {
+    std::vector<ItemResult> items;
+    if (task_ == Task::kScore) {
+      SHOAL_RETURN_IF_ERROR(feed_ ? TokenFeed::ReadScore(ok, batch_, score_out_)
+                                  : ReadScoreOutputs(ok, score_out_));
+      for (auto& o : score_out_) items.push_back({o.status, std::move(o.logits), o.tokens, o.truncated});
+    } else {
+      SHOAL_RETURN_IF_ERROR(feed_ ? TokenFeed::ReadEncode(ok, batch_, encode_out_)
+                                  : ReadEncodeOutputs(ok, encode_out_));
+      for (auto& o : encode_out_) items.push_back({o.status, std::move(o.dense), o.tokens, o.truncated});
+    }
+    return items;
+  }
+
+  // For a runtime that takes tokens: the last batch's items and one with
+  // no ids at all, which it must refuse alone.
+  std::string WithEmptyItem(uint64_t id, std::string_view model) const {
+    std::vector<TokenInput> in = batch_.inputs;
+    in.push_back({});
+    return TokenBatchRequest(id, task_, model, in);
+  }
+
+ private:
+  const Task task_;
+  const TokenFeed* const feed_;
+  std::vector<std::string> texts_;  // what the inputs' views point into
+  std::vector<EncodeInput> encode_in_;
+  std::vector<EncodeOutput> encode_out_;
+  std::vector<ScoreInput> score_in_;
+  std::vector<ScoreOutput> score_out_;
+  TokenFeed::Batch batch_;
+};
+
+// The batch checks: `items` results, one vector size, finite, and equal for
+// equal inputs (texts 0 and 2).
+Status CheckBatch(Batches& batches, const Answer& a, size_t items, std::string* detail) {
+  SHOAL_RETURN_IF_ERROR(ExpectOk(a));
+  auto got = batches.Read(a.reply.ok);
+  if (!got.ok()) return got.status();
+  if (got->size() != items) return Internal("the reply has " + std::to_string(got->size()) + " items");
+  for (const ItemResult& r : *got) {
+    SHOAL_RETURN_IF_ERROR(r.status);
+    if (r.tokens == 0) return Internal("an item reports 0 tokens");
+    if (r.values.empty() || r.values.size() != (*got)[0].values.size()) {
+      return Internal("the items' vectors differ in length");
+    }
+    for (float x : r.values) {
       if (!std::isfinite(x)) return Internal("a value is not finite");
     }
   }
-  if (vectors[0] != vectors[2]) return Internal("the same input gave two different results in one batch");
-  *detail = std::to_string(items) + " items of " + std::to_string(vectors[0].size()) + " values";
+  if ((*got)[0].values != (*got)[2].values) return Internal("the same input gave two different results in one batch");
+  *detail = std::to_string(items) + " items of " + std::to_string((*got)[0].values.size()) + " values";
   return Status::Ok();
-}
-
-std::string BatchRequest(Task task, uint64_t id, std::string_view model, const std::vector<std::string>& texts,
-                         bool truncate) {
-  if (task == Task::kScore) {
-    std::vector<ScoreInput> in;
-    for (const auto& t : texts) in.push_back({.text = "which river", .text_pair = t, .truncate = truncate, .lora = {}});
-    return ScoreRequest(id, model, in);
-  }
-  std::vector<EncodeInput> in;
-  for (const auto& t : texts) in.push_back({.text = t, .truncate = truncate, .normalize = true, .lora = {}});
-  return EncodeRequest(id, model, in);
 }
 
 }  // namespace
@@ -228,7 +280,8 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
   }
   std::string tasks;
   for (Task t : hello.tasks) tasks += (tasks.empty() ? "" : ", ") + std::string(TaskName(t));
-  add(Pass("hello", "protocol 1, runtime '" + hello.runtime + "' (" + hello.version + "), tasks: " + tasks));
+  add(Pass("hello", "protocol 1, runtime '" + hello.runtime + "' (" + hello.version + "), tasks: " + tasks +
+                        (hello.takes_tokens ? ", takes tokens" : "")));
   Peer& p = **peer;
 
   // 2. Refusals on fresh connections.
@@ -306,7 +359,12 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
   }
   {
     const uint64_t rid = ++id;
-    auto a = call(BatchRequest(Task::kEncode, rid, "no-such-model", {"x"}, false), rid);
+    const std::vector<int32_t> ids = {1, 2};
+    const std::vector<TokenInput> token_in = {{.ids = ids, .type_ids = {}, .normalize = true, .lora = {}}};
+    const std::vector<EncodeInput> text_in = {{.text = "x", .truncate = false, .normalize = true, .lora = {}}};
+    auto a = call(hello.takes_tokens ? TokenBatchRequest(rid, Task::kEncode, "no-such-model", token_in)
+                                     : EncodeRequest(rid, "no-such-model", text_in),
+                  rid);
     Status s = a.ok() ? ExpectError(**a, Code::kModelNotFound) : a.status();
     add(s.ok() ? Pass("a batch for no loaded model", "MODEL_NOT_FOUND") : Fail("a batch for no loaded model", s.ToString()));
   }
@@ -317,6 +375,13 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
   } else {
     ModelConfig config = *options.model;
     const Task task = config.task == Task::kScore ? Task::kScore : Task::kEncode;
+    std::unique_ptr<TokenFeed> feed;
+    if (hello.takes_tokens) {
+      auto opened = TokenFeed::Open(config);
+      if (!opened.ok()) add(Fail("the model's tokenizer (the runtime takes tokens)", opened.status().ToString()));
+      else feed = std::move(opened).value();
+    }
+    Batches batches(task, feed.get());
     {
       ModelConfig bad = config;
       bad.options.Set("no_such_option_for_conformance", int64_t{1});
@@ -330,33 +395,34 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
     const uint64_t rid = ++id;
     std::vector<double> progress;
     auto a = call(LoadRequest(rid, handle, config, 1), rid, &progress);
-    uint64_t bytes = 0;
+    LoadResult loaded;
     Status s = a.ok() ? ExpectOk(**a) : a.status();
-    if (s.ok()) s = ReadBytes((*a)->reply.ok, &bytes);
+    if (s.ok()) s = ReadLoadResult((*a)->reply.ok, &loaded);
+    if (s.ok() && hello.takes_tokens && !feed) s = InvalidInput("Shoal cannot tokenize for this model");
+    if (s.ok() && feed) feed->CapTokens(loaded.max_tokens);
     for (size_t i = 0; s.ok() && i < progress.size(); ++i) {
       if (progress[i] < 0 || progress[i] > 1 || (i > 0 && progress[i] < progress[i - 1])) {
         s = Internal("progress is not a non-decreasing fraction");
       }
     }
-    add(s.ok() ? Pass("load", config.id + ": " + std::to_string(bytes) + " bytes, " +
+    add(s.ok() ? Pass("load", config.id + ": " + std::to_string(loaded.memory_bytes) + " bytes, " +
                                   std::to_string(progress.size()) + " progress replies")
                : Fail("load", s.ToString()));
     if (s.ok()) {
       const auto texts = SampleTexts();
       {
         const uint64_t b = ++id;
-        auto r = call(BatchRequest(task, b, handle, texts, false), b);
+        auto r = call(batches.Request(b, handle, texts, false), b);
         std::string detail;
-        Status c = r.ok() ? CheckBatch(task, **r, texts.size(), &detail) : r.status();
+        Status c = r.ok() ? CheckBatch(batches, **r, texts.size(), &detail) : r.status();
         add(c.ok() ? Pass(std::string(TaskName(task)) + " batch", detail) : Fail(std::string(TaskName(task)) + " batch", c.ToString()));
       }
-      {
-        // An input over the model's limit fails alone, or is cut when asked.
-        std::string longest;
-        for (uint32_t i = 0; i < config.max_input_tokens + 8; ++i) longest += "word ";
-        std::vector<std::string> mixed = {texts[0], longest};
+      if (feed) {
+        // Limits and truncation are Shoal's (it tokenizes); an item with no
+        // ids fails alone.
         const uint64_t b = ++id;
-        auto r = call(BatchRequest(task, b, handle, mixed, false), b);
+        (void)batches.Request(b, handle, {texts[0]}, false);
+        auto r = call(batches.WithEmptyItem(b, handle), b);
         Status c = r.ok() ? ExpectOk(**r) : r.status();
         std::vector<EncodeOutput> eo(2);
         std::vector<ScoreOutput> so(2);
@@ -364,23 +430,37 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
         const Status first = task == Task::kScore ? so[0].status : eo[0].status;
         const Status second = task == Task::kScore ? so[1].status : eo[1].status;
         if (c.ok() && !first.ok()) c = Internal("the good item failed: " + first.ToString());
+        if (c.ok() && second.code() != Code::kInvalidInput) {
+          c = Internal("the item with no ids got " + second.ToString());
+        }
+        add(c.ok() ? Pass("per-item status", "the item with no ids: " + second.ToString())
+                   : Fail("per-item status", c.ToString()));
+      } else {
+        // An input over the model's limit fails alone, or is cut when asked.
+        std::string longest;
+        for (uint32_t i = 0; i < config.max_input_tokens + 8; ++i) longest += "word ";
+        const uint64_t b = ++id;
+        auto r = call(batches.Request(b, handle, {texts[0], longest}, false), b);
+        Status c = r.ok() ? ExpectOk(**r) : r.status();
+        auto got = c.ok() ? batches.Read((*r)->reply.ok) : Result<std::vector<ItemResult>>(c);
+        if (c.ok()) c = got.status();
+        if (c.ok() && !(*got)[0].status.ok()) c = Internal("the good item failed: " + (*got)[0].status.ToString());
+        const Status second = c.ok() ? (*got)[1].status : Status::Ok();
         if (c.ok() && second.code() != Code::kInvalidInput) c = Internal("the long item got " + second.ToString());
         const uint64_t t = ++id;
-        auto cut = c.ok() ? call(BatchRequest(task, t, handle, {longest}, true), t) : Result<std::unique_ptr<Answer>>(c);
+        auto cut = c.ok() ? call(batches.Request(t, handle, {longest}, true), t) : Result<std::unique_ptr<Answer>>(c);
         if (c.ok()) c = cut.ok() ? ExpectOk(**cut) : cut.status();
-        std::vector<EncodeOutput> ce(1);
-        std::vector<ScoreOutput> cs(1);
-        if (c.ok()) c = task == Task::kScore ? ReadScoreOutputs((*cut)->reply.ok, cs) : ReadEncodeOutputs((*cut)->reply.ok, ce);
-        const bool truncated = task == Task::kScore ? cs[0].truncated : ce[0].truncated;
-        if (c.ok() && !truncated) c = Internal("truncate: true did not report the input as truncated");
+        auto cut_got = c.ok() ? batches.Read((*cut)->reply.ok) : Result<std::vector<ItemResult>>(c);
+        if (c.ok()) c = cut_got.status();
+        if (c.ok() && !(*cut_got)[0].truncated) c = Internal("truncate: true did not report the input as truncated");
         add(c.ok() ? Pass("per-item status and truncation", "the long item: " + second.ToString())
                    : Fail("per-item status and truncation", c.ToString()));
       }
       {
         // Two batches in flight on one connection; replies may come in any order.
         const uint64_t b1 = ++id, b2 = ++id;
-        Status c = p.Send(BatchRequest(task, b1, handle, texts, false));
-        if (c.ok()) c = p.Send(BatchRequest(task, b2, handle, {texts[1]}, false));
+        Status c = p.Send(batches.Request(b1, handle, texts, false));
+        if (c.ok()) c = p.Send(batches.Request(b2, handle, {texts[1]}, false));
         std::set<uint64_t> seen;
         for (int i = 0; c.ok() && i < 2; ++i) {
           std::string frame;
@@ -409,7 +489,8 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
         id = b;
         auto r = call(UnloadRequest(u, handle), u);
         Status c = r.ok() ? ExpectOk(**r) : r.status();
-        auto after = c.ok() ? call(BatchRequest(task, b, handle, {texts[0]}, false), b) : Result<std::unique_ptr<Answer>>(c);
+        auto after = c.ok() ? call(batches.Request(b, handle, {texts[0]}, false), b)
+                            : Result<std::unique_ptr<Answer>>(c);
         if (c.ok()) c = after.ok() ? ExpectError(**after, Code::kModelNotFound) : after.status();
         add(c.ok() ? Pass("unload", "then MODEL_NOT_FOUND") : Fail("unload", c.ToString()));
       }

@@ -37,6 +37,24 @@ struct RuntimeHello {
   std::vector<Task> tasks;               // the tasks its models may serve
   bool lora = false;                     // it runs LoRA adapters
   uint64_t memory_bytes = 0;             // memory it may use (0: not said)
+  // "input": "tokens": Shoal tokenizes and sends token ids (a tensor engine
+  // such as ONNX Runtime); else ("text") the runtime tokenizes.
+  bool takes_tokens = false;
+};
+
+// What a load's "ok" says.
+struct LoadResult {
+  uint64_t memory_bytes = 0;  // what the loaded model holds
+  uint32_t max_tokens = 0;    // its position limit, from a runtime that takes tokens (0: none said)
+};
+
+// One input of a batch for a runtime that takes tokens (views into the
+// caller's encodings).
+struct TokenInput {
+  std::span<const int32_t> ids;
+  std::span<const int32_t> type_ids;  // score only
+  bool normalize = true;              // encode only
+  std::string_view lora;
 };
 
 // ---- Requests (written by Shoal, read by a runtime) ----
@@ -61,6 +79,8 @@ std::string CheckLoraRequest(uint64_t id, const ModelConfig& base, const LoraCon
 std::string EncodeRequest(uint64_t id, std::string_view model, std::span<const EncodeInput> in);
 std::string ScoreRequest(uint64_t id, std::string_view model, std::span<const ScoreInput> in);
 std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const TokenizeInput> in);
+// An encode or score batch of token ids (`task`: kEncode or kScore).
+std::string TokenBatchRequest(uint64_t id, Task task, std::string_view model, std::span<const TokenInput> in);
 // memory, health, stop: no fields but the op.
 std::string PlainRequest(uint64_t id, std::string_view op);
 
@@ -108,6 +128,7 @@ std::string HealthReply(uint64_t id, uint32_t models);
 // count differs from the request's is refused (INTERNAL).
 Status ReadHello(std::string_view ok, RuntimeHello* hello);
 Status ReadBytes(std::string_view ok, uint64_t* memory_bytes);
+Status ReadLoadResult(std::string_view ok, LoadResult* result);
 Status ReadEncodeOutputs(std::string_view ok, std::span<EncodeOutput> out);
 Status ReadScoreOutputs(std::string_view ok, std::span<ScoreOutput> out);
 Status ReadTokenizeOutputs(std::string_view ok, std::span<TokenizeOutput> out);

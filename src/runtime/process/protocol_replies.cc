@@ -188,7 +188,7 @@ std::string EmptyReply(uint64_t id) {
 std::string HelloReply(uint64_t id, const RuntimeHello& h) {
   std::string out;
   MsgpackWriter w = OkEnvelope(&out, id);
-  w.MapHeader(6);
+  w.MapHeader(7);
   w.Str("protocol");
   w.Uint(h.protocol);
   w.Str("runtime");
@@ -202,6 +202,8 @@ std::string HelloReply(uint64_t id, const RuntimeHello& h) {
   w.Bool(h.lora);
   w.Str("memory_bytes");
   w.Uint(h.memory_bytes);
+  w.Str("input");
+  w.Str(h.takes_tokens ? "tokens" : "text");
   return out;
 }
 
@@ -293,6 +295,13 @@ Status ReadHello(std::string_view ok, RuntimeHello* h) {
     if (key == "version") return f.String(&h->version);
     if (key == "lora") return f.Bool(&h->lora);
     if (key == "memory_bytes") return f.Int(&h->memory_bytes);
+    if (key == "input") {
+      std::string_view input;
+      SHOAL_RETURN_IF_ERROR(f.Str(&input));
+      if (input != "text" && input != "tokens") return f.Error("expected \"text\" or \"tokens\"");
+      h->takes_tokens = input == "tokens";
+      return Status::Ok();
+    }
     if (key == "tasks") {
       std::vector<std::string> names;
       SHOAL_RETURN_IF_ERROR(f.Strings(&names));
@@ -310,18 +319,26 @@ Status ReadHello(std::string_view ok, RuntimeHello* h) {
   return Status::Ok();
 }
 
-Status ReadBytes(std::string_view ok, uint64_t* memory_bytes) {
+Status ReadLoadResult(std::string_view ok, LoadResult* result) {
   MsgpackReader r(ok);
   MsgpackFields f(r, "ok");
   bool has = false;
   SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
     if (key == "memory_bytes") {
       has = true;
-      return f.Int(memory_bytes);
+      return f.Int(&result->memory_bytes);
     }
+    if (key == "max_tokens") return f.Int(&result->max_tokens);
     return f.Skip();
   }));
   return has ? Status::Ok() : InvalidInput("ok: no memory_bytes");
+}
+
+Status ReadBytes(std::string_view ok, uint64_t* memory_bytes) {
+  LoadResult r;
+  SHOAL_RETURN_IF_ERROR(ReadLoadResult(ok, &r));
+  *memory_bytes = r.memory_bytes;
+  return Status::Ok();
 }
 
 Status ReadEncodeOutputs(std::string_view ok, std::span<EncodeOutput> out) {

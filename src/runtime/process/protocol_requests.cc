@@ -205,6 +205,34 @@ std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const
   return out;
 }
 
+std::string TokenBatchRequest(uint64_t id, Task task, std::string_view model, std::span<const TokenInput> in) {
+  std::string out;
+  MsgpackWriter w = Envelope(&out, TaskName(task), id, 2);
+  w.Str("model");
+  w.Str(model);
+  w.Str("items");
+  w.ArrayHeader(static_cast<uint32_t>(in.size()));
+  auto ints = [&](std::span<const int32_t> v) {
+    w.ArrayHeader(static_cast<uint32_t>(v.size()));
+    for (int32_t x : v) w.Int(x);
+  };
+  for (const TokenInput& t : in) {
+    w.MapHeader(3);
+    w.Str("ids");
+    ints(t.ids);
+    if (task == Task::kScore) {
+      w.Str("type_ids");
+      ints(t.type_ids);
+    } else {
+      w.Str("normalize");
+      w.Bool(t.normalize);
+    }
+    w.Str("lora");
+    w.Str(t.lora);
+  }
+  return out;
+}
+
 std::string PlainRequest(uint64_t id, std::string_view op) {
   std::string out;
   Envelope(&out, op, id, 0);

@@ -1,11 +1,13 @@
 #include "runtime/process/remote_runtime.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <vector>
 
 #include "common/log.h"
 #include "runtime/process/protocol.h"
+#include "runtime/process/token_feed.h"
 
 namespace shoal::runtime_process {
 namespace {
@@ -17,26 +19,31 @@ std::string NewHandle(const std::string& id) {
 }
 
 // Sends a load of `config` under `handle` and waits for its end.
-Result<uint64_t> LoadInto(RuntimeClient& client, const std::string& handle, const ModelConfig& config, int threads,
-                          const std::function<void(double)>& progress, std::chrono::milliseconds timeout) {
+Result<LoadResult> LoadInto(RuntimeClient& client, const std::string& handle, const ModelConfig& config,
+                            int threads, const std::function<void(double)>& progress,
+                            std::chrono::milliseconds timeout) {
   const uint64_t id = client.NextId();
   auto reply = client.Call(id, LoadRequest(id, handle, config, threads), timeout, progress);
   if (!reply.ok()) return reply.status();
-  uint64_t bytes = 0;
-  if (Status s = ReadBytes(reply->ok(), &bytes); !s.ok()) return Internal("malformed load reply: " + s.message());
-  return bytes;
+  LoadResult loaded;
+  if (Status s = ReadLoadResult(reply->ok(), &loaded); !s.ok()) {
+    return Internal("malformed load reply: " + s.message());
+  }
+  return loaded;
 }
 
 class RemoteModel : public Model {
  public:
+  // `feed`: the tokenizing for a runtime that takes tokens; else null.
   RemoteModel(std::shared_ptr<RuntimeProcess> process, CallTimeouts timeouts, ModelConfig config, int threads,
-              std::string handle, Connected loaded_in, uint64_t bytes)
+              std::string handle, Connected loaded_in, uint64_t bytes, std::unique_ptr<TokenFeed> feed)
       : process_(std::move(process)),
         timeouts_(timeouts),
         config_(std::move(config)),
         threads_(threads),
         handle_(std::move(handle)),
         bytes_(bytes),
+        feed_(std::move(feed)),
         generation_(loaded_in.generation) {}
 
   ~RemoteModel() override {
@@ -54,16 +61,31 @@ class RemoteModel : public Model {
   size_t memory_bytes() const override { return bytes_; }
 
   Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override {
+    if (feed_) {
+      const TokenFeed::Batch b = feed_->Encode(in, out);
+      return Batch(
+          std::span(b.inputs), out,
+          [&](uint64_t id) { return TokenBatchRequest(id, Task::kEncode, handle_, b.inputs); },
+          [&](std::string_view ok) { return TokenFeed::ReadEncode(ok, b, out); });
+    }
     return Batch(
         in, out, [&](uint64_t id) { return EncodeRequest(id, handle_, in); },
         [&](std::string_view ok) { return ReadEncodeOutputs(ok, out); });
   }
   Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) override {
+    if (feed_) {
+      const TokenFeed::Batch b = feed_->Score(in, out);
+      return Batch(
+          std::span(b.inputs), out,
+          [&](uint64_t id) { return TokenBatchRequest(id, Task::kScore, handle_, b.inputs); },
+          [&](std::string_view ok) { return TokenFeed::ReadScore(ok, b, out); });
+    }
     return Batch(
         in, out, [&](uint64_t id) { return ScoreRequest(id, handle_, in); },
         [&](std::string_view ok) { return ReadScoreOutputs(ok, out); });
   }
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override {
+    if (feed_) return feed_->Tokenize(in, out);
     return Batch(
         in, out, [&](uint64_t id) { return TokenizeRequest(id, handle_, in); },
         [&](std::string_view ok) { return ReadTokenizeOutputs(ok, out); });
@@ -94,21 +116,23 @@ class RemoteModel : public Model {
     if (!c.ok()) return c.status();
     if (c->generation == generation_) return c;
     spdlog::info("runtime {}: loading {} again into its new process", process_->name(), config_.id);
-    auto bytes = LoadInto(*c->client, handle_, config_, threads_, {}, timeouts_.load);
-    if (!bytes.ok()) {
-      if (bytes.status().code() == Code::kNoCapacity) return bytes.status();
-      return Status(Code::kModelLoadFailed, config_.id + " did not load again: " + bytes.status().message());
+    auto loaded = LoadInto(*c->client, handle_, config_, threads_, {}, timeouts_.load);
+    if (!loaded.ok()) {
+      if (loaded.status().code() == Code::kNoCapacity) return loaded.status();
+      return Status(Code::kModelLoadFailed, config_.id + " did not load again: " + loaded.status().message());
     }
     if (!loras_.empty()) {
       const uint64_t id = c->client->NextId();
       auto r = c->client->Call(id, LorasRequest(id, handle_, loras_), timeouts_.call);
       if (!r.ok()) return r.status();
     }
-    process_->Holds(handle_, *bytes);
+    process_->Holds(handle_, loaded->memory_bytes);
     generation_ = c->generation;
     return c;
   }
 
+  // Sends the request `make` writes for the inputs `in` (none: nothing is
+  // sent) and reads its reply into `out`.
   template <class In, class Out, class MakeRequest, class ReadOutputs>
   Status Batch(std::span<const In> in, std::span<Out> out, MakeRequest make, ReadOutputs read) {
     if (in.empty()) return Status::Ok();
@@ -130,6 +154,7 @@ class RemoteModel : public Model {
   const int threads_;
   const std::string handle_;
   const uint64_t bytes_;
+  const std::unique_ptr<TokenFeed> feed_;
   std::mutex mu_;  // guards generation_ and loras_; held across a reload, so one thread reloads
   uint64_t generation_;
   std::vector<LoraConfig> loras_;
@@ -146,15 +171,35 @@ Result<std::unique_ptr<Model>> RemoteRuntime::Load(const ModelConfig& config, co
   for (int attempt = 0;; ++attempt) {
     auto c = process_->Connect();
     if (!c.ok()) return c.status();
-    auto bytes = LoadInto(*c->client, handle, config, ctx.threads, ctx.progress, timeouts_.load);
-    if (!bytes.ok() && bytes.status().code() == Code::kNoCapacity && attempt == 0) continue;
-    if (!bytes.ok()) return bytes.status();
-    process_->Holds(handle, *bytes);
-    return std::unique_ptr<Model>(new RemoteModel(process_, timeouts_, config, ctx.threads, handle, *c, *bytes));
+    std::unique_ptr<TokenFeed> feed;
+    if (process_->last_hello().takes_tokens) {
+      auto opened = TokenFeed::Open(config);
+      if (!opened.ok()) {
+        process_->StopIfIdle();
+        return opened.status();
+      }
+      feed = std::move(opened).value();
+    }
+    auto loaded = LoadInto(*c->client, handle, config, ctx.threads, ctx.progress, timeouts_.load);
+    if (!loaded.ok() && loaded.status().code() == Code::kNoCapacity && attempt == 0) continue;
+    if (!loaded.ok()) {
+      process_->StopIfIdle();  // a process started for this load holds nothing
+      return loaded.status();
+    }
+    if (feed) feed->CapTokens(loaded->max_tokens);
+    process_->Holds(handle, loaded->memory_bytes);
+    return std::unique_ptr<Model>(new RemoteModel(process_, timeouts_, config, ctx.threads, handle, *c,
+                                                  loaded->memory_bytes, std::move(feed)));
   }
 }
 
-std::vector<Task> RemoteRuntime::tasks() const { return process_->last_hello().tasks; }
+std::vector<Task> RemoteRuntime::tasks() const {
+  RuntimeHello hello = process_->last_hello();
+  // Shoal tokenizes for a runtime that takes tokens, so its models tokenize.
+  const bool listed = std::find(hello.tasks.begin(), hello.tasks.end(), Task::kTokenize) != hello.tasks.end();
+  if (hello.takes_tokens && !listed) hello.tasks.push_back(Task::kTokenize);
+  return hello.tasks;
+}
 
 Result<uint64_t> RemoteRuntime::CheckLora(const ModelConfig& base, const LoraConfig& lora) {
   auto c = process_->Connect();

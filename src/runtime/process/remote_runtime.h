@@ -36,7 +36,8 @@ class RemoteRuntime : public Runtime {
 
   std::string_view name() const override { return name_; }
   int api_version() const override { return kRuntimeApiVersion; }
-  // What its process's last hello said (empty before the first start).
+  // What its process's last hello said (empty before the first start), and
+  // tokenize for a runtime that takes tokens (Shoal answers it).
   std::vector<Task> tasks() const override;
   Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
   Result<uint64_t> CheckLora(const ModelConfig& base, const LoraConfig& lora) override;

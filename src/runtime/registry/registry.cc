@@ -44,6 +44,30 @@ Runtime* FindRuntime(std::string_view name) { return BuiltInRuntimes().Find(name
 
 namespace {
 
+// Runtimes written in another language, which run only in a process of their
+// own (docs/runtime-protocol.md): the interpreter and the script under the
+// sidecar directory.
+struct Sidecar {
+  std::string_view runtime, interpreter, script;
+};
+constexpr Sidecar kSidecars[] = {
+    {"onnx", "node", "onnx/runtime.mjs"},                 // ONNX Runtime, through onnxruntime-node
+    {"pytorch", "/usr/bin/python3", "pytorch/runtime.py"},  // TorchScript, through Debian's torch
+};
+
+const Sidecar* FindSidecar(std::string_view runtime) {
+  for (const Sidecar& s : kSidecars) {
+    if (s.runtime == runtime) return &s;
+  }
+  return nullptr;
+}
+
+std::string SidecarDir(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  if (const char* env = std::getenv("SHOAL_SIDECAR_DIR"); env && *env) return env;
+  return SHOAL_SIDECAR_DIR;
+}
+
 std::string HostBinary(const std::string& configured) {
   if (!configured.empty()) return configured;
   if (const char* env = std::getenv("SHOAL_RUNTIME_HOST"); env && *env) return env;
@@ -65,11 +89,15 @@ ModelRuntimes::ModelRuntimes(RuntimeProcessSettings settings) : settings_(std::m
 
 ModelRuntimes::~ModelRuntimes() = default;
 
+bool RunsInItsOwnProcess(std::string_view runtime) { return FindSidecar(runtime) != nullptr; }
+
 Runtime* ModelRuntimes::For(const ModelSpec& spec) {
   Runtime* local = FindRuntime(spec.runtime);
-  if (!local) return nullptr;
-  if (spec.process == RuntimeProcess::kDefault || spec.process == RuntimeProcess::kWorker) return local;
-  // A built-in runtime out of process: `shoal runtime-host` serves it.
+  const Sidecar* sidecar = FindSidecar(spec.runtime);
+  if (!local && !sidecar) return nullptr;
+  if (sidecar && spec.process == RuntimeProcess::kWorker) return nullptr;
+  if (local && (spec.process == RuntimeProcess::kDefault || spec.process == RuntimeProcess::kWorker)) return local;
+  // Out of process: a sidecar, or `shoal runtime-host` serving a built-in runtime.
   const std::string key = spec.process == RuntimeProcess::kOwn ? spec.runtime + "/" + spec.id : spec.runtime;
   std::lock_guard lock(mu_);
   auto& remote = remote_[key];
@@ -77,7 +105,12 @@ Runtime* ModelRuntimes::For(const ModelSpec& spec) {
     runtime_process::ProcessOptions o;
     o.name = key;
     o.runtime = spec.runtime;
-    o.command = {HostBinary(settings_.host_binary), "runtime-host", "--runtime", spec.runtime};
+    if (sidecar) {
+      o.command = {std::string(sidecar->interpreter),
+                   SidecarDir(settings_.sidecar_dir) + "/" + std::string(sidecar->script)};
+    } else {
+      o.command = {HostBinary(settings_.host_binary), "runtime-host", "--runtime", spec.runtime};
+    }
     o.health_every = settings_.health_every;
     o.health_timeout = settings_.health_timeout;
     o.memory_headroom_bytes = settings_.memory_headroom_bytes;

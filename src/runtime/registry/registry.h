@@ -37,6 +37,11 @@ const RuntimeRegistry& BuiltInRuntimes();
 // BuiltInRuntimes().Find(name): null when there is no runtime of that name.
 Runtime* FindRuntime(std::string_view name);
 
+// Whether `runtime` is one that runs only in a runtime process of its own —
+// a sidecar in another language: onnx (ONNX Runtime through Node), pytorch
+// (TorchScript through Python) — so `process: worker` cannot hold it.
+bool RunsInItsOwnProcess(std::string_view runtime);
+
 namespace runtime_process {
 class RemoteRuntime;
 }
@@ -46,6 +51,9 @@ struct RuntimeProcessSettings {
   // The `shoal` binary whose `runtime-host` serves a built-in runtime out of
   // process; empty: $SHOAL_RUNTIME_HOST, else this process's own binary.
   std::string host_binary;
+  // Where the sidecars' scripts are (onnx/runtime.mjs, pytorch/runtime.py);
+  // empty: $SHOAL_SIDECAR_DIR, else this source tree's src/runtime.
+  std::string sidecar_dir;
   std::chrono::milliseconds health_every{1000};
   std::chrono::milliseconds health_timeout{10000};
   std::chrono::milliseconds call_timeout{60000};
@@ -55,9 +63,9 @@ struct RuntimeProcessSettings {
 
 // The runtime a model loads through (docs/runtime-protocol.md "Where a
 // model runs"): the runtime its profile names, in this process, or — for
-// `process: shared` or `own` — that runtime in a runtime process, through
-// a RemoteRuntime. Processes start when a model first loads into them and
-// stop when their last model leaves.
+// `process: shared` or `own`, and always for a sidecar — that runtime in a
+// runtime process, through a RemoteRuntime. Processes start when a model
+// first loads into them and stop when their last model leaves.
 //
 // Threading: For from any thread. The runtimes it returns live as long as
 // it does.
@@ -66,7 +74,8 @@ class ModelRuntimes {
   explicit ModelRuntimes(RuntimeProcessSettings settings = {});
   ~ModelRuntimes();
 
-  // Null when no runtime has the profile's name.
+  // Null when no runtime has the profile's name, or the profile asks to run
+  // a sidecar in the worker's process.
   Runtime* For(const ModelSpec& spec);
 
  private:

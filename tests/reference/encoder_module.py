@@ -5,8 +5,13 @@ BertSelfAttention computes it: per-head matmul, scale, an additive padding
 mask (0 where attended, the dtype's minimum where padded), softmax, matmul.
 forward(input_ids, attention_mask, token_type_ids) returns what Shoal serves:
 the pooled (and normalized, when the model says so) embedding, or the
-classifier's logits. Weights come from the model directory's safetensors via
-tests/reference/safetensors_io.py.
+classifier's logits — or, with hidden_states=True, an embedder's last hidden
+state [batch, tokens, hidden], as a Hugging Face export gives it (for the
+sidecar runtimes, which pool). Weights come from the model directory's
+safetensors via safetensors_io.py.
+
+Used by the encoder benchmark's peers (bench/encoders) and by
+scripts/make-test-exports.
 """
 import json
 import math
@@ -16,8 +21,7 @@ import sys
 import torch
 from torch import nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "tests", "reference"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_io import read_model_dir  # noqa: E402
 from bert_reference import read_sentence_transformers  # noqa: E402
 
@@ -52,8 +56,9 @@ class Layer(nn.Module):
 
 
 class Encoder(nn.Module):
-    def __init__(self, model_dir):
+    def __init__(self, model_dir, hidden_states=False):
         super().__init__()
+        self.hidden_states = hidden_states
         with open(os.path.join(model_dir, "config.json")) as f:
             cfg = json.load(f)
         self.cfg = cfg
@@ -115,6 +120,8 @@ class Encoder(nn.Module):
             x = layer(x, additive)
         if self.classifier:
             return self.head_out(torch.tanh(self.head_dense(x[:, 0])))
+        if self.hidden_states:
+            return x
         if self.pooling == "cls":
             v = x[:, 0]
         elif self.pooling == "mean":

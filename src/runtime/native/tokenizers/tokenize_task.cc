@@ -1,4 +1,4 @@
-#include "runtime/native/tokenize_task.h"
+#include "runtime/native/tokenizers/tokenize_task.h"
 
 namespace shoal::native {
 
