@@ -149,6 +149,24 @@ TEST_P(Sidecars, EqualTheNativeRuntimeOnTheSameWeights) {
   }
 }
 
+TEST_P(Sidecars, ShareOneProcessUnlessAProfileAsksForItsOwn) {
+  const Sidecar& s = GetParam();
+  ModelRuntimes runtimes;
+  const std::string dir = kModels + "/bert-tiny-mean" + s.suffix;
+  ModelSpec second = Spec(Profile(s.runtime, dir, "encode"));
+  second.id = "t/second";
+  auto a = Load(runtimes, Spec(Profile(s.runtime, dir, "encode")));
+  auto b = Load(runtimes, second);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(ChildProcesses(getpid(), s.script).size(), 1u) << "process: shared, the default";
+  auto own = Load(runtimes, Spec(Profile(s.runtime, dir, "encode", "process: own\n")));
+  ASSERT_TRUE(own);
+  EXPECT_EQ(ChildProcesses(getpid(), s.script).size(), 2u) << "process: own";
+  own.reset();
+  EXPECT_TRUE(WaitFor([&] { return ChildProcesses(getpid(), s.script).size() == 1; }))
+      << "a process stops with its last model";
+}
+
 // A copy of `dir` in a fresh temporary directory.
 std::string CopyOf(const std::string& dir) {
   char tmpl[] = "/tmp/shoal-sidecar-XXXXXX";
