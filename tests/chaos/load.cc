@@ -17,6 +17,15 @@ bool IsShoalError(const std::string& body) {
          j["error"]["code"].is_string();
 }
 
+// Equal lengths, every value within `tolerance` (0: exactly equal).
+bool Close(const std::vector<float>& got, const std::vector<float>& want, float tolerance) {
+  if (got.size() != want.size()) return false;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!(std::fabs(got[i] - want[i]) <= tolerance)) return false;
+  }
+  return true;
+}
+
 std::string Shorten(std::string s) {
   if (s.size() > 160) s = s.substr(0, 160) + "...";
   return s;
@@ -77,8 +86,9 @@ void LoadDriver::Client(int index) {
           for (const auto& x : e) got.push_back(x.is_number() ? x.get<float>() : NAN);
         }
       }
-      const auto want = IdentityVector(IdentityTokens(text), static_cast<uint32_t>(options_.dim), true);
-      if (got == want) {
+      const auto want = options_.want ? options_.want(text)
+                                      : IdentityVector(IdentityTokens(text), static_cast<uint32_t>(options_.dim), true);
+      if (Close(got, want, options_.tolerance)) {
         r.outcome = Outcome::kCompleted;
         const std::string attempts = res->Header("x-shoal-attempts");
         r.attempts = attempts.empty() ? 1 : std::atoi(attempts.c_str());

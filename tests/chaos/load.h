@@ -1,8 +1,8 @@
 // LoadDriver: the clients of a chaos scenario. Client threads, spread over
-// one or more gateways, each send /v1/embeddings requests for an identity
-// model one after another, every text unique, and check every answer
-// against IdentityVector — the identity runtime is deterministic, so a wrong
-// answer is caught, not only a missing one.
+// one or more gateways, each send /v1/embeddings requests one after
+// another, every text unique, and check every answer: against IdentityVector
+// for an identity model (deterministic, so a wrong answer is caught, not
+// only a missing one), or against `want` within `tolerance` for a real one.
 //
 // Each request ends in exactly one of:
 //   completed        200 with the right vector;
@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -35,7 +36,11 @@ struct LoadOptions {
   std::vector<int> ports;  // gateways; client i talks to ports[i % size]
   int clients = 8;
   std::string model;
-  int dim = 8;
+  int dim = 8;  // of the identity model's vectors
+  // The right vector for a text, when the model is not an identity model
+  // (another engine's answer on the same weights), and how close it must be.
+  std::function<std::vector<float>(const std::string& text)> want;
+  float tolerance = 0;
   std::chrono::milliseconds deadline{10000};  // sent as X-Shoal-Timeout-Ms
   std::chrono::milliseconds margin{5000};     // the client waits deadline + margin
   std::chrono::milliseconds pause_after_error{100};

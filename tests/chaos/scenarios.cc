@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <condition_variable>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "queue/nats_server.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
+#include "runtime/registry/registry.h"
 #include "support/child_processes.h"
 #include "support/http_client.h"
 #include "support/in_flight_probe.h"
@@ -133,10 +135,13 @@ class Fleet {
     return a;
   }
 
-  // `shoal models add` with the profile (and `extra` lines), as an operator would.
-  Status Register(const std::string& extra = "") {
-    const std::string profile = dir_ + "/chaos-embed.yaml";
-    std::ofstream(profile) << kProfile << extra;
+  // `shoal models add` with the identity profile (and `extra` lines), as an
+  // operator would.
+  Status Register(const std::string& extra = "") { return RegisterProfile(std::string(kProfile) + extra); }
+
+  Status RegisterProfile(const std::string& yaml) {
+    const std::string profile = dir_ + "/chaos-model.yaml";
+    std::ofstream(profile) << yaml;
     std::vector<std::string> argv = {o_.shoal_binary, "models"};
     for (auto& a : NatsArgs()) argv.push_back(a);
     argv.insert(argv.end(), {"add", profile});
@@ -172,20 +177,20 @@ class Fleet {
     return Status::Ok();
   }
 
-  // Until worker `id` reports the model loaded.
-  Status WaitForWorker(const std::string& id) {
+  // Until worker `id` reports `model` loaded.
+  Status WaitForWorker(const std::string& id, const std::string& model = kModel) {
     SHOAL_RETURN_IF_ERROR(Connect());
     const auto until = Clock::now() + std::chrono::seconds(30);
     while (Clock::now() < until && !Interrupted(o_)) {
       for (const auto& w : registry_->Live()) {
         if (w.id != id) continue;
         for (const auto& m : w.resident) {
-          if (m == kModel) return Status::Ok();
+          if (m == model) return Status::Ok();
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return Internal("worker " + id + " did not load " + kModel + " in 30 s; see " + dir_ + "/" + id + ".log");
+    return Internal("worker " + id + " did not load " + model + " in 30 s; see " + dir_ + "/" + id + ".log");
   }
 
   Status WaitReady(int port, const std::string& id) {
@@ -351,37 +356,95 @@ ScenarioResult WorkerKill(const ScenarioOptions& o) {
   return r;
 }
 
+// A worker whose model (`profile`, id `model`) runs in a runtime process —
+// the one child of the worker with `cmdline` in its command line — and a
+// gateway; under load, that process is SIGKILLed. Its batches fail, go back
+// to the queue and run again in the process the worker starts next.
+void KillRuntimeProcess(const ScenarioOptions& o, Ticker& ticker, const std::string& profile,
+                        const std::string& model, LoadOptions load, const std::string& cmdline,
+                        ScenarioResult& r) {
+  ticker.Phase("starting nats-server, a worker whose model runs in a runtime process, a gateway");
+  auto fail = [&](const Status& s) { r.error = s.ToString(); };
+  auto nats = queue::NatsServer::Start(ServerAt(r.dir + "/nats", 0));
+  if (!nats.ok()) return fail(nats.status());
+  Fleet fleet(o, r.dir, (*nats)->url(), 0);
+  if (Status s = fleet.RegisterProfile(profile); !s.ok()) return fail(s);
+  auto worker = fleet.Worker("worker");
+  if (!worker.ok()) return fail(worker.status());
+  if (Status s = fleet.WaitForWorker("worker", model); !s.ok()) return fail(s);
+  auto port = Port();
+  if (!port.ok()) return fail(port.status());
+  auto gateway = fleet.Gateway("gateway", *port);
+  if (!gateway.ok()) return fail(gateway.status());
+  if (Status s = fleet.WaitReady(*port, "gateway"); !s.ok()) return fail(s);
+
+  load.ports = {*port};
+  load.model = model;
+  LoadDriver driver(std::move(load));
+  if (Status s = WarmUp(o, driver, ticker); !s.ok()) return fail(s);
+  const std::vector<pid_t> runtimes = testing::ChildProcesses(worker->pid(), cmdline);
+  if (runtimes.size() != 1) {
+    r.error = "expected one runtime process under the worker, found " + std::to_string(runtimes.size());
+    return;
+  }
+  const auto fault = Clock::now();
+  ::kill(runtimes[0], SIGKILL);
+  ticker.Phase("SIGKILLed the runtime process " + std::to_string(runtimes[0]));
+  if (Status s = Sleep(o, o.after_s); !s.ok()) return fail(s);
+  Finish(driver, fleet, fault, ticker, &r);
+  worker->Stop(SIGTERM, std::chrono::seconds(5));
+  gateway->Stop(SIGTERM, std::chrono::seconds(5));
+}
+
 ScenarioResult RuntimeProcessKill(const ScenarioOptions& o) {
   ScenarioResult r;
   r.name = "runtime_process_kill";
   r.dir = MakeDir(o, r.name);
   Ticker ticker(o, r.name);
-  ticker.Phase("starting nats-server, a worker whose model runs in a runtime process, a gateway");
-  CHAOS_ASSIGN(nats, queue::NatsServer::Start(ServerAt(r.dir + "/nats", 0)));
-  Fleet fleet(o, r.dir, nats->url(), 0);
-  CHAOS_TRY(fleet.Register("process: shared\n"));
-  CHAOS_ASSIGN(worker, fleet.Worker("worker"));
-  CHAOS_TRY(fleet.WaitForWorker("worker"));
-  CHAOS_ASSIGN(port, Port());
-  CHAOS_ASSIGN(gateway, fleet.Gateway("gateway", port));
-  CHAOS_TRY(fleet.WaitReady(port, "gateway"));
+  KillRuntimeProcess(o, ticker, std::string(kProfile) + "process: shared\n", kModel,
+                     Load(o, {}, "runtime-process-kill"), "runtime-host", r);
+  return r;
+}
 
-  LoadDriver driver(Load(o, {port}, "runtime-process-kill"));
-  CHAOS_TRY(WarmUp(o, driver, ticker));
-  const std::vector<pid_t> runtimes = testing::ChildProcesses(worker.pid(), "runtime-host");
-  if (runtimes.size() != 1) {
-    r.error = "expected one runtime process under the worker, found " + std::to_string(runtimes.size());
-    return r;
-  }
-  // Under load its batches are in it: they fail, go back to the queue and
-  // run again in the process the worker starts next.
-  const auto fault = Clock::now();
-  ::kill(runtimes[0], SIGKILL);
-  ticker.Phase("SIGKILLed the runtime process " + std::to_string(runtimes[0]));
-  CHAOS_TRY(Sleep(o, o.after_s));
-  Finish(driver, fleet, fault, ticker, &r);
-  worker.Stop(SIGTERM, std::chrono::seconds(5));
-  gateway.Stop(SIGTERM, std::chrono::seconds(5));
+// The seeded BERT encoder, native and as the ONNX export the onnx sidecar
+// serves (scripts/make-test-models, make-test-exports), in `dir`.
+Status MakeModels(const std::string& dir) {
+  const std::string scripts = std::string(SHOAL_SOURCE_DIR) + "/scripts/";
+  const std::string log = dir + ".log";
+  const std::string make = scripts + "make-test-models " + dir +
+                           " --only bert-tiny-mean,cross-encoder-tiny,roberta-tiny > " + log + " 2>&1 && " +
+                           scripts + "make-test-exports " + dir + " >> " + log + " 2>&1";
+  if (std::system(make.c_str()) != 0) return Internal("generating the models failed; see " + log);
+  return Status::Ok();
+}
+
+ScenarioResult SidecarKill(const ScenarioOptions& o) {
+  ScenarioResult r;
+  r.name = "sidecar_kill";
+  r.dir = MakeDir(o, r.name);
+  Ticker ticker(o, r.name);
+  ticker.Phase("generating the models");
+  const std::string models = r.dir + "/models";
+  CHAOS_TRY(MakeModels(models));
+  // The answers must be the native runtime's on the same weights.
+  ModelConfig native;
+  native.id = "chaos/native";
+  native.path = models + "/bert-tiny-mean";
+  native.max_input_tokens = 64;
+  native.options = RuntimeOptions("native");
+  CHAOS_ASSIGN(reference, FindRuntime("native")->Load(native, LoadContext{1}));
+  LoadOptions load = Load(o, {}, "sidecar-kill");
+  load.want = [&reference](const std::string& text) {
+    EncodeInput in{.text = text, .truncate = false, .normalize = true, .lora = {}};
+    EncodeOutput out;
+    return reference->Encode({&in, 1}, {&out, 1}).ok() && out.status.ok() ? out.dense : std::vector<float>{};
+  };
+  load.tolerance = 1e-4f;
+  KillRuntimeProcess(o, ticker,
+                     "id: chaos/onnx\nruntime: onnx\npath: " + models +
+                         "/bert-tiny-mean-onnx\nmax_input_tokens: 64\npinned: true\n"
+                         "batching: {max_batch_requests: 8}\nqueue: {ack_wait_ms: 2000, max_deliver: 5}\n",
+                     "chaos/onnx", std::move(load), "runtime.mjs", r);
   return r;
 }
 
@@ -561,12 +624,14 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
 }  // namespace
 
 std::vector<std::string> ScenarioNames() {
-  return {"worker_kill", "runtime_process_kill", "nats_restart", "gateway_restart", "gateway_kill", "nats_cluster_kill"};
+  return {"worker_kill",     "runtime_process_kill", "sidecar_kill",     "nats_restart",
+          "gateway_restart", "gateway_kill",         "nats_cluster_kill"};
 }
 
 ScenarioResult RunScenario(const std::string& name, const ScenarioOptions& o) {
   if (name == "worker_kill") return WorkerKill(o);
   if (name == "runtime_process_kill") return RuntimeProcessKill(o);
+  if (name == "sidecar_kill") return SidecarKill(o);
   if (name == "nats_restart") return NatsRestart(o);
   if (name == "gateway_restart") return GatewayRestart(o, false);
   if (name == "gateway_kill") return GatewayRestart(o, true);

@@ -9,6 +9,9 @@
 //   runtime_process_kill  the model runs in a runtime process (`process:
 //                      shared`); it is SIGKILLed under load, and the worker
 //                      puts its batches back and starts another.
+//   sidecar_kill       the same with a real engine: an ONNX model in the
+//                      onnx sidecar (Node, ONNX Runtime), every answer checked
+//                      against the native runtime on the same weights.
 //   nats_restart       the only nats-server (file storage) is SIGKILLed and
 //                      started again 2 s later on the same port and data.
 //   gateway_restart    clients spread over two gateways; one is stopped with
