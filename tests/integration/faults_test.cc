@@ -8,6 +8,7 @@
 
 #include "runtime/identity/identity_runtime.h"
 #include "support/http_client.h"
+#include "support/identity_clients.h"
 #include "support/in_flight_probe.h"
 #include "support/metrics_text.h"
 #include "support/test_cluster.h"
@@ -33,36 +34,14 @@ TEST(Faults, WorkerKilledMidLoadLosesNothing) {
   auto gateway = cluster.StartGateway(o);
   ASSERT_TRUE(gateway);
 
-  constexpr int kThreads = 12, kPerThread = 25;
-  std::atomic<int> done{0}, correct{0}, retried{0};
-  std::vector<std::string> failures;
-  std::mutex failures_mu;
-  std::vector<std::thread> clients;
-  for (int t = 0; t < kThreads; ++t) {
-    clients.emplace_back([&, t] {
-      HttpClient http(gateway->port());
-      for (int i = 0; i < kPerThread; ++i) {
-        const std::string text = "t" + std::to_string(t) + " i" + std::to_string(i);
-        auto res = http.PostJson("/v1/embeddings", R"({"model":"test/embed","input":")" + text + R"("})");
-        ++done;
-        if (!res.ok() || res->status != 200) {
-          std::lock_guard lock(failures_mu);
-          failures.push_back(res.ok() ? res->body : res.status().ToString());
-          continue;
-        }
-        auto v = nlohmann::json::parse(res->body)["data"][0]["embedding"].get<std::vector<float>>();
-        if (v == IdentityVector(IdentityTokens(text), 8, true)) ++correct;
-        if (res->Header("x-shoal-attempts") != "1") ++retried;
-      }
-    });
-  }
+  IdentityClients clients(gateway->port(), "test/embed", 12, 25);
   // Kill one worker while it provably holds items nobody has answered (so
   // "some were redelivered" below cannot flake when, at a blind moment, the
   // survivor happened to hold everything): freeze it, let what it already
   // sent arrive, and check with the probe; if it held nothing, thaw and retry.
-  while (done < kThreads * kPerThread / 4) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (clients.done() < clients.total() / 4) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   bool killed = false;
-  while (!killed && done < kThreads * kPerThread) {
+  while (!killed && clients.done() < clients.total()) {
     if ((*probe)->Held() == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       continue;
@@ -76,13 +55,14 @@ TEST(Faults, WorkerKilledMidLoadLosesNothing) {
       victim.Signal(SIGCONT);
     }
   }
-  for (auto& c : clients) c.join();
+  clients.Join();
   ASSERT_TRUE(killed) << "the victim never held an unanswered item (it was delivered "
                       << (*probe)->Delivered() << ")";
 
-  EXPECT_TRUE(failures.empty()) << failures.size() << " failed, e.g. " << failures.front();
-  EXPECT_EQ(correct.load(), kThreads * kPerThread) << "every request answered, correctly";
-  EXPECT_GT(retried.load(), 0) << "some items were redelivered after the kill";
+  EXPECT_TRUE(clients.failures().empty()) << clients.failures().size() << " failed, e.g. "
+                                          << clients.failures().front();
+  EXPECT_EQ(clients.correct(), clients.total()) << "every request answered, correctly";
+  EXPECT_GT(clients.retried(), 0) << "some items were redelivered after the kill";
   EXPECT_EQ(cluster.WaitForEmptyStream(), 0u) << "every item acknowledged in the end";
   survivor.Stop(SIGTERM, std::chrono::seconds(15));
 }

@@ -18,6 +18,7 @@
 #include "runtime/process/runtime_process.h"
 #include "support/child_processes.h"
 #include "support/http_client.h"
+#include "support/identity_clients.h"
 #include "support/metrics_text.h"
 #include "support/test_cluster.h"
 #include "support/wait.h"
@@ -248,37 +249,17 @@ TEST(RuntimeProcessServing, ThroughTheQueueWithItsProcessKilledUnderLoadLosesNot
   auto gateway = cluster.StartGateway(go);
   ASSERT_TRUE(gateway);
 
-  constexpr int kThreads = 8, kPerThread = 25;
-  std::atomic<int> done{0}, correct{0};
-  std::vector<std::string> failures;
-  std::mutex failures_mu;
-  std::vector<std::thread> clients;
-  for (int t = 0; t < kThreads; ++t) {
-    clients.emplace_back([&, t] {
-      HttpClient http(gateway->port());
-      for (int i = 0; i < kPerThread; ++i) {
-        const std::string text = "t" + std::to_string(t) + " i" + std::to_string(i);
-        auto res = http.PostJson("/v1/embeddings", R"({"model":"test/remote","input":")" + text + R"("})");
-        ++done;
-        if (!res.ok() || res->status != 200) {
-          std::lock_guard lock(failures_mu);
-          failures.push_back(res.ok() ? res->body : res.status().ToString());
-          continue;
-        }
-        auto v = nlohmann::json::parse(res->body)["data"][0]["embedding"].get<std::vector<float>>();
-        if (v == IdentityVector(IdentityTokens(text), 8, true)) ++correct;
-      }
-    });
-  }
+  IdentityClients clients(gateway->port(), "test/remote", 8, 25);
   // A quarter in, the runtime process dies with batches in it.
-  ASSERT_TRUE(WaitFor([&] { return done >= kThreads * kPerThread / 4; }));
+  ASSERT_TRUE(WaitFor([&] { return clients.done() >= clients.total() / 4; }));
   const auto hosts = ChildProcesses(getpid(), "runtime-host");
   ASSERT_EQ(hosts.size(), 1u);
   const auto killed_at = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(hosts[0], SIGKILL), 0);
-  for (auto& c : clients) c.join();
-  EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
-  EXPECT_EQ(correct.load(), kThreads * kPerThread) << "lost 0, every vector right";
+  clients.Join();
+  EXPECT_TRUE(clients.failures().empty()) << clients.failures().size() << " failed, first: "
+                                          << clients.failures().front();
+  EXPECT_EQ(clients.correct(), clients.total()) << "lost 0, every vector right";
   const std::string page = worker->RenderMetrics();
   EXPECT_EQ(MetricValue(page, R"(shoal_runtime_process_deaths_total{runtime="identity",reason="exited"})"), 1);
   const double lost =
@@ -286,7 +267,7 @@ TEST(RuntimeProcessServing, ThroughTheQueueWithItsProcessKilledUnderLoadLosesNot
   EXPECT_GE(lost, 1) << "the batches in the process went back to the queue";
   std::printf("runtime process SIGKILLed under load: %d/%d answered right, %.0f items put back, all done %.2f s "
               "after the kill\n",
-              correct.load(), kThreads * kPerThread, lost,
+              clients.correct(), clients.total(), lost,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count());
 }
 

@@ -64,6 +64,15 @@ void WriteLoraConfig(MsgpackWriter& w, const LoraConfig& l) {
   w.Str(l.path);
 }
 
+// An adapter's map: {"name", "path"}.
+Status ReadLoraFields(MsgpackFields& f, LoraConfig* lora) {
+  return f.ForEach([&](std::string_view key) -> Status {
+    if (key == "name") return f.String(&lora->name);
+    if (key == "path") return f.String(&lora->path);
+    return f.Skip();
+  });
+}
+
 }  // namespace
 
 
@@ -293,22 +302,12 @@ Status ReadConfig(std::string_view raw, std::string_view section, ModelConfig* c
 Status ReadLora(std::string_view raw, LoraConfig* lora) {
   MsgpackReader r(raw);
   MsgpackFields f(r, "lora");
-  return f.ForEach([&](std::string_view key) -> Status {
-    if (key == "name") return f.String(&lora->name);
-    if (key == "path") return f.String(&lora->path);
-    return f.Skip();
-  });
+  return ReadLoraFields(f, lora);
 }
 
 Status ReadLoras(std::string_view raw, std::vector<LoraConfig>* loras) {
-  return ForEachItem(raw, "loras", [&](uint32_t, MsgpackFields& f) -> Status {
-    LoraConfig& l = loras->emplace_back();
-    return f.ForEach([&](std::string_view key) -> Status {
-      if (key == "name") return f.String(&l.name);
-      if (key == "path") return f.String(&l.path);
-      return f.Skip();
-    });
-  });
+  return ForEachItem(raw, "loras",
+                     [&](uint32_t, MsgpackFields& f) { return ReadLoraFields(f, &loras->emplace_back()); });
 }
 
 Status ReadEncodeInputs(std::string_view raw, std::vector<EncodeInput>* in) {
