@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-encoders bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-encoders bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -41,6 +41,11 @@ bench: build
 # in the native, ONNX Runtime and PyTorch runtimes (about three minutes).
 bench-runtimes: build
 	$(BUILD)/bench/runtimes_bench
+
+# llama.cpp through Shoal against llama.cpp alone, F16 and Q8_0, concurrency
+# 1, 8 and 32 (about five minutes).
+bench-llamacpp: build
+	$(BUILD)/bench/llamacpp_bench
 
 # Shoal's encoder engine against PyTorch and ONNX Runtime (about ten minutes).
 bench-encoders: build

@@ -25,6 +25,7 @@
 
 #include "admin/catalog_admin.h"
 #include "figures.h"
+#include "generation_load.h"
 #include "gateway/gateway.h"
 #include "queue/nats_server.h"
 #include "support/http_client.h"
@@ -49,95 +50,6 @@ struct Options {
 const char* kPrompt =
     "The river runs past the old mill and into the town, where people stop on the bridge to watch the fish "
     "in the water below.";
-
-struct Round {
-  int concurrency = 0;
-  double tokens_per_s = 0;
-  std::vector<double> ttft_ms, itl_ms;
-  int errors = 0;
-  int prompt_tokens = 0;
-};
-
-// One streamed completion: appends its TTFT and gaps; returns tokens seen
-// (from the usage chunk), or -1 on an error.
-int StreamOne(int port, const std::string& model, int new_tokens, Round* r, std::mutex* mu) {
-  testing::StreamConnection c(port, 600000);
-  const json body = {{"model", model}, {"prompt", kPrompt}, {"max_tokens", new_tokens},
-                     {"temperature", 0},      {"ignore_eos", true}, {"stream", true},
-                     {"stream_options", {{"include_usage", true}}}};
-  const auto sent = SteadyClock::now();
-  if (Status s = c.PostJson("/v1/completions", body.dump()); !s.ok()) {
-    std::fprintf(stderr, "generation: send: %s\n", s.ToString().c_str());
-    return -1;
-  }
-  auto head = c.ReadHead();
-  if (!head.ok() || head->status != 200) {
-    std::fprintf(stderr, "generation: %s\n", head.ok() ? head->body.c_str() : head.status().ToString().c_str());
-    return -1;
-  }
-  std::vector<double> gaps;
-  double ttft = -1;
-  auto last = sent;
-  int tokens = -1, prompt = 0;
-  for (;;) {
-    auto e = c.NextEvent();
-    if (!e.ok()) break;
-    if (*e == "[DONE]") break;
-    const json j = json::parse(*e, nullptr, false);
-    if (!j.is_object()) return -1;
-    if (j.contains("usage") && j["usage"].is_object()) {
-      tokens = j["usage"]["completion_tokens"];
-      prompt = j["usage"]["prompt_tokens"];
-    }
-    if (!j.contains("choices") || j["choices"].empty()) continue;
-    const auto now = SteadyClock::now();
-    const double ms = std::chrono::duration<double, std::milli>(now - last).count();
-    if (ttft < 0) {
-      ttft = std::chrono::duration<double, std::milli>(now - sent).count();
-    } else {
-      gaps.push_back(ms);
-    }
-    last = now;
-  }
-  std::lock_guard lock(*mu);
-  if (ttft >= 0) r->ttft_ms.push_back(ttft);
-  r->itl_ms.insert(r->itl_ms.end(), gaps.begin(), gaps.end());
-  r->prompt_tokens = prompt;
-  return tokens;
-}
-
-Round RunRound(int port, const std::string& model, int concurrency, const Options& o) {
-  Round r;
-  r.concurrency = concurrency;
-  std::mutex mu;
-  std::atomic<int64_t> tokens{0};
-  std::atomic<int> errors{0};
-  const auto t0 = SteadyClock::now();
-  std::vector<std::thread> clients;
-  for (int c = 0; c < concurrency; ++c) {
-    clients.emplace_back([&] {
-      for (int i = 0; i < o.requests; ++i) {
-        const int n = StreamOne(port, model, o.new_tokens, &r, &mu);
-        if (n < 0) {
-          errors.fetch_add(1);
-        } else {
-          tokens.fetch_add(n);
-        }
-      }
-    });
-  }
-  for (auto& t : clients) t.join();
-  const double s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-  r.tokens_per_s = tokens.load() / s;
-  r.errors = errors.load();
-  return r;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
 
 // The reference's aggregate tokens/s at `concurrency`; NAN on failure.
 json Reference(const Options& o, const std::string& model_dir, int concurrency, int prompt_tokens) {
@@ -196,7 +108,7 @@ int Run(const Options& o) {
   const int port = (*gateway)->port();
   std::mutex mu;
   Round warm;
-  StreamOne(port, "bench/qwen3-f32", 8, &warm, &mu);  // first-use costs (primitive creation) out of the way
+  StreamOne(port, "bench/qwen3-f32", kPrompt, 8, &warm, &mu);  // first-use costs (primitive creation) out of the way
 
   std::printf("%-6s %12s %12s %8s %10s %10s %9s %9s\n", "conc", "shoal tok/s", "ref tok/s", "ratio", "TTFT p50",
               "TTFT p99", "ITL p50", "ITL p99");
@@ -204,7 +116,7 @@ int Run(const Options& o) {
   std::map<int, double> shoal_tps, ref_tps;
   for (int c : o.concurrency) {
     std::fprintf(stderr, "generation: concurrency %d: shoal...\n", c);
-    const Round r = RunRound(port, "bench/qwen3-f32", c, o);
+    const Round r = RunRound(port, "bench/qwen3-f32", kPrompt, c, o.requests, o.new_tokens);
     double ref = NAN;
     if (o.reference) {
       std::fprintf(stderr, "generation: concurrency %d: reference...\n", c);
@@ -232,8 +144,8 @@ int Run(const Options& o) {
   }
   if (o.bf16) {
     std::fprintf(stderr, "generation: concurrency 32, bf16 weights...\n");
-    StreamOne(port, "bench/qwen3-bf16", 8, &warm, &mu);
-    const Round r = RunRound(port, "bench/qwen3-bf16", 32, o);
+    StreamOne(port, "bench/qwen3-bf16", kPrompt, 8, &warm, &mu);
+    const Round r = RunRound(port, "bench/qwen3-bf16", kPrompt, 32, o.requests, o.new_tokens);
     std::printf("32 bf16 %7.1f tok/s (%.2fx the fp32 reference), TTFT p50 %.1f ms, ITL p50 %.1f ms\n",
                 r.tokens_per_s, r.tokens_per_s / ref_tps[32], Percentile(r.ttft_ms, 0.5), Percentile(r.itl_ms, 0.5));
     figures["c32_bf16_tokens_per_s"] = r.tokens_per_s;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <future>
 
 #include "queue/catalog_watch.h"
 #include "runtime/generator.h"
@@ -29,7 +30,22 @@ bool AllFinite(const std::vector<float>& v) {
 
 // One small request through the loaded model: a model whose weights load but
 // compute garbage (NaN from a corrupt tensor) is refused too.
+// A runtime that schedules its own sequences: one greedy token.
+Status SmokeStream(StreamingGenerator& g) {
+  GenerationJob job;
+  job.prompt = "what is shoal";
+  job.max_tokens = 1;
+  job.sampling.temperature = 0;
+  std::promise<Status> ended;
+  auto result = ended.get_future();
+  g.Start(std::move(job), [&ended](GenerationUpdate&& u) {
+    if (u.final) ended.set_value(u.status);
+  });
+  return result.get();
+}
+
 Status Smoke(Model& model, const ModelSpec& spec) {
+  if (spec.task == Task::kGenerate && model.streaming_generator()) return SmokeStream(*model.streaming_generator());
   if (spec.task == Task::kGenerate) {
     Generator* g = model.generator();
     if (!g) return InvalidInput(spec.id + ": the runtime loaded it, but it does not generate");

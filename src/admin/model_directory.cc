@@ -1,10 +1,13 @@
 #include "admin/model_directory.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
+#include "admin/gguf_header.h"
 #include "catalog/names.h"
 
 namespace shoal::admin {
@@ -31,9 +34,21 @@ Result<Task> TaskFromConfig(const fs::path& config_path) {
   return Task::kEncode;
 }
 
+// The GGUF files at the top of `dir`, sorted.
+std::vector<fs::path> GgufFiles(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_regular_file(ec) && e.path().extension() == ".gguf") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 // The runtime a directory's weights call for: safetensors (a Hugging Face
 // checkpoint) → native; else an ONNX graph → onnx; else a TorchScript
-// module → pytorch; else native (whose load then says what is missing).
+// module → pytorch; else a .gguf file → llamacpp; else native (whose load
+// then says what is missing).
 // The file names are the ones the sidecars look for by default.
 std::string RuntimeFor(const fs::path& dir) {
   std::error_code ec;
@@ -41,7 +56,22 @@ std::string RuntimeFor(const fs::path& dir) {
   if (has("model.safetensors")) return "native";
   if (has("model.onnx") || has("onnx/model.onnx")) return "onnx";
   if (has("model.pt") || has("model.torchscript") || has("traced_model.pt")) return "pytorch";
+  if (!GgufFiles(dir).empty()) return "llamacpp";
   return "native";
+}
+
+// The task of a GGUF: llama.cpp's encoder architectures embed; the others
+// generate.
+Result<Task> TaskFromGguf(const fs::path& file) {
+  auto arch = GgufArchitecture(file.string());
+  if (!arch.ok()) return arch.status();
+  static constexpr std::string_view kEmbedders[] = {"bert",        "nomic-bert",  "nomic-bert-moe", "jina-bert-v2",
+                                                    "jina-bert-v3", "modern-bert", "neo-bert",       "t5encoder",
+                                                    "gemma-embedding"};
+  for (std::string_view e : kEmbedders) {
+    if (*arch == e) return Task::kEncode;
+  }
+  return Task::kGenerate;
 }
 
 }  // namespace
@@ -60,14 +90,20 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
   } else {
     const fs::path config = dir / "config.json";
     const bool use_lite = fs::exists(dir / "model.json", ec) && fs::exists(dir / "vocab.json", ec);
-    if (!fs::exists(config, ec) && !use_lite) {
+    const std::vector<fs::path> gguf = GgufFiles(dir);
+    if (!fs::exists(config, ec) && !use_lite && gguf.empty()) {
       return InvalidInput("path: " + dir.string() +
-                          " has neither a shoal.yaml profile nor a config.json (Hugging Face layout)");
+                          " has neither a shoal.yaml profile, a config.json (Hugging Face layout) nor a .gguf file");
     }
     spec.id = dir.filename().string();
     spec.runtime = use_lite ? "native" : RuntimeFor(dir);
     spec.path = dir.string();
-    if (!use_lite) {
+    if (spec.runtime == "llamacpp") {
+      // One file, or the profile's llamacpp.file says which (the runtime refuses several).
+      auto task = TaskFromGguf(gguf.front());
+      if (!task.ok()) return task.status();
+      spec.task = *task;
+    } else if (!use_lite) {
       auto task = TaskFromConfig(config);
       if (!task.ok()) return task.status();
       spec.task = *task;

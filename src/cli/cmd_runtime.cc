@@ -37,21 +37,7 @@ int RunHost(const HostFlags& flags) {
     spdlog::error("runtime-host: no runtime '{}' in this build", flags.runtime);
     return 2;
   }
-  runtime_process::RuntimeHost host(runtime, flags.runners);
-  if (!flags.listen.empty()) {
-    if (Status s = host.Listen(flags.listen); !s.ok()) {
-      spdlog::error("runtime-host: {}", s.ToString());
-      return 1;
-    }
-    return 0;
-  }
-  const char* fd = std::getenv("SHOAL_RUNTIME_FD");
-  if (!fd || !*fd) {
-    spdlog::error("runtime-host: give --listen PATH, or start it with SHOAL_RUNTIME_FD naming its socket");
-    return 2;
-  }
-  host.ServeConnection(std::atoi(fd));
-  return 0;
+  return runtime_process::ServeRuntimeProcess(runtime, flags.runners, flags.listen, "runtime-host");
 }
 
 struct CheckFlags {

@@ -5,7 +5,8 @@
 // Model runs batches of one task: Encode (a vector per text), Score (a
 // relevance logit per text pair, for cross-encoders) or Tokenize (the
 // model's tokens, for debugging) — or, for a decoder, generates through its
-// Generator (generator.h). A model answers the tasks it has; the others
+// Generator (generator.h: the worker steps it) or its StreamingGenerator
+// (streaming_generator.h: the runtime schedules its own sequences). A model answers the tasks it has; the others
 // fail with INVALID_INPUT. The worker owns Models through unique_ptr and may
 // call them from several executor threads at once, so a loaded Model is
 // immutable (scratch memory is per call). Runtimes report failures as Status
@@ -34,12 +35,11 @@
 
 #include "common/status.h"
 #include "runtime/model_config.h"
+#include "runtime/streaming_generator.h"
 
 namespace shoal {
 
-class Generator;  // runtime/generator.h
-
-inline constexpr int kRuntimeApiVersion = 7;
+inline constexpr int kRuntimeApiVersion = 8;
 
 struct EncodeInput {
   std::string_view text;
@@ -106,6 +106,9 @@ class Model {
   // Decoder models generate through this (runtime/generator.h); null for
   // the others.
   virtual Generator* generator() { return nullptr; }
+  // Decoder models whose runtime batches their sequences itself generate
+  // through this instead (runtime/streaming_generator.h); null otherwise.
+  virtual StreamingGenerator* streaming_generator() { return nullptr; }
 
   // The adapters this model may run under from now on (all of them,
   // replacing the previous list). Cheap: adapters load
@@ -152,6 +155,10 @@ class Runtime {
   // hello (docs/runtime-protocol.md).
   virtual std::vector<Task> tasks() const = 0;
   virtual Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) = 0;
+  // Whether its generative models schedule their own sequences (they offer
+  // a StreamingGenerator) rather than being stepped by the worker (a
+  // Generator). Only such models can generate in a runtime process.
+  virtual bool streams_generation() const { return false; }
 
   // Registration's check of an adapter against its base (without loading
   // the base): the adapter's files are read and every tensor is checked

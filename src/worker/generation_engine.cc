@@ -6,9 +6,10 @@
 
 #include "common/log.h"
 #include "queue/message.h"
+#include "runtime/text_stream.h"
 #include "wire/generate.h"
 #include "wire/work_message.h"
-#include "worker/text_stream.h"
+#include "worker/generation_reply.h"
 
 namespace shoal::worker {
 
@@ -50,15 +51,6 @@ std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages) {
 }
 
 }  // namespace
-
-uint64_t SeedFromRequestId(std::string_view request_id) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : request_id) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 GenerationEngine::GenerationEngine(ServedModel* model, Generator* generator, natsConnection* nc,
                                    queue::MsgReaper* reaper, BatchRunner* runner, const CancelledRequests* cancelled,
@@ -361,29 +353,8 @@ void GenerationEngine::Emit(Sequence& s, bool final) {
     c.queue_ms = std::max<int64_t>(0, s.started_unix_us - s.item.enqueued_us) / 1000.0;
     c.ttft_ms = s.generated() > 0 ? Ms(s.first_token - s.started) : 0;
     c.itl_ms = s.generated() > 1 ? Ms(s.last_token - s.first_token) / (s.generated() - 1) : 0;
-    if (const ModelSeries* m = model_->metrics) {
-      m->queue_seconds->Observe(c.queue_ms / 1e3);
-      m->generated_tokens->Inc(static_cast<double>(s.generated()));
-      if (s.generated() > 0) m->ttft_seconds->Observe(c.ttft_ms / 1e3);
-      if (s.generated() > 1) m->itl_seconds->Observe(c.itl_ms / 1e3);
-      if (!s.item.work.lora.empty()) m->loras->Record(s.item.work.lora, s.prompt_len + s.generated());
-    }
   }
-  wire::ReplyHeader h;
-  h.worker = worker_id_;
-  h.attempt = static_cast<uint32_t>(s.item.delivered);
-  h.seq = s.next_chunk;
-  if (final) {
-    h.final = true;
-    h.tokens = s.generated();
-    h.cold_start = s.item.enqueued_us < model_->loaded_unix_us;
-  }
-  reply_.clear();
-  wire::AppendReplyHeader(h, &reply_);
-  wire::AppendChunk(c, &reply_);
-  if (Status st = queue::Publish(nc_, std::string(s.item.work.reply), reply_); !st.ok()) {
-    spdlog::warn("rid={} chunk not published: {}", s.item.work.request_id, st.message());
-  }
+  PublishChunk(nc_, worker_id_, *model_, s.item, s.next_chunk, final, c, &reply_);
   ++s.next_chunk;
   c = wire::GenerationChunk();
 }

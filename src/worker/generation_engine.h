@@ -52,17 +52,14 @@
 #include "worker/batch_runner.h"
 #include "worker/cancelled_requests.h"
 #include "worker/kv_blocks.h"
+#include "worker/sequence_engine.h"
 #include "worker/work_item.h"
 
 namespace shoal::worker {
 
 struct Sequence;
 
-// The seed a request without one samples with: derived from its request
-// id, so a redelivered request regenerates the same tokens.
-uint64_t SeedFromRequestId(std::string_view request_id);
-
-class GenerationEngine {
+class GenerationEngine : public SequenceEngine {
  public:
   // `model` owns `generator`; both outlive the engine (Stop before
   // unloading). `threads`: cores one step may use. `on_free` runs on the
@@ -70,28 +67,20 @@ class GenerationEngine {
   GenerationEngine(ServedModel* model, Generator* generator, natsConnection* nc, queue::MsgReaper* reaper,
                    BatchRunner* runner, const CancelledRequests* cancelled, std::string worker_id, int threads,
                    std::function<void()> on_free);
-  ~GenerationEngine();  // Stop(kShuttingDown)
+  ~GenerationEngine() override;  // Stop(kShuttingDown)
 
   // Queues a delivered item (its model is this engine's).
-  void Push(WorkItem item);
+  void Push(WorkItem item) override;
 
   // Sequences it could start now (for the pull planner).
-  int64_t FreeSlots() const;
+  int64_t FreeSlots() const override;
 
   // Stops the thread; what waits or runs is settled with `outcome`
   // (kShuttingDown: nak, redelivered elsewhere; kNotServedHere on unload).
-  void Stop(Outcome outcome = Outcome::kShuttingDown);
+  void Stop(Outcome outcome = Outcome::kShuttingDown) override;
 
-  struct Stats {
-    int64_t running = 0, waiting = 0;
-    int64_t kv_blocks_free = 0, kv_blocks_total = 0;  // free: unheld (cached ones included)
-    uint64_t steps = 0;
-    uint64_t tokens_generated = 0;
-    uint64_t preemptions = 0;
-    uint64_t prefix_hit_blocks = 0;
-  };
   // As of the end of the last step.
-  Stats stats() const;
+  Stats stats() const override;
 
  private:
   void Loop();

@@ -10,6 +10,7 @@
 #include "queue/topology.h"
 #include "runtime/registry/registry.h"
 #include "worker/generation_engine.h"
+#include "worker/stream_relay.h"
 #include "worker/placement.h"
 
 namespace shoal::worker {
@@ -247,6 +248,11 @@ void ResidentModels::Install(const std::shared_ptr<const ModelSpec>& spec, std::
     served->engine = std::make_shared<GenerationEngine>(
         served.get(), served->model->generator(), parts_.intake->connection(), parts_.reaper, parts_.runner,
         parts_.cancelled, options_.worker_id, ThreadsFor(*spec), [intake = parts_.intake] { intake->PostPlan(); });
+  } else if (served->model && served->model->streaming_generator()) {
+    // Or their runtime's, which the relay streams from (stream_relay.h).
+    served->engine = std::make_shared<StreamRelay>(
+        served.get(), served->model->streaming_generator(), parts_.intake->connection(), parts_.reaper,
+        parts_.runner, parts_.cancelled, options_.worker_id, [intake = parts_.intake] { intake->PostPlan(); });
   }
   bool thrashing = false;
   {

@@ -19,7 +19,7 @@
 
 namespace shoal::worker {
 
-class GenerationEngine;  // generation_engine.h
+class SequenceEngine;  // sequence_engine.h
 
 // The LoRA adapters a loaded model accepted (Model::UpdateLoras), by name.
 // An item naming one that is not here is never handed to the model: the
@@ -83,9 +83,10 @@ struct ServedModel {
   // Its series in the worker's metrics (worker_metrics.h); null in tests
   // that run a BatchRunner alone.
   const ModelSeries* metrics = nullptr;
-  // For a generator (model->generator()): its continuous batch, which takes
-  // its items instead of the LocalQueue and executors. Set at install.
-  std::shared_ptr<GenerationEngine> engine;
+  // For a generative model: its continuous batch (a GenerationEngine, or a
+  // StreamRelay to a runtime that batches itself), which takes its items
+  // instead of the LocalQueue and executors. Set at install.
+  std::shared_ptr<SequenceEngine> engine;
 };
 
 }  // namespace shoal::worker

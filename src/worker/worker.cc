@@ -138,7 +138,7 @@ void Worker::KeeperLoop() {
   }
 }
 
-std::optional<GenerationEngine::Stats> Worker::generation(const std::string& model) const {
+std::optional<SequenceEngine::Stats> Worker::generation(const std::string& model) const {
   const std::shared_ptr<ServedModel> m = served_.Find(model);
   if (!m || !m->engine) return std::nullopt;
   return m->engine->stats();

@@ -104,7 +104,7 @@ class Worker {
   // Pull requests and probes sent to JetStream so far.
   uint64_t pull_requests_sent() const { return intake_->pull_requests_sent(); }
   // The generation engine of a generator this worker has loaded.
-  std::optional<GenerationEngine::Stats> generation(const std::string& model) const;
+  std::optional<SequenceEngine::Stats> generation(const std::string& model) const;
   // Where GET /metrics is served (-1: it is not).
   int metrics_port() const;
   // The body of GET /metrics.

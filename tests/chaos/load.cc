@@ -31,6 +31,30 @@ std::string Shorten(std::string s) {
   return s;
 }
 
+// A streamed completion's text, from its SSE events; the failure of a
+// stream that errs or ends early.
+Result<std::string> StreamedText(int port, int timeout_ms, const std::string& body,
+                                 const std::map<std::string, std::string>& headers) {
+  testing::StreamConnection c(port, timeout_ms);
+  std::map<std::string, std::string> h = headers;
+  h["Content-Type"] = "application/json";
+  SHOAL_RETURN_IF_ERROR(c.Send("POST", "/v1/completions", body, h));
+  auto head = c.ReadHead();
+  if (!head.ok()) return head.status();
+  if (head->status != 200) return Status(Code::kInternal, std::to_string(head->status) + " " + head->body);
+  std::string text;
+  for (;;) {
+    auto e = c.NextEvent();
+    if (!e.ok()) return Status(Code::kInternal, "the stream ended without [DONE]: " + e.status().ToString());
+    if (*e == "[DONE]") return text;
+    const auto j = nlohmann::json::parse(*e, nullptr, false);
+    if (j.is_object() && j.contains("error")) return Status(Code::kInternal, "error event: " + *e);
+    if (j.is_object() && j.contains("choices") && !j["choices"].empty() && j["choices"][0]["text"].is_string()) {
+      text += j["choices"][0]["text"].get<std::string>();
+    }
+  }
+}
+
 }  // namespace
 
 const char* OutcomeName(Outcome o) {
@@ -65,6 +89,23 @@ void LoadDriver::Client(int index) {
     RequestRecord r;
     r.sent = Clock::now();
     ++sent_;
+    if (options_.right_text) {
+      const std::string prompt = options_.tag + " prompt " + std::to_string(i % 4);
+      const nlohmann::json body = {{"model", options_.model}, {"prompt", prompt}, {"max_tokens", options_.new_tokens},
+                                   {"temperature", 0}, {"ignore_eos", true}, {"stream", true}};
+      auto text = StreamedText(port, static_cast<int>(wait.count()), body.dump(), headers);
+      r.done = Clock::now();
+      if (!text.ok()) {
+        const bool timed_out = r.done - r.sent >= wait - std::chrono::milliseconds(200);
+        r.outcome = timed_out ? Outcome::kLost : Outcome::kFailedExplicit;
+        r.detail = Shorten(text.status().ToString());
+      } else if (!options_.right_text(prompt, *text)) {
+        r.outcome = Outcome::kLost;
+        r.detail = "wrong text for '" + prompt + "': " + Shorten(*text);
+      }
+      Record(std::move(r));
+      continue;
+    }
     auto res = http.PostJson("/v1/embeddings",
                              R"({"model":")" + options_.model + R"(","input":")" + text + R"("})", headers);
     r.done = Clock::now();
@@ -97,18 +138,22 @@ void LoadDriver::Client(int index) {
         r.detail = "wrong answer for '" + text + "': " + Shorten(res->body);
       }
     }
-    switch (r.outcome) {
-      case Outcome::kCompleted: ++completed_; break;
-      case Outcome::kFailedExplicit: ++failed_; break;
-      case Outcome::kLost: ++lost_; break;
-    }
-    const bool error = r.outcome != Outcome::kCompleted;
-    {
-      std::lock_guard lock(mu_);
-      records_.push_back(std::move(r));
-    }
-    if (error && !stop_) std::this_thread::sleep_for(options_.pause_after_error);
+    Record(std::move(r));
   }
+}
+
+void LoadDriver::Record(RequestRecord r) {
+  switch (r.outcome) {
+    case Outcome::kCompleted: ++completed_; break;
+    case Outcome::kFailedExplicit: ++failed_; break;
+    case Outcome::kLost: ++lost_; break;
+  }
+  const bool error = r.outcome != Outcome::kCompleted;
+  {
+    std::lock_guard lock(mu_);
+    records_.push_back(std::move(r));
+  }
+  if (error && !stop_) std::this_thread::sleep_for(options_.pause_after_error);
 }
 
 Tally LoadDriver::Summarize(Clock::time_point fault) {

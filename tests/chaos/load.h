@@ -41,6 +41,11 @@ struct LoadOptions {
   // (another engine's answer on the same weights), and how close it must be.
   std::function<std::vector<float>(const std::string& text)> want;
   float tolerance = 0;
+  // Streamed generation instead of embeddings: each request streams a
+  // greedy /v1/completions of one of four prompts, and `right_text` says
+  // whether its whole text is right (nothing missing, nothing twice).
+  std::function<bool(const std::string& prompt, const std::string& text)> right_text;
+  int new_tokens = 24;
   std::chrono::milliseconds deadline{10000};  // sent as X-Shoal-Timeout-Ms
   std::chrono::milliseconds margin{5000};     // the client waits deadline + margin
   std::chrono::milliseconds pause_after_error{100};
@@ -86,6 +91,7 @@ class LoadDriver {
 
  private:
   void Client(int index);
+  void Record(RequestRecord r);  // counts it; pauses after an error
 
   LoadOptions options_;
   std::vector<std::thread> threads_;

@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "chaos/nats_cluster.h"
@@ -448,6 +450,36 @@ ScenarioResult SidecarKill(const ScenarioOptions& o) {
   return r;
 }
 
+ScenarioResult LlamaCppKill(const ScenarioOptions& o) {
+  ScenarioResult r;
+  r.name = "llamacpp_kill";
+  r.dir = MakeDir(o, r.name);
+  Ticker ticker(o, r.name);
+  ticker.Phase("generating the model (llama-tiny as F32 GGUF)");
+  const std::string models = r.dir + "/models", log = models + ".log";
+  const std::string scripts = std::string(SHOAL_SOURCE_DIR) + "/scripts/";
+  const std::string make = scripts + "make-test-models " + models + " --only llama-tiny > " + log + " 2>&1 && " +
+                           scripts + "make-test-gguf " + models + " >> " + log + " 2>&1";
+  if (std::system(make.c_str()) != 0) {
+    r.error = "generating the models failed; see " + log;
+    return r;
+  }
+  // Greedy decoding: every answer to a prompt is its first answer (given
+  // before the fault, in the warm-up), whole.
+  auto first = std::make_shared<std::pair<std::mutex, std::map<std::string, std::string>>>();
+  LoadOptions load = Load(o, {}, "llamacpp-kill");
+  load.right_text = [first](const std::string& prompt, const std::string& text) {
+    std::lock_guard lock(first->first);
+    return first->second.emplace(prompt, text).first->second == text && !text.empty();
+  };
+  KillRuntimeProcess(o, ticker,
+                     "id: chaos/llamacpp\nruntime: llamacpp\ntask: generate\npath: " + models +
+                         "/llama-tiny-gguf-f32\npinned: true\nbatching: {max_batch_requests: 8}\n"
+                         "queue: {ack_wait_ms: 2000, max_deliver: 5}\nllamacpp: {threads: 1}\n",
+                     "chaos/llamacpp", std::move(load), "shoal-llamacpp", r);
+  return r;
+}
+
 ScenarioResult NatsRestart(const ScenarioOptions& o) {
   ScenarioResult r;
   r.name = "nats_restart";
@@ -624,14 +656,15 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
 }  // namespace
 
 std::vector<std::string> ScenarioNames() {
-  return {"worker_kill",     "runtime_process_kill", "sidecar_kill",     "nats_restart",
-          "gateway_restart", "gateway_kill",         "nats_cluster_kill"};
+  return {"worker_kill",   "runtime_process_kill", "sidecar_kill",      "llamacpp_kill", "nats_restart",
+          "gateway_restart", "gateway_kill",       "nats_cluster_kill"};
 }
 
 ScenarioResult RunScenario(const std::string& name, const ScenarioOptions& o) {
   if (name == "worker_kill") return WorkerKill(o);
   if (name == "runtime_process_kill") return RuntimeProcessKill(o);
   if (name == "sidecar_kill") return SidecarKill(o);
+  if (name == "llamacpp_kill") return LlamaCppKill(o);
   if (name == "nats_restart") return NatsRestart(o);
   if (name == "gateway_restart") return GatewayRestart(o, false);
   if (name == "gateway_kill") return GatewayRestart(o, true);

@@ -12,6 +12,10 @@
 //   sidecar_kill       the same with a real engine: an ONNX model in the
 //                      onnx sidecar (Node, ONNX Runtime), every answer checked
 //                      against the native runtime on the same weights.
+//   llamacpp_kill      mid-stream: a GGUF generator in the llamacpp sidecar
+//                      (llama.cpp), clients streaming greedy completions,
+//                      each checked whole against the prompt's answer before
+//                      the fault; the sidecar is SIGKILLed mid-stream.
 //   nats_restart       the only nats-server (file storage) is SIGKILLed and
 //                      started again 2 s later on the same port and data.
 //   gateway_restart    clients spread over two gateways; one is stopped with

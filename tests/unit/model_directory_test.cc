@@ -85,6 +85,50 @@ TEST_F(ModelDirectory, WhatIsNotAModelIsRefusedWithTheReason) {
   EXPECT_NE(spec.status().message().find("does not exist"), std::string::npos);
 }
 
+// A GGUF header holding `keys` string metadata (and no tensors).
+std::string Gguf(std::initializer_list<std::pair<std::string, std::string>> keys) {
+  std::string out = "GGUF";
+  auto u32 = [&](uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); };
+  auto u64 = [&](uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); };
+  auto str = [&](const std::string& s) {
+    u64(s.size());
+    out += s;
+  };
+  u32(3);
+  u64(0);
+  u64(keys.size() + 1);
+  str("general.alignment");  // a key of another type before the one read
+  u32(4);                    // uint32
+  u32(32);
+  for (const auto& [k, v] : keys) {
+    str(k);
+    u32(8);  // string
+    str(v);
+  }
+  return out;
+}
+
+TEST_F(ModelDirectory, AGgufGoesToLlamaCppAndItsArchitectureSaysTheTask) {
+  const auto gen = Dir("qwen-gguf", {{"qwen-Q4_K_M.gguf", Gguf({{"general.architecture", "qwen3"}})}});
+  auto spec = SpecFromDirectory(gen.string());
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->runtime, "llamacpp");
+  EXPECT_EQ(spec->task, Task::kGenerate);
+  const auto emb = Dir("nomic-gguf", {{"nomic.f16.gguf", Gguf({{"general.architecture", "nomic-bert"}})}});
+  spec = SpecFromDirectory(emb.string());
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->task, Task::kEncode);
+  // Weights of Shoal's own formats come first.
+  const auto both = Dir("both", {{"model.safetensors", "x"}, {"config.json", R"({"architectures": ["BertModel"]})"},
+                                 {"m.gguf", Gguf({{"general.architecture", "llama"}})}});
+  EXPECT_EQ(SpecFromDirectory(both.string())->runtime, "native");
+  // Not a GGUF, or no architecture: refused, saying so.
+  const auto junk = Dir("junk", {{"model.gguf", "GGML not really"}});
+  EXPECT_NE(SpecFromDirectory(junk.string()).status().message().find("not a GGUF"), std::string::npos);
+  const auto none = Dir("none", {{"model.gguf", Gguf({{"general.name", "x"}})}});
+  EXPECT_NE(SpecFromDirectory(none.string()).status().message().find("general.architecture"), std::string::npos);
+}
+
 TEST_F(ModelDirectory, APathToAProfileFileReadsTheProfile) {
   const auto d = Dir("profiles", {{"identity.yaml", "id: shoal/identity\nruntime: identity\n"}});
   auto spec = SpecFromPath((d / "identity.yaml").string(), "renamed");

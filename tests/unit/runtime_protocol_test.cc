@@ -107,6 +107,101 @@ TEST(RuntimeProtocol, ARuntimeThatTakesTokensGetsIdsAndSaysItsLimit) {
   EXPECT_EQ(loaded.max_tokens, 512u);
 }
 
+TEST(RuntimeProtocol, GenerationMessagesReadBackAndAsAnotherDecoderSeesThem) {
+  GenerationJob job;
+  job.chat = true;
+  job.messages = {{"system", "be brief"}, {"user", "héllo"}};
+  job.add_generation_prompt = false;
+  job.chat_template_kwargs_json = R"({"enable_thinking":false})";
+  job.max_tokens = 9;
+  job.sampling = {.temperature = 0.5f, .top_p = 0.75f, .top_k = 4};
+  job.seed = 0xfedcba9876543210ull;  // beyond int64
+  job.stop = {"\n\n", "END"};
+  job.stop_token_ids = {7, 11};
+  job.ignore_eos = true;
+  job.logprobs = true;
+  const std::string frame = GenerateJobRequest(12, "qwen#1", job);
+  // An independent MessagePack decoder sees the documented fields.
+  const auto j = nlohmann::json::from_msgpack(frame);
+  EXPECT_EQ(j["op"], "generate");
+  EXPECT_EQ(j["model"], "qwen#1");
+  EXPECT_EQ(j["job"]["messages"][1]["content"], "héllo");
+  EXPECT_EQ(j["job"]["seed"].get<uint64_t>(), 0xfedcba9876543210ull);
+  EXPECT_FALSE(j["job"].contains("prompt"));
+  Request q;
+  ASSERT_TRUE(ReadRequest(frame, &q).ok());
+  GenerationJob back;
+  ASSERT_TRUE(ReadGenerationJob(q.job, &back).ok());
+  EXPECT_TRUE(back.chat);
+  ASSERT_EQ(back.messages.size(), 2u);
+  EXPECT_EQ(back.messages[0].role, "system");
+  EXPECT_EQ(back.chat_template_kwargs_json, job.chat_template_kwargs_json);
+  EXPECT_EQ(back.max_tokens, 9u);
+  EXPECT_FLOAT_EQ(back.sampling.top_p, 0.75f);
+  EXPECT_EQ(back.sampling.top_k, 4);
+  EXPECT_EQ(back.seed, job.seed);
+  EXPECT_EQ(back.stop, job.stop);
+  EXPECT_EQ(back.stop_token_ids, job.stop_token_ids);
+  EXPECT_TRUE(back.ignore_eos && back.logprobs && !back.add_generation_prompt);
+
+  const std::string cancel = CancelRequest(13, 12);  // the request's views point into it
+  Request c;
+  ASSERT_TRUE(ReadRequest(cancel, &c).ok());
+  EXPECT_EQ(c.op, "cancel");
+  EXPECT_EQ(c.target, 12u);
+
+  GenerationUpdate u;
+  u.text = "Hel";
+  u.token_ids = {9906, 3};
+  u.logprobs = {-0.25f, -1.5f};
+  Reply r;
+  const std::string chunk = ChunkReply(12, u);
+  ASSERT_TRUE(ReadReply(chunk, &r).ok());
+  ASSERT_EQ(r.kind, Reply::Kind::kChunk);
+  GenerationUpdate got;
+  ASSERT_TRUE(ReadChunk(r.chunk, &got).ok());
+  EXPECT_EQ(got.text, "Hel");
+  EXPECT_EQ(got.token_ids, u.token_ids);
+  EXPECT_EQ(got.logprobs, u.logprobs);
+  u.finish_reason = "length";
+  u.prompt_tokens = 31;
+  u.completion_tokens = 57;
+  const std::string finish = FinishReply(12, u);
+  EXPECT_EQ(nlohmann::json::from_msgpack(finish)["ok"]["finish_reason"], "length");
+  ASSERT_TRUE(ReadReply(finish, &r).ok());
+  GenerationUpdate end;
+  ASSERT_TRUE(ReadFinish(r.ok, &end).ok());
+  EXPECT_EQ(end.prompt_tokens, 31u);
+  EXPECT_EQ(end.completion_tokens, 57u);
+
+  // Refused: a job with both a prompt and messages, or neither; a bad
+  // top_p; an unknown finish reason; logprobs that do not match the tokens.
+  std::string both;
+  wire::MsgpackWriter w(&both);
+  w.MapHeader(2);
+  w.Str("prompt");
+  w.Str("x");
+  w.Str("messages");
+  w.ArrayHeader(0);
+  GenerationJob bad;
+  EXPECT_EQ(ReadGenerationJob(both, &bad).code(), Code::kInvalidInput);
+  std::string top_p;
+  wire::MsgpackWriter w2(&top_p);
+  w2.MapHeader(2);
+  w2.Str("prompt");
+  w2.Str("x");
+  w2.Str("top_p");
+  w2.Float64(0);
+  GenerationJob bad2;
+  EXPECT_EQ(ReadGenerationJob(top_p, &bad2).code(), Code::kInvalidInput);
+  u.finish_reason = "tired";
+  ASSERT_TRUE(ReadReply(FinishReply(12, u), &r).ok());
+  EXPECT_FALSE(ReadFinish(r.ok, &end).ok());
+  u.logprobs = {-1.0f};
+  ASSERT_TRUE(ReadReply(ChunkReply(12, u), &r).ok());
+  EXPECT_FALSE(ReadChunk(r.chunk, &got).ok());
+}
+
 TEST(RuntimeProtocol, RepliesReadBackAndMisfitsAreRefused) {
   std::vector<EncodeOutput> out(2);
   out[0].dense = {1.5f, -2.0f};

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "worker/generation_engine.h"
+#include "worker/sequence_engine.h"
 
 namespace shoal::worker {
 namespace {

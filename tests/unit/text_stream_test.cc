@@ -1,8 +1,8 @@
-#include "worker/text_stream.h"
+#include "runtime/text_stream.h"
 
 #include <gtest/gtest.h>
 
-namespace shoal::worker {
+namespace shoal {
 namespace {
 
 TEST(TextStream, HoldsBackAPartialCharacterUntilItCompletes) {
@@ -49,4 +49,4 @@ TEST(TextStream, AHeldBackPrefixThatNeverCompletesIsTextAfterAll) {
 }
 
 }  // namespace
-}  // namespace shoal::worker
+}  // namespace shoal

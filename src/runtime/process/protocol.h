@@ -7,7 +7,8 @@
 // A request is one MessagePack map {"op": str, "id": uint, ...the op's
 // fields}; every reply names the request's id and holds one of "ok" (a map:
 // the result, last), "error" ({"code", "message"}: the failure, last) or
-// "progress" (a fraction, any number of times before the last). Readers skip
+// "progress" (a fraction) or "chunk" (generated text), any number of
+// times before the last. Readers skip
 // keys they do not know.
 //
 // Vectors travel as "bin" of little-endian float32 (one copy, no per-value
@@ -66,8 +67,9 @@ struct Request {
   std::string_view model;          // the model's handle (load, unload, loras, batches)
   std::vector<uint32_t> versions;  // hello: the versions Shoal speaks
   uint32_t threads = 1;            // load: cores one call may use
+  uint64_t target = 0;             // cancel: the generate request to end
   // Raw MessagePack of the op's structured fields (empty when absent).
-  std::string_view config, items, loras, lora;
+  std::string_view config, items, loras, lora, job;
 };
 Status ReadRequest(std::string_view frame, Request* r);
 
@@ -83,6 +85,9 @@ std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const
 std::string TokenBatchRequest(uint64_t id, Task task, std::string_view model, std::span<const TokenInput> in);
 // memory, health, stop: no fields but the op.
 std::string PlainRequest(uint64_t id, std::string_view op);
+// Generation (protocol_generate.cc): a job for a model; the end of one.
+std::string GenerateJobRequest(uint64_t id, std::string_view model, const GenerationJob& job);
+std::string CancelRequest(uint64_t id, uint64_t target);
 
 // The structured fields, as a runtime reads them (views into the frame).
 // `section` names the options in their errors (the runtime's name).
@@ -92,14 +97,16 @@ Status ReadLora(std::string_view raw, LoraConfig* lora);
 Status ReadEncodeInputs(std::string_view raw, std::vector<EncodeInput>* in);
 Status ReadScoreInputs(std::string_view raw, std::vector<ScoreInput>* in);
 Status ReadTokenizeInputs(std::string_view raw, std::vector<TokenizeInput>* in);
+Status ReadGenerationJob(std::string_view raw, GenerationJob* job);
 
 // ---- Replies (written by a runtime, read by Shoal) ----
 
 struct Reply {
-  enum class Kind { kOk, kError, kProgress };
+  enum class Kind { kOk, kError, kProgress, kChunk };
   uint64_t id = 0;
   Kind kind = Kind::kOk;
-  std::string_view ok;  // kOk: the result map, raw
+  std::string_view ok;     // kOk: the result map, raw
+  std::string_view chunk;  // kChunk: generated text and tokens, raw (before the last reply)
   Status error;         // kError
   double progress = 0;  // kProgress: 0..1
 };
@@ -123,6 +130,10 @@ struct MemoryReport {
 std::string MemoryReply(uint64_t id, const MemoryReport& report);
 // health: the models it holds.
 std::string HealthReply(uint64_t id, uint32_t models);
+// Generation: text, tokens and logprobs so far (a chunk), and the end (an
+// ok with the finish reason and token counts).
+std::string ChunkReply(uint64_t id, const GenerationUpdate& update);
+std::string FinishReply(uint64_t id, const GenerationUpdate& update);
 
 // The results, as Shoal reads them from an "ok" map. A reply whose item
 // count differs from the request's is refused (INTERNAL).
@@ -134,5 +145,7 @@ Status ReadScoreOutputs(std::string_view ok, std::span<ScoreOutput> out);
 Status ReadTokenizeOutputs(std::string_view ok, std::span<TokenizeOutput> out);
 Status ReadMemory(std::string_view ok, MemoryReport* report);
 Status ReadHealth(std::string_view ok, uint32_t* models);
+Status ReadChunk(std::string_view chunk, GenerationUpdate* update);
+Status ReadFinish(std::string_view ok, GenerationUpdate* update);
 
 }  // namespace shoal::runtime_process

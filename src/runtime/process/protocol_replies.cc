@@ -151,10 +151,16 @@ Status ReadReply(std::string_view frame, Reply* reply) {
       reply->kind = Reply::Kind::kProgress;
       return f.Double(&reply->progress);
     }
+    if (key == "chunk") {
+      has_outcome = true;
+      reply->kind = Reply::Kind::kChunk;
+      if (r.Peek() != wire::MsgpackType::kMap) return f.Error("expected a map");
+      return r.ReadRaw(&reply->chunk) ? Status::Ok() : f.Error("truncated");
+    }
     return f.Skip();
   }));
   if (!has_id) return InvalidInput("reply: no id");
-  if (!has_outcome) return InvalidInput("reply: none of ok, error, progress");
+  if (!has_outcome) return InvalidInput("reply: none of ok, error, progress, chunk");
   return Status::Ok();
 }
 

@@ -99,6 +99,8 @@ Status ReadRequest(std::string_view frame, Request* q) {
     if (key == "items") return raw(&q->items);
     if (key == "loras") return raw(&q->loras);
     if (key == "lora") return raw(&q->lora);
+    if (key == "job") return raw(&q->job);
+    if (key == "target") return f.Int(&q->target);
     return f.Skip();
   }));
   if (q->op.empty()) return InvalidInput("request: no op");

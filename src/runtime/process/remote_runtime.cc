@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -32,7 +33,33 @@ Result<LoadResult> LoadInto(RuntimeClient& client, const std::string& handle, co
   return loaded;
 }
 
-class RemoteModel : public Model {
+// A generation under way in the runtime process: where it was sent, and
+// the sink, told once at the end (the reader thread and a breaking
+// connection may both try).
+struct RemoteJob {
+  std::mutex mu;
+  StreamingGenerator::Sink sink;  // guarded by mu; empty once the final update went
+  // Not owned: a client must not outlive its process's supervision (the
+  // last reference would be dropped on its own reader thread).
+  std::weak_ptr<RuntimeClient> client;
+  uint64_t request_id = 0;
+
+  void Tell(GenerationUpdate&& u) {
+    std::lock_guard lock(mu);
+    if (!sink) return;
+    const bool final = u.final;
+    sink(std::move(u));
+    if (final) sink = nullptr;
+  }
+  void Fail(const Status& s) {
+    GenerationUpdate u;
+    u.final = true;
+    u.status = s;
+    Tell(std::move(u));
+  }
+};
+
+class RemoteModel : public Model, public StreamingGenerator {
  public:
   // `feed`: the tokenizing for a runtime that takes tokens; else null.
   RemoteModel(std::shared_ptr<RuntimeProcess> process, CallTimeouts timeouts, ModelConfig config, int threads,
@@ -89,6 +116,69 @@ class RemoteModel : public Model {
     return Batch(
         in, out, [&](uint64_t id) { return TokenizeRequest(id, handle_, in); },
         [&](std::string_view ok) { return ReadTokenizeOutputs(ok, out); });
+  }
+
+  StreamingGenerator* streaming_generator() override {
+    return config_.task == Task::kGenerate ? this : nullptr;
+  }
+  uint32_t max_sequences() const override { return std::max<uint32_t>(config_.max_batch_requests, 1); }
+
+  uint64_t Start(GenerationJob job, Sink sink) override {
+    auto j = std::make_shared<RemoteJob>();
+    j->sink = std::move(sink);
+    const uint64_t handle = next_job_.fetch_add(1);
+    auto c = Ready();
+    if (!c.ok()) {
+      j->Fail(c.status());
+      return handle;
+    }
+    j->client = c->client;
+    j->request_id = c->client->NextId();
+    {
+      std::lock_guard lock(jobs_mu_);
+      jobs_[handle] = j;
+    }
+    const uint64_t generation = c->generation;
+    auto on_chunk = [this, j, generation](std::string_view raw) {
+      GenerationUpdate u;
+      if (Status s = ReadChunk(raw, &u); !s.ok()) {
+        process_->Kill(generation, "protocol", "a malformed generation chunk: " + s.message());
+        return;  // the broken connection ends the job
+      }
+      j->Tell(std::move(u));
+    };
+    auto on_end = [this, j, handle, generation](Result<OkReply> reply) {
+      {
+        std::lock_guard lock(jobs_mu_);
+        jobs_.erase(handle);
+      }
+      if (!reply.ok()) return j->Fail(reply.status());
+      GenerationUpdate u;
+      u.final = true;
+      if (Status s = ReadFinish(reply->ok(), &u); !s.ok()) {
+        process_->Kill(generation, "protocol", "a malformed end of a generation: " + s.message());
+        return j->Fail(RuntimeGone(s.message()));
+      }
+      j->Tell(std::move(u));
+    };
+    c->client->Start(j->request_id, GenerateJobRequest(j->request_id, handle_, job), std::move(on_chunk),
+                     std::move(on_end));
+    return handle;
+  }
+
+  void Cancel(uint64_t handle) override {
+    std::shared_ptr<RemoteJob> j;
+    {
+      std::lock_guard lock(jobs_mu_);
+      auto it = jobs_.find(handle);
+      if (it == jobs_.end()) return;
+      j = it->second;
+    }
+    // The runtime ends the job with "cancelled"; its ok needs no waiting.
+    auto client = j->client.lock();
+    if (!client) return;  // its process is gone, and the job with it
+    const uint64_t id = client->NextId();
+    client->Start(id, CancelRequest(id, j->request_id), {}, [](Result<OkReply>) {});
   }
 
   Status UpdateLoras(std::span<const LoraConfig> loras) override {
@@ -158,6 +248,9 @@ class RemoteModel : public Model {
   std::mutex mu_;  // guards generation_ and loras_; held across a reload, so one thread reloads
   uint64_t generation_;
   std::vector<LoraConfig> loras_;
+  std::atomic<uint64_t> next_job_{1};
+  std::mutex jobs_mu_;  // guards jobs_
+  std::map<uint64_t, std::shared_ptr<RemoteJob>> jobs_;  // generations under way, by handle
 };
 
 }  // namespace

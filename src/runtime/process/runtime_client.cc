@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <vector>
+
 #include "common/log.h"
 
 namespace shoal::runtime_process {
@@ -61,6 +63,7 @@ Status RuntimeClient::why_broken() const {
 
 void RuntimeClient::Break(const Status& why) {
   bool first = false;
+  std::vector<std::shared_ptr<Pending>> started;  // Start's calls, told outside the lock
   {
     std::lock_guard lock(mu_);
     if (broken_.ok()) {
@@ -69,12 +72,14 @@ void RuntimeClient::Break(const Status& why) {
       for (auto& [id, p] : pending_) {
         p->done = true;
         p->status = RuntimeGone(broken_.message());
+        if (p->on_end) started.push_back(p);
       }
       pending_.clear();
     }
   }
   if (!first) return;
   done_.notify_all();
+  for (const auto& p : started) p->on_end(p->status);
   ::shutdown(fd_, SHUT_RDWR);  // wakes the reader
   if (on_broken_) on_broken_(why);
 }
@@ -103,6 +108,27 @@ Result<OkReply> RuntimeClient::Call(uint64_t id, std::string request, std::chron
   return std::move(p->reply);
 }
 
+void RuntimeClient::Start(uint64_t id, std::string request, std::function<void(std::string_view)> on_chunk,
+                          std::function<void(Result<OkReply>)> on_end) {
+  auto p = std::make_shared<Pending>();
+  p->on_chunk = std::move(on_chunk);
+  p->on_end = std::move(on_end);
+  Status gone;
+  {
+    std::lock_guard lock(mu_);
+    if (broken_.ok()) {
+      pending_.emplace(id, p);
+    } else {
+      gone = RuntimeGone(broken_.message());
+    }
+  }
+  if (!gone.ok()) {
+    p->on_end(gone);
+    return;
+  }
+  if (Status s = writer_.Write(request); !s.ok()) Break(s);  // tells on_end
+}
+
 void RuntimeClient::ReadLoop() {
   std::string frame;
   while (true) {
@@ -125,7 +151,7 @@ void RuntimeClient::ReadLoop() {
         p = nullptr;
       } else {
         p = it->second;
-        if (r.kind != Reply::Kind::kProgress) pending_.erase(it);
+        if (r.kind == Reply::Kind::kOk || r.kind == Reply::Kind::kError) pending_.erase(it);
       }
     }
     if (!p) {
@@ -134,6 +160,27 @@ void RuntimeClient::ReadLoop() {
     }
     if (r.kind == Reply::Kind::kProgress) {
       if (p->progress) p->progress(r.progress);
+      continue;
+    }
+    if (r.kind == Reply::Kind::kChunk) {
+      if (!p->on_chunk) {
+        Break(Internal("the runtime sent a chunk for request " + std::to_string(r.id) + ", which generates nothing"));
+        return;
+      }
+      p->on_chunk(r.chunk);
+      continue;
+    }
+    if (p->on_end) {  // Start's call: nobody waits
+      if (r.kind == Reply::Kind::kError) {
+        p->on_end(r.error);
+      } else {
+        OkReply reply;
+        reply.at = static_cast<size_t>(r.ok.data() - frame.data());
+        reply.size = r.ok.size();
+        reply.frame = std::move(frame);
+        frame = std::string();
+        p->on_end(std::move(reply));
+      }
       continue;
     }
     {

@@ -54,6 +54,14 @@ class RuntimeClient {
   // `progress` is called on the reader thread for each progress reply.
   Result<OkReply> Call(uint64_t id, std::string request, std::chrono::milliseconds timeout,
                        std::function<void(double)> progress = {});
+  // Sends `request` (made with id `id`) without waiting: `on_chunk` gets
+  // each chunk reply's map (generation), then `on_end` the final reply — or
+  // NO_CAPACITY when the connection breaks first. Both run on the reader
+  // thread (on_end may run on the thread that breaks the connection) and
+  // must not call into this client synchronously. No timeout: a generation
+  // may run long, and the supervisor's health checks catch a hung runtime.
+  void Start(uint64_t id, std::string request, std::function<void(std::string_view)> on_chunk,
+             std::function<void(Result<OkReply>)> on_end);
 
   bool broken() const;
   // Calls sent and not yet answered.
@@ -66,6 +74,8 @@ class RuntimeClient {
  private:
   struct Pending {
     std::function<void(double)> progress;
+    std::function<void(std::string_view)> on_chunk;  // Start's
+    std::function<void(Result<OkReply>)> on_end;     // Start's: set, nobody waits in Call
     bool done = false;
     Status status;
     OkReply reply;

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -26,6 +29,16 @@ class RuntimeHost::Connection {
   }
   int fd() const { return fd_; }
   bool greeted = false;  // reader thread only
+
+  // The generations under way, by request id: their model and handle
+  // (0 until Start returned), so cancel can find them.
+  struct Generation {
+    std::shared_ptr<Model> model;
+    uint64_t handle = 0;
+    bool cancel = false;  // asked before Start returned
+  };
+  std::mutex mu;  // guards generating
+  std::map<uint64_t, Generation> generating;
 
  private:
   int fd_;
@@ -62,6 +75,19 @@ std::string RunBatch(const Request& q, Model& model, ReadIn read_in, Call call, 
 
 bool RuntimeHost::ServeConnection(int fd) {
   auto conn = std::make_shared<Connection>(fd);
+  // A peer gone wants none of its generations: they end now, not at max_tokens.
+  struct CancelAtClose {
+    RuntimeHost* host;
+    Connection* conn;
+    ~CancelAtClose() {
+      std::vector<uint64_t> ids;
+      {
+        std::lock_guard lock(conn->mu);
+        for (const auto& [id, g] : conn->generating) ids.push_back(id);
+      }
+      for (uint64_t id : ids) host->Cancel(id, *conn);
+    }
+  } cancel_at_close{this, conn.get()};
   std::string frame;
   while (true) {
     if (Status s = ReadFrame(fd, &frame); !s.ok()) {
@@ -85,11 +111,10 @@ bool RuntimeHost::ServeConnection(int fd) {
       RuntimeHello hello;
       hello.runtime = std::string(runtime_->name());
       hello.version = "shoal runtime contract " + std::to_string(runtime_->api_version());
-      // Generation over the protocol is the runtime's own scheduling; an
-      // in-process runtime's generator is stepped by the worker, so a
-      // hosted one offers the batch tasks only.
+      // Generation over the protocol is the runtime's own scheduling; a
+      // runtime whose generators the worker steps offers the batch tasks only.
       for (Task t : runtime_->tasks()) {
-        if (t != Task::kGenerate) hello.tasks.push_back(t);
+        if (t != Task::kGenerate || runtime_->streams_generation()) hello.tasks.push_back(t);
       }
       hello.lora = true;
       conn->Send(HelloReply(q->id, hello));
@@ -125,12 +150,22 @@ bool RuntimeHost::ServeConnection(int fd) {
       conn->Send(EmptyReply(q->id));
       return true;
     }
+    if (q->op == "cancel") {
+      Cancel(q->target, *conn);
+      conn->Send(EmptyReply(q->id));
+      continue;
+    }
     auto holder = requests_.TryEnter();
     if (!holder) {
       conn->Send(ErrorReply(q->id, Status(Code::kNoCapacity, "the runtime is stopping")));
       continue;
     }
     auto held = std::make_shared<Gate::Holder>(std::move(*holder));
+    if (q->op == "generate") {
+      // The job replies as it streams, and holds the gate until its end.
+      jobs_.Push([this, conn, owned, q, held] { StartGeneration(*q, conn, held); });
+      continue;
+    }
     jobs_.Push([this, conn, owned, q, held] {
       conn->Send(Handle(*q, *conn));
       held->Release();
@@ -146,7 +181,7 @@ std::string RuntimeHost::Handle(const Request& q, Connection& conn) {
     ModelConfig config;
     if (Status s = ReadConfig(q.config, runtime_->name(), &config); !s.ok()) return ErrorReply(q.id, s);
     if (q.model.empty()) return ErrorReply(q.id, InvalidInput("load: no model handle"));
-    if (config.task == Task::kGenerate) {
+    if (config.task == Task::kGenerate && !runtime_->streams_generation()) {
       return ErrorReply(q.id, InvalidInput("this runtime does not generate over the runtime protocol"));
     }
     LoadContext ctx;
@@ -209,6 +244,73 @@ std::string RuntimeHost::Handle(const Request& q, Connection& conn) {
       TokenizeReply);
 }
 
+void RuntimeHost::StartGeneration(const Request& q, const std::shared_ptr<Connection>& conn,
+                                  std::shared_ptr<Gate::Holder> held) {
+  GenerationJob job;
+  if (Status s = ReadGenerationJob(q.job, &job); !s.ok()) {
+    conn->Send(ErrorReply(q.id, s));
+    return;
+  }
+  std::shared_ptr<Model> model;
+  {
+    std::lock_guard lock(mu_);
+    auto it = models_.find(q.model);
+    if (it != models_.end()) model = it->second;
+  }
+  StreamingGenerator* gen = model ? model->streaming_generator() : nullptr;
+  if (!gen) {
+    conn->Send(ErrorReply(q.id, Status(Code::kModelNotFound, "no generative model '" + std::string(q.model) +
+                                                                  "' is loaded")));
+    return;
+  }
+  const uint64_t id = q.id;
+  {
+    std::lock_guard lock(conn->mu);
+    conn->generating[id] = Connection::Generation{model, 0, false};
+  }
+  // The sink holds the model and the gate until the job's final update. It
+  // runs on the runtime's thread, which must not drop the model's last
+  // reference (the model would join that thread): a runner drops it.
+  auto sink = [this, conn, id, model, held](GenerationUpdate&& u) mutable {
+    if (!u.text.empty() || !u.token_ids.empty()) conn->Send(ChunkReply(id, u));
+    if (!u.final) return;
+    {
+      std::lock_guard lock(conn->mu);
+      conn->generating.erase(id);
+    }
+    conn->Send(u.status.ok() ? FinishReply(id, u) : ErrorReply(id, u.status));
+    held->Release();
+    jobs_.Push([m = std::move(model)] {});
+  };
+  const uint64_t handle = gen->Start(std::move(job), std::move(sink));
+  bool cancel = false;
+  {
+    std::lock_guard lock(conn->mu);
+    auto it = conn->generating.find(id);
+    if (it == conn->generating.end()) return;  // it already ended
+    it->second.handle = handle;
+    cancel = it->second.cancel;
+  }
+  if (cancel) gen->Cancel(handle);
+}
+
+void RuntimeHost::Cancel(uint64_t target, Connection& conn) {
+  std::shared_ptr<Model> model;
+  uint64_t handle = 0;
+  {
+    std::lock_guard lock(conn.mu);
+    auto it = conn.generating.find(target);
+    if (it == conn.generating.end()) return;  // unknown or ended: nothing to do
+    if (it->second.handle == 0) {
+      it->second.cancel = true;  // StartGeneration cancels it once started
+      return;
+    }
+    model = it->second.model;
+    handle = it->second.handle;
+  }
+  model->streaming_generator()->Cancel(handle);
+}
+
 Status RuntimeHost::Listen(const std::string& path) {
   const int lfd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (lfd < 0) return Internal(std::string("socket: ") + std::strerror(errno));
@@ -242,6 +344,24 @@ Status RuntimeHost::Listen(const std::string& path) {
   // Connections still open end when their peers hang up.
   for (auto& t : connections) t.join();
   return Status::Ok();
+}
+
+int ServeRuntimeProcess(Runtime* runtime, int runners, const std::string& listen, const std::string& who) {
+  RuntimeHost host(runtime, runners);
+  if (!listen.empty()) {
+    if (Status s = host.Listen(listen); !s.ok()) {
+      spdlog::error("{}: {}", who, s.ToString());
+      return 1;
+    }
+    return 0;
+  }
+  const char* fd = std::getenv("SHOAL_RUNTIME_FD");
+  if (!fd || !*fd) {
+    spdlog::error("{}: give --listen PATH, or start it with SHOAL_RUNTIME_FD naming its socket", who);
+    return 2;
+  }
+  host.ServeConnection(std::atoi(fd));
+  return 0;
 }
 
 }  // namespace shoal::runtime_process

@@ -10,7 +10,10 @@
 // models are shared by all connections, by handle; a batch holds its model
 // (shared_ptr) until it ends, so unload never pulls weights from under it.
 // stop closes the door: requests after it are refused, the ones under way
-// finish (a Gate), then the reply is sent and Serve returns.
+// finish (a Gate), then the reply is sent and Serve returns. A generation
+// is under way from its request to its final update (the runtime's
+// StreamingGenerator streams from its own threads); cancel is answered by
+// the reader thread.
 #pragma once
 
 #include <atomic>
@@ -48,6 +51,12 @@ class RuntimeHost {
   class Connection;
   // Runs one request on a runner thread; returns its final reply.
   std::string Handle(const Request& q, Connection& conn);
+  // generate: starts the job on its model's StreamingGenerator; its updates
+  // go to the peer as they come, and `held` is released with the last.
+  void StartGeneration(const Request& q, const std::shared_ptr<Connection>& conn,
+                       std::shared_ptr<Gate::Holder> held);
+  // cancel: ends the generation `target` of this connection, if under way.
+  void Cancel(uint64_t target, Connection& conn);
 
   Runtime* runtime_;
   std::mutex mu_;  // guards models_
@@ -57,5 +66,11 @@ class RuntimeHost {
   JobQueue<std::function<void()>> jobs_;
   std::vector<std::thread> runners_;
 };
+
+// A runtime process's main loop: serves `runtime` on the socket
+// SHOAL_RUNTIME_FD names (how a worker starts it) or, when `listen` is set,
+// on that socket path. Returns the process's exit code; `who` names it in
+// the log.
+int ServeRuntimeProcess(Runtime* runtime, int runners, const std::string& listen, const std::string& who);
 
 }  // namespace shoal::runtime_process

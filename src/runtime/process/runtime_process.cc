@@ -25,7 +25,8 @@ std::string ReasonOf(const Status& broken) {
   if (broken.code() == Code::kDeadlineExceeded) return "hung";
   const std::string& m = broken.message();
   if (m.find("no answer") != std::string::npos) return "hung";
-  if (m.find("closed the connection") != std::string::npos || m.find("reset by peer") != std::string::npos) {
+  if (m.find("closed the connection") != std::string::npos || m.find("reset by peer") != std::string::npos ||
+      m.find("Broken pipe") != std::string::npos) {
     return "exited";
   }
   return "protocol";

@@ -44,15 +44,16 @@ Runtime* FindRuntime(std::string_view name) { return BuiltInRuntimes().Find(name
 
 namespace {
 
-// Runtimes written in another language, which run only in a process of their
-// own (docs/runtime-protocol.md): the interpreter and the script under the
-// sidecar directory.
+// Runtimes that run only in a process of their own
+// (docs/runtime-protocol.md): an interpreter and its script under the
+// sidecar directory, or (no interpreter) a program built beside shoal.
 struct Sidecar {
   std::string_view runtime, interpreter, script;
 };
 constexpr Sidecar kSidecars[] = {
     {"onnx", "node", "onnx/runtime.mjs"},                 // ONNX Runtime, through onnxruntime-node
     {"pytorch", "/usr/bin/python3", "pytorch/runtime.py"},  // TorchScript, through Debian's torch
+    {"llamacpp", "", "shoal-llamacpp"},                     // GGUF, through llama.cpp's libraries
 };
 
 const Sidecar* FindSidecar(std::string_view runtime) {
@@ -105,7 +106,10 @@ Runtime* ModelRuntimes::For(const ModelSpec& spec) {
     runtime_process::ProcessOptions o;
     o.name = key;
     o.runtime = spec.runtime;
-    if (sidecar) {
+    if (sidecar && sidecar->interpreter.empty()) {
+      const std::string host = HostBinary(settings_.host_binary);
+      o.command = {host.substr(0, host.rfind('/') + 1) + std::string(sidecar->script)};
+    } else if (sidecar) {
       o.command = {std::string(sidecar->interpreter),
                    SidecarDir(settings_.sidecar_dir) + "/" + std::string(sidecar->script)};
     } else {

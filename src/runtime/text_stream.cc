@@ -1,8 +1,8 @@
-#include "worker/text_stream.h"
+#include "runtime/text_stream.h"
 
 #include <algorithm>
 
-namespace shoal::worker {
+namespace shoal {
 namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
@@ -109,4 +109,4 @@ std::string TextStream::Finish() {
   return out;
 }
 
-}  // namespace shoal::worker
+}  // namespace shoal

@@ -6,6 +6,9 @@
 // cut off when it is (the stop string is not part of the output, as in
 // OpenAI's API).
 //
+// Used by the worker's generation engine and by runtimes that stream their
+// own sequences (streaming_generator.h), so stop strings mean one thing.
+//
 // Threading: one sequence's; not shared.
 #pragma once
 
@@ -13,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace shoal::worker {
+namespace shoal {
 
 class TextStream {
  public:
@@ -39,4 +42,4 @@ class TextStream {
   bool stopped_ = false;
 };
 
-}  // namespace shoal::worker
+}  // namespace shoal

@@ -1,0 +1,227 @@
+// The llama.cpp benchmark (issue 22; docs/benchmarks.md "llama.cpp"): the
+// same GGUF generated through Shoal — gateway, JetStream, a worker's stream
+// relay, the shoal-llamacpp sidecar's continuous batching — against
+// llama.cpp alone: this program driving the same prebuilt libllama
+// directly, with no server at all (one warmed context, the prompts
+// prefilled together, then every sequence's next token in one llama_decode
+// per step, greedy), the ceiling any server on it can reach. Same weights (qwen3-bench as F16 and Q8_0: scripts/make-test-models
+// --bench, scripts/make-test-gguf --bench), same threads, same prompt,
+// greedy, ignore_eos, --new-tokens tokens per sequence, at concurrency 1, 8
+// and 32. Each figure is the median of --repeats rounds.
+//
+// In-process: nats-server is a child; gateway, worker and clients share this
+// process (and the machine's cores), the sidecar is the worker's child.
+#include <llama.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "admin/catalog_admin.h"
+#include "admin/model_directory.h"
+#include "common/clock.h"
+#include "figures.h"
+#include "gateway/gateway.h"
+#include "generation_load.h"
+#include "queue/nats_server.h"
+#include "worker/worker.h"
+
+namespace shoal::bench {
+namespace {
+
+const char* kPrompt =
+    "The river runs past the old mill and into the town, where people stop on the bridge to watch the fish "
+    "in the water below.";
+
+struct Options {
+  std::string source_dir = SHOAL_SOURCE_DIR;
+  std::string out = std::string(SHOAL_SOURCE_DIR) + "/docs/bench/llamacpp.json";
+  std::string models_dir;
+  std::vector<int> concurrency = {1, 8, 32};
+  int repeats = 3;
+  int new_tokens = 64;
+  int threads = 2;
+};
+
+// llama.cpp alone: `concurrency` sequences of the prompt, prefilled
+// together (whole prompts per llama_decode, up to the batch size), then
+// `new_tokens` greedy steps of one batch each, on a context warmed by a
+// first round. Round() gives tokens/s of the generated tokens over the whole
+// round (prefill included, as a client sees it); NAN on failure.
+class Bare {
+ public:
+  Bare(const std::string& gguf, int concurrency, int new_tokens, int threads)
+      : concurrency_(concurrency), new_tokens_(new_tokens) {
+    model_ = llama_model_load_from_file(gguf.c_str(), llama_model_default_params());
+    if (!model_) return;
+    vocab_ = llama_model_get_vocab(model_);
+    prompt_.resize(512);
+    const int n = llama_tokenize(vocab_, kPrompt, static_cast<int32_t>(std::strlen(kPrompt)), prompt_.data(),
+                                 static_cast<int32_t>(prompt_.size()), true, true);
+    prompt_.resize(static_cast<size_t>(std::max(n, 0)));
+    llama_context_params cp = llama_context_default_params();
+    cp.n_seq_max = static_cast<uint32_t>(concurrency);
+    cp.n_ctx = static_cast<uint32_t>(prompt_.size() + new_tokens + 8) * cp.n_seq_max;
+    cp.n_batch = kBatch;
+    cp.n_ubatch = kBatch;
+    cp.n_threads = threads;
+    cp.n_threads_batch = threads;
+    ctx_ = llama_init_from_model(model_, cp);
+    batch_ = llama_batch_init(kBatch, 0, 1);
+  }
+  ~Bare() {
+    llama_batch_free(batch_);
+    if (ctx_) llama_free(ctx_);
+    if (model_) llama_model_free(model_);
+  }
+
+  double Round() {
+    if (!ctx_ || prompt_.empty()) return NAN;
+    llama_memory_clear(llama_get_memory(ctx_), true);
+    const int n = static_cast<int>(prompt_.size());
+    std::vector<llama_token> last(static_cast<size_t>(concurrency_));
+    const auto t0 = SteadyClock::now();
+    for (int s = 0; s < concurrency_;) {  // prefill: whole prompts per decode
+      batch_.n_tokens = 0;
+      const int first = s;
+      for (; s < concurrency_ && batch_.n_tokens + n <= kBatch; ++s) {
+        for (int i = 0; i < n; ++i) Add(prompt_[static_cast<size_t>(i)], i, s, i == n - 1);
+      }
+      if (llama_decode(ctx_, batch_) != 0) return NAN;
+      for (int k = first; k < s; ++k) last[static_cast<size_t>(k)] = Pick((k - first + 1) * n - 1);
+    }
+    for (int step = 1; step < new_tokens_; ++step) {
+      batch_.n_tokens = 0;
+      for (int k = 0; k < concurrency_; ++k) Add(last[static_cast<size_t>(k)], n + step - 1, k, true);
+      if (llama_decode(ctx_, batch_) != 0) return NAN;
+      for (int k = 0; k < concurrency_; ++k) last[static_cast<size_t>(k)] = Pick(k);
+    }
+    return concurrency_ * new_tokens_ / std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  }
+
+ private:
+  static constexpr int kBatch = 512;
+
+  void Add(llama_token t, int pos, int seq, bool logits) {
+    const int i = batch_.n_tokens++;
+    batch_.token[i] = t;
+    batch_.pos[i] = pos;
+    batch_.n_seq_id[i] = 1;
+    batch_.seq_id[i][0] = seq;
+    batch_.logits[i] = logits;
+  }
+  llama_token Pick(int row) {  // greedy
+    const float* l = llama_get_logits_ith(ctx_, row);
+    return static_cast<llama_token>(std::max_element(l, l + llama_vocab_n_tokens(vocab_)) - l);
+  }
+
+  const int concurrency_, new_tokens_;
+  llama_model* model_ = nullptr;
+  const llama_vocab* vocab_ = nullptr;
+  llama_context* ctx_ = nullptr;
+  llama_batch batch_{};
+  std::vector<llama_token> prompt_;
+};
+
+int Run(const Options& o) {
+  // The sidecar is found beside the shoal binary (not this one).
+  setenv("SHOAL_RUNTIME_HOST", SHOAL_BINARY, 0);
+  const std::string models = o.models_dir.empty() ? o.source_dir + "/build-models" : o.models_dir;
+  std::fprintf(stderr, "llamacpp: generating qwen3-bench and its GGUF files in %s (once)\n", models.c_str());
+  const std::string make = o.source_dir + "/scripts/make-test-models " + models + " --only qwen3-bench >&2 && " +
+                           o.source_dir + "/scripts/make-test-gguf " + models + " --bench >&2";
+  if (std::system(make.c_str()) != 0) return 1;
+  ggml_backend_load_all_from_path(SHOAL_LLAMACPP_LIB_DIR);
+  llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
+
+  const std::string dir = std::filesystem::temp_directory_path() / ("shoal-llamacpp-bench-" + std::to_string(::getpid()));
+  auto nats = queue::NatsServer::Start({.data_dir = dir});
+  if (!nats.ok()) return std::fprintf(stderr, "nats-server: %s\n", nats.status().ToString().c_str()), 1;
+  auto admin = admin::CatalogAdmin::Connect((*nats)->url());
+  if (!admin.ok()) return 1;
+  const std::vector<std::string> types = {"f16", "q8_0"};
+  for (const std::string& t : types) {
+    auto spec = admin::SpecFromDirectory(models + "/qwen3-bench-gguf-" + t, "bench/qwen3-" + t);
+    if (!spec.ok()) return std::fprintf(stderr, "%s\n", spec.status().ToString().c_str()), 1;
+    spec->pinned = true;
+    spec->batching.max_batch_requests = 32;
+    spec->batching.max_batch_tokens = 512;
+    spec->queue.ack_wait_ms = 60000;
+    spec->runtime_options_json = "{\"threads\": " + std::to_string(o.threads) + "}";
+    std::fprintf(stderr, "llamacpp: registering %s (loads and checks it)\n", spec->id.c_str());
+    if (auto r = admin->Register(*spec); !r.ok()) return std::fprintf(stderr, "%s\n", r.status().ToString().c_str()), 1;
+  }
+  worker::WorkerOptions wo;
+  wo.nats_url = (*nats)->url();
+  auto worker = worker::Worker::Start(wo);
+  if (!worker.ok()) return 1;
+  gateway::GatewayOptions go;
+  go.nats_url = (*nats)->url();
+  go.http.port = 0;
+  auto gateway = gateway::Gateway::Start(go);
+  if (!gateway.ok()) return 1;
+  for (int i = 0; i < 300 && (*worker)->residency().resident.size() < types.size(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const int port = (*gateway)->port();
+
+  std::printf("llama.cpp through Shoal against llama.cpp alone: qwen3-bench, %d threads, %d new tokens, "
+              "median of %d\n", o.threads, o.new_tokens, o.repeats);
+  std::printf("%-5s %-5s %14s %14s %7s\n", "type", "conc", "shoal tok/s", "bare tok/s", "ratio");
+  std::map<std::string, double> figures;
+  for (const std::string& t : types) {
+    const std::string id = "bench/qwen3-" + t;
+    const std::string gguf = models + "/qwen3-bench-gguf-" + t + "/qwen3-bench-" + (t == "f16" ? "F16" : "Q8_0") + ".gguf";
+    for (int c : o.concurrency) {
+      std::vector<double> shoal, bare;
+      Bare alone(gguf, c, o.new_tokens, o.threads);
+      alone.Round();  // warm: a context's first decodes allocate its graphs
+      RunRound(port, id, kPrompt, c, 1, 8);  // and Shoal's, at this batch size
+      for (int i = 0; i < o.repeats; ++i) {
+        std::fprintf(stderr, "llamacpp: %s concurrency %d, round %d/%d\n", t.c_str(), c, i + 1, o.repeats);
+        shoal.push_back(RunRound(port, id, kPrompt, c, 1, o.new_tokens).tokens_per_s);
+        bare.push_back(alone.Round());
+      }
+      const double s = Median(shoal), b = Median(bare);
+      std::printf("%-5s %-5d %14.1f %14.1f %6.2fx\n", t.c_str(), c, s, b, s / b);
+      std::fflush(stdout);
+      const std::string k = t + "_c" + std::to_string(c);
+      figures[k + "_shoal_tokens_per_s"] = s;
+      figures[k + "_bare_tokens_per_s"] = b;
+      figures[k + "_over_bare"] = s / b;
+    }
+  }
+  // The headline keys: the lower of the two weight types at each level.
+  figures["llamacpp_c1_over_bare"] = std::min(figures["f16_c1_over_bare"], figures["q8_0_c1_over_bare"]);
+  figures["llamacpp_c32_over_bare"] = std::min(figures["f16_c32_over_bare"], figures["q8_0_c32_over_bare"]);
+  std::printf("llamacpp_c1_over_bare %.2f, llamacpp_c32_over_bare %.2f (target >= 0.95)\n",
+              figures["llamacpp_c1_over_bare"], figures["llamacpp_c32_over_bare"]);
+  (*gateway)->Drain(std::chrono::seconds(2));
+  (*worker)->Drain(std::chrono::seconds(2));
+  gateway->reset();
+  worker->reset();
+  nats->reset();
+  std::filesystem::remove_all(dir);
+  WriteFigures(o.out, figures);
+  return 0;
+}
+
+}  // namespace
+}  // namespace shoal::bench
+
+int main(int argc, char** argv) {
+  shoal::bench::Options o;
+  CLI::App app{"llama.cpp through Shoal against llama.cpp alone"};
+  app.add_option("--out", o.out, "where the figures go");
+  app.add_option("--models", o.models_dir, "the generated bench models (default: <source>/build-models)");
+  app.add_option("--concurrency", o.concurrency, "client counts")->delimiter(',');
+  app.add_option("--repeats", o.repeats, "rounds per figure (median kept)");
+  app.add_option("--new-tokens", o.new_tokens, "tokens per request");
+  app.add_option("--threads", o.threads, "llama.cpp threads, in both");
+  CLI11_PARSE(app, argc, argv);
+  return shoal::bench::Run(o);
+}
