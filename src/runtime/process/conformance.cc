@@ -1,22 +1,12 @@
 #include "runtime/process/conformance.h"
 
-#include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-
-#include <cmath>
-#include <cstring>
 #include <algorithm>
+#include <cmath>
 #include <memory>
-#include <optional>
 #include <set>
-#include <thread>
 
-#include "common/clock.h"
-#include "common/subprocess.h"
-#include "runtime/process/frame.h"
+#include "runtime/process/conformance_generate.h"
+#include "runtime/process/conformance_peer.h"
 #include "runtime/process/protocol.h"
 #include "runtime/process/token_feed.h"
 #include "wire/msgpack_writer.h"
@@ -24,125 +14,7 @@
 namespace shoal::runtime_process {
 namespace {
 
-// A final reply and the frame its views point into (kept in place).
-struct Answer {
-  std::string frame;
-  Reply reply;
-};
-
-// One raw connection to the runtime under test.
-class Peer {
- public:
-  static Result<std::unique_ptr<Peer>> Open(const ConformanceTarget& target) {
-    auto peer = std::make_unique<Peer>();
-    if (!target.socket.empty()) {
-      peer->fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_un addr{};
-      addr.sun_family = AF_UNIX;
-      if (target.socket.size() >= sizeof addr.sun_path) return InvalidInput("socket path too long");
-      std::memcpy(addr.sun_path, target.socket.c_str(), target.socket.size() + 1);
-      if (::connect(peer->fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        return Internal("cannot connect to " + target.socket + ": " + std::strerror(errno));
-      }
-      return peer;
-    }
-    int fds[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return Internal("socketpair failed");
-    auto child = Subprocess::SpawnWithSocket(target.command, "", {"SHOAL_RUNTIME_FD=3"}, fds[1]);
-    ::close(fds[1]);
-    if (!child.ok()) {
-      ::close(fds[0]);
-      return child.status();
-    }
-    peer->fd_ = fds[0];
-    peer->process_.emplace(std::move(child).value());
-    return peer;
-  }
-
-  Peer() = default;
-  ~Peer() {
-    if (fd_ >= 0) ::close(fd_);
-    if (process_) process_->Stop(SIGKILL, std::chrono::milliseconds(0));
-  }
-
-  Status Send(std::string_view frame) { return FrameWriter(fd_).Write(frame); }
-
-  // The next frame, within `timeout`.
-  Status Next(std::chrono::milliseconds timeout, std::string* frame) {
-    pollfd p{fd_, POLLIN, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(timeout.count()));
-    if (r == 0) return Status(Code::kDeadlineExceeded, "no reply within " + std::to_string(timeout.count()) + " ms");
-    if (r < 0) return Internal(std::string("poll: ") + std::strerror(errno));
-    return ReadFrame(fd_, frame);
-  }
-
-  // The final reply to `id`, collecting progress on the way.
-  Result<std::unique_ptr<Answer>> Await(uint64_t id, std::chrono::milliseconds timeout,
-                                        std::vector<double>* progress = nullptr) {
-    while (true) {
-      auto a = std::make_unique<Answer>();
-      SHOAL_RETURN_IF_ERROR(Next(timeout, &a->frame));
-      if (Status s = ReadReply(a->frame, &a->reply); !s.ok()) return Internal("not a reply: " + s.message());
-      if (a->reply.id != id) return Internal("a reply to id " + std::to_string(a->reply.id) + " while waiting for " + std::to_string(id));
-      if (a->reply.kind == Reply::Kind::kProgress) {
-        if (progress) progress->push_back(a->reply.progress);
-        continue;
-      }
-      return a;
-    }
-  }
-
-  // Whether the runtime closes the connection within `timeout`.
-  bool ClosesWithin(std::chrono::milliseconds timeout) {
-    std::string frame;
-    Status s = Next(timeout, &frame);
-    return !s.ok() && s.code() != Code::kDeadlineExceeded;
-  }
-
-  // Whether the started process exits within `timeout` (true for a socket).
-  bool ExitsWithin(std::chrono::milliseconds timeout) {
-    if (!process_) return true;
-    const auto until = SteadyClock::now() + timeout;
-    while (process_->Running()) {
-      if (SteadyClock::now() >= until) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return true;
-  }
-
- private:
-  int fd_ = -1;
-  std::optional<Subprocess> process_;
-};
-
-// Passed with what was seen, or failed with why.
-CheckResult Pass(std::string name, std::string detail) { return {std::move(name), Status::Ok(), std::move(detail)}; }
-CheckResult Fail(std::string name, std::string why) {
-  return {std::move(name), Status(Code::kInternal, std::move(why)), ""};
-}
-
-std::string Describe(const Reply& r) {
-  switch (r.kind) {
-    case Reply::Kind::kOk: return "ok";
-    case Reply::Kind::kError: return "error " + r.error.ToString();
-    case Reply::Kind::kProgress: return "progress";
-    case Reply::Kind::kChunk: return "chunk";
-  }
-  return "?";
-}
-
-// Expects an error reply with `code` (any code when kOk).
-Status ExpectError(const Answer& a, Code code) {
-  if (a.reply.kind != Reply::Kind::kError) return Internal("expected an error, got " + Describe(a.reply));
-  if (code != Code::kOk && a.reply.error.code() != code) {
-    return Internal("expected " + std::string(CodeName(code)) + ", got " + a.reply.error.ToString());
-  }
-  return Status::Ok();
-}
-
-Status ExpectOk(const Answer& a) {
-  return a.reply.kind == Reply::Kind::kOk ? Status::Ok() : Internal("expected ok, got " + Describe(a.reply));
-}
+using namespace conformance;
 
 // A fresh connection that has said hello.
 Result<std::unique_ptr<Peer>> Greeted(const ConformanceTarget& target, std::chrono::milliseconds timeout,
@@ -268,90 +140,6 @@ Status CheckBatch(Batches& batches, const Answer& a, size_t items, std::string* 
   *detail = std::to_string(items) + " items of " + std::to_string(first.size()) + " values" +
             (diff > 0 ? ", equal inputs within " + std::to_string(diff) : "");
   return Status::Ok();
-}
-
-// A generation's replies: its chunks, then its end; other ids' final
-// replies on the way are kept in `others`.
-struct Generated {
-  std::vector<int32_t> tokens;
-  std::string text;
-  GenerationUpdate end;
-  std::set<uint64_t> others;
-};
-
-Result<Generated> AwaitGeneration(Peer& p, uint64_t id, std::chrono::milliseconds timeout,
-                                  const std::function<Status()>& after_first_chunk = {}) {
-  Generated g;
-  bool first = true;
-  while (true) {
-    std::string frame;
-    SHOAL_RETURN_IF_ERROR(p.Next(timeout, &frame));
-    Reply r;
-    if (Status s = ReadReply(frame, &r); !s.ok()) return Internal("not a reply: " + s.message());
-    if (r.id != id) {
-      if (r.kind == Reply::Kind::kChunk) return Internal("a chunk for id " + std::to_string(r.id));
-      g.others.insert(r.id);
-      continue;
-    }
-    if (r.kind == Reply::Kind::kError) return r.error;
-    if (r.kind == Reply::Kind::kOk) {
-      g.end.final = true;
-      SHOAL_RETURN_IF_ERROR(ReadFinish(r.ok, &g.end));
-      return g;
-    }
-    if (r.kind != Reply::Kind::kChunk) continue;
-    GenerationUpdate u;
-    SHOAL_RETURN_IF_ERROR(ReadChunk(r.chunk, &u));
-    g.tokens.insert(g.tokens.end(), u.token_ids.begin(), u.token_ids.end());
-    g.text += u.text;
-    if (first && after_first_chunk) SHOAL_RETURN_IF_ERROR(after_first_chunk());
-    first = false;
-  }
-}
-
-// The generation checks of a model whose runtime announces generate.
-void CheckGeneration(Peer& p, const std::string& handle, std::chrono::milliseconds timeout, uint64_t& id,
-                     const std::function<void(CheckResult)>& add) {
-  GenerationJob job;
-  job.prompt = "the river runs past";
-  job.max_tokens = 8;
-  job.ignore_eos = true;
-  job.sampling.temperature = 0;
-  auto run = [&]() -> Result<Generated> {
-    const uint64_t g = ++id;
-    SHOAL_RETURN_IF_ERROR(p.Send(GenerateJobRequest(g, handle, job)));
-    return AwaitGeneration(p, g, timeout);
-  };
-  auto first = run();
-  Status c = first.status();
-  if (c.ok() && first->end.finish_reason != "length") c = Internal("finish_reason " + first->end.finish_reason);
-  if (c.ok() && (first->tokens.size() != 8 || first->end.completion_tokens != 8)) {
-    c = Internal(std::to_string(first->tokens.size()) + " tokens streamed, " +
-                 std::to_string(first->end.completion_tokens) + " counted, for max_tokens 8");
-  }
-  if (c.ok() && first->end.prompt_tokens == 0) c = Internal("prompt_tokens is 0");
-  add(c.ok() ? Pass("generate", "8 tokens streamed, \"" + first->text + "\", finish length")
-             : Fail("generate", c.ToString()));
-  if (!c.ok()) return;
-  auto again = run();
-  c = again.status();
-  if (c.ok() && again->tokens != first->tokens) c = Internal("greedy decoding gave other tokens the second time");
-  add(c.ok() ? Pass("greedy generation repeats", "the same 8 tokens") : Fail("greedy generation repeats", c.ToString()));
-
-  // Cancel: a generation to the end of the context, cancelled after its first chunk.
-  job.max_tokens = 0;
-  const uint64_t g = ++id, cancel = ++id;
-  c = p.Send(GenerateJobRequest(g, handle, job));
-  auto cancelled = c.ok() ? AwaitGeneration(p, g, timeout, [&] { return p.Send(CancelRequest(cancel, g)); })
-                          : Result<Generated>(c);
-  c = cancelled.status();
-  if (c.ok() && cancelled->end.finish_reason != "cancelled") c = Internal("finish_reason " + cancelled->end.finish_reason);
-  if (c.ok() && !cancelled->others.count(cancel)) {
-    auto a = p.Await(cancel, timeout);  // the cancel's own ok may come after
-    c = a.ok() ? ExpectOk(**a) : a.status();
-  }
-  add(c.ok() ? Pass("cancel", "ended \"cancelled\" after " + std::to_string(cancelled->tokens.size()) + " tokens")
-             : Fail("cancel", c.ToString()));
 }
 
 }  // namespace

@@ -1,0 +1,96 @@
+// The conformance suite's generation checks (conformance.h), for a model
+// whose runtime announces generate.
+#include "runtime/process/conformance_generate.h"
+
+#include <set>
+
+namespace shoal::runtime_process::conformance {
+namespace {
+
+// A generation's replies: its chunks, then its end; other ids' final
+// replies on the way are kept in `others`.
+struct Generated {
+  std::vector<int32_t> tokens;
+  std::string text;
+  GenerationUpdate end;
+  std::set<uint64_t> others;
+};
+
+Result<Generated> AwaitGeneration(Peer& p, uint64_t id, std::chrono::milliseconds timeout,
+                                  const std::function<Status()>& after_first_chunk = {}) {
+  Generated g;
+  bool first = true;
+  while (true) {
+    std::string frame;
+    SHOAL_RETURN_IF_ERROR(p.Next(timeout, &frame));
+    Reply r;
+    if (Status s = ReadReply(frame, &r); !s.ok()) return Internal("not a reply: " + s.message());
+    if (r.id != id) {
+      if (r.kind == Reply::Kind::kChunk) return Internal("a chunk for id " + std::to_string(r.id));
+      g.others.insert(r.id);
+      continue;
+    }
+    if (r.kind == Reply::Kind::kError) return r.error;
+    if (r.kind == Reply::Kind::kOk) {
+      g.end.final = true;
+      SHOAL_RETURN_IF_ERROR(ReadFinish(r.ok, &g.end));
+      return g;
+    }
+    if (r.kind != Reply::Kind::kChunk) continue;
+    GenerationUpdate u;
+    SHOAL_RETURN_IF_ERROR(ReadChunk(r.chunk, &u));
+    g.tokens.insert(g.tokens.end(), u.token_ids.begin(), u.token_ids.end());
+    g.text += u.text;
+    if (first && after_first_chunk) SHOAL_RETURN_IF_ERROR(after_first_chunk());
+    first = false;
+  }
+}
+
+}  // namespace
+
+// The generation checks of a model whose runtime announces generate.
+void CheckGeneration(Peer& p, const std::string& handle, std::chrono::milliseconds timeout, uint64_t& id,
+                     const std::function<void(CheckResult)>& add) {
+  GenerationJob job;
+  job.prompt = "the river runs past";
+  job.max_tokens = 8;
+  job.ignore_eos = true;
+  job.sampling.temperature = 0;
+  auto run = [&]() -> Result<Generated> {
+    const uint64_t g = ++id;
+    SHOAL_RETURN_IF_ERROR(p.Send(GenerateJobRequest(g, handle, job)));
+    return AwaitGeneration(p, g, timeout);
+  };
+  auto first = run();
+  Status c = first.status();
+  if (c.ok() && first->end.finish_reason != "length") c = Internal("finish_reason " + first->end.finish_reason);
+  if (c.ok() && (first->tokens.size() != 8 || first->end.completion_tokens != 8)) {
+    c = Internal(std::to_string(first->tokens.size()) + " tokens streamed, " +
+                 std::to_string(first->end.completion_tokens) + " counted, for max_tokens 8");
+  }
+  if (c.ok() && first->end.prompt_tokens == 0) c = Internal("prompt_tokens is 0");
+  add(c.ok() ? Pass("generate", "8 tokens streamed, \"" + first->text + "\", finish length")
+             : Fail("generate", c.ToString()));
+  if (!c.ok()) return;
+  auto again = run();
+  c = again.status();
+  if (c.ok() && again->tokens != first->tokens) c = Internal("greedy decoding gave other tokens the second time");
+  add(c.ok() ? Pass("greedy generation repeats", "the same 8 tokens") : Fail("greedy generation repeats", c.ToString()));
+
+  // Cancel: a generation to the end of the context, cancelled after its first chunk.
+  job.max_tokens = 0;
+  const uint64_t g = ++id, cancel = ++id;
+  c = p.Send(GenerateJobRequest(g, handle, job));
+  auto cancelled = c.ok() ? AwaitGeneration(p, g, timeout, [&] { return p.Send(CancelRequest(cancel, g)); })
+                          : Result<Generated>(c);
+  c = cancelled.status();
+  if (c.ok() && cancelled->end.finish_reason != "cancelled") c = Internal("finish_reason " + cancelled->end.finish_reason);
+  if (c.ok() && !cancelled->others.count(cancel)) {
+    auto a = p.Await(cancel, timeout);  // the cancel's own ok may come after
+    c = a.ok() ? ExpectOk(**a) : a.status();
+  }
+  add(c.ok() ? Pass("cancel", "ended \"cancelled\" after " + std::to_string(cancelled->tokens.size()) + " tokens")
+             : Fail("cancel", c.ToString()));
+}
+
+}  // namespace shoal::runtime_process::conformance
