@@ -328,8 +328,7 @@ void GenerationEngine::Step() {
     }
     if (finish != wire::FinishReason::kNone) {
       s.pending.text += s.text->Finish();
-      s.pending.finish = finish;
-      Emit(s, true);
+      s.pending.finish = finish;  // the final chunk goes out in Finish
       done.push_back(owner[k]);
       outcomes.emplace_back(Outcome::kSucceeded, Status::Ok());
     } else if (!s.pending.text.empty() || !s.pending.token_ids.empty()) {
@@ -363,7 +362,13 @@ void GenerationEngine::Finish(size_t index, Outcome outcome, const Status& error
   std::unique_ptr<Sequence> s = std::move(running_[index]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
   blocks_.Release(&s->table);
+  {
+    // Before the reply: a client that has its answer sees the blocks back.
+    std::lock_guard lock(mu_);
+    stats_.kv_blocks_free = blocks_.available();
+  }
   if (outcome == Outcome::kSucceeded) {
+    Emit(*s, true);
     runner_->Complete(s->item);
   } else {
     runner_->Settle(s->item, outcome, error);
