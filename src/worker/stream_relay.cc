@@ -113,12 +113,15 @@ void StreamRelay::OnUpdate(const std::shared_ptr<Job>& job, GenerationUpdate&& u
   std::unique_lock lock(job->mu);
   if (job->ended) return;
   const auto now = SteadyClock::now();
-  if (!u.token_ids.empty()) {
+  // An update with text but no token ids (an upstream server streams text)
+  // counts as one token: OpenAI-compatible servers send one per event.
+  const size_t tokens = !u.token_ids.empty() ? u.token_ids.size() : !u.text.empty() ? 1 : 0;
+  if (tokens) {
     if (job->generated == 0) job->first_token = now;
     job->last_token = now;
-    job->generated += static_cast<uint32_t>(u.token_ids.size());
+    job->generated += static_cast<uint32_t>(tokens);
     std::lock_guard stats(mu_);
-    stats_.tokens_generated += u.token_ids.size();
+    stats_.tokens_generated += tokens;
   }
   if (job->verdict) {  // cancelled or expired here: nobody wants more
     if (!u.final) return;

@@ -64,6 +64,16 @@ TEST_F(ModelDirectory, ItsShoalYamlIsTheProfileAndThePathDefaultsToTheDirectory)
   EXPECT_EQ(spec->path, fs::canonical(d).string());
 }
 
+TEST_F(ModelDirectory, AShoalYamlNamingAnUpstreamIsAnUpstreamModel) {
+  const auto d = Dir("vllm-qwen", {{"shoal.yaml", "id: team/qwen3\nruntime: upstream\ntask: generate\n"
+                                                  "upstream: {base_url: 'http://10.0.0.7:8000/v1', model: Qwen/Qwen3-0.6B}\n"}});
+  auto spec = SpecFromDirectory(d.string());
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->runtime, "upstream");
+  EXPECT_EQ(spec->task, Task::kGenerate);
+  EXPECT_NE(spec->runtime_options_json.find("Qwen/Qwen3-0.6B"), std::string::npos) << spec->runtime_options_json;
+}
+
 TEST_F(ModelDirectory, WhatIsNotAModelIsRefusedWithTheReason) {
   const auto empty = Dir("empty", {});
   auto spec = SpecFromDirectory(empty.string());

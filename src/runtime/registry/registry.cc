@@ -8,6 +8,7 @@
 #include "runtime/identity/identity_runtime.h"
 #include "runtime/native/native_runtime.h"
 #include "runtime/process/remote_runtime.h"
+#include "runtime/upstream/upstream_runtime.h"
 
 namespace shoal {
 
@@ -31,7 +32,8 @@ Runtime* RuntimeRegistry::Find(std::string_view name) const {
 const RuntimeRegistry& BuiltInRuntimes() {
   static const RuntimeRegistry registry = [] {
     RuntimeRegistry r;
-    std::unique_ptr<Runtime> builtins[] = {std::make_unique<IdentityRuntime>(), std::make_unique<NativeRuntime>()};
+    std::unique_ptr<Runtime> builtins[] = {std::make_unique<IdentityRuntime>(), std::make_unique<NativeRuntime>(),
+                                           std::make_unique<UpstreamRuntime>()};
     for (auto& runtime : builtins) {
       if (Status s = r.Register(std::move(runtime)); !s.ok()) spdlog::error("runtimes: {}", s.message());
     }

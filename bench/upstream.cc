@@ -1,0 +1,272 @@
+// The upstream benchmark (issue 22; docs/benchmarks.md "Upstream"): Shoal
+// in front of llama-server against llama-server alone, same server, same
+// GGUF, same threads, at the knee (closed loop, many clients):
+//
+//   embeddings  the MiniLM-L6-shaped seeded encoder (minilm-l6-gguf-f32) in
+//               `llama-server --embeddings`; --connections clients each send
+//               one text per request, to llama-server's /v1/embeddings or
+//               to the gateway's, whose worker batches the requests it
+//               pulls into one upstream call each (max_batch_requests 32) —
+//               and, to show what that batching buys, a second model on the
+//               same upstream with batches of one;
+//   generation  qwen3-bench Q8_0 in llama-server (--parallel as the top
+//               concurrency); C clients each stream one greedy completion of
+//               --new-tokens tokens (bench/generation_load.h), at each C.
+//
+// Each figure is the median of --repeats runs. Everything shares the
+// machine's cores: llama-server, and (for Shoal) nats-server, the gateway
+// and the worker in this process. Writes docs/bench/upstream.json.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "admin/catalog_admin.h"
+#include "admin/model_directory.h"
+#include "common/subprocess.h"
+#include "figures.h"
+#include "gateway/gateway.h"
+#include "generation_load.h"
+#include "loadtest/load_generator.h"
+#include "queue/nats_server.h"
+#include "support/http_client.h"
+#include "worker/worker.h"
+
+namespace shoal::bench {
+namespace {
+
+using nlohmann::json;
+
+const char* kText = "The river runs past the old mill and into the town, where people stop on the bridge.";
+// llama-server answers 500 when a completion is not valid UTF-8, which the
+// seeded model's random weights may produce: the benchmark takes the first
+// of these prompts it completes.
+const char* kPrompts[] = {
+    "The river runs past the old mill and into the town, where people stop on the bridge to watch the fish "
+    "in the water below.",
+    "A worker pulls a batch of requests from the queue, runs them together on its device and answers each.",
+    "Tell me about the school of small fish that swims under the bridge every morning in the spring.",
+    "Good tools are simple to use, easy to mend and last for many years of honest work in the kitchen.",
+};
+
+std::string FirstPromptAnswered(int port, const std::string& model, int tokens) {
+  for (const char* p : kPrompts) {
+    testing::HttpClient http(port, 60000);
+    auto r = http.PostJson("/v1/completions", json{{"model", model}, {"prompt", p}, {"max_tokens", tokens},
+                                                   {"temperature", 0}, {"ignore_eos", true}}.dump());
+    if (r.ok() && r->status == 200) return p;
+  }
+  return "";
+}
+
+struct Options {
+  std::string source_dir = SHOAL_SOURCE_DIR;
+  std::string out = std::string(SHOAL_SOURCE_DIR) + "/docs/bench/upstream.json";
+  std::string models_dir;
+  std::string llama_server = SHOAL_LLAMA_SERVER;
+  int repeats = 3;
+  int duration_s = 8;
+  int connections = 32;
+  std::vector<int> concurrency = {8, 32};
+  int new_tokens = 32;
+  int threads = 2;
+};
+
+// llama-server on `gguf` as `alias`, on a free port, until it is stopped.
+struct Server {
+  std::unique_ptr<Subprocess> process;
+  int port = 0;
+
+  bool Start(const Options& o, const std::string& gguf, const std::string& alias, std::vector<std::string> args,
+             const std::string& log) {
+    auto p = FreeLoopbackPort();
+    if (!p.ok()) return false;
+    port = *p;
+    std::vector<std::string> argv = {o.llama_server, "-m", gguf, "--alias", alias, "--host", "127.0.0.1",
+                                     "--port", std::to_string(port), "--threads", std::to_string(o.threads),
+                                     "--threads-batch", std::to_string(o.threads), "--no-webui"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto s = Subprocess::Spawn(argv, log);
+    if (!s.ok()) return false;
+    process = std::make_unique<Subprocess>(std::move(s).value());
+    for (int i = 0; i < 600; ++i) {  // /health is 503 while the model loads
+      testing::HttpClient http(port, 1000);
+      auto r = http.Get("/health");
+      if (r.ok() && r->status == 200) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::fprintf(stderr, "upstream: llama-server did not come up (see %s)\n", log.c_str());
+    return false;
+  }
+  ~Server() {
+    if (process) process->Stop(SIGTERM, std::chrono::seconds(10));
+  }
+};
+
+double EmbeddingsPerSecond(int port, const std::string& model, const Options& o) {
+  loadtest::LoadSpec s;
+  s.port = port;
+  s.path = "/v1/embeddings";
+  s.content_type = "application/json";
+  s.body = json{{"model", model}, {"input", kText}}.dump();
+  s.connections = o.connections;
+  s.duration = std::chrono::seconds(o.duration_s);
+  const loadtest::LoadResult r = loadtest::RunLoad(s);
+  if (r.errors) std::fprintf(stderr, "upstream: %llu errors on %s\n", static_cast<unsigned long long>(r.errors), model.c_str());
+  return r.requests_per_s;
+}
+
+int Run(const Options& o) {
+  if (!std::filesystem::exists(o.llama_server)) {
+    std::fprintf(stderr, "upstream: building llama-server (scripts/build-llama-server)\n");
+    const std::string build = std::filesystem::path(o.llama_server).parent_path().parent_path().parent_path();
+    if (std::system((o.source_dir + "/scripts/build-llama-server " + build + " >&2").c_str()) != 0 ||
+        !std::filesystem::exists(o.llama_server)) {
+      std::fprintf(stderr, "upstream: no llama-server at %s\n", o.llama_server.c_str());
+      return 1;
+    }
+  }
+  const std::string models = o.models_dir.empty() ? o.source_dir + "/build-models" : o.models_dir;
+  std::fprintf(stderr, "upstream: generating minilm-l6 and qwen3-bench and their GGUFs in %s (once)\n", models.c_str());
+  if (std::system((o.source_dir + "/scripts/make-test-models " + models + " --bench --only minilm-l6,qwen3-bench >&2 && " +
+                   o.source_dir + "/scripts/make-test-gguf " + models + " --bench >&2").c_str()) != 0) {
+    return 1;
+  }
+  const std::string embedder = models + "/minilm-l6-gguf-f32/minilm-l6-F32.gguf";
+  const std::string generator = models + "/qwen3-bench-gguf-q8_0/qwen3-bench-Q8_0.gguf";
+  char tmpl[] = "/tmp/shoal-bench-upstream-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const int top = *std::max_element(o.concurrency.begin(), o.concurrency.end());
+
+  Server emb, gen;
+  std::fprintf(stderr, "upstream: starting llama-server twice (embeddings, generation)\n");
+  if (!emb.Start(o, embedder, "minilm", {"--embeddings", "--pooling", "mean", "-c", "8192", "-b", "8192", "-ub",
+                                         "8192", "--parallel", "8"}, dir + "/embeddings.log") ||
+      !gen.Start(o, generator, "qwen3", {"-c", std::to_string(top * 256), "--parallel", std::to_string(top)},
+                 dir + "/generation.log")) {
+    return 1;
+  }
+  auto nats = queue::NatsServer::Start({.data_dir = dir + "/nats"});
+  if (!nats.ok()) return 1;
+  auto admin = admin::CatalogAdmin::Connect((*nats)->url());
+  if (!admin.ok()) return 1;
+  auto url = [](int port) { return "http://127.0.0.1:" + std::to_string(port) + "/v1"; };
+  const std::string profiles[] = {
+      "id: bench/minilm\nruntime: upstream\ntask: encode\npinned: true\n"
+      "batching: {max_batch_requests: 32, max_batch_wait_ms: 2}\nupstream: {base_url: " + url(emb.port) +
+          ", model: minilm}\n",
+      "id: bench/minilm-unbatched\nruntime: upstream\ntask: encode\npinned: true\n"
+      "batching: {max_batch_requests: 1, max_batch_wait_ms: 0}\nupstream: {base_url: " + url(emb.port) +
+          ", model: minilm}\n",
+      "id: bench/qwen3\nruntime: upstream\ntask: generate\npinned: true\nqueue: {ack_wait_ms: 60000}\n"
+      "batching: {max_batch_requests: " + std::to_string(top) + "}\nupstream: {base_url: " + url(gen.port) +
+          ", model: qwen3}\n"};
+  for (const std::string& p : profiles) {
+    auto spec = ModelSpec::Parse(p);
+    if (!spec.ok()) return std::fprintf(stderr, "%s\n", spec.status().ToString().c_str()), 1;
+    if (auto r = admin->Register(*spec); !r.ok()) return std::fprintf(stderr, "%s\n", r.status().ToString().c_str()), 1;
+  }
+  worker::WorkerOptions wo;
+  wo.nats_url = (*nats)->url();
+  wo.executors = 4;  // upstream calls wait on the network, not on these cores
+  auto worker = worker::Worker::Start(wo);
+  if (!worker.ok()) return 1;
+  gateway::GatewayOptions go;
+  go.nats_url = (*nats)->url();
+  go.http.port = 0;
+  auto gateway = gateway::Gateway::Start(go);
+  if (!gateway.ok()) return 1;
+  for (int i = 0; i < 300 && (*worker)->residency().resident.size() < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const int port = (*gateway)->port();
+  std::map<std::string, double> figures;
+
+  std::printf("Shoal in front of llama-server against llama-server alone, %d threads, median of %d\n", o.threads,
+              o.repeats);
+  std::printf("embeddings (minilm-l6 F32, %d clients closed-loop, one text each, %d s runs):\n", o.connections,
+              o.duration_s);
+  std::vector<double> bare, batched, unbatched;
+  {  // warm: the server's first requests allocate its buffers
+    Options warm = o;
+    warm.duration_s = 2;
+    for (const auto& [p, m] : {std::pair{emb.port, "minilm"}, {port, "bench/minilm"}, {port, "bench/minilm-unbatched"}}) {
+      EmbeddingsPerSecond(p, m, warm);
+    }
+  }
+  for (int i = 0; i < o.repeats; ++i) {
+    std::fprintf(stderr, "upstream: embeddings, run %d/%d\n", i + 1, o.repeats);
+    bare.push_back(EmbeddingsPerSecond(emb.port, "minilm", o));
+    batched.push_back(EmbeddingsPerSecond(port, "bench/minilm", o));
+    unbatched.push_back(EmbeddingsPerSecond(port, "bench/minilm-unbatched", o));
+    std::printf("  run %d/%d: bare %7.1f req/s   shoal %7.1f req/s   shoal, batches of one %7.1f req/s\n", i + 1,
+                o.repeats, bare.back(), batched.back(), unbatched.back());
+    std::fflush(stdout);
+  }
+  figures["embed_bare_req_per_s"] = Median(bare);
+  figures["embed_shoal_req_per_s"] = Median(batched);
+  figures["embed_shoal_unbatched_req_per_s"] = Median(unbatched);
+  figures["upstream_embed_knee_over_bare"] = Median(batched) / Median(bare);
+  figures["upstream_embed_batching_gain"] = Median(batched) / Median(unbatched);
+
+  const std::string prompt = FirstPromptAnswered(gen.port, "qwen3", o.new_tokens);
+  if (prompt.empty()) return std::fprintf(stderr, "upstream: llama-server completes none of the prompts\n"), 1;
+  std::printf("generation (qwen3-bench Q8_0, %d new tokens, greedy, streamed):\n", o.new_tokens);
+  std::printf("  %-5s %14s %14s %7s\n", "conc", "shoal tok/s", "bare tok/s", "ratio");
+  for (int c : o.concurrency) {
+    RunRound(gen.port, "qwen3", prompt, c, 1, 8);  // warm both at this concurrency
+    RunRound(port, "bench/qwen3", prompt, c, 1, 8);
+    std::vector<double> s, b;
+    for (int i = 0; i < o.repeats; ++i) {
+      std::fprintf(stderr, "upstream: generation concurrency %d, run %d/%d\n", c, i + 1, o.repeats);
+      b.push_back(RunRound(gen.port, "qwen3", prompt, c, 1, o.new_tokens).tokens_per_s);
+      s.push_back(RunRound(port, "bench/qwen3", prompt, c, 1, o.new_tokens).tokens_per_s);
+    }
+    std::printf("  %-5d %14.1f %14.1f %6.2fx\n", c, Median(s), Median(b), Median(s) / Median(b));
+    std::fflush(stdout);
+    const std::string k = "generate_c" + std::to_string(c);
+    figures[k + "_shoal_tokens_per_s"] = Median(s);
+    figures[k + "_bare_tokens_per_s"] = Median(b);
+    figures[k + "_over_bare"] = Median(s) / Median(b);
+  }
+  figures["upstream_generate_knee_over_bare"] = figures["generate_c" + std::to_string(top) + "_over_bare"];
+  figures["upstream_knee_over_bare"] =
+      std::min(figures["upstream_embed_knee_over_bare"], figures["upstream_generate_knee_over_bare"]);
+  std::printf("upstream_knee_over_bare %.2f (embeddings %.2f, generation at %d %.2f; target >= 1.0); "
+              "cross-request batching buys %.2fx on embeddings\n",
+              figures["upstream_knee_over_bare"], figures["upstream_embed_knee_over_bare"], top,
+              figures["upstream_generate_knee_over_bare"], figures["upstream_embed_batching_gain"]);
+  (*gateway)->Drain(std::chrono::seconds(2));
+  (*worker)->Drain(std::chrono::seconds(2));
+  gateway->reset();
+  worker->reset();
+  nats->reset();
+  std::filesystem::remove_all(dir);
+  WriteFigures(o.out, figures);
+  return 0;
+}
+
+}  // namespace
+}  // namespace shoal::bench
+
+int main(int argc, char** argv) {
+  shoal::bench::Options o;
+  CLI::App app{"Shoal in front of llama-server against llama-server alone"};
+  app.add_option("--out", o.out, "where the figures go");
+  app.add_option("--models", o.models_dir, "the generated bench models (default: <source>/build-models)");
+  app.add_option("--llama-server", o.llama_server, "the llama-server binary");
+  app.add_option("--repeats", o.repeats, "runs per figure (median kept)");
+  app.add_option("--duration-s", o.duration_s, "seconds per embeddings run");
+  app.add_option("--connections", o.connections, "embedding clients");
+  app.add_option("--concurrency", o.concurrency, "generation client counts")->delimiter(',');
+  app.add_option("--new-tokens", o.new_tokens, "tokens per generation");
+  app.add_option("--threads", o.threads, "llama-server threads");
+  CLI11_PARSE(app, argc, argv);
+  return shoal::bench::Run(o);
+}
