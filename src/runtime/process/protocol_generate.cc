@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "runtime/process/protocol.h"
+#include "runtime/process/protocol_envelopes.h"
 #include "wire/msgpack_fields.h"
 #include "wire/msgpack_reader.h"
 #include "wire/msgpack_writer.h"
@@ -38,12 +39,7 @@ void WriteUpdateText(MsgpackWriter& w, const GenerationUpdate& u) {
 
 std::string GenerateJobRequest(uint64_t id, std::string_view model, const GenerationJob& j) {
   std::string out;
-  MsgpackWriter w(&out);
-  w.MapHeader(4);
-  w.Str("op");
-  w.Str("generate");
-  w.Str("id");
-  w.Uint(id);
+  MsgpackWriter w = RequestEnvelope(&out, "generate", id, 2);
   w.Str("model");
   w.Str(model);
   w.Str("job");
@@ -144,12 +140,7 @@ Status ReadGenerationJob(std::string_view raw, GenerationJob* j) {
 
 std::string CancelRequest(uint64_t id, uint64_t target) {
   std::string out;
-  MsgpackWriter w(&out);
-  w.MapHeader(3);
-  w.Str("op");
-  w.Str("cancel");
-  w.Str("id");
-  w.Uint(id);
+  MsgpackWriter w = RequestEnvelope(&out, "cancel", id, 1);
   w.Str("target");
   w.Uint(target);
   return out;
@@ -157,11 +148,7 @@ std::string CancelRequest(uint64_t id, uint64_t target) {
 
 std::string ChunkReply(uint64_t id, const GenerationUpdate& u) {
   std::string out;
-  MsgpackWriter w(&out);
-  w.MapHeader(2);
-  w.Str("id");
-  w.Uint(id);
-  w.Str("chunk");
+  MsgpackWriter w = ReplyEnvelope(&out, id, "chunk");
   w.MapHeader(3);
   WriteUpdateText(w, u);
   return out;
@@ -169,11 +156,7 @@ std::string ChunkReply(uint64_t id, const GenerationUpdate& u) {
 
 std::string FinishReply(uint64_t id, const GenerationUpdate& u) {
   std::string out;
-  MsgpackWriter w(&out);
-  w.MapHeader(2);
-  w.Str("id");
-  w.Uint(id);
-  w.Str("ok");
+  MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
   w.MapHeader(3);
   w.Str("finish_reason");
   w.Str(u.finish_reason);

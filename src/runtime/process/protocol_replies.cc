@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/process/protocol.h"
+#include "runtime/process/protocol_envelopes.h"
 #include "wire/msgpack_fields.h"
 #include "wire/msgpack_reader.h"
 #include "wire/msgpack_writer.h"
@@ -14,16 +15,6 @@ using wire::ForEachItem;
 using wire::MsgpackFields;
 using wire::MsgpackReader;
 using wire::MsgpackWriter;
-
-// {"id": id, "ok": <the caller writes the value>}.
-MsgpackWriter OkEnvelope(std::string* out, uint64_t id) {
-  MsgpackWriter w(out);
-  w.MapHeader(2);
-  w.Str("id");
-  w.Uint(id);
-  w.Str("ok");
-  return w;
-}
 
 void WriteFloats(MsgpackWriter& w, const std::vector<float>& v) {
   // Little-endian float32, as this machine holds them.
@@ -85,7 +76,7 @@ template <class Out>
 std::string VectorReply(uint64_t id, std::span<const Out> items, std::string_view key,
                         std::vector<float> Out::*vector) {
   std::string out;
-  MsgpackWriter w = OkEnvelope(&out, id);
+  MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
   w.MapHeader(1);
   w.Str("items");
   w.ArrayHeader(static_cast<uint32_t>(items.size()));
@@ -176,24 +167,19 @@ std::string ErrorReply(uint64_t id, const Status& error) {
 
 std::string ProgressReply(uint64_t id, double fraction) {
   std::string out;
-  MsgpackWriter w(&out);
-  w.MapHeader(2);
-  w.Str("id");
-  w.Uint(id);
-  w.Str("progress");
-  w.Float64(fraction);
+  ReplyEnvelope(&out, id, "progress").Float64(fraction);
   return out;
 }
 
 std::string EmptyReply(uint64_t id) {
   std::string out;
-  OkEnvelope(&out, id).MapHeader(0);
+  ReplyEnvelope(&out, id, "ok").MapHeader(0);
   return out;
 }
 
 std::string HelloReply(uint64_t id, const RuntimeHello& h) {
   std::string out;
-  MsgpackWriter w = OkEnvelope(&out, id);
+  MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
   w.MapHeader(7);
   w.Str("protocol");
   w.Uint(h.protocol);
@@ -215,7 +201,7 @@ std::string HelloReply(uint64_t id, const RuntimeHello& h) {
 
 std::string BytesReply(uint64_t id, uint64_t memory_bytes) {
   std::string out;
-  MsgpackWriter w = OkEnvelope(&out, id);
+  MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
   w.MapHeader(1);
   w.Str("memory_bytes");
   w.Uint(memory_bytes);
@@ -232,7 +218,7 @@ std::string ScoreReply(uint64_t id, std::span<const ScoreOutput> out) {
 
 std::string TokenizeReply(uint64_t id, std::span<const TokenizeOutput> out_items) {
   std::string out;
-  MsgpackWriter w = OkEnvelope(&out, id);
+  MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
   w.MapHeader(1);
   w.Str("items");
   w.ArrayHeader(static_cast<uint32_t>(out_items.size()));
@@ -266,7 +252,7 @@ std::string TokenizeReply(uint64_t id, std::span<const TokenizeOutput> out_items
 
 std::string MemoryReply(uint64_t id, const MemoryReport& report) {
   std::string out;
-  MsgpackWriter w = OkEnvelope(&out, id);
+  MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
   w.MapHeader(2);
   w.Str("rss_bytes");
   w.Uint(report.rss_bytes);
@@ -281,7 +267,7 @@ std::string MemoryReply(uint64_t id, const MemoryReport& report) {
 
 std::string HealthReply(uint64_t id, uint32_t models) {
   std::string out;
-  MsgpackWriter w = OkEnvelope(&out, id);
+  MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
   w.MapHeader(1);
   w.Str("models");
   w.Uint(models);

@@ -3,6 +3,7 @@
 #include <variant>
 
 #include "runtime/process/protocol.h"
+#include "runtime/process/protocol_envelopes.h"
 #include "wire/msgpack_fields.h"
 #include "wire/msgpack_reader.h"
 #include "wire/msgpack_writer.h"
@@ -14,17 +15,6 @@ using wire::ForEachItem;
 using wire::MsgpackFields;
 using wire::MsgpackReader;
 using wire::MsgpackWriter;
-
-// {"op": op, "id": id, ...`fields` more pairs written by the caller}.
-MsgpackWriter Envelope(std::string* out, std::string_view op, uint64_t id, uint32_t fields) {
-  MsgpackWriter w(out);
-  w.MapHeader(2 + fields);
-  w.Str("op");
-  w.Str(op);
-  w.Str("id");
-  w.Uint(id);
-  return w;
-}
 
 void WriteConfig(MsgpackWriter& w, const ModelConfig& c) {
   w.MapHeader(7);
@@ -109,7 +99,7 @@ Status ReadRequest(std::string_view frame, Request* q) {
 
 std::string HelloRequest(uint64_t id) {
   std::string out;
-  MsgpackWriter w = Envelope(&out, "hello", id, 1);
+  MsgpackWriter w = RequestEnvelope(&out, "hello", id, 1);
   w.Str("versions");
   w.ArrayHeader(1);
   w.Uint(kProtocolVersion);
@@ -118,7 +108,7 @@ std::string HelloRequest(uint64_t id) {
 
 std::string LoadRequest(uint64_t id, std::string_view model, const ModelConfig& config, int threads) {
   std::string out;
-  MsgpackWriter w = Envelope(&out, "load", id, 3);
+  MsgpackWriter w = RequestEnvelope(&out, "load", id, 3);
   w.Str("model");
   w.Str(model);
   w.Str("threads");
@@ -130,7 +120,7 @@ std::string LoadRequest(uint64_t id, std::string_view model, const ModelConfig& 
 
 std::string UnloadRequest(uint64_t id, std::string_view model) {
   std::string out;
-  MsgpackWriter w = Envelope(&out, "unload", id, 1);
+  MsgpackWriter w = RequestEnvelope(&out, "unload", id, 1);
   w.Str("model");
   w.Str(model);
   return out;
@@ -138,7 +128,7 @@ std::string UnloadRequest(uint64_t id, std::string_view model) {
 
 std::string LorasRequest(uint64_t id, std::string_view model, std::span<const LoraConfig> loras) {
   std::string out;
-  MsgpackWriter w = Envelope(&out, "loras", id, 2);
+  MsgpackWriter w = RequestEnvelope(&out, "loras", id, 2);
   w.Str("model");
   w.Str(model);
   w.Str("loras");
@@ -149,7 +139,7 @@ std::string LorasRequest(uint64_t id, std::string_view model, std::span<const Lo
 
 std::string CheckLoraRequest(uint64_t id, const ModelConfig& base, const LoraConfig& lora) {
   std::string out;
-  MsgpackWriter w = Envelope(&out, "check_lora", id, 2);
+  MsgpackWriter w = RequestEnvelope(&out, "check_lora", id, 2);
   w.Str("config");
   WriteConfig(w, base);
   w.Str("lora");
@@ -159,7 +149,7 @@ std::string CheckLoraRequest(uint64_t id, const ModelConfig& base, const LoraCon
 
 std::string EncodeRequest(uint64_t id, std::string_view model, std::span<const EncodeInput> in) {
   std::string out;
-  MsgpackWriter w = Envelope(&out, "encode", id, 2);
+  MsgpackWriter w = RequestEnvelope(&out, "encode", id, 2);
   w.Str("model");
   w.Str(model);
   w.Str("items");
@@ -180,7 +170,7 @@ std::string EncodeRequest(uint64_t id, std::string_view model, std::span<const E
 
 std::string ScoreRequest(uint64_t id, std::string_view model, std::span<const ScoreInput> in) {
   std::string out;
-  MsgpackWriter w = Envelope(&out, "score", id, 2);
+  MsgpackWriter w = RequestEnvelope(&out, "score", id, 2);
   w.Str("model");
   w.Str(model);
   w.Str("items");
@@ -201,7 +191,7 @@ std::string ScoreRequest(uint64_t id, std::string_view model, std::span<const Sc
 
 std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const TokenizeInput> in) {
   std::string out;
-  MsgpackWriter w = Envelope(&out, "tokenize", id, 2);
+  MsgpackWriter w = RequestEnvelope(&out, "tokenize", id, 2);
   w.Str("model");
   w.Str(model);
   w.Str("items");
@@ -218,7 +208,7 @@ std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const
 
 std::string TokenBatchRequest(uint64_t id, Task task, std::string_view model, std::span<const TokenInput> in) {
   std::string out;
-  MsgpackWriter w = Envelope(&out, TaskName(task), id, 2);
+  MsgpackWriter w = RequestEnvelope(&out, TaskName(task), id, 2);
   w.Str("model");
   w.Str(model);
   w.Str("items");
@@ -246,7 +236,7 @@ std::string TokenBatchRequest(uint64_t id, Task task, std::string_view model, st
 
 std::string PlainRequest(uint64_t id, std::string_view op) {
   std::string out;
-  Envelope(&out, op, id, 0);
+  RequestEnvelope(&out, op, id, 0);
   return out;
 }
 
