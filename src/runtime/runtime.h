@@ -39,7 +39,7 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 8;
+inline constexpr int kRuntimeApiVersion = 9;
 
 struct EncodeInput {
   std::string_view text;

@@ -29,6 +29,17 @@
 
 namespace shoal {
 
+// The shape a job's output must take (OpenAI's response_format). A runtime
+// that cannot hold its output to it fails the job with INVALID_INPUT; one
+// that can writes nothing else (a job cut short by max_tokens or a stop
+// string may end before its document does).
+struct OutputFormat {
+  enum class Kind { kText, kJsonObject, kJsonSchema };
+  Kind kind = Kind::kText;
+  std::string schema_name;  // kJsonSchema: the client's name for it
+  std::string schema_json;  // kJsonSchema: the JSON Schema's text
+};
+
 struct GenerationJob {
   // The prompt: text (tokenized with the model's own special tokens when
   // add_special_tokens), or, when `chat`, messages the runtime renders with
@@ -48,6 +59,7 @@ struct GenerationJob {
   bool ignore_eos = false;
   bool logprobs = false;  // the log-probability of each chosen token
   std::string lora;       // empty: the base model
+  OutputFormat format;
 };
 
 struct GenerationUpdate {

@@ -34,6 +34,19 @@ bool ValidTail(std::string_view s, int n) {
 
 }  // namespace
 
+int Utf8Pending(std::string_view bytes) {
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const int n = SequenceLength(static_cast<unsigned char>(bytes[i]));
+    if (n == 0) return -1;
+    const size_t have = std::min<size_t>(n, bytes.size() - i);
+    if (!ValidTail(bytes.substr(i, have), static_cast<int>(have))) return -1;
+    if (have < static_cast<size_t>(n)) return n - static_cast<int>(have);
+    i += n;
+  }
+  return 0;
+}
+
 TextStream::TextStream(std::vector<std::string> stops) : stops_(std::move(stops)) {
   std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
 }

@@ -18,6 +18,12 @@
 
 namespace shoal {
 
+// How `bytes` reads as UTF-8 under TextStream's rules: -1 when a byte can
+// never be part of a character where it stands (TextStream would write
+// U+FFFD for it), else how many bytes its last character still needs (0: it
+// ends between characters).
+int Utf8Pending(std::string_view bytes);
+
 class TextStream {
  public:
   explicit TextStream(std::vector<std::string> stops);

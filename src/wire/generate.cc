@@ -8,6 +8,8 @@
 //         "sampling": {"max_tokens", "temperature", "top_p", "top_k",
 //                      "seed" (absent: none), "stop": [str], "stop_token_ids": [int],
 //                      "ignore_eos", "logprobs"},
+//         "response_format": {"type": "json_object" | "json_schema",
+//                             "name": str, "schema": str}    (absent: text)
 //         "stream": bool, "include_usage": bool}
 // Chunk: {"text": str, "token_ids": [int], "logprobs": [float32 | nil] (when asked),
 //         and on the last: "finish_reason": "stop" | "length", "prompt_tokens",
@@ -75,6 +77,25 @@ Status ReadSampling(MsgpackReader& r, SamplingParams* s) {
   });
 }
 
+Status ReadResponseFormat(MsgpackReader& r, ResponseFormat* out) {
+  MsgpackFields f(r, "response_format");
+  std::string type;
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+    if (key == "type") return f.String(&type);
+    if (key == "name") return f.String(&out->name);
+    if (key == "schema") return f.String(&out->schema_json);
+    return f.Skip();
+  }));
+  if (type == "json_object") {
+    out->type = ResponseFormat::Type::kJsonObject;
+  } else if (type == "json_schema") {
+    out->type = ResponseFormat::Type::kJsonSchema;
+  } else {
+    return InvalidInput("response_format.type: expected json_object or json_schema, got '" + type + "'");
+  }
+  return Status::Ok();
+}
+
 Status ReadMessages(MsgpackReader& r, std::vector<ChatMessage>* out) {
   uint32_t n = 0;
   if (!r.ReadArrayHeader(&n)) return MsgpackExpected("messages", "an array", r);
@@ -97,7 +118,8 @@ void AppendGenerateWork(const GenerateRequest& r, std::string* out) {
   out->reserve(out->size() + 256 + r.prompt.size() + r.chat_template_kwargs_json.size());
   const bool chat = r.kind == GenerateRequest::Kind::kChat;
   MsgpackWriter w(out);
-  w.MapHeader(5 + (chat ? 2 + !r.chat_template_kwargs_json.empty() : 1));
+  const bool formatted = r.response_format.type != ResponseFormat::Type::kText;
+  w.MapHeader(5 + formatted + (chat ? 2 + !r.chat_template_kwargs_json.empty() : 1));
   w.Str("kind");
   w.Str(chat ? "chat" : "completion");
   w.Str("model");
@@ -124,6 +146,19 @@ void AppendGenerateWork(const GenerateRequest& r, std::string* out) {
   }
   w.Str("sampling");
   AppendSampling(r.sampling, w);
+  if (formatted) {
+    const bool schema = r.response_format.type == ResponseFormat::Type::kJsonSchema;
+    w.Str("response_format");
+    w.MapHeader(schema ? 3 : 1);
+    w.Str("type");
+    w.Str(schema ? "json_schema" : "json_object");
+    if (schema) {
+      w.Str("name");
+      w.Str(r.response_format.name);
+      w.Str("schema");
+      w.Str(r.response_format.schema_json);
+    }
+  }
   w.Str("stream");
   w.Bool(r.stream);
   w.Str("include_usage");
@@ -156,6 +191,7 @@ Status DecodeGenerateWork(std::string_view msgpack, GenerateRequest* r) {
       return f.String(&r->chat_template_kwargs_json);
     }
     if (key == "sampling") return ReadSampling(reader, &r->sampling);
+    if (key == "response_format") return ReadResponseFormat(reader, &r->response_format);
     if (key == "stream") return f.Bool(&r->stream);
     if (key == "include_usage") return f.Bool(&r->include_usage);
     return f.Skip();

@@ -49,6 +49,14 @@ struct SamplingParams {
   bool logprobs = false;                  // log-probability of each chosen token
 };
 
+// OpenAI's response_format: the shape the output must take.
+struct ResponseFormat {
+  enum class Type { kText, kJsonObject, kJsonSchema };
+  Type type = Type::kText;
+  std::string name;         // kJsonSchema: json_schema.name
+  std::string schema_json;  // kJsonSchema: json_schema.schema, as text
+};
+
 struct GenerateRequest {
   enum class Kind { kCompletion, kChat };
   Kind kind = Kind::kCompletion;
@@ -60,6 +68,7 @@ struct GenerateRequest {
   // a JSON object; empty for none.
   std::string chat_template_kwargs_json;
   SamplingParams sampling;
+  ResponseFormat response_format;  // chat and native routes
   bool stream = false;
   bool include_usage = false;  // OpenAI stream_options.include_usage
   // The native body's "lora" (the adapter to generate under). Not part of

@@ -243,6 +243,54 @@ Status ReadObjectText(const Json& v, std::string_view field, std::string* out) {
   return Status::Ok();
 }
 
+Status ReadResponseFormat(const Json& v, ResponseFormat* out) {
+  *out = ResponseFormat{};
+  if (!v.is_object()) return Expected("response_format", "an object", v);
+  std::string type;
+  auto t = v.find("type");
+  if (t == v.end()) return InvalidInput("response_format.type: missing");
+  SHOAL_RETURN_IF_ERROR(ReadString(*t, "response_format.type", &type));
+  for (const auto& [key, value] : v.items()) {
+    if (key != "type" && !(key == "json_schema" && type == "json_schema")) {
+      return InvalidInput("response_format." + key + ": not a field of a '" + type + "' format");
+    }
+  }
+  if (type == "text") return Status::Ok();
+  if (type == "json_object") {
+    out->type = ResponseFormat::Type::kJsonObject;
+    return Status::Ok();
+  }
+  if (type != "json_schema") {
+    return InvalidInput("response_format.type: '" + type + "' is not one of text, json_object, json_schema");
+  }
+  out->type = ResponseFormat::Type::kJsonSchema;
+  auto js = v.find("json_schema");
+  if (js == v.end()) return InvalidInput("response_format.json_schema: missing");
+  if (!js->is_object()) return Expected("response_format.json_schema", "an object", *js);
+  bool has_schema = false;
+  for (const auto& [key, value] : js->items()) {
+    const std::string field = "response_format.json_schema." + key;
+    if (key == "name") {
+      SHOAL_RETURN_IF_ERROR(ReadString(value, field, &out->name));
+    } else if (key == "schema") {
+      has_schema = true;
+      SHOAL_RETURN_IF_ERROR(ReadObjectText(value, field, &out->schema_json));
+    } else if (key == "strict") {
+      // Shoal always holds the output to the schema: strict or not, the
+      // documents it writes validate.
+      bool strict = false;
+      SHOAL_RETURN_IF_ERROR(ReadBool(value, field, &strict));
+    } else if (!value.is_null()) {
+      // "description" is a hint for OpenAI's own models, which Shoal has no
+      // place to put: refused rather than dropped.
+      return InvalidInput(field + ": not supported (json_schema takes name, schema and strict)");
+    }
+  }
+  if (out->name.empty()) return InvalidInput("response_format.json_schema.name: missing");
+  if (!has_schema) return InvalidInput("response_format.json_schema.schema: missing");
+  return Status::Ok();
+}
+
 Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessage>* out) {
   if (!v.is_array()) return Expected(field, "an array of messages", v);
   out->clear();
@@ -281,6 +329,10 @@ Status Validate(const GenerateRequest& r) {
     if (!r.chat_template_kwargs_json.empty() && r.chat_template_kwargs_json.front() != '{') {
       return InvalidInput("chat_template_kwargs: expected an object");
     }
+  }
+  const ResponseFormat& f = r.response_format;
+  if (f.type == ResponseFormat::Type::kJsonSchema && (f.name.empty() || f.schema_json.empty())) {
+    return InvalidInput("response_format.json_schema: needs a name and a schema");
   }
   const SamplingParams& s = r.sampling;
   if (!(s.temperature >= 0 && s.temperature <= 2)) {

@@ -40,6 +40,9 @@ Status ReadStop(const Json& v, std::string_view field, std::vector<std::string>*
 Status ReadTokenIds(const Json& v, std::string_view field, std::vector<int32_t>* out);
 // An object, kept as its JSON text (bounded nesting: dumping recurses).
 Status ReadObjectText(const Json& v, std::string_view field, std::string* out);
+// OpenAI response_format: {"type": "text" | "json_object"} or {"type":
+// "json_schema", "json_schema": {"name", "schema": {...}, "strict": bool}}.
+Status ReadResponseFormat(const Json& v, ResponseFormat* out);
 // OpenAI messages: [{"role": str, "content": str | [{"type": "text", "text": str}] | null}].
 Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessage>* out);
 

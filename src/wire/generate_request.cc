@@ -94,6 +94,48 @@ FieldResult ReadChatField(const std::string& key, const Json& v, GenerateRequest
   return NotMine();
 }
 
+// OpenAI (and vLLM) fields Shoal does not implement: a value that asks for
+// nothing (a penalty of 0, no tools) passes, anything else is refused —
+// never accepted and dropped. A field no API defines is unknown.
+Status ReadUnimplementedField(const std::string& key, const Json& v) {
+  struct Field {
+    std::string_view name;
+    bool (*neutral)(const Json&);
+    std::string_view allowed;  // what passes, for the message
+  };
+  static const Field kFields[] = {
+      {"frequency_penalty", [](const Json& x) { return x.is_number() && x.get<double>() == 0; }, "0"},
+      {"presence_penalty", [](const Json& x) { return x.is_number() && x.get<double>() == 0; }, "0"},
+      {"repetition_penalty", [](const Json& x) { return x.is_number() && x.get<double>() == 1; }, "1"},
+      {"min_tokens", [](const Json& x) { return x.is_number_integer() && x.get<int64_t>() == 0; }, "0"},
+      {"logit_bias", [](const Json& x) { return x.is_object() && x.empty(); }, "{}"},
+      {"tools", [](const Json& x) { return x.is_array() && x.empty(); }, "[]"},
+      {"functions", [](const Json& x) { return x.is_array() && x.empty(); }, "[]"},
+      {"tool_choice", [](const Json& x) { return x == "none"; }, "\"none\""},
+      {"function_call", [](const Json& x) { return x == "none"; }, "\"none\""},
+      {"parallel_tool_calls", [](const Json& x) { return x.is_boolean(); }, "a boolean, with no tools"},
+      {"store", [](const Json& x) { return x == false; }, "false"},
+      {"metadata", [](const Json& x) { return x.is_object() && x.empty(); }, "{}"},
+      {"modalities", [](const Json& x) { return x == Json::array({"text"}); }, "[\"text\"]"},
+      {"service_tier", [](const Json& x) { return x == "auto" || x == "default"; }, "\"auto\" or \"default\""},
+      // Shoal names the caller by its API key, and has no other use for these.
+      {"user", [](const Json&) { return false; }, "nothing: Shoal names the caller by its API key"},
+      {"safety_identifier", [](const Json&) { return false; }, "nothing: Shoal names the caller by its API key"},
+      {"prompt_cache_key", [](const Json&) { return false; }, "nothing: Shoal's prefix cache needs no key"},
+      {"reasoning_effort", [](const Json&) { return false; }, "nothing: use chat_template_kwargs"},
+      {"verbosity", [](const Json&) { return false; }, "nothing"},
+      {"audio", [](const Json&) { return false; }, "nothing"},
+      {"prediction", [](const Json&) { return false; }, "nothing"},
+      {"web_search_options", [](const Json&) { return false; }, "nothing"},
+  };
+  for (const Field& f : kFields) {
+    if (key != f.name) continue;
+    if (f.neutral(v)) return Status::Ok();
+    return InvalidInput(key + ": not supported (accepted: " + std::string(f.allowed) + ")");
+  }
+  return InvalidInput("body: unknown field '" + key + "'");
+}
+
 // Calls `each(key, value)` per field of the body that is not null.
 template <class Each>
 Status ForEachField(std::string_view body, Each&& each) {
@@ -114,7 +156,7 @@ Status ReadModel(const Json& v, GenerateRequest* r) {
 
 // The prompt's text must fit one work message.
 Status CheckSize(const GenerateRequest& r, const ParseLimits& limits) {
-  size_t bytes = r.prompt.size() + r.chat_template_kwargs_json.size();
+  size_t bytes = r.prompt.size() + r.chat_template_kwargs_json.size() + r.response_format.schema_json.size();
   for (const auto& m : r.messages) bytes += m.role.size() + m.content.size();
   if (bytes <= limits.max_item_bytes) return Status::Ok();
   const char* field = r.kind == GenerateRequest::Kind::kChat ? "messages" : "prompt";
@@ -174,7 +216,8 @@ Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
       has_stream_options = true;
       return ReadStreamOptions(v, out);
     }
-    return Status::Ok();  // other OpenAI fields: accepted, no effect
+    if (key == "response_format") return gen::ReadResponseFormat(v, &out->response_format);
+    return ReadUnimplementedField(key, v);
   }));
   if (out->model.empty()) return InvalidInput("model: missing");
   if (!has_messages) return InvalidInput("messages: missing");
@@ -229,7 +272,7 @@ Status ParseCompletions(std::string_view body, const ParseLimits& limits, Genera
       has_stream_options = true;
       return ReadStreamOptions(v, out);
     }
-    return Status::Ok();  // other OpenAI fields: accepted, no effect
+    return ReadUnimplementedField(key, v);
   }));
   if (out->model.empty()) return InvalidInput("model: missing");
   if (!has_prompt) return InvalidInput("prompt: missing");
@@ -256,6 +299,7 @@ Status ParseGenerate(std::string_view body, std::string_view model, const ParseL
     }
     if (key == "logprobs") return gen::ReadBool(v, "logprobs", &out->sampling.logprobs);
     if (key == "lora") return gen::ReadString(v, "lora", &out->lora);
+    if (key == "response_format") return gen::ReadResponseFormat(v, &out->response_format);
     return InvalidInput("body: unknown field '" + key + "'");
   }));
   if (has_prompt == has_messages) {

@@ -9,20 +9,24 @@
 //    "max_tokens" | "max_completion_tokens", "temperature", "top_p", "seed",
 //    "stop": str | [str] (≤ 4), "stream", "stream_options": {"include_usage"},
 //    "logprobs": bool, "top_logprobs": 0, "n": 1,
+//    "response_format": {"type": "text" | "json_object"} | {"type": "json_schema",
+//                        "json_schema": {"name", "schema", "strict"}},
 //    extensions as vLLM/SGLang: "top_k" (-1 or 0: off), "chat_template_kwargs",
 //    "add_generation_prompt", "ignore_eos", "stop_token_ids"}
-//   Unknown fields are ignored, as OpenAI-compatible servers do (so
-//   "presence_penalty", "tools", "user", ... are accepted and have no effect).
+//   OpenAI fields Shoal does not implement pass only at the value that asks
+//   for nothing ("presence_penalty": 0, "tools": [], "tool_choice": "none",
+//   ...) and are refused otherwise; unknown fields are refused.
 // OpenAI completions (POST /v1/completions):
 //   {"model", "prompt": str | [str], "max_tokens" (default 16), the sampling
 //    fields above, "logprobs": int 0..5 (any value: the chosen tokens'
-//    logprobs; no alternatives), "echo": false, "best_of": 1, "suffix": null}
+//    logprobs; no alternatives), "echo": false, "best_of": 1, "suffix": null},
+//   the same refusals as chat
 // Native (POST /v1/generate/{model}), strict (unknown fields are errors):
 //   {"prompt": str} or {"messages": [...], "add_generation_prompt": true,
 //    "chat_template_kwargs": {...}}, plus "max_tokens" (default: until a stop
 //    or the model's context is full), "temperature", "top_p", "top_k", "seed",
 //    "stop", "stop_token_ids", "ignore_eos", "logprobs": bool, "stream",
-//    "lora": "adapter"}
+//    "lora": "adapter", "response_format" (as chat)}
 #pragma once
 
 #include <string_view>

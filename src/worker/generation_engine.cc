@@ -155,6 +155,11 @@ bool GenerationEngine::Prepare(Sequence& s) {
   if (!runner_->CheckLora(*model_, it)) return false;  // settled: back to the stream, or MODEL_NOT_FOUND
   wire::GenerateRequest req;
   if (Status st = wire::DecodeGenerateWork(it.payload, &req); !st.ok()) return fail(st);
+  if (req.response_format.type != wire::ResponseFormat::Type::kText) {
+    // Refused rather than answered with text that may not parse.
+    return fail(InvalidInput("response_format: model '" + model_->spec->id + "' (runtime " + model_->spec->runtime +
+                             ") cannot constrain its output yet; the llamacpp and upstream runtimes can"));
+  }
   const bool chat = req.kind == wire::GenerateRequest::Kind::kChat;
   std::string rendered;
   if (chat) {

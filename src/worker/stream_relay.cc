@@ -53,6 +53,13 @@ Status ToJob(const WorkItem& it, const ServedModel& model, GenerationJob* job) {
   job->ignore_eos = p.ignore_eos;
   job->logprobs = p.logprobs;
   job->lora = std::string(it.work.lora);
+  using Type = wire::ResponseFormat::Type;
+  wire::ResponseFormat& f = req.response_format;
+  job->format.kind = f.type == Type::kJsonSchema   ? OutputFormat::Kind::kJsonSchema
+                     : f.type == Type::kJsonObject ? OutputFormat::Kind::kJsonObject
+                                                   : OutputFormat::Kind::kText;
+  job->format.schema_name = std::move(f.name);
+  job->format.schema_json = std::move(f.schema_json);
   return Status::Ok();
 }
 

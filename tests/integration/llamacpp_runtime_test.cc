@@ -9,7 +9,10 @@
 //    Hugging Face tokenizer_config.json's template;
 //  - continuous batching against each job alone; stop strings, max_tokens,
 //    cancel, seeds, refusals and load failures against what the contract
-//    says.
+//    says;
+//  - JSON output (response_format) against a validator written here for
+//    each schema, on sampled text of random weights (whatever the model
+//    prefers, the grammar must hold it to the schema).
 // Skips (with the reason) when the GGUF fixtures are missing. Synchronises
 // on futures, never on sleeps.
 #include <gtest/gtest.h>
@@ -22,6 +25,8 @@
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 
 #include "catalog/model_spec.h"
 #include "runtime/llamacpp/llamacpp_runtime.h"
@@ -340,6 +345,119 @@ TEST_F(LlamaCpp, RefusesWhatItCannotRun) {
   EXPECT_TRUE(m->UpdateLoras({}).ok());
   const LoraConfig adapter{"a", "/nowhere"};
   EXPECT_FALSE(m->UpdateLoras({&adapter, 1}).ok());
+}
+
+// --- JSON output ---
+
+GenerationJob Formatted(OutputFormat::Kind kind, std::string schema, uint64_t seed) {
+  GenerationJob job;
+  job.prompt = "the river";
+  job.sampling = {.temperature = 1.0f, .top_p = 1.0f, .top_k = 0};
+  job.seed = seed;
+  job.format = {.kind = kind, .schema_name = "t", .schema_json = std::move(schema)};
+  return job;
+}
+
+size_t CodePoints(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+TEST_F(LlamaCpp, AJsonSchemaHoldsSampledOutputToIt) {
+  SKIP_WITHOUT("llama-tiny-gguf-f32");
+  auto m = Load("llama-tiny-gguf-f32", Task::kGenerate);
+  ASSERT_TRUE(m);
+  const std::string schema = R"({"type": "object", "additionalProperties": false,
+    "properties": {"answer": {"enum": ["yes", "no"]}, "count": {"type": "integer"},
+                   "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3},
+                   "note": {"type": ["string", "null"], "maxLength": 12},
+                   "when": {"type": "string", "format": "date"}, "ok": {"type": "boolean"}},
+    "required": ["answer", "count", "tags", "when"]})";
+  const std::set<std::string> known = {"answer", "count", "tags", "note", "when", "ok"};
+  const std::regex date(R"([0-9]{4}-[0-9]{2}-[0-9]{2})");
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    // Until the document ends: the schema bounds its length well within the context.
+    const Outcome o = RunJob(m->streaming_generator(), Formatted(OutputFormat::Kind::kJsonSchema, schema, seed));
+    ASSERT_TRUE(o.final.status.ok()) << o.final.status.ToString();
+    ASSERT_EQ(o.final.finish_reason, "stop") << o.text;
+    const json doc = json::parse(o.text, nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << o.text;
+    for (const auto& [key, v] : doc.items()) EXPECT_TRUE(known.count(key)) << key << " in " << o.text;
+    EXPECT_TRUE(doc["answer"] == "yes" || doc["answer"] == "no") << o.text;
+    EXPECT_TRUE(doc["count"].is_number_integer()) << o.text;
+    ASSERT_TRUE(doc["tags"].is_array()) << o.text;
+    EXPECT_LE(doc["tags"].size(), 3u) << o.text;
+    for (const json& t : doc["tags"]) {
+      ASSERT_TRUE(t.is_string()) << o.text;
+      EXPECT_LE(CodePoints(t.get<std::string>()), 6u) << o.text;
+    }
+    if (doc.contains("note") && !doc["note"].is_null()) {
+      ASSERT_TRUE(doc["note"].is_string()) << o.text;
+      EXPECT_LE(CodePoints(doc["note"].get<std::string>()), 12u) << o.text;
+    }
+    ASSERT_TRUE(doc["when"].is_string()) << o.text;
+    EXPECT_TRUE(std::regex_match(doc["when"].get<std::string>(), date)) << o.text;
+    if (doc.contains("ok")) EXPECT_TRUE(doc["ok"].is_boolean()) << o.text;
+  }
+}
+
+TEST_F(LlamaCpp, JsonObjectOutputIsAnObjectAndRecursiveSchemasCompile) {
+  SKIP_WITHOUT("llama-tiny-gguf-f32");
+  auto m = Load("llama-tiny-gguf-f32", Task::kGenerate);
+  ASSERT_TRUE(m);
+  StreamingGenerator* gen = m->streaming_generator();
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    GenerationJob job = Formatted(OutputFormat::Kind::kJsonObject, "", seed);
+    job.max_tokens = 48;  // a random model may write one long string: cut it short
+    const Outcome o = RunJob(gen, job);
+    ASSERT_TRUE(o.final.status.ok()) << o.final.status.ToString();
+    ASSERT_FALSE(o.text.empty());
+    EXPECT_EQ(o.text.front(), '{') << o.text;
+    if (o.final.finish_reason == "stop") EXPECT_TRUE(json::parse(o.text, nullptr, false).is_object()) << o.text;
+  }
+  // A tree: each node an integer and at most two children, the same schema.
+  const std::string tree = R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+    "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"},
+                   "maxItems": 2}}, "required": ["v", "kids"]}}})";
+  GenerationJob job = Formatted(OutputFormat::Kind::kJsonSchema, tree, 3);
+  job.max_tokens = 24;
+  const Outcome o = RunJob(gen, job);
+  ASSERT_TRUE(o.final.status.ok()) << o.final.status.ToString();
+  std::string compact;
+  for (char c : o.text) {
+    if (c != ' ' && c != '\n' && c != '\t') compact += c;
+  }
+  EXPECT_EQ(compact.rfind("{\"v\":", 0), 0u) << o.text;
+}
+
+TEST_F(LlamaCpp, SchemasOutsideTheSubsetAreRefusedNamingWhere) {
+  SKIP_WITHOUT("llama-tiny-gguf-f32");
+  auto m = Load("llama-tiny-gguf-f32", Task::kGenerate);
+  ASSERT_TRUE(m);
+  auto refused = [&](const std::string& schema) {
+    const Outcome o = RunJob(m->streaming_generator(), Formatted(OutputFormat::Kind::kJsonSchema, schema, 1));
+    EXPECT_EQ(o.final.status.code(), Code::kInvalidInput) << schema;
+    EXPECT_TRUE(o.text.empty());
+    return o.final.status.message();
+  };
+  EXPECT_EQ(refused(R"({"type":"object","properties":{"zip":{"type":"string","pattern":"^[0-9]{5}$"}}})"),
+            "response_format.json_schema.schema at /properties/zip: 'pattern' is not supported "
+            "(docs/api.md lists the keywords that are)");
+  EXPECT_EQ(refused(R"({"type":"integer","minimum":3})"),
+            "response_format.json_schema.schema: 'minimum' is not supported (docs/api.md lists the keywords that are)");
+  EXPECT_EQ(refused(R"({"oneOf":[{"type":"string"}]})"),
+            "response_format.json_schema.schema: 'oneOf' is not supported (docs/api.md lists the keywords that are)");
+  EXPECT_EQ(refused(R"({"$ref":"#/$defs/missing"})"),
+            "response_format.json_schema.schema at /$ref: '#/$defs/missing' is not a definition of this schema "
+            "(#, #/$defs/..., #/definitions/...)");
+  EXPECT_EQ(refused(R"({"type":"string","format":"email"})"),
+            "response_format.json_schema.schema at /format: '\"email\"' is not supported (date, time, date-time, uuid)");
+  EXPECT_EQ(refused(R"({"type":"string","enum":[1,2]})"),
+            "response_format.json_schema.schema at /enum: no value has the schema's type");
+  EXPECT_EQ(refused(R"({"type":"array","maxItems":100000})"),
+            "response_format.json_schema.schema at /maxItems: an integer from 0 to 256");
+  EXPECT_EQ(refused("[1]"), "response_format.json_schema.schema: a schema is an object or a boolean");
 }
 
 TEST_F(LlamaCpp, BadModelsFailToLoad) {

@@ -209,6 +209,31 @@ TEST_F(Upstream, GenerationsStreamThroughAsTheUpstreamWritesThem) {
               std::string::npos) << refused.dump();
   }
 
+  // response_format goes on to the upstream, which holds its output to it
+  // (llama-server: its own grammar from the schema).
+  const json schema = {{"type", "object"},
+                       {"properties", {{"answer", {{"enum", {"yes", "no"}}}}}},
+                       {"required", {"answer"}},
+                       {"additionalProperties", false}};
+  json formatted = chat;
+  formatted["max_tokens"] = 160;  // room for the whitespace llama-server's grammar allows
+  formatted["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "a"}, {"schema", schema}}}};
+  json formatted_up = formatted, formatted_shoal = formatted;
+  formatted_up["model"] = "llama";
+  formatted_shoal["model"] = "t/llama-up";
+  auto formatted_direct = direct.PostJson("/v1/chat/completions", formatted_up.dump());
+  ASSERT_TRUE(formatted_direct.ok());
+  ASSERT_EQ(formatted_direct->status, 200) << formatted_direct->body;
+  const json answer = Post(http, "/v1/chat/completions", formatted_shoal);
+  const std::string content = answer["choices"][0]["message"]["content"];
+  EXPECT_EQ(content, json::parse(formatted_direct->body)["choices"][0]["message"]["content"]);
+  EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop") << content;
+  const json doc = json::parse(content, nullptr, false);
+  EXPECT_TRUE(doc == json({{"answer", "yes"}}) || doc == json({{"answer", "no"}})) << content;
+  // A raw prompt has no response_format in OpenAI's completions: refused, not sent.
+  Post(http, "/v1/generate/t/llama-up", {{"prompt", "a"}, {"max_tokens", 4}, {"response_format", {{"type", "json_object"}}}},
+       400);
+
   // A stop string, applied upstream.
   const std::string stop = text.substr(text.size() / 2, 2);
   json cut = shoal_body;

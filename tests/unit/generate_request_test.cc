@@ -81,6 +81,9 @@ void ExpectSame(const GenerateRequest& a, const GenerateRequest& b) {
   EXPECT_EQ(x.stop_token_ids, y.stop_token_ids);
   EXPECT_EQ(x.ignore_eos, y.ignore_eos);
   EXPECT_EQ(x.logprobs, y.logprobs);
+  EXPECT_EQ(a.response_format.type, b.response_format.type);
+  EXPECT_EQ(a.response_format.name, b.response_format.name);
+  EXPECT_EQ(a.response_format.schema_json, b.response_format.schema_json);
   EXPECT_EQ(a.stream, b.stream);
   EXPECT_EQ(a.include_usage, b.include_usage);
 }
@@ -124,7 +127,8 @@ TEST(ParseChatCompletions, EveryField) {
     "stop": ["\n\n", "END"], "stream": true, "stream_options": {"include_usage": true},
     "logprobs": true, "top_logprobs": 0, "n": 1,
     "chat_template_kwargs": {"enable_thinking": false}, "ignore_eos": true, "stop_token_ids": [151643],
-    "presence_penalty": 0, "user": "u1", "tools": null})");
+    "presence_penalty": 0, "frequency_penalty": 0.0, "tools": [], "tool_choice": "none", "logit_bias": {},
+    "response_format": {"type": "text"}})");
   EXPECT_EQ(r.kind, Kind::kChat);
   EXPECT_EQ(r.model, "qwen");
   ASSERT_EQ(r.messages.size(), 3u);
@@ -145,7 +149,64 @@ TEST(ParseChatCompletions, EveryField) {
   EXPECT_TRUE(r.include_usage);
   EXPECT_TRUE(r.add_generation_prompt);
   EXPECT_EQ(r.chat_template_kwargs_json, R"({"enable_thinking":false})");
+  EXPECT_EQ(r.response_format.type, ResponseFormat::Type::kText);
   ExpectSame(r, RoundTrip(r));
+}
+
+TEST(ParseChatCompletions, ResponseFormat) {
+  const std::string head = R"({"model":"m","messages":[{"role":"user","content":"x"}],"response_format":)";
+  GenerateRequest r = Chat(head + R"({"type":"json_object"}})");
+  EXPECT_EQ(r.response_format.type, ResponseFormat::Type::kJsonObject);
+  ExpectSame(r, RoundTrip(r));
+
+  r = Chat(head + R"({"type":"json_schema","json_schema":{"name":"answer","strict":true,
+              "schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}})");
+  EXPECT_EQ(r.response_format.type, ResponseFormat::Type::kJsonSchema);
+  EXPECT_EQ(r.response_format.name, "answer");
+  EXPECT_EQ(r.response_format.schema_json,
+            R"({"properties":{"a":{"type":"integer"}},"required":["a"],"type":"object"})");
+  ExpectSame(r, RoundTrip(r));
+  r = Native(R"({"prompt":"a","response_format":{"type":"json_object"}})");
+  EXPECT_EQ(r.response_format.type, ResponseFormat::Type::kJsonObject);
+
+  auto error = [&](std::string_view format) { return ChatError(head + std::string(format) + "}"); };
+  EXPECT_EQ(error(R"("json")"), "response_format: expected an object, got a string");
+  EXPECT_EQ(error(R"({})"), "response_format.type: missing");
+  EXPECT_EQ(error(R"({"type":"yaml"})"),
+            "response_format.type: 'yaml' is not one of text, json_object, json_schema");
+  EXPECT_EQ(error(R"({"type":"json_object","json_schema":{}})"),
+            "response_format.json_schema: not a field of a 'json_object' format");
+  EXPECT_EQ(error(R"({"type":"json_schema"})"), "response_format.json_schema: missing");
+  EXPECT_EQ(error(R"({"type":"json_schema","json_schema":{"name":"n"}})"),
+            "response_format.json_schema.schema: missing");
+  EXPECT_EQ(error(R"({"type":"json_schema","json_schema":{"schema":{}}})"),
+            "response_format.json_schema.name: missing");
+  EXPECT_EQ(error(R"({"type":"json_schema","json_schema":{"name":"n","schema":[]}})"),
+            "response_format.json_schema.schema: expected an object, got an array");
+  EXPECT_EQ(error(R"({"type":"json_schema","json_schema":{"name":"n","schema":{},"description":"d"}})"),
+            "response_format.json_schema.description: not supported (json_schema takes name, schema and strict)");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","response_format":{"type":"json_object"}})"),
+            "body: unknown field 'response_format'");
+}
+
+// Fields Shoal does not implement pass only when they ask for nothing.
+TEST(ParseChatCompletions, UnimplementedFieldsAreRefusedUnlessTheyAskForNothing) {
+  const std::string head = R"({"model":"m","messages":[{"role":"user","content":"x"}],)";
+  Chat(head + R"("presence_penalty":0,"frequency_penalty":0,"logit_bias":{},"tools":[],"tool_choice":"none",
+                 "parallel_tool_calls":true,"store":false,"metadata":{},"modalities":["text"],"service_tier":"auto",
+                 "repetition_penalty":1,"min_tokens":0})");
+  EXPECT_EQ(ChatError(head + R"("presence_penalty":0.5})"), "presence_penalty: not supported (accepted: 0)");
+  EXPECT_EQ(ChatError(head + R"("logit_bias":{"42":-100}})"), "logit_bias: not supported (accepted: {})");
+  EXPECT_EQ(ChatError(head + R"("tools":[{"type":"function","function":{"name":"f"}}]})"),
+            "tools: not supported (accepted: [])");
+  EXPECT_EQ(ChatError(head + R"("tool_choice":"auto"})"), "tool_choice: not supported (accepted: \"none\")");
+  EXPECT_EQ(ChatError(head + R"("user":"u1"})"),
+            "user: not supported (accepted: nothing: Shoal names the caller by its API key)");
+  EXPECT_EQ(ChatError(head + R"("max_new_tokens":3})"), "body: unknown field 'max_new_tokens'");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","frequency_penalty":1})"),
+            "frequency_penalty: not supported (accepted: 0)");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","user":"x"})"),
+            "user: not supported (accepted: nothing: Shoal names the caller by its API key)");
 }
 
 TEST(ParseChatCompletions, Defaults) {
@@ -306,7 +367,7 @@ TEST(ParseCompletions, FieldsAndDefaults) {
   r = Completion(
       R"({"model":"m","prompt":["one"],"max_tokens":3,"logprobs":0,"echo":false,"best_of":1,
                      "suffix":null,"stream":true,"stream_options":{"include_usage":true},"temperature":0,
-                     "stop":"\n","user":"x"})");
+                     "stop":"\n","presence_penalty":0})");
   EXPECT_EQ(r.prompt, "one");
   EXPECT_EQ(r.sampling.max_tokens, 3u);
   EXPECT_TRUE(r.sampling.logprobs);  // any integer, 0 included

@@ -54,6 +54,7 @@ Scheduler::Scheduler(const llama_model* model, const PromptBuilder* prompts, Lim
       vocab_(llama_model_get_vocab(model)),
       prompts_(prompts),
       limits_(limits),
+      grammars_(vocab_),
       ctx_(std::move(ctx)),
       batch_(llama_batch_init(static_cast<int32_t>(limits.batch_tokens), 0, 1)),
       slots_(limits.sequences) {}
@@ -68,7 +69,7 @@ Scheduler::~Scheduler() {
   llama_batch_free(batch_);
 }
 
-Result<std::vector<int32_t>> Scheduler::Prepare(const GenerationJob& job) const {
+Result<std::vector<int32_t>> Scheduler::Prepare(const GenerationJob& job, SamplerPtr* grammar) {
   if (!job.lora.empty()) return InvalidInput("llamacpp runtime has no LoRA adapters");
   const int32_t vocab = llama_vocab_n_tokens(vocab_);
   for (int32_t id : job.stop_token_ids) {
@@ -82,12 +83,14 @@ Result<std::vector<int32_t>> Scheduler::Prepare(const GenerationJob& job) const 
     return InvalidInput("the prompt is " + std::to_string(prompt.size()) + " tokens; the model's context is " +
                         std::to_string(limits_.context) + ", which leaves no room to generate");
   }
+  SHOAL_ASSIGN_OR_RETURN(*grammar, grammars_.Get(job.format));
   return prompt;
 }
 
 uint64_t Scheduler::Start(GenerationJob job, Sink sink) {
   if (!sink) sink = [](GenerationUpdate&&) {};
-  auto prompt = Prepare(job);
+  SamplerPtr grammar;
+  auto prompt = Prepare(job, &grammar);
   uint64_t handle;
   bool queued = false;
   {
@@ -96,7 +99,7 @@ uint64_t Scheduler::Start(GenerationJob job, Sink sink) {
     if (prompt.ok() && !stopping_) {
       queued = true;
       live_.insert(handle);
-      waiting_.push_back({handle, std::move(job), std::move(prompt).value(), std::move(sink)});
+      waiting_.push_back({handle, std::move(job), std::move(prompt).value(), std::move(grammar), std::move(sink)});
     }
   }
   if (!queued) {
@@ -125,8 +128,8 @@ std::vector<Scheduler::Waiting> Scheduler::Admit(std::set<uint64_t>* cancels) {
     if (slots_[slot]) continue;
     Waiting w = std::move(waiting_.front());
     waiting_.pop_front();
-    slots_[slot] = std::make_unique<Sequence>(w.handle, std::move(w.job), std::move(w.prompt), std::move(w.sink),
-                                              vocab_, limits_.context);
+    slots_[slot] = std::make_unique<Sequence>(w.handle, std::move(w.job), std::move(w.prompt), std::move(w.grammar),
+                                              std::move(w.sink), vocab_, limits_.context);
     order_.push_back(slot);
   }
   // Jobs cancelled while waiting end without running.
@@ -144,7 +147,7 @@ std::vector<Scheduler::Waiting> Scheduler::Admit(std::set<uint64_t>* cancels) {
 }
 
 void Scheduler::EndWaiting(Waiting& w, Status status, std::string reason) {
-  Sequence(w.handle, std::move(w.job), std::move(w.prompt), std::move(w.sink), vocab_, limits_.context)
+  Sequence(w.handle, std::move(w.job), std::move(w.prompt), nullptr, std::move(w.sink), vocab_, limits_.context)
       .End(std::move(status), std::move(reason));
 }
 

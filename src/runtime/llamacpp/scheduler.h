@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/llamacpp/output_grammars.h"
 #include "runtime/llamacpp/prompt.h"
 #include "runtime/llamacpp/sequence.h"
 #include "runtime/streaming_generator.h"
@@ -60,6 +61,7 @@ class Scheduler final : public StreamingGenerator {
     uint64_t handle;
     GenerationJob job;
     std::vector<int32_t> prompt;
+    SamplerPtr grammar;  // holds the output to the job's format; null for text
     Sink sink;
   };
   // One sequence's part of a step.
@@ -70,8 +72,9 @@ class Scheduler final : public StreamingGenerator {
   };
 
   Scheduler(const llama_model* model, const PromptBuilder* prompts, Limits limits, ContextPtr ctx);
-  // The job's prompt, or why it cannot run.
-  Result<std::vector<int32_t>> Prepare(const GenerationJob& job) const;
+  // The job's prompt and its format's grammar (null for text), or why it
+  // cannot run.
+  Result<std::vector<int32_t>> Prepare(const GenerationJob& job, SamplerPtr* grammar);
   void Loop();
   // Moves waiting jobs into free slots and takes the cancels; returns the
   // waiting jobs cancelled. Under mu_.
@@ -89,6 +92,7 @@ class Scheduler final : public StreamingGenerator {
   const llama_vocab* vocab_;
   const PromptBuilder* prompts_;
   const Limits limits_;
+  OutputGrammars grammars_;
   size_t memory_bytes_ = 0;
 
   std::mutex mu_;

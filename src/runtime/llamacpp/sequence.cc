@@ -1,13 +1,15 @@
 #include "runtime/llamacpp/sequence.h"
 
 #include <cmath>
+#include <exception>
 
 namespace shoal::llamacpp {
 
-SamplerPtr MakeSampler(const SamplingConfig& config, uint64_t seed) {
+SamplerPtr MakeSampler(const SamplingConfig& config, uint64_t seed, SamplerPtr grammar) {
   llama_sampler_chain_params params = llama_sampler_chain_default_params();
   params.no_perf = true;
   SamplerPtr chain(llama_sampler_chain_init(params));
+  if (grammar) llama_sampler_chain_add(chain.get(), grammar.release());  // the chain owns it
   if (config.temperature <= 0 || config.top_k == 1) {
     llama_sampler_chain_add(chain.get(), llama_sampler_init_greedy());
     return chain;
@@ -25,8 +27,8 @@ SamplerPtr MakeSampler(const SamplingConfig& config, uint64_t seed) {
   return chain;
 }
 
-Sequence::Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prompt, StreamingGenerator::Sink sink,
-                   const llama_vocab* vocab, uint32_t context)
+Sequence::Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prompt, SamplerPtr grammar,
+                   StreamingGenerator::Sink sink, const llama_vocab* vocab, uint32_t context)
     : handle_(handle),
       job_(std::move(job)),
       sink_(std::move(sink)),
@@ -35,12 +37,19 @@ Sequence::Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prom
       prompt_tokens_(static_cast<uint32_t>(prompt.size())),
       stop_ids_(job_.stop_token_ids.begin(), job_.stop_token_ids.end()),
       tokens_(std::move(prompt)),
-      sampler_(MakeSampler(job_.sampling, job_.seed)),
+      sampler_(MakeSampler(job_.sampling, job_.seed, std::move(grammar))),
       text_(job_.stop) {}
 
 bool Sequence::Sample(llama_context* ctx, int32_t row) {
   const float* logits = llama_get_logits_ith(ctx, row);
-  const int32_t token = llama_sampler_sample(sampler_.get(), ctx, row);
+  int32_t token;
+  try {
+    token = llama_sampler_sample(sampler_.get(), ctx, row);
+  } catch (const std::exception& e) {
+    // llama.cpp's grammar throws when no token can continue the document.
+    End(Status(Code::kInferenceError, std::string("llama.cpp's sampler failed: ") + e.what()), "");
+    return true;
+  }
   tokens_.push_back(token);
   pending_.token_ids.push_back(token);
   if (job_.logprobs) {

@@ -18,14 +18,16 @@
 
 namespace shoal::llamacpp {
 
-// A llama_sampler chain for `config`: greedy at temperature 0, else top-k,
-// temperature, top-p and a draw seeded by `seed`.
-SamplerPtr MakeSampler(const SamplingConfig& config, uint64_t seed);
+// A llama_sampler chain for `config`: `grammar` first when there is one
+// (only the tokens it allows remain), then greedy at temperature 0, else
+// top-k, temperature, top-p and a draw seeded by `seed`.
+SamplerPtr MakeSampler(const SamplingConfig& config, uint64_t seed, SamplerPtr grammar);
 
 class Sequence {
  public:
-  Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prompt, StreamingGenerator::Sink sink,
-           const llama_vocab* vocab, uint32_t context);
+  // `grammar`: what holds the output to the job's format (null: text).
+  Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prompt, SamplerPtr grammar,
+           StreamingGenerator::Sink sink, const llama_vocab* vocab, uint32_t context);
 
   uint64_t handle() const { return handle_; }
   // Tokens not yet in the cache (the prompt's rest, or the last sampled one).

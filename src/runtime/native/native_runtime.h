@@ -23,7 +23,7 @@ namespace shoal {
 class NativeRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "native"; }
-  int api_version() const override { return 8; }
+  int api_version() const override { return 9; }
   std::vector<Task> tasks() const override {
     return {Task::kEncode, Task::kScore, Task::kTokenize, Task::kGenerate};
   }

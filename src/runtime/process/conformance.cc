@@ -298,7 +298,7 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
       if (std::find(hello.tasks.begin(), hello.tasks.end(), Task::kGenerate) == hello.tasks.end()) {
         add(Fail("generate", "the model generates, but the hello does not list generate"));
       } else {
-        CheckGeneration(p, handle, timeout, id, add);
+        CheckGeneration(p, handle, hello.formats, timeout, id, add);
       }
     } else if (s.ok()) {
       const auto texts = SampleTexts();

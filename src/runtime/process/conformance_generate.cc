@@ -2,6 +2,7 @@
 // whose runtime announces generate.
 #include "runtime/process/conformance_generate.h"
 
+#include <algorithm>
 #include <set>
 
 namespace shoal::runtime_process::conformance {
@@ -49,8 +50,8 @@ Result<Generated> AwaitGeneration(Peer& p, uint64_t id, std::chrono::millisecond
 }  // namespace
 
 // The generation checks of a model whose runtime announces generate.
-void CheckGeneration(Peer& p, const std::string& handle, std::chrono::milliseconds timeout, uint64_t& id,
-                     const std::function<void(CheckResult)>& add) {
+void CheckGeneration(Peer& p, const std::string& handle, const std::vector<std::string>& formats,
+                     std::chrono::milliseconds timeout, uint64_t& id, const std::function<void(CheckResult)>& add) {
   GenerationJob job;
   job.prompt = "the river runs past";
   job.max_tokens = 8;
@@ -91,6 +92,24 @@ void CheckGeneration(Peer& p, const std::string& handle, std::chrono::millisecon
   }
   add(c.ok() ? Pass("cancel", "ended \"cancelled\" after " + std::to_string(cancelled->tokens.size()) + " tokens")
              : Fail("cancel", c.ToString()));
+
+  // JSON output: whatever the model prefers, a schema of two strings leaves
+  // it two documents to write, then the end.
+  if (std::find(formats.begin(), formats.end(), "json_schema") == formats.end()) return;
+  GenerationJob json_job;
+  json_job.prompt = "the river runs past";
+  json_job.max_tokens = 64;
+  json_job.sampling.temperature = 0;
+  json_job.format = {.kind = OutputFormat::Kind::kJsonSchema, .schema_name = "answer",
+                     .schema_json = R"({"enum": ["yes", "no"]})"};
+  const uint64_t j = ++id;
+  c = p.Send(GenerateJobRequest(j, handle, json_job));
+  auto held = c.ok() ? AwaitGeneration(p, j, timeout) : Result<Generated>(c);
+  c = held.status();
+  if (c.ok() && held->end.finish_reason != "stop") c = Internal("finish_reason " + held->end.finish_reason);
+  if (c.ok() && held->text != "\"yes\"" && held->text != "\"no\"") c = Internal("wrote '" + held->text + "'");
+  add(c.ok() ? Pass("json output", "held to {\"enum\": [\"yes\", \"no\"]}: " + held->text)
+             : Fail("json output", c.ToString()));
 }
 
 }  // namespace shoal::runtime_process::conformance

@@ -1,18 +1,21 @@
 // The conformance suite's generation checks: 8 greedy tokens, greedy
-// decoding repeated, and a cancelled generation (docs/runtime-protocol.md
+// decoding repeated, a cancelled generation, and, when the hello lists
+// json_schema, output held to a schema (docs/runtime-protocol.md
 // "Conformance").
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "runtime/process/conformance_peer.h"
 
 namespace shoal::runtime_process::conformance {
 
 // On a loaded model `handle` of `p`'s runtime; request ids from `id` on.
-void CheckGeneration(Peer& p, const std::string& handle, std::chrono::milliseconds timeout, uint64_t& id,
-                     const std::function<void(CheckResult)>& add);
+// `formats`: what the runtime's hello listed.
+void CheckGeneration(Peer& p, const std::string& handle, const std::vector<std::string>& formats,
+                     std::chrono::milliseconds timeout, uint64_t& id, const std::function<void(CheckResult)>& add);
 
 }  // namespace shoal::runtime_process::conformance

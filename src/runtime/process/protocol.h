@@ -41,7 +41,13 @@ struct RuntimeHello {
   // "input": "tokens": Shoal tokenizes and sends token ids (a tensor engine
   // such as ONNX Runtime); else ("text") the runtime tokenizes.
   bool takes_tokens = false;
+  // "formats": the output formats its generations can be held to besides
+  // text ("json_object", "json_schema"); Shoal sends no job with another.
+  std::vector<std::string> formats;
 };
+
+// A job's format as the protocol names it ("text", "json_object", "json_schema").
+std::string_view FormatName(OutputFormat::Kind kind);
 
 // What a load's "ok" says.
 struct LoadResult {

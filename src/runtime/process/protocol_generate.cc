@@ -37,13 +37,26 @@ void WriteUpdateText(MsgpackWriter& w, const GenerationUpdate& u) {
 
 }  // namespace
 
+std::string_view FormatName(OutputFormat::Kind kind) {
+  switch (kind) {
+    case OutputFormat::Kind::kText:
+      return "text";
+    case OutputFormat::Kind::kJsonObject:
+      return "json_object";
+    case OutputFormat::Kind::kJsonSchema:
+      return "json_schema";
+  }
+  return "text";
+}
+
 std::string GenerateJobRequest(uint64_t id, std::string_view model, const GenerationJob& j) {
   std::string out;
   MsgpackWriter w = RequestEnvelope(&out, "generate", id, 2);
   w.Str("model");
   w.Str(model);
   w.Str("job");
-  w.MapHeader(13);
+  const bool formatted = j.format.kind != OutputFormat::Kind::kText;
+  w.MapHeader(13 + formatted);
   if (j.chat) {
     w.Str("messages");
     w.ArrayHeader(static_cast<uint32_t>(j.messages.size()));
@@ -86,6 +99,19 @@ std::string GenerateJobRequest(uint64_t id, std::string_view model, const Genera
   w.Bool(j.logprobs);
   w.Str("lora");
   w.Str(j.lora);
+  if (formatted) {
+    const bool schema = j.format.kind == OutputFormat::Kind::kJsonSchema;
+    w.Str("response_format");
+    w.MapHeader(schema ? 3 : 1);
+    w.Str("type");
+    w.Str(FormatName(j.format.kind));
+    if (schema) {
+      w.Str("name");
+      w.Str(j.format.schema_name);
+      w.Str("schema");
+      w.Str(j.format.schema_json);
+    }
+  }
   return out;
 }
 
@@ -127,6 +153,23 @@ Status ReadGenerationJob(std::string_view raw, GenerationJob* j) {
     if (key == "ignore_eos") return f.Bool(&j->ignore_eos);
     if (key == "logprobs") return f.Bool(&j->logprobs);
     if (key == "lora") return f.String(&j->lora);
+    if (key == "response_format") {
+      MsgpackFields rf(r, "job.response_format");
+      std::string type;
+      SHOAL_RETURN_IF_ERROR(rf.ForEach([&](std::string_view k) -> Status {
+        if (k == "type") return rf.String(&type);
+        if (k == "name") return rf.String(&j->format.schema_name);
+        if (k == "schema") return rf.String(&j->format.schema_json);
+        return rf.Skip();
+      }));
+      for (auto kind : {OutputFormat::Kind::kText, OutputFormat::Kind::kJsonObject, OutputFormat::Kind::kJsonSchema}) {
+        if (type == FormatName(kind)) {
+          j->format.kind = kind;
+          return Status::Ok();
+        }
+      }
+      return InvalidInput("job.response_format.type: '" + type + "' is not a format");
+    }
     return f.Skip();
   }));
   if (j->chat == has_prompt) return InvalidInput("job: exactly one of prompt and messages");

@@ -180,7 +180,7 @@ std::string EmptyReply(uint64_t id) {
 std::string HelloReply(uint64_t id, const RuntimeHello& h) {
   std::string out;
   MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
-  w.MapHeader(7);
+  w.MapHeader(8);
   w.Str("protocol");
   w.Uint(h.protocol);
   w.Str("runtime");
@@ -196,6 +196,9 @@ std::string HelloReply(uint64_t id, const RuntimeHello& h) {
   w.Uint(h.memory_bytes);
   w.Str("input");
   w.Str(h.takes_tokens ? "tokens" : "text");
+  w.Str("formats");
+  w.ArrayHeader(static_cast<uint32_t>(h.formats.size()));
+  for (const std::string& f : h.formats) w.Str(f);
   return out;
 }
 
@@ -287,6 +290,7 @@ Status ReadHello(std::string_view ok, RuntimeHello* h) {
     if (key == "version") return f.String(&h->version);
     if (key == "lora") return f.Bool(&h->lora);
     if (key == "memory_bytes") return f.Int(&h->memory_bytes);
+    if (key == "formats") return f.Strings(&h->formats);
     if (key == "input") {
       std::string_view input;
       SHOAL_RETURN_IF_ERROR(f.Str(&input));

@@ -132,6 +132,16 @@ class RemoteModel : public Model, public StreamingGenerator {
       j->Fail(c.status());
       return handle;
     }
+    if (job.format.kind != OutputFormat::Kind::kText) {
+      // A runtime that does not know the field would write text.
+      const RuntimeHello hello = process_->last_hello();
+      const std::string_view want = FormatName(job.format.kind);
+      if (std::find(hello.formats.begin(), hello.formats.end(), want) == hello.formats.end()) {
+        j->Fail(InvalidInput("response_format: runtime '" + hello.runtime + "' cannot hold its output to " +
+                             std::string(want)));
+        return handle;
+      }
+    }
     j->client = c->client;
     j->request_id = c->client->NextId();
     {

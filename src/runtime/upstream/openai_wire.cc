@@ -106,8 +106,21 @@ Result<GenerationCall> GenerationRequest(std::string_view model, const Generatio
       if (!kwargs.is_object()) return InvalidInput("chat_template_kwargs: expected a JSON object");
       b["chat_template_kwargs"] = std::move(kwargs);
     }
+    if (job.format.kind == OutputFormat::Kind::kJsonObject) b["response_format"] = {{"type", "json_object"}};
+    if (job.format.kind == OutputFormat::Kind::kJsonSchema) {
+      json schema = json::parse(job.format.schema_json, nullptr, false);
+      if (!schema.is_object()) return InvalidInput("response_format.json_schema.schema: expected a JSON object");
+      b["response_format"] = {{"type", "json_schema"},
+                              {"json_schema", {{"name", job.format.schema_name}, {"schema", std::move(schema)},
+                                               {"strict", true}}}};
+    }
     call.path = "/chat/completions";
   } else {
+    // OpenAI's completions define no response_format, and a server that
+    // does not know it would write text: refused rather than sent.
+    if (job.format.kind != OutputFormat::Kind::kText) {
+      return InvalidInput("response_format: an upstream model takes it with messages, not a prompt");
+    }
     b["prompt"] = job.prompt;
     if (!job.add_special_tokens) b["add_special_tokens"] = false;
     call.path = "/completions";

@@ -6,8 +6,10 @@
 // llama-server use (top_k, ignore_eos, stop_token_ids, add_special_tokens,
 // add_generation_prompt, chat_template_kwargs), and only when it differs
 // from the default, so a stricter server sees a plain OpenAI request for a
-// plain job. What no such server streams back (token ids, logprobs per
-// token), a job may not ask for: INVALID_INPUT.
+// plain job. A job's output format goes as OpenAI's response_format (on
+// /chat/completions: the server holds its output to it). What no such
+// server streams back (token ids, logprobs per token), a job may not ask
+// for: INVALID_INPUT.
 #pragma once
 
 #include <cstdint>
