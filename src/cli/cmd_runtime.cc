@@ -1,4 +1,4 @@
-// shoal runtime-host: serves a built-in runtime (identity, native) over the
+// shoal runtime-host: serves a built-in runtime (identity, native, upstream) over the
 // runtime protocol — what the worker starts for a model whose profile says
 // `process: shared` or `own`. With SHOAL_RUNTIME_FD set it serves that
 // inherited socket (the worker's way); with --listen it serves a socket path.
@@ -85,7 +85,7 @@ int RunCheck(const CheckFlags& flags) {
 Subcommand AddRuntimeHost(CLI::App& app) {
   auto* sub = app.add_subcommand("runtime-host", "Serve a built-in runtime over the runtime protocol (a runtime process)");
   auto flags = std::make_shared<HostFlags>();
-  sub->add_option("--runtime", flags->runtime, "identity or native")->required();
+  sub->add_option("--runtime", flags->runtime, "identity, native or upstream")->required();
   sub->add_option("--listen", flags->listen, "serve this Unix socket path (else the inherited SHOAL_RUNTIME_FD)");
   sub->add_option("--runners", flags->runners, "requests run at once")->capture_default_str();
   return {sub, [flags] { return RunHost(*flags); }};

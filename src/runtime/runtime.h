@@ -159,6 +159,15 @@ class Runtime {
   // a StreamingGenerator) rather than being stepped by the worker (a
   // Generator). Only such models can generate in a runtime process.
   virtual bool streams_generation() const { return false; }
+  // The output formats besides text its streaming generators hold every
+  // job to (others they refuse with INVALID_INPUT): what a runtime process
+  // announces in its hello.
+  virtual std::vector<OutputFormat::Kind> output_formats() const { return {}; }
+  // Whether its models count tokens themselves: apply max_input_tokens,
+  // truncate when asked, report exact counts, stream token ids. Not so in
+  // front of a server that says only text (upstream): such a runtime
+  // refuses truncate, and its counts are the server's.
+  virtual bool counts_tokens() const { return true; }
 
   // Registration's check of an adapter against its base (without loading
   // the base): the adapter's files are read and every tensor is checked

@@ -12,9 +12,12 @@
 #include <cmath>
 #include <filesystem>
 #include <future>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "admin/catalog_admin.h"
+#include "catalog/model_spec.h"
+#include "runtime/process/conformance.h"
 #include "runtime/registry/registry.h"
 #include "support/http_client.h"
 #include "support/llama_server.h"
@@ -78,6 +81,30 @@ class Upstream : public ::testing::Test {
 
   TestCluster cluster_;
 };
+
+// Served by `shoal runtime-host`, the upstream runtime passes the protocol's
+// conformance suite as a runtime that counts no tokens (the server's limits;
+// truncate refused; generations of text without ids).
+TEST_F(Upstream, PassesTheConformanceSuiteServedByTheRuntimeHost) {
+  LlamaServer embedder(kEmbedder, "bert", {"--embeddings", "--pooling", "mean", "-c", "2048"}, Log("embedder"));
+  LlamaServer generator(kGenerator, "llama", {"-c", "1024", "-np", "2"}, Log("generator"));
+  ASSERT_TRUE(embedder.ok());
+  ASSERT_TRUE(generator.ok());
+  for (const auto& [id, task, url, model] : {std::tuple{"t/bert-up", "encode", embedder.base_url(), "bert"},
+                                             {"t/llama-up", "generate", generator.base_url(), "llama"}}) {
+    auto spec = ModelSpec::Parse(Profile(id, task, url, model));
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    runtime_process::ConformanceOptions o;
+    o.model = *ModelConfig::FromSpec(*spec);
+    const auto results = runtime_process::RunConformance(
+        {.command = {SHOAL_BINARY, "runtime-host", "--runtime", "upstream"}}, o, [](const auto&) {});
+    EXPECT_GE(results.size(), 12u) << id;
+    for (const auto& r : results) {
+      EXPECT_TRUE(r.status.ok()) << id << ": " << r.name << ": " << r.status.message();
+      EXPECT_FALSE(r.skipped) << id << ": " << r.name;
+    }
+  }
+}
 
 TEST_F(Upstream, EmbeddingsEqualTheUpstreamsOwnAndConcurrentRequestsShareOneCall) {
   LlamaServer server(kEmbedder, "bert", {"--embeddings", "--pooling", "mean", "-c", "2048", "-b", "2048", "-ub", "2048"},

@@ -25,6 +25,9 @@ class LlamaCppRuntime final : public Runtime {
   std::vector<Task> tasks() const override { return {Task::kEncode, Task::kTokenize, Task::kGenerate}; }
   Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
   bool streams_generation() const override { return true; }  // llama.cpp batches its sequences
+  std::vector<OutputFormat::Kind> output_formats() const override {
+    return {OutputFormat::Kind::kJsonObject, OutputFormat::Kind::kJsonSchema};  // its grammar sampler
+  }
 };
 
 }  // namespace shoal::llamacpp

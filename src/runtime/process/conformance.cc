@@ -51,20 +51,25 @@ class Batches {
   Batches(Task task, const TokenFeed* feed) : task_(task), feed_(feed) {}
 
   std::string Request(uint64_t id, std::string_view model, const std::vector<std::string>& texts, bool truncate) {
+    return Request(id, model, texts, std::vector<bool>(texts.size(), truncate));
+  }
+  // `truncate` per text.
+  std::string Request(uint64_t id, std::string_view model, const std::vector<std::string>& texts,
+                      const std::vector<bool>& truncate) {
     texts_ = texts;
     const size_t n = texts_.size();
     if (task_ == Task::kScore) {
       score_in_.clear();
-      for (const auto& t : texts_) {
-        score_in_.push_back({.text = "which river", .text_pair = t, .truncate = truncate, .lora = {}});
+      for (size_t i = 0; i < n; ++i) {
+        score_in_.push_back({.text = "which river", .text_pair = texts_[i], .truncate = truncate[i], .lora = {}});
       }
       score_out_.assign(n, {});
       if (!feed_) return ScoreRequest(id, model, score_in_);
       batch_ = feed_->Score(score_in_, score_out_);
     } else {
       encode_in_.clear();
-      for (const auto& t : texts_) {
-        encode_in_.push_back({.text = t, .truncate = truncate, .normalize = true, .lora = {}});
+      for (size_t i = 0; i < n; ++i) {
+        encode_in_.push_back({.text = texts_[i], .truncate = truncate[i], .normalize = true, .lora = {}});
       }
       encode_out_.assign(n, {});
       if (!feed_) return EncodeRequest(id, model, encode_in_);
@@ -167,7 +172,7 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
   std::string tasks;
   for (Task t : hello.tasks) tasks += (tasks.empty() ? "" : ", ") + std::string(TaskName(t));
   add(Pass("hello", "protocol 1, runtime '" + hello.runtime + "' (" + hello.version + "), tasks: " + tasks +
-                        (hello.takes_tokens ? ", takes tokens" : "")));
+                        (hello.takes_tokens ? ", takes tokens" : "") + (hello.counts_tokens ? "" : ", counts no tokens")));
   Peer& p = **peer;
 
   // 2. Refusals on fresh connections.
@@ -298,7 +303,7 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
       if (std::find(hello.tasks.begin(), hello.tasks.end(), Task::kGenerate) == hello.tasks.end()) {
         add(Fail("generate", "the model generates, but the hello does not list generate"));
       } else {
-        CheckGeneration(p, handle, hello.formats, timeout, id, add);
+        CheckGeneration(p, handle, hello, timeout, id, add);
       }
     } else if (s.ok()) {
       const auto texts = SampleTexts();
@@ -326,6 +331,18 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
           c = Internal("the item with no ids got " + second.ToString());
         }
         add(c.ok() ? Pass("per-item status", "the item with no ids: " + second.ToString())
+                   : Fail("per-item status", c.ToString()));
+      } else if (!hello.counts_tokens) {
+        // Limits are the server's; an item asking to be truncated fails alone.
+        const uint64_t b = ++id;
+        auto r = call(batches.Request(b, handle, {texts[0], texts[1]}, std::vector<bool>{false, true}), b);
+        Status c = r.ok() ? ExpectOk(**r) : r.status();
+        auto got = c.ok() ? batches.Read((*r)->reply.ok) : Result<std::vector<ItemResult>>(c);
+        if (c.ok()) c = got.status();
+        if (c.ok() && !(*got)[0].status.ok()) c = Internal("the good item failed: " + (*got)[0].status.ToString());
+        const Status second = c.ok() ? (*got)[1].status : Status::Ok();
+        if (c.ok() && second.code() != Code::kInvalidInput) c = Internal("the item asking truncate got " + second.ToString());
+        add(c.ok() ? Pass("per-item status", "counts no tokens; the item asking truncate: " + second.ToString())
                    : Fail("per-item status", c.ToString()));
       } else {
         // An input over the model's limit fails alone, or is cut when asked.

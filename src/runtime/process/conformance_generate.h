@@ -14,8 +14,10 @@
 namespace shoal::runtime_process::conformance {
 
 // On a loaded model `handle` of `p`'s runtime; request ids from `id` on.
-// `formats`: what the runtime's hello listed.
-void CheckGeneration(Peer& p, const std::string& handle, const std::vector<std::string>& formats,
-                     std::chrono::milliseconds timeout, uint64_t& id, const std::function<void(CheckResult)>& add);
+// `hello`: what the runtime said of itself (the formats it lists; whether
+// it counts tokens — if not, the counts are the usage it reports, and its
+// chunks may carry text alone).
+void CheckGeneration(Peer& p, const std::string& handle, const RuntimeHello& hello, std::chrono::milliseconds timeout,
+                     uint64_t& id, const std::function<void(CheckResult)>& add);
 
 }  // namespace shoal::runtime_process::conformance

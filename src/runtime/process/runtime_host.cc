@@ -117,9 +117,8 @@ bool RuntimeHost::ServeConnection(int fd) {
         if (t != Task::kGenerate || runtime_->streams_generation()) hello.tasks.push_back(t);
       }
       hello.lora = true;
-      // An in-process runtime's generators refuse what they cannot hold
-      // their output to (the runtime contract): every format may be asked.
-      if (runtime_->streams_generation()) hello.formats = {"json_object", "json_schema"};
+      for (OutputFormat::Kind f : runtime_->output_formats()) hello.formats.emplace_back(FormatName(f));
+      hello.counts_tokens = runtime_->counts_tokens();
       conn->Send(HelloReply(q->id, hello));
       continue;
     }

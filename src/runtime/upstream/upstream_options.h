@@ -1,5 +1,5 @@
 // The `upstream:` section of a model profile, parsed: which OpenAI-compatible
-// server serves the model and how to reach it (docs/runtimes.md "Upstream").
+// server serves the model and how to reach it (docs/architecture.md, "The upstream runtime").
 // Unknown options are refused (INVALID_INPUT naming them), as for every
 // runtime.
 //

@@ -1,7 +1,7 @@
 // The `upstream` runtime: a model served by an existing OpenAI-compatible
 // server (vLLM, SGLang, TEI, llama-server, Ollama), with Shoal's queue,
 // batching, admission, auth, limits, metrics and retries in front of it
-// (docs/runtimes.md "Upstream"). It runs in the worker: it holds no weights
+// (docs/architecture.md, "The upstream runtime"). It runs in the worker: it holds no weights
 // and computes nothing, so there is nothing a process of its own would
 // isolate.
 //
@@ -32,6 +32,9 @@ class UpstreamRuntime final : public Runtime {
   int api_version() const override { return kRuntimeApiVersion; }
   std::vector<Task> tasks() const override { return {Task::kEncode, Task::kGenerate}; }
   bool streams_generation() const override { return true; }
+  // No output_formats: response_format goes on to the server with messages
+  // only (OpenAI's completions have none), so not every job can be held.
+  bool counts_tokens() const override { return false; }  // the server says text
   Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
 };
 
