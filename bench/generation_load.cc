@@ -17,13 +17,19 @@ using nlohmann::json;
 // One streamed completion: appends its TTFT and gaps; returns tokens seen
 // (from the usage chunk), or -1 on an error.
 int StreamOne(int port, const std::string& model, const std::string& prompt, int new_tokens, Round* r,
-              std::mutex* mu) {
+              std::mutex* mu, const std::string& response_format) {
   testing::StreamConnection c(port, 600000);
-  const json body = {{"model", model}, {"prompt", prompt}, {"max_tokens", new_tokens},
-                     {"temperature", 0},      {"ignore_eos", true}, {"stream", true},
-                     {"stream_options", {{"include_usage", true}}}};
+  json body = {{"model", model},      {"max_tokens", new_tokens}, {"temperature", 0},
+               {"ignore_eos", true},  {"stream", true},           {"stream_options", {{"include_usage", true}}}};
+  const bool chat = !response_format.empty();
+  if (chat) {
+    body["messages"] = {{{"role", "user"}, {"content", prompt}}};
+    body["response_format"] = json::parse(response_format);
+  } else {
+    body["prompt"] = prompt;
+  }
   const auto sent = SteadyClock::now();
-  if (Status s = c.PostJson("/v1/completions", body.dump()); !s.ok()) {
+  if (Status s = c.PostJson(chat ? "/v1/chat/completions" : "/v1/completions", body.dump()); !s.ok()) {
     std::fprintf(stderr, "bench: send: %s\n", s.ToString().c_str());
     return -1;
   }
@@ -64,7 +70,7 @@ int StreamOne(int port, const std::string& model, const std::string& prompt, int
 }
 
 Round RunRound(int port, const std::string& model, const std::string& prompt, int concurrency, int requests,
-               int new_tokens) {
+               int new_tokens, const std::string& response_format) {
   Round r;
   r.concurrency = concurrency;
   std::mutex mu;
@@ -75,7 +81,7 @@ Round RunRound(int port, const std::string& model, const std::string& prompt, in
   for (int c = 0; c < concurrency; ++c) {
     clients.emplace_back([&] {
       for (int i = 0; i < requests; ++i) {
-        const int n = StreamOne(port, model, prompt, new_tokens, &r, &mu);
+        const int n = StreamOne(port, model, prompt, new_tokens, &r, &mu, response_format);
         if (n < 0) {
           errors.fetch_add(1);
         } else {

@@ -3,7 +3,10 @@
 // one after another (greedy, ignore_eos, `new_tokens` tokens). Aggregate
 // output tokens/s is every generated token over the round's wall time;
 // TTFT is measured at the client (sent → first token event), ITL between
-// token events. Shared by bench/generation.cc and bench/llamacpp.cc.
+// token events. With a `response_format` (its JSON), the clients send chat
+// completions instead (the prompt as one user message) holding the output
+// to it. Shared by bench/generation.cc, bench/llamacpp.cc and
+// bench/upstream.cc.
 #pragma once
 
 #include <mutex>
@@ -23,10 +26,10 @@ struct Round {
 // One streamed completion: appends its TTFT and gaps to `r` (under `mu`);
 // returns the tokens it generated (from the usage chunk), or -1 on an error.
 int StreamOne(int port, const std::string& model, const std::string& prompt, int new_tokens, Round* r,
-              std::mutex* mu);
+              std::mutex* mu, const std::string& response_format = "");
 
 Round RunRound(int port, const std::string& model, const std::string& prompt, int concurrency, int requests,
-               int new_tokens);
+               int new_tokens, const std::string& response_format = "");
 
 // The p-quantile (0..1) of `v`; NAN when empty.
 double Percentile(std::vector<double> v, double p);

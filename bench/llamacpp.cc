@@ -9,6 +9,11 @@
 // greedy, ignore_eos, --new-tokens tokens per sequence, at concurrency 1, 8
 // and 32. Each figure is the median of --repeats rounds.
 //
+// Then what holding the output to a JSON schema costs (response_format:
+// llama.cpp's grammar sampler behind Shoal's UTF-8 guard), Q8_0 through
+// Shoal, chat completions both: free text against a schema, at concurrency
+// 1 and 32 (keys json_schema_c1_over_free, json_schema_c32_over_free).
+//
 // In-process: nats-server is a child; gateway, worker and clients share this
 // process (and the machine's cores), the sidecar is the worker's child.
 #include <llama.h>
@@ -195,6 +200,30 @@ int Run(const Options& o) {
       figures[k + "_over_bare"] = s / b;
     }
   }
+  // JSON output: the same requests as chat, free or held to a schema.
+  const std::string free_text = R"({"type": "text"})";
+  const std::string schema = R"({"type": "json_schema", "json_schema": {"name": "note", "schema": {
+      "type": "object", "properties": {"title": {"type": "string"}, "tags": {"type": "array",
+      "items": {"type": "string"}}}, "required": ["title", "tags"]}}})";
+  std::printf("%-5s %-5s %14s %14s %7s\n", "json", "conc", "schema tok/s", "free tok/s", "ratio");
+  for (int c : {1, 32}) {
+    RunRound(port, "bench/qwen3-q8_0", kPrompt, c, 1, 8, free_text);  // warm both
+    RunRound(port, "bench/qwen3-q8_0", kPrompt, c, 1, 8, schema);
+    std::vector<double> free, held;
+    for (int i = 0; i < o.repeats; ++i) {
+      std::fprintf(stderr, "llamacpp: json schema, concurrency %d, round %d/%d\n", c, i + 1, o.repeats);
+      free.push_back(RunRound(port, "bench/qwen3-q8_0", kPrompt, c, 1, o.new_tokens, free_text).tokens_per_s);
+      held.push_back(RunRound(port, "bench/qwen3-q8_0", kPrompt, c, 1, o.new_tokens, schema).tokens_per_s);
+    }
+    const double f = Median(free), h = Median(held);
+    std::printf("%-5s %-5d %14.1f %14.1f %6.2fx\n", "q8_0", c, h, f, h / f);
+    std::fflush(stdout);
+    const std::string k = "json_schema_c" + std::to_string(c);
+    figures[k + "_tokens_per_s"] = h;
+    figures["json_free_c" + std::to_string(c) + "_tokens_per_s"] = f;
+    figures[k + "_over_free"] = h / f;
+  }
+
   // The headline keys: the lower of the two weight types at each level.
   figures["llamacpp_c1_over_bare"] = std::min(figures["f16_c1_over_bare"], figures["q8_0_c1_over_bare"]);
   figures["llamacpp_c32_over_bare"] = std::min(figures["f16_c32_over_bare"], figures["q8_0_c32_over_bare"]);
