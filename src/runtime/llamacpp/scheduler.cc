@@ -69,7 +69,7 @@ Scheduler::~Scheduler() {
   llama_batch_free(batch_);
 }
 
-Result<std::vector<int32_t>> Scheduler::Prepare(const GenerationJob& job, SamplerPtr* grammar) {
+Result<std::vector<int32_t>> Scheduler::Prepare(const GenerationJob& job, SamplerPtr* format) {
   if (!job.lora.empty()) return InvalidInput("llamacpp runtime has no LoRA adapters");
   const int32_t vocab = llama_vocab_n_tokens(vocab_);
   for (int32_t id : job.stop_token_ids) {
@@ -83,14 +83,14 @@ Result<std::vector<int32_t>> Scheduler::Prepare(const GenerationJob& job, Sample
     return InvalidInput("the prompt is " + std::to_string(prompt.size()) + " tokens; the model's context is " +
                         std::to_string(limits_.context) + ", which leaves no room to generate");
   }
-  SHOAL_ASSIGN_OR_RETURN(*grammar, grammars_.Get(job.format));
+  SHOAL_ASSIGN_OR_RETURN(*format, grammars_.Get(job.format));
   return prompt;
 }
 
 uint64_t Scheduler::Start(GenerationJob job, Sink sink) {
   if (!sink) sink = [](GenerationUpdate&&) {};
-  SamplerPtr grammar;
-  auto prompt = Prepare(job, &grammar);
+  SamplerPtr format;
+  auto prompt = Prepare(job, &format);
   uint64_t handle;
   bool queued = false;
   {
@@ -99,7 +99,7 @@ uint64_t Scheduler::Start(GenerationJob job, Sink sink) {
     if (prompt.ok() && !stopping_) {
       queued = true;
       live_.insert(handle);
-      waiting_.push_back({handle, std::move(job), std::move(prompt).value(), std::move(grammar), std::move(sink)});
+      waiting_.push_back({handle, std::move(job), std::move(prompt).value(), std::move(format), std::move(sink)});
     }
   }
   if (!queued) {
@@ -128,7 +128,7 @@ std::vector<Scheduler::Waiting> Scheduler::Admit(std::set<uint64_t>* cancels) {
     if (slots_[slot]) continue;
     Waiting w = std::move(waiting_.front());
     waiting_.pop_front();
-    slots_[slot] = std::make_unique<Sequence>(w.handle, std::move(w.job), std::move(w.prompt), std::move(w.grammar),
+    slots_[slot] = std::make_unique<Sequence>(w.handle, std::move(w.job), std::move(w.prompt), std::move(w.format),
                                               std::move(w.sink), vocab_, limits_.context);
     order_.push_back(slot);
   }

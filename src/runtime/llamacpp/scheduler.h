@@ -61,7 +61,7 @@ class Scheduler final : public StreamingGenerator {
     uint64_t handle;
     GenerationJob job;
     std::vector<int32_t> prompt;
-    SamplerPtr grammar;  // holds the output to the job's format; null for text
+    SamplerPtr format;  // holds the output to the job's format; null for text
     Sink sink;
   };
   // One sequence's part of a step.
@@ -72,9 +72,9 @@ class Scheduler final : public StreamingGenerator {
   };
 
   Scheduler(const llama_model* model, const PromptBuilder* prompts, Limits limits, ContextPtr ctx);
-  // The job's prompt and its format's grammar (null for text), or why it
+  // The job's prompt and its format's sampler (null for text), or why it
   // cannot run.
-  Result<std::vector<int32_t>> Prepare(const GenerationJob& job, SamplerPtr* grammar);
+  Result<std::vector<int32_t>> Prepare(const GenerationJob& job, SamplerPtr* format);
   void Loop();
   // Moves waiting jobs into free slots and takes the cancels; returns the
   // waiting jobs cancelled. Under mu_.

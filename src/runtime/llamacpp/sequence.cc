@@ -5,11 +5,10 @@
 
 namespace shoal::llamacpp {
 
-SamplerPtr MakeSampler(const SamplingConfig& config, uint64_t seed, SamplerPtr grammar) {
+SamplerPtr MakeSampler(const SamplingConfig& config, uint64_t seed) {
   llama_sampler_chain_params params = llama_sampler_chain_default_params();
   params.no_perf = true;
   SamplerPtr chain(llama_sampler_chain_init(params));
-  if (grammar) llama_sampler_chain_add(chain.get(), grammar.release());  // the chain owns it
   if (config.temperature <= 0 || config.top_k == 1) {
     llama_sampler_chain_add(chain.get(), llama_sampler_init_greedy());
     return chain;
@@ -27,7 +26,7 @@ SamplerPtr MakeSampler(const SamplingConfig& config, uint64_t seed, SamplerPtr g
   return chain;
 }
 
-Sequence::Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prompt, SamplerPtr grammar,
+Sequence::Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prompt, SamplerPtr format,
                    StreamingGenerator::Sink sink, const llama_vocab* vocab, uint32_t context)
     : handle_(handle),
       job_(std::move(job)),
@@ -37,18 +36,60 @@ Sequence::Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prom
       prompt_tokens_(static_cast<uint32_t>(prompt.size())),
       stop_ids_(job_.stop_token_ids.begin(), job_.stop_token_ids.end()),
       tokens_(std::move(prompt)),
-      sampler_(MakeSampler(job_.sampling, job_.seed, std::move(grammar))),
+      sampler_(MakeSampler(job_.sampling, job_.seed)),
+      format_(std::move(format)),
       text_(job_.stop) {}
+
+// llama.cpp's grammar is costly over a whole vocabulary, and most tokens a
+// model prefers fit the format: the token sampled freely is checked alone,
+// and the vocabulary is masked (and sampled again) only when it does not
+// fit. Greedy, that is the best token the format allows; sampled, a free
+// draw kept when it fits, else a draw among the tokens that fit, is a draw
+// from the distribution restricted to them (top-k and top-p aside, which
+// then cut the free distribution rather than the restricted one).
+Result<int32_t> Sequence::SampleHeld(const float* logits) {
+  const int32_t n = llama_vocab_n_tokens(vocab_);
+  auto all = [&] {
+    candidates_.resize(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) candidates_[static_cast<size_t>(i)] = {i, logits[i], 0.0f};
+    return llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
+  };
+  try {
+    llama_token_data_array free = all();
+    llama_sampler_apply(sampler_.get(), &free);
+    int32_t token = free.data[free.selected].id;
+    llama_token_data one{token, logits[token], 0.0f};
+    llama_token_data_array alone{&one, 1, -1, false};
+    llama_sampler_apply(format_.get(), &alone);
+    if (std::isinf(one.logit)) {
+      llama_token_data_array held = all();
+      llama_sampler_apply(format_.get(), &held);
+      llama_sampler_apply(sampler_.get(), &held);
+      const llama_token_data& chosen = held.data[held.selected];
+      // Accepting a token the grammar refused would abort the process.
+      if (std::isinf(chosen.logit)) return Status(Code::kInferenceError, "no token of the model continues the document");
+      token = chosen.id;
+    }
+    llama_sampler_accept(format_.get(), token);
+    llama_sampler_accept(sampler_.get(), token);
+    return token;
+  } catch (const std::exception& e) {  // llama.cpp's grammar throws on a token it cannot take
+    return Status(Code::kInferenceError, std::string("llama.cpp's grammar failed: ") + e.what());
+  }
+}
 
 bool Sequence::Sample(llama_context* ctx, int32_t row) {
   const float* logits = llama_get_logits_ith(ctx, row);
   int32_t token;
-  try {
+  if (format_) {
+    auto held = SampleHeld(logits);
+    if (!held.ok()) {
+      End(held.status(), "");
+      return true;
+    }
+    token = *held;
+  } else {
     token = llama_sampler_sample(sampler_.get(), ctx, row);
-  } catch (const std::exception& e) {
-    // llama.cpp's grammar throws when no token can continue the document.
-    End(Status(Code::kInferenceError, std::string("llama.cpp's sampler failed: ") + e.what()), "");
-    return true;
   }
   tokens_.push_back(token);
   pending_.token_ids.push_back(token);

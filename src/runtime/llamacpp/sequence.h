@@ -18,15 +18,15 @@
 
 namespace shoal::llamacpp {
 
-// A llama_sampler chain for `config`: `grammar` first when there is one
-// (only the tokens it allows remain), then greedy at temperature 0, else
-// top-k, temperature, top-p and a draw seeded by `seed`.
-SamplerPtr MakeSampler(const SamplingConfig& config, uint64_t seed, SamplerPtr grammar);
+// A llama_sampler chain for `config`: greedy at temperature 0, else top-k,
+// temperature, top-p and a draw seeded by `seed`.
+SamplerPtr MakeSampler(const SamplingConfig& config, uint64_t seed);
 
 class Sequence {
  public:
-  // `grammar`: what holds the output to the job's format (null: text).
-  Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prompt, SamplerPtr grammar,
+  // `format`: the sampler that holds the output to the job's format
+  // (output_grammars.h; null: text).
+  Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prompt, SamplerPtr format,
            StreamingGenerator::Sink sink, const llama_vocab* vocab, uint32_t context);
 
   uint64_t handle() const { return handle_; }
@@ -45,6 +45,8 @@ class Sequence {
   void End(Status status, std::string reason);
 
  private:
+  // The next token under the format (a Status when none can continue it).
+  Result<int32_t> SampleHeld(const float* logits);
   void Emit(bool final);
 
   const uint64_t handle_;
@@ -57,6 +59,8 @@ class Sequence {
   std::vector<int32_t> tokens_;
   uint32_t cached_ = 0;
   SamplerPtr sampler_;
+  SamplerPtr format_;                          // null: text
+  std::vector<llama_token_data> candidates_;  // SampleHeld's scratch
   TextStream text_;  // whole characters, stop strings held back (runtime/text_stream.h)
   GenerationUpdate pending_;
 };
