@@ -1,5 +1,6 @@
 #include "runtime/llamacpp/sequence.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -40,14 +41,18 @@ Sequence::Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prom
       format_(std::move(format)),
       text_(job_.stop) {}
 
-// llama.cpp's grammar is costly over a whole vocabulary, and most tokens a
-// model prefers fit the format: the token sampled freely is checked alone,
-// and the vocabulary is masked (and sampled again) only when it does not
-// fit. Greedy, that is the best token the format allows; sampled, a free
-// draw kept when it fits, else a draw among the tokens that fit, is a draw
-// from the distribution restricted to them (top-k and top-p aside, which
-// then cut the free distribution rather than the restricted one).
+// llama.cpp's grammar is costly over a whole vocabulary (it decodes every
+// candidate's text), and most tokens a model prefers fit the format: the
+// token sampled freely is checked alone; greedy, then the 64 most likely,
+// then the 4,096 most likely (in logit order, so the first that fits is the
+// best that fits); the vocabulary is masked (and sampled again) only when
+// none of them fits. Greedy, that is the best token the format allows;
+// sampled, a free draw kept when it fits, else a draw among the tokens that
+// fit, is a draw from the distribution restricted to them (top-k and top-p
+// aside, which then cut the free distribution rather than the restricted
+// one).
 Result<int32_t> Sequence::SampleHeld(const float* logits) {
+  constexpr size_t kLikely[] = {64, 4096};  // greedy: checked before the whole vocabulary
   const int32_t n = llama_vocab_n_tokens(vocab_);
   auto all = [&] {
     candidates_.resize(static_cast<size_t>(n));
@@ -61,6 +66,31 @@ Result<int32_t> Sequence::SampleHeld(const float* logits) {
     llama_token_data one{token, logits[token], 0.0f};
     llama_token_data_array alone{&one, 1, -1, false};
     llama_sampler_apply(format_.get(), &alone);
+    const bool greedy = job_.sampling.temperature <= 0 || job_.sampling.top_k == 1;  // as MakeSampler
+    if (std::isinf(one.logit) && greedy) {
+      llama_token_data_array sorted = all();
+      // Ties to the lower id, as llama.cpp's greedy sampler breaks them.
+      auto before = [](const llama_token_data& a, const llama_token_data& b) {
+        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+      };
+      llama_token_data* const first = sorted.data;
+      const size_t most = std::min(kLikely[1], sorted.size);
+      std::nth_element(first, first + most - 1, first + sorted.size, before);
+      std::sort(first, first + most, before);
+      size_t begin = 0;
+      for (size_t likely : kLikely) {
+        const size_t end = std::min(likely, most);
+        llama_token_data_array range{first + begin, end - begin, -1, true};
+        llama_sampler_apply(format_.get(), &range);
+        for (size_t i = 0; i < range.size && std::isinf(one.logit); ++i) {
+          if (std::isinf(range.data[i].logit)) continue;
+          one.logit = range.data[i].logit;  // found: the best that fits
+          token = range.data[i].id;
+        }
+        if (!std::isinf(one.logit) || end == most) break;
+        begin = end;
+      }
+    }
     if (std::isinf(one.logit)) {
       llama_token_data_array held = all();
       llama_sampler_apply(format_.get(), &held);

@@ -332,38 +332,41 @@ std::vector<CheckResult> RunConformance(const ConformanceTarget& target, const C
         }
         add(c.ok() ? Pass("per-item status", "the item with no ids: " + second.ToString())
                    : Fail("per-item status", c.ToString()));
-      } else if (!hello.counts_tokens) {
-        // Limits are the server's; an item asking to be truncated fails alone.
-        const uint64_t b = ++id;
-        auto r = call(batches.Request(b, handle, {texts[0], texts[1]}, std::vector<bool>{false, true}), b);
-        Status c = r.ok() ? ExpectOk(**r) : r.status();
-        auto got = c.ok() ? batches.Read((*r)->reply.ok) : Result<std::vector<ItemResult>>(c);
-        if (c.ok()) c = got.status();
-        if (c.ok() && !(*got)[0].status.ok()) c = Internal("the good item failed: " + (*got)[0].status.ToString());
-        const Status second = c.ok() ? (*got)[1].status : Status::Ok();
-        if (c.ok() && second.code() != Code::kInvalidInput) c = Internal("the item asking truncate got " + second.ToString());
-        add(c.ok() ? Pass("per-item status", "counts no tokens; the item asking truncate: " + second.ToString())
-                   : Fail("per-item status", c.ToString()));
       } else {
-        // An input over the model's limit fails alone, or is cut when asked.
-        std::string longest;
-        for (uint32_t i = 0; i < config.max_input_tokens + 8; ++i) longest += "word ";
-        const uint64_t b = ++id;
-        auto r = call(batches.Request(b, handle, {texts[0], longest}, false), b);
-        Status c = r.ok() ? ExpectOk(**r) : r.status();
-        auto got = c.ok() ? batches.Read((*r)->reply.ok) : Result<std::vector<ItemResult>>(c);
-        if (c.ok()) c = got.status();
-        if (c.ok() && !(*got)[0].status.ok()) c = Internal("the good item failed: " + (*got)[0].status.ToString());
-        const Status second = c.ok() ? (*got)[1].status : Status::Ok();
-        if (c.ok() && second.code() != Code::kInvalidInput) c = Internal("the long item got " + second.ToString());
-        const uint64_t t = ++id;
-        auto cut = c.ok() ? call(batches.Request(t, handle, {longest}, true), t) : Result<std::unique_ptr<Answer>>(c);
-        if (c.ok()) c = cut.ok() ? ExpectOk(**cut) : cut.status();
-        auto cut_got = c.ok() ? batches.Read((*cut)->reply.ok) : Result<std::vector<ItemResult>>(c);
-        if (c.ok()) c = cut_got.status();
-        if (c.ok() && !(*cut_got)[0].truncated) c = Internal("truncate: true did not report the input as truncated");
-        add(c.ok() ? Pass("per-item status and truncation", "the long item: " + second.ToString())
-                   : Fail("per-item status and truncation", c.ToString()));
+        // A batch of two: the first item succeeds, the second (`what`)
+        // fails alone with INVALID_INPUT, its status in `second`.
+        auto second_fails_alone = [&](const std::vector<std::string>& two, const std::vector<bool>& truncate,
+                                      const std::string& what, Status* second) -> Status {
+          const uint64_t b = ++id;
+          auto r = call(batches.Request(b, handle, two, truncate), b);
+          if (!r.ok()) return r.status();
+          SHOAL_RETURN_IF_ERROR(ExpectOk(**r));
+          SHOAL_ASSIGN_OR_RETURN(std::vector<ItemResult> got, batches.Read((*r)->reply.ok));
+          if (!got[0].status.ok()) return Internal("the good item failed: " + got[0].status.ToString());
+          *second = got[1].status;
+          if (second->code() != Code::kInvalidInput) return Internal(what + " got " + second->ToString());
+          return Status::Ok();
+        };
+        Status second;
+        if (!hello.counts_tokens) {
+          // Limits are the server's; an item asking to be truncated fails alone.
+          Status c = second_fails_alone({texts[0], texts[1]}, {false, true}, "the item asking truncate", &second);
+          add(c.ok() ? Pass("per-item status", "counts no tokens; the item asking truncate: " + second.ToString())
+                     : Fail("per-item status", c.ToString()));
+        } else {
+          // An input over the model's limit fails alone, or is cut when asked.
+          std::string longest;
+          for (uint32_t i = 0; i < config.max_input_tokens + 8; ++i) longest += "word ";
+          Status c = second_fails_alone({texts[0], longest}, {false, false}, "the long item", &second);
+          const uint64_t t = ++id;
+          auto cut = c.ok() ? call(batches.Request(t, handle, {longest}, true), t) : Result<std::unique_ptr<Answer>>(c);
+          if (c.ok()) c = cut.ok() ? ExpectOk(**cut) : cut.status();
+          auto cut_got = c.ok() ? batches.Read((*cut)->reply.ok) : Result<std::vector<ItemResult>>(c);
+          if (c.ok()) c = cut_got.status();
+          if (c.ok() && !(*cut_got)[0].truncated) c = Internal("truncate: true did not report the input as truncated");
+          add(c.ok() ? Pass("per-item status and truncation", "the long item: " + second.ToString())
+                     : Fail("per-item status and truncation", c.ToString()));
+        }
       }
       {
         // Two batches in flight on one connection; replies may come in any order.
