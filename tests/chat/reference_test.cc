@@ -18,7 +18,7 @@
 namespace shoal::native {
 namespace {
 
-const std::string kRoot = SHOAL_SOURCE_DIR;
+const std::string kSourceDir = SHOAL_SOURCE_DIR;
 
 nlohmann::json ReadJson(const std::string& path) {
   std::ifstream in(path);
@@ -46,14 +46,14 @@ LoadedTemplate Load(const nlohmann::json& entry) {
   LoadedTemplate out;
   out.variables = entry.value("variables", nlohmann::json::object());
   if (entry.contains("tokenizer_config")) {
-    auto config = LoadChatConfig(kRoot + "/" + entry["tokenizer_config"].get<std::string>());
+    auto config = LoadChatConfig(kSourceDir + "/" + entry["tokenizer_config"].get<std::string>());
     EXPECT_TRUE(config.ok()) << config.status().ToString();
     if (!config.ok()) return out;
     out.chat_template = std::move(config->chat_template);
     out.variables["bos_token"] = config->bos_token;
     out.variables["eos_token"] = config->eos_token;
   } else {
-    std::ifstream in(kRoot + "/" + entry["template"].get<std::string>());
+    std::ifstream in(kSourceDir + "/" + entry["template"].get<std::string>());
     std::stringstream source;
     source << in.rdbuf();
     auto parsed = ChatTemplate::Parse(source.str());
@@ -77,9 +77,9 @@ TEST(ChatTemplateReference, MatchesHuggingFaceJinja) {
     auto e = nlohmann::json::parse(line);
     expected[{e["template"], e["case"]}] = e;
   }
-  const auto entries = ReadJson(kRoot + "/tests/chat/reference_templates.json");
+  const auto entries = ReadJson(kSourceDir + "/tests/chat/reference_templates.json");
   const char* cases_path = std::getenv("SHOAL_CHAT_CASES");
-  const auto cases = ReadJson(cases_path ? cases_path : kRoot + "/tests/chat/reference_cases.json");
+  const auto cases = ReadJson(cases_path ? cases_path : kSourceDir + "/tests/chat/reference_cases.json");
   ASSERT_EQ(expected.size(), entries.size() * cases.size());
 
   int identical = 0, raised = 0;

@@ -11,14 +11,14 @@
 namespace shoal::native {
 namespace {
 
-struct Case {
+struct StatementCase {
   const char* what;
   const char* source;
   const char* variables;  // JSON
   const char* expected;
 };
 
-const Case kCases[] = {
+const StatementCase kStatements[] = {
     {"if/elif/else",
      R"j({% if x == 1 %}one{% elif x == 2 %}two{% elif x == 3 %}three{% else %}many{% endif %})j",
      R"j({"x": 2})j", R"j(two)j"},
@@ -122,7 +122,7 @@ line2)j"},
 class Statements : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(Statements, RenderLikeHuggingFaceJinja) {
-  const Case& c = kCases[GetParam()];
+  const StatementCase& c = kStatements[GetParam()];
   SCOPED_TRACE(c.what);
   auto t = ChatTemplate::Parse(c.source);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
@@ -131,7 +131,7 @@ TEST_P(Statements, RenderLikeHuggingFaceJinja) {
   EXPECT_EQ(out.value(), c.expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, Statements, ::testing::Range<size_t>(0, std::size(kCases)));
+INSTANTIATE_TEST_SUITE_P(Table, Statements, ::testing::Range<size_t>(0, std::size(kStatements)));
 
 }  // namespace
 }  // namespace shoal::native

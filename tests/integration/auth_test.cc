@@ -14,39 +14,24 @@
 #include <thread>
 
 #include "queue/keys.h"
+#include "queue/subjects.h"
 #include "queue/topology.h"
+#include "support/gateway_calls.h"
 #include "support/http_client.h"
 #include "support/metrics_text.h"
 #include "support/test_cluster.h"
-#include "queue/subjects.h"
 
 namespace shoal::testing {
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-using Headers = std::map<std::string, std::string>;
 
 constexpr char kAdminToken[] = "the-admin-token";
-
-Headers Bearer(const std::string& secret) { return {{"Authorization", "Bearer " + secret}}; }
-
-HttpResult Call(int port, const std::string& method, const std::string& path, const std::string& body = "",
-                Headers headers = {}) {
-  HttpClient http(port);
-  if (!body.empty()) headers.emplace("Content-Type", "application/json");
-  auto res = http.Request(method, path, body, headers);
-  EXPECT_TRUE(res.ok()) << res.status().ToString();
-  return res.ok() ? *res : HttpResult{};
-}
 
 std::string ErrorCode(const HttpResult& r) {
   json j = json::parse(r.body, nullptr, false);
   return j.is_object() && j.contains("error") ? j["error"]["code"].get<std::string>() : "";
-}
-
-std::string Embed(const std::string& model, const std::string& text = "hello") {
-  return json{{"model", model}, {"input", text}}.dump();
 }
 
 std::set<std::string> ListedModels(const HttpResult& r) {
@@ -54,16 +39,6 @@ std::set<std::string> ListedModels(const HttpResult& r) {
   const json list = json::parse(r.body);
   for (const auto& m : list["data"]) ids.insert(m["id"].get<std::string>());
   return ids;
-}
-
-// Polls `probe` until it answers `status`, for up to `within`.
-bool Eventually(const std::function<int()>& probe, int status, std::chrono::milliseconds within) {
-  const auto until = Clock::now() + within;
-  for (;;) {
-    if (probe() == status) return true;
-    if (Clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
 }
 
 // `shoal <args>` as an operator types it: exit status, stdout, and (2>&1

@@ -10,6 +10,7 @@
 
 #include "loadtest/mix.h"
 #include "loadtest/sweep.h"
+#include "support/files.h"
 #include "support/test_cluster.h"
 
 namespace shoal::testing {
@@ -29,13 +30,6 @@ std::pair<int, std::string> Shoal(const std::string& args, const std::string& st
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   const int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 class Bench : public ::testing::Test {
@@ -104,17 +98,17 @@ TEST_F(Bench, ClosedLoopOnANativeRoute) {
                              " --levels 1,2,4 --duration 0.3 --warmup 0.1 --out " + dir +
                              "/encode.json --svg " + dir + "/encode.svg",
                          dir + "/encode.err");
-  ASSERT_EQ(rc, 0) << out << Slurp(dir + "/encode.err");
+  ASSERT_EQ(rc, 0) << out << FileText(dir + "/encode.err");
   EXPECT_NE(out.find("THROUGHPUT/S"), std::string::npos) << out;
   EXPECT_NE(out.find("knee:"), std::string::npos) << out;
   EXPECT_EQ(out.find("level 1/3"), std::string::npos) << "progress goes to stderr, never stdout";
-  EXPECT_NE(Slurp(dir + "/encode.err").find("level 1/3"), std::string::npos);
+  EXPECT_NE(FileText(dir + "/encode.err").find("level 1/3"), std::string::npos);
 
-  const json report = json::parse(Slurp(dir + "/encode.json"));
+  const json report = json::parse(FileText(dir + "/encode.json"));
   CheckReport(report, 3, "closed");
   EXPECT_EQ(report["options"]["routes"], json::array({"/v1/encode/test/embed"}));
   EXPECT_EQ(report["levels"][2]["offered"], 4);
-  CheckSvg(Slurp(dir + "/encode.svg"));
+  CheckSvg(FileText(dir + "/encode.svg"));
 }
 
 TEST_F(Bench, OpenLoopOnEmbeddingsFromARecordedMix) {
@@ -130,12 +124,12 @@ TEST_F(Bench, OpenLoopOnEmbeddingsFromARecordedMix) {
       "bench --url " + Url() + " --mix " + dir + "/mix.jsonl --loop open --levels 20,40" +
           " --duration 0.3 --warmup 0.1 --out " + dir + "/open.json --svg " + dir + "/open.svg",
       dir + "/open.err");
-  ASSERT_EQ(rc, 0) << out << Slurp(dir + "/open.err");
-  const json report = json::parse(Slurp(dir + "/open.json"));
+  ASSERT_EQ(rc, 0) << out << FileText(dir + "/open.err");
+  const json report = json::parse(FileText(dir + "/open.json"));
   CheckReport(report, 2, "open");
   EXPECT_EQ(report["options"]["routes"], json::array({"/v1/embeddings"}));
   EXPECT_EQ(report["options"]["mix"]["entries"], 2);
-  CheckSvg(Slurp(dir + "/open.svg"));
+  CheckSvg(FileText(dir + "/open.svg"));
 }
 
 TEST_F(Bench, RunSweepOnEmbeddings) {
@@ -195,7 +189,7 @@ TEST_F(Bench, AWrongModelOrAnUnreachableServerFailsBeforeAnyLevel) {
   auto [rc, out] =
       Shoal("bench --url https://127.0.0.1:1 --model m", cluster_->dir() + "/https.err");
   EXPECT_NE(rc, 0);
-  EXPECT_NE(Slurp(cluster_->dir() + "/https.err").find("HTTP"), std::string::npos);
+  EXPECT_NE(FileText(cluster_->dir() + "/https.err").find("HTTP"), std::string::npos);
 }
 
 }  // namespace

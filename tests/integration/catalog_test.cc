@@ -16,14 +16,13 @@
 
 #include "support/http_client.h"
 #include "support/test_cluster.h"
+#include "support/test_models.h"
 
 namespace shoal::testing {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-const std::string kModels = SHOAL_TEST_MODELS;
 
 class Catalog : public ::testing::Test {
  protected:

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "common/subprocess.h"
+#include "support/files.h"
 #include "support/http_client.h"
 #include "support/test_cluster.h"
 
@@ -48,11 +49,6 @@ std::optional<std::string> FindChromium() {
   return std::nullopt;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Headless Chromium, one run per call, with a profile of its own.
 class Browser {
  public:
@@ -62,7 +58,7 @@ class Browser {
   Result<std::string> DumpDom(const std::string& url) {
     const std::string out = dir_ + "/dom-" + std::to_string(runs_) + ".html";
     SHOAL_RETURN_IF_ERROR(Run({"--dump-dom", url}, out));
-    return ReadFile(out);
+    return FileText(out);
   }
 
   Status Screenshot(const std::string& url, const std::string& png) {
@@ -89,7 +85,7 @@ class Browser {
       if (SteadyClock::now() > deadline) {
         p->Stop(SIGKILL, std::chrono::seconds(1));
         return Status(Code::kDeadlineExceeded,
-                      "chromium ran over 120 s; its log: " + ReadFile(log));
+                      "chromium ran over 120 s; its log: " + FileText(log));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -250,7 +246,7 @@ TEST(Dashboard, ShowsTheClusterAndItsTrafficInABrowser) {
   Status shot = browser.Screenshot(url, png);
   load.Stop();
   ASSERT_TRUE(shot.ok()) << shot.ToString();
-  const std::string image = ReadFile(png);
+  const std::string image = FileText(png);
   ASSERT_GT(image.size(), 1000u) << png;
   EXPECT_EQ(image.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << png << " is not a PNG";
   // IHDR: width and height, big-endian, at bytes 16 and 20.

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "queue/keys.h"
+#include "support/gateway_calls.h"
 #include "support/http_client.h"
 #include "support/test_cluster.h"
 
@@ -24,23 +25,6 @@ namespace shoal::testing {
 namespace {
 
 using nlohmann::json;
-using Headers = std::map<std::string, std::string>;
-
-HttpResult Call(int port, const std::string& method, const std::string& path, const std::string& body = "",
-                Headers headers = {}) {
-  HttpClient http(port);
-  if (!body.empty()) headers.emplace("Content-Type", "application/json");
-  auto res = http.Request(method, path, body, headers);
-  EXPECT_TRUE(res.ok()) << method << " " << path << ": " << res.status().ToString();
-  return res.ok() ? *res : HttpResult{};
-}
-
-Headers Bearer(const std::string& secret) { return {{"Authorization", "Bearer " + secret}}; }
-
-std::string Embed(const std::string& model, const std::string& text = "hello") {
-  return json{{"model", model}, {"input", text}}.dump();
-}
-
 // The error contract, for one answer; returns the code it carried.
 std::string ExpectError(const HttpResult& r, int status, const std::string& code) {
   SCOPED_TRACE(code);
@@ -70,16 +54,6 @@ std::string ExpectError(const HttpResult& r, int status, const std::string& code
     EXPECT_TRUE(r.Header("retry-after").empty()) << "no Retry-After on " << status;
   }
   return got;
-}
-
-// Polls `probe` until it answers `status`, for up to `within`.
-bool Eventually(const std::function<int()>& probe, int status, std::chrono::milliseconds within) {
-  const auto until = std::chrono::steady_clock::now() + within;
-  for (;;) {
-    if (probe() == status) return true;
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
 }
 
 TEST(ErrorCodes, EveryDocumentedCodeFromARealRequest) {

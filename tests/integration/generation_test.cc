@@ -13,15 +13,14 @@
 
 #include "support/http_client.h"
 #include "support/test_cluster.h"
+#include "support/test_models.h"
 
 namespace shoal::testing {
 namespace {
 
 using nlohmann::json;
 
-const std::string kModels = SHOAL_TEST_MODELS;
-
-std::string Profile(const std::string& id, const std::string& dir, const std::string& native) {
+std::string GenerateProfile(const std::string& id, const std::string& dir, const std::string& native) {
   return "id: " + id + "\nruntime: native\ntask: generate\npath: " + kModels + "/" + dir +
          "\nqueue: {ack_wait_ms: 5000, max_deliver: 3}\npinned: true\n"
          "batching: {max_batch_requests: 16, max_batch_tokens: 64}\nnative: " + native + "\n";
@@ -31,10 +30,10 @@ class Generation : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     cluster_ = new TestCluster();
-    cluster_->Register(Profile("qwen3", "qwen3-tiny", "{max_context: 512, kv_cache_tokens: 4096, kv_block_tokens: 8}"));
-    cluster_->Register(Profile("llama", "llama-tiny", "{max_context: 64}"));
+    cluster_->Register(GenerateProfile("qwen3", "qwen3-tiny", "{max_context: 512, kv_cache_tokens: 4096, kv_block_tokens: 8}"));
+    cluster_->Register(GenerateProfile("llama", "llama-tiny", "{max_context: 64}"));
     // Room for 24 blocks of 8 positions: a few sequences fill it.
-    cluster_->Register(Profile("qwen3-small-kv", "qwen3-tiny",
+    cluster_->Register(GenerateProfile("qwen3-small-kv", "qwen3-tiny",
                                "{max_context: 128, kv_cache_tokens: 192, kv_block_tokens: 8}"));
     worker_ = cluster_->StartWorker().release();
     for (const char* m : {"qwen3", "llama", "qwen3-small-kv"}) cluster_->WaitForWorkers(m, 1);

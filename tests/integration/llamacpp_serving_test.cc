@@ -19,8 +19,11 @@
 #include "runtime/process/conformance.h"
 #include "support/child_processes.h"
 #include "support/http_client.h"
+#include "support/json_items.h"
 #include "support/metrics_text.h"
+#include "support/model_configs.h"
 #include "support/test_cluster.h"
+#include "support/test_models.h"
 #include "support/wait.h"
 
 namespace shoal::testing {
@@ -29,7 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kModels = SHOAL_TEST_MODELS;
 const std::string kSidecar = (fs::path(SHOAL_BINARY).parent_path() / "shoal-llamacpp").string();
 
 bool HaveFixtures() {
@@ -39,14 +41,6 @@ bool HaveFixtures() {
 
 #define SKIP_WITHOUT_LLAMACPP()                                                                      \
   if (!HaveFixtures()) GTEST_SKIP() << "no shoal-llamacpp or GGUF fixtures (scripts/make-test-gguf)"
-
-std::vector<float> Dense(const json& item) { return item["dense"].get<std::vector<float>>(); }
-
-ModelConfig Config(const std::string& yaml) {
-  auto spec = ModelSpec::Parse(yaml);
-  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-  return *ModelConfig::FromSpec(*spec);
-}
 
 TEST(LlamaCppSidecar, PassesTheConformanceSuiteWithGeneration) {
   SKIP_WITHOUT_LLAMACPP();

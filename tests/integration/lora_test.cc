@@ -18,13 +18,14 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "runtime/identity/identity_runtime.h"
-#include "support/fake_generator.h"
-#include "support/http_client.h"
-#include "support/test_cluster.h"
 #include "queue/keys.h"
 #include "queue/message.h"
 #include "queue/subjects.h"
+#include "runtime/identity/identity_runtime.h"
+#include "support/fake_generator.h"
+#include "support/http_client.h"
+#include "support/json_items.h"
+#include "support/test_cluster.h"
 #include "wire/work_message.h"
 
 namespace shoal::testing {
@@ -39,8 +40,6 @@ constexpr char kBase[] = "team/embed";
 std::vector<float> Expected(const std::string& text, const std::string& lora = "") {
   return IdentityVector(IdentityTokens(text), kDim, true, lora);
 }
-
-std::vector<float> Dense(const json& item) { return item["dense"].get<std::vector<float>>(); }
 
 void ExpectVector(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;

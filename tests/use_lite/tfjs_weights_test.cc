@@ -2,6 +2,7 @@
 // /work/shared/notes/use-lite-forward.md §4) and synthetic manifests for the
 // error paths and a tensor straddling a shard border.
 #include "runtime/native/use_lite/tfjs_weights.h"
+#include "use_lite_dist.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -16,8 +17,6 @@ namespace shoal::native {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::string kDist = SHOAL_USE_LITE_DIST;
 
 // A fresh directory per test, removed afterwards.
 class TempDir {

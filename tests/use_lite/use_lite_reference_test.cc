@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "runtime/native/use_lite/use_lite.h"
+#include "use_lite_dist.h"
 
 namespace shoal::native {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kDist = SHOAL_USE_LITE_DIST;
 const std::string kScript = SHOAL_USE_LITE_REFERENCE_SCRIPT;
 const std::string kCorpus = SHOAL_USE_LITE_CORPUS;
 

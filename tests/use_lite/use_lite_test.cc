@@ -2,6 +2,7 @@
 // §5 (JS output), empty sentences, the 128-token clip, batching (a packed
 // batch of mixed lengths equals each sentence alone), threads, bad input.
 #include "runtime/native/use_lite/use_lite.h"
+#include "use_lite_dist.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +18,6 @@ namespace {
 using Ids = std::vector<int32_t>;
 using Vec = std::vector<float>;
 
-const std::string kDist = SHOAL_USE_LITE_DIST;
 constexpr size_t kDim = UseLite::kDim;
 
 class UseLiteTest : public ::testing::Test {
