@@ -125,7 +125,9 @@ def model_seeds():
     seen = set()
     for path in sorted(glob.glob(os.path.join(ROOT, "build", "test-models", "*", "tokenizer.json"))):
         data = open(path, "rb").read()
-        if data not in seen:
+        # xlmr-tiny's (a real nmt_nfkc charsmap, 380 KB) is over the target's
+        # -max_len; seed-precompiled-unigram, made by hand, stands in for it.
+        if data not in seen and len(data) <= 32768:
             seen.add(data)
             put("tokenizer", data, "seed-" + os.path.basename(os.path.dirname(path)))
     for path in sorted(glob.glob(os.path.join(ROOT, "build", "test-models", "*", "model.safetensors"))):

@@ -1,9 +1,13 @@
 // The native runtime through the whole serving path: the bundled USE-Lite
-// on /v1/embeddings, generated BERT models on /v1/encode, a cross-encoder on
-// /v1/score and /v1/rerank, and /v1/tokenize — gateway, JetStream, worker.
+// on /v1/embeddings, generated BERT models on /v1/encode, an XLM-R embedder
+// on multilingual text, a cross-encoder on /v1/score and /v1/rerank, and
+// /v1/tokenize — gateway, JetStream, worker.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "runtime/registry/registry.h"
@@ -47,8 +51,9 @@ class NativeServing : public ::testing::Test {
     cluster_->Register(Profile("use-lite", kUseLite, "encode", "max_input_tokens: 128\n"));
     cluster_->Register(Profile("t/bert", kModels + "/bert-tiny-mean", "encode", "max_input_tokens: 16\n"));
     cluster_->Register(Profile("t/rerank", kModels + "/cross-encoder-tiny", "score"));
+    cluster_->Register(Profile("t/xlmr", kModels + "/xlmr-tiny"));
     worker_ = cluster_->StartWorker().release();
-    for (const char* m : {"use-lite", "t/bert", "t/rerank"}) cluster_->WaitForWorkers(m, 1);
+    for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr"}) cluster_->WaitForWorkers(m, 1);
     gateway_ = cluster_->StartGateway().release();
   }
   static void TearDownTestSuite() {
@@ -100,6 +105,58 @@ TEST_F(NativeServing, BertEncodeEqualsTheRuntimeCalledDirectly) {
     for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], out[i].dense[k], 1e-5);
   }
   EXPECT_EQ(j["usage"]["tokens"], out[0].tokens + out[1].tokens);
+}
+
+// Independent of Shoal end to end: the sentencepiece library tokenizes, the
+// float64 reference (tests/reference/bert_reference.py) runs the model.
+std::vector<std::vector<double>> XlmrReference(const std::string& model, const std::vector<std::string>& texts) {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("shoal-xlmr-" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  {
+    std::ofstream corpus(tmp / "corpus.jsonl");
+    for (const auto& t : texts) corpus << json(t).dump() << "\n";
+  }
+  const std::string ref = std::string(SHOAL_SOURCE_DIR) + "/tests/reference/";
+  std::string cmd = ref + "sentencepiece_reference.py " + model + "/sentencepiece.bpe.model " +
+                    (tmp / "corpus.jsonl").string() + " > " + (tmp / "ids.txt").string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  json in;
+  std::ifstream ids(tmp / "ids.txt");
+  for (std::string line; std::getline(ids, line);) {
+    const auto seq = json::parse(line).get<std::vector<int>>();
+    in["inputs"].push_back({{"ids", seq}, {"type_ids", std::vector<int>(seq.size(), 0)}});
+  }
+  std::ofstream(tmp / "in.json") << in.dump();
+  cmd = "/usr/bin/python3 " + ref + "bert_reference.py " + model + " " + (tmp / "in.json").string() + " " +
+        (tmp / "out.json").string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<std::vector<double>> out;
+  std::ifstream f(tmp / "out.json");
+  if (f) out = json::parse(f).at("outputs").get<std::vector<std::vector<double>>>();
+  fs::remove_all(tmp);
+  return out;
+}
+
+TEST_F(NativeServing, XlmrEmbedsMultilingualTextAsSentencePieceAndTheFloat64ReferenceDo) {
+  // Full-width letters, a ligature, accents, Cyrillic, CJK, Arabic: nmt_nfkc
+  // rewrites some, the Unigram model splits all.
+  const std::vector<std::string> texts = {"\xEF\xBC\xA8\xEF\xBD\x85\xEF\xBD\x8C\xEF\xBD\x8C\xEF\xBD\x8F, w\xC3\xB6rld",
+                                          "\xEF\xAC\x81ne caf\xC3\xA9, na\xC3\xAFve r\xC3\xA9sum\xC3\xA9",
+                                          "\xD0\x9F\xD1\x80\xD0\xB8\xD0\xB2\xD0\xB5\xD1\x82 \xD0\xBC\xD0\xB8\xD1\x80",
+                                          "\xE6\x9D\xB1\xE4\xBA\xAC\xE3\x81\xAF\xE6\x99\xB4\xE3\x82\x8C",
+                                          "\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 the river runs"};
+  const json j = Post("/v1/embeddings", json{{"model", "t/xlmr"}, {"input", texts}}.dump());
+  ASSERT_EQ(j["data"].size(), texts.size()) << j.dump();
+  const auto want = XlmrReference(kModels + "/xlmr-tiny", texts);
+  ASSERT_EQ(want.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto got = j["data"][i]["embedding"].get<std::vector<float>>();
+    ASSERT_EQ(got.size(), want[i].size()) << i;
+    double max_abs = 0;
+    for (size_t k = 0; k < got.size(); ++k) max_abs = std::max(max_abs, std::abs(got[k] - want[i][k]));
+    EXPECT_LE(max_abs, 1e-4) << "text " << i;
+  }
 }
 
 TEST_F(NativeServing, OverTheLimitIs400UnlessTruncatedAndTheResponseSaysSo) {

@@ -121,7 +121,7 @@ TEST_P(BertReference, Fp32MatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BertReference,
-                         ::testing::Values("bert-tiny-mean", "bert-tiny-cls-bf16", "bert-tiny-f16", "roberta-tiny",
+                         ::testing::Values("bert-tiny-mean", "bert-tiny-cls-bf16", "bert-tiny-f16", "roberta-tiny", "xlmr-tiny",
                                            "cross-encoder-tiny", "roberta-cross-encoder-tiny"),
                          [](const auto& info) {
                            std::string n = info.param;

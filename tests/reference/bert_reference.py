@@ -21,9 +21,9 @@ attention) from the architecture's definition, on weights read by our own
 safetensors reader: an independent check of the native engine, not a copy of
 its structure. Each input runs alone, so there is no padding and no mask.
 
-Handles BertModel / RobertaModel (sentence-transformers layout: no prefix),
+Handles BertModel / RobertaModel / XLMRobertaModel (sentence-transformers layout: no prefix),
 BertForSequenceClassification (bert. prefix, pooler dense+tanh on [CLS], then
-classifier) and RobertaForSequenceClassification (roberta. prefix, classifier
+classifier) and (XLM)RobertaForSequenceClassification (roberta. prefix, classifier
 .dense+tanh on <s>, then classifier.out_proj); absolute position embeddings,
 RoBERTa's position ids starting at pad_token_id + 1, token type embeddings,
 hidden_act gelu (erf), gelu_new / gelu_pytorch_tanh (tanh), relu.
@@ -74,7 +74,8 @@ class Encoder:
         if cfg.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError("only absolute position embeddings are supported")
         self.model_type = cfg["model_type"]
-        if self.model_type not in ("bert", "roberta"):
+        # XLM-RoBERTa is RoBERTa's architecture (transformers' modeling file is a copy).
+        if self.model_type not in ("bert", "roberta", "xlm-roberta"):
             raise ValueError(f"model_type {self.model_type!r} not handled")
         self.act = ACTIVATIONS[cfg["hidden_act"]]
         self.eps = cfg["layer_norm_eps"]
@@ -87,7 +88,7 @@ class Encoder:
         # Classifier checkpoints put the body under "bert." / "roberta.".
         self.prefix = ""
         if "embeddings.word_embeddings.weight" not in self.w:
-            self.prefix = self.model_type + "."
+            self.prefix = "bert." if self.model_type == "bert" else "roberta."
             if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
                 raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
 

@@ -150,5 +150,78 @@ TEST(Normalizers, BadRegexIsAClearError) {
   EXPECT_NE(n.status().message().find("(unclosed"), std::string::npos);
 }
 
+// A precompiled_charsmap made by hand in darts-clone's layout, with three
+// rules: "A" -> "a", "AB" -> "x", "C" -> "" (a deletion). A unit holds its
+// label in bits 0-7, a leaf flag in bit 8 and the offset to its children
+// above bit 10; a child sits at parent ^ offset ^ label, a leaf (label 0) at
+// parent ^ offset, its value (bit 31 set) the replacement's index.
+std::string HandMadeCharsmap(uint32_t bad_value = 0) {
+  std::vector<uint32_t> units(1924, 0);
+  units[0] = 256u << 10;                                // root: children at 256 ^ byte
+  units[256 ^ 'A'] = (512u << 10) | (1u << 8) | 'A';    // "A", a leaf below
+  units[(256 ^ 'A') ^ 512] = 0x80000000u | 0;           // "A" -> "a"
+  units[(256 ^ 'A') ^ 512 ^ 'B'] = (1024u << 10) | (1u << 8) | 'B';
+  units[(256 ^ 'A') ^ 512 ^ 'B' ^ 1024] = 0x80000000u | (bad_value ? bad_value : 2);  // "AB" -> "x"
+  units[256 ^ 'C'] = (512u << 10) | (1u << 8) | 'C';
+  units[(256 ^ 'C') ^ 512] = 0x80000000u | 4;           // "C" -> ""
+  std::string blob;
+  auto put = [&](uint32_t v) {
+    for (int i = 0; i < 4; ++i) blob.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  };
+  put(static_cast<uint32_t>(units.size() * 4));
+  for (uint32_t u : units) put(u);
+  blob.append("a\0x\0\0", 5);
+  return blob;
+}
+
+std::string Base64(std::string_view bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t v = static_cast<unsigned char>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+    if (i + 2 < bytes.size()) v |= static_cast<unsigned char>(bytes[i + 2]);
+    for (size_t k = 0; k < 4; ++k) out.push_back(i + k <= bytes.size() ? kAlphabet[(v >> (18 - 6 * k)) & 63] : '=');
+  }
+  return out;
+}
+
+std::string PrecompiledJson(std::string_view blob) {
+  return R"({"type":"Precompiled","precompiled_charsmap":")" + Base64(blob) + R"("})";
+}
+
+TEST(Normalizers, PrecompiledAppliesTheLongestRuleAndAlignsWhatItReplaced) {
+  auto r = Apply(PrecompiledJson(HandMadeCharsmap()), "AABzC!");
+  EXPECT_EQ(r.text, "axz!");  // "A" -> a, "AB" -> x (not a then B), z kept, C deleted
+  Range a = r.ns.Original(0, 1), x = r.ns.Original(1, 2), z = r.ns.Original(2, 3), bang = r.ns.Original(3, 4);
+  EXPECT_EQ(a.start, 0u);
+  EXPECT_EQ(a.end, 1u);
+  EXPECT_EQ(x.start, 1u);
+  EXPECT_EQ(x.end, 3u);
+  EXPECT_EQ(z.start, 3u);
+  EXPECT_EQ(bang.start, 5u);
+  EXPECT_EQ(Norm(PrecompiledJson(HandMadeCharsmap()), "caf\xC3\xA9"), "caf\xC3\xA9");  // no rule: kept
+}
+
+TEST(Normalizers, PrecompiledWithoutRulesChangesNothing) {
+  EXPECT_EQ(Norm(R"({"type":"Precompiled","precompiled_charsmap":null})", "AB C"), "AB C");
+  EXPECT_EQ(Norm(R"({"type":"Precompiled","precompiled_charsmap":""})", "AB C"), "AB C");
+}
+
+TEST(Normalizers, ACorruptCharsmapIsAClearErrorOrNoRuleNeverACrash) {
+  const std::string good = HandMadeCharsmap();
+  for (const std::string& json : {std::string(R"({"type":"Precompiled","precompiled_charsmap":"not base64!"})"),
+                                  PrecompiledJson(good.substr(0, 3)),      // shorter than its header
+                                  PrecompiledJson(good.substr(0, 1000))}) {  // trie cut short
+    simdjson::dom::parser parser;
+    auto n = tok::ParseNormalizer(ParseJson(parser, json), "normalizer");
+    ASSERT_FALSE(n.ok()) << json.substr(0, 80);
+    EXPECT_EQ(n.status().code(), Code::kModelLoadFailed);
+    EXPECT_NE(n.status().message().find("precompiled_charsmap"), std::string::npos) << n.status().message();
+  }
+  // A value past the replacements reads as no rule: "AB" falls back to "A" -> a.
+  EXPECT_EQ(Norm(PrecompiledJson(HandMadeCharsmap(1u << 20)), "AB"), "aB");
+}
+
 }  // namespace
 }  // namespace shoal::native::testing

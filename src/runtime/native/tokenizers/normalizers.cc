@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/native/tokenizers/precompiled_charsmap.h"
 #include "runtime/native/tokenizers/regex.h"
 
 namespace shoal::native::tok {
@@ -151,6 +152,45 @@ class BertNormalizer final : public Normalizer {
   bool clean_text_, chinese_, strip_accents_, lowercase_;
 };
 
+// SentencePiece's rules (precompiled_charsmap.h), applied as its normalizer
+// applies them: at each position the longest rule that matches; where none
+// does, the character is kept (an invalid UTF-8 byte, which the trie cannot
+// hold, too: the caller's text was validated before). The Rust crate matches
+// per grapheme cluster instead; the two agree wherever no rule matches only
+// part of a cluster (tokenizer_reference_xlmr checks nmt_nfkc against the
+// sentencepiece library).
+class PrecompiledNormalizer final : public Normalizer {
+ public:
+  explicit PrecompiledNormalizer(PrecompiledCharsmap map) : map_(std::move(map)) {}
+  Status Normalize(NormalizedString& s) const override {
+    NormalizedString out = s.EmptyLike();
+    const std::string& text = s.text();
+    bool changed = false;
+    for (size_t i = 0; i < text.size();) {
+      const auto match = map_.Longest(std::string_view(text).substr(i));
+      if (match.length == 0) {
+        const size_t len = std::min<size_t>(Utf8Length(static_cast<unsigned char>(text[i])), text.size() - i);
+        out.AppendFrom(s, i, i + len);
+        i += len;
+        continue;
+      }
+      const auto end = static_cast<uint32_t>(i + match.length);
+      if (text.compare(i, match.length, match.replacement) == 0) {
+        out.AppendFrom(s, i, end);
+      } else {
+        changed = true;
+        if (!match.replacement.empty()) out.AppendMapped(match.replacement, s.Original(i, end));
+      }
+      i = end;
+    }
+    if (changed) s = std::move(out);
+    return Status::Ok();
+  }
+
+ private:
+  PrecompiledCharsmap map_;
+};
+
 class SequenceNormalizer final : public Normalizer {
  public:
   explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> parts)
@@ -203,6 +243,15 @@ Result<std::unique_ptr<Normalizer>> ParseNormalizer(Json json, std::string_view 
     SHOAL_ASSIGN_OR_RETURN(bool strip, OptBool(json, "strip_accents", lower, where));
     return std::unique_ptr<Normalizer>(new BertNormalizer(clean, chinese, strip, lower));
   }
+  if (type == "Precompiled") {
+    // null or "" (a model trained without rules) maps nothing.
+    std::string_view encoded;
+    if (json.at_key("precompiled_charsmap").get_string().get(encoded) != simdjson::SUCCESS) encoded = {};
+    std::string blob;
+    if (!DecodeBase64(encoded, &blob)) return LoadError(Path(where, "precompiled_charsmap"), "not base64");
+    SHOAL_ASSIGN_OR_RETURN(auto map, PrecompiledCharsmap::Parse(blob));
+    return std::unique_ptr<Normalizer>(new PrecompiledNormalizer(std::move(map)));
+  }
   if (type == "Sequence") {
     SHOAL_ASSIGN_OR_RETURN(Json list, ReqField(json, "normalizers", where));
     simdjson::dom::array arr;
@@ -220,7 +269,7 @@ Result<std::unique_ptr<Normalizer>> ParseNormalizer(Json json, std::string_view 
   if (type.empty()) return LoadError(where, "missing \"type\"");
   return LoadError(where, "normalizer type \"" + std::string(type) +
                               "\" is not supported (NFC, NFD, NFKC, NFKD, Lowercase, "
-                              "StripAccents, Strip, Replace, Prepend, BertNormalizer, Sequence)");
+                              "StripAccents, Strip, Replace, Prepend, BertNormalizer, Precompiled, Sequence)");
 }
 
 }  // namespace shoal::native::tok

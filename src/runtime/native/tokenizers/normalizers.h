@@ -1,6 +1,7 @@
 // Normalizers: the tokenizer.json "normalizer" stage (NFC, NFKC, NFD, NFKD,
-// Lowercase, StripAccents, Strip, Replace, Prepend, BertNormalizer, Sequence),
-// each rewriting a NormalizedString in place with its alignment.
+// Lowercase, StripAccents, Strip, Replace, Prepend, BertNormalizer,
+// Precompiled, Sequence), each rewriting a NormalizedString in place with its
+// alignment.
 //
 // Threading: a parsed Normalizer is immutable; Normalize may run on many
 // threads at once.
