@@ -34,6 +34,27 @@ Result<Task> TaskFromConfig(const fs::path& config_path) {
   return Task::kEncode;
 }
 
+// An embedder's prompts, from sentence-transformers'
+// config_sentence_transformers.json ({"prompts": {"query": "query: "}});
+// none when the file is absent.
+Status ReadPrompts(const fs::path& dir, ModelSpec* spec) {
+  const fs::path path = dir / "config_sentence_transformers.json";
+  std::ifstream in(path);
+  if (!in) return Status::Ok();
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto config = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return InvalidInput(path.string() + ": not a JSON object");
+  auto prompts = config.find("prompts");
+  if (prompts == config.end() || prompts->is_null()) return Status::Ok();
+  if (!prompts->is_object()) return InvalidInput(path.string() + ": prompts: expected an object of strings");
+  for (auto it = prompts->begin(); it != prompts->end(); ++it) {
+    if (!it.value().is_string()) return InvalidInput(path.string() + ": prompts." + it.key() + ": expected a string");
+    if (!it.value().get<std::string>().empty()) spec->prompts.emplace_back(it.key(), it.value().get<std::string>());
+  }
+  return Status::Ok();
+}
+
 // The GGUF files at the top of `dir`, sorted.
 std::vector<fs::path> GgufFiles(const fs::path& dir) {
   std::vector<fs::path> files;
@@ -107,6 +128,7 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
       auto task = TaskFromConfig(config);
       if (!task.ok()) return task.status();
       spec.task = *task;
+      if (spec.task == Task::kEncode) SHOAL_RETURN_IF_ERROR(ReadPrompts(dir, &spec));
     }
   }
   if (!id.empty()) spec.id = std::string(id);

@@ -188,11 +188,43 @@ Status ReadLoras(const json& o, ModelSpec* spec) {
   return Status::Ok();
 }
 
+// `matryoshka_dimensions:` positive sizes, largest first as model cards list
+// them (any order is accepted; duplicates are not).
+Status ReadMatryoshka(const json& o, ModelSpec* spec) {
+  auto it = o.find("matryoshka_dimensions");
+  if (it == o.end()) return Status::Ok();
+  if (!it->is_array()) return InvalidInput("matryoshka_dimensions: expected a list of positive integers");
+  for (const json& d : *it) {
+    if (!d.is_number_integer() || d.get<int64_t>() <= 0 || d.get<int64_t>() > 1 << 20) {
+      return InvalidInput("matryoshka_dimensions: expected a list of positive integers, got " + d.dump());
+    }
+    const auto v = d.get<uint32_t>();
+    if (std::find(spec->matryoshka_dimensions.begin(), spec->matryoshka_dimensions.end(), v) !=
+        spec->matryoshka_dimensions.end()) {
+      return InvalidInput("matryoshka_dimensions: " + std::to_string(v) + " twice");
+    }
+    spec->matryoshka_dimensions.push_back(v);
+  }
+  return Status::Ok();
+}
+
+// `prompts:` a mapping of names to the text put before an input.
+Status ReadPrompts(const json& o, ModelSpec* spec) {
+  auto it = o.find("prompts");
+  if (it == o.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return InvalidInput("prompts: expected a mapping of names to texts");
+  for (auto p = it->begin(); p != it->end(); ++p) {
+    if (!p.value().is_string()) return InvalidInput("prompts." + p.key() + ": expected a string");
+    spec->prompts.emplace_back(p.key(), p.value().get<std::string>());
+  }
+  return Status::Ok();
+}
+
 Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec) {
   if (!o.is_object()) return InvalidInput("model spec: expected a mapping");
   static const char* kKnown[] = {"id",       "runtime", "path",   "task",         "pool",    "description",
                                  "max_input_tokens", "batching", "queue", "pinned", "memory_bytes", "threads",
-                                 "loras", "tuned", "process"};
+                                 "loras", "tuned", "process", "matryoshka_dimensions", "prompts"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
@@ -232,6 +264,8 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
 
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "threads", "", &spec->threads));
   SHOAL_RETURN_IF_ERROR(ReadLoras(o, spec));
+  SHOAL_RETURN_IF_ERROR(ReadMatryoshka(o, spec));
+  SHOAL_RETURN_IF_ERROR(ReadPrompts(o, spec));
 
   SHOAL_RETURN_IF_ERROR(ValidateModelId(spec->id));
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
@@ -314,8 +348,21 @@ std::string ModelSpec::ToJson() const {
     }
     o["loras"] = std::move(list);
   }
+  if (!matryoshka_dimensions.empty()) o["matryoshka_dimensions"] = matryoshka_dimensions;
+  if (!prompts.empty()) {
+    json p = json::object();
+    for (const auto& [name, text] : prompts) p[name] = text;
+    o["prompts"] = std::move(p);
+  }
   if (!tuned.json.empty()) o["tuned"] = json::parse(tuned.json);
   return o.dump();
+}
+
+const std::string* ModelSpec::FindPrompt(std::string_view name) const {
+  for (const auto& [n, text] : prompts) {
+    if (n == name) return &text;
+  }
+  return nullptr;
 }
 
 const LoraSpec* ModelSpec::FindLora(std::string_view name) const {

@@ -26,6 +26,13 @@
 //   pinned: false                 # loaded at worker start, never evicted
 //   memory_bytes: 0               # what it holds loaded; measured when it is
 //                                 # registered (0: not yet known)
+//   matryoshka_dimensions: [512, 256, 128]  # encode: the sizes a request's
+//                                 # `dimensions` may cut vectors to (the
+//                                 # model was trained for them); none: no cut
+//   prompts: {query: "query: ", document: "passage: "}  # encode: texts put
+//                                 # before the input, by name (sentence-
+//                                 # transformers' prompts; Cohere's input_type
+//                                 # picks one)
 //   identity: {dim: 384}          # options for the runtime, under its name
 //   threads: 0                    # cores one batch of this model may use
 //                                 # (0: the worker's share per executor)
@@ -54,6 +61,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "catalog/names.h"
@@ -131,10 +139,14 @@ struct ModelSpec {
   std::string runtime_options_json = "{}";  // the section named after the runtime
   uint32_t threads = 0;  // cores for its batches; 0: the worker's share
   std::vector<LoraSpec> loras;  // adapters registered on this base
+  std::vector<uint32_t> matryoshka_dimensions;  // encode: sizes `dimensions` may ask for
+  std::vector<std::pair<std::string, std::string>> prompts;  // encode: name -> prefix
   TunedSection tuned;
 
   // The adapter of that name; null when the model has none.
   const LoraSpec* FindLora(std::string_view name) const;
+  // The prompt of that name; null when the model has none.
+  const std::string* FindPrompt(std::string_view name) const;
 
   // The canonical JSON form (what the KV bucket stores): the profile's own
   // values and the `tuned:` section whole (see above), so code that changes

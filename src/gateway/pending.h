@@ -36,6 +36,7 @@ enum class ResponseFormat {
   kMsgpack,   // native encode
   kJson,      // native encode
   kOpenAi,    // OpenAI embeddings
+  kCohereEmbed,  // Cohere embed, v1 or v2 (request.cohere.version)
   kScore,     // native score
   kRerank,    // Cohere rerank
   kTokenize,  // TEI-style tokenize

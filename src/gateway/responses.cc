@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "wire/dense_output.h"
 #include "wire/json_writer.h"
 #include "wire/msgpack_reader.h"
 #include "wire/msgpack_writer.h"
@@ -19,6 +20,19 @@ std::string Millis(int64_t us) {
   return std::to_string(us / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
 }
 
+// Item i's dense vector, cut to the request's dimensions (renormalized when
+// the request normalizes).
+Result<std::vector<float>> DenseOf(const PendingRequest& p, size_t i) {
+  std::vector<float> v;
+  SHOAL_RETURN_IF_ERROR(wire::ForEachDense(p.results[i].payload, [&](float x) { v.push_back(x); }));
+  SHOAL_RETURN_IF_ERROR(wire::TruncateDense(p.request.dense.dimensions, p.request.options.normalize, &v));
+  return v;
+}
+
+wire::DenseType NativeDenseType(const PendingRequest& p) {
+  return p.request.dense.types.empty() ? wire::DenseType::kFloat32 : p.request.dense.types[0];
+}
+
 Result<std::string> MsgpackBody(const PendingRequest& p, uint64_t tokens) {
   std::string out;
   size_t total = 64;
@@ -30,7 +44,17 @@ Result<std::string> MsgpackBody(const PendingRequest& p, uint64_t tokens) {
   w.Str(ResponseModel(p));
   w.Str("items");
   w.ArrayHeader(static_cast<uint32_t>(p.results.size()));
-  for (const auto& r : p.results) w.Raw(r.payload);
+  for (size_t i = 0; i < p.results.size(); ++i) {
+    if (!p.request.dense.reshapes()) {
+      w.Raw(p.results[i].payload);  // the worker's result, byte for byte
+      continue;
+    }
+    auto v = DenseOf(p, i);
+    if (!v.ok()) return v.status();
+    w.MapHeader(1);
+    w.Str("dense");
+    wire::WriteDenseMsgpack(*v, NativeDenseType(p), &w);
+  }
   w.Str("usage");
   w.MapHeader(1);
   w.Str("tokens");
@@ -46,7 +70,15 @@ Result<std::string> JsonBody(const PendingRequest& p, uint64_t tokens) {
   w.Raw(",\"items\":[");
   for (size_t i = 0; i < p.results.size(); ++i) {
     if (i) w.Char(',');
-    SHOAL_RETURN_IF_ERROR(wire::MsgpackToJson(p.results[i].payload, &out));
+    if (!p.request.dense.reshapes()) {
+      SHOAL_RETURN_IF_ERROR(wire::MsgpackToJson(p.results[i].payload, &out));
+      continue;
+    }
+    auto v = DenseOf(p, i);
+    if (!v.ok()) return v.status();
+    w.Raw("{\"dense\":");
+    wire::WriteDenseJson(*v, NativeDenseType(p), &w);
+    w.Char('}');
   }
   w.Raw("],\"usage\":{\"tokens\":");
   w.Int(static_cast<int64_t>(tokens));
@@ -58,14 +90,14 @@ Result<std::string> OpenAiBody(const PendingRequest& p, uint64_t tokens) {
   std::string out;
   wire::JsonWriter w(&out);
   w.Raw("{\"object\":\"list\",\"data\":[");
-  std::vector<float> v;
   for (size_t i = 0; i < p.results.size(); ++i) {
     if (i) w.Char(',');
     w.Raw("{\"object\":\"embedding\",\"index\":");
     w.Int(static_cast<int64_t>(i));
     w.Raw(",\"embedding\":");
-    v.clear();
-    SHOAL_RETURN_IF_ERROR(wire::ForEachDense(p.results[i].payload, [&](float x) { v.push_back(x); }));
+    auto dense = DenseOf(p, i);
+    if (!dense.ok()) return dense.status();
+    const std::vector<float>& v = *dense;
     if (p.request.base64) {
       // Little-endian float32 bytes, as OpenAI's base64 encoding_format.
       out.push_back('"');
@@ -88,6 +120,57 @@ Result<std::string> OpenAiBody(const PendingRequest& p, uint64_t tokens) {
   w.Raw(",\"total_tokens\":");
   w.Int(static_cast<int64_t>(tokens));
   w.Raw("}}");
+  return out;
+}
+
+// Cohere's embed response: v1 with a list of float vectors, or (v1 with
+// embedding_types, and v2) vectors keyed by type.
+Result<std::string> CohereEmbedBody(const PendingRequest& p, uint64_t tokens) {
+  const wire::CohereEmbedOptions& c = p.request.cohere;
+  std::vector<std::vector<float>> vectors;
+  for (size_t i = 0; i < p.results.size(); ++i) {
+    auto v = DenseOf(p, i);
+    if (!v.ok()) return v.status();
+    vectors.push_back(std::move(v).value());
+  }
+  auto list = [&](wire::DenseType t, wire::JsonWriter& w) {
+    w.Char('[');
+    for (size_t i = 0; i < vectors.size(); ++i) {
+      if (i) w.Char(',');
+      wire::WriteDenseJson(vectors[i], t, &w);
+    }
+    w.Char(']');
+  };
+  std::string out;
+  wire::JsonWriter w(&out);
+  w.Raw("{\"id\":");
+  w.String(p.id);
+  w.Raw(",\"texts\":[");
+  for (size_t i = 0; i < c.texts.size(); ++i) {
+    if (i) w.Char(',');
+    w.String(c.texts[i]);
+  }
+  w.Raw("],\"embeddings\":");
+  if (c.version == 1 && !c.by_type) {
+    list(wire::DenseType::kFloat32, w);
+  } else {
+    w.Char('{');
+    for (size_t k = 0; k < p.request.dense.types.size(); ++k) {
+      const wire::DenseType t = p.request.dense.types[k];
+      if (k) w.Char(',');
+      w.String(t == wire::DenseType::kFloat32 ? "float" : wire::DenseTypeName(t));
+      w.Char(':');
+      list(t, w);
+    }
+    w.Char('}');
+  }
+  w.Raw(",\"meta\":{\"api_version\":{\"version\":\"");
+  w.Int(c.version);
+  w.Raw("\"},\"billed_units\":{\"input_tokens\":");
+  w.Int(static_cast<int64_t>(tokens));
+  w.Raw("}}");
+  if (c.version == 1) w.Raw(c.by_type ? ",\"response_type\":\"embeddings_by_type\"" : ",\"response_type\":\"embeddings_floats\"");
+  w.Char('}');
   return out;
 }
 
@@ -160,7 +243,9 @@ Result<std::string> RerankBody(const PendingRequest& p, uint64_t tokens) {
   }
   w.Raw("],\"model\":");
   w.String(ResponseModel(p));
-  w.Raw(",\"meta\":{\"api_version\":{\"version\":\"1\"},\"billed_units\":{\"search_units\":1},"
+  w.Raw(p.request.cohere.version == 2 ? ",\"meta\":{\"api_version\":{\"version\":\"2\"},"
+                                      : ",\"meta\":{\"api_version\":{\"version\":\"1\"},");
+  w.Raw("\"billed_units\":{\"search_units\":1},"
         "\"tokens\":{\"input_tokens\":");
   w.Int(static_cast<int64_t>(tokens));
   w.Raw("}}}");
@@ -215,6 +300,7 @@ http::Response ComposeResponse(const PendingRequest& p) {
       break;
     case ResponseFormat::kJson: body = JsonBody(p, tokens); break;
     case ResponseFormat::kOpenAi: body = OpenAiBody(p, tokens); break;
+    case ResponseFormat::kCohereEmbed: body = CohereEmbedBody(p, tokens); break;
     case ResponseFormat::kScore: body = ScoreBody(p, tokens); break;
     case ResponseFormat::kRerank: body = RerankBody(p, tokens); break;
     case ResponseFormat::kTokenize: body = TokenizeBody(p); break;

@@ -1,7 +1,8 @@
 // The body and timing headers of a finished request, in the format the
 // client asked for: native encode as MessagePack (results spliced byte for
-// byte) or JSON (transcoded), OpenAI embeddings, native scores, Cohere
-// rerank, or TEI-style tokens.
+// byte, unless the request cut or typed its vectors: wire/dense_output.h) or
+// JSON (transcoded), OpenAI embeddings, Cohere embed (v1 and v2), native
+// scores, Cohere rerank, or TEI-style tokens.
 #pragma once
 
 #include "http/http.h"

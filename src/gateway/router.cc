@@ -1,5 +1,7 @@
 #include "gateway/router.h"
 
+#include <algorithm>
+
 #include <charconv>
 
 #include "common/log.h"
@@ -76,7 +78,10 @@ void Router::Handle(size_t lane_index, http::Request&& req, http::Responder resp
       }
     }
     if (path == "/v1/embeddings") return Submit(lane, std::move(req), std::move(respond), caller, Route::kEmbeddings, {});
+    if (path == "/v1/embed") return Submit(lane, std::move(req), std::move(respond), caller, Route::kCohereEmbed, {});
+    if (path == "/v2/embed") return Submit(lane, std::move(req), std::move(respond), caller, Route::kCohereEmbedV2, {});
     if (path == "/v1/rerank") return Submit(lane, std::move(req), std::move(respond), caller, Route::kRerank, {});
+    if (path == "/v2/rerank") return Submit(lane, std::move(req), std::move(respond), caller, Route::kRerankV2, {});
     if (path == "/v1/chat/completions") {
       return Submit(lane, std::move(req), std::move(respond), caller, Route::kChat, {});
     }
@@ -119,11 +124,17 @@ Status Router::Parse(Route route, const http::Request& req, PendingRequest* p) c
     case Route::kEmbeddings:
       p->format = ResponseFormat::kOpenAi;
       return wire::ParseOpenAiEmbeddings(p->body, options_.limits, &p->request);
+    case Route::kCohereEmbed:
+    case Route::kCohereEmbedV2:
+      p->format = ResponseFormat::kCohereEmbed;
+      return wire::ParseCohereEmbed(p->body, route == Route::kCohereEmbed ? 1 : 2, options_.limits, &p->request);
     case Route::kScore:
       p->format = ResponseFormat::kScore;
       return wire::ParseScoreJson(p->body, options_.limits, &p->request);
     case Route::kRerank:
+    case Route::kRerankV2:
       p->format = ResponseFormat::kRerank;
+      p->request.cohere.version = route == Route::kRerankV2 ? 2 : 1;  // the response's api_version
       return wire::ParseRerankJson(p->body, options_.limits, &p->request);
     case Route::kTokenize:
       p->format = ResponseFormat::kTokenize;
@@ -131,6 +142,31 @@ Status Router::Parse(Route route, const http::Request& req, PendingRequest* p) c
     default: break;
   }
   return Internal("unknown route");
+}
+
+Status Router::ApplyEncodeProfile(PendingRequest* p) const {
+  const ModelSpec& model = *p->model;
+  wire::WorkRequest& r = p->request;
+  if (const uint32_t d = r.dense.dimensions; d != 0) {
+    const char* field = r.cohere.version == 2 ? "output_dimension" : "dimensions";
+    const auto& declared = model.matryoshka_dimensions;
+    if (std::find(declared.begin(), declared.end(), d) == declared.end()) {
+      std::string list;
+      for (uint32_t v : declared) list += (list.empty() ? "" : ", ") + std::to_string(v);
+      return InvalidInput(std::string(field) + ": " + std::to_string(d) + " is not one of model '" + model.id +
+                          "''s Matryoshka dimensions" +
+                          (declared.empty() ? " (its profile declares none)" : " (" + list + ")"));
+    }
+  }
+  if (!r.cohere.input_type.empty()) {
+    // Cohere's name ("search_query"), else sentence-transformers' ("query").
+    const std::string& type = r.cohere.input_type;
+    const std::string short_name = type.starts_with("search_") ? type.substr(7) : type;
+    const std::string* prompt = model.FindPrompt(type);
+    if (!prompt) prompt = model.FindPrompt(short_name);
+    if (prompt) SHOAL_RETURN_IF_ERROR(wire::PrefixTexts(*prompt, options_.limits, &r));
+  }
+  return Status::Ok();
 }
 
 Status Router::ParseGeneration(Route route, std::string_view model_id, PendingRequest* p) const {
@@ -191,7 +227,8 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   // Routes with the model in the path find it before reading the body. A
   // model may be "base:lora" (a LoRA adapter of base): the key's scope and
   // the catalog are the base's.
-  const bool model_in_body = route == Route::kEmbeddings || route == Route::kRerank ||
+  const bool model_in_body = route == Route::kEmbeddings || route == Route::kCohereEmbed ||
+                             route == Route::kCohereEmbedV2 || route == Route::kRerank || route == Route::kRerankV2 ||
                              route == Route::kChat || route == Route::kCompletions;
   ModelRef ref;
   if (!model_in_body) {
@@ -224,6 +261,8 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   }
   if (generates) {
     if (Status s = PrepareGeneration(p.get()); !s.ok()) return fail(s);
+  } else if (needs == Task::kEncode) {
+    if (Status s = ApplyEncodeProfile(p.get()); !s.ok()) return fail(s);
   }
   if (caller.key && limiter_) {
     const RateDecision d = limiter_->Admit(*caller.key, Cost(p->request), SteadyClock::now());

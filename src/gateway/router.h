@@ -94,7 +94,7 @@ class Router {
 
  private:
   enum class Route {
-    kEncode, kEmbeddings, kScore, kRerank, kTokenize,  // items
+    kEncode, kEmbeddings, kCohereEmbed, kCohereEmbedV2, kScore, kRerank, kRerankV2, kTokenize,  // items
     kChat, kCompletions, kGenerate,                    // generation
   };
   static bool Generates(Route route) {
@@ -104,6 +104,9 @@ class Router {
               std::string_view model_id);
   // Parses the body into p->request and picks the response format.
   Status Parse(Route route, const http::Request& req, PendingRequest* p) const;
+  // What an encode request asks of its model's profile: a declared
+  // Matryoshka dimension, and the prompt its Cohere input_type names.
+  Status ApplyEncodeProfile(PendingRequest* p) const;
   // Parses a generation body into p->generation; `model_id` is the path's.
   Status ParseGeneration(Route route, std::string_view model_id, PendingRequest* p) const;
   // Makes p->generation's work message p's one item.

@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+
 #include "wire/msgpack_reader.h"
 #include "wire/request_json.h"
 #include "wire/item.h"
@@ -45,6 +47,26 @@ Status ReadMsgpackBool(MsgpackReader& r, std::string_view field, bool* v) {
   return Status::Ok();
 }
 
+Status CheckDimensions(std::string_view field, int64_t n, uint32_t* out) {
+  if (n < 1 || n > (1 << 20)) return InvalidInput(std::string(field) + ": expected a positive integer");
+  *out = static_cast<uint32_t>(n);
+  return Status::Ok();
+}
+
+Status ReadJsonDimensions(od::value v, std::string_view field, uint32_t* out) {
+  int64_t n;
+  if (v.get_int64().get(n)) return InvalidInput(std::string(field) + ": expected a positive integer");
+  return CheckDimensions(field, n, out);
+}
+
+Status CheckDenseType(std::string_view field, std::string_view name, DenseType* t) {
+  if (!ParseDenseType(name, t)) {
+    return InvalidInput(std::string(field) + ": '" + std::string(name) +
+                        "' is none of float32, float16, int8, uint8, binary, ubinary");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 uint32_t EstimateTokens(size_t text_bytes) { return static_cast<uint32_t>(text_bytes / 4 + 1); }
@@ -75,6 +97,16 @@ Status ParseEncodeMsgpack(std::string_view body, const ParseLimits& limits, Work
       std::string_view lora;
       if (!r.ReadStr(&lora)) return MsgpackExpected("lora", "a string", r);
       out->lora = std::string(lora);
+    } else if (key == "dimensions") {
+      int64_t n;
+      if (!r.ReadInt(&n)) return MsgpackExpected("dimensions", "a positive integer", r);
+      SHOAL_RETURN_IF_ERROR(CheckDimensions("dimensions", n, &out->dense.dimensions));
+    } else if (key == "dtype") {
+      std::string_view name;
+      if (!r.ReadStr(&name)) return MsgpackExpected("dtype", "a string", r);
+      DenseType t;
+      SHOAL_RETURN_IF_ERROR(CheckDenseType("dtype", name, &t));
+      out->dense.types = {t};
     } else {
       return InvalidInput("body: unknown field '" + std::string(key) + "'");
     }
@@ -122,6 +154,15 @@ Status ParseEncodeJson(std::string& body, const ParseLimits& limits, WorkRequest
     if (key == "truncate") return ReadJsonBool(v, "truncate", &out->options.truncate);
     if (key == "normalize") return ReadJsonBool(v, "normalize", &out->options.normalize);
     if (key == "lora") return ReadLora(v, out);
+    if (key == "dimensions") return ReadJsonDimensions(v, "dimensions", &out->dense.dimensions);
+    if (key == "dtype") {
+      std::string_view name;
+      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "dtype", &name));
+      DenseType t;
+      SHOAL_RETURN_IF_ERROR(CheckDenseType("dtype", name, &t));
+      out->dense.types = {t};
+      return Status::Ok();
+    }
     return InvalidInput("body: unknown field '" + std::string(key) + "'");
   });
   SHOAL_RETURN_IF_ERROR(s);
@@ -158,16 +199,113 @@ Status ParseOpenAiEmbeddings(std::string& body, const ParseLimits& limits, WorkR
       out->base64 = f == "base64";
       return Status::Ok();
     }
-    if (key == "dimensions") {
-      return InvalidInput("dimensions: not supported; the model's own dimension is returned");
-    }
-    // Other OpenAI fields ("user", ...) carry nothing Shoal acts on.
-    return Status::Ok();
+    if (key == "dimensions") return ReadJsonDimensions(v, "dimensions", &out->dense.dimensions);
+    // "user" and the rest: refused, not accepted and ignored.
+    return InvalidInput("body: unknown field '" + std::string(key) + "' (see docs/api.md)");
   });
   SHOAL_RETURN_IF_ERROR(s);
   if (out->model.empty()) return InvalidInput("model: missing");
   if (!has_input) return InvalidInput("input: missing");
   FinishItems(std::move(storage), pending, out);
+  return Status::Ok();
+}
+
+Status ParseCohereEmbed(std::string& body, int version, const ParseLimits& limits, WorkRequest* out) {
+  auto storage = std::make_unique<std::string>();
+  std::vector<PendingItem> pending;
+  bool has_texts = false;
+  out->cohere.version = version;
+  out->options.truncate = true;  // Cohere's default, "END"
+  Status s = ForEachJsonField(body, [&](std::string_view key, od::value v) -> Status {
+    if (key == "model") {
+      std::string_view m;
+      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "model", &m));
+      out->model = std::string(m);
+      return Status::Ok();
+    }
+    if (key == "texts") {
+      od::array arr;
+      if (v.get_array().get(arr)) return JsonExpected("texts", "an array of strings", v);
+      has_texts = true;
+      size_t i = 0;
+      for (auto el_result : arr) {
+        od::value el;
+        if (auto e = std::move(el_result).get(el)) return JsonMalformed(e);
+        std::string_view text;
+        SHOAL_RETURN_IF_ERROR(ReadJsonString(el, Field("texts", i), &text));
+        SHOAL_RETURN_IF_ERROR(AddJsonText(Field("texts", i), text, limits, storage.get(), &pending));
+        out->cohere.texts.emplace_back(text);
+        ++i;
+      }
+      return CheckItemCount("texts", pending.size(), limits);
+    }
+    if (key == "input_type") {
+      std::string_view t;
+      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "input_type", &t));
+      if (t != "search_query" && t != "search_document" && t != "classification" && t != "clustering") {
+        return InvalidInput("input_type: '" + std::string(t) +
+                            "' is none of search_query, search_document, classification, clustering");
+      }
+      out->cohere.input_type = std::string(t);
+      return Status::Ok();
+    }
+    if (key == "embedding_types") {
+      od::array arr;
+      if (v.get_array().get(arr)) return JsonExpected("embedding_types", "an array of strings", v);
+      size_t i = 0;
+      for (auto el_result : arr) {
+        od::value el;
+        if (auto e = std::move(el_result).get(el)) return JsonMalformed(e);
+        std::string_view name;
+        SHOAL_RETURN_IF_ERROR(ReadJsonString(el, Field("embedding_types", i), &name));
+        DenseType t;
+        if (name == "float32" || name == "float16" || !ParseDenseType(name, &t)) {
+          return InvalidInput(Field("embedding_types", i) + ": '" + std::string(name) +
+                              "' is none of float, int8, uint8, binary, ubinary");
+        }
+        if (std::find(out->dense.types.begin(), out->dense.types.end(), t) != out->dense.types.end()) {
+          return InvalidInput(Field("embedding_types", i) + ": '" + std::string(name) + "' twice");
+        }
+        out->dense.types.push_back(t);
+        ++i;
+      }
+      if (out->dense.types.empty()) return InvalidInput("embedding_types: empty");
+      out->cohere.by_type = true;
+      return Status::Ok();
+    }
+    if (key == "truncate") {
+      std::string_view t;
+      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "truncate", &t));
+      if (t == "START") return InvalidInput("truncate: START is not supported (Shoal cuts the end: END)");
+      if (t != "NONE" && t != "END") return InvalidInput("truncate: '" + std::string(t) + "' is none of NONE, END");
+      out->options.truncate = t == "END";
+      return Status::Ok();
+    }
+    if (key == "output_dimension" && version == 2) {
+      return ReadJsonDimensions(v, "output_dimension", &out->dense.dimensions);
+    }
+    return InvalidInput("body: unknown field '" + std::string(key) + "' (see docs/api.md)");
+  });
+  SHOAL_RETURN_IF_ERROR(s);
+  if (out->model.empty()) return InvalidInput("model: missing");
+  if (!has_texts) return InvalidInput("texts: missing");
+  if (version == 2 && out->dense.types.empty()) out->dense.types = {DenseType::kFloat32};
+  FinishItems(std::move(storage), pending, out);
+  return Status::Ok();
+}
+
+Status PrefixTexts(std::string_view prefix, const ParseLimits& limits, WorkRequest* request) {
+  if (prefix.empty()) return Status::Ok();
+  auto storage = std::make_unique<std::string>();
+  std::vector<PendingItem> pending;
+  std::string text;
+  for (size_t i = 0; i < request->items.size(); ++i) {
+    std::string_view original;
+    SHOAL_RETURN_IF_ERROR(DecodeTextItem(request->items[i].payload, &original));
+    text.assign(prefix).append(original);
+    SHOAL_RETURN_IF_ERROR(AddJsonText(Field("items", i), text, limits, storage.get(), &pending));
+  }
+  FinishItems(std::move(storage), pending, request);
   return Status::Ok();
 }
 

@@ -7,9 +7,18 @@
 // Native body (POST /v1/encode/{model}), MessagePack (default) or JSON:
 //   {"items": [{"text": "..."}, ...], "truncate": false, "normalize": true,
 //    "lora": "adapter"}
+//   and, as dense_output.h defines them, "dimensions": n (one of the
+//   model's Matryoshka dimensions) and "dtype": "float32" | "float16" |
+//   "int8" | "uint8" | "binary" | "ubinary".
 // OpenAI body (POST /v1/embeddings), JSON:
 //   {"model": "...", "input": "..." | ["...", ...],
-//    "encoding_format": "float" | "base64", "user": "..."}
+//    "encoding_format": "float" | "base64", "dimensions": n}
+// Cohere body (POST /v1/embed, /v2/embed), JSON:
+//   {"model": "...", "texts": ["...", ...], "input_type": "search_query" |
+//    "search_document" | "classification" | "clustering",
+//    "embedding_types": ["float", "int8", "uint8", "binary", "ubinary"],
+//    "truncate": "NONE" | "END", "output_dimension": n (v2)}
+// Any other field is INVALID_INPUT naming it: none is accepted and ignored.
 //
 // A MessagePack item is forwarded byte for byte (a view into the body); a JSON
 // item is re-encoded once into MessagePack in `storage`. Errors name the field:
@@ -24,6 +33,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "wire/dense_output.h"
 #include "wire/item.h"
 
 namespace shoal::wire {
@@ -49,6 +59,15 @@ struct RerankOptions {
   std::vector<std::string> texts; // kept only when return_documents
 };
 
+// Cohere's routes: the API version (rerank and embed), and for embed what
+// the response echoes and how it is shaped.
+struct CohereEmbedOptions {
+  int version = 0;                 // 1 or 2; 0: not a Cohere request
+  std::string input_type;          // picks the model's prompt (router.cc)
+  bool by_type = false;            // v1: embeddings keyed by type (embedding_types given)
+  std::vector<std::string> texts;  // echoed in the response
+};
+
 struct WorkRequest {
   std::string model;  // OpenAI and Cohere routes: the body's "model"
   // The LoRA adapter to run under: the native body's "lora" as parsed; the
@@ -61,6 +80,8 @@ struct WorkRequest {
   bool base64 = false;      // OpenAI encoding_format
   bool raw_scores = false;  // score/rerank: logits instead of sigmoid(logit)
   RerankOptions rerank;
+  DenseOutput dense;           // encode: dimensions and element types
+  CohereEmbedOptions cohere;
   // JSON items re-encoded as MessagePack; `items` may point into it. Held by
   // pointer so the views survive a move of the request.
   std::unique_ptr<std::string> storage;
@@ -83,5 +104,11 @@ Status ParseEncodeMsgpack(std::string_view body, const ParseLimits& limits, Work
 // `body` may grow in capacity (JSON parsing needs padding after the text).
 Status ParseEncodeJson(std::string& body, const ParseLimits& limits, WorkRequest* out);
 Status ParseOpenAiEmbeddings(std::string& body, const ParseLimits& limits, WorkRequest* out);
+// `version`: 1 or 2, the route's.
+Status ParseCohereEmbed(std::string& body, int version, const ParseLimits& limits, WorkRequest* out);
+
+// Puts `prefix` before every item's text (a prompt), re-encoding the items
+// and their cost estimates.
+Status PrefixTexts(std::string_view prefix, const ParseLimits& limits, WorkRequest* request);
 
 }  // namespace shoal::wire

@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
 #include "runtime/registry/registry.h"
 #include "runtime/runtime.h"
+#include "wire/dense_output.h"
 #include "support/http_client.h"
 #include "support/test_cluster.h"
 #include "support/test_models.h"
@@ -52,8 +54,10 @@ class NativeServing : public ::testing::Test {
     cluster_->Register(Profile("t/bert", kModels + "/bert-tiny-mean", "encode", "max_input_tokens: 16\n"));
     cluster_->Register(Profile("t/rerank", kModels + "/cross-encoder-tiny", "score"));
     cluster_->Register(Profile("t/xlmr", kModels + "/xlmr-tiny"));
+    cluster_->Register(Profile("t/xlmr-m", kModels + "/xlmr-tiny", "encode",
+                               "matryoshka_dimensions: [32, 16]\nprompts: {query: \"query: \"}\n"));
     worker_ = cluster_->StartWorker().release();
-    for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr"}) cluster_->WaitForWorkers(m, 1);
+    for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m"}) cluster_->WaitForWorkers(m, 1);
     gateway_ = cluster_->StartGateway().release();
   }
   static void TearDownTestSuite() {
@@ -159,6 +163,105 @@ TEST_F(NativeServing, XlmrEmbedsMultilingualTextAsSentencePieceAndTheFloat64Refe
   }
 }
 
+std::vector<float> Floats(const json& j) { return j.get<std::vector<float>>(); }
+
+std::vector<float> Cut(std::vector<float> v, uint32_t dimensions) {
+  EXPECT_TRUE(wire::TruncateDense(dimensions, true, &v).ok());
+  return v;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-6) << what << " [" << k << "]";
+}
+
+TEST_F(NativeServing, MatryoshkaDimensionsCutTheVectorAndRenormalizeIt) {
+  const auto full = Floats(Post("/v1/embeddings", R"({"model":"t/xlmr-m","input":"the river runs"})")["data"][0]["embedding"]);
+  ASSERT_EQ(full.size(), 64u);
+  const json cut = Post("/v1/embeddings", R"({"model":"t/xlmr-m","input":"the river runs","dimensions":16})");
+  ExpectNear(Floats(cut["data"][0]["embedding"]), Cut(full, 16), "openai dimensions 16");
+  const json native = Post("/v1/encode/t/xlmr-m", R"({"items":[{"text":"the river runs"}],"dimensions":32})");
+  ExpectNear(Floats(native["items"][0]["dense"]), Cut(full, 32), "native dimensions 32");
+  // Not normalized: cut only.
+  const json raw = Post("/v1/encode/t/xlmr-m", R"({"items":[{"text":"the river runs"}],"normalize":false})");
+  const json raw_cut =
+      Post("/v1/encode/t/xlmr-m", R"({"items":[{"text":"the river runs"}],"normalize":false,"dimensions":16})");
+  auto first16 = Floats(raw["items"][0]["dense"]);
+  first16.resize(16);
+  ExpectNear(Floats(raw_cut["items"][0]["dense"]), first16, "unnormalized cut");
+
+  json e = Post("/v1/embeddings", R"({"model":"t/xlmr-m","input":"x","dimensions":20})", 400);
+  EXPECT_NE(e["error"]["message"].get<std::string>().find(
+                "dimensions: 20 is not one of model 't/xlmr-m''s Matryoshka dimensions (32, 16)"),
+            std::string::npos)
+      << e.dump();
+  e = Post("/v1/encode/t/xlmr", R"({"items":[{"text":"x"}],"dimensions":16})", 400);
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("(its profile declares none)"), std::string::npos) << e.dump();
+}
+
+TEST_F(NativeServing, EveryDtypeIsTheServedVectorQuantized) {
+  const auto full = Floats(Post("/v1/encode/t/xlmr-m", R"({"items":[{"text":"fish swim"}]})")["items"][0]["dense"]);
+  for (const char* name : {"int8", "uint8", "binary", "ubinary"}) {
+    wire::DenseType t;
+    ASSERT_TRUE(wire::ParseDenseType(name, &t));
+    const json j = Post("/v1/encode/t/xlmr-m", json{{"items", {{{"text", "fish swim"}}}}, {"dtype", name}}.dump());
+    EXPECT_EQ(j["items"][0]["dense"].get<std::vector<int32_t>>(), wire::QuantizeDense(full, t)) << name;
+  }
+  const json half = Post("/v1/encode/t/xlmr-m", R"({"items":[{"text":"fish swim"}],"dtype":"float16"})");
+  const auto h = Floats(half["items"][0]["dense"]);
+  ASSERT_EQ(h.size(), full.size());
+  for (size_t k = 0; k < h.size(); ++k) EXPECT_EQ(h[k], wire::RoundToHalf(full[k])) << k;
+
+  // MessagePack answers carry the same integers.
+  HttpClient http(gateway_->port());
+  auto res = http.PostJson("/v1/encode/t/xlmr-m", R"({"items":[{"text":"fish swim"}],"dtype":"int8","dimensions":16})",
+                           {{"Accept", "application/msgpack"}});
+  ASSERT_TRUE(res.ok());
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->Header("content-type"), "application/msgpack");
+  auto handle = msgpack::unpack(res->body.data(), res->body.size());
+  const auto body = handle.get().as<std::map<std::string, msgpack::object>>();
+  const auto items = body.at("items").as<std::vector<std::map<std::string, msgpack::object>>>();
+  EXPECT_EQ(items.at(0).at("dense").as<std::vector<int32_t>>(), wire::QuantizeDense(Cut(full, 16), wire::DenseType::kInt8));
+
+  const json bad = Post("/v1/encode/t/xlmr-m", R"({"items":[{"text":"x"}],"dtype":"int4"})", 400);
+  EXPECT_EQ(bad["error"]["code"], "INVALID_INPUT");
+}
+
+TEST_F(NativeServing, CohereEmbedAppliesThePromptTheTypesAndTheDimension) {
+  // search_query picks the profile's "query" prompt: the same vector as the text with it.
+  const auto prompted = Floats(
+      Post("/v1/embeddings", R"({"model":"t/xlmr-m","input":"query: where do fish sleep"})")["data"][0]["embedding"]);
+  const json v2 = Post("/v2/embed", R"({"model":"t/xlmr-m","texts":["where do fish sleep"],"input_type":"search_query",)"
+                                    R"("embedding_types":["float","int8","ubinary"],"output_dimension":16})");
+  EXPECT_EQ(v2["texts"], json::array({"where do fish sleep"}));
+  EXPECT_EQ(v2["meta"]["api_version"]["version"], "2");
+  EXPECT_GT(v2["meta"]["billed_units"]["input_tokens"].get<int>(), 0);
+  EXPECT_FALSE(v2.contains("response_type"));
+  ExpectNear(Floats(v2["embeddings"]["float"][0]), Cut(prompted, 16), "v2 float");
+  EXPECT_EQ(v2["embeddings"]["int8"][0].get<std::vector<int32_t>>(),
+            wire::QuantizeDense(Cut(prompted, 16), wire::DenseType::kInt8));
+  EXPECT_EQ(v2["embeddings"]["ubinary"][0].get<std::vector<int32_t>>(),
+            wire::QuantizeDense(Cut(prompted, 16), wire::DenseType::kUbinary));
+
+  // v1 without embedding_types: a list of float vectors. search_document
+  // names no prompt of this model: the text goes as it is.
+  const auto plain =
+      Floats(Post("/v1/embeddings", R"({"model":"t/xlmr-m","input":"fish"})")["data"][0]["embedding"]);
+  const json v1 = Post("/v1/embed", R"({"model":"t/xlmr-m","texts":["fish"],"input_type":"search_document"})");
+  EXPECT_EQ(v1["response_type"], "embeddings_floats");
+  ExpectNear(Floats(v1["embeddings"][0]), plain, "v1 floats");
+  const json by_type = Post("/v1/embed", R"({"model":"t/xlmr-m","texts":["fish"],"embedding_types":["uint8"]})");
+  EXPECT_EQ(by_type["response_type"], "embeddings_by_type");
+  EXPECT_EQ(by_type["embeddings"]["uint8"][0].get<std::vector<int32_t>>(),
+            wire::QuantizeDense(plain, wire::DenseType::kUint8));
+
+  const json bad = Post("/v2/embed", R"({"model":"t/xlmr-m","texts":["x"],"output_dimension":8})", 400);
+  EXPECT_NE(bad["error"]["message"].get<std::string>().find("output_dimension: 8 is not one of"), std::string::npos)
+      << bad.dump();
+  Post("/v2/embed", R"({"model":"t/rerank","texts":["x"]})", 400);  // not an embedder
+}
+
 TEST_F(NativeServing, OverTheLimitIs400UnlessTruncatedAndTheResponseSaysSo) {
   const std::string long_text = "the river runs past the old mill and into the town where people stop on the bridge";
   json err = Post("/v1/encode/t/bert", R"({"items":[{"text":")" + long_text + R"("}]})", 400);
@@ -208,6 +311,13 @@ TEST_F(NativeServing, CohereRerankRanksDocumentsAndKeepsTheCallersIds) {
     if (want[k].second == 0 || want[k].second == 3) EXPECT_FALSE(r.contains("id"));
   }
   EXPECT_EQ(j["model"], "t/rerank");
+  EXPECT_EQ(j["meta"]["api_version"]["version"], "1");
+  // Cohere's v2 route (its current SDK's): the same ranking, api_version 2.
+  const json v2 = Post("/v2/rerank", R"({"model":"t/rerank","query":"the mill by the river",)"
+                                     R"("documents":["fish swim","the old mill","a busy kitchen","the river"],"top_n":3})");
+  ASSERT_EQ(v2["results"].size(), 3u) << v2.dump();
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(v2["results"][k]["index"], j["results"][k]["index"]);
+  EXPECT_EQ(v2["meta"]["api_version"]["version"], "2");
 }
 
 TEST_F(NativeServing, TokenizeAnswersAsTei) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <msgpack.hpp>
+#include <tuple>
 
 #include "wire/score_request.h"
 #include "wire/item.h"
@@ -283,13 +284,14 @@ TEST(ParseEncodeJson, NamesTheFieldAtFault) {
 }
 
 TEST(ParseOpenAiEmbeddings, StringOrArrayInput) {
-  std::string one = R"({"model":"m/1","input":"hello","encoding_format":"base64","user":"u"})";
+  std::string one = R"({"model":"m/1","input":"hello","encoding_format":"base64","dimensions":64})";
   WorkRequest req;
   ASSERT_TRUE(ParseOpenAiEmbeddings(one, {}, &req).ok());
   EXPECT_EQ(req.model, "m/1");
   ASSERT_EQ(req.items.size(), 1u);
   EXPECT_EQ(ItemText(req.items[0].payload), "hello");
   EXPECT_TRUE(req.base64);
+  EXPECT_EQ(req.dense.dimensions, 64u);
 
   std::string many = R"({"input":["a","b","c"],"model":"m"})";
   WorkRequest req2;
@@ -315,7 +317,9 @@ TEST(ParseOpenAiEmbeddings, Errors) {
       {R"({"model":"m","input":[]})", "input: must hold at least one item"},
       {R"({"model":"m","input":{"a":1}})", "input: expected a string or an array of strings"},
       {R"({"model":"m","input":"x","encoding_format":"int8"})", "encoding_format: must be"},
-      {R"({"model":"m","input":"x","dimensions":64})", "dimensions: not supported"},
+      {R"({"model":"m","input":"x","dimensions":0})", "dimensions: expected a positive integer"},
+      {R"({"model":"m","input":"x","dimensions":"64"})", "dimensions: expected a positive integer"},
+      {R"({"model":"m","input":"x","user":"u"})", "unknown field 'user'"},
       {R"({"model":7,"input":"x"})", "model: expected a string"},
       {R"({"model":"m","input":"\ud800"})", "input: invalid UTF-16 surrogate: a high surrogate alone"},
       {R"({"model":"m","input":["ok","\udfff"]})", "input[1]: invalid UTF-16 surrogate: a low surrogate alone"},
@@ -327,6 +331,100 @@ TEST(ParseOpenAiEmbeddings, Errors) {
     EXPECT_EQ(s.code(), Code::kInvalidInput) << body_text;
     EXPECT_NE(s.message().find(want), std::string::npos) << body_text << " -> " << s.message();
   }
+}
+
+TEST(ParseEncodeJson, ReadsDimensionsAndDtype) {
+  std::string body = R"({"items":[{"text":"a"}],"dimensions":16,"dtype":"ubinary"})";
+  WorkRequest req;
+  ASSERT_TRUE(ParseEncodeJson(body, {}, &req).ok());
+  EXPECT_EQ(req.dense.dimensions, 16u);
+  ASSERT_EQ(req.dense.types.size(), 1u);
+  EXPECT_EQ(req.dense.types[0], DenseType::kUbinary);
+  EXPECT_TRUE(req.dense.reshapes());
+
+  Packer p;
+  p->pack_map(3);
+  p->pack(std::string("items"));
+  p->pack_array(1);
+  p->pack_map(1);
+  p->pack(std::string("text"));
+  p->pack(std::string("a"));
+  p->pack(std::string("dimensions"));
+  p->pack(8);
+  p->pack(std::string("dtype"));
+  p->pack(std::string("int8"));
+  const std::string packed = p.str();
+  WorkRequest m;
+  ASSERT_TRUE(ParseEncodeMsgpack(packed, {}, &m).ok());
+  EXPECT_EQ(m.dense.dimensions, 8u);
+  EXPECT_EQ(m.dense.types.at(0), DenseType::kInt8);
+
+  for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"items":[{"text":"a"}],"dtype":"int4"})", "dtype: 'int4' is none of"},
+           {R"({"items":[{"text":"a"}],"dimensions":-3})", "dimensions: expected a positive integer"}}) {
+    std::string b = text;
+    WorkRequest r;
+    Status s = ParseEncodeJson(b, {}, &r);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << text;
+    EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
+  }
+}
+
+TEST(ParseCohereEmbed, ReadsTextsTypesAndOptions) {
+  std::string body = R"({"model":"m","texts":["a","b"],"input_type":"search_query",)"
+                     R"("embedding_types":["float","int8","ubinary"],"truncate":"NONE","output_dimension":32})";
+  WorkRequest req;
+  ASSERT_TRUE(ParseCohereEmbed(body, 2, {}, &req).ok());
+  EXPECT_EQ(req.model, "m");
+  ASSERT_EQ(req.items.size(), 2u);
+  EXPECT_EQ(ItemText(req.items[1].payload), "b");
+  EXPECT_EQ(req.cohere.version, 2);
+  EXPECT_EQ(req.cohere.input_type, "search_query");
+  EXPECT_EQ(req.cohere.texts, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(req.dense.types, (std::vector<DenseType>{DenseType::kFloat32, DenseType::kInt8, DenseType::kUbinary}));
+  EXPECT_EQ(req.dense.dimensions, 32u);
+  EXPECT_FALSE(req.options.truncate);
+
+  std::string v1 = R"({"model":"m","texts":["a"]})";
+  WorkRequest r1;
+  ASSERT_TRUE(ParseCohereEmbed(v1, 1, {}, &r1).ok());
+  EXPECT_TRUE(r1.options.truncate);  // Cohere's default: END
+  EXPECT_FALSE(r1.cohere.by_type);
+  EXPECT_TRUE(r1.dense.types.empty());
+}
+
+TEST(ParseCohereEmbed, Errors) {
+  const std::tuple<int, std::string, std::string> cases[] = {
+      {1, R"({"texts":["a"]})", "model: missing"},
+      {1, R"({"model":"m"})", "texts: missing"},
+      {1, R"({"model":"m","texts":[]})", "texts: must hold at least one item"},
+      {1, R"({"model":"m","texts":["a",3]})", "texts[1]: expected a string"},
+      {1, R"({"model":"m","texts":["a"],"input_type":"image"})", "input_type: 'image' is none of"},
+      {1, R"({"model":"m","texts":["a"],"embedding_types":["base64"]})", "embedding_types[0]: 'base64' is none of"},
+      {1, R"({"model":"m","texts":["a"],"embedding_types":["int8","int8"]})", "embedding_types[1]: 'int8' twice"},
+      {1, R"({"model":"m","texts":["a"],"truncate":"START"})", "truncate: START is not supported"},
+      {1, R"({"model":"m","texts":["a"],"output_dimension":64})", "unknown field 'output_dimension'"},
+      {2, R"({"model":"m","texts":["a"],"images":["data:"]})", "unknown field 'images'"},
+      {2, R"({"model":"m","texts":["a"],"max_tokens":8})", "unknown field 'max_tokens'"},
+  };
+  for (const auto& [version, text, want] : cases) {
+    std::string body = text;
+    WorkRequest req;
+    Status s = ParseCohereEmbed(body, version, {}, &req);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << text;
+    EXPECT_NE(s.message().find(want), std::string::npos) << text << " -> " << s.message();
+  }
+}
+
+TEST(PrefixTexts, PutsThePromptBeforeEveryTextAndRecountsTheCost) {
+  std::string body = R"({"model":"m","input":["river","a longer text about fish"]})";
+  WorkRequest req;
+  ASSERT_TRUE(ParseOpenAiEmbeddings(body, {}, &req).ok());
+  ASSERT_TRUE(PrefixTexts("query: ", {}, &req).ok());
+  ASSERT_EQ(req.items.size(), 2u);
+  EXPECT_EQ(ItemText(req.items[0].payload), "query: river");
+  EXPECT_EQ(ItemText(req.items[1].payload), "query: a longer text about fish");
+  EXPECT_EQ(req.items[1].cost, EstimateTokens(std::string("query: a longer text about fish").size()));
 }
 
 TEST(WorkMessage, DenseResultRoundTrip) {

@@ -43,6 +43,25 @@ TEST_F(ModelDirectory, AnEmbedderIsInferredFromConfigJson) {
   EXPECT_FALSE(spec->pinned);
 }
 
+TEST_F(ModelDirectory, AnEmbeddersPromptsComeFromSentenceTransformersConfig) {
+  const auto d = Dir("e5", {{"config.json", R"({"architectures": ["XLMRobertaModel"]})"},
+                            {"config_sentence_transformers.json",
+                             R"({"prompts": {"query": "query: ", "passage": "passage: ", "none": ""},)"
+                             R"( "default_prompt_name": null})"}});
+  auto spec = SpecFromDirectory(d.string());
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_NE(spec->FindPrompt("query"), nullptr);
+  EXPECT_EQ(*spec->FindPrompt("query"), "query: ");
+  EXPECT_EQ(*spec->FindPrompt("passage"), "passage: ");
+  EXPECT_EQ(spec->FindPrompt("none"), nullptr);  // an empty prompt is no prompt
+
+  const auto bad = Dir("bad", {{"config.json", R"({"architectures": ["BertModel"]})"},
+                               {"config_sentence_transformers.json", R"({"prompts": {"query": 3}})"}});
+  auto refused = SpecFromDirectory(bad.string());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("prompts.query: expected a string"), std::string::npos);
+}
+
 TEST_F(ModelDirectory, ASequenceClassifierIsACrossEncoder) {
   const auto d = Dir("rerank", {{"config.json", R"({"architectures": ["XLMRobertaForSequenceClassification"]})"}});
   auto spec = SpecFromDirectory(d.string(), "org/rerank-v2");

@@ -70,6 +70,33 @@ TEST(ModelSpec, ProcessSaysWhereTheModelRunsAndTravelsInJson) {
   EXPECT_EQ(bad.status().message(), "process: 'elsewhere' is none of worker, shared, own");
 }
 
+TEST(ModelSpec, MatryoshkaDimensionsAndPromptsTravelInJson) {
+  auto spec = ModelSpec::Parse(std::string(kProfile) +
+                               "matryoshka_dimensions: [768, 256, 64]\n"
+                               "prompts: {query: \"query: \", document: \"passage: \"}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->matryoshka_dimensions, (std::vector<uint32_t>{768, 256, 64}));
+  ASSERT_NE(spec->FindPrompt("query"), nullptr);
+  EXPECT_EQ(*spec->FindPrompt("query"), "query: ");
+  EXPECT_EQ(spec->FindPrompt("clustering"), nullptr);
+  auto again = ModelSpec::Parse(spec->ToJson());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->matryoshka_dimensions, spec->matryoshka_dimensions);
+  EXPECT_EQ(*again->FindPrompt("document"), "passage: ");
+  EXPECT_EQ(again->ToJson(), spec->ToJson());
+
+  for (const auto& [extra, want] : std::vector<std::pair<std::string, std::string>>{
+           {"matryoshka_dimensions: 64\n", "matryoshka_dimensions: expected a list of positive integers"},
+           {"matryoshka_dimensions: [64, 0]\n", "matryoshka_dimensions: expected a list of positive integers, got 0"},
+           {"matryoshka_dimensions: [64, 64]\n", "matryoshka_dimensions: 64 twice"},
+           {"prompts: [a]\n", "prompts: expected a mapping of names to texts"},
+           {"prompts: {query: 3}\n", "prompts.query: expected a string"}}) {
+    auto bad = ModelSpec::Parse(std::string(kProfile) + extra);
+    ASSERT_FALSE(bad.ok()) << extra;
+    EXPECT_EQ(bad.status().message(), want);
+  }
+}
+
 TEST(ModelSpec, AdaptiveBatchingIsOffUnlessGiven) {
   auto spec = ModelSpec::Parse(kProfile);
   ASSERT_TRUE(spec.ok());
