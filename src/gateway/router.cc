@@ -1,7 +1,6 @@
 #include "gateway/router.h"
 
 #include <algorithm>
-
 #include <charconv>
 
 #include "common/log.h"

@@ -176,12 +176,7 @@ Status ParseOpenAiEmbeddings(std::string& body, const ParseLimits& limits, WorkR
   std::vector<PendingItem> pending;
   bool has_input = false;
   Status s = ForEachJsonField(body, [&](std::string_view key, od::value v) -> Status {
-    if (key == "model") {
-      std::string_view m;
-      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "model", &m));
-      out->model = std::string(m);
-      return Status::Ok();
-    }
+    if (key == "model") return ReadModel(v, out);
     if (key == "input") {
       has_input = true;
       SHOAL_RETURN_IF_ERROR(ForEachJsonText(v, "input", [&](const std::string& field, std::string_view text) {
@@ -217,12 +212,7 @@ Status ParseCohereEmbed(std::string& body, int version, const ParseLimits& limit
   out->cohere.version = version;
   out->options.truncate = true;  // Cohere's default, "END"
   Status s = ForEachJsonField(body, [&](std::string_view key, od::value v) -> Status {
-    if (key == "model") {
-      std::string_view m;
-      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "model", &m));
-      out->model = std::string(m);
-      return Status::Ok();
-    }
+    if (key == "model") return ReadModel(v, out);
     if (key == "texts") {
       od::array arr;
       if (v.get_array().get(arr)) return JsonExpected("texts", "an array of strings", v);

@@ -125,6 +125,13 @@ Status ReadLora(od::value v, WorkRequest* out) {
   return Status::Ok();
 }
 
+Status ReadModel(od::value v, WorkRequest* out) {
+  std::string_view model;
+  SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "model", &model));
+  out->model = std::string(model);
+  return Status::Ok();
+}
+
 void FinishItems(std::unique_ptr<std::string> storage, const std::vector<PendingItem>& pending,
                  WorkRequest* out) {
   out->storage = std::move(storage);

@@ -32,6 +32,8 @@ Status ReadJsonBool(od::value v, std::string_view field, bool* out);
 Status ReadJsonString(od::value v, std::string_view field, std::string_view* out);
 // The native routes' "lora" field into out->lora.
 Status ReadLora(od::value v, WorkRequest* out);
+// The OpenAI and Cohere routes' "model" field into out->model.
+Status ReadModel(od::value v, WorkRequest* out);
 
 // Items appended to a storage string as MessagePack, recorded by position
 // (the string may reallocate while it grows).

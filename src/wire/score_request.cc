@@ -111,12 +111,7 @@ Status ParseRerankJson(std::string& body, const ParseLimits& limits, WorkRequest
   bool has_documents = false;
   int64_t top_n = 0;
   Status s = ForEachJsonField(body, [&](std::string_view key, od::value v) -> Status {
-    if (key == "model") {
-      std::string_view m;
-      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "model", &m));
-      out->model = std::string(m);
-      return Status::Ok();
-    }
+    if (key == "model") return ReadModel(v, out);
     if (key == "query") return ReadQuery(v, &pairs);
     if (key == "documents") {
       has_documents = true;
