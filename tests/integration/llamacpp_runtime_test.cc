@@ -57,20 +57,27 @@ struct Outcome {
 class Collector {
  public:
   StreamingGenerator::Sink Sink() {
+    // The promises are kept outside the lock, and ended_ last: once it is
+    // set the waiter may destroy this Collector (RunJob's returns), so the
+    // sink must not touch it after, not even to unlock mu_.
     return [this](GenerationUpdate&& u) {
-      std::lock_guard lock(mu_);
-      ++got_.updates;
-      got_.text += u.text;
-      got_.tokens.insert(got_.tokens.end(), u.token_ids.begin(), u.token_ids.end());
-      got_.logprobs.insert(got_.logprobs.end(), u.logprobs.begin(), u.logprobs.end());
-      if (!first_set_) {
+      bool first = false, final = u.final;
+      Outcome done;
+      {
+        std::lock_guard lock(mu_);
+        ++got_.updates;
+        got_.text += u.text;
+        got_.tokens.insert(got_.tokens.end(), u.token_ids.begin(), u.token_ids.end());
+        got_.logprobs.insert(got_.logprobs.end(), u.logprobs.begin(), u.logprobs.end());
+        first = !first_set_;
         first_set_ = true;
-        first_.set_value();
+        if (final) {
+          got_.final = std::move(u);
+          done = std::move(got_);
+        }
       }
-      if (u.final) {
-        got_.final = std::move(u);
-        ended_.set_value(std::move(got_));
-      }
+      if (first) first_.set_value();
+      if (final) ended_.set_value(std::move(done));
     };
   }
   std::future<void> first() { return first_.get_future(); }
