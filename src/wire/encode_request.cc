@@ -214,19 +214,11 @@ Status ParseCohereEmbed(std::string& body, int version, const ParseLimits& limit
   Status s = ForEachJsonField(body, [&](std::string_view key, od::value v) -> Status {
     if (key == "model") return ReadModel(v, out);
     if (key == "texts") {
-      od::array arr;
-      if (v.get_array().get(arr)) return JsonExpected("texts", "an array of strings", v);
       has_texts = true;
-      size_t i = 0;
-      for (auto el_result : arr) {
-        od::value el;
-        if (auto e = std::move(el_result).get(el)) return JsonMalformed(e);
-        std::string_view text;
-        SHOAL_RETURN_IF_ERROR(ReadJsonString(el, Field("texts", i), &text));
-        SHOAL_RETURN_IF_ERROR(AddJsonText(Field("texts", i), text, limits, storage.get(), &pending));
+      SHOAL_RETURN_IF_ERROR(ForEachJsonString(v, "texts", [&](const std::string& field, std::string_view text) {
         out->cohere.texts.emplace_back(text);
-        ++i;
-      }
+        return AddJsonText(field, text, limits, storage.get(), &pending);
+      }));
       return CheckItemCount("texts", pending.size(), limits);
     }
     if (key == "input_type") {
@@ -240,25 +232,18 @@ Status ParseCohereEmbed(std::string& body, int version, const ParseLimits& limit
       return Status::Ok();
     }
     if (key == "embedding_types") {
-      od::array arr;
-      if (v.get_array().get(arr)) return JsonExpected("embedding_types", "an array of strings", v);
-      size_t i = 0;
-      for (auto el_result : arr) {
-        od::value el;
-        if (auto e = std::move(el_result).get(el)) return JsonMalformed(e);
-        std::string_view name;
-        SHOAL_RETURN_IF_ERROR(ReadJsonString(el, Field("embedding_types", i), &name));
-        DenseType t;
-        if (name == "float32" || name == "float16" || !ParseDenseType(name, &t)) {
-          return InvalidInput(Field("embedding_types", i) + ": '" + std::string(name) +
-                              "' is none of float, int8, uint8, binary, ubinary");
-        }
-        if (std::find(out->dense.types.begin(), out->dense.types.end(), t) != out->dense.types.end()) {
-          return InvalidInput(Field("embedding_types", i) + ": '" + std::string(name) + "' twice");
-        }
-        out->dense.types.push_back(t);
-        ++i;
-      }
+      SHOAL_RETURN_IF_ERROR(
+          ForEachJsonString(v, "embedding_types", [&](const std::string& field, std::string_view name) -> Status {
+            DenseType t;
+            if (name == "float32" || name == "float16" || !ParseDenseType(name, &t)) {
+              return InvalidInput(field + ": '" + std::string(name) + "' is none of float, int8, uint8, binary, ubinary");
+            }
+            if (std::find(out->dense.types.begin(), out->dense.types.end(), t) != out->dense.types.end()) {
+              return InvalidInput(field + ": '" + std::string(name) + "' twice");
+            }
+            out->dense.types.push_back(t);
+            return Status::Ok();
+          }));
       if (out->dense.types.empty()) return InvalidInput("embedding_types: empty");
       out->cohere.by_type = true;
       return Status::Ok();

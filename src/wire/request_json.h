@@ -85,6 +85,24 @@ Status ForEachJsonField(std::string& body, OnField&& on_field) {
   return Status::Ok();
 }
 
+// Calls `each(field, text)` for each string of an array of strings (`field`
+// names the element, e.g. "texts[3]").
+template <class Each>
+Status ForEachJsonString(od::value v, std::string_view field, Each&& each) {
+  od::array arr;
+  if (v.get_array().get(arr)) return JsonExpected(field, "an array of strings", v);
+  size_t i = 0;
+  for (auto el_result : arr) {
+    od::value el;
+    if (auto e = std::move(el_result).get(el)) return JsonMalformed(e);
+    std::string_view text;
+    SHOAL_RETURN_IF_ERROR(ReadJsonString(el, Field(field, i), &text));
+    SHOAL_RETURN_IF_ERROR(each(Field(field, i), text));
+    ++i;
+  }
+  return Status::Ok();
+}
+
 // Calls `each(field, text)` for a string or each string of an array of
 // strings (`field` names the element, e.g. "input[3]").
 template <class Each>
