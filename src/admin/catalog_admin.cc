@@ -69,6 +69,20 @@ Status Smoke(Model& model, const ModelSpec& spec) {
     if (!AllFinite(out.logits)) return InvalidInput(spec.id + ": a test query scored a non-finite number");
     return Status::Ok();
   }
+  if (spec.task == Task::kExtract) {
+    ExtractInput in{.text = "Ada Lovelace wrote in London", .truncate = true, .lora = {}, .aggregation = {},
+                    .top_k = 0};
+    ExtractOutput out;
+    SHOAL_RETURN_IF_ERROR(model.Extract({&in, 1}, {&out, 1}));
+    SHOAL_RETURN_IF_ERROR(out.status);
+    for (const Entity& e : out.entities) {
+      if (!std::isfinite(e.score)) return InvalidInput(spec.id + ": a test sentence gave a non-finite score");
+    }
+    for (const LabelScore& l : out.labels) {
+      if (!std::isfinite(l.score)) return InvalidInput(spec.id + ": a test sentence gave a non-finite score");
+    }
+    return Status::Ok();
+  }
   // Short enough for any model, so no runtime is asked to truncate (an
   // upstream cannot be).
   EncodeInput in{.text = "what is shoal", .truncate = false, .normalize = true, .lora = {}};

@@ -15,7 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The task config.json's architectures imply.
+// The task config.json's architectures imply: a token classifier, or a
+// sequence classifier that names several labels (id2label, num_labels) or
+// is multi-label, extracts; another sequence classifier is a reranker
+// (score).
 Result<Task> TaskFromConfig(const fs::path& config_path) {
   std::ifstream in(config_path);
   if (!in) return InvalidInput("cannot read " + config_path.string());
@@ -27,7 +30,16 @@ Result<Task> TaskFromConfig(const fs::path& config_path) {
     for (const auto& name : *a) {
       if (!name.is_string()) continue;
       const std::string arch = name.get<std::string>();
-      if (arch.ends_with("ForSequenceClassification")) return Task::kScore;
+      if (arch.ends_with("ForTokenClassification")) return Task::kExtract;
+      if (arch.ends_with("ForSequenceClassification")) {
+        size_t labels = 1;
+        if (auto m = config.find("id2label"); m != config.end() && m->is_object()) labels = m->size();
+        if (auto n = config.find("num_labels"); n != config.end() && n->is_number_unsigned()) {
+          labels = n->get<size_t>();
+        }
+        const bool multi_label = config.value("problem_type", "") == "multi_label_classification";
+        return labels == 1 && !multi_label ? Task::kScore : Task::kExtract;
+      }
       if (arch.ends_with("ForCausalLM")) return Task::kGenerate;
     }
   }

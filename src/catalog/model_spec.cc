@@ -270,7 +270,7 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   SHOAL_RETURN_IF_ERROR(ValidateModelId(spec->id));
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
   if (!ParseTask(task, &spec->task) || spec->task == Task::kTokenize) {
-    return InvalidInput("task: '" + task + "' is not supported (supported: encode, score, generate)");
+    return InvalidInput("task: '" + task + "' is not supported (supported: encode, score, extract, generate)");
   }
   SHOAL_RETURN_IF_ERROR(ValidatePoolName(spec->pool));
   if (spec->batching.max_batch_requests == 0 || spec->batching.max_batch_tokens == 0) {

@@ -67,6 +67,8 @@ Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, 
   h.truncate = p.request.options.truncate;
   h.normalize = p.request.options.normalize;
   h.lora = p.request.lora;
+  h.aggregation = p.request.extract.aggregation;
+  h.top_k = p.request.extract.top_k;
   const size_t n = only ? only->size() : p.request.items.size();
   for (size_t k = 0; k < n; ++k) {
     const size_t i = only ? (*only)[k] : k;

@@ -33,8 +33,8 @@ namespace shoal::gateway {
 
 // How a request's results become a response body.
 enum class ResponseFormat {
-  kMsgpack,   // native encode
-  kJson,      // native encode
+  kMsgpack,   // native encode and extract
+  kJson,      // native encode and extract
   kOpenAi,    // OpenAI embeddings
   kCohereEmbed,  // Cohere embed, v1 or v2 (request.cohere.version)
   kScore,     // native score

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "common/log.h"
+#include "wire/extract_request.h"
 #include "wire/generate_request.h"
 #include "wire/json_writer.h"
 #include "wire/score_request.h"
@@ -67,6 +68,7 @@ void Router::Handle(size_t lane_index, http::Request&& req, http::Responder resp
     static constexpr std::pair<std::string_view, Route> kModelRoutes[] = {
         {"/v1/encode/", Route::kEncode},
         {"/v1/score/", Route::kScore},
+        {"/v1/extract/", Route::kExtract},
         {"/v1/tokenize/", Route::kTokenize},
         {"/v1/generate/", Route::kGenerate},
     };
@@ -105,13 +107,18 @@ std::shared_ptr<const ModelSpec> Router::FindModel(std::string_view id) const {
 
 Status Router::Parse(Route route, const http::Request& req, PendingRequest* p) const {
   const bool json_body = Contains(req.content_type, "json");
-  if (route == Route::kEncode) {
+  if (route == Route::kEncode || route == Route::kExtract) {
     if (!json_body && !req.content_type.empty() && !Contains(req.content_type, "msgpack")) {
       return InvalidInput("Content-Type: expected application/msgpack or application/json, got '" +
                           req.content_type + "'");
     }
-    SHOAL_RETURN_IF_ERROR(json_body ? wire::ParseEncodeJson(p->body, options_.limits, &p->request)
-                                    : wire::ParseEncodeMsgpack(p->body, options_.limits, &p->request));
+    if (route == Route::kExtract) {
+      SHOAL_RETURN_IF_ERROR(json_body ? wire::ParseExtractJson(p->body, options_.limits, &p->request)
+                                      : wire::ParseExtractMsgpack(p->body, options_.limits, &p->request));
+    } else {
+      SHOAL_RETURN_IF_ERROR(json_body ? wire::ParseEncodeJson(p->body, options_.limits, &p->request)
+                                      : wire::ParseEncodeMsgpack(p->body, options_.limits, &p->request));
+    }
     const bool wants_json = Contains(req.accept, "json");
     const bool wants_msgpack = Contains(req.accept, "msgpack");
     p->format = wants_json || (json_body && !wants_msgpack) ? ResponseFormat::kJson : ResponseFormat::kMsgpack;

@@ -11,6 +11,8 @@
 //   POST /v1/encode/{model}  native; MessagePack by default, JSON by Content-Type
 //   POST /v1/embeddings      OpenAI
 //   POST /v1/score/{model}   native cross-encoder scores (JSON)
+//   POST /v1/extract/{model} native entities (NER) or labels (classifiers),
+//                            MessagePack or JSON as encode
 //   POST /v1/rerank          Cohere rerank (JSON)
 //   POST /v1/tokenize/{model} the model's tokens, as TEI (JSON)
 //   POST /v1/chat/completions OpenAI chat          ┐ generation (task: generate),
@@ -94,7 +96,7 @@ class Router {
 
  private:
   enum class Route {
-    kEncode, kEmbeddings, kCohereEmbed, kCohereEmbedV2, kScore, kRerank, kRerankV2, kTokenize,  // items
+    kEncode, kEmbeddings, kCohereEmbed, kCohereEmbedV2, kScore, kRerank, kRerankV2, kExtract, kTokenize,  // items
     kChat, kCompletions, kGenerate,                    // generation
   };
   static bool Generates(Route route) {

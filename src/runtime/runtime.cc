@@ -18,6 +18,9 @@ Status Model::Encode(std::span<const EncodeInput>, std::span<EncodeOutput> out) 
 Status Model::Score(std::span<const ScoreInput>, std::span<ScoreOutput> out) {
   return Unsupported(*this, "score text pairs", out);
 }
+Status Model::Extract(std::span<const ExtractInput>, std::span<ExtractOutput> out) {
+  return Unsupported(*this, "extract", out);
+}
 Status Model::Tokenize(std::span<const TokenizeInput>, std::span<TokenizeOutput> out) {
   return Unsupported(*this, "tokenize", out);
 }

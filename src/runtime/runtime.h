@@ -3,7 +3,8 @@
 //
 // A Runtime turns a ModelConfig (model_config.h) into a loaded Model; a
 // Model runs batches of one task: Encode (a vector per text), Score (a
-// relevance logit per text pair, for cross-encoders) or Tokenize (the
+// relevance logit per text pair, for cross-encoders), Extract (entities of
+// a token classifier, labels of a text classifier) or Tokenize (the
 // model's tokens, for debugging) — or, for a decoder, generates through its
 // Generator (generator.h: the worker steps it) or its StreamingGenerator
 // (streaming_generator.h: the runtime schedules its own sequences). A model answers the tasks it has; the others
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,7 +41,7 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 9;
+inline constexpr int kRuntimeApiVersion = 10;
 
 struct EncodeInput {
   std::string_view text;
@@ -67,6 +69,40 @@ struct ScoreOutput {
   std::vector<float> logits;  // one per label; rerankers have one
   uint32_t tokens = 0;
   bool truncated = false;
+};
+
+struct ExtractInput {
+  std::string_view text;
+  bool truncate = false;
+  std::string_view lora;
+  // Token classifiers only (absent: simple); a text classifier refuses it.
+  std::optional<Aggregation> aggregation;
+  // Text classifiers only: the best k labels (0: all); a token classifier
+  // refuses it.
+  uint32_t top_k = 0;
+};
+
+// A span of the input a token classifier labelled. Offsets count Unicode
+// code points (as Python's str does), [start, end).
+struct Entity {
+  std::string label;  // without its B-/I- prefix once aggregated
+  float score = 0;
+  uint32_t start = 0;
+  uint32_t end = 0;
+  std::string text;   // the input's characters [start, end)
+};
+
+struct LabelScore {
+  std::string label;
+  float score = 0;
+};
+
+struct ExtractOutput {
+  Status status;
+  std::vector<Entity> entities;   // token classifiers, in text order ("O" left out)
+  std::vector<LabelScore> labels; // text classifiers, best first
+  uint32_t tokens = 0;
+  bool truncated = false;  // entities then cover the kept part of the text only
 };
 
 struct TokenizeInput {
@@ -101,6 +137,7 @@ class Model {
   // the whole batch failed (INFERENCE_ERROR); per-item failures go in out[i].
   virtual Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out);
   virtual Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out);
+  virtual Status Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out);
   virtual Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out);
 
   // Decoder models generate through this (runtime/generator.h); null for

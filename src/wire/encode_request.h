@@ -1,8 +1,8 @@
 // Requests as the gateway sees them: validated, split into items, each item
 // ready to publish as a work message, with a cost estimate — without
 // decoding more than it needs. This file parses encode requests;
-// score_request.h parses score, rerank and tokenize requests into the same
-// WorkRequest.
+// score_request.h parses score, rerank and tokenize requests, and
+// extract_request.h extract requests, into the same WorkRequest.
 //
 // Native body (POST /v1/encode/{model}), MessagePack (default) or JSON:
 //   {"items": [{"text": "..."}, ...], "truncate": false, "normalize": true,
@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,13 @@ struct CohereEmbedOptions {
   std::vector<std::string> texts;  // echoed in the response
 };
 
+// Extract only (extract_request.h): what the model is asked for beyond its
+// defaults.
+struct ExtractOptions {
+  std::optional<Aggregation> aggregation;  // token classifiers
+  uint32_t top_k = 0;                      // text classifiers; 0: all labels
+};
+
 struct WorkRequest {
   std::string model;  // OpenAI and Cohere routes: the body's "model"
   // The LoRA adapter to run under: the native body's "lora" as parsed; the
@@ -81,6 +89,7 @@ struct WorkRequest {
   bool raw_scores = false;  // score/rerank: logits instead of sigmoid(logit)
   RerankOptions rerank;
   DenseOutput dense;           // encode: dimensions and element types
+  ExtractOptions extract;
   CohereEmbedOptions cohere;
   // JSON items re-encoded as MessagePack; `items` may point into it. Held by
   // pointer so the views survive a move of the request.

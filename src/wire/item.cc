@@ -76,4 +76,13 @@ void AppendLogitsResult(const float* v, size_t n, std::string* out) {
   w.Float32Array(v, n);
 }
 
+Status ReadAggregation(MsgpackFields& f, std::optional<Aggregation>* out) {
+  std::string_view name;
+  SHOAL_RETURN_IF_ERROR(f.Str(&name));
+  Aggregation a;
+  if (!ParseAggregation(name, &a)) return f.Error("unknown aggregation '" + std::string(name) + "'");
+  *out = a;
+  return Status::Ok();
+}
+
 }  // namespace shoal::wire

@@ -1,19 +1,26 @@
 // The bodies of work and result messages (work_message.h carries them):
-// an item to encode, score or tokenize, and its result, as MessagePack.
+// an item to encode, score, extract from or tokenize, and its result, as
+// MessagePack.
 //
-//   item    encode {"text": str}; score {"text": str, "text_pair": str};
+//   item    encode, extract {"text": str}; score {"text": str, "text_pair": str};
 //           tokenize {"text": str, "add_special_tokens": bool}
 //   result  encode {"dense": [float32...]}; score {"logits": [float32...]};
+//           extract {"entities": [{"label", "score", "start", "end", "text"}...]}
+//           (a token classifier; start/end in code points) or {"labels":
+//           [{"label", "score"}...]} (a text classifier, best first);
 //           tokenize {"tokens": [{"id", "text", "special", "start", "stop"}...]}
 //           (start/stop nil for added special tokens)
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "catalog/task.h"
 #include "common/status.h"
+#include "wire/msgpack_fields.h"
+#include "wire/msgpack_writer.h"
 
 namespace shoal::wire {
 
@@ -59,6 +66,21 @@ struct TokenView {
 template <class Tokens>
 void AppendTokensResult(const Tokens& tokens, std::string* out);
 
+// {"entities": [{"label", "score", "start", "end", "text"}...]} (score float32).
+template <class Entities>
+void AppendEntitiesResult(const Entities& entities, std::string* out);
+// {"labels": [{"label", "score"}...]}.
+template <class Labels>
+void AppendLabelsResult(const Labels& labels, std::string* out);
+// The arrays alone, for a map the caller writes (the runtime protocol's).
+template <class Entities>
+void WriteEntities(const Entities& entities, MsgpackWriter& w);
+template <class Labels>
+void WriteLabels(const Labels& labels, MsgpackWriter& w);
+
+// An extract item's "aggregation" (a strategy's name) from `f`.
+Status ReadAggregation(MsgpackFields& f, std::optional<Aggregation>* out);
+
 // Finds the array `key` ("dense", "logits") of a result and calls `each` per
 // element.
 template <class Fn>
@@ -94,6 +116,52 @@ void AppendTokensResult(const Tokens& tokens, std::string* out) {
     w.Str("stop");
     t.has_offsets ? w.Uint(t.stop) : w.Nil();
   }
+}
+
+template <class Entities>
+void WriteEntities(const Entities& entities, MsgpackWriter& w) {
+  w.ArrayHeader(static_cast<uint32_t>(entities.size()));
+  for (const auto& e : entities) {
+    w.MapHeader(5);
+    w.Str("label");
+    w.Str(e.label);
+    w.Str("score");
+    w.Float32(e.score);
+    w.Str("start");
+    w.Uint(e.start);
+    w.Str("end");
+    w.Uint(e.end);
+    w.Str("text");
+    w.Str(e.text);
+  }
+}
+
+template <class Labels>
+void WriteLabels(const Labels& labels, MsgpackWriter& w) {
+  w.ArrayHeader(static_cast<uint32_t>(labels.size()));
+  for (const auto& l : labels) {
+    w.MapHeader(2);
+    w.Str("label");
+    w.Str(l.label);
+    w.Str("score");
+    w.Float32(l.score);
+  }
+}
+
+template <class Entities>
+void AppendEntitiesResult(const Entities& entities, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(1);
+  w.Str("entities");
+  WriteEntities(entities, w);
+}
+
+template <class Labels>
+void AppendLabelsResult(const Labels& labels, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(1);
+  w.Str("labels");
+  WriteLabels(labels, w);
 }
 
 template <class Fn>

@@ -1,4 +1,5 @@
 #include "wire/request_json.h"
+#include "wire/item.h"
 
 namespace shoal::wire {
 namespace {
@@ -139,6 +140,12 @@ void FinishItems(std::unique_ptr<std::string> storage, const std::vector<Pending
   out->items.reserve(pending.size());
   const std::string_view base(*out->storage);
   for (const auto& p : pending) out->items.push_back({base.substr(p.offset, p.size), p.cost});
+}
+
+Status AddJsonText(std::string_view field, std::string_view text, const ParseLimits& limits,
+                   std::string* storage, std::vector<PendingItem>* pending) {
+  return AddItem(field, EstimateTokens(text.size()), limits, storage, pending,
+                 [&](std::string* out) { AppendTextItem(text, out); });
 }
 
 }  // namespace shoal::wire

@@ -54,6 +54,10 @@ Status AddItem(std::string_view field, uint32_t cost, const ParseLimits& limits,
   return Status::Ok();
 }
 
+// AddItem for a text item ({"text": text}), its cost estimated from its length.
+Status AddJsonText(std::string_view field, std::string_view text, const ParseLimits& limits,
+                   std::string* storage, std::vector<PendingItem>* pending);
+
 // Moves `storage` into `out` and points out->items into it.
 void FinishItems(std::unique_ptr<std::string> storage, const std::vector<PendingItem>& pending,
                  WorkRequest* out);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "wire/item.h"
 #include "wire/msgpack_fields.h"
 #include "wire/msgpack_writer.h"
 
@@ -72,6 +73,8 @@ void AppendWork(const WorkHeader& h, std::string_view body, std::string* out) {
     if (h.truncate) w.Key("truncate").Bool(true);
     if (!h.normalize) w.Key("normalize").Bool(false);
     if (!h.lora.empty()) w.Key("lora").Str(h.lora);
+    if (h.aggregation) w.Key("aggregation").Str(AggregationName(*h.aggregation));
+    if (h.top_k > 0) w.Key("top_k").Uint(h.top_k);
     if (!h.payload_key.empty()) w.Key("payload").Str(h.payload_key);
   }
   out->append(body);
@@ -99,6 +102,8 @@ Status ReadWork(std::string_view message, WorkHeader* h, std::string_view* body)
     if (key == "truncate") return f.Bool(&h->truncate);
     if (key == "normalize") return f.Bool(&h->normalize);
     if (key == "lora") return f.Str(&h->lora);
+    if (key == "aggregation") return ReadAggregation(f, &h->aggregation);
+    if (key == "top_k") return f.Int(&h->top_k);
     if (key == "payload") return f.Str(&h->payload_key);
     return f.Skip();
   }));

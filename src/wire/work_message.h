@@ -14,10 +14,12 @@
 //            "deadline": Unix ms (absent: none), "reply": str, "task": str,
 //            "truncate": true (absent: false), "normalize": false (absent:
 //            true), "lora": str (absent: the base model),
+//            "aggregation": str and "top_k": uint (extract; absent: the
+//            model's default and all labels),
 //            "payload": str (the item waits in the payload store under
 //            this key, queue/payload_store.h; the body is then empty)}
-//   body    the item as MessagePack: {"text"} to encode; {"text",
-//           "text_pair"} to score; {"text", "add_special_tokens"} to
+//   body    the item as MessagePack: {"text"} to encode or extract from;
+//           {"text", "text_pair"} to score; {"text", "add_special_tokens"} to
 //           tokenize; for generate, the request (wire/generate.h)
 //   An adapter's items go to the base model's subject and consumer like the
 //   base's own, and any worker holding the base runs them, adapters mixed in
@@ -38,7 +40,8 @@
 //           chunks: "seq" (0, 1, ... per attempt), "final": true on the
 //            last, with "tokens" (generated) and "cold_start"
 //   body    a result as MessagePack — encode {"dense": [float32...]}, score
-//           {"logits": [float32...]}, tokenize {"tokens": [{"id", "text",
+//           {"logits": [float32...]}, extract {"entities": [...]} or
+//           {"labels": [...]} (wire/item.h), tokenize {"tokens": [{"id", "text",
 //           "special", "start", "stop"}...]} (start/stop nil for added
 //           special tokens) — or a chunk (wire/generate.h)
 //
@@ -48,6 +51,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -77,6 +81,8 @@ struct WorkHeader {
   bool truncate = false;
   bool normalize = true;
   std::string_view lora;          // empty: the base model
+  std::optional<Aggregation> aggregation;  // extract: how entities group (absent: the model's default)
+  uint32_t top_k = 0;             // extract: the best k labels (0: all)
   std::string_view payload_key;   // non-empty: the body waits in the payload store
 };
 

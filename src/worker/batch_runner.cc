@@ -24,6 +24,10 @@ EncodeInput MakeInput(const WorkItem& it, const wire::ItemFields& f, EncodeOutpu
 ScoreInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ScoreOutput*) {
   return {.text = f.text, .text_pair = f.text_pair, .truncate = it.work.truncate, .lora = it.work.lora};
 }
+ExtractInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ExtractOutput*) {
+  return {.text = f.text, .truncate = it.work.truncate, .lora = it.work.lora, .aggregation = it.work.aggregation,
+          .top_k = it.work.top_k};
+}
 TokenizeInput MakeInput(const WorkItem&, const wire::ItemFields& f, TokenizeOutput*) {
   return {f.text, f.add_special_tokens};
 }
@@ -37,6 +41,10 @@ void Describe(const ScoreOutput& o, wire::ReplyHeader* h) {
   h->tokens = o.tokens;
   h->truncated = o.truncated;
 }
+void Describe(const ExtractOutput& o, wire::ReplyHeader* h) {
+  h->tokens = o.tokens;
+  h->truncated = o.truncated;
+}
 void Describe(const TokenizeOutput& o, wire::ReplyHeader* h) { h->tokens = static_cast<uint32_t>(o.tokens.size()); }
 
 void AppendResult(const EncodeOutput& o, std::string* out) {
@@ -44,6 +52,14 @@ void AppendResult(const EncodeOutput& o, std::string* out) {
 }
 void AppendResult(const ScoreOutput& o, std::string* out) {
   wire::AppendLogitsResult(o.logits.data(), o.logits.size(), out);
+}
+void AppendResult(const ExtractOutput& o, std::string* out) {
+  // A token classifier answers entities (perhaps none); a text classifier labels.
+  if (o.labels.empty()) {
+    wire::AppendEntitiesResult(o.entities, out);
+  } else {
+    wire::AppendLabelsResult(o.labels, out);
+  }
 }
 void AppendResult(const TokenizeOutput& o, std::string* out) {
   std::vector<wire::TokenView> views;
@@ -60,6 +76,9 @@ Status Call(Model& m, std::span<const EncodeInput> in, std::span<EncodeOutput> o
 Status Call(Model& m, std::span<const ScoreInput> in, std::span<ScoreOutput> out) {
   return m.Score(in, out);
 }
+Status Call(Model& m, std::span<const ExtractInput> in, std::span<ExtractOutput> out) {
+  return m.Extract(in, out);
+}
 Status Call(Model& m, std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) {
   return m.Tokenize(in, out);
 }
@@ -74,7 +93,7 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
   if (served.metrics) RecordBatch(served, batch);
 
   // Items worth running (not expired, decodable), grouped by task.
-  TaskGroup groups[3];
+  TaskGroup groups[static_cast<int>(Task::kExtract) + 1];
   for (WorkItem& it : batch) {
     if (it.work.deadline_unix_ms > 0 && now_ms >= it.work.deadline_unix_ms) {
       Settle(it, Outcome::kExpired);
@@ -108,6 +127,7 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
   }
   RunGroup<EncodeOutput>(served, groups[static_cast<int>(Task::kEncode)], start_wall_us);
   RunGroup<ScoreOutput>(served, groups[static_cast<int>(Task::kScore)], start_wall_us);
+  RunGroup<ExtractOutput>(served, groups[static_cast<int>(Task::kExtract)], start_wall_us);
   RunGroup<TokenizeOutput>(served, groups[static_cast<int>(Task::kTokenize)], start_wall_us);
 }
 

@@ -1,7 +1,8 @@
 // The native runtime through the whole serving path: the bundled USE-Lite
 // on /v1/embeddings, generated BERT models on /v1/encode, an XLM-R embedder
-// on multilingual text, a cross-encoder on /v1/score and /v1/rerank, and
-// /v1/tokenize — gateway, JetStream, worker.
+// on multilingual text, a cross-encoder on /v1/score and /v1/rerank, a
+// token classifier and a text classifier on /v1/extract, and /v1/tokenize
+// — gateway, JetStream, worker.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,8 +57,12 @@ class NativeServing : public ::testing::Test {
     cluster_->Register(Profile("t/xlmr", kModels + "/xlmr-tiny"));
     cluster_->Register(Profile("t/xlmr-m", kModels + "/xlmr-tiny", "encode",
                                "matryoshka_dimensions: [32, 16]\nprompts: {query: \"query: \"}\n"));
+    cluster_->Register(Profile("t/ner", kModels + "/bert-ner-tiny", "extract", "max_input_tokens: 64\n"));
+    cluster_->Register(Profile("t/sentiment", kModels + "/roberta-classifier-tiny", "extract"));
     worker_ = cluster_->StartWorker().release();
-    for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m"}) cluster_->WaitForWorkers(m, 1);
+    for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m", "t/ner", "t/sentiment"}) {
+      cluster_->WaitForWorkers(m, 1);
+    }
     gateway_ = cluster_->StartGateway().release();
   }
   static void TearDownTestSuite() {
@@ -318,6 +323,88 @@ TEST_F(NativeServing, CohereRerankRanksDocumentsAndKeepsTheCallersIds) {
   ASSERT_EQ(v2["results"].size(), 3u) << v2.dump();
   for (size_t k = 0; k < 3; ++k) EXPECT_EQ(v2["results"][k]["index"], j["results"][k]["index"]);
   EXPECT_EQ(v2["meta"]["api_version"]["version"], "2");
+}
+
+// Extract through the whole path answers what the runtime answers called
+// directly (the runtime itself is checked against transformers' pipeline
+// rules in tests/native/extraction_reference_test.cc), in JSON and
+// MessagePack.
+TEST_F(NativeServing, ExtractServesEntitiesAndLabelsAsTheRuntimeDoes) {
+  const std::vector<std::string> texts = {"Ada Lovelace worked with Charles Babbage in London.",
+                                          "The consortium opened offices in S\xC3\xA3o Paulo."};
+  auto ner = LoadDirect(Profile("t/ner", kModels + "/bert-ner-tiny", "extract", "max_input_tokens: 64\n"));
+  ASSERT_TRUE(ner);
+  std::vector<ExtractInput> in;
+  for (const auto& t : texts) in.push_back({.text = t, .truncate = false, .lora = {}, .aggregation = Aggregation::kFirst, .top_k = 0});
+  std::vector<ExtractOutput> want(in.size());
+  ASSERT_TRUE(ner->Extract(in, want).ok());
+  for (const ExtractOutput& w : want) ASSERT_TRUE(w.status.ok()) << w.status.ToString();
+
+  const json body = {{"items", {{{"text", texts[0]}}, {{"text", texts[1]}}}}, {"aggregation", "first"}};
+  const json j = Post("/v1/extract/t/ner", body.dump());
+  HttpClient http(gateway_->port());
+  const auto packed = http.PostMsgpack("/v1/extract/t/ner", [&] {
+    const auto bytes = json::to_msgpack(body);
+    return std::string(bytes.begin(), bytes.end());
+  }());
+  ASSERT_TRUE(packed.ok() && packed->status == 200) << (packed.ok() ? packed->body : packed.status().ToString());
+  const json m = json::from_msgpack(packed->body);
+  for (const json* served : {&j, &m}) {
+    ASSERT_EQ((*served)["items"].size(), texts.size()) << served->dump();
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const json& got = (*served)["items"][i]["entities"];
+      ASSERT_EQ(got.size(), want[i].entities.size()) << got.dump();
+      ASSERT_FALSE(got.empty());
+      for (size_t k = 0; k < got.size(); ++k) {
+        const Entity& e = want[i].entities[k];
+        EXPECT_EQ(got[k]["label"], e.label);
+        EXPECT_NEAR(got[k]["score"].get<double>(), e.score, 1e-6);
+        EXPECT_EQ(got[k]["start"], e.start);
+        EXPECT_EQ(got[k]["end"], e.end);
+        EXPECT_EQ(got[k]["text"], e.text);
+      }
+    }
+    EXPECT_EQ((*served)["usage"]["tokens"], want[0].tokens + want[1].tokens);
+  }
+
+  // A text classifier: its labels, best first, the first top_k.
+  auto sentiment = LoadDirect(Profile("t/sentiment", kModels + "/roberta-classifier-tiny", "extract"));
+  ASSERT_TRUE(sentiment);
+  ExtractInput one{.text = texts[0], .truncate = false, .lora = {}, .aggregation = {}, .top_k = 2};
+  ExtractOutput labels;
+  ASSERT_TRUE(sentiment->Extract({&one, 1}, {&labels, 1}).ok());
+  const json c = Post("/v1/extract/t/sentiment", json{{"items", {{{"text", texts[0]}}}}, {"top_k", 2}}.dump());
+  ASSERT_EQ(c["items"][0]["labels"].size(), 2u) << c.dump();
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(c["items"][0]["labels"][k]["label"], labels.labels[k].label);
+    EXPECT_NEAR(c["items"][0]["labels"][k]["score"].get<double>(), labels.labels[k].score, 1e-6);
+  }
+
+  // Truncation is asked for and reported; the entities cover the kept part.
+  std::string long_text;
+  for (int i = 0; i < 20; ++i) long_text += "Ada Lovelace ";
+  Post("/v1/extract/t/ner", json{{"items", {{{"text", long_text}}}}}.dump(), 400);
+  const json cut = Post("/v1/extract/t/ner", json{{"items", {{{"text", long_text}}}}, {"truncate", true}}.dump());
+  EXPECT_EQ(last_headers_["x-shoal-truncated"], "1");
+  for (const json& e : cut["items"][0]["entities"]) EXPECT_LT(e["end"].get<size_t>(), long_text.size());
+}
+
+TEST_F(NativeServing, ExtractRefusesWhatTheModelCannotDo) {
+  const auto message = [](const json& j) { return j["error"]["message"].get<std::string>(); };
+  json a = Post("/v1/extract/t/ner", R"({"items":[{"text":"Ada"}],"top_k":2})", 400);
+  EXPECT_NE(message(a).find("top_k: model 't/ner' labels tokens"), std::string::npos) << a.dump();
+  json b = Post("/v1/extract/t/sentiment", R"({"items":[{"text":"fine"}],"aggregation":"max"})", 400);
+  EXPECT_NE(message(b).find("aggregation: model 't/sentiment' labels whole texts"), std::string::npos) << b.dump();
+  json c = Post("/v1/extract/t/ner", R"({"items":[{"text":"Ada"}],"aggregation":"longest"})", 400);
+  EXPECT_EQ(message(c), "aggregation: 'longest' is none of none, simple, first, average, max");
+  json d = Post("/v1/extract/t/bert", R"({"items":[{"text":"Ada"}]})", 400);
+  EXPECT_NE(message(d).find("does not extract"), std::string::npos) << d.dump();
+  json e = Post("/v1/encode/t/ner", R"({"items":[{"text":"Ada"}]})", 400);
+  EXPECT_NE(message(e).find("does not encode"), std::string::npos) << e.dump();
+  json f = Post("/v1/extract/t/ner", R"({"items":[{"text":"Ada"}],"normalize":true})", 400);
+  EXPECT_EQ(message(f), "body: unknown field 'normalize'");
+  json g = Post("/v1/extract/t/ner", R"({"items":[{"text":"Ada"}],"top_k":0})", 400);
+  EXPECT_EQ(message(g), "top_k: expected a positive integer");
 }
 
 TEST_F(NativeServing, TokenizeAnswersAsTei) {

@@ -7,7 +7,8 @@ IN.json:  {"inputs": [{"ids": [...], "type_ids": [...], "lora": "ADAPTER_DIR"}, 
   (token ids, no tokenizer; type_ids and lora optional)
 OUT.json: {"outputs": [[floats...], ...]}
   embedding models: the pooled vector, L2-normalized when modules.json has a
-  Normalize module; sequence classifiers: the num_labels logits.
+  Normalize module; sequence classifiers: the num_labels logits; token
+  classifiers: the num_labels logits of every token, token after token.
 
 LoRA: a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors)
 is merged into the weights before the forward pass (peft_lora.py: W + scaling * B @ A
@@ -24,7 +25,8 @@ its structure. Each input runs alone, so there is no padding and no mask.
 Handles BertModel / RobertaModel / XLMRobertaModel (sentence-transformers layout: no prefix),
 BertForSequenceClassification (bert. prefix, pooler dense+tanh on [CLS], then
 classifier) and (XLM)RobertaForSequenceClassification (roberta. prefix, classifier
-.dense+tanh on <s>, then classifier.out_proj); absolute position embeddings,
+.dense+tanh on <s>, then classifier.out_proj), *ForTokenClassification (a
+classifier linear layer on every token); absolute position embeddings,
 RoBERTa's position ids starting at pad_token_id + 1, token type embeddings,
 hidden_act gelu (erf), gelu_new / gelu_pytorch_tanh (tanh), relu.
 """
@@ -82,6 +84,7 @@ class Encoder:
         self.heads = cfg["num_attention_heads"]
         arch = (cfg.get("architectures") or [""])[0]
         self.classifier = arch.endswith("ForSequenceClassification")
+        self.token_classifier = arch.endswith("ForTokenClassification")
 
         raw = read_model_dir(model_dir, dtype=np.float64)
         self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
@@ -92,7 +95,7 @@ class Encoder:
             if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
                 raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
 
-        if not self.classifier:
+        if not self.classifier and not self.token_classifier:
             self.pooling, self.normalize = read_sentence_transformers(model_dir)
 
     def p(self, name):
@@ -149,6 +152,8 @@ class Encoder:
 
     def run(self, ids, type_ids):
         h = self.hidden_states(ids, type_ids)
+        if self.token_classifier:
+            return linear(h, self.w["classifier.weight"], self.w["classifier.bias"]).reshape(-1)
         if self.classifier:
             first = h[0]
             if self.model_type == "bert":

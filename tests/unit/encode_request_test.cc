@@ -7,6 +7,7 @@
 #include <msgpack.hpp>
 #include <tuple>
 
+#include "wire/extract_request.h"
 #include "wire/score_request.h"
 #include "wire/item.h"
 
@@ -448,6 +449,58 @@ TEST(WorkMessage, DecodeTextItemErrors) {
   EXPECT_EQ(text, "hi");
   item.push_back('\0');
   EXPECT_FALSE(DecodeTextItem(item, &text).ok());
+}
+
+TEST(ParseExtract, ItemsAsEncodeAndTheExtractOptionsInBothFormats) {
+  Packer p;
+  p->pack_map(4);
+  p->pack(std::string("items"));
+  p->pack_array(1);
+  p->pack_map(1);
+  p->pack(std::string("text"));
+  p->pack(std::string("Ada Lovelace"));
+  p->pack(std::string("aggregation"));
+  p->pack(std::string("first"));
+  p->pack(std::string("top_k"));
+  p->pack(3);
+  p->pack(std::string("truncate"));
+  p->pack(true);
+  const std::string body = p.str();
+  WorkRequest packed;
+  ASSERT_TRUE(ParseExtractMsgpack(body, {}, &packed).ok());
+  EXPECT_EQ(packed.task, Task::kExtract);
+  ASSERT_EQ(packed.items.size(), 1u);
+  EXPECT_EQ(ItemText(packed.items[0].payload), "Ada Lovelace");
+  EXPECT_EQ(packed.extract.aggregation, Aggregation::kFirst);
+  EXPECT_EQ(packed.extract.top_k, 3u);
+  EXPECT_TRUE(packed.options.truncate);
+
+  std::string json = R"({"items":[{"text":"Ada"}],"aggregation":"none","top_k":1,"lora":"x"})";
+  WorkRequest parsed;
+  ASSERT_TRUE(ParseExtractJson(json, {}, &parsed).ok());
+  EXPECT_EQ(parsed.task, Task::kExtract);
+  EXPECT_EQ(parsed.extract.aggregation, Aggregation::kNone);
+  EXPECT_EQ(parsed.extract.top_k, 1u);
+  EXPECT_EQ(parsed.lora, "x");
+  WorkRequest plain;
+  std::string bare = R"({"items":[{"text":"Ada"}]})";
+  ASSERT_TRUE(ParseExtractJson(bare, {}, &plain).ok());
+  EXPECT_FALSE(plain.extract.aggregation) << "absent: the model's default";
+  EXPECT_EQ(plain.extract.top_k, 0u);
+
+  for (const auto& [body_json, message] :
+       {std::pair{R"({"items":[{"text":"a"}],"aggregation":"best"})",
+                  "aggregation: 'best' is none of none, simple, first, average, max"},
+        std::pair{R"({"items":[{"text":"a"}],"top_k":-1})", "top_k: expected a positive integer"},
+        std::pair{R"({"items":[{"text":"a"}],"top_k":"2"})", "top_k: expected a positive integer"},
+        std::pair{R"({"items":[{"text":"a"}],"dimensions":8})", "body: unknown field 'dimensions'"},
+        std::pair{R"({"aggregation":"max"})", "items: missing"}}) {
+    std::string b = body_json;
+    WorkRequest r;
+    const Status st = ParseExtractJson(b, {}, &r);
+    EXPECT_EQ(st.code(), Code::kInvalidInput) << body_json;
+    EXPECT_EQ(st.message(), message) << body_json;
+  }
 }
 
 }  // namespace

@@ -70,6 +70,25 @@ TEST_F(ModelDirectory, ASequenceClassifierIsACrossEncoder) {
   EXPECT_EQ(spec->task, Task::kScore);
 }
 
+TEST_F(ModelDirectory, ClassifiersOfSeveralLabelsAndTokenClassifiersExtract) {
+  const std::pair<const char*, Task> cases[] = {
+      {R"({"architectures": ["BertForTokenClassification"], "id2label": {"0": "O", "1": "B-PER"}})", Task::kExtract},
+      {R"({"architectures": ["RobertaForSequenceClassification"],
+           "id2label": {"0": "negative", "1": "neutral", "2": "positive"}})", Task::kExtract},
+      {R"({"architectures": ["BertForSequenceClassification"], "num_labels": 2})", Task::kExtract},
+      {R"({"architectures": ["BertForSequenceClassification"], "id2label": {"0": "toxic"},
+           "problem_type": "multi_label_classification"})", Task::kExtract},
+      {R"({"architectures": ["BertForSequenceClassification"], "id2label": {"0": "LABEL_0"}})", Task::kScore},
+  };
+  int n = 0;
+  for (const auto& [config, task] : cases) {
+    const auto d = Dir("classifier-" + std::to_string(n++), {{"config.json", config}});
+    auto spec = SpecFromDirectory(d.string(), "org/classifier");
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->task, task) << config;
+  }
+}
+
 TEST_F(ModelDirectory, ItsShoalYamlIsTheProfileAndThePathDefaultsToTheDirectory) {
   const auto d = Dir("tuned", {{"config.json", R"({"architectures": ["BertForSequenceClassification"]})"},
                                {"shoal.yaml", "id: team/tuned\nruntime: native\ntask: encode\npinned: true\n"

@@ -62,6 +62,24 @@ TEST(RuntimeProtocol, RequestsReadBackAsWritten) {
   EXPECT_EQ(read[0].lora, "x");
   EXPECT_TRUE(read[1].normalize);
 
+  std::vector<ExtractInput> ex = {
+      {.text = "Ada", .truncate = true, .lora = "x", .aggregation = Aggregation::kMax, .top_k = 0},
+      {.text = "fine", .truncate = false, .lora = {}, .aggregation = {}, .top_k = 2}};
+  Request x;
+  const std::string extract = ExtractRequest(9, "m#1", ex);
+  ASSERT_TRUE(ReadRequest(extract, &x).ok());
+  EXPECT_EQ(x.op, "extract");
+  std::vector<ExtractInput> ex_read;
+  ASSERT_TRUE(ReadExtractInputs(x.items, &ex_read).ok());
+  ASSERT_EQ(ex_read.size(), 2u);
+  EXPECT_EQ(ex_read[0].text, "Ada");
+  EXPECT_TRUE(ex_read[0].truncate);
+  EXPECT_EQ(ex_read[0].lora, "x");
+  EXPECT_EQ(ex_read[0].aggregation, Aggregation::kMax);
+  EXPECT_EQ(ex_read[0].top_k, 0u);
+  EXPECT_FALSE(ex_read[1].aggregation);
+  EXPECT_EQ(ex_read[1].top_k, 2u);
+
   Request h;
   ASSERT_TRUE(ReadRequest(HelloRequest(1), &h).ok());
   EXPECT_EQ(h.versions, std::vector<uint32_t>{kProtocolVersion});
@@ -218,6 +236,30 @@ TEST(RuntimeProtocol, RepliesReadBackAndMisfitsAreRefused) {
   EXPECT_EQ(back[0].tokens, 3u);
   EXPECT_EQ(back[1].status.code(), Code::kInvalidInput);
   EXPECT_EQ(back[1].status.message(), "too long");
+
+  std::vector<ExtractOutput> extracted(3);
+  extracted[0].entities = {{.label = "PER", .score = 0.75f, .start = 0, .end = 3, .text = "Ada"}};
+  extracted[0].tokens = 5;
+  extracted[0].truncated = true;
+  extracted[1].labels = {{"positive", 0.5f}, {"negative", 0.25f}};
+  extracted[2].status = InvalidInput("top_k: no");
+  Reply xr;
+  const std::string extract_frame = ExtractReply(6, extracted);
+  ASSERT_TRUE(ReadReply(extract_frame, &xr).ok());
+  std::vector<ExtractOutput> xback(3);
+  const Status xs = ReadExtractOutputs(xr.ok, xback);
+  ASSERT_TRUE(xs.ok()) << xs.ToString();
+  ASSERT_EQ(xback[0].entities.size(), 1u);
+  EXPECT_EQ(xback[0].entities[0].label, "PER");
+  EXPECT_EQ(xback[0].entities[0].score, 0.75f);
+  EXPECT_EQ(xback[0].entities[0].end, 3u);
+  EXPECT_EQ(xback[0].entities[0].text, "Ada");
+  EXPECT_EQ(xback[0].tokens, 5u);
+  EXPECT_TRUE(xback[0].truncated);
+  ASSERT_EQ(xback[1].labels.size(), 2u);
+  EXPECT_EQ(xback[1].labels[1].label, "negative");
+  EXPECT_EQ(xback[1].labels[1].score, 0.25f);
+  EXPECT_EQ(xback[2].status.message(), "top_k: no");
 
   std::vector<EncodeOutput> three(3);
   Status s = ReadEncodeOutputs(r.ok, three);

@@ -55,6 +55,18 @@ TEST(WorkMessage, RoundTripsEveryField) {
   EXPECT_EQ(back.lora, "support-v2");
   EXPECT_EQ(back.payload_key, "gw1-0-42.7");
   EXPECT_EQ(body, "body bytes");
+  EXPECT_FALSE(back.aggregation);
+  EXPECT_EQ(back.top_k, 0u);
+
+  h.task = Task::kExtract;
+  h.aggregation = Aggregation::kAverage;
+  h.top_k = 3;
+  message.clear();
+  AppendWork(h, "body bytes", &message);
+  ASSERT_TRUE(ReadWork(message, &back, &body).ok());
+  EXPECT_EQ(back.task, Task::kExtract);
+  EXPECT_EQ(back.aggregation, Aggregation::kAverage);
+  EXPECT_EQ(back.top_k, 3u);
 }
 
 TEST(WorkMessage, IsTheDocumentedMapThenTheBody) {

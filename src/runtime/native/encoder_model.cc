@@ -1,6 +1,7 @@
 #include "runtime/native/encoder_model.h"
 
 #include "runtime/call_stages.h"
+#include "runtime/extraction.h"
 #include "runtime/native/models/bert.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
 #if SHOAL_WITH_CUDA
@@ -27,8 +28,19 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
     return InvalidInput(spec.path + ": a reranker has one label; this classifier has " +
                         std::to_string(config->num_labels));
   }
+  if (spec.task == Task::kExtract && !config->sequence_classifier() && !config->token_classifier()) {
+    return InvalidInput(spec.path + ": task extract needs a classifier (a *ForTokenClassification or "
+                        "*ForSequenceClassification architecture in config.json)");
+  }
   if (spec.task == Task::kEncode && config->sequence_classifier()) {
     return InvalidInput(spec.path + ": this is a cross-encoder; register it with task: score");
+  }
+  if (spec.task == Task::kEncode && config->token_classifier()) {
+    return InvalidInput(spec.path + ": this is a token classifier; register it with task: extract");
+  }
+  if (options.cuda_device >= 0 && config->token_classifier()) {
+    return InvalidInput("native.device: " + spec.id + " is a token classifier; those run on the CPU backend "
+                        "so far");
   }
   auto pooling = LoadPoolingConfig(spec.path);
   if (!pooling.ok()) return pooling.status();
@@ -194,6 +206,58 @@ Status EncoderModel::Score(std::span<const ScoreInput> in, std::span<ScoreOutput
   }));
   for (size_t k = 0; k < ok.size(); ++k) {
     out[ok[k]].logits.assign(logits.begin() + k * labels, logits.begin() + (k + 1) * labels);
+  }
+  return Status::Ok();
+}
+
+Status EncoderModel::Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out) {
+  if (config_.task != Task::kExtract) return Model::Extract(in, out);
+  const EncoderConfig& c = network_->config();
+  const bool tokens = c.token_classifier();
+  std::vector<Encoding> encodings(in.size());
+  std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const ExtractInput& x) -> Result<Encoding> {
+    if (tokens && x.top_k != 0) {
+      return InvalidInput("top_k: model '" + config_.id + "' labels tokens (entities), not whole texts");
+    }
+    if (!tokens && x.aggregation) {
+      return InvalidInput("aggregation: model '" + config_.id + "' labels whole texts, not tokens");
+    }
+    return tokenizer_->Encode(x.text, LimitFor(x.truncate));
+  });
+  const auto adapters = ResolveLoras(loras_.get(), config_, in, out, &ok);
+  const size_t L = c.num_labels;
+  if (!tokens) {
+    std::vector<float> logits(ok.size() * L);
+    SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, ok, adapters, out, [&](std::span<const TokenSequence> seqs) {
+      return network_->Classify(seqs, logits.data(), threads_);
+    }));
+    for (size_t k = 0; k < ok.size(); ++k) {
+      out[ok[k]].labels = RankLabels({logits.data() + k * L, L}, c.labels, c.multi_label, in[ok[k]].top_k);
+    }
+    return Status::Ok();
+  }
+  size_t rows = 0;
+  for (size_t i : ok) rows += encodings[i].ids.size();
+  std::vector<float> logits(rows * L);
+  SHOAL_RETURN_IF_ERROR(RunTokenized(encodings, ok, adapters, out, [&](std::span<const TokenSequence> seqs) {
+    return network_->ClassifyTokens(seqs, logits.data(), threads_);
+  }));
+  const bool word_aware = !tokenizer_->continuing_subword_prefix().empty();
+  const std::optional<int32_t> unk = tokenizer_->unk_id();
+  float* row = logits.data();
+  std::vector<ScoredToken> scored;
+  for (size_t i : ok) {
+    const Encoding& e = encodings[i];
+    scored.clear();
+    for (size_t j = 0; j < e.ids.size(); ++j, row += L) {
+      if (e.special[j]) continue;
+      Softmax({row, L});
+      auto [start, end] = e.offsets[j];
+      WidenToCharacters(in[i].text, &start, &end);
+      scored.push_back({{row, L}, start, end,
+                        IsSubword(in[i].text, start, end, tokenizer_->IdToToken(e.ids[j]), word_aware, e.ids[j] == unk)});
+    }
+    out[i].entities = GroupEntities(in[i].text, scored, c.labels, in[i].aggregation.value_or(Aggregation::kSimple));
   }
   return Status::Ok();
 }

@@ -1,5 +1,6 @@
 // EncoderModel: a BERT-family network and its tokenizer behind the Runtime
-// interface — embeddings (Encode), cross-encoder relevance (Score), and the
+// interface — embeddings (Encode), cross-encoder relevance (Score),
+// entities and labels (Extract: token and text classifiers), and the
 // tokens themselves (Tokenize).
 //
 // Inputs are tokenized on the calling executor's thread, then the batch runs
@@ -32,6 +33,7 @@ class EncoderModel final : public Model {
 
   Status Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) override;
   Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) override;
+  Status Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out) override;
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
   Status UpdateLoras(std::span<const LoraConfig> loras) override;
   bool LoraReady(std::string_view lora) override { return loras_ == nullptr || loras_->Ready(lora); }

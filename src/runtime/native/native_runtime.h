@@ -23,9 +23,9 @@ namespace shoal {
 class NativeRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "native"; }
-  int api_version() const override { return 9; }
+  int api_version() const override { return 10; }
   std::vector<Task> tasks() const override {
-    return {Task::kEncode, Task::kScore, Task::kTokenize, Task::kGenerate};
+    return {Task::kEncode, Task::kScore, Task::kExtract, Task::kTokenize, Task::kGenerate};
   }
   Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
   // PEFT LoRA adapters of BERT-family encoders and Llama-family decoders

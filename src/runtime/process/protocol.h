@@ -89,6 +89,7 @@ std::string LorasRequest(uint64_t id, std::string_view model, std::span<const Lo
 std::string CheckLoraRequest(uint64_t id, const ModelConfig& base, const LoraConfig& lora);
 std::string EncodeRequest(uint64_t id, std::string_view model, std::span<const EncodeInput> in);
 std::string ScoreRequest(uint64_t id, std::string_view model, std::span<const ScoreInput> in);
+std::string ExtractRequest(uint64_t id, std::string_view model, std::span<const ExtractInput> in);
 std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const TokenizeInput> in);
 // An encode or score batch of token ids (`task`: kEncode or kScore).
 std::string TokenBatchRequest(uint64_t id, Task task, std::string_view model, std::span<const TokenInput> in);
@@ -105,6 +106,7 @@ Status ReadLoras(std::string_view raw, std::vector<LoraConfig>* loras);
 Status ReadLora(std::string_view raw, LoraConfig* lora);
 Status ReadEncodeInputs(std::string_view raw, std::vector<EncodeInput>* in);
 Status ReadScoreInputs(std::string_view raw, std::vector<ScoreInput>* in);
+Status ReadExtractInputs(std::string_view raw, std::vector<ExtractInput>* in);
 Status ReadTokenizeInputs(std::string_view raw, std::vector<TokenizeInput>* in);
 Status ReadGenerationJob(std::string_view raw, GenerationJob* job);
 
@@ -130,6 +132,7 @@ std::string HelloReply(uint64_t id, const RuntimeHello& hello);
 std::string BytesReply(uint64_t id, uint64_t memory_bytes);
 std::string EncodeReply(uint64_t id, std::span<const EncodeOutput> out);
 std::string ScoreReply(uint64_t id, std::span<const ScoreOutput> out);
+std::string ExtractReply(uint64_t id, std::span<const ExtractOutput> out);
 std::string TokenizeReply(uint64_t id, std::span<const TokenizeOutput> out);
 // memory: the process's resident bytes and each model's.
 struct MemoryReport {
@@ -151,6 +154,7 @@ Status ReadBytes(std::string_view ok, uint64_t* memory_bytes);
 Status ReadLoadResult(std::string_view ok, LoadResult* result);
 Status ReadEncodeOutputs(std::string_view ok, std::span<EncodeOutput> out);
 Status ReadScoreOutputs(std::string_view ok, std::span<ScoreOutput> out);
+Status ReadExtractOutputs(std::string_view ok, std::span<ExtractOutput> out);
 Status ReadTokenizeOutputs(std::string_view ok, std::span<TokenizeOutput> out);
 Status ReadMemory(std::string_view ok, MemoryReport* report);
 Status ReadHealth(std::string_view ok, uint32_t* models);

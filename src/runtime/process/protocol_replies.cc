@@ -4,6 +4,7 @@
 
 #include "runtime/process/protocol.h"
 #include "runtime/process/protocol_envelopes.h"
+#include "wire/item.h"
 #include "wire/msgpack_fields.h"
 #include "wire/msgpack_reader.h"
 #include "wire/msgpack_writer.h"
@@ -221,6 +222,31 @@ std::string ScoreReply(uint64_t id, std::span<const ScoreOutput> out) {
   return VectorReply(id, out, "logits", &ScoreOutput::logits);
 }
 
+std::string ExtractReply(uint64_t id, std::span<const ExtractOutput> out_items) {
+  std::string out;
+  MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
+  w.MapHeader(1);
+  w.Str("items");
+  w.ArrayHeader(static_cast<uint32_t>(out_items.size()));
+  for (const ExtractOutput& o : out_items) {
+    if (!o.status.ok()) {
+      w.MapHeader(1);
+      WriteItemStatus(w, o.status);
+      continue;
+    }
+    w.MapHeader(4);
+    w.Str("entities");
+    wire::WriteEntities(o.entities, w);
+    w.Str("labels");
+    wire::WriteLabels(o.labels, w);
+    w.Str("tokens");
+    w.Uint(o.tokens);
+    w.Str("truncated");
+    w.Bool(o.truncated);
+  }
+  return out;
+}
+
 std::string TokenizeReply(uint64_t id, std::span<const TokenizeOutput> out_items) {
   std::string out;
   MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
@@ -346,6 +372,43 @@ Status ReadEncodeOutputs(std::string_view ok, std::span<EncodeOutput> out) {
 
 Status ReadScoreOutputs(std::string_view ok, std::span<ScoreOutput> out) {
   return ReadVectorOutputs(ok, out, "logits", &ScoreOutput::logits);
+}
+
+Status ReadExtractOutputs(std::string_view ok, std::span<ExtractOutput> out) {
+  std::string_view items;
+  SHOAL_RETURN_IF_ERROR(OkItems(ok, out.size(), &items));
+  return ForEachItem(items, "items", [&](uint32_t i, MsgpackFields& f) -> Status {
+    ExtractOutput& o = out[i];
+    return f.ForEach([&](std::string_view key) -> Status {
+      if (key == "error") return ReadStatusMap(f.reader(), f.Name(), &o.status);
+      if (key == "tokens") return f.Int(&o.tokens);
+      if (key == "truncated") return f.Bool(&o.truncated);
+      std::string_view list;
+      if (key != "entities" && key != "labels") return f.Skip();
+      if (!f.reader().ReadRaw(&list)) return f.Error("truncated");
+      if (key == "labels") {
+        return ForEachItem(list, f.Name(), [&](uint32_t, MsgpackFields& l) -> Status {
+          LabelScore& label = o.labels.emplace_back();
+          return l.ForEach([&](std::string_view name) -> Status {
+            if (name == "label") return l.String(&label.label);
+            if (name == "score") return l.Float(&label.score);
+            return l.Skip();
+          });
+        });
+      }
+      return ForEachItem(list, f.Name(), [&](uint32_t, MsgpackFields& e) -> Status {
+        Entity& entity = o.entities.emplace_back();
+        return e.ForEach([&](std::string_view name) -> Status {
+          if (name == "label") return e.String(&entity.label);
+          if (name == "score") return e.Float(&entity.score);
+          if (name == "start") return e.Int(&entity.start);
+          if (name == "end") return e.Int(&entity.end);
+          if (name == "text") return e.String(&entity.text);
+          return e.Skip();
+        });
+      });
+    });
+  });
 }
 
 Status ReadTokenizeOutputs(std::string_view ok, std::span<TokenizeOutput> out) {

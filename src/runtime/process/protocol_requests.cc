@@ -4,6 +4,7 @@
 
 #include "runtime/process/protocol.h"
 #include "runtime/process/protocol_envelopes.h"
+#include "wire/item.h"
 #include "wire/msgpack_fields.h"
 #include "wire/msgpack_reader.h"
 #include "wire/msgpack_writer.h"
@@ -189,6 +190,33 @@ std::string ScoreRequest(uint64_t id, std::string_view model, std::span<const Sc
   return out;
 }
 
+std::string ExtractRequest(uint64_t id, std::string_view model, std::span<const ExtractInput> in) {
+  std::string out;
+  MsgpackWriter w = RequestEnvelope(&out, "extract", id, 2);
+  w.Str("model");
+  w.Str(model);
+  w.Str("items");
+  w.ArrayHeader(static_cast<uint32_t>(in.size()));
+  for (const ExtractInput& e : in) {
+    w.MapHeader(3 + (e.aggregation ? 1 : 0) + (e.top_k > 0 ? 1 : 0));
+    w.Str("text");
+    w.Str(e.text);
+    w.Str("truncate");
+    w.Bool(e.truncate);
+    w.Str("lora");
+    w.Str(e.lora);
+    if (e.aggregation) {
+      w.Str("aggregation");
+      w.Str(AggregationName(*e.aggregation));
+    }
+    if (e.top_k > 0) {
+      w.Str("top_k");
+      w.Uint(e.top_k);
+    }
+  }
+  return out;
+}
+
 std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const TokenizeInput> in) {
   std::string out;
   MsgpackWriter w = RequestEnvelope(&out, "tokenize", id, 2);
@@ -323,6 +351,20 @@ Status ReadScoreInputs(std::string_view raw, std::vector<ScoreInput>* in) {
       if (key == "text_pair") return f.Str(&s.text_pair);
       if (key == "truncate") return f.Bool(&s.truncate);
       if (key == "lora") return f.Str(&s.lora);
+      return f.Skip();
+    });
+  });
+}
+
+Status ReadExtractInputs(std::string_view raw, std::vector<ExtractInput>* in) {
+  return ForEachItem(raw, "items", [&](uint32_t, MsgpackFields& f) -> Status {
+    ExtractInput& e = in->emplace_back();
+    return f.ForEach([&](std::string_view key) -> Status {
+      if (key == "text") return f.Str(&e.text);
+      if (key == "truncate") return f.Bool(&e.truncate);
+      if (key == "lora") return f.Str(&e.lora);
+      if (key == "aggregation") return wire::ReadAggregation(f, &e.aggregation);
+      if (key == "top_k") return f.Int(&e.top_k);
       return f.Skip();
     });
   });

@@ -111,6 +111,13 @@ class RemoteModel : public Model, public StreamingGenerator {
         in, out, [&](uint64_t id) { return ScoreRequest(id, handle_, in); },
         [&](std::string_view ok) { return ReadScoreOutputs(ok, out); });
   }
+  Status Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out) override {
+    // A runtime that takes token ids has no extract of its own yet.
+    if (feed_) return Model::Extract(in, out);
+    return Batch(
+        in, out, [&](uint64_t id) { return ExtractRequest(id, handle_, in); },
+        [&](std::string_view ok) { return ReadExtractOutputs(ok, out); });
+  }
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override {
     if (feed_) return feed_->Tokenize(in, out);
     return Batch(

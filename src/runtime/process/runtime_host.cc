@@ -217,7 +217,7 @@ std::string RuntimeHost::Handle(const Request& q, Connection& conn) {
     auto bytes = runtime_->CheckLora(base, lora);
     return bytes.ok() ? BytesReply(q.id, *bytes) : ErrorReply(q.id, bytes.status());
   }
-  if (q.op != "loras" && q.op != "encode" && q.op != "score" && q.op != "tokenize") {
+  if (q.op != "loras" && q.op != "encode" && q.op != "score" && q.op != "extract" && q.op != "tokenize") {
     return ErrorReply(q.id, InvalidInput("unknown op '" + std::string(q.op) + "'"));
   }
   std::shared_ptr<Model> model;
@@ -240,6 +240,11 @@ std::string RuntimeHost::Handle(const Request& q, Connection& conn) {
   if (q.op == "score") {
     return RunBatch<ScoreInput, ScoreOutput>(
         q, *model, ReadScoreInputs, [](Model& m, auto in, auto out) { return m.Score(in, out); }, ScoreReply);
+  }
+  if (q.op == "extract") {
+    return RunBatch<ExtractInput, ExtractOutput>(
+        q, *model, ReadExtractInputs, [](Model& m, auto in, auto out) { return m.Extract(in, out); },
+        ExtractReply);
   }
   return RunBatch<TokenizeInput, TokenizeOutput>(
       q, *model, ReadTokenizeInputs, [](Model& m, auto in, auto out) { return m.Tokenize(in, out); },

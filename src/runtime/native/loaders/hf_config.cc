@@ -11,6 +11,28 @@ namespace fs = std::filesystem;
 
 Result<nlohmann::json> ReadJson(const fs::path& path) { return ReadJsonFile(path.string()); }
 
+// id2label ({"0": "O", "1": "B-PER", ...}) as a list, one name per label;
+// ids it leaves out are named as transformers names them ("LABEL_<i>").
+Status ReadLabels(const nlohmann::json& j, const std::string& path, EncoderConfig* c) {
+  c->labels.clear();
+  for (uint32_t i = 0; i < c->num_labels; ++i) c->labels.push_back("LABEL_" + std::to_string(i));
+  auto it = j.find("id2label");
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return InvalidInput(path + ": id2label: expected an object of label names");
+  for (auto e = it->begin(); e != it->end(); ++e) {
+    uint32_t id = 0;
+    const std::string& key = e.key();
+    if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos ||
+        (id = static_cast<uint32_t>(std::stoul(key))) >= c->num_labels) {
+      return InvalidInput(path + ": id2label: '" + key + "' is not a label id below num_labels (" +
+                          std::to_string(c->num_labels) + ")");
+    }
+    if (!e.value().is_string()) return InvalidInput(path + ": id2label." + key + ": expected a string");
+    c->labels[id] = e.value().get<std::string>();
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<nlohmann::json> ReadJsonFile(const std::string& path) {
@@ -30,6 +52,13 @@ bool EncoderConfig::roberta_positions() const {
 bool EncoderConfig::sequence_classifier() const {
   for (const auto& a : architectures) {
     if (a.ends_with("ForSequenceClassification")) return true;
+  }
+  return false;
+}
+
+bool EncoderConfig::token_classifier() const {
+  for (const auto& a : architectures) {
+    if (a.ends_with("ForTokenClassification")) return true;
   }
   return false;
 }
@@ -79,6 +108,11 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
       c.num_labels = static_cast<uint32_t>((*j)["id2label"].size());
     }
     c.num_labels = j->value("num_labels", c.num_labels);
+    if (!c.sequence_classifier() && !c.token_classifier()) c.num_labels = 0;
+    if ((c.sequence_classifier() || c.token_classifier()) && c.num_labels == 0) c.num_labels = 2;  // transformers' default
+    if (c.num_labels > 0) SHOAL_RETURN_IF_ERROR(ReadLabels(*j, path.string(), &c));
+    const std::string problem = j->value("problem_type", "");
+    c.multi_label = problem == "multi_label_classification";
   } catch (const std::exception& e) {
     return InvalidInput(path.string() + ": " + e.what());
   }
@@ -91,7 +125,6 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
   if (c.roberta_positions() && c.max_position_embeddings <= static_cast<uint32_t>(c.pad_token_id) + 1) {
     return InvalidInput(path.string() + ": max_position_embeddings leaves no positions after pad_token_id");
   }
-  if (c.sequence_classifier() && c.num_labels == 0) c.num_labels = 2;  // transformers' default
   return c;
 }
 

@@ -36,11 +36,17 @@ struct EncoderConfig {
   uint32_t vocab_size = 0;
   int32_t pad_token_id = 0;
   uint32_t num_labels = 0;  // classification heads only
+  // The heads' label names (config.json's id2label; "LABEL_<i>" where it
+  // says none), one per label.
+  std::vector<std::string> labels;
+  bool multi_label = false;  // problem_type multi_label_classification: a sigmoid per label
 
   // RoBERTa-style models number positions from pad_token_id + 1.
   bool roberta_positions() const;
   // A sequence-classification head (cross-encoder) follows the encoder.
   bool sequence_classifier() const;
+  // A token-classification head (NER) follows the encoder.
+  bool token_classifier() const;
   // The longest input the position table allows.
   uint32_t max_tokens() const;
 };

@@ -80,6 +80,9 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
     SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear({head.dense}, {h}, h));
     SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({head.out}, {labels}, h));
     m->linear_bytes_ += m->head_dense_->memory_bytes() + m->classifier_->memory_bytes();
+  } else if (config.token_classifier()) {
+    SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({"classifier"}, {config.num_labels}, h));
+    m->linear_bytes_ += m->classifier_->memory_bytes();
   }
   m->lora_targets_ = LoraTargetsOf(config, w);
   return m;
@@ -100,6 +103,8 @@ LoraTargets Bert::LoraTargetsOf(const EncoderConfig& config, const SafeTensors& 
   if (config.sequence_classifier()) {
     const ClassifierHeadNames head = FindClassifierHead(weights, p);
     t.replaceable = {{head.dense, h, h}, {head.out, h, config.num_labels}};
+  } else if (config.token_classifier()) {
+    t.replaceable = {{"classifier", h, config.num_labels}};
   } else {
     t.unused.push_back(p + "pooler.dense");
   }
@@ -197,7 +202,7 @@ Status Bert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool no
 }
 
 Status Bert::Classify(std::span<const TokenSequence> seqs, float* out, int threads) const {
-  if (!classifier_) return InvalidInput("the model has no classification head");
+  if (!head_dense_) return InvalidInput("the model has no sequence-classification head");
   SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
   const size_t H = config_.hidden_size;
   std::vector<float> hidden;
@@ -219,6 +224,25 @@ Status Bert::Classify(std::span<const TokenSequence> seqs, float* out, int threa
     const cpu::Linear* classifier = a->replacement(1) ? a->replacement(1) : classifier_.get();
     dense->Forward(first.data() + s * H, 1, pooled.data() + s * H, cpu::Activation::kTanh, threads);
     classifier->Forward(pooled.data() + s * H, 1, out + s * labels, cpu::Activation::kNone, threads);
+  }
+  return Status::Ok();
+}
+
+Status Bert::ClassifyTokens(std::span<const TokenSequence> seqs, float* out, int threads) const {
+  if (!classifier_ || head_dense_) return InvalidInput("the model has no token-classification head");
+  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
+  std::vector<float> hidden;
+  std::vector<uint32_t> offsets;
+  Forward(seqs, &hidden, &offsets, threads);
+  classifier_->Forward(hidden.data(), offsets.back(), out, cpu::Activation::kNone, threads);
+  // An adapter that brings its own classifier (modules_to_save) runs it on
+  // its sequences' rows instead.
+  const size_t H = config_.hidden_size, labels = config_.num_labels;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const LoraAdapter* a = seqs[s].lora;
+    if (a == nullptr || a->replacement(0) == nullptr) continue;
+    a->replacement(0)->Forward(hidden.data() + offsets[s] * H, offsets[s + 1] - offsets[s], out + offsets[s] * labels,
+                               cpu::Activation::kNone, threads);
   }
   return Status::Ok();
 }

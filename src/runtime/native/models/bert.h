@@ -1,6 +1,7 @@
 // BERT-family encoders (BERT, RoBERTa, XLM-R, MiniLM, bge/e5/gte) and their
-// sequence-classification heads (cross-encoders), from a Hugging Face
-// directory: config.json + safetensors.
+// sequence-classification heads (cross-encoders, text classifiers) and
+// token-classification heads (NER), from a Hugging Face directory:
+// config.json + safetensors.
 //
 // A batch runs packed: the token rows of all sequences back to back, no
 // padding; attention keeps each sequence to itself (kernels.h). Sequences
@@ -41,7 +42,8 @@ class Bert final : public EncoderNetwork {
   size_t memory_bytes() const override;
   // Per layer, in order: query, key, value, attention.output.dense,
   // intermediate.dense, output.dense (kLoraPerLayer of them); replaceable:
-  // the head's dense layer, then its classifier.
+  // a sequence classifier's dense layer, then its classifier; a token
+  // classifier's classifier.
   const LoraTargets* lora_targets() const override { return &lora_targets_; }
   static constexpr size_t kLoraPerLayer = 6;
   // The same, from the config and the checkpoint's names alone (what
@@ -51,6 +53,7 @@ class Bert final : public EncoderNetwork {
   Status Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
                int threads) const override;
   Status Classify(std::span<const TokenSequence> seqs, float* out, int threads) const override;
+  Status ClassifyTokens(std::span<const TokenSequence> seqs, float* out, int threads) const override;
 
  private:
   struct Layer;
@@ -69,8 +72,10 @@ class Bert final : public EncoderNetwork {
   const float* emb_ln_gamma_ = nullptr;
   const float* emb_ln_beta_ = nullptr;
   std::vector<Layer> layers_;
-  // Classification head: BERT's pooler (dense + tanh) then classifier, or
-  // RoBERTa's classifier.dense (+ tanh) then classifier.out_proj.
+  // Sequence-classification head: BERT's pooler (dense + tanh) then
+  // classifier, or RoBERTa's classifier.dense (+ tanh) then
+  // classifier.out_proj. A token-classification head is `classifier` alone,
+  // on every token.
   std::unique_ptr<cpu::Linear> head_dense_;
   std::unique_ptr<cpu::Linear> classifier_;
   size_t linear_bytes_ = 0;

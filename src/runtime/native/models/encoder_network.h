@@ -4,8 +4,8 @@
 // read the same way: where its tensors live, its classification head, its
 // position ids and the checks on input sequences.
 //
-// Threading: implementations are immutable after load; Embed and Classify
-// may run from several threads at once.
+// Threading: implementations are immutable after load; Embed, Classify and
+// ClassifyTokens may run from several threads at once.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +49,12 @@ class EncoderNetwork {
   // The classification head's logits per sequence (config().num_labels
   // floats each); the head reads the first token ([CLS] / <s>).
   virtual Status Classify(std::span<const TokenSequence> seqs, float* out, int threads) const = 0;
+
+  // A token-classification head's logits per token (config().num_labels
+  // floats each), the sequences' tokens back to back.
+  virtual Status ClassifyTokens(std::span<const TokenSequence> seqs, float* out, int threads) const {
+    return InvalidInput("this network runs no token-classification head");
+  }
 };
 
 // Where the encoder's tensors live in a checkpoint: bare (sentence-

@@ -128,6 +128,8 @@ class BpeModel final : public Model {
     return vocab_.Find(token);
   }
   std::string_view IdToToken(int32_t id) const override { return vocab_.Token(id); }
+  std::string_view continuing_subword_prefix() const override { return prefix_; }
+  std::optional<int32_t> unk_id() const override { return unk_id_; }
   size_t id_space() const override { return vocab_.id_space(); }
 
   Status Load(Json json, bool byte_level);

@@ -33,6 +33,10 @@ class Model {
   virtual std::optional<int32_t> TokenToId(std::string_view token) const = 0;
   virtual std::string_view IdToToken(int32_t id) const = 0;  // "" when unknown
   virtual size_t id_space() const = 0;                       // one past the largest id
+  // The prefix marking a word's later pieces ("##"), empty where the model
+  // has none: what tells a token-classification pipeline a word's pieces.
+  virtual std::string_view continuing_subword_prefix() const { return {}; }
+  virtual std::optional<int32_t> unk_id() const = 0;
 };
 
 // `byte_level`: the pre-tokenizer contains ByteLevel, so the vocabulary is in

@@ -48,6 +48,8 @@ class HfTokenizer final : public Tokenizer {
     return std::string(t);
   }
   size_t vocab_size() const override { return std::max(model_->id_space(), added_.id_space()); }
+  std::string_view continuing_subword_prefix() const override { return model_->continuing_subword_prefix(); }
+  std::optional<int32_t> unk_id() const override { return model_->unk_id(); }
   Result<std::vector<std::string>> OutputBytes() const override;
 
  private:

@@ -64,6 +64,10 @@ class Tokenizer {
   virtual std::string IdToToken(int32_t id) const = 0;  // "" when out of range
   // One past the largest id, added tokens included (the embedding rows).
   virtual size_t vocab_size() const = 0;
+  // The model's continuing-subword prefix ("##" for WordPiece; empty where
+  // it has none) and its unknown token.
+  virtual std::string_view continuing_subword_prefix() const = 0;
+  virtual std::optional<int32_t> unk_id() const = 0;
 
   // What each id (0 … vocab_size − 1) stands for in generated text, as bytes
   // (a byte-level token may hold part of a UTF-8 character); special added

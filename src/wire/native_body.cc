@@ -1,0 +1,117 @@
+#include "wire/native_body.h"
+
+#include "wire/item.h"
+
+namespace shoal::wire {
+namespace {
+
+// One MessagePack item, {"text": str}: kept as a view of its bytes.
+Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limits, RequestItem* item) {
+  const size_t start = r.offset();
+  uint32_t fields;
+  if (!r.ReadMapHeader(&fields)) return MsgpackExpected(Field("items", index), "a map", r);
+  std::string_view text;
+  bool has_text = false;
+  for (uint32_t f = 0; f < fields; ++f) {
+    std::string_view key;
+    if (!r.ReadStr(&key)) return MsgpackExpected(Field("items", index), "a field name (a string)", r);
+    if (key != "text") {
+      return InvalidInput(Field("items", index) + ": unknown field '" + std::string(key) + "'");
+    }
+    if (!r.ReadStr(&text)) return MsgpackExpected(Field("items", index, ".text"), "a string", r);
+    has_text = true;
+  }
+  if (!has_text) return InvalidInput(Field("items", index, ".text") + ": missing");
+  const std::string_view raw = r.buffer().substr(start, r.offset() - start);
+  SHOAL_RETURN_IF_ERROR(CheckItemSize(Field("items", index), raw.size(), limits));
+  item->payload = raw;
+  item->cost = EstimateTokens(text.size());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status UnknownField(std::string_view key) {
+  return InvalidInput("body: unknown field '" + std::string(key) + "'");
+}
+
+Status ParseNativeMsgpack(std::string_view body, const ParseLimits& limits, WorkRequest* out,
+                          const MsgpackField& other) {
+  if (body.empty()) return InvalidInput("body: empty");
+  MsgpackReader r(body);
+  uint32_t fields;
+  if (!r.ReadMapHeader(&fields)) return MsgpackExpected("body", "a map", r);
+  bool has_items = false;
+  for (uint32_t f = 0; f < fields; ++f) {
+    std::string_view key;
+    if (!r.ReadStr(&key)) return MsgpackExpected("body", "a field name (a string)", r);
+    if (key == "items") {
+      uint32_t n;
+      if (!r.ReadArrayHeader(&n)) return MsgpackExpected("items", "an array", r);
+      SHOAL_RETURN_IF_ERROR(CheckItemCount("items", n, limits));
+      out->items.resize(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        SHOAL_RETURN_IF_ERROR(ParseMsgpackItem(r, i, limits, &out->items[i]));
+      }
+      has_items = true;
+    } else if (key == "truncate") {
+      if (!r.ReadBool(&out->options.truncate)) return MsgpackExpected("truncate", "a boolean", r);
+    } else if (key == "lora") {
+      std::string_view lora;
+      if (!r.ReadStr(&lora)) return MsgpackExpected("lora", "a string", r);
+      out->lora = std::string(lora);
+    } else {
+      SHOAL_RETURN_IF_ERROR(other(key, r));
+    }
+  }
+  if (!has_items) return InvalidInput("items: missing");
+  if (!r.AtEnd()) return InvalidInput("body: trailing bytes after the request");
+  return Status::Ok();
+}
+
+Status ParseNativeJson(std::string& body, const ParseLimits& limits, WorkRequest* out, const JsonField& other) {
+  auto storage = std::make_unique<std::string>();
+  std::vector<PendingItem> pending;
+  bool has_items = false;
+  Status s = ForEachJsonField(body, [&](std::string_view key, od::value v) -> Status {
+    if (key == "items") {
+      od::array arr;
+      if (v.get_array().get(arr)) return JsonExpected("items", "an array", v);
+      size_t i = 0;
+      for (auto el_result : arr) {
+        od::value el;
+        if (auto e = std::move(el_result).get(el)) return JsonMalformed(e);
+        od::object item;
+        if (el.get_object().get(item)) return JsonExpected(Field("items", i), "an object", el);
+        bool has_text = false;
+        for (auto f_result : item) {
+          od::field f;
+          if (auto e = std::move(f_result).get(f)) return JsonMalformed(e);
+          std::string_view k;
+          if (auto e = f.unescaped_key().get(k)) return JsonMalformed(e);
+          if (k != "text") {
+            return InvalidInput(Field("items", i) + ": unknown field '" + std::string(k) + "'");
+          }
+          od::value tv = f.value();
+          std::string_view text;
+          SHOAL_RETURN_IF_ERROR(ReadJsonString(tv, Field("items", i, ".text"), &text));
+          SHOAL_RETURN_IF_ERROR(AddJsonText(Field("items", i), text, limits, storage.get(), &pending));
+          has_text = true;
+        }
+        if (!has_text) return InvalidInput(Field("items", i, ".text") + ": missing");
+        ++i;
+      }
+      has_items = true;
+      return CheckItemCount("items", pending.size(), limits);
+    }
+    if (key == "truncate") return ReadJsonBool(v, "truncate", &out->options.truncate);
+    if (key == "lora") return ReadLora(v, out);
+    return other(key, v);
+  });
+  SHOAL_RETURN_IF_ERROR(s);
+  if (!has_items) return InvalidInput("items: missing");
+  FinishItems(std::move(storage), pending, out);
+  return Status::Ok();
+}
+
+}  // namespace shoal::wire
