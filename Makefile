@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-upstream bench-encoders bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-upstream bench-encoders bench-extract bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -55,6 +55,10 @@ bench-upstream: build
 # Shoal's encoder engine against PyTorch and ONNX Runtime (about ten minutes).
 bench-encoders: build
 	$(BUILD)/bench/encoders_bench --out docs/bench/encoders.json
+
+# What NER adds to an encoder forward pass (about two minutes, plus the bench models' first build).
+bench-extract: build
+	$(BUILD)/bench/extract_bench --out docs/bench/extract.json
 
 # Pulling workers against a pushing router on a fleet of models (about seven minutes).
 bench-fleet: build

@@ -74,6 +74,9 @@ struct PendingRequest {
   std::string body;     // owns the bytes `request.items` may point into
   wire::WorkRequest request;
   ResponseFormat format = ResponseFormat::kMsgpack;
+  // A JSON-bodied format (score, rerank, tokenize) the client wants as
+  // MessagePack: the body is transcoded once written.
+  bool msgpack_response = false;
   SteadyClock::time_point received;
   SteadyClock::time_point deadline;
   int64_t deadline_unix_ms = 0;

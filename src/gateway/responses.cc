@@ -305,6 +305,12 @@ http::Response ComposeResponse(const PendingRequest& p) {
     case ResponseFormat::kRerank: body = RerankBody(p, tokens); break;
     case ResponseFormat::kTokenize: body = TokenizeBody(p); break;
   }
+  if (body.ok() && p.msgpack_response) {
+    std::string packed;
+    const Status s = wire::JsonToMsgpack(*body, &packed);
+    body = s.ok() ? Result<std::string>(std::move(packed)) : Result<std::string>(s);
+    res.content_type = "application/msgpack";
+  }
   if (!body.ok()) return http::ErrorResponse(body.status(), p.id);
   res.body = std::move(body).value();
   res.headers.emplace_back("X-Shoal-Request-Id", p.id);

@@ -2,7 +2,8 @@
 // client asked for: native encode as MessagePack (results spliced byte for
 // byte, unless the request cut or typed its vectors: wire/dense_output.h) or
 // JSON (transcoded), OpenAI embeddings, Cohere embed (v1 and v2), native
-// scores, Cohere rerank, or TEI-style tokens.
+// scores, Cohere rerank, or TEI-style tokens — the last three as
+// MessagePack when the client asked (transcoded from their JSON).
 #pragma once
 
 #include "http/http.h"

@@ -8,6 +8,7 @@
 #include "wire/generate_request.h"
 #include "wire/json_writer.h"
 #include "wire/score_request.h"
+#include "wire/transcode.h"
 
 namespace shoal::gateway {
 namespace {
@@ -123,6 +124,17 @@ Status Router::Parse(Route route, const http::Request& req, PendingRequest* p) c
     const bool wants_msgpack = Contains(req.accept, "msgpack");
     p->format = wants_json || (json_body && !wants_msgpack) ? ResponseFormat::kJson : ResponseFormat::kMsgpack;
     return Status::Ok();
+  }
+  // Score, rerank and tokenize take MessagePack too: transcoded to JSON here,
+  // and their answer back (ComposeResponse) unless the client asks for JSON.
+  if (route == Route::kScore || route == Route::kRerank || route == Route::kRerankV2 || route == Route::kTokenize) {
+    const bool msgpack_body = Contains(req.content_type, "msgpack");
+    if (msgpack_body) {
+      std::string json;
+      SHOAL_RETURN_IF_ERROR(wire::MsgpackBodyToJson(p->body, &json));
+      p->body = std::move(json);
+    }
+    p->msgpack_response = Contains(req.accept, "msgpack") || (msgpack_body && !Contains(req.accept, "json"));
   }
   // The other routes speak JSON only, whatever the Content-Type says (curl's
   // default is a form type); a body that is not JSON is an error anyway.

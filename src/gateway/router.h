@@ -10,7 +10,8 @@
 //   GET  /v1/models          OpenAI model list (+ a "shoal" object per model)
 //   POST /v1/encode/{model}  native; MessagePack by default, JSON by Content-Type
 //   POST /v1/embeddings      OpenAI
-//   POST /v1/score/{model}   native cross-encoder scores (JSON)
+//   POST /v1/score/{model}   native cross-encoder scores (JSON, or MessagePack
+//                            by Content-Type / Accept, as rerank and tokenize)
 //   POST /v1/extract/{model} native entities (NER) or labels (classifiers),
 //                            MessagePack or JSON as encode
 //   POST /v1/rerank          Cohere rerank (JSON)

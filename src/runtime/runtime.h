@@ -48,6 +48,9 @@ struct EncodeInput {
   bool truncate = false;   // cut to the model's limit instead of failing
   bool normalize = true;   // unit L2 norm
   std::string_view lora;   // the adapter to run under; empty: the base model
+  // Token ids to run as they are (special tokens included) instead of
+  // `text`; only for a model whose takes_token_ids() says so.
+  std::span<const int32_t> ids;
 };
 
 struct EncodeOutput {
@@ -139,6 +142,10 @@ class Model {
   virtual Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out);
   virtual Status Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out);
   virtual Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out);
+
+  // Whether Encode takes token ids (EncodeInput::ids) as well as text. The
+  // worker refuses id inputs to a model that does not (INVALID_INPUT).
+  virtual bool takes_token_ids() const { return false; }
 
   // Decoder models generate through this (runtime/generator.h); null for
   // the others.

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "wire/item.h"
 #include "wire/msgpack_reader.h"
@@ -29,6 +30,77 @@ Status CheckDenseType(std::string_view field, std::string_view name, DenseType* 
     return InvalidInput(std::string(field) + ": '" + std::string(name) +
                         "' is none of float32, float16, int8, uint8, binary, ubinary");
   }
+  return Status::Ok();
+}
+
+// A token id: a non-negative integer that fits int32.
+Status ReadTokenId(od::value v, const std::string& field, int32_t* id) {
+  int64_t n = 0;
+  if (v.get_int64().get(n) || n < 0 || n > INT32_MAX) {
+    return InvalidInput(field + ": expected a token id (a non-negative integer)");
+  }
+  *id = static_cast<int32_t>(n);
+  return Status::Ok();
+}
+
+Status AddIds(const std::string& field, const std::vector<int32_t>& ids, const ParseLimits& limits,
+              std::string* storage, std::vector<PendingItem>* pending) {
+  if (ids.empty()) return InvalidInput(field + ": empty");
+  return AddItem(field, static_cast<uint32_t>(ids.size()), limits, storage, pending,
+                 [&](std::string* out) { AppendIdsItem(ids, out); });
+}
+
+// OpenAI's "input": a string, an array of strings, an array of token ids
+// (one input), or an array of arrays of token ids — one kind, not mixed.
+Status ReadOpenAiInput(od::value v, const ParseLimits& limits, std::string* storage,
+                       std::vector<PendingItem>* pending) {
+  od::json_type t;
+  if (v.type().get(t)) return InvalidInput("input: malformed JSON");
+  if (t == od::json_type::string) {
+    std::string_view text;
+    SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "input", &text));
+    return AddJsonText("input", text, limits, storage, pending);
+  }
+  od::array arr;
+  if (v.get_array().get(arr)) {
+    return JsonExpected("input", "a string, an array of strings or token ids, or an array of arrays of token ids", v);
+  }
+  std::vector<int32_t> flat;  // input is one sequence of ids
+  od::json_type first = od::json_type::null;
+  size_t i = 0;
+  for (auto el_result : arr) {
+    od::value el;
+    if (auto e = std::move(el_result).get(el)) return JsonMalformed(e);
+    od::json_type et;
+    if (el.type().get(et)) return InvalidInput(Field("input", i) + ": malformed JSON");
+    if (i == 0) first = et;
+    const std::string field = Field("input", i);
+    if (et != first) return InvalidInput(field + ": input mixes texts and token ids, or ids and arrays of ids");
+    if (et == od::json_type::number) {
+      int32_t id;
+      SHOAL_RETURN_IF_ERROR(ReadTokenId(el, field, &id));
+      flat.push_back(id);
+    } else if (et == od::json_type::array) {
+      od::array inner;
+      if (auto e = el.get_array().get(inner)) return JsonMalformed(e);
+      std::vector<int32_t> ids;
+      size_t k = 0;
+      for (auto id_result : inner) {
+        od::value idv;
+        if (auto e = std::move(id_result).get(idv)) return JsonMalformed(e);
+        int32_t id;
+        SHOAL_RETURN_IF_ERROR(ReadTokenId(idv, Field(field, k++), &id));
+        ids.push_back(id);
+      }
+      SHOAL_RETURN_IF_ERROR(AddIds(field, ids, limits, storage, pending));
+    } else {
+      std::string_view text;
+      SHOAL_RETURN_IF_ERROR(ReadJsonString(el, field, &text));
+      SHOAL_RETURN_IF_ERROR(AddJsonText(field, text, limits, storage, pending));
+    }
+    ++i;
+  }
+  if (first == od::json_type::number) return AddIds("input", flat, limits, storage, pending);
   return Status::Ok();
 }
 
@@ -83,9 +155,7 @@ Status ParseOpenAiEmbeddings(std::string& body, const ParseLimits& limits, WorkR
     if (key == "model") return ReadModel(v, out);
     if (key == "input") {
       has_input = true;
-      SHOAL_RETURN_IF_ERROR(ForEachJsonText(v, "input", [&](const std::string& field, std::string_view text) {
-        return AddJsonText(field, text, limits, storage.get(), &pending);
-      }));
+      SHOAL_RETURN_IF_ERROR(ReadOpenAiInput(v, limits, storage.get(), &pending));
       return CheckItemCount("input", pending.size(), limits);
     }
     if (key == "encoding_format") {

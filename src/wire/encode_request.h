@@ -11,7 +11,7 @@
 //   model's Matryoshka dimensions) and "dtype": "float32" | "float16" |
 //   "int8" | "uint8" | "binary" | "ubinary".
 // OpenAI body (POST /v1/embeddings), JSON:
-//   {"model": "...", "input": "..." | ["...", ...],
+//   {"model": "...", "input": "..." | ["...", ...] | [id, ...] | [[id, ...], ...],
 //    "encoding_format": "float" | "base64", "dimensions": n}
 // Cohere body (POST /v1/embed, /v2/embed), JSON:
 //   {"model": "...", "texts": ["...", ...], "input_type": "search_query" |
@@ -45,8 +45,8 @@ struct EncodeOptions {
 };
 
 struct RequestItem {
-  std::string_view payload;  // MessagePack {"text": ...} (see work_message.h)
-  uint32_t cost = 0;         // estimated tokens
+  std::string_view payload;  // MessagePack {"text": ...} or {"ids": [...]} (see item.h)
+  uint32_t cost = 0;         // estimated tokens (exact for ids)
   // Set by the gateway once the item's bytes are in the payload store: its
   // work message names the key (wire::PayloadKey) instead of carrying them.
   bool offloaded = false;

@@ -11,6 +11,14 @@ void AppendTextItem(std::string_view text, std::string* out) {
   w.Str(text);
 }
 
+void AppendIdsItem(std::span<const int32_t> ids, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(1);
+  w.Str("ids");
+  w.ArrayHeader(static_cast<uint32_t>(ids.size()));
+  for (int32_t id : ids) w.Int(id);
+}
+
 void AppendPairItem(std::string_view text, std::string_view pair, std::string* out) {
   MsgpackWriter w(out);
   w.MapHeader(2);
@@ -33,7 +41,7 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
   MsgpackReader r(msgpack);
   uint32_t fields;
   if (!r.ReadMapHeader(&fields)) return MsgpackExpected("item", "a map", r);
-  bool has_text = false, has_pair = false;
+  bool has_text = false, has_pair = false, has_ids = false;
   auto read_str = [&](std::string_view name, std::string_view* v) -> Status {
     if (r.ReadStr(v)) return Status::Ok();
     return MsgpackExpected("item." + std::string(name), "a string", r);
@@ -44,6 +52,10 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
     if (key == "text") {
       SHOAL_RETURN_IF_ERROR(read_str(key, &out->text));
       has_text = true;
+    } else if (key == "ids" && task == Task::kEncode) {
+      MsgpackFields ids(r, "item.ids");
+      SHOAL_RETURN_IF_ERROR(ids.Ints(&out->ids));
+      has_ids = true;
     } else if (key == "text_pair" && task == Task::kScore) {
       SHOAL_RETURN_IF_ERROR(read_str(key, &out->text_pair));
       has_pair = true;
@@ -56,7 +68,9 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
                           std::string(TaskName(task)));
     }
   }
-  if (!has_text) return InvalidInput("item.text: missing");
+  if (has_ids && has_text) return InvalidInput("item: both text and ids");
+  if (has_ids && out->ids.empty()) return InvalidInput("item.ids: empty");
+  if (!has_text && !has_ids) return InvalidInput("item.text: missing");
   if (task == Task::kScore && !has_pair) return InvalidInput("item.text_pair: missing");
   if (!r.AtEnd()) return InvalidInput("item: trailing bytes after the item");
   return Status::Ok();

@@ -2,7 +2,8 @@
 // an item to encode, score, extract from or tokenize, and its result, as
 // MessagePack.
 //
-//   item    encode, extract {"text": str}; score {"text": str, "text_pair": str};
+//   item    encode, extract {"text": str}; encode {"ids": [int...]} (token
+//           ids, run as they are); score {"text": str, "text_pair": str};
 //           tokenize {"text": str, "add_special_tokens": bool}
 //   result  encode {"dense": [float32...]}; score {"logits": [float32...]};
 //           extract {"entities": [{"label", "score", "start", "end", "text"}...]}
@@ -14,8 +15,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "catalog/task.h"
 #include "common/status.h"
@@ -28,18 +31,22 @@ namespace shoal::wire {
 struct ItemFields {
   std::string_view text;
   std::string_view text_pair;  // score only
+  std::vector<int32_t> ids;    // encode only: token ids instead of text
   bool add_special_tokens = true;  // tokenize only
 };
 
 // {"text": text} as MessagePack, appended to `out`.
 void AppendTextItem(std::string_view text, std::string* out);
+// {"ids": [id...]}.
+void AppendIdsItem(std::span<const int32_t> ids, std::string* out);
 // {"text": text, "text_pair": pair}.
 void AppendPairItem(std::string_view text, std::string_view pair, std::string* out);
 // {"text": text, "add_special_tokens": add_special_tokens}.
 void AppendTokenizeItem(std::string_view text, bool add_special_tokens, std::string* out);
 
-// Reads an item; "text" is required, and what else may appear depends on the
-// task. Errors name the field.
+// Reads an item; "text" is required (an encode item may have "ids"
+// instead), and what else may appear depends on the task. Errors name the
+// field.
 Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out);
 
 // DecodeItem for an encode item: just its text.

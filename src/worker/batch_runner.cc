@@ -19,7 +19,8 @@ namespace {
 // Per task: the model input an item becomes (the Out* argument only picks
 // the overload), the result payload an output becomes, and the model call.
 EncodeInput MakeInput(const WorkItem& it, const wire::ItemFields& f, EncodeOutput*) {
-  return {.text = f.text, .truncate = it.work.truncate, .normalize = it.work.normalize, .lora = it.work.lora};
+  return {.text = f.text, .truncate = it.work.truncate, .normalize = it.work.normalize, .lora = it.work.lora,
+          .ids = f.ids};
 }
 ScoreInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ScoreOutput*) {
   return {.text = f.text, .text_pair = f.text_pair, .truncate = it.work.truncate, .lora = it.work.lora};
@@ -121,9 +122,15 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
       Settle(it, Outcome::kBadInput, s);
       continue;
     }
+    if (!fields.ids.empty() && !served.model->takes_token_ids()) {
+      Settle(it, Outcome::kBadInput,
+             InvalidInput("input: model '" + served.spec->id + "' takes text only (its runtime '" +
+                          served.spec->runtime + "' runs no token-id inputs)"));
+      continue;
+    }
     TaskGroup& g = groups[static_cast<int>(task)];
     g.items.push_back(&it);
-    g.fields.push_back(fields);
+    g.fields.push_back(std::move(fields));
   }
   RunGroup<EncodeOutput>(served, groups[static_cast<int>(Task::kEncode)], start_wall_us);
   RunGroup<ScoreOutput>(served, groups[static_cast<int>(Task::kScore)], start_wall_us);

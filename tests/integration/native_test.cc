@@ -267,6 +267,29 @@ TEST_F(NativeServing, CohereEmbedAppliesThePromptTheTypesAndTheDimension) {
   Post("/v2/embed", R"({"model":"t/rerank","texts":["x"]})", 400);  // not an embedder
 }
 
+// OpenAI's token-id inputs: the ids /v1/tokenize gives embed as the text
+// does; ids outside the vocabulary, over the limit, or to a model whose
+// runtime takes text only are 400s.
+TEST_F(NativeServing, TokenIdInputsEmbedAsTheirText) {
+  const json tokens = Post("/v1/tokenize/t/bert", R"({"inputs":"the river runs"})");
+  std::vector<int> ids;
+  for (const json& t : tokens[0]) ids.push_back(t["id"].get<int>());
+  ASSERT_EQ(ids.size(), 5u) << tokens.dump();
+  const json by_text = Post("/v1/embeddings", json{{"model", "t/bert"}, {"input", "the river runs"}}.dump());
+  const json by_ids = Post("/v1/embeddings", json{{"model", "t/bert"}, {"input", {ids, ids}}}.dump());
+  ASSERT_EQ(by_ids["data"].size(), 2u) << by_ids.dump();
+  ExpectNear(Floats(by_ids["data"][1]["embedding"]), Floats(by_text["data"][0]["embedding"]), "ids");
+  EXPECT_EQ(by_ids["usage"]["prompt_tokens"], 10);
+
+  const auto message = [](const json& j) { return j["error"]["message"].get<std::string>(); };
+  json a = Post("/v1/embeddings", R"({"model":"t/bert","input":[1,2,999999]})", 400);
+  EXPECT_NE(message(a).find("token id 999999 is outside the model's vocabulary"), std::string::npos) << a.dump();
+  json b = Post("/v1/embeddings", json{{"model", "t/bert"}, {"input", std::vector<int>(20, 5)}}.dump(), 400);
+  EXPECT_NE(message(b).find("over the model's limit of 16"), std::string::npos) << b.dump();
+  json c = Post("/v1/embeddings", R"({"model":"use-lite","input":[[5,6]]})", 400);
+  EXPECT_NE(message(c).find("takes text only"), std::string::npos) << c.dump();
+}
+
 TEST_F(NativeServing, OverTheLimitIs400UnlessTruncatedAndTheResponseSaysSo) {
   const std::string long_text = "the river runs past the old mill and into the town where people stop on the bridge";
   json err = Post("/v1/encode/t/bert", R"({"items":[{"text":")" + long_text + R"("}]})", 400);
@@ -292,6 +315,41 @@ TEST_F(NativeServing, ScoreGivesSigmoidOfTheCrossEncodersLogit) {
   json raw = Post("/v1/score/t/rerank",
                   R"({"query":"where is the mill","texts":["the old mill"],"raw_scores":true})");
   EXPECT_NEAR(raw["scores"][0].get<double>(), out[0].logits[0], 1e-5);
+}
+
+// Score and rerank take and give MessagePack too (by Content-Type and Accept).
+TEST_F(NativeServing, ScoreAndRerankSpeakMessagePack) {
+  const json score = {{"query", "where is the mill"}, {"texts", {"the old mill", "fish swim"}}};
+  const json want = Post("/v1/score/t/rerank", score.dump());
+  HttpClient http(gateway_->port());
+  const auto pack = [](const json& j) {
+    const auto bytes = json::to_msgpack(j);
+    return std::string(bytes.begin(), bytes.end());
+  };
+  auto res = http.PostMsgpack("/v1/score/t/rerank", pack(score));
+  ASSERT_TRUE(res.ok() && res->status == 200) << (res.ok() ? res->body : res.status().ToString());
+  EXPECT_EQ(res->Header("content-type"), "application/msgpack");
+  const json got = json::from_msgpack(res->body);
+  ASSERT_EQ(got["scores"].size(), 2u) << got.dump();
+  for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(got["scores"][i].get<double>(), want["scores"][i].get<double>(), 1e-6);
+
+  const json rerank = {{"model", "t/rerank"}, {"query", "where is the mill"},
+                       {"documents", {"fish swim", {{"text", "the old mill"}, {"id", "doc-7"}}}}, {"top_n", 1}};
+  res = http.PostMsgpack("/v1/rerank", pack(rerank));
+  ASSERT_TRUE(res.ok() && res->status == 200) << (res.ok() ? res->body : res.status().ToString());
+  const json ranked = json::from_msgpack(res->body);
+  const json ranked_json = Post("/v1/rerank", rerank.dump());
+  ASSERT_EQ(ranked["results"].size(), 1u) << ranked.dump();
+  EXPECT_EQ(ranked["results"][0]["index"], ranked_json["results"][0]["index"]);
+  if (ranked["results"][0]["index"] == 1) EXPECT_EQ(ranked["results"][0]["id"], "doc-7");
+
+  // JSON in, MessagePack out; and a body that is not MessagePack is a 400.
+  res = http.PostJson("/v1/score/t/rerank", score.dump(), {{"Accept", "application/msgpack"}});
+  ASSERT_TRUE(res.ok() && res->status == 200);
+  EXPECT_EQ(json::from_msgpack(res->body)["scores"].size(), 2u);
+  res = http.PostMsgpack("/v1/score/t/rerank", "\xc1");
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->status, 400) << res->body;
 }
 
 TEST_F(NativeServing, CohereRerankRanksDocumentsAndKeepsTheCallersIds) {

@@ -10,6 +10,7 @@
 #include "wire/extract_request.h"
 #include "wire/score_request.h"
 #include "wire/item.h"
+#include "wire/msgpack_writer.h"
 
 namespace shoal::wire {
 namespace {
@@ -302,6 +303,42 @@ TEST(ParseOpenAiEmbeddings, StringOrArrayInput) {
   EXPECT_FALSE(req2.base64);
 }
 
+// OpenAI's token-id inputs: one array of ids is one input; an array of
+// arrays is several. Each becomes an {"ids": [...]} item costing its length.
+TEST(ParseOpenAiEmbeddings, TokenIdInputs) {
+  std::string one = R"({"model":"m","input":[101,7592,102]})";
+  WorkRequest req;
+  ASSERT_TRUE(ParseOpenAiEmbeddings(one, {}, &req).ok());
+  ASSERT_EQ(req.items.size(), 1u);
+  ItemFields f;
+  ASSERT_TRUE(DecodeItem(req.items[0].payload, Task::kEncode, &f).ok());
+  EXPECT_EQ(f.ids, (std::vector<int32_t>{101, 7592, 102}));
+  EXPECT_TRUE(f.text.empty());
+  EXPECT_EQ(req.items[0].cost, 3u);
+
+  std::string many = R"({"model":"m","input":[[1,2],[3]]})";
+  WorkRequest req2;
+  ASSERT_TRUE(ParseOpenAiEmbeddings(many, {}, &req2).ok());
+  ASSERT_EQ(req2.items.size(), 2u);
+  ItemFields g;
+  ASSERT_TRUE(DecodeItem(req2.items[1].payload, Task::kEncode, &g).ok());
+  EXPECT_EQ(g.ids, std::vector<int32_t>{3});
+
+  // Ids are for encoding only; an item may not have both.
+  ItemFields h;
+  EXPECT_EQ(DecodeItem(req2.items[0].payload, Task::kScore, &h).message(), "item: unknown field 'ids' for score");
+  std::string both;
+  MsgpackWriter w(&both);
+  w.MapHeader(2);
+  w.Str("text");
+  w.Str("a");
+  w.Str("ids");
+  w.ArrayHeader(1);
+  w.Int(1);
+  ItemFields b;
+  EXPECT_EQ(DecodeItem(both, Task::kEncode, &b).message(), "item: both text and ids");
+}
+
 TEST(ParseEncodeJson, ASurrogatePairIsOneCharacter) {
   std::string body = R"({"items": [{"text": "fish \ud83d\udc1f"}]})";
   WorkRequest req;
@@ -313,10 +350,14 @@ TEST(ParseOpenAiEmbeddings, Errors) {
   const std::pair<std::string, std::string> cases[] = {
       {R"({"input":"x"})", "model: missing"},
       {R"({"model":"m"})", "input: missing"},
-      {R"({"model":"m","input":[1,2,3]})", "token-id inputs are not supported"},
-      {R"({"model":"m","input":[[1,2]]})", "token-id inputs are not supported"},
+      {R"({"model":"m","input":[1,"a"]})", "input[1]: input mixes texts and token ids"},
+      {R"({"model":"m","input":[[1],2]})", "input[1]: input mixes texts and token ids"},
+      {R"({"model":"m","input":[-1]})", "input[0]: expected a token id (a non-negative integer)"},
+      {R"({"model":"m","input":[1.5]})", "input[0]: expected a token id"},
+      {R"({"model":"m","input":[[1],[]]})", "input[1]: empty"},
+      {R"({"model":"m","input":[[1],[2,"x"]]})", "input[1][1]: expected a token id"},
       {R"({"model":"m","input":[]})", "input: must hold at least one item"},
-      {R"({"model":"m","input":{"a":1}})", "input: expected a string or an array of strings"},
+      {R"({"model":"m","input":{"a":1}})", "input: expected a string, an array of strings or token ids"},
       {R"({"model":"m","input":"x","encoding_format":"int8"})", "encoding_format: must be"},
       {R"({"model":"m","input":"x","dimensions":0})", "dimensions: expected a positive integer"},
       {R"({"model":"m","input":"x","dimensions":"64"})", "dimensions: expected a positive integer"},

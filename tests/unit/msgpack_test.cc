@@ -198,5 +198,52 @@ TEST(Transcode, RejectsNonStringKeysAndTrailingBytes) {
   EXPECT_FALSE(MsgpackToJson(two, &json).ok());
 }
 
+TEST(Transcode, JsonToMsgpackIsWhatMsgpackCxxReads) {
+  std::string packed;
+  ASSERT_TRUE(JsonToMsgpack(R"({"scores":[0.25,-1e3,7],"big":18446744073709551615,"ok":true,"none":null,)"
+                            R"("s":"caf\u00e9","nested":{"a":[]}})",
+                            &packed)
+                  .ok());
+  const msgpack::object_handle h = msgpack::unpack(packed.data(), packed.size());
+  const auto m = h.get().as<std::map<std::string, msgpack::object>>();
+  const auto scores = m.at("scores").as<std::vector<msgpack::object>>();
+  EXPECT_EQ(scores[0].as<double>(), 0.25);
+  EXPECT_EQ(scores[1].as<double>(), -1000.0);
+  EXPECT_EQ(scores[2].type, msgpack::type::POSITIVE_INTEGER) << "an integer stays an integer";
+  EXPECT_EQ(m.at("big").as<uint64_t>(), 18446744073709551615ull);
+  EXPECT_TRUE(m.at("ok").as<bool>());
+  EXPECT_TRUE(m.at("none").is_nil());
+  EXPECT_EQ(m.at("s").as<std::string>(), "caf\xC3\xA9");
+  EXPECT_EQ(m.at("nested").type, msgpack::type::MAP);
+  std::string bad;
+  EXPECT_EQ(JsonToMsgpack("{\"a\":", &bad).code(), Code::kInternal);
+}
+
+TEST(Transcode, AClientBodyIsJsonOrAClearError) {
+  std::string doc;
+  MsgpackWriter w(&doc);
+  w.MapHeader(2);
+  w.Str("query");
+  w.Str("q");
+  w.Str("texts");
+  w.ArrayHeader(1);
+  w.Str("a");
+  std::string json;
+  ASSERT_TRUE(MsgpackBodyToJson(doc, &json).ok());
+  EXPECT_EQ(json, R"({"query":"q","texts":["a"]})");
+  std::string bytes;
+  MsgpackWriter b(&bytes);
+  b.MapHeader(1);
+  b.Str("query");
+  b.Bin("q");
+  json.clear();
+  const Status refused = MsgpackBodyToJson(bytes, &json);
+  EXPECT_EQ(refused.code(), Code::kInvalidInput) << "a binary where text belongs is no text";
+  json.clear();
+  EXPECT_EQ(MsgpackBodyToJson(doc + "x", &json).message(), "body: trailing bytes after the request");
+  json.clear();
+  EXPECT_EQ(MsgpackBodyToJson("", &json).message(), "body: empty");
+}
+
 }  // namespace
 }  // namespace shoal::wire

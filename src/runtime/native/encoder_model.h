@@ -36,11 +36,15 @@ class EncoderModel final : public Model {
   Status Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out) override;
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
   Status UpdateLoras(std::span<const LoraConfig> loras) override;
+  bool takes_token_ids() const override { return true; }
   bool LoraReady(std::string_view lora) override { return loras_ == nullptr || loras_->Ready(lora); }
 
  private:
   EncoderModel() = default;
   EncodeOptions LimitFor(bool truncate) const;
+  // Token ids given by the caller as an encoding, checked against the
+  // vocabulary and cut to the limit when `truncate` (else refused over it).
+  Result<Encoding> EncodingOfIds(std::span<const int32_t> ids, bool truncate) const;
 
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;
