@@ -350,6 +350,23 @@ http::Response Router::ListModels(const RouterLane& lane, const Caller& caller) 
     w.Bool(spec.runtime == "identity");  // not a model: serving-plane measurement
     w.Raw(",\"serving\":");
     w.Bool(lane.dispatcher->HasCapacity(spec.id));
+    if (!spec.matryoshka_dimensions.empty()) {
+      w.Raw(",\"matryoshka_dimensions\":[");
+      for (size_t i = 0; i < spec.matryoshka_dimensions.size(); ++i) {
+        if (i) w.Char(',');
+        w.Int(spec.matryoshka_dimensions[i]);
+      }
+      w.Char(']');
+    }
+    if (!spec.prompts.empty()) {
+      w.Raw(",\"prompts\":{");
+      for (size_t i = 0; i < spec.prompts.size(); ++i) {
+        if (i) w.Char(',');
+        w.Key(spec.prompts[i].first);
+        w.String(spec.prompts[i].second);
+      }
+      w.Char('}');
+    }
     if (lora) {
       w.Raw(",\"base\":");
       w.String(spec.id);

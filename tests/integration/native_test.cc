@@ -204,6 +204,24 @@ TEST_F(NativeServing, MatryoshkaDimensionsCutTheVectorAndRenormalizeIt) {
   EXPECT_NE(e["error"]["message"].get<std::string>().find("(its profile declares none)"), std::string::npos) << e.dump();
 }
 
+TEST_F(NativeServing, TheModelListShowsWhatAProfileDeclares) {
+  HttpClient http(gateway_->port());
+  auto res = http.Get("/v1/models");
+  ASSERT_TRUE(res.ok() && res->status == 200);
+  const json list = json::parse(res->body);
+  bool found = false;
+  for (const json& m : list["data"]) {
+    if (m["id"] == "t/xlmr-m") {
+      found = true;
+      EXPECT_EQ(m["shoal"]["matryoshka_dimensions"], json::array({32, 16})) << m.dump();
+      EXPECT_EQ(m["shoal"]["prompts"]["query"], "query: ") << m.dump();
+    }
+    if (m["id"] == "t/ner") EXPECT_EQ(m["shoal"]["task"], "extract");
+    if (m["id"] == "t/xlmr") EXPECT_FALSE(m["shoal"].contains("prompts")) << m.dump();
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST_F(NativeServing, EveryDtypeIsTheServedVectorQuantized) {
   const auto full = Floats(Post("/v1/encode/t/xlmr-m", R"({"items":[{"text":"fish swim"}]})")["items"][0]["dense"]);
   for (const char* name : {"int8", "uint8", "binary", "ubinary"}) {

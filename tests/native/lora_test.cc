@@ -167,6 +167,45 @@ TEST(LoraCrossEncoder, AdaptersWithAndWithoutTheirOwnHeadMatchTheReference) {
   }
 }
 
+// A token classifier's adapter with its own classifier: every token's
+// logits, a sequence under it beside one of the base in one batch.
+TEST(LoraTokenClassifier, AnAdapterWithItsOwnHeadMatchesTheReference) {
+  const std::string base = "bert-ner-tiny", dir = ModelDir(base);
+  auto config = LoadEncoderConfig(dir);
+  ASSERT_TRUE(config.ok());
+  auto bert = Bert::Load(dir, *config, cpu::Precision::kF32);
+  ASSERT_TRUE(bert.ok());
+  auto head = LoraAdapter::Load(LoraDir(base, "head"), *(*bert)->lora_targets());
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_TRUE((*head)->replaces_any());
+  std::mt19937 rng(11);
+  std::vector<std::vector<int32_t>> ids;
+  for (size_t len : {9, 21}) ids.push_back(RandomIds(rng, len, config->vocab_size, config->pad_token_id));
+  const std::vector<TokenSequence> seqs = {{ids[0], {}, head->get()}, {ids[1], {}, nullptr}};
+  json in;
+  in["inputs"].push_back({{"ids", ids[0]}, {"lora", LoraDir(base, "head")}});
+  in["inputs"].push_back({{"ids", ids[1]}, {"lora", nullptr}});
+  const size_t L = config->num_labels;
+  std::vector<float> got((ids[0].size() + ids[1].size()) * L);
+  ASSERT_TRUE((*bert)->ClassifyTokens(seqs, got.data(), 2).ok());
+  const json out = Reference(BertReference(dir), in);
+  ASSERT_TRUE(out.is_object());
+  const auto want = out.at("outputs").get<std::vector<std::vector<double>>>();
+  size_t row = 0;
+  for (size_t s = 0; s < ids.size(); ++s) {
+    ASSERT_EQ(want[s].size(), ids[s].size() * L);
+    for (size_t k = 0; k < want[s].size(); ++k) EXPECT_NEAR(got[row * L + k], want[s][k], 1e-4) << "sequence " << s;
+    row += ids[s].size();
+  }
+  // The adapter's head moved its sequence's logits away from the base's.
+  const TokenSequence base_only{ids[0], {}, nullptr};
+  std::vector<float> plain(ids[0].size() * L);
+  ASSERT_TRUE((*bert)->ClassifyTokens(std::span(&base_only, 1), plain.data(), 1).ok());
+  double moved = 0;
+  for (size_t k = 0; k < plain.size(); ++k) moved = std::max(moved, std::abs(static_cast<double>(plain[k] - got[k])));
+  EXPECT_GT(moved, 1e-2);
+}
+
 class LoraDecoder : public ::testing::TestWithParam<std::string> {};
 
 // A prefill of the base and eight adapters in one step, through the Model
