@@ -225,6 +225,44 @@ TEST(RuntimeSupervision, TheProcessStopsWhenItsLastModelLeaves) {
   EXPECT_EQ(Deaths(metrics, "identity", "exited"), 0) << "a stop is no death";
 }
 
+// Extract through a runtime process: the request and reply over the
+// socket carry what the runtime in this process answers, options and
+// per-item errors included.
+TEST(RuntimeSupervision, ExtractInARuntimeProcessAnswersAsInThisOne) {
+  MetricsRegistry metrics;
+  auto process = Supervised("native", &metrics);
+  RemoteRuntime remote("native", process);
+  const ModelConfig config = Config("id: t/ner\nruntime: native\ntask: extract\npath: " + kModels + "/bert-ner-tiny\n");
+  auto there = remote.Load(config, LoadContext{1});
+  ASSERT_TRUE(there.ok()) << there.status().ToString();
+  NativeRuntime native;
+  auto here = native.Load(config, LoadContext{1});
+  ASSERT_TRUE(here.ok()) << here.status().ToString();
+  const std::vector<ExtractInput> in = {
+      {.text = "Ada Lovelace met Charles Babbage in London", .truncate = false, .lora = {},
+       .aggregation = Aggregation::kFirst, .top_k = 0},
+      {.text = "S\xC3\xA3o Paulo", .truncate = true, .lora = {}, .aggregation = {}, .top_k = 0},
+      {.text = "Ada", .truncate = false, .lora = {}, .aggregation = {}, .top_k = 3}};
+  std::vector<ExtractOutput> got(in.size()), want(in.size());
+  ASSERT_TRUE((*there)->Extract(in, got).ok());
+  ASSERT_TRUE((*here)->Extract(in, want).ok());
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(got[i].status.code(), want[i].status.code()) << i;
+    EXPECT_EQ(got[i].status.message(), want[i].status.message()) << i;
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << i;
+    ASSERT_EQ(got[i].entities.size(), want[i].entities.size()) << i;
+    for (size_t k = 0; k < got[i].entities.size(); ++k) {
+      EXPECT_EQ(got[i].entities[k].label, want[i].entities[k].label);
+      EXPECT_EQ(got[i].entities[k].score, want[i].entities[k].score);
+      EXPECT_EQ(got[i].entities[k].start, want[i].entities[k].start);
+      EXPECT_EQ(got[i].entities[k].end, want[i].entities[k].end);
+      EXPECT_EQ(got[i].entities[k].text, want[i].entities[k].text);
+    }
+  }
+  EXPECT_FALSE(got[0].entities.empty());
+  EXPECT_EQ(got[2].status.code(), Code::kInvalidInput) << "top_k to a token classifier, refused over there too";
+}
+
 TEST(RuntimeProcessServing, ThroughTheQueueWithItsProcessKilledUnderLoadLosesNothing) {
   TestCluster cluster;
   cluster.Register(IdentityProfile("test/remote", "process: shared\n"

@@ -3,8 +3,9 @@
 // (bert_reference.py) on the ids Shoal's tokenizer gave and applies the
 // pipelines' rules (subwords, aggregation strategies, label grouping,
 // softmax or sigmoid) itself. The seeded token classifiers cover WordPiece
-// with BIO labels and byte-level BPE with IOBES labels (F16 weights); the
-// text classifiers single-label softmax and multi-label sigmoid (BF16).
+// with BIO labels, byte-level BPE with IOBES labels (F16 weights) and XLM-R's
+// SentencePiece, whose normalizer rewrites characters (BF16); the text
+// classifiers single-label softmax and multi-label sigmoid (BF16).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,7 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // Names, places, subwords, punctuation, accents, CJK, an emoji, runs of
-// spaces, and words the tiny vocabularies do not have.
+// spaces, words the tiny vocabularies do not have, and characters NFKC
+// rewrites.
 const std::vector<std::string> kTexts = {
     "Ada Lovelace worked with Charles Babbage in London.",
     "The Zephyrine consortium opened offices in São Paulo and Zürich last spring.",
@@ -31,6 +33,7 @@ const std::vector<std::string> kTexts = {
     "東京 and 北京 are capitals 🙂 of their countries",
     "unbelievably reorganizational antidisestablishmentarianism",
     "x",
+    "\xEF\xAC\x81ne caf\xC3\xA9 in \xEF\xBC\xB4\xEF\xBD\x8F\xEF\xBD\x8B\xEF\xBD\x99\xEF\xBD\x8F",  // a ligature, full-width letters
 };
 
 struct ModelUnderTest {
@@ -125,7 +128,7 @@ TEST_P(TokenClassifierReference, EntitiesMatchThePipeline) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, TokenClassifierReference,
-    ::testing::Combine(::testing::Values("bert-ner-tiny", "roberta-ner-tiny"),
+    ::testing::Combine(::testing::Values("bert-ner-tiny", "roberta-ner-tiny", "xlmr-ner-tiny"),
                        ::testing::Values(Aggregation::kNone, Aggregation::kSimple, Aggregation::kFirst,
                                          Aggregation::kAverage, Aggregation::kMax)),
     [](const auto& info) {
