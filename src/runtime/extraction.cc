@@ -81,25 +81,20 @@ std::string_view EntityType(std::string_view label) {
   return dash == std::string_view::npos ? label : label.substr(dash + 1);
 }
 
-class EntityWriter {
- public:
-  explicit EntityWriter(std::string_view text) : text_(text) {}
-
-  void Add(std::string_view label, float score, uint32_t start, uint32_t end, std::vector<Entity>* out) {
-    if (label == "O") return;
-    Entity& e = out->emplace_back();
-    e.label = std::string(label);
-    e.score = score;
-    start = std::min<uint32_t>(start, static_cast<uint32_t>(text_.size()));
-    end = std::clamp<uint32_t>(end, start, static_cast<uint32_t>(text_.size()));
-    e.start = static_cast<uint32_t>(CodePoints(text_.substr(0, start)));
-    e.end = e.start + static_cast<uint32_t>(CodePoints(text_.substr(start, end - start)));
-    e.text = std::string(text_.substr(start, end - start));
-  }
-
- private:
-  std::string_view text_;
-};
+// Appends the entity `label` over text[start, end) (bytes), its offsets in
+// code points; an "O" (outside) span is no entity.
+void AddEntity(std::string_view text, std::string_view label, float score, uint32_t start, uint32_t end,
+               std::vector<Entity>* out) {
+  if (label == "O") return;
+  Entity& e = out->emplace_back();
+  e.label = std::string(label);
+  e.score = score;
+  start = std::min<uint32_t>(start, static_cast<uint32_t>(text.size()));
+  end = std::clamp<uint32_t>(end, start, static_cast<uint32_t>(text.size()));
+  e.start = static_cast<uint32_t>(CodePoints(text.substr(0, start)));
+  e.end = e.start + static_cast<uint32_t>(CodePoints(text.substr(start, end - start)));
+  e.text = std::string(text.substr(start, end - start));
+}
 
 }  // namespace
 
@@ -133,9 +128,8 @@ std::vector<Entity> GroupEntities(std::string_view text, std::span<const ScoredT
     }
   }
   std::vector<Entity> entities;
-  EntityWriter writer(text);
   if (aggregation == Aggregation::kNone) {
-    for (const Labelled& p : parts) writer.Add(labels[p.label], p.score, p.start, p.end, &entities);
+    for (const Labelled& p : parts) AddEntity(text, labels[p.label], p.score, p.start, p.end, &entities);
     return entities;
   }
   // Adjacent parts of one type: one entity, its score their mean.
@@ -151,8 +145,8 @@ std::vector<Entity> GroupEntities(std::string_view text, std::span<const ScoredT
     }
     double sum = 0;
     for (size_t k = i; k < j; ++k) sum += parts[k].score;
-    writer.Add(EntityType(labels[parts[i].label]), static_cast<float>(sum / (j - i)), parts[i].start,
-               parts[j - 1].end, &entities);
+    AddEntity(text, EntityType(labels[parts[i].label]), static_cast<float>(sum / (j - i)), parts[i].start,
+              parts[j - 1].end, &entities);
     i = j;
   }
   return entities;

@@ -34,15 +34,8 @@ TokenizeInput MakeInput(const WorkItem&, const wire::ItemFields& f, TokenizeOutp
 }
 
 // What the reply's header says of an output: tokens seen, truncated.
-void Describe(const EncodeOutput& o, wire::ReplyHeader* h) {
-  h->tokens = o.tokens;
-  h->truncated = o.truncated;
-}
-void Describe(const ScoreOutput& o, wire::ReplyHeader* h) {
-  h->tokens = o.tokens;
-  h->truncated = o.truncated;
-}
-void Describe(const ExtractOutput& o, wire::ReplyHeader* h) {
+template <class Out>
+void Describe(const Out& o, wire::ReplyHeader* h) {
   h->tokens = o.tokens;
   h->truncated = o.truncated;
 }

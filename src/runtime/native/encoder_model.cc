@@ -81,7 +81,7 @@ EncodeOptions EncoderModel::LimitFor(bool truncate) const {
   return o;
 }
 
-Result<Encoding> EncoderModel::EncodingOfIds(std::span<const int32_t> ids, bool truncate) const {
+Result<Encoding> EncoderModel::IdsEncoding(std::span<const int32_t> ids, bool truncate) const {
   const uint32_t vocab = network_->config().vocab_size;
   for (int32_t id : ids) {
     if (id < 0 || static_cast<uint32_t>(id) >= vocab) {
@@ -89,21 +89,7 @@ Result<Encoding> EncoderModel::EncodingOfIds(std::span<const int32_t> ids, bool 
                           std::to_string(vocab));
     }
   }
-  Encoding e;
-  e.untruncated_length = static_cast<uint32_t>(ids.size());
-  if (ids.size() > max_tokens_) {
-    if (!truncate) {
-      return InvalidInput("input is " + std::to_string(ids.size()) + " tokens, over the model's limit of " +
-                          std::to_string(max_tokens_) + "; set truncate to cut it");
-    }
-    ids = ids.first(max_tokens_);
-    e.truncated = true;
-  }
-  e.ids.assign(ids.begin(), ids.end());
-  e.type_ids.assign(ids.size(), 0);
-  e.offsets.assign(ids.size(), {0, 0});
-  e.special.assign(ids.size(), 0);
-  return e;
+  return EncodingOfIds(ids, LimitFor(truncate));
 }
 
 namespace {
@@ -195,7 +181,7 @@ Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
   if (config_.task != Task::kEncode) return Model::Encode(in, out);
   std::vector<Encoding> encodings(in.size());
   std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const EncodeInput& x) {
-    return x.ids.empty() ? tokenizer_->Encode(x.text, LimitFor(x.truncate)) : EncodingOfIds(x.ids, x.truncate);
+    return x.ids.empty() ? tokenizer_->Encode(x.text, LimitFor(x.truncate)) : IdsEncoding(x.ids, x.truncate);
   });
   const auto adapters = ResolveLoras(loras_.get(), config_, in, out, &ok);
   // Requests choose normalization per item; group by it so each group is

@@ -42,9 +42,9 @@ class EncoderModel final : public Model {
  private:
   EncoderModel() = default;
   EncodeOptions LimitFor(bool truncate) const;
-  // Token ids given by the caller as an encoding, checked against the
-  // vocabulary and cut to the limit when `truncate` (else refused over it).
-  Result<Encoding> EncodingOfIds(std::span<const int32_t> ids, bool truncate) const;
+  // Token ids given by the caller, checked against the vocabulary, as an
+  // encoding held to the model's limit.
+  Result<Encoding> IdsEncoding(std::span<const int32_t> ids, bool truncate) const;
 
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;

@@ -308,6 +308,21 @@ Result<std::unique_ptr<Tokenizer>> ParseDocument(simdjson::padded_string_view js
 
 }  // namespace
 
+Result<Encoding> EncodingOfIds(std::span<const int32_t> ids, const EncodeOptions& options) {
+  Encoding e;
+  e.ids.assign(ids.begin(), ids.end());
+  e.type_ids.assign(ids.size(), 0);
+  e.offsets.assign(ids.size(), {0, 0});
+  e.special.assign(ids.size(), 0);
+  e.untruncated_length = static_cast<uint32_t>(ids.size());
+  if (options.max_length > 0 && ids.size() > options.max_length) {
+    if (!options.truncate) return TooLong(ids.size(), options.max_length);
+    Truncate(e, options.max_length);
+    e.truncated = true;
+  }
+  return e;
+}
+
 Result<std::unique_ptr<Tokenizer>> Tokenizer::Parse(std::string_view tokenizer_json) {
   try {
     simdjson::padded_string padded(tokenizer_json);

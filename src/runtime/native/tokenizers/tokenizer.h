@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,11 @@ struct EncodeOptions {
   // fails with INVALID_INPUT naming both lengths.
   bool truncate = false;
 };
+
+// Token ids a caller gave, as an encoding: kept as they are (no special
+// tokens added, no offsets) and held to `options`' limit as Encode holds a
+// text — cut when it truncates, else INVALID_INPUT naming both lengths.
+Result<Encoding> EncodingOfIds(std::span<const int32_t> ids, const EncodeOptions& options);
 
 class Tokenizer {
  public:
