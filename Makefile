@@ -52,7 +52,8 @@ bench-llamacpp: build
 bench-upstream: build
 	$(BUILD)/bench/upstream_bench
 
-# Shoal's encoder engine against PyTorch and ONNX Runtime (about ten minutes).
+# Shoal's encoder engine against PyTorch (f32 and bf16) and ONNX Runtime on the
+# MiniLM-L6, BERT-base, ModernBERT-base and XLM-R-base shapes (about 30 minutes).
 bench-encoders: build
 	$(BUILD)/bench/encoders_bench --out docs/bench/encoders.json
 

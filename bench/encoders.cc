@@ -1,10 +1,10 @@
-// The encoder benchmark: Shoal's native BERT-family engine against PyTorch
+// The encoder benchmark: Shoal's native encoders (BERT family, ModernBERT) against PyTorch
 // (Debian's python3-torch, eager, inference_mode, its best thread setting)
 // and ONNX Runtime (onnxruntime-node on the same weights exported to ONNX),
 // all in this run, on this machine, one after the other.
 //
-// Models: the all-MiniLM-L6-v2 shape and the BERT-base shape with seeded
-// random weights (scripts/make-test-models --bench). Inputs: seeded random
+// Models: the all-MiniLM-L6-v2, BERT-base, ModernBERT-base and XLM-R-base
+// shapes with seeded random weights (scripts/make-test-models --bench). Inputs: seeded random
 // token ids, sequence length 128, batch 1, 8 and 32. For each: warm-up, then
 // repeats for --seconds (at least 3), median batch time → tokens/s; batch-1
 // latency is the median batch-1 time. Shoal runs f32 (what the peers run)
@@ -28,7 +28,7 @@
 #include "figures.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/hf_config.h"
-#include "runtime/native/models/bert.h"
+#include "runtime/native/models/cpu_encoder.h"
 
 namespace shoal::bench {
 namespace {
@@ -39,7 +39,7 @@ using native::cpu::Precision;
 struct Options {
   std::string source_dir = SHOAL_SOURCE_DIR;
   std::string models_dir;
-  std::vector<std::string> models = {"minilm-l6", "bert-base"};
+  std::vector<std::string> models = {"minilm-l6", "bert-base", "modernbert-base", "xlmr-base"};
   std::vector<int> batches = {1, 8, 32};
   int seq = 128;
   int threads = 2;
@@ -85,10 +85,13 @@ nlohmann::json RunPeer(const std::string& cmd) {
   return nlohmann::json::parse(last, nullptr, false);
 }
 
-// FLOPs of one forward pass over `batch` sequences of `seq` tokens.
+// FLOPs of one forward pass over `batch` sequences of `seq` tokens (full
+// attention everywhere: what the kernels compute, a local window included).
 double ModelFlops(const native::EncoderConfig& c, int batch, int seq) {
   const double T = static_cast<double>(batch) * seq, H = c.hidden_size, I = c.intermediate_size;
-  const double dense = 2 * T * (3 * H * H + H * H + 2 * H * I);
+  // ModernBERT's GeGLU input projection is twice as wide.
+  const double feed_forward = c.is_modernbert() ? 3 * H * I : 2 * H * I;
+  const double dense = 2 * T * (3 * H * H + H * H + feed_forward);
   const double attention = 2 * 2 * static_cast<double>(batch) * seq * seq * H;  // q·kᵀ and p·v
   return c.num_hidden_layers * (dense + attention);
 }
@@ -117,7 +120,7 @@ struct ShoalFigures {
 ShoalFigures MeasureShoal(const std::string& dir, const native::EncoderConfig& config, Precision precision,
                           const Options& o) {
   ShoalFigures f;
-  auto bert = native::Bert::Load(dir, config, precision);
+  auto bert = native::LoadCpuEncoder(dir, config, precision);
   if (!bert.ok()) {
     std::fprintf(stderr, "  cannot load %s: %s\n", dir.c_str(), bert.status().ToString().c_str());
     return f;
@@ -159,18 +162,21 @@ int Run(const Options& o) {
   out["gemm_ceiling_f32_gflops"] = ceiling_f32;
   out["gemm_ceiling_bf16_gflops"] = ceiling_bf16;
 
-  std::printf("\n%-10s %-14s %12s %12s %12s %14s\n", "model", "engine", "b1 tok/s", "b8 tok/s", "b32 tok/s",
+  std::printf("\n%-16s %-14s %12s %12s %12s %14s\n", "model", "engine", "b1 tok/s", "b8 tok/s", "b32 tok/s",
               "b1 latency ms");
   for (const std::string& name : o.models) {
     const std::string dir = models_dir + "/" + name;
-    const std::string key = name == "bert-base" ? "bertbase" : "minilm";
+    const std::string key = name == "bert-base"         ? "bertbase"
+                            : name == "modernbert-base" ? "modernbert"
+                            : name == "xlmr-base"       ? "xlmr"
+                                                        : "minilm";
     auto config = native::LoadEncoderConfig(dir);
     if (!config.ok()) {
       std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
       return 1;
     }
     std::fprintf(stderr, "encoders: %s\n", name.c_str());
-    nlohmann::json torch, ort;
+    nlohmann::json torch, torch_bf16, ort;
     if (o.peers) {
       std::string onnx = models_dir + "/onnx/" + name + ".onnx";
       std::system(("mkdir -p " + models_dir + "/onnx").c_str());
@@ -182,17 +188,22 @@ int Run(const Options& o) {
       }
       torch = RunPeer("/usr/bin/python3 " + o.source_dir + "/bench/encoders/torch_peer.py " + dir +
                       " --seconds " + secs);
+      torch_bf16 = RunPeer("/usr/bin/python3 " + o.source_dir + "/bench/encoders/torch_peer.py " + dir +
+                           " --dtype bfloat16 --seconds " + secs);
       ort = RunPeer("node " + o.source_dir + "/bench/encoders/ort_peer.mjs " + onnx + " --seconds " + secs);
     }
     const ShoalFigures f32 = MeasureShoal(dir, *config, Precision::kF32, o);
     const ShoalFigures bf16 = MeasureShoal(dir, *config, Precision::kBF16, o);
 
     auto row = [&](const char* engine, auto tokens, double latency) {
-      std::printf("%-10s %-14s %12.0f %12.0f %12.0f %14.2f\n", name.c_str(), engine, tokens(1), tokens(8),
+      std::printf("%-16s %-14s %12.0f %12.0f %12.0f %14.2f\n", name.c_str(), engine, tokens(1), tokens(8),
                   tokens(32), latency);
     };
     if (!torch.is_discarded() && !torch.empty()) {
       row("torch", [&](int b) { return PeerTokens(torch, b); }, torch.value("b1_latency_ms", NAN));
+    }
+    if (!torch_bf16.is_discarded() && !torch_bf16.empty()) {
+      row("torch bf16", [&](int b) { return PeerTokens(torch_bf16, b); }, torch_bf16.value("b1_latency_ms", NAN));
     }
     if (!ort.is_discarded() && !ort.empty()) {
       row("onnxruntime", [&](int b) { return PeerTokens(ort, b); }, ort.value("b1_latency_ms", NAN));
@@ -213,7 +224,11 @@ int Run(const Options& o) {
     out[key + "_b32_gemm_fraction"] = f32.b32_gflops / ceiling_f32;
     out[key + "_b32_bf16_gemm_fraction"] = bf16.b32_gflops / ceiling_bf16;
     if (o.peers) {
+      // The same precision on both sides: Shoal bf16 against torch bf16 (ONNX
+      // Runtime's CPU provider has no bf16 GEMMs).
+      out[key + "_b32_bf16_vs_torch_bf16"] = bf16.tokens_per_s.at(32) / PeerTokens(torch_bf16, 32);
       out[key + "_torch_b32_tokens_per_s"] = PeerTokens(torch, 32);
+      out[key + "_torch_bf16_b32_tokens_per_s"] = PeerTokens(torch_bf16, 32);
       out[key + "_ort_b32_tokens_per_s"] = PeerTokens(ort, 32);
       out[key + "_ort_b1_latency_ms"] = ort.value("b1_latency_ms", NAN);
     }

@@ -3,7 +3,8 @@
 
 usage: export_onnx.py MODEL_DIR OUT.onnx
 
-torch.onnx.export (TorchScript tracing, opset 14) of tests/reference/encoder_module.py,
+torch.onnx.export (TorchScript tracing, opset 14) of tests/reference/encoder_module.py's
+load_module (the BERT family's Encoder, or modernbert_module.py's),
 inputs input_ids / attention_mask / token_type_ids (int64, [batch, seq], both
 axes dynamic), output "output" (the pooled embedding or the logits). Debian's
 torch 1.13 serializes the protobuf in C++, so the `onnx` Python package is not
@@ -21,7 +22,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "reference"))
-from encoder_module import Encoder  # noqa: E402
+from encoder_module import load_module  # noqa: E402
 
 INPUTS = ["input_ids", "attention_mask", "token_type_ids"]
 
@@ -38,7 +39,7 @@ def example(model, batch, seq, seed, pad_rows=True):
             mask[r, n:] = 0
             ids[r, n:] = model.pad
     types = torch.zeros_like(ids)
-    if model.cfg["type_vocab_size"] > 1:  # a second segment, as in a query/document pair
+    if model.cfg.get("type_vocab_size", 0) > 1:  # a second segment, as in a query/document pair
         types[:, seq // 2:] = 1
         types = types * mask
     return ids, mask, types
@@ -49,7 +50,7 @@ def main(argv):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     model_dir, out_path = argv
-    model = Encoder(model_dir).eval()
+    model = load_module(model_dir).eval()
     dynamic = {name: {0: "batch", 1: "sequence"} for name in INPUTS}
     dynamic["output"] = {0: "batch"}
     with torch.no_grad():

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """PyTorch eager peer for the encoder benchmark.
 
-usage: torch_peer.py MODEL_DIR [--seq 128] [--batches 1,8,32] [--seconds S]
+usage: torch_peer.py MODEL_DIR [--seq 128] [--batches 1,8,32] [--seconds S] [--dtype bfloat16]
 
-Runs the model as a standard eager module (tests/reference/encoder_module.py: nn.Linear,
+Runs the model as a standard eager module (tests/reference/encoder_module.py's
+load_module: nn.Linear,
 nn.LayerNorm, nn.Embedding, matmul + softmax attention with a padding mask)
 on seeded random token ids, under torch.inference_mode(). For each batch size:
 warm-up, then repeats for S seconds (at least 3), median time per batch ->
@@ -16,6 +17,10 @@ variable is read when torch loads): torch.set_num_threads(1) with
 OPENBLAS_NUM_THREADS=2, and torch.set_num_threads(2) (OpenBLAS at 2 as well).
 Each is timed at batch 8 for a short while; the faster one then runs the
 measurement proper, and is the one reported.
+
+--dtype bfloat16 runs the module with bf16 weights and activations (torch's
+oneDNN bf16 GEMMs where the CPU has AVX512-BF16): the peer at Shoal's bf16
+precision.
 
 Last line of stdout: {"peer":"torch","threads":..., "b1_tokens_per_s":..., ...,
 "b1_latency_ms":...} plus the 1-minute load average at the start (the machine
@@ -42,6 +47,7 @@ def parse_args(argv):
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--batches", default="1,8,32")
     ap.add_argument("--seconds", type=float, default=5.0, help="measuring time per batch size")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     ap.add_argument("--setting", type=int, default=None, help=argparse.SUPPRESS)  # child mode
     return ap.parse_args(argv)
 
@@ -61,11 +67,11 @@ def time_runs(fn, seconds, min_runs=3):
 def child(args):
     """Measures one thread setting (its environment is already in place)."""
     import torch
-    from encoder_module import Encoder
+    from encoder_module import load_module
 
     label, threads, _ = SETTINGS[args.setting]
     torch.set_num_threads(threads)
-    model = Encoder(args.model_dir).eval()
+    model = load_module(args.model_dir).eval().to(getattr(torch, args.dtype))
     gen = torch.Generator().manual_seed(1234)
     vocab = model.cfg["vocab_size"]
     result = {"threads": label}
@@ -94,7 +100,7 @@ def main(argv):
         env = dict(os.environ, **SETTINGS[setting][2])
         env.pop("OMP_NUM_THREADS", None)  # set_num_threads decides; 2 here oversubscribes
         cmd = [sys.executable, os.path.abspath(__file__), args.model_dir, "--seq", str(args.seq),
-               "--batches", batches, "--seconds", str(seconds), "--setting", str(setting)]
+               "--batches", batches, "--seconds", str(seconds), "--dtype", args.dtype, "--setting", str(setting)]
         out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, check=True)
         return json.loads(out.stdout.decode().strip().splitlines()[-1])
 
@@ -104,7 +110,7 @@ def main(argv):
     best = max(range(len(SETTINGS)), key=lambda i: tried[SETTINGS[i][0]]["b8_tokens_per_s"])
     result = run_child(best, args.batches, args.seconds)
     model = os.path.basename(os.path.normpath(args.model_dir))
-    report = {"peer": "torch", **result, "model": model, "seq": args.seq, "loadavg_1m": load,
+    report = {"peer": "torch", "dtype": args.dtype, **result, "model": model, "seq": args.seq, "loadavg_1m": load,
               "tried_at_batch_8": tried}
     print(json.dumps(report))
     return 0

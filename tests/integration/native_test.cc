@@ -1,6 +1,6 @@
 // The native runtime through the whole serving path: the bundled USE-Lite
 // on /v1/embeddings, generated BERT models on /v1/encode, an XLM-R embedder
-// on multilingual text, a cross-encoder on /v1/score and /v1/rerank, a
+// on multilingual text, ModernBERT models on three routes, a cross-encoder on /v1/score and /v1/rerank, a
 // token classifier and a text classifier on /v1/extract, and /v1/tokenize
 // — gateway, JetStream, worker.
 #include <gtest/gtest.h>
@@ -59,8 +59,12 @@ class NativeServing : public ::testing::Test {
                                "matryoshka_dimensions: [32, 16]\nprompts: {query: \"query: \"}\n"));
     cluster_->Register(Profile("t/ner", kModels + "/bert-ner-tiny", "extract", "max_input_tokens: 64\n"));
     cluster_->Register(Profile("t/sentiment", kModels + "/roberta-classifier-tiny", "extract"));
+    cluster_->Register(Profile("t/modernbert", kModels + "/modernbert-tiny"));
+    cluster_->Register(Profile("t/modernbert-rerank", kModels + "/modernbert-reranker-tiny", "score"));
+    cluster_->Register(Profile("t/modernbert-ner", kModels + "/modernbert-ner-tiny", "extract"));
     worker_ = cluster_->StartWorker().release();
-    for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m", "t/ner", "t/sentiment"}) {
+    for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m", "t/ner", "t/sentiment",
+                          "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner"}) {
       cluster_->WaitForWorkers(m, 1);
     }
     gateway_ = cluster_->StartGateway().release();
@@ -116,19 +120,20 @@ TEST_F(NativeServing, BertEncodeEqualsTheRuntimeCalledDirectly) {
   EXPECT_EQ(j["usage"]["tokens"], out[0].tokens + out[1].tokens);
 }
 
-// Independent of Shoal end to end: the sentencepiece library tokenizes, the
-// float64 reference (tests/reference/bert_reference.py) runs the model.
-std::vector<std::vector<double>> XlmrReference(const std::string& model, const std::vector<std::string>& texts) {
+// Independent of Shoal end to end: a reference tokenizer (`tokenizer`, a
+// command given the corpus file, one JSON array of ids per line out), then
+// the float64 reference (tests/reference/bert_reference.py) runs the model.
+std::vector<std::vector<double>> ReferenceEmbeddings(const std::string& model, const std::string& tokenizer,
+                                                     const std::vector<std::string>& texts) {
   namespace fs = std::filesystem;
-  const fs::path tmp = fs::temp_directory_path() / ("shoal-xlmr-" + std::to_string(::getpid()));
+  const fs::path tmp = fs::temp_directory_path() / ("shoal-ref-embed-" + std::to_string(::getpid()));
   fs::create_directories(tmp);
   {
     std::ofstream corpus(tmp / "corpus.jsonl");
     for (const auto& t : texts) corpus << json(t).dump() << "\n";
   }
   const std::string ref = std::string(SHOAL_SOURCE_DIR) + "/tests/reference/";
-  std::string cmd = ref + "sentencepiece_reference.py " + model + "/sentencepiece.bpe.model " +
-                    (tmp / "corpus.jsonl").string() + " > " + (tmp / "ids.txt").string();
+  std::string cmd = tokenizer + " " + (tmp / "corpus.jsonl").string() + " > " + (tmp / "ids.txt").string();
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   json in;
   std::ifstream ids(tmp / "ids.txt");
@@ -157,7 +162,9 @@ TEST_F(NativeServing, XlmrEmbedsMultilingualTextAsSentencePieceAndTheFloat64Refe
                                           "\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 the river runs"};
   const json j = Post("/v1/embeddings", json{{"model", "t/xlmr"}, {"input", texts}}.dump());
   ASSERT_EQ(j["data"].size(), texts.size()) << j.dump();
-  const auto want = XlmrReference(kModels + "/xlmr-tiny", texts);
+  const std::string sentencepiece = std::string(SHOAL_SOURCE_DIR) + "/tests/reference/sentencepiece_reference.py " +
+                                    kModels + "/xlmr-tiny/sentencepiece.bpe.model";
+  const auto want = ReferenceEmbeddings(kModels + "/xlmr-tiny", sentencepiece, texts);
   ASSERT_EQ(want.size(), texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
     const auto got = j["data"][i]["embedding"].get<std::vector<float>>();
@@ -165,6 +172,59 @@ TEST_F(NativeServing, XlmrEmbedsMultilingualTextAsSentencePieceAndTheFloat64Refe
     double max_abs = 0;
     for (size_t k = 0; k < got.size(); ++k) max_abs = std::max(max_abs, std::abs(got[k] - want[i][k]));
     EXPECT_LE(max_abs, 1e-4) << "text " << i;
+  }
+}
+
+// ModernBERT through the serving path: embeddings as transformers.js's
+// tokenizer and the float64 reference make them (texts longer than the local
+// window of 16 tokens included); a reranker and a token classifier answer as
+// the runtime called directly.
+TEST_F(NativeServing, ModernBertEmbedsRanksAndExtracts) {
+  const std::vector<std::string> texts = {
+      "the river runs past the old mill",
+      "Ada Lovelace worked with Charles Babbage on the analytical engine in London, long before computers ran "
+      "the world's rivers of data through mills of silicon.",
+      "fish"};
+  const json j = Post("/v1/embeddings", json{{"model", "t/modernbert"}, {"input", texts}}.dump());
+  ASSERT_EQ(j["data"].size(), texts.size()) << j.dump();
+  const std::string js_tokenizer = "cd " + std::string(SHOAL_SOURCE_DIR) +
+                                   " && node tests/reference/tokenizer_reference.mjs " + kModels + "/modernbert-tiny";
+  const auto want = ReferenceEmbeddings(kModels + "/modernbert-tiny", js_tokenizer, texts);
+  ASSERT_EQ(want.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto got = j["data"][i]["embedding"].get<std::vector<float>>();
+    ASSERT_EQ(got.size(), want[i].size()) << i;
+    double max_abs = 0;
+    for (size_t k = 0; k < got.size(); ++k) max_abs = std::max(max_abs, std::abs(got[k] - want[i][k]));
+    EXPECT_LE(max_abs, 1e-4) << "text " << i;
+  }
+  EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 30) << "the long text is longer than the window";
+
+  auto reranker = LoadDirect(Profile("t/modernbert-rerank", kModels + "/modernbert-reranker-tiny", "score"));
+  ASSERT_TRUE(reranker);
+  std::vector<ScoreInput> pairs = {{"where is the mill", texts[0]}, {"where is the mill", texts[1]}};
+  std::vector<ScoreOutput> scores(pairs.size());
+  ASSERT_TRUE(reranker->Score(pairs, scores).ok());
+  const json s = Post("/v1/score/t/modernbert-rerank",
+                      json{{"query", "where is the mill"}, {"texts", {texts[0], texts[1]}}, {"raw_scores", true}}.dump());
+  ASSERT_EQ(s["scores"].size(), 2u) << s.dump();
+  for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(s["scores"][i].get<double>(), scores[i].logits[0], 1e-5);
+
+  auto ner = LoadDirect(Profile("t/modernbert-ner", kModels + "/modernbert-ner-tiny", "extract"));
+  ASSERT_TRUE(ner);
+  ExtractInput in{.text = texts[1], .truncate = false, .lora = {}, .aggregation = Aggregation::kSimple, .top_k = 0};
+  ExtractOutput entities;
+  ASSERT_TRUE(ner->Extract({&in, 1}, {&entities, 1}).ok());
+  ASSERT_TRUE(entities.status.ok()) << entities.status.ToString();
+  const json e = Post("/v1/extract/t/modernbert-ner", json{{"items", {{{"text", texts[1]}}}}}.dump());
+  const json& got = e["items"][0]["entities"];
+  ASSERT_EQ(got.size(), entities.entities.size()) << e.dump();
+  ASSERT_FALSE(got.empty());
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k]["label"], entities.entities[k].label);
+    EXPECT_EQ(got[k]["start"], entities.entities[k].start);
+    EXPECT_EQ(got[k]["end"], entities.entities[k].end);
+    EXPECT_NEAR(got[k]["score"].get<double>(), entities.entities[k].score, 1e-6);
   }
 }
 

@@ -25,8 +25,9 @@ std::vector<uint32_t> Offsets(const std::vector<uint32_t>& lengths) {
 }
 
 // qkv: [rows, 3·H·D] (q | k | v); returns [rows, H·D].
+// window > 0: a row sees only the rows at most `window` away (local attention).
 std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<uint32_t>& off,
-                              size_t heads, size_t dim, double scale) {
+                              size_t heads, size_t dim, double scale, size_t window = 0) {
   const size_t hd = heads * dim, ld = 3 * hd;
   std::vector<double> out(off.back() * hd, 0.0);
   for (size_t s = 0; s + 1 < off.size(); ++s) {
@@ -40,7 +41,8 @@ std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<u
           for (size_t c = 0; c < dim; ++c)
             d += static_cast<double>(qkv[(b + i) * ld + h * dim + c]) *
                  qkv[(b + j) * ld + hd + h * dim + c];
-          p[j] = d * scale;
+          const bool far = window > 0 && (i > j ? i - j : j - i) > window;
+          p[j] = far ? -INFINITY : d * scale;
           mx = std::max(mx, p[j]);
         }
         double sum = 0;
@@ -57,11 +59,11 @@ std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<u
 }
 
 std::vector<float> RunAttention(const std::vector<float>& qkv, const std::vector<uint32_t>& off,
-                                int heads, int dim, float scale, int threads) {
+                                int heads, int dim, float scale, int threads, size_t window = 0) {
   const size_t hd = static_cast<size_t>(heads) * dim;
   std::vector<float> out(off.back() * hd, NAN);
   Attention(qkv.data(), qkv.data() + hd, qkv.data() + 2 * hd, 3 * hd, out.data(), off, heads, dim,
-            scale, threads);
+            scale, threads, window);
   return out;
 }
 
@@ -84,6 +86,28 @@ TEST(Attention, MatchesReference) {
         EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f)
             << isa << " seqs=" << c.lengths.size() << " first_len=" << c.lengths[0]
             << " heads=" << c.heads << " dim=" << c.head_dim << " threads=" << threads;
+      }
+    }
+  });
+}
+
+// Local attention: windows narrower than some sequences, as wide as others
+// (those run unmasked), short and long (both kernel paths).
+TEST(Attention, SlidingWindowMatchesReference) {
+  const Case cases[] = {{{1, 9, 10, 40}, 2, 16}, {{128, 3}, 4, 32}, {{200}, 2, 24}};
+  ForEachIsa([&](const char* isa) {
+    uint32_t seed = 400;
+    for (const Case& c : cases) {
+      const auto off = Offsets(c.lengths);
+      const auto qkv = RandomVector(off.back() * 3ull * c.heads * c.head_dim, seed++, -2.0f, 2.0f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+      for (size_t window : {size_t{4}, size_t{8}, size_t{64}}) {
+        const auto ref = Reference(qkv, off, c.heads, c.head_dim, scale, window);
+        for (int threads : {1, 2}) {
+          const auto out = RunAttention(qkv, off, c.heads, c.head_dim, scale, threads, window);
+          EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f)
+              << isa << " first_len=" << c.lengths[0] << " window=" << window << " threads=" << threads;
+        }
       }
     }
   });

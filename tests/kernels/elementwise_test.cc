@@ -1,4 +1,4 @@
-// Activate, MeanPool, L2Normalize and the bf16/f16 conversions.
+// Activate, GeluMul, MeanPool, L2Normalize and the bf16/f16 conversions.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -42,6 +42,26 @@ TEST(Activate, SmallInputsAreAccurate) {
       std::vector<double> ref(x.size());
       for (size_t i = 0; i < x.size(); ++i) ref[i] = ActivateRef(x[i], act);
       EXPECT_LE(testing::MaxAbsDiff(y, ref), 2e-7f) << isa << " " << ActivationName(act);
+    }
+  });
+}
+
+// GeGLU: gelu of the first half of each row times its second half.
+TEST(GeluMul, MatchesReference) {
+  ForEachIsa([](const char* isa) {
+    for (auto [rows, inter] : {std::pair<size_t, size_t>{1, 5}, {7, 96}, {300, 1152}}) {
+      const auto x = RandomVector(rows * 2 * inter, static_cast<uint32_t>(rows + inter), -6.0f, 6.0f);
+      std::vector<double> ref(rows * inter);
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t i = 0; i < inter; ++i) {
+          ref[r * inter + i] = ActivateRef(x[r * 2 * inter + i], Activation::kGelu) * x[r * 2 * inter + inter + i];
+        }
+      }
+      for (int threads : {1, 2}) {
+        std::vector<float> out(rows * inter, NAN);
+        GeluMul(x.data(), rows, inter, out.data(), threads);
+        EXPECT_LE(testing::MaxAbsDiff(out, ref), 3e-5f) << isa << " rows=" << rows << " inter=" << inter;
+      }
     }
   });
 }

@@ -57,6 +57,30 @@ TEST(LayerNorm, MatchesReference) {
   });
 }
 
+// The pre-norm step: the stream gets the delta, out gets LN of it; and a
+// LayerNorm without bias (beta null), as ModernBERT's.
+TEST(LayerNorm, ResidualStepAndNoBias) {
+  ForEachIsa([](const char* isa) {
+    uint32_t seed = 500;
+    for (auto [rows, cols] : {std::pair<size_t, size_t>{3, 17}, {40, 768}, {300, 64}}) {
+      const auto x = RandomVector(rows * cols, seed++, 2.0f, 6.0f);
+      const auto delta = RandomVector(rows * cols, seed++);
+      const auto g = RandomVector(cols, seed++, 0.5f, 1.5f);
+      const std::vector<float> zero(cols, 0.0f);
+      for (int threads : {1, 2}) {
+        auto stream = x;
+        std::vector<float> out(rows * cols, NAN);
+        ResidualLayerNorm(stream.data(), delta.data(), out.data(), rows, cols, g.data(), nullptr, 1e-5f, threads);
+        std::vector<double> sum(rows * cols);
+        for (size_t i = 0; i < sum.size(); ++i) sum[i] = static_cast<double>(x[i]) + delta[i];
+        EXPECT_LE(testing::MaxAbsDiff(stream, sum), 1e-6f) << isa;
+        EXPECT_LE(testing::MaxAbsDiff(out, Reference(x, delta.data(), rows, cols, g, zero, 1e-5)), 5e-5f)
+            << isa << " rows=" << rows << " cols=" << cols;
+      }
+    }
+  });
+}
+
 TEST(LayerNorm, LargeEpsilonAndConstantRow) {
   ForEachIsa([](const char* isa) {
     const size_t cols = 40;

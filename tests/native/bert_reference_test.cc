@@ -15,6 +15,7 @@
 
 #include "catalog/model_spec.h"
 #include "runtime/native/models/bert.h"
+#include "runtime/native/models/cpu_encoder.h"
 #include "runtime/native/native_runtime.h"
 
 namespace shoal::native {
@@ -85,7 +86,8 @@ Diff Compare(const std::vector<float>& got, size_t width, const std::vector<std:
 }
 
 // Runs the engine on `in` as one batch: pooled vectors or logits.
-std::vector<float> RunEngine(const Bert& bert, const PoolingConfig& pooling, const Inputs& in, int threads) {
+std::vector<float> RunEngine(const EncoderNetwork& bert, const PoolingConfig& pooling, const Inputs& in,
+                             int threads) {
   std::vector<TokenSequence> seqs;
   for (size_t s = 0; s < in.ids.size(); ++s) seqs.push_back({in.ids[s], in.type_ids[s]});
   const auto& c = bert.config();
@@ -105,7 +107,7 @@ TEST_P(BertReference, Fp32MatchesTheReference) {
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   auto pooling = LoadPoolingConfig(dir);
   ASSERT_TRUE(pooling.ok()) << pooling.status().ToString();
-  auto bert = Bert::Load(dir, *config, cpu::Precision::kF32);
+  auto bert = LoadCpuEncoder(dir, *config, cpu::Precision::kF32);
   ASSERT_TRUE(bert.ok()) << bert.status().ToString();
 
   const Inputs in = MakeInputs(*config, 1234);
@@ -122,7 +124,8 @@ TEST_P(BertReference, Fp32MatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Models, BertReference,
                          ::testing::Values("bert-tiny-mean", "bert-tiny-cls-bf16", "bert-tiny-f16", "roberta-tiny", "xlmr-tiny",
-                                           "cross-encoder-tiny", "roberta-cross-encoder-tiny"),
+                                           "cross-encoder-tiny", "roberta-cross-encoder-tiny", "modernbert-tiny",
+                                           "modernbert-reranker-tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
@@ -133,12 +136,12 @@ INSTANTIATE_TEST_SUITE_P(Models, BertReference,
 // bits (measured here: 5e-4 on unit vectors, 1.3e-3 on logits). The stated
 // bound: within 5e-3 per component and cosine ≥ 0.9995 to the reference.
 TEST(BertBf16, StaysWithinTheStatedBound) {
-  for (const char* name : {"bert-tiny-mean", "cross-encoder-tiny"}) {
+  for (const char* name : {"bert-tiny-mean", "cross-encoder-tiny", "modernbert-tiny"}) {
     const std::string dir = std::string(SHOAL_TEST_MODELS) + "/" + name;
     auto config = LoadEncoderConfig(dir);
     ASSERT_TRUE(config.ok());
     auto pooling = LoadPoolingConfig(dir);
-    auto bert = Bert::Load(dir, *config, cpu::Precision::kBF16);
+    auto bert = LoadCpuEncoder(dir, *config, cpu::Precision::kBF16);
     ASSERT_TRUE(bert.ok()) << bert.status().ToString();
     const Inputs in = MakeInputs(*config, 99);
     const auto want = Reference(dir, in);
@@ -149,6 +152,44 @@ TEST(BertBf16, StaysWithinTheStatedBound) {
     EXPECT_LE(d.max_abs, 5e-3) << name;
     EXPECT_GE(d.min_cosine, 0.9995) << name;
   }
+}
+
+// ModernBERT's layer layout and rope thetas, from transformers 4.48's keys
+// (modernbert-tiny) and 5's (modernbert-reranker-tiny) alike; what it cannot
+// run is refused naming the key.
+TEST(ModernBertConfig, BothConfigFormatsAndTheRefusals) {
+  for (const char* name : {"modernbert-tiny", "modernbert-reranker-tiny"}) {
+    auto c = LoadEncoderConfig(std::string(SHOAL_TEST_MODELS) + "/" + name);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_TRUE(c->is_modernbert());
+    EXPECT_EQ(c->modernbert.global_layers, (std::vector<bool>{true, false, false, true})) << name;
+    EXPECT_EQ(c->modernbert.local_window, 8u);
+    EXPECT_EQ(c->modernbert.global_rope_theta, 160000.0);
+    EXPECT_EQ(c->modernbert.local_rope_theta, 10000.0);
+    EXPECT_EQ(c->type_vocab_size, 0u);
+    EXPECT_EQ(c->layer_norm_eps, 1e-5f);
+  }
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("shoal-modernbert-config-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const nlohmann::json base =
+      nlohmann::json::parse(std::ifstream(std::string(SHOAL_TEST_MODELS) + "/modernbert-tiny/config.json"));
+  for (const auto& [key, value, says] :
+       {std::tuple{"local_attention", nlohmann::json(1), "local_attention must be at least 2"},
+        {"layer_types", nlohmann::json({"full_attention"}), "one type per layer"},
+        {"layer_types", nlohmann::json({"full_attention", "chunked_attention", "full_attention", "full_attention"}),
+         "'chunked_attention' is not supported"},
+        {"rope_scaling", nlohmann::json({{"rope_type", "yarn"}, {"factor", 4.0}}), "rope_scaling is not supported"},
+        {"classifier_pooling", nlohmann::json("max"), "classifier_pooling 'max'"},
+        {"hidden_activation", nlohmann::json("swish"), "hidden_activation 'swish'"}}) {
+    nlohmann::json config = base;
+    config[key] = value;
+    std::ofstream(dir / "config.json") << config.dump();
+    auto c = LoadEncoderConfig(dir.string());
+    ASSERT_FALSE(c.ok()) << key;
+    EXPECT_NE(c.status().message().find(says), std::string::npos) << c.status().ToString();
+  }
+  fs::remove_all(dir);
 }
 
 TEST(BertErrors, BadInputsAndBrokenModelsAreClearErrors) {
@@ -269,6 +310,10 @@ TEST(NativeRuntime, TheDeviceOptionPicksTheBackendOrSaysWhyNot) {
   ASSERT_FALSE(decoder.ok());
   EXPECT_NE(decoder.status().message().find("BERT-family encoders"), std::string::npos)
       << decoder.status().ToString();
+  auto modernbert = load("modernbert-tiny", "{device: cuda}");
+  ASSERT_FALSE(modernbert.ok());
+  EXPECT_NE(modernbert.status().message().find("ModernBERT; it runs on the CPU"), std::string::npos)
+      << modernbert.status().ToString();
 
   auto cpu = load("bert-tiny-mean", "{device: cpu}");
   ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();

@@ -22,6 +22,9 @@ attention) from the architecture's definition, on weights read by our own
 safetensors reader: an independent check of the native engine, not a copy of
 its structure. Each input runs alone, so there is no padding and no mask.
 
+ModernBERT directories (model_type modernbert) run modernbert_reference.py's
+ModernBertEncoder instead; the rest of this docstring is the BERT family's.
+
 Handles BertModel / RobertaModel / XLMRobertaModel (sentence-transformers layout: no prefix),
 BertForSequenceClassification (bert. prefix, pooler dense+tanh on [CLS], then
 classifier) and (XLM)RobertaForSequenceClassification (roberta. prefix, classifier
@@ -177,6 +180,16 @@ class Encoder:
         return v
 
 
+def load_encoder(model_dir):
+    """The reference for the directory's architecture: ModernBERT's (modernbert_reference.py)
+    or the BERT family's."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        if json.load(f).get("model_type") == "modernbert":
+            from modernbert_reference import ModernBertEncoder
+            return ModernBertEncoder(model_dir)
+    return Encoder(model_dir)
+
+
 def read_sentence_transformers(model_dir):
     """(pooling mode, normalize) from modules.json and 1_Pooling/config.json."""
     with open(os.path.join(model_dir, "modules.json")) as f:
@@ -229,7 +242,7 @@ def main(argv):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     model_dir, in_path, out_path, lora = parsed
-    enc = Encoder(model_dir)
+    enc = load_encoder(model_dir)
     with open(in_path) as f:
         inputs = json.load(f)["inputs"]
     adapters = Adapters(enc.w)

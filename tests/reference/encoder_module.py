@@ -132,3 +132,13 @@ class Encoder(nn.Module):
         if self.normalize:
             v = nn.functional.normalize(v, p=2.0, dim=-1)
         return v
+
+
+def load_module(model_dir, hidden_states=False):
+    """The peer module for the directory's architecture: ModernBERT's
+    (modernbert_module.py) or the BERT family's Encoder."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        if json.load(f).get("model_type") == "modernbert":
+            from modernbert_module import ModernBertEncoder
+            return ModernBertEncoder(model_dir, hidden_states=hidden_states)
+    return Encoder(model_dir, hidden_states=hidden_states)

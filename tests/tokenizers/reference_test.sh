@@ -3,7 +3,8 @@
 # @lenml/tokenizers prints for every line of the corpus, with and without
 # special tokens.
 #
-#   reference_test.sh SHOAL_BINARY SOURCE_DIR NAME     (NAME: qwen3, llama3, gemma3, bert)
+#   reference_test.sh SHOAL_BINARY SOURCE_DIR NAME     (NAME: qwen3, llama3, gemma3, bert,
+#                                                       or a model directory's path)
 #
 # Exits 77 (ctest's SKIP_RETURN_CODE) only when node_modules is absent;
 # anything else that is missing is a failure.
@@ -23,7 +24,9 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-if [ "$name" = bert ]; then
+if [[ "$name" == */* ]]; then
+  tokenizer="$name/tokenizer.json"
+elif [ "$name" = bert ]; then
   tokenizer="$work/bert-base-uncased.tokenizer.json"
   (cd "$root" && node "$script" bert "$corpus" --write-tokenizer "$tokenizer" >/dev/null)
 else

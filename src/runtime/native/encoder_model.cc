@@ -2,7 +2,7 @@
 
 #include "runtime/call_stages.h"
 #include "runtime/extraction.h"
-#include "runtime/native/models/bert.h"
+#include "runtime/native/models/cpu_encoder.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
 #if SHOAL_WITH_CUDA
 #include "runtime/native/models/bert_cuda.h"
@@ -42,6 +42,9 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
     return InvalidInput("native.device: " + spec.id + " is a token classifier; those run on the CPU backend "
                         "so far");
   }
+  if (options.cuda_device >= 0 && config->is_modernbert()) {
+    return InvalidInput("native.device: " + spec.id + " is a ModernBERT; it runs on the CPU backend so far");
+  }
   auto pooling = LoadPoolingConfig(spec.path);
   if (!pooling.ok()) return pooling.status();
   m->pooling_ = options.pooling.value_or(pooling->pooling);
@@ -62,7 +65,7 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
                         "(cmake -DSHOAL_CUDA=ON)");
 #endif
   } else {
-    auto network = Bert::Load(spec.path, *config, options.precision, ctx.progress);
+    auto network = LoadCpuEncoder(spec.path, *config, options.precision, ctx.progress);
     if (!network.ok()) return network.status();
     m->network_ = std::move(network).value();
   }

@@ -64,7 +64,7 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelConfig& spec, cons
                         (decoder ? "a decoder" : "USE-Lite") + ", which runs on the CPU (device: cpu)");
   }
   spdlog::info("native: loading {} ({}) from {}", spec.id,
-               decoder ? "Llama family" : hugging_face ? "BERT family" : "Universal Sentence Encoder Lite",
+               decoder ? "Llama family" : hugging_face ? "encoder" : "Universal Sentence Encoder Lite",
                spec.path);
   const auto t0 = SteadyClock::now();
   auto model = decoder        ? native::DecoderModel::Load(spec, *options, ctx)
@@ -88,6 +88,9 @@ Result<uint64_t> NativeRuntime::CheckLora(const ModelConfig& base, const LoraCon
     targets = native::Llama::LoraTargetsOf(config);
   } else {
     SHOAL_ASSIGN_OR_RETURN(const native::EncoderConfig config, native::LoadEncoderConfig(base.path));
+    if (config.is_modernbert()) {
+      return InvalidInput("model '" + base.id + "' is a ModernBERT: the native runtime runs no LoRA adapters on it yet");
+    }
     SHOAL_ASSIGN_OR_RETURN(const auto weights, native::SafeTensors::OpenDir(base.path));
     targets = native::Bert::LoraTargetsOf(config, *weights);
   }

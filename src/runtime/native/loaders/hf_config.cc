@@ -33,6 +33,83 @@ Status ReadLabels(const nlohmann::json& j, const std::string& path, EncoderConfi
   return Status::Ok();
 }
 
+Result<HiddenAct> ParseActivation(const std::string& act, const std::string& what) {
+  if (act == "gelu") return HiddenAct::kGelu;
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") return HiddenAct::kGeluTanh;
+  if (act == "relu") return HiddenAct::kRelu;
+  return InvalidInput(what + " '" + act + "' is not supported");
+}
+
+// A rope theta from transformers 5's rope_parameters ({"full_attention":
+// {"rope_type": "default", "rope_theta": ...}, ...}), or the older key.
+Result<double> RopeTheta(const nlohmann::json& j, const char* layer_type, const char* old_key, double fallback,
+                         const std::string& path) {
+  if (auto rp = j.find("rope_parameters"); rp != j.end() && rp->is_object()) {
+    auto p = rp->find(layer_type);
+    if (p != rp->end() && p->is_object()) {
+      const std::string type = p->value("rope_type", "default");
+      if (type != "default") {
+        return InvalidInput(path + ": rope_parameters." + layer_type + ".rope_type '" + type + "' is not supported");
+      }
+      if (p->contains("rope_theta")) return p->at("rope_theta").get<double>();
+    }
+  }
+  if (auto t = j.find(old_key); t != j.end() && !t->is_null()) return t->get<double>();
+  return fallback;
+}
+
+// ModernBERT's own keys (transformers 4.48+ and 5's layer_types / rope_parameters).
+Status ReadModernBert(const nlohmann::json& j, const std::string& path, EncoderConfig* c) {
+  ModernBertConfig& m = c->modernbert;
+  c->layer_norm_eps = j.value("norm_eps", 1e-5f);
+  c->max_position_embeddings = j.value("max_position_embeddings", 8192u);
+  c->type_vocab_size = 0;
+  auto act = ParseActivation(j.value("hidden_activation", "gelu"), path + ": hidden_activation");
+  if (!act.ok()) return act.status();
+  c->hidden_act = *act;
+  auto head_act = ParseActivation(j.value("classifier_activation", "gelu"), path + ": classifier_activation");
+  if (!head_act.ok()) return head_act.status();
+  m.classifier_act = *head_act;
+  const std::string pooling = j.value("classifier_pooling", "cls");
+  if (pooling != "cls" && pooling != "mean") {
+    return InvalidInput(path + ": classifier_pooling '" + pooling + "' is not cls or mean");
+  }
+  m.classifier_mean = pooling == "mean";
+  m.norm_bias = j.value("norm_bias", false);
+  const uint32_t local_attention = j.value("local_attention", 128u);
+  if (local_attention < 2) return InvalidInput(path + ": local_attention must be at least 2");
+  m.local_window = local_attention / 2;
+  m.global_layers.assign(c->num_hidden_layers, true);
+  if (auto types = j.find("layer_types"); types != j.end() && !types->is_null()) {
+    if (!types->is_array() || types->size() != c->num_hidden_layers) {
+      return InvalidInput(path + ": layer_types must list one type per layer");
+    }
+    for (size_t i = 0; i < types->size(); ++i) {
+      const std::string t = (*types)[i].get<std::string>();
+      if (t != "full_attention" && t != "sliding_attention") {
+        return InvalidInput(path + ": layer_types[" + std::to_string(i) + "] '" + t + "' is not supported");
+      }
+      m.global_layers[i] = t == "full_attention";
+    }
+  } else {
+    const uint32_t every = j.value("global_attn_every_n_layers", 3u);
+    if (every == 0) return InvalidInput(path + ": global_attn_every_n_layers must be positive");
+    for (uint32_t i = 0; i < c->num_hidden_layers; ++i) m.global_layers[i] = i % every == 0;
+  }
+  if (auto s = j.find("rope_scaling"); s != j.end() && !s->is_null()) {
+    return InvalidInput(path + ": rope_scaling is not supported for ModernBERT");
+  }
+  auto global = RopeTheta(j, "full_attention", "global_rope_theta", 160000.0, path);
+  if (!global.ok()) return global.status();
+  m.global_rope_theta = *global;
+  // transformers 4.48: a null local_rope_theta means the global one.
+  auto local = RopeTheta(j, "sliding_attention", "local_rope_theta", *global, path);
+  if (!local.ok()) return local.status();
+  m.local_rope_theta = *local;
+  if (!(m.global_rope_theta > 0) || !(m.local_rope_theta > 0)) return InvalidInput(path + ": rope theta must be positive");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<nlohmann::json> ReadJsonFile(const std::string& path) {
@@ -90,19 +167,16 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
     if (j->contains("pad_token_id") && !(*j)["pad_token_id"].is_null()) {
       c.pad_token_id = (*j)["pad_token_id"].get<int32_t>();
     }
-    const std::string act = j->value("hidden_act", "gelu");
-    if (act == "gelu") {
-      c.hidden_act = HiddenAct::kGelu;
-    } else if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") {
-      c.hidden_act = HiddenAct::kGeluTanh;
-    } else if (act == "relu") {
-      c.hidden_act = HiddenAct::kRelu;
+    if (c.is_modernbert()) {
+      SHOAL_RETURN_IF_ERROR(ReadModernBert(*j, path.string(), &c));
     } else {
-      return InvalidInput(path.string() + ": hidden_act '" + act + "' is not supported");
-    }
-    const std::string pos = j->value("position_embedding_type", "absolute");
-    if (pos != "absolute") {
-      return InvalidInput(path.string() + ": position_embedding_type '" + pos + "' is not supported");
+      auto act = ParseActivation(j->value("hidden_act", "gelu"), path.string() + ": hidden_act");
+      if (!act.ok()) return act.status();
+      c.hidden_act = *act;
+      const std::string pos = j->value("position_embedding_type", "absolute");
+      if (pos != "absolute") {
+        return InvalidInput(path.string() + ": position_embedding_type '" + pos + "' is not supported");
+      }
     }
     if (j->contains("id2label") && (*j)["id2label"].is_object()) {
       c.num_labels = static_cast<uint32_t>((*j)["id2label"].size());

@@ -22,8 +22,23 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path);
 
 enum class HiddenAct { kGelu, kGeluTanh, kRelu };
 
+// What ModernBERT (model_type modernbert) adds to the shared fields:
+// rotary positions, layers that alternate global and local (sliding-window)
+// attention, a GeGLU feed-forward, pre-norm LayerNorms without biases.
+struct ModernBertConfig {
+  std::vector<bool> global_layers;   // per layer: full attention (else local)
+  uint32_t local_window = 64;        // a local layer's tokens see those at most this far (local_attention / 2)
+  double global_rope_theta = 160000.0;
+  double local_rope_theta = 10000.0;
+  bool norm_bias = false;
+  // Classification heads: dense → activation → LayerNorm on the pooled (or
+  // every) token, then the classifier.
+  bool classifier_mean = false;      // classifier_pooling: mean (else cls)
+  HiddenAct classifier_act = HiddenAct::kGelu;
+};
+
 struct EncoderConfig {
-  std::string model_type;               // bert, roberta, xlm-roberta, ...
+  std::string model_type;               // bert, roberta, xlm-roberta, modernbert, ...
   std::vector<std::string> architectures;
   uint32_t hidden_size = 0;
   uint32_t num_hidden_layers = 0;
@@ -32,7 +47,7 @@ struct EncoderConfig {
   HiddenAct hidden_act = HiddenAct::kGelu;
   float layer_norm_eps = 1e-12f;
   uint32_t max_position_embeddings = 512;
-  uint32_t type_vocab_size = 2;
+  uint32_t type_vocab_size = 2;  // 0: the model takes no token types (ModernBERT)
   uint32_t vocab_size = 0;
   int32_t pad_token_id = 0;
   uint32_t num_labels = 0;  // classification heads only
@@ -40,6 +55,9 @@ struct EncoderConfig {
   // says none), one per label.
   std::vector<std::string> labels;
   bool multi_label = false;  // problem_type multi_label_classification: a sigmoid per label
+  ModernBertConfig modernbert;  // read for model_type modernbert only
+
+  bool is_modernbert() const { return model_type == "modernbert"; }
 
   // RoBERTa-style models number positions from pad_token_id + 1.
   bool roberta_positions() const;

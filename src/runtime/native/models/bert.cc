@@ -20,19 +20,6 @@ struct Bert::Layer {
   const float* ln2_beta = nullptr;
 };
 
-namespace {
-
-cpu::Activation ToActivation(HiddenAct a) {
-  switch (a) {
-    case HiddenAct::kGelu: return cpu::Activation::kGelu;
-    case HiddenAct::kGeluTanh: return cpu::Activation::kGeluTanh;
-    case HiddenAct::kRelu: return cpu::Activation::kRelu;
-  }
-  return cpu::Activation::kGelu;
-}
-
-}  // namespace
-
 Bert::~Bert() = default;
 
 Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderConfig& config,
@@ -146,7 +133,7 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
   const int heads = static_cast<int>(config_.num_attention_heads);
   const int head_dim = static_cast<int>(H / heads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const cpu::Activation act = ToActivation(config_.hidden_act);
+  const cpu::Activation act = ActivationOf(config_.hidden_act);
   // Scratch, written before it is read: left uninitialized (a zero fill of
   // every buffer costs about 1 % of a 128-token pass).
   const std::unique_ptr<float[]> scratch(new float[T * (3 * H + H + H + I)]);

@@ -31,7 +31,8 @@ Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence
                             std::to_string(config.vocab_size));
       }
     }
-    for (int32_t t : q.type_ids) {
+    // A model without token types (ModernBERT) ignores them.
+    for (int32_t t : config.type_vocab_size == 0 ? std::span<const int32_t>() : q.type_ids) {
       if (t < 0 || static_cast<uint32_t>(t) >= config.type_vocab_size) {
         return InvalidInput("token type " + std::to_string(t) + " is outside the model's " +
                             std::to_string(config.type_vocab_size));
@@ -39,6 +40,15 @@ Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence
     }
   }
   return Status::Ok();
+}
+
+cpu::Activation ActivationOf(HiddenAct a) {
+  switch (a) {
+    case HiddenAct::kGelu: return cpu::Activation::kGelu;
+    case HiddenAct::kGeluTanh: return cpu::Activation::kGeluTanh;
+    case HiddenAct::kRelu: return cpu::Activation::kRelu;
+  }
+  return cpu::Activation::kGelu;
 }
 
 void EncoderPositions(const EncoderConfig& config, std::span<const int32_t> ids, int32_t* out) {

@@ -1,5 +1,5 @@
-// EncoderNetwork: a loaded BERT-family network, on whichever device runs it
-// (Bert on the CPU, CudaBert on an NVIDIA GPU) — what EncoderModel runs a
+// EncoderNetwork: a loaded encoder network, on whichever device runs it
+// (Bert or ModernBert on the CPU, CudaBert on an NVIDIA GPU) — what EncoderModel runs a
 // tokenized batch through. Also the parts of a BERT-family checkpoint both
 // read the same way: where its tensors live, its classification head, its
 // position ids and the checks on input sequences.
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/hf_config.h"
 #include "runtime/native/loaders/safetensors.h"
 
@@ -74,6 +75,9 @@ ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& 
 // token id or type outside the model's tables.
 Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence> seqs);
 
+
+// The kernels' activation for a config's.
+cpu::Activation ActivationOf(HiddenAct a);
 
 // The position id of each token of `ids` into `out`: 0, 1, ... for BERT.
 // RoBERTa numbers positions after pad_token_id and, as transformers does,

@@ -12,6 +12,9 @@
 //   applied to O's rows (L·D multiplies instead of L·L).
 // Without AVX-512, short sequences run the same algorithm in plain loops and
 // long ones the same sgemm calls with a scalar softmax.
+// Local (sliding-window) attention, when the window is narrower than the
+// sequence, runs the sgemm path with the scores outside the window zeroed
+// after the max is taken over the window alone.
 //
 // Threading: (sequence, head) pairs are spread over up to `threads` OpenMP
 // threads with a dynamic schedule (sequence lengths differ). oneDNN's sgemm
@@ -135,48 +138,56 @@ SHOAL_AVX512 void HeadAvx512(const Head& h, Scratch& s) {
   }
 }
 
-// Softmax of `len` rows of S (row stride lp) in place, left unnormalized:
-// inv[i] = 1 / Σ_j exp(S[i][j] − max_i).
-SHOAL_AVX512 void SoftmaxRowsAvx512(float* sc, size_t len, size_t lp, float* inv) {
-  const size_t lfull = len & ~size_t{15};
-  const __mmask16 ltail = static_cast<__mmask16>((1u << (len - lfull)) - 1);
-  for (size_t i = 0; i < len; ++i) {
-    float* row = sc + i * lp;
-    __m512 vmax = _mm512_set1_ps(-INFINITY);
-    size_t j = 0;
-    for (; j < lfull; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(row + j));
-    if (ltail) vmax = _mm512_mask_max_ps(vmax, ltail, vmax, _mm512_maskz_loadu_ps(ltail, row + j));
-    const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-    __m512 vsum = _mm512_setzero_ps();
-    for (j = 0; j < lfull; j += 16) {
-      const __m512 e = Exp512(_mm512_sub_ps(_mm512_loadu_ps(row + j), m));
-      vsum = _mm512_add_ps(vsum, e);
-      _mm512_storeu_ps(row + j, e);
-    }
-    if (ltail) {
-      const __m512 e = _mm512_maskz_mov_ps(
-          ltail, Exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(ltail, row + j), m)));
-      vsum = _mm512_add_ps(vsum, e);
-      _mm512_mask_storeu_ps(row + j, ltail, e);
-    }
-    inv[i] = 1.0f / _mm512_reduce_add_ps(vsum);
+// Softmax of one row of n scores in place, left unnormalized; returns
+// 1 / Σ_j exp(row[j] − max).
+SHOAL_AVX512 float SoftmaxRowAvx512(float* row, size_t n) {
+  const size_t full = n & ~size_t{15};
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  size_t j = 0;
+  for (; j < full; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(row + j));
+  if (tail) vmax = _mm512_mask_max_ps(vmax, tail, vmax, _mm512_maskz_loadu_ps(tail, row + j));
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  __m512 vsum = _mm512_setzero_ps();
+  for (j = 0; j < full; j += 16) {
+    const __m512 e = Exp512(_mm512_sub_ps(_mm512_loadu_ps(row + j), m));
+    vsum = _mm512_add_ps(vsum, e);
+    _mm512_storeu_ps(row + j, e);
   }
+  if (tail) {
+    const __m512 e = _mm512_maskz_mov_ps(tail, Exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, row + j), m)));
+    vsum = _mm512_add_ps(vsum, e);
+    _mm512_mask_storeu_ps(row + j, tail, e);
+  }
+  return 1.0f / _mm512_reduce_add_ps(vsum);
 }
 
-void SoftmaxRowsPortable(float* sc, size_t len, size_t lp, float* inv) {
+float SoftmaxRowPortable(float* row, size_t n) {
+  float mx = -INFINITY;
+  for (size_t j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+  float sum = 0.0f;
+  for (size_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - mx));
+  return 1.0f / sum;
+}
+
+// Softmax of `len` rows of S (row stride lp) in place, left unnormalized,
+// inv[i] = 1 / the row's sum. window > 0: row i keeps only the columns at
+// most `window` from i; the others get probability 0.
+void SoftmaxRows(float* sc, size_t len, size_t lp, size_t window, float* inv, bool avx) {
   for (size_t i = 0; i < len; ++i) {
     float* row = sc + i * lp;
-    float mx = -INFINITY;
-    for (size_t j = 0; j < len; ++j) mx = std::max(mx, row[j]);
-    float sum = 0.0f;
-    for (size_t j = 0; j < len; ++j) sum += (row[j] = std::exp(row[j] - mx));
-    inv[i] = 1.0f / sum;
+    const size_t lo = window > 0 && i > window ? i - window : 0;
+    const size_t hi = window > 0 ? std::min(len, i + window + 1) : len;
+    std::fill(row, row + lo, 0.0f);
+    std::fill(row + hi, row + len, 0.0f);
+    inv[i] = avx ? SoftmaxRowAvx512(row + lo, hi - lo) : SoftmaxRowPortable(row + lo, hi - lo);
   }
 }
 
 // Two sgemm calls per head (single-threaded: see the top of the file), on any
-// ISA (oneDNN dispatches its own kernels).
-void HeadGemm(const Head& h, Scratch& s, bool avx) {
+// ISA (oneDNN dispatches its own kernels). A window masks S before the
+// softmax (the full L·L products are still computed).
+void HeadGemm(const Head& h, Scratch& s, bool avx, size_t window) {
   const size_t len = h.len, dim = h.dim, lp = Pad16(len);
   s.scores.resize(len * lp);
   s.kt.resize(len);
@@ -185,11 +196,7 @@ void HeadGemm(const Head& h, Scratch& s, bool avx) {
   const auto L = static_cast<dnnl_dim_t>(len), D = static_cast<dnnl_dim_t>(dim);
   const auto ld = static_cast<dnnl_dim_t>(h.ld);
   dnnl_sgemm('N', 'T', L, L, D, h.scale, h.q, ld, h.k, ld, 0.0f, sc, static_cast<dnnl_dim_t>(lp));
-  if (avx) {
-    SoftmaxRowsAvx512(sc, len, lp, inv);
-  } else {
-    SoftmaxRowsPortable(sc, len, lp, inv);
-  }
+  SoftmaxRows(sc, len, lp, window, inv, avx);
   dnnl_sgemm('N', 'N', L, D, L, 1.0f, sc, static_cast<dnnl_dim_t>(lp), h.v, ld, 0.0f, h.out,
              static_cast<dnnl_dim_t>(h.ld_out));
   for (size_t i = 0; i < len; ++i) {
@@ -238,7 +245,7 @@ void HeadPortable(const Head& h, Scratch& s) {
 
 void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
-               int threads) {
+               int threads, size_t window) {
   if (offsets.size() < 2 || heads <= 0 || head_dim <= 0) return;
   const size_t nseq = offsets.size() - 1;
   const size_t pairs = nseq * static_cast<size_t>(heads);
@@ -262,8 +269,10 @@ void Attention(const float* q, const float* k, const float* v, size_t ld, float*
                  len,
                  static_cast<size_t>(head_dim),
                  scale};
-    if (len >= kGemmMinLen) {
-      HeadGemm(h, t_scratch, avx);
+    // A window narrower than the sequence masks scores: only the sgemm path does.
+    const size_t masked = window > 0 && len > window + 1 ? window : 0;
+    if (len >= kGemmMinLen || masked > 0) {
+      HeadGemm(h, t_scratch, avx, masked);
     } else if (avx) {
       HeadAvx512(h, t_scratch);
     } else {

@@ -1,4 +1,4 @@
-// Elementwise kernels: activations, bias + activation epilogue, mean pooling,
+// Elementwise kernels: activations, bias + activation epilogue, the GeGLU gate, mean pooling,
 // L2 normalization, and the bf16 / f16 / f32 conversions.
 //
 // Threading: none of these start threads (they are either called per row
@@ -129,6 +129,19 @@ void Activate(float* x, size_t n, Activation act, int threads) {
   const int teams = static_cast<int>(std::min<size_t>(std::max(threads, 1), std::max<size_t>(pieces, 1)));
 #pragma omp parallel for num_threads(teams) schedule(static) if (teams > 1)
   for (size_t p = 0; p < pieces; ++p) Activate(x + p * kPiece, std::min(kPiece, n - p * kPiece), act);
+}
+
+void GeluMul(const float* x, size_t rows, size_t inter, float* out, int threads) {
+  const int nt = rows * inter < 65536 ? 1 : std::max(1, std::min<int>(threads, static_cast<int>(rows)));
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (size_t r = 0; r < rows; ++r) {
+    const float* in = x + r * 2 * inter;
+    const float* gate = in + inter;
+    float* o = out + r * inter;
+    std::memcpy(o, in, inter * sizeof(float));
+    Activate(o, inter, Activation::kGelu);
+    for (size_t i = 0; i < inter; ++i) o[i] *= gate[i];
+  }
 }
 
 void MeanPool(const float* x, size_t cols, std::span<const uint32_t> offsets, float* out) {

@@ -63,19 +63,26 @@ class Linear {
 };
 
 // x[r] = LN(x[r] + residual[r]) * gamma + beta over `cols`; residual may be
-// null. Biased variance, as PyTorch and TF compute it.
+// null, and beta (a LayerNorm without bias). Biased variance, as PyTorch
+// and TF compute it.
 void LayerNorm(float* x, const float* residual, size_t rows, size_t cols, const float* gamma,
                const float* beta, float eps, int threads);
+
+// A pre-norm block's step: x[r] += delta[r] (delta may be null), then
+// out[r] = LN(x[r]) * gamma + beta (beta may be null); out must not overlap x.
+void ResidualLayerNorm(float* x, const float* delta, float* out, size_t rows, size_t cols, const float* gamma,
+                       const float* beta, float eps, int threads);
 
 // Multi-head self-attention over packed variable-length sequences: sequence s
 // is rows [offsets[s], offsets[s+1]). q, k and v point at rows with stride
 // `ld` (typically one fused QKV buffer); head h reads columns
 // [h*head_dim, (h+1)*head_dim) of each. out: [rows, heads*head_dim], stride
 // heads*head_dim. softmax(scale · q·kᵀ)·v per head, no mask: a sequence only
-// sees its own rows, so no padding is ever computed.
+// sees its own rows, so no padding is ever computed. window > 0: local
+// (sliding-window) attention, a row sees the rows at most `window` away.
 void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
-               int threads);
+               int threads, size_t window = 0);
 
 // A block of rows under one rank-`rank` update (LoRA): y[r, 0:out) +=
 // (x[r]·Aᵀ)·Btᵀ, with A given transposed, At [in][rank], and Bt [rank][out]
@@ -99,6 +106,10 @@ Status LowRankUpdate(std::span<const LowRankBlock> blocks, int threads);
 void Activate(float* x, size_t n, Activation act);
 // The same over `threads` cores (large arrays: an unfused activation).
 void Activate(float* x, size_t n, Activation act, int threads);
+
+// out[r][i] = gelu(x[r][i]) · x[r][inter + i] (erf GELU): the GeGLU gate over
+// a fused input|gate projection. out has `inter` floats per row.
+void GeluMul(const float* x, size_t rows, size_t inter, float* out, int threads);
 
 // out[s] = mean of rows [offsets[s], offsets[s+1]) of x ([rows, cols]); zeros
 // for an empty sequence. On the calling thread.

@@ -1,4 +1,6 @@
-// LayerNorm with an optional fused residual add: x = LN(x + residual).
+// LayerNorm with an optional fused residual add: x = LN(x + residual) (a
+// post-norm block, BERT), or x += delta, out = LN(x) (a pre-norm block,
+// ModernBERT). A null beta is a LayerNorm without bias.
 //
 // Threading: rows are split over up to `threads` OpenMP threads (static
 // schedule: every row costs the same); a row is processed by one thread in
@@ -7,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "runtime/native/kernels/cpu/isa.h"
 #include "runtime/native/kernels/cpu/kernels.h"
@@ -53,14 +56,13 @@ SHOAL_AVX512 void RowAvx512(float* x, const float* res, size_t n, const float* g
   const __m512 rstd = _mm512_set1_ps(1.0f / std::sqrt(var + eps));
   for (i = 0; i < full; i += 16) {
     const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmean), rstd);
-    _mm512_storeu_ps(x + i,
-                     _mm512_fmadd_ps(d, _mm512_loadu_ps(gamma + i), _mm512_loadu_ps(beta + i)));
+    const __m512 b = beta ? _mm512_loadu_ps(beta + i) : _mm512_setzero_ps();
+    _mm512_storeu_ps(x + i, _mm512_fmadd_ps(d, _mm512_loadu_ps(gamma + i), b));
   }
   if (tail) {
     const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), vmean), rstd);
-    _mm512_mask_storeu_ps(x + i, tail,
-                          _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(tail, gamma + i),
-                                          _mm512_maskz_loadu_ps(tail, beta + i)));
+    const __m512 b = beta ? _mm512_maskz_loadu_ps(tail, beta + i) : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(x + i, tail, _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(tail, gamma + i), b));
   }
 }
 
@@ -77,7 +79,7 @@ void RowPortable(float* x, const float* res, size_t n, const float* gamma, const
   for (size_t i = 0; i < n; ++i) sq += (x[i] - mean) * (x[i] - mean);
   const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
   for (size_t i = 0; i < n; ++i) {
-    x[i] = static_cast<float>((x[i] - mean) * rstd) * gamma[i] + beta[i];
+    x[i] = static_cast<float>((x[i] - mean) * rstd) * gamma[i] + (beta ? beta[i] : 0.0f);
   }
 }
 
@@ -98,6 +100,29 @@ void LayerNorm(float* x, const float* residual, size_t rows, size_t cols, const 
       RowAvx512(row, res, cols, gamma, beta, eps);
     } else {
       RowPortable(row, res, cols, gamma, beta, eps);
+    }
+  }
+}
+
+void ResidualLayerNorm(float* x, const float* delta, float* out, size_t rows, size_t cols, const float* gamma,
+                       const float* beta, float eps, int threads) {
+  if (rows == 0 || cols == 0) return;
+  const bool avx = UseAvx512();
+  const int nt =
+      rows * cols < 65536 ? 1 : std::max(1, std::min<int>(threads, static_cast<int>(rows)));
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (size_t r = 0; r < rows; ++r) {
+    float* stream = x + r * cols;
+    float* row = out + r * cols;
+    if (delta) {
+      const float* d = delta + r * cols;
+      for (size_t c = 0; c < cols; ++c) stream[c] += d[c];
+    }
+    std::memcpy(row, stream, cols * sizeof(float));
+    if (avx) {
+      RowAvx512(row, nullptr, cols, gamma, beta, eps);
+    } else {
+      RowPortable(row, nullptr, cols, gamma, beta, eps);
     }
   }
 }

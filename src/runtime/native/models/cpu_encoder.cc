@@ -1,0 +1,21 @@
+#include "runtime/native/models/cpu_encoder.h"
+
+#include "runtime/native/models/bert.h"
+#include "runtime/native/models/modernbert.h"
+
+namespace shoal::native {
+
+Result<std::unique_ptr<EncoderNetwork>> LoadCpuEncoder(const std::string& dir, const EncoderConfig& config,
+                                                       cpu::Precision precision,
+                                                       const std::function<void(double)>& progress) {
+  if (config.is_modernbert()) {
+    auto network = ModernBert::Load(dir, config, precision, progress);
+    if (!network.ok()) return network.status();
+    return std::unique_ptr<EncoderNetwork>(std::move(network).value());
+  }
+  auto network = Bert::Load(dir, config, precision, progress);
+  if (!network.ok()) return network.status();
+  return std::unique_ptr<EncoderNetwork>(std::move(network).value());
+}
+
+}  // namespace shoal::native
