@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 // The task config.json's architectures imply: a token classifier, or a
 // sequence classifier that names several labels (id2label, num_labels) or
 // is multi-label, extracts; another sequence classifier is a reranker
-// (score).
+// (score); a causal LM generates, unless sentence-transformers saved it
+// (modules.json: a decoder embedder such as Qwen3-Embedding).
 Result<Task> TaskFromConfig(const fs::path& config_path) {
   std::ifstream in(config_path);
   if (!in) return InvalidInput("cannot read " + config_path.string());
@@ -40,7 +41,10 @@ Result<Task> TaskFromConfig(const fs::path& config_path) {
         const bool multi_label = config.value("problem_type", "") == "multi_label_classification";
         return labels == 1 && !multi_label ? Task::kScore : Task::kExtract;
       }
-      if (arch.ends_with("ForCausalLM")) return Task::kGenerate;
+      if (arch.ends_with("ForCausalLM")) {
+        std::error_code ec;
+        return fs::exists(config_path.parent_path() / "modules.json", ec) ? Task::kEncode : Task::kGenerate;
+      }
     }
   }
   return Task::kEncode;

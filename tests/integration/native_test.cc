@@ -12,6 +12,7 @@
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
+#include "admin/model_directory.h"
 #include "runtime/registry/registry.h"
 #include "runtime/runtime.h"
 #include "wire/dense_output.h"
@@ -62,9 +63,16 @@ class NativeServing : public ::testing::Test {
     cluster_->Register(Profile("t/modernbert", kModels + "/modernbert-tiny"));
     cluster_->Register(Profile("t/modernbert-rerank", kModels + "/modernbert-reranker-tiny", "score"));
     cluster_->Register(Profile("t/modernbert-ner", kModels + "/modernbert-ner-tiny", "extract"));
+    // Registered as `shoal models add DIR` would: the task and the query
+    // instruction come from the directory's own files.
+    auto qwen = admin::SpecFromDirectory(kModels + "/qwen3-embed-tiny", "t/qwen3-embed");
+    if (qwen.ok()) {
+      qwen->pinned = true;
+      cluster_->Register(qwen->ToJson());
+    }
     worker_ = cluster_->StartWorker().release();
     for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m", "t/ner", "t/sentiment",
-                          "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner"}) {
+                          "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed"}) {
       cluster_->WaitForWorkers(m, 1);
     }
     gateway_ = cluster_->StartGateway().release();
@@ -122,9 +130,11 @@ TEST_F(NativeServing, BertEncodeEqualsTheRuntimeCalledDirectly) {
 
 // Independent of Shoal end to end: a reference tokenizer (`tokenizer`, a
 // command given the corpus file, one JSON array of ids per line out), then
-// the float64 reference (tests/reference/bert_reference.py) runs the model.
+// a float64 reference runs the model: tests/reference/bert_reference.py, or
+// `runner` (a command given IN.json and OUT.json).
 std::vector<std::vector<double>> ReferenceEmbeddings(const std::string& model, const std::string& tokenizer,
-                                                     const std::vector<std::string>& texts) {
+                                                     const std::vector<std::string>& texts,
+                                                     const std::string& runner = "") {
   namespace fs = std::filesystem;
   const fs::path tmp = fs::temp_directory_path() / ("shoal-ref-embed-" + std::to_string(::getpid()));
   fs::create_directories(tmp);
@@ -142,8 +152,8 @@ std::vector<std::vector<double>> ReferenceEmbeddings(const std::string& model, c
     in["inputs"].push_back({{"ids", seq}, {"type_ids", std::vector<int>(seq.size(), 0)}});
   }
   std::ofstream(tmp / "in.json") << in.dump();
-  cmd = "/usr/bin/python3 " + ref + "bert_reference.py " + model + " " + (tmp / "in.json").string() + " " +
-        (tmp / "out.json").string();
+  cmd = (runner.empty() ? "/usr/bin/python3 " + ref + "bert_reference.py " + model : runner) + " " +
+        (tmp / "in.json").string() + " " + (tmp / "out.json").string();
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::vector<std::vector<double>> out;
   std::ifstream f(tmp / "out.json");
@@ -229,6 +239,44 @@ TEST_F(NativeServing, ModernBertEmbedsRanksAndExtracts) {
 }
 
 std::vector<float> Floats(const json& j) { return j.get<std::vector<float>>(); }
+
+// A decoder embedder (Qwen3-Embedding's layout) added from its directory:
+// task and query instruction read from its files; documents embed as they
+// are, a Cohere search_query gets the instruction first — each as
+// transformers.js's tokenizer and the float64 decoder reference make it.
+TEST_F(NativeServing, Qwen3EmbeddingEmbedsDocumentsAndInstructedQueries) {
+  const std::string dir = kModels + "/qwen3-embed-tiny";
+  auto spec = admin::SpecFromDirectory(dir, "t/qwen3-embed");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->task, Task::kEncode);
+  ASSERT_EQ(spec->prompts.size(), 1u) << "the empty document prompt is no prompt";
+  EXPECT_EQ(spec->prompts[0].first, "query");
+  const std::string instruction = spec->prompts[0].second;
+  EXPECT_TRUE(instruction.starts_with("Instruct: ")) << instruction;
+
+  const std::vector<std::string> docs = {"the old mill stands by the river", "fish"};
+  const json d = Post("/v1/embeddings", json{{"model", "t/qwen3-embed"}, {"input", docs}}.dump());
+  ASSERT_EQ(d["data"].size(), docs.size()) << d.dump();
+  const json q = Post("/v2/embed", json{{"model", "t/qwen3-embed"}, {"texts", {"where is the mill"}},
+                                        {"input_type", "search_query"}, {"embedding_types", {"float"}}}
+                                       .dump());
+  ASSERT_EQ(q["embeddings"]["float"].size(), 1u) << q.dump();
+
+  const std::string js_tokenizer = "cd " + std::string(SHOAL_SOURCE_DIR) +
+                                   " && node tests/reference/tokenizer_reference.mjs " + dir;
+  const std::string runner =
+      "/usr/bin/python3 " + std::string(SHOAL_SOURCE_DIR) + "/tests/reference/decoder_reference.py embed " + dir;
+  const auto want = ReferenceEmbeddings(dir, js_tokenizer, {docs[0], docs[1], instruction + "where is the mill"}, runner);
+  ASSERT_EQ(want.size(), 3u);
+  const std::vector<std::vector<float>> got = {Floats(d["data"][0]["embedding"]), Floats(d["data"][1]["embedding"]),
+                                               Floats(q["embeddings"]["float"][0])};
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].size(), want[i].size()) << i;
+    double max_abs = 0;
+    for (size_t k = 0; k < got[i].size(); ++k) max_abs = std::max(max_abs, std::abs(got[i][k] - want[i][k]));
+    EXPECT_LE(max_abs, 1e-4) << "input " << i;
+  }
+}
 
 std::vector<float> Cut(std::vector<float> v, uint32_t dimensions) {
   EXPECT_TRUE(wire::TruncateDense(dimensions, true, &v).ok());

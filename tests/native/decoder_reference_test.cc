@@ -218,6 +218,65 @@ TEST_P(DecoderReference, BadStepsAreRefusedNotRun) {
   EXPECT_EQ(gen_->Forward({&uncovered, 1}, logits.data(), 1).code(), Code::kInvalidInput);
 }
 
+// A decoder embedder (Qwen3-Embedding's layout: bare weights, last-token
+// pooling, Normalize) against the reference's `embed`: token-id inputs of
+// several lengths in one call, over a batch limit that makes the scratch KV
+// cache run them in several pieces; texts end in the <|endoftext|> the
+// tokenizer appends; what it cannot do is refused.
+TEST(DecoderEmbedder, LastTokenVectorsMatchTheReference) {
+  const std::string dir = std::string(SHOAL_TEST_MODELS) + "/qwen3-embed-tiny";
+  auto spec = ModelSpec::Parse("id: t/qwen3-embed\nruntime: native\ntask: encode\nmax_input_tokens: 64\npath: " + dir +
+                               "\nbatching: {max_batch_tokens: 64, max_batch_requests: 2}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto m = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{2});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  Model& model = **m;
+  EXPECT_TRUE(model.takes_token_ids());
+
+  std::vector<std::vector<int32_t>> prompts = MakePrompts(500);
+  prompts.push_back(std::vector<int32_t>(64, 7));  // the limit, alone in a piece
+  std::vector<EncodeInput> in;
+  for (const auto& p : prompts) in.push_back({.text = {}, .truncate = false, .normalize = true, .lora = {}, .ids = p});
+  std::vector<EncodeOutput> out(in.size());
+  ASSERT_TRUE(model.Encode(in, out).ok());
+
+  const fs::path tmp = fs::temp_directory_path() / ("shoal-embed-ref-" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  std::ofstream(tmp / "in.json") << json{{"inputs", prompts}}.dump();
+  const std::string cmd = std::string("/usr/bin/python3 ") + SHOAL_DECODER_REFERENCE + " embed " + dir + " " +
+                          (tmp / "in.json").string() + " " + (tmp / "out.json").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const json want = json::parse(std::ifstream(tmp / "out.json"));
+  fs::remove_all(tmp);
+  double worst = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(out[i].status.ok()) << out[i].status.ToString();
+    const auto ref = want["outputs"][i].get<std::vector<double>>();
+    ASSERT_EQ(out[i].dense.size(), ref.size());
+    const double err = MaxAbsError(out[i].dense.data(), ref);
+    EXPECT_LE(err, 1e-5) << "prompt " << i << " of " << prompts[i].size() << " tokens";
+    EXPECT_EQ(out[i].tokens, prompts[i].size());
+    worst = std::max(worst, err);
+  }
+  std::printf("qwen3-embed-tiny: max |diff| %.2e over %zu inputs\n", worst, prompts.size());
+
+  // A text: its tokens end in <|endoftext|> (the tokenizer's post-processor).
+  std::vector<TokenizeInput> t = {{"the river", true}};
+  std::vector<TokenizeOutput> tokens(1);
+  ASSERT_TRUE(model.Tokenize(t, tokens).ok());
+  ASSERT_FALSE(tokens[0].tokens.empty());
+  EXPECT_EQ(tokens[0].tokens.back().text, "<|endoftext|>");
+  EXPECT_TRUE(tokens[0].tokens.back().special);
+
+  std::vector<EncodeInput> bad = {{.text = "x", .truncate = false, .normalize = true, .lora = "a", .ids = {}},
+                                  {.text = std::string(400, 'x') + " y z", .truncate = false, .normalize = true,
+                                   .lora = {}, .ids = {}}};
+  std::vector<EncodeOutput> refused(bad.size());
+  ASSERT_TRUE(model.Encode(bad, refused).ok());
+  EXPECT_EQ(refused[0].status.code(), Code::kInvalidInput) << refused[0].status.ToString();
+  EXPECT_EQ(refused[1].status.code(), Code::kInvalidInput) << refused[1].status.ToString();
+}
+
 INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderReference,
                          ::testing::Values("llama-tiny", "qwen2-tiny", "qwen3-tiny"),
                          [](const auto& info) {

@@ -6,6 +6,7 @@ usage:
   decoder_reference.py bench MODEL_DIR --concurrency C --prompt-tokens P --new-tokens T
                        [--warmup N (1)] [--threads N (2)] [--seed S (0)] [--lora DIR]
   decoder_reference.py selfcheck MODEL_DIR [MODEL_DIR ...] [--lora DIR]
+  decoder_reference.py embed MODEL_DIR IN.json OUT.json
 
 forward (float64): IN.json is {"prompts": [[token ids], ...], "new_tokens": N}, where a
   prompt may also be {"ids": [token ids], "lora": "ADAPTER_DIR"} (see LoRA); OUT.json is
@@ -21,6 +22,11 @@ bench (float32): C random prompts of P ids (seeded) in one static batch, T greed
   over the whole run), "ttft_ms" (the prefill, which yields the first token),
   "itl_ms" (mean decode step), "seconds"}. --threads: OpenBLAS threads for the
   matmuls; torch's own thread pool stays at one (see below).
+embed (float64): a decoder embedder (Qwen3-Embedding: sentence-transformers files with
+  last-token pooling). IN.json is {"inputs": [[token ids] or {"ids": [...]}, ...]}; OUT.json is
+  {"outputs": [[hidden_size floats], ...]}: the final norm of each input's last
+  position, L2-normalized when modules.json has a Normalize module. The checkpoint
+  may be the bare model (no "model." prefix, no lm_head).
 selfcheck (float64): on seeded prompts, the cached paths (one-pass and chunked
   prefill, then single tokens) against full recompute; prints the largest
   difference and the smallest greedy margin per model, exits 1 above 1e-10.
@@ -146,6 +152,9 @@ class Decoder:
 
         np_dtype = np.float64 if dtype == torch.float64 else np.float32
         w = {k: torch.from_numpy(v) for k, v in read_model_dir(model_dir, np_dtype).items()}
+        if "embed_tokens.weight" in w:  # a bare model (an embedder's save): this class's names
+            w = {"model." + k: v for k, v in w.items()}
+            tied = self.tied = True  # no head of its own; embed never uses one
         expected = set(self.tensor_names(tied))
         if set(w) != expected:
             raise ValueError(f"{model_dir}: tensors missing {sorted(expected - set(w))[:4]}, "
@@ -223,6 +232,21 @@ class Decoder:
         gate = x @ w[L + "gate_proj.weight"].T
         up = x @ w[L + "up_proj.weight"].T
         return (silu(gate) * up) @ w[L + "down_proj.weight"].T
+
+    def last_hidden(self, ids):
+        """The final norm of the last position of ids [S] (run from position 0)."""
+        cache = self.new_cache(1, len(ids))
+        angles = torch.arange(0, len(ids), dtype=torch.float64)[:, None] * self.inv_freq
+        angles = torch.cat((angles, angles), dim=-1)
+        cos, sin = angles.cos().to(self.dtype), angles.sin().to(self.dtype)
+        x = self.w["model.embed_tokens.weight"][torch.tensor([ids])]
+        for i in range(self.layers):
+            L = f"model.layers.{i}."
+            x = x + self.attention(i, rms_norm(x, self.w[L + "input_layernorm.weight"], self.eps),
+                                   cache, cos, sin)
+            x = x + self.mlp(i, rms_norm(x, self.w[L + "post_attention_layernorm.weight"],
+                                         self.eps))
+        return rms_norm(x[0, -1], self.w["model.norm.weight"], self.eps)
 
     def forward(self, ids, cache, all_logits=True):
         """Runs ids [B, S] at positions cache.length.. and appends them to the cache.
@@ -379,6 +403,24 @@ def cmd_bench(args):
     return 0
 
 
+def cmd_embed(args):
+    model = Decoder(args.model_dir, torch.float64)
+    with open(os.path.join(args.model_dir, "modules.json")) as f:
+        normalize = any(m["type"].endswith("Normalize") for m in json.load(f))
+    with open(args.input) as f:
+        inputs = json.load(f)["inputs"]
+    outputs = []
+    with torch.no_grad():
+        for item in inputs:  # [ids], or {"ids": [ids]} as bert_reference.py takes them
+            v = model.last_hidden(item["ids"] if isinstance(item, dict) else item)
+            if normalize:
+                v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
+            outputs.append([float(x) for x in v])
+    with open(args.output, "w") as f:
+        json.dump({"outputs": outputs}, f)
+    return 0
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -397,13 +439,17 @@ def main(argv):
                    help="OpenBLAS threads for the matmuls (default 2)")
     p.add_argument("--seed", type=int, default=0, help="of the random prompts")
     p.add_argument("--lora", help="PEFT LoRA adapter directory, merged into the weights")
+    p = sub.add_parser("embed", help="a decoder embedder's last-token vectors, float64")
+    p.add_argument("model_dir")
+    p.add_argument("input")
+    p.add_argument("output")
     p = sub.add_parser("selfcheck", help="cached vs recomputed logits, float64")
     p.add_argument("model_dirs", nargs="+")
     p.add_argument("--lora", help="PEFT LoRA adapter directory, merged into the weights")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     try:
-        return {"forward": cmd_forward, "bench": cmd_bench, "selfcheck": cmd_selfcheck}[
+        return {"forward": cmd_forward, "bench": cmd_bench, "selfcheck": cmd_selfcheck, "embed": cmd_embed}[
             args.command](args)
     except AdapterError as e:
         print(f"decoder_reference: {e}", file=sys.stderr)

@@ -43,6 +43,20 @@ TEST_F(ModelDirectory, AnEmbedderIsInferredFromConfigJson) {
   EXPECT_FALSE(spec->pinned);
 }
 
+// A causal LM generates, unless sentence-transformers saved it: then it is a
+// decoder embedder (Qwen3-Embedding).
+TEST_F(ModelDirectory, ACausalLmGeneratesUnlessSentenceTransformersSavedIt) {
+  const auto gen = Dir("qwen3", {{"config.json", R"({"architectures": ["Qwen3ForCausalLM"]})"}});
+  auto g = SpecFromDirectory(gen.string());
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->task, Task::kGenerate);
+  const auto emb = Dir("qwen3-embedding", {{"config.json", R"({"architectures": ["Qwen3ForCausalLM"]})"},
+                                           {"modules.json", "[]"}});
+  auto e = SpecFromDirectory(emb.string());
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->task, Task::kEncode);
+}
+
 TEST_F(ModelDirectory, AnEmbeddersPromptsComeFromSentenceTransformersConfig) {
   const auto d = Dir("e5", {{"config.json", R"({"architectures": ["XLMRobertaModel"]})"},
                             {"config_sentence_transformers.json",

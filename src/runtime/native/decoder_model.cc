@@ -69,7 +69,7 @@ Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelConfig& spec, const
   info.kv_blocks = static_cast<uint32_t>((tokens + info.kv_block_tokens - 1) / info.kv_block_tokens);
 
   auto llama = Llama::Load(spec.path, *config, options.precision, info.max_context, info.kv_blocks,
-                           info.kv_block_tokens, ctx.progress);
+                           info.kv_block_tokens, /*with_head=*/true, ctx.progress);
   if (!llama.ok()) return llama.status();
   m->llama_ = std::move(llama).value();
   m->loras_ = std::make_unique<LoraRegistry>(m->llama_->lora_targets(), options.lora_budget_bytes);

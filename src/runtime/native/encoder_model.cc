@@ -48,6 +48,9 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
   auto pooling = LoadPoolingConfig(spec.path);
   if (!pooling.ok()) return pooling.status();
   m->pooling_ = options.pooling.value_or(pooling->pooling);
+  if (options.cuda_device >= 0 && m->pooling_ == Pooling::kLastToken) {
+    return InvalidInput("native.device: " + spec.id + " pools the last token; that runs on the CPU backend so far");
+  }
 
   const std::string tokenizer_path = (std::filesystem::path(spec.path) / "tokenizer.json").string();
   auto tokenizer = Tokenizer::LoadFile(tokenizer_path);

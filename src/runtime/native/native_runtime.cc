@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "common/clock.h"
+#include "runtime/native/decoder_embedder.h"
 #include "runtime/native/decoder_model.h"
 #include "runtime/native/encoder_model.h"
 #include "runtime/native/lora/lora_adapter.h"
@@ -67,7 +68,9 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelConfig& spec, cons
                decoder ? "Llama family" : hugging_face ? "encoder" : "Universal Sentence Encoder Lite",
                spec.path);
   const auto t0 = SteadyClock::now();
-  auto model = decoder        ? native::DecoderModel::Load(spec, *options, ctx)
+  // A decoder registered to encode is an embedder (last-token pooling).
+  auto model = decoder && spec.task == Task::kEncode ? native::DecoderEmbedder::Load(spec, *options, ctx)
+               : decoder                             ? native::DecoderModel::Load(spec, *options, ctx)
                : hugging_face ? native::EncoderModel::Load(spec, *options, ctx)
                               : native::UseLiteModel::Load(spec, ctx.threads);
   if (!model.ok()) return model.status();
@@ -84,6 +87,10 @@ Result<uint64_t> NativeRuntime::CheckLora(const ModelConfig& base, const LoraCon
   }
   native::LoraTargets targets;
   if (native::IsDecoderConfig(base.path)) {
+    if (base.task == Task::kEncode) {
+      return InvalidInput("model '" + base.id + "' is a decoder embedder: the native runtime runs no LoRA adapters on "
+                          "one yet");
+    }
     SHOAL_ASSIGN_OR_RETURN(const native::DecoderConfig config, native::LoadDecoderConfig(base.path));
     targets = native::Llama::LoraTargetsOf(config);
   } else {

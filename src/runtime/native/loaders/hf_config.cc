@@ -220,17 +220,18 @@ Result<PoolingConfig> LoadPoolingConfig(const std::string& dir) {
       if (!cfg.ok()) return cfg.status();
       const bool cls = cfg->value("pooling_mode_cls_token", false);
       const bool mean = cfg->value("pooling_mode_mean_tokens", false);
+      const bool last = cfg->value("pooling_mode_lasttoken", false);
       for (const char* other : {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
-                                "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"}) {
+                                "pooling_mode_weightedmean_tokens"}) {
         if (cfg->value(other, false)) {
-          return InvalidInput(cfg_path.string() + ": " + other + " is not supported (CLS or mean only)");
+          return InvalidInput(cfg_path.string() + ": " + other + " is not supported (CLS, mean or last token only)");
         }
       }
-      if (cls == mean) {
-        return InvalidInput(cfg_path.string() + ": exactly one of pooling_mode_cls_token and "
-                            "pooling_mode_mean_tokens must be true");
+      if (cls + mean + last != 1) {
+        return InvalidInput(cfg_path.string() + ": exactly one of pooling_mode_cls_token, "
+                            "pooling_mode_mean_tokens and pooling_mode_lasttoken must be true");
       }
-      p.pooling = cls ? Pooling::kCls : Pooling::kMean;
+      p.pooling = cls ? Pooling::kCls : mean ? Pooling::kMean : Pooling::kLastToken;
     }
   } catch (const std::exception& e) {
     return InvalidInput(modules_path.string() + ": " + e.what());

@@ -71,7 +71,9 @@ struct EncoderConfig {
 
 Result<EncoderConfig> LoadEncoderConfig(const std::string& dir);
 
-enum class Pooling { kCls, kMean };
+// How token vectors become one: the first token's, their mean, or the last
+// token's (decoder embedders, whose last token has seen the whole text).
+enum class Pooling { kCls, kMean, kLastToken };
 
 struct PoolingConfig {
   Pooling pooling = Pooling::kCls;
@@ -79,8 +81,9 @@ struct PoolingConfig {
   bool from_files = false;  // read from sentence-transformers files
 };
 
-// The pooling a sentence-transformers directory declares; without the files,
-// CLS and no normalization (what a bare transformers encoder gives).
+// The pooling a sentence-transformers directory declares (CLS, mean or last
+// token); without the files, CLS and no normalization (what a bare
+// transformers encoder gives).
 Result<PoolingConfig> LoadPoolingConfig(const std::string& dir);
 
 }  // namespace shoal::native

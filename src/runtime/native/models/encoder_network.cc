@@ -1,5 +1,7 @@
 #include "runtime/native/models/encoder_network.h"
 
+#include <cstring>
+
 namespace shoal::native {
 
 std::string EncoderWeightPrefix(const SafeTensors& w) {
@@ -40,6 +42,22 @@ Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence
     }
   }
   return Status::Ok();
+}
+
+void PoolSequences(const float* hidden, size_t width, std::span<const uint32_t> offsets, Pooling pooling,
+                   bool normalize, float* out) {
+  const size_t n = offsets.size() - 1;
+  if (pooling == Pooling::kMean) {
+    cpu::MeanPool(hidden, width, offsets, out);
+  } else {
+    for (size_t s = 0; s < n; ++s) {
+      const size_t row = pooling == Pooling::kCls ? offsets[s] : offsets[s + 1] - 1;
+      std::memcpy(out + s * width, hidden + row * width, width * sizeof(float));
+    }
+  }
+  if (normalize) {
+    for (size_t s = 0; s < n; ++s) cpu::L2Normalize(out + s * width, width);
+  }
 }
 
 cpu::Activation ActivationOf(HiddenAct a) {

@@ -76,6 +76,12 @@ ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& 
 Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence> seqs);
 
 
+// One vector per sequence from its rows of `hidden` ([rows, width], sequence
+// s at rows offsets[s]..offsets[s+1]), as `pooling` says, unit length when
+// `normalize`.
+void PoolSequences(const float* hidden, size_t width, std::span<const uint32_t> offsets, Pooling pooling,
+                   bool normalize, float* out);
+
 // The kernels' activation for a config's.
 cpu::Activation ActivationOf(HiddenAct a);
 

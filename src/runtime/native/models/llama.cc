@@ -40,7 +40,8 @@ Llama::~Llama() = default;
 
 Result<std::unique_ptr<Llama>> Llama::Load(const std::string& dir, const DecoderConfig& config,
                                            cpu::Precision precision, uint32_t context, uint32_t kv_blocks,
-                                           uint32_t block_tokens, const std::function<void(double)>& progress) {
+                                           uint32_t block_tokens, bool with_head,
+                                           const std::function<void(double)>& progress) {
   if (block_tokens == 0 || kv_blocks == 0) return InvalidInput("the KV cache needs at least one block");
   std::unique_ptr<Llama> m(new Llama());
   m->config_ = config;
@@ -56,12 +57,15 @@ Result<std::unique_ptr<Llama>> Llama::Load(const std::string& dir, const Decoder
   const size_t H = config.hidden_size, I = config.intermediate_size, V = config.vocab_size;
   const size_t hd = config.head_dim;
   const size_t q_dim = config.num_attention_heads * hd, kv_dim = config.num_key_value_heads * hd;
-  SHOAL_ASSIGN_OR_RETURN(m->embed_, r.Tensor("model.embed_tokens.weight", {static_cast<int64_t>(V), static_cast<int64_t>(H)}));
-  SHOAL_ASSIGN_OR_RETURN(m->final_norm_, r.Tensor("model.norm.weight", {static_cast<int64_t>(H)}));
+  // ForCausalLM checkpoints put the body under "model."; a bare model
+  // (sentence-transformers' save of an embedder) does not.
+  const std::string p = w.Find("model.embed_tokens.weight") || !w.Find("embed_tokens.weight") ? "model." : "";
+  SHOAL_ASSIGN_OR_RETURN(m->embed_, r.Tensor(p + "embed_tokens.weight", {static_cast<int64_t>(V), static_cast<int64_t>(H)}));
+  SHOAL_ASSIGN_OR_RETURN(m->final_norm_, r.Tensor(p + "norm.weight", {static_cast<int64_t>(H)}));
   m->layers_.resize(config.num_hidden_layers);
   for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
     Layer& L = m->layers_[i];
-    const std::string l = "model.layers." + std::to_string(i) + ".";
+    const std::string l = p + "layers." + std::to_string(i) + ".";
     SHOAL_ASSIGN_OR_RETURN(L.attn_norm, r.Tensor(l + "input_layernorm.weight", {static_cast<int64_t>(H)}));
     SHOAL_ASSIGN_OR_RETURN(L.mlp_norm, r.Tensor(l + "post_attention_layernorm.weight", {static_cast<int64_t>(H)}));
     if (config.qk_norm) {
@@ -78,7 +82,9 @@ Result<std::unique_ptr<Llama>> Llama::Load(const std::string& dir, const Decoder
     if (progress) progress(static_cast<double>(i + 1) / (config.num_hidden_layers + 1));
   }
   // The output head: its own weights, or the embedding table (tied).
-  if (w.Find("lm_head.weight")) {
+  if (!with_head) {
+    // An embedder: no head to prepare.
+  } else if (w.Find("lm_head.weight")) {
     SHOAL_ASSIGN_OR_RETURN(m->lm_head_, r.Linear({"lm_head"}, {V}, H));
   } else if (config.tie_word_embeddings) {
     auto head = cpu::Linear::Create(m->embed_, cpu::WeightLayout::kOutIn, H, V, nullptr, precision);
@@ -87,7 +93,7 @@ Result<std::unique_ptr<Llama>> Llama::Load(const std::string& dir, const Decoder
   } else {
     return InvalidInput("weights: no tensor 'lm_head.weight' and tie_word_embeddings is false");
   }
-  m->weight_bytes_ += m->lm_head_->memory_bytes() + V * H * sizeof(float);
+  m->weight_bytes_ += (m->lm_head_ ? m->lm_head_->memory_bytes() : 0) + V * H * sizeof(float);
   m->lora_targets_ = LoraTargetsOf(config);
 
   // cos/sin per position, from the (scaled) inverse frequencies in double.
@@ -159,8 +165,8 @@ LoraTargets Llama::LoraTargetsOf(const DecoderConfig& config) {
   return t;
 }
 
-Status Llama::Step(std::span<const SequenceChunk> chunks, std::span<const LoraAdapter* const> adapters,
-                   float* logits, int threads) {
+Status Llama::RunLayers(std::span<const SequenceChunk> chunks, std::span<const LoraAdapter* const> adapters,
+                        std::vector<cpu::AttentionSeq>* seqs_out, int threads) {
   SHOAL_RETURN_IF_ERROR(Check(chunks));
   if (!adapters.empty() && adapters.size() != chunks.size()) return Internal("step: one adapter per chunk");
   const size_t H = config_.hidden_size, I = config_.intermediate_size, hd = config_.head_dim;
@@ -172,7 +178,8 @@ Status Llama::Step(std::span<const SequenceChunk> chunks, std::span<const LoraAd
   // Rows: every new token of every chunk, in chunk order.
   size_t rows = 0;
   for (const SequenceChunk& ch : chunks) rows += ch.tokens.size();
-  std::vector<cpu::AttentionSeq> seqs;
+  std::vector<cpu::AttentionSeq>& seqs = *seqs_out;
+  seqs.clear();
   seqs.reserve(chunks.size());
   positions_.resize(rows);
   x_.resize(rows * H);
@@ -246,7 +253,16 @@ Status Llama::Step(std::span<const SequenceChunk> chunks, std::span<const LoraAd
     ApplyLora(lora, t + 6, act_.data(), I, h_.data(), H, 0, t_mlp);
     AddInPlace(x_.data(), h_.data(), rows * H);
   }
+  return Status::Ok();
+}
 
+Status Llama::Step(std::span<const SequenceChunk> chunks, std::span<const LoraAdapter* const> adapters,
+                   float* logits, int threads) {
+  if (!lm_head_) return InvalidInput("step: this model was loaded without an output head (an embedder)");
+  std::vector<cpu::AttentionSeq> seqs;
+  SHOAL_RETURN_IF_ERROR(RunLayers(chunks, adapters, &seqs, threads));
+  const size_t H = config_.hidden_size;
+  const float eps = config_.rms_norm_eps;
   // The head runs on the last row of each chunk that wants logits.
   size_t wanted = 0;
   last_.resize(chunks.size() * H);
@@ -260,6 +276,17 @@ Status Llama::Step(std::span<const SequenceChunk> chunks, std::span<const LoraAd
   if (wanted > 0) {
     lm_head_->Forward(last_.data(), wanted, logits, cpu::Activation::kNone,
                       ThreadsFor(wanted * H * config_.vocab_size, threads));
+  }
+  return Status::Ok();
+}
+
+Status Llama::LastHiddenStates(std::span<const SequenceChunk> chunks, float* out, int threads) {
+  std::vector<cpu::AttentionSeq> seqs;
+  SHOAL_RETURN_IF_ERROR(RunLayers(chunks, {}, &seqs, threads));
+  const size_t H = config_.hidden_size;
+  for (size_t c = 0; c < seqs.size(); ++c) {
+    cpu::RmsNorm(x_.data() + (seqs[c].row + seqs[c].count - 1) * H, H, out + c * H, H, 1, H, final_norm_,
+                 config_.rms_norm_eps, 1);
   }
   return Status::Ok();
 }

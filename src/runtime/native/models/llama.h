@@ -7,6 +7,10 @@
 //               x += down(silu(gate(rms(x))) · up(rms(x)))
 //   logits = lm_head(rms(x)) for the rows that want them
 //
+// An embedder (Qwen3-Embedding) runs the same layers and gives rms(x) of each
+// sequence's last token instead (LastHiddenStates); its checkpoint may be the
+// bare model (`embed_tokens.weight`, no `model.` prefix) without a head.
+//
 // Qwen2 adds biases to q/k/v; Qwen3 normalizes each query and key head
 // (RMSNorm over head_dim) before RoPE; tied models use the embedding table as
 // the output head. Attention is grouped-query (kv heads ≤ heads).
@@ -38,10 +42,11 @@ namespace shoal::native {
 class Llama {
  public:
   // `context` caps the positions a sequence may use (≤ the config's);
+  // without `with_head` no output head is read or prepared (an embedder);
   // `progress` (optional) hears the fraction of layers loaded.
   static Result<std::unique_ptr<Llama>> Load(const std::string& dir, const DecoderConfig& config,
                                              cpu::Precision precision, uint32_t context,
-                                             uint32_t kv_blocks, uint32_t block_tokens,
+                                             uint32_t kv_blocks, uint32_t block_tokens, bool with_head = true,
                                              const std::function<void(double)>& progress = {});
   ~Llama();
 
@@ -59,6 +64,11 @@ class Llama {
   Status Step(std::span<const SequenceChunk> chunks, std::span<const LoraAdapter* const> adapters, float* logits,
               int threads);
 
+  // The same layers over `chunks` (their KV written as Step writes it), then
+  // the final RMSNorm of each chunk's last token into out
+  // ([chunks, hidden_size]): what an embedder pools.
+  Status LastHiddenStates(std::span<const SequenceChunk> chunks, float* out, int threads);
+
   // Per layer, in order: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
   // down_proj (kLoraPerLayer of them); nothing replaceable.
   const LoraTargets& lora_targets() const { return lora_targets_; }
@@ -69,6 +79,10 @@ class Llama {
   struct Layer;
   Llama() = default;
   Status Check(std::span<const SequenceChunk> chunks) const;
+  // Checks the chunks and runs every layer over their tokens: x_ holds the
+  // residual stream of every row after, seqs each chunk's rows.
+  Status RunLayers(std::span<const SequenceChunk> chunks, std::span<const LoraAdapter* const> adapters,
+                   std::vector<cpu::AttentionSeq>* seqs, int threads);
   cpu::KvLayer KvFor(size_t layer) const;
 
   DecoderConfig config_;
@@ -80,7 +94,7 @@ class Llama {
   const float* embed_ = nullptr;               // [vocab][hidden]
   const float* final_norm_ = nullptr;
   std::vector<Layer> layers_;
-  std::unique_ptr<cpu::Linear> lm_head_;
+  std::unique_ptr<cpu::Linear> lm_head_;  // null without a head
   std::vector<float> rope_;  // per position: cos[head_dim/2], sin[head_dim/2]
   // Per layer: K pool then V pool. Left uninitialised: a position is always
   // written before it is read, and untouched pages cost no memory.

@@ -182,16 +182,7 @@ Status ModernBert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, b
   std::vector<float> hidden;
   std::vector<uint32_t> offsets;
   Forward(seqs, &hidden, &offsets, threads);
-  if (pooling == Pooling::kMean) {
-    cpu::MeanPool(hidden.data(), H, offsets, out);
-  } else {
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      std::memcpy(out + s * H, hidden.data() + static_cast<size_t>(offsets[s]) * H, H * sizeof(float));
-    }
-  }
-  if (normalize) {
-    for (size_t s = 0; s < seqs.size(); ++s) cpu::L2Normalize(out + s * H, H);
-  }
+  PoolSequences(hidden.data(), H, offsets, pooling, normalize, out);
   return Status::Ok();
 }
 
