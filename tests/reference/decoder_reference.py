@@ -235,22 +235,13 @@ class Decoder:
 
     def last_hidden(self, ids):
         """The final norm of the last position of ids [S] (run from position 0)."""
-        cache = self.new_cache(1, len(ids))
-        angles = torch.arange(0, len(ids), dtype=torch.float64)[:, None] * self.inv_freq
-        angles = torch.cat((angles, angles), dim=-1)
-        cos, sin = angles.cos().to(self.dtype), angles.sin().to(self.dtype)
-        x = self.w["model.embed_tokens.weight"][torch.tensor([ids])]
-        for i in range(self.layers):
-            L = f"model.layers.{i}."
-            x = x + self.attention(i, rms_norm(x, self.w[L + "input_layernorm.weight"], self.eps),
-                                   cache, cos, sin)
-            x = x + self.mlp(i, rms_norm(x, self.w[L + "post_attention_layernorm.weight"],
-                                         self.eps))
+        x = self.hidden(torch.tensor([ids]), self.new_cache(1, len(ids)))
         return rms_norm(x[0, -1], self.w["model.norm.weight"], self.eps)
 
-    def forward(self, ids, cache, all_logits=True):
-        """Runs ids [B, S] at positions cache.length.. and appends them to the cache.
-        Returns logits [B, S, vocab] (all_logits) or [B, vocab] for the last position."""
+    def hidden(self, ids, cache):
+        """Runs ids [B, S] at positions cache.length.. through every layer, appending
+        them to the cache; returns the residual stream [B, S, hidden] (before the
+        final norm)."""
         B, S = ids.shape
         start = cache.length
         if start + S > min(cache.k.shape[3], self.max_positions):
@@ -266,6 +257,12 @@ class Decoder:
             x = x + self.mlp(i, rms_norm(x, self.w[L + "post_attention_layernorm.weight"],
                                          self.eps))
         cache.length += S
+        return x
+
+    def forward(self, ids, cache, all_logits=True):
+        """Runs ids [B, S] at positions cache.length.. and appends them to the cache.
+        Returns logits [B, S, vocab] (all_logits) or [B, vocab] for the last position."""
+        x = self.hidden(ids, cache)
         if not all_logits:
             x = x[:, -1]
         return rms_norm(x, self.w["model.norm.weight"], self.eps) @ self.lm_head.T

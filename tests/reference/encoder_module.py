@@ -122,16 +122,20 @@ class Encoder(nn.Module):
             return self.head_out(torch.tanh(self.head_dense(x[:, 0])))
         if self.hidden_states:
             return x
-        if self.pooling == "cls":
-            v = x[:, 0]
-        elif self.pooling == "mean":
-            m = mask.unsqueeze(-1)
-            v = (x * m).sum(dim=1) / torch.clamp(m.sum(dim=1), min=1e-9)
-        else:
-            raise ValueError(f"pooling {self.pooling} not in the benchmark peer")
-        if self.normalize:
-            v = nn.functional.normalize(v, p=2.0, dim=-1)
-        return v
+        return pool(x, mask, self.pooling, self.normalize)
+
+
+def pool(x, mask, pooling, normalize):
+    """One vector per sequence from hidden states x [b, s, h] and the padding mask
+    (as x's dtype): CLS or the masked mean, unit length when `normalize`."""
+    if pooling == "cls":
+        v = x[:, 0]
+    elif pooling == "mean":
+        m = mask.unsqueeze(-1)
+        v = (x * m).sum(dim=1) / torch.clamp(m.sum(dim=1), min=1e-9)
+    else:
+        raise ValueError(f"pooling {pooling} not in the benchmark peer")
+    return nn.functional.normalize(v, p=2.0, dim=-1) if normalize else v
 
 
 def load_module(model_dir, hidden_states=False):

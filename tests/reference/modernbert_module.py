@@ -21,6 +21,7 @@ from torch import nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_io import read_model_dir  # noqa: E402
 from bert_reference import read_sentence_transformers  # noqa: E402
+from encoder_module import pool  # noqa: E402  (it imports this module only when asked for one)
 
 ACT = {"gelu": nn.GELU(), "gelu_new": nn.GELU(approximate="tanh"),
        "gelu_pytorch_tanh": nn.GELU(approximate="tanh"), "relu": nn.ReLU()}
@@ -128,13 +129,4 @@ class ModernBertEncoder(nn.Module):
         x = self.final_norm(x)
         if self.hidden_states:
             return x
-        if self.pooling == "cls":
-            v = x[:, 0]
-        elif self.pooling == "mean":
-            m = mask.unsqueeze(-1)
-            v = (x * m).sum(dim=1) / torch.clamp(m.sum(dim=1), min=1e-9)
-        else:
-            raise ValueError(f"pooling {self.pooling} not in the benchmark peer")
-        if self.normalize:
-            v = nn.functional.normalize(v, p=2.0, dim=-1)
-        return v
+        return pool(x, mask, self.pooling, self.normalize)

@@ -26,21 +26,8 @@ import os
 import numpy as np
 import torch
 
+from bert_reference import ACTIVATIONS, DTYPE, read_sentence_transformers
 from safetensors_io import read_model_dir
-
-DTYPE = torch.float64
-
-
-def gelu_erf(x):
-    return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
-
-
-def gelu_tanh(x):
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-
-
-ACTIVATIONS = {"gelu": gelu_erf, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh,
-               "relu": lambda x: torch.clamp(x, min=0.0)}
 
 
 class ModernBertEncoder:
@@ -75,7 +62,6 @@ class ModernBertEncoder:
         self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
         self.prefix = "" if "embeddings.tok_embeddings.weight" in self.w else "model."
         if not self.classifier and not self.token_classifier:
-            from bert_reference import read_sentence_transformers
             self.pooling, self.normalize = read_sentence_transformers(model_dir)
 
     def p(self, name):

@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "common/log.h"
-#include "runtime/call_stages.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/hf_config.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
@@ -77,23 +76,10 @@ Result<Encoding> DecoderEmbedder::Tokens(const EncodeInput& in) const {
 
 Status DecoderEmbedder::Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
   std::vector<Encoding> encodings(in.size());
-  std::vector<size_t> ok;
-  {
-    StageTimer tokenizing(&ThisCallStages().tokenize_us);
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (!in[i].lora.empty()) {
-        out[i].status = InvalidInput("lora: model '" + config_.id + "' runs no LoRA adapters (a decoder embedder)");
-        continue;
-      }
-      auto e = Tokens(in[i]);
-      if (!e.ok()) {
-        out[i].status = e.status();
-        continue;
-      }
-      encodings[i] = std::move(e).value();
-      ok.push_back(i);
-    }
-  }
+  const std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const EncodeInput& x) -> Result<Encoding> {
+    if (!x.lora.empty()) return InvalidInput("lora: model '" + config_.id + "' runs no LoRA adapters (a decoder embedder)");
+    return Tokens(x);
+  });
   const size_t H = llama_->config().hidden_size;
   std::lock_guard<std::mutex> lock(mu_);
   // Pieces that fit the cache: each sequence gets the next whole blocks.

@@ -1,6 +1,5 @@
 #include "runtime/native/encoder_model.h"
 
-#include "runtime/call_stages.h"
 #include "runtime/extraction.h"
 #include "runtime/native/models/cpu_encoder.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
@@ -120,26 +119,6 @@ Status RunTokenized(std::vector<Encoding>& encodings, const std::vector<size_t>&
     out[i].truncated = encodings[i].truncated;
   }
   return Status::Ok();
-}
-
-// Tokenizes every input with `encode` into `encodings`; an input that fails
-// gets its status in `out`. Returns the indices that tokenized. Its time is
-// the call's tokenize stage (runtime/call_stages.h).
-template <class In, class Out, class EncodeFn>
-std::vector<size_t> TokenizeAll(std::span<const In> in, std::span<Out> out, std::vector<Encoding>& encodings,
-                                EncodeFn encode) {
-  StageTimer tokenizing(&ThisCallStages().tokenize_us);
-  std::vector<size_t> ok;
-  for (size_t i = 0; i < in.size(); ++i) {
-    auto e = encode(in[i]);
-    if (!e.ok()) {
-      out[i].status = e.status();
-      continue;
-    }
-    encodings[i] = std::move(e).value();
-    ok.push_back(i);
-  }
-  return ok;
 }
 
 // Finds each tokenized item's adapter (loading it on first use); an item

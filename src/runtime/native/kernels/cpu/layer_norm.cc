@@ -83,15 +83,18 @@ void RowPortable(float* x, const float* res, size_t n, const float* gamma, const
   }
 }
 
+// Below ~64k elements a parallel region costs more than it saves.
+int TeamFor(size_t rows, size_t cols, int threads) {
+  return rows * cols < 65536 ? 1 : std::max(1, std::min<int>(threads, static_cast<int>(rows)));
+}
+
 }  // namespace
 
 void LayerNorm(float* x, const float* residual, size_t rows, size_t cols, const float* gamma,
                const float* beta, float eps, int threads) {
   if (rows == 0 || cols == 0) return;
   const bool avx = UseAvx512();
-  // Below ~64k elements a parallel region costs more than it saves.
-  const int nt =
-      rows * cols < 65536 ? 1 : std::max(1, std::min<int>(threads, static_cast<int>(rows)));
+  const int nt = TeamFor(rows, cols, threads);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (size_t r = 0; r < rows; ++r) {
     float* row = x + r * cols;
@@ -108,8 +111,7 @@ void ResidualLayerNorm(float* x, const float* delta, float* out, size_t rows, si
                        const float* beta, float eps, int threads) {
   if (rows == 0 || cols == 0) return;
   const bool avx = UseAvx512();
-  const int nt =
-      rows * cols < 65536 ? 1 : std::max(1, std::min<int>(threads, static_cast<int>(rows)));
+  const int nt = TeamFor(rows, cols, threads);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (size_t r = 0; r < rows; ++r) {
     float* stream = x + r * cols;
