@@ -64,14 +64,7 @@ Result<Encoding> DecoderEmbedder::Tokens(const EncodeInput& in) const {
   limit.max_length = max_tokens_;
   limit.truncate = in.truncate;
   if (in.ids.empty()) return tokenizer_->Encode(in.text, limit);
-  const uint32_t vocab = llama_->config().vocab_size;
-  for (int32_t id : in.ids) {
-    if (id < 0 || static_cast<uint32_t>(id) >= vocab) {
-      return InvalidInput("input: token id " + std::to_string(id) + " is outside the model's vocabulary of " +
-                          std::to_string(vocab));
-    }
-  }
-  return EncodingOfIds(in.ids, limit);
+  return EncodingOfIds(in.ids, llama_->config().vocab_size, limit);
 }
 
 Status DecoderEmbedder::Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {

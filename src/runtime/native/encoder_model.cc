@@ -86,17 +86,6 @@ EncodeOptions EncoderModel::LimitFor(bool truncate) const {
   return o;
 }
 
-Result<Encoding> EncoderModel::IdsEncoding(std::span<const int32_t> ids, bool truncate) const {
-  const uint32_t vocab = network_->config().vocab_size;
-  for (int32_t id : ids) {
-    if (id < 0 || static_cast<uint32_t>(id) >= vocab) {
-      return InvalidInput("input: token id " + std::to_string(id) + " is outside the model's vocabulary of " +
-                          std::to_string(vocab));
-    }
-  }
-  return EncodingOfIds(ids, LimitFor(truncate));
-}
-
 namespace {
 
 // Runs `forward` on the items that tokenized; the others already hold their
@@ -166,7 +155,8 @@ Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
   if (config_.task != Task::kEncode) return Model::Encode(in, out);
   std::vector<Encoding> encodings(in.size());
   std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const EncodeInput& x) {
-    return x.ids.empty() ? tokenizer_->Encode(x.text, LimitFor(x.truncate)) : IdsEncoding(x.ids, x.truncate);
+    if (x.ids.empty()) return tokenizer_->Encode(x.text, LimitFor(x.truncate));
+    return EncodingOfIds(x.ids, network_->config().vocab_size, LimitFor(x.truncate));
   });
   const auto adapters = ResolveLoras(loras_.get(), config_, in, out, &ok);
   // Requests choose normalization per item; group by it so each group is

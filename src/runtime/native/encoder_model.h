@@ -42,9 +42,6 @@ class EncoderModel final : public Model {
  private:
   EncoderModel() = default;
   EncodeOptions LimitFor(bool truncate) const;
-  // Token ids given by the caller, checked against the vocabulary, as an
-  // encoding held to the model's limit.
-  Result<Encoding> IdsEncoding(std::span<const int32_t> ids, bool truncate) const;
 
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;

@@ -308,7 +308,13 @@ Result<std::unique_ptr<Tokenizer>> ParseDocument(simdjson::padded_string_view js
 
 }  // namespace
 
-Result<Encoding> EncodingOfIds(std::span<const int32_t> ids, const EncodeOptions& options) {
+Result<Encoding> EncodingOfIds(std::span<const int32_t> ids, uint32_t vocab_size, const EncodeOptions& options) {
+  for (int32_t id : ids) {
+    if (id < 0 || static_cast<uint32_t>(id) >= vocab_size) {
+      return InvalidInput("input: token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                          std::to_string(vocab_size));
+    }
+  }
   Encoding e;
   e.ids.assign(ids.begin(), ids.end());
   e.type_ids.assign(ids.size(), 0);

@@ -53,8 +53,9 @@ struct EncodeOptions {
 
 // Token ids a caller gave, as an encoding: kept as they are (no special
 // tokens added, no offsets) and held to `options`' limit as Encode holds a
-// text — cut when it truncates, else INVALID_INPUT naming both lengths.
-Result<Encoding> EncodingOfIds(std::span<const int32_t> ids, const EncodeOptions& options);
+// text — cut when it truncates, else INVALID_INPUT naming both lengths. An
+// id outside the model's vocabulary of `vocab_size` is INVALID_INPUT too.
+Result<Encoding> EncodingOfIds(std::span<const int32_t> ids, uint32_t vocab_size, const EncodeOptions& options);
 
 class Tokenizer {
  public:
