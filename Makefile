@@ -57,7 +57,8 @@ bench-upstream: build
 bench-encoders: build
 	$(BUILD)/bench/encoders_bench --out docs/bench/encoders.json
 
-# What NER adds to an encoder forward pass (about two minutes, plus the bench models' first build).
+# What NER, SPLADE and ColBERT add to an encoder forward pass (about three minutes, plus the
+# bench models' first build).
 bench-extract: build
 	$(BUILD)/bench/extract_bench --out docs/bench/extract.json
 

@@ -1,9 +1,11 @@
-// What extraction costs over a plain encoder forward pass: the native
-// runtime's Extract on a token classifier (MiniLM-L6 body, CoNLL's nine
-// labels: minilm-l6-ner) against Encode on the same-shaped embedder
-// (minilm-l6), through the runtime interface both ways (tokenizing, the
-// forward pass, the head and, for Extract, the softmax per token and the
-// grouping into entities), in this run, one after the other.
+// What extraction and the encoder's other outputs cost over a plain encoder
+// forward pass: the native runtime's Extract on a token classifier
+// (MiniLM-L6 body, CoNLL's nine labels: minilm-l6-ner), its sparse Encode on
+// the same body as SPLADE (minilm-l6-splade: the MLM head, a 30522-wide
+// GEMM per token) and its multi-vector Encode as ColBERT (minilm-l6-colbert,
+// documents) against Encode on the same-shaped embedder (minilm-l6), through
+// the runtime interface each way (tokenizing, the forward pass, the head,
+// and what follows it), in this run, one after the other.
 //
 // Inputs: seeded English-like texts, each cut to 128 tokens (truncate), 32
 // per call. Each figure is the median call time over --seconds (at least 3
@@ -12,8 +14,8 @@
 // itself: there is no peer runtime to run for this ratio (the target
 // is extraction adding at most 10 % to the forward pass).
 //
-// Prints the table; writes docs/bench/extract.json (ner_over_encode and the
-// figures behind it).
+// Prints the table; writes docs/bench/extract.json (ner_over_encode,
+// splade_over_encode, colbert_over_encode and the figures behind them).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -73,14 +75,25 @@ std::unique_ptr<Model> Load(const std::string& dir, const char* task, const Opti
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 int Run(const Options& o) {
-  const std::string models_dir = GenerateBenchModels(o.source_dir, o.models_dir, "extract");
+  const std::string models_dir = GenerateBenchModels(o.source_dir, o.models_dir, "extract",
+                                                     "minilm-l6,minilm-l6-ner,minilm-l6-splade,minilm-l6-colbert");
   if (models_dir.empty()) return 1;
   auto encoder = Load(models_dir + "/minilm-l6", "encode", o);
   auto ner = Load(models_dir + "/minilm-l6-ner", "extract", o);
-  if (!encoder || !ner) return 1;
+  auto splade = Load(models_dir + "/minilm-l6-splade", "encode", o);
+  auto colbert = Load(models_dir + "/minilm-l6-colbert", "encode", o);
+  if (!encoder || !ner || !splade || !colbert) return 1;
   const std::vector<std::string> texts = MakeTexts(o.batch);
   std::vector<EncodeInput> encode_in;
   for (const auto& t : texts) encode_in.push_back({.text = t, .truncate = true, .normalize = true, .lora = {}});
+  // The other outputs of the same texts: SPLADE's sparse vector, ColBERT's
+  // vectors of a document (its marker takes one of the 128 tokens).
+  std::vector<EncodeInput> sparse_in = encode_in, colbert_in = encode_in;
+  for (auto& x : sparse_in) x.outputs = static_cast<OutputKinds>(OutputKind::kSparse);
+  for (auto& x : colbert_in) {
+    x.outputs = static_cast<OutputKinds>(OutputKind::kMultivector);
+    x.role = InputRole::kDocument;
+  }
   const Aggregation strategies[] = {Aggregation::kNone, Aggregation::kSimple, Aggregation::kFirst};
   std::vector<std::vector<ExtractInput>> extract_in(std::size(strategies));
   for (size_t s = 0; s < std::size(strategies); ++s) {
@@ -90,14 +103,27 @@ int Run(const Options& o) {
   }
 
   // One round: a call of each; their times go to their own lists.
-  std::vector<double> encode_t;
+  std::vector<double> encode_t, sparse_t, colbert_t;
   std::vector<std::vector<double>> extract_t(std::size(strategies));
-  size_t entities = 0;
+  size_t entities = 0, sparse_nonzero = 0;
   auto round = [&](bool keep) {
     std::vector<EncodeOutput> eo(encode_in.size());
     auto t0 = Clock::now();
     (void)encoder->Encode(encode_in, eo);
     if (keep) encode_t.push_back(Seconds(t0));
+    std::vector<EncodeOutput> so(sparse_in.size()), co(colbert_in.size());
+    t0 = Clock::now();
+    (void)splade->Encode(sparse_in, so);
+    if (keep) sparse_t.push_back(Seconds(t0));
+    t0 = Clock::now();
+    (void)colbert->Encode(colbert_in, co);
+    if (keep) colbert_t.push_back(Seconds(t0));
+    sparse_nonzero = 0;
+    for (const auto& x : so) sparse_nonzero += x.sparse.indices.size();
+    if (!so[0].status.ok() || !co[0].status.ok()) {
+      std::fprintf(stderr, "extract: sparse or multi-vector encode failed: %s %s\n", so[0].status.ToString().c_str(),
+                   co[0].status.ToString().c_str());
+    }
     for (size_t s = 0; s < std::size(strategies); ++s) {
       std::vector<ExtractOutput> xo(texts.size());
       t0 = Clock::now();
@@ -135,6 +161,14 @@ int Run(const Options& o) {
     out["ner_" + name + "_over_encode"] = t / encode;
   }
   out["ner_over_encode"] = out["ner_simple_over_encode"];
+  for (const auto& [name, times] : {std::pair{"splade", &sparse_t}, std::pair{"colbert", &colbert_t}}) {
+    const double t = Median(*times);
+    const std::string label = std::string(name) == "splade" ? "encode sparse (SPLADE)" : "encode ColBERT document";
+    std::printf("%-26s %12.2f %12.0f %9.3fx\n", label.c_str(), t * 1e3, tokens / t, t / encode);
+    out[std::string(name) + "_b32_ms"] = t * 1e3;
+    out[std::string(name) + "_over_encode"] = t / encode;
+  }
+  out["splade_nonzero_per_text"] = static_cast<double>(sparse_nonzero) / o.batch;
   out["rounds"] = encode_t.size();
   out["entities_per_call_simple"] = entities;
   out["batch"] = o.batch;

@@ -22,13 +22,15 @@
 namespace shoal::bench {
 
 // scripts/make-test-models --bench into `models_dir` (default:
-// <source>/build-models); idempotent, so only the first run waits. Returns
-// the directory, or "" when the script failed.
+// <source>/build-models), or only the models named in `only` ("a,b");
+// idempotent, so only the first run waits. Returns the directory, or ""
+// when the script failed.
 inline std::string GenerateBenchModels(const std::string& source_dir, const std::string& models_dir,
-                                       const char* who) {
+                                       const char* who, const std::string& only = "") {
   const std::string dir = models_dir.empty() ? source_dir + "/build-models" : models_dir;
   std::fprintf(stderr, "%s: generating the bench models in %s (once)\n", who, dir.c_str());
-  if (std::system((source_dir + "/scripts/make-test-models " + dir + " --bench >&2").c_str()) != 0) return "";
+  const std::string which = only.empty() ? " --bench" : " --only " + only;
+  if (std::system((source_dir + "/scripts/make-test-models " + dir + which + " >&2").c_str()) != 0) return "";
   return dir;
 }
 

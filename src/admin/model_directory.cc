@@ -50,16 +50,24 @@ Result<Task> TaskFromConfig(const fs::path& config_path) {
   return Task::kEncode;
 }
 
+// The JSON of `path`; null when there is no such file.
+Result<nlohmann::json> ReadOptionalJson(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return nlohmann::json();
+  std::stringstream text;
+  text << in.rdbuf();
+  auto j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidInput(path.string() + ": not JSON");
+  return j;
+}
+
 // An embedder's prompts, from sentence-transformers'
 // config_sentence_transformers.json ({"prompts": {"query": "query: "}});
 // none when the file is absent.
 Status ReadPrompts(const fs::path& dir, ModelSpec* spec) {
   const fs::path path = dir / "config_sentence_transformers.json";
-  std::ifstream in(path);
-  if (!in) return Status::Ok();
-  std::stringstream text;
-  text << in.rdbuf();
-  const auto config = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  SHOAL_ASSIGN_OR_RETURN(const nlohmann::json config, ReadOptionalJson(path));
+  if (config.is_null()) return Status::Ok();
   if (!config.is_object()) return InvalidInput(path.string() + ": not a JSON object");
   auto prompts = config.find("prompts");
   if (prompts == config.end() || prompts->is_null()) return Status::Ok();
@@ -67,6 +75,34 @@ Status ReadPrompts(const fs::path& dir, ModelSpec* spec) {
   for (auto it = prompts->begin(); it != prompts->end(); ++it) {
     if (!it.value().is_string()) return InvalidInput(path.string() + ": prompts." + it.key() + ": expected a string");
     if (!it.value().get<std::string>().empty()) spec->prompts.emplace_back(it.key(), it.value().get<std::string>());
+  }
+  return Status::Ok();
+}
+
+// An encoder's outputs from sentence-transformers' modules.json: SPLADE's
+// SpladePooling gives sparse vectors, PyLate's Dense (ColBERT) one per
+// token; bge-m3's head files add sparse and multi-vector outputs to its
+// dense one; otherwise dense (left unset). The runtime reads the rest.
+Status ReadOutputs(const fs::path& dir, ModelSpec* spec) {
+  std::error_code ec;
+  const bool m3_sparse = fs::is_regular_file(dir / "sparse_linear.pt", ec);
+  const bool m3_colbert = fs::is_regular_file(dir / "colbert_linear.pt", ec);
+  if (m3_sparse || m3_colbert) {
+    spec->outputs = static_cast<OutputKinds>(OutputKind::kDense) |
+                    (m3_sparse ? static_cast<OutputKinds>(OutputKind::kSparse) : 0) |
+                    (m3_colbert ? static_cast<OutputKinds>(OutputKind::kMultivector) : 0);
+    return Status::Ok();
+  }
+  const fs::path path = dir / "modules.json";
+  SHOAL_ASSIGN_OR_RETURN(const nlohmann::json modules, ReadOptionalJson(path));
+  if (modules.is_null()) return Status::Ok();
+  if (!modules.is_array()) return InvalidInput(path.string() + ": expected a list of modules");
+  for (const auto& m : modules) {
+    const std::string type = m.is_object() ? m.value("type", "") : "";
+    if (type.ends_with(".SpladePooling")) spec->outputs = static_cast<OutputKinds>(OutputKind::kSparse);
+    if (type.starts_with("pylate.") && type.ends_with(".Dense")) {
+      spec->outputs = static_cast<OutputKinds>(OutputKind::kMultivector);
+    }
   }
   return Status::Ok();
 }
@@ -144,7 +180,10 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
       auto task = TaskFromConfig(config);
       if (!task.ok()) return task.status();
       spec.task = *task;
-      if (spec.task == Task::kEncode) SHOAL_RETURN_IF_ERROR(ReadPrompts(dir, &spec));
+      if (spec.task == Task::kEncode) {
+        SHOAL_RETURN_IF_ERROR(ReadPrompts(dir, &spec));
+        SHOAL_RETURN_IF_ERROR(ReadOutputs(dir, &spec));
+      }
     }
   }
   if (!id.empty()) spec.id = std::string(id);

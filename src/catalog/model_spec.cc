@@ -208,6 +208,21 @@ Status ReadMatryoshka(const json& o, ModelSpec* spec) {
   return Status::Ok();
 }
 
+// `outputs:` the encode outputs the model produces, e.g. [dense, sparse].
+Status ReadOutputs(const json& o, ModelSpec* spec) {
+  auto it = o.find("outputs");
+  if (it == o.end() || it->is_null()) return Status::Ok();
+  if (!it->is_array() || it->empty()) return InvalidInput("outputs: expected a list of dense, sparse, multivector");
+  for (const json& n : *it) {
+    OutputKind k;
+    if (!n.is_string() || !ParseOutputKind(n.get<std::string>(), &k)) {
+      return InvalidInput("outputs: " + n.dump() + " is none of dense, sparse, multivector");
+    }
+    spec->outputs |= static_cast<OutputKinds>(k);
+  }
+  return Status::Ok();
+}
+
 // `prompts:` a mapping of names to the text put before an input.
 Status ReadPrompts(const json& o, ModelSpec* spec) {
   auto it = o.find("prompts");
@@ -224,7 +239,7 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   if (!o.is_object()) return InvalidInput("model spec: expected a mapping");
   static const char* kKnown[] = {"id",       "runtime", "path",   "task",         "pool",    "description",
                                  "max_input_tokens", "batching", "queue", "pinned", "memory_bytes", "threads",
-                                 "loras", "tuned", "process", "matryoshka_dimensions", "prompts"};
+                                 "loras", "tuned", "process", "matryoshka_dimensions", "prompts", "outputs"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
@@ -266,6 +281,7 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   SHOAL_RETURN_IF_ERROR(ReadLoras(o, spec));
   SHOAL_RETURN_IF_ERROR(ReadMatryoshka(o, spec));
   SHOAL_RETURN_IF_ERROR(ReadPrompts(o, spec));
+  SHOAL_RETURN_IF_ERROR(ReadOutputs(o, spec));
 
   SHOAL_RETURN_IF_ERROR(ValidateModelId(spec->id));
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
@@ -353,6 +369,13 @@ std::string ModelSpec::ToJson() const {
     json p = json::object();
     for (const auto& [name, text] : prompts) p[name] = text;
     o["prompts"] = std::move(p);
+  }
+  if (outputs != 0) {
+    json list = json::array();
+    for (OutputKind k : {OutputKind::kDense, OutputKind::kSparse, OutputKind::kMultivector}) {
+      if (Has(outputs, k)) list.push_back(std::string(OutputKindName(k)));
+    }
+    o["outputs"] = std::move(list);
   }
   if (!tuned.json.empty()) o["tuned"] = json::parse(tuned.json);
   return o.dump();

@@ -33,6 +33,10 @@
 //                                 # before the input, by name (sentence-
 //                                 # transformers' prompts; Cohere's input_type
 //                                 # picks one)
+//   outputs: [dense, sparse]      # encode: what it produces (dense vectors,
+//                                 # SPLADE's sparse ones, ColBERT's vector per
+//                                 # token); a request's `output` picks among
+//                                 # them; none listed: dense
 //   identity: {dim: 384}          # options for the runtime, under its name
 //   threads: 0                    # cores one batch of this model may use
 //                                 # (0: the worker's share per executor)
@@ -141,12 +145,15 @@ struct ModelSpec {
   std::vector<LoraSpec> loras;  // adapters registered on this base
   std::vector<uint32_t> matryoshka_dimensions;  // encode: sizes `dimensions` may ask for
   std::vector<std::pair<std::string, std::string>> prompts;  // encode: name -> prefix
+  OutputKinds outputs = 0;  // encode: what it produces (0: dense alone)
   TunedSection tuned;
 
   // The adapter of that name; null when the model has none.
   const LoraSpec* FindLora(std::string_view name) const;
   // The prompt of that name; null when the model has none.
   const std::string* FindPrompt(std::string_view name) const;
+  // The encode outputs it produces: `outputs`, or dense alone.
+  OutputKinds encode_outputs() const { return outputs != 0 ? outputs : static_cast<OutputKinds>(OutputKind::kDense); }
 
   // The canonical JSON form (what the KV bucket stores): the profile's own
   // values and the `tuned:` section whole (see above), so code that changes

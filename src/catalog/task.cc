@@ -45,4 +45,57 @@ bool ParseAggregation(std::string_view name, Aggregation* a) {
   return false;
 }
 
+std::string_view OutputKindName(OutputKind k) {
+  switch (k) {
+    case OutputKind::kDense: return "dense";
+    case OutputKind::kSparse: return "sparse";
+    case OutputKind::kMultivector: return "multivector";
+  }
+  return "dense";
+}
+
+bool ParseOutputKind(std::string_view name, OutputKind* k) {
+  for (OutputKind x : {OutputKind::kDense, OutputKind::kSparse, OutputKind::kMultivector}) {
+    if (name == OutputKindName(x)) {
+      *k = x;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string OutputKindsText(OutputKinds set) {
+  std::string out;
+  for (OutputKind x : {OutputKind::kDense, OutputKind::kSparse, OutputKind::kMultivector}) {
+    if (!Has(set, x)) continue;
+    if (!out.empty()) out += ", ";
+    out += OutputKindName(x);
+  }
+  return out;
+}
+
+OutputKind DefaultOutput(OutputKinds set) {
+  if (set == 0 || Has(set, OutputKind::kDense)) return OutputKind::kDense;
+  return Has(set, OutputKind::kSparse) ? OutputKind::kSparse : OutputKind::kMultivector;
+}
+
+std::string_view InputRoleName(InputRole r) {
+  switch (r) {
+    case InputRole::kUnspecified: return "";
+    case InputRole::kQuery: return "query";
+    case InputRole::kDocument: return "document";
+  }
+  return "";
+}
+
+bool ParseInputRole(std::string_view name, InputRole* r) {
+  for (InputRole x : {InputRole::kQuery, InputRole::kDocument}) {
+    if (name == InputRoleName(x)) {
+      *r = x;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace shoal

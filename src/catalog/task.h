@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace shoal {
@@ -34,5 +35,31 @@ enum class Aggregation : uint8_t {
 // "none", "simple", "first", "average", "max".
 std::string_view AggregationName(Aggregation a);
 bool ParseAggregation(std::string_view name, Aggregation* a);
+
+// What encode gives for an item: a dense vector (embedders), a sparse
+// vector over the vocabulary (SPLADE), a vector per token (ColBERT). A
+// request may ask for several at once (OutputKinds, a set of bits); a model
+// produces those its profile lists (`outputs:`; none listed: dense).
+enum class OutputKind : uint8_t { kDense = 1, kSparse = 2, kMultivector = 4 };
+using OutputKinds = uint8_t;
+inline constexpr OutputKinds kAllOutputKinds = 7;
+inline bool Has(OutputKinds set, OutputKind k) { return (set & static_cast<OutputKinds>(k)) != 0; }
+
+// "dense", "sparse", "multivector".
+std::string_view OutputKindName(OutputKind k);
+bool ParseOutputKind(std::string_view name, OutputKind* k);
+// The set's names joined with ", " ("dense, sparse"), in that order.
+std::string OutputKindsText(OutputKinds set);
+// What a request that names no output gets: dense when the set has it,
+// else sparse, else multivector.
+OutputKind DefaultOutput(OutputKinds set);
+
+// What an encode input is, for a model that encodes queries and documents
+// differently (ColBERT: its markers, query expansion, skiplist); a prompt
+// by the same name (the gateway puts it before the text) serves the others.
+enum class InputRole : uint8_t { kUnspecified, kQuery, kDocument };
+// "", "query", "document".
+std::string_view InputRoleName(InputRole r);
+bool ParseInputRole(std::string_view name, InputRole* r);
 
 }  // namespace shoal

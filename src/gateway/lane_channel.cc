@@ -69,6 +69,10 @@ Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, 
   h.lora = p.request.lora;
   h.aggregation = p.request.extract.aggregation;
   h.top_k = p.request.extract.top_k;
+  h.outputs = p.request.options.outputs;
+  h.role = p.request.options.role;
+  h.sparse_top_k = p.request.options.sparse_top_k;
+  h.sparse_tokens = p.request.options.sparse_tokens;
   const size_t n = only ? only->size() : p.request.items.size();
   for (size_t k = 0; k < n; ++k) {
     const size_t i = only ? (*only)[k] : k;

@@ -29,6 +29,18 @@ Result<std::vector<float>> DenseOf(const PendingRequest& p, size_t i) {
   return v;
 }
 
+// Item i's result map as (key, the value's MessagePack bytes): its outputs.
+Result<std::vector<std::pair<std::string_view, std::string_view>>> ResultFields(const PendingRequest& p, size_t i) {
+  wire::MsgpackReader r(p.results[i].payload);
+  uint32_t n;
+  if (!r.ReadMapHeader(&n)) return Internal("result: expected a map");
+  std::vector<std::pair<std::string_view, std::string_view>> fields(n);
+  for (auto& [key, raw] : fields) {
+    if (!r.ReadStr(&key) || !r.ReadRaw(&raw)) return Internal("result: malformed");
+  }
+  return fields;
+}
+
 wire::DenseType NativeDenseType(const PendingRequest& p) {
   return p.request.dense.types.empty() ? wire::DenseType::kFloat32 : p.request.dense.types[0];
 }
@@ -49,11 +61,18 @@ Result<std::string> MsgpackBody(const PendingRequest& p, uint64_t tokens) {
       w.Raw(p.results[i].payload);  // the worker's result, byte for byte
       continue;
     }
-    auto v = DenseOf(p, i);
-    if (!v.ok()) return v.status();
-    w.MapHeader(1);
-    w.Str("dense");
-    wire::WriteDenseMsgpack(*v, NativeDenseType(p), &w);
+    // The dense vector reshaped; the other outputs as the worker wrote them.
+    SHOAL_ASSIGN_OR_RETURN(const auto fields, ResultFields(p, i));
+    w.MapHeader(static_cast<uint32_t>(fields.size()));
+    for (const auto& [key, raw] : fields) {
+      w.Str(key);
+      if (key != "dense") {
+        w.Raw(raw);
+        continue;
+      }
+      SHOAL_ASSIGN_OR_RETURN(const std::vector<float> v, DenseOf(p, i));
+      wire::WriteDenseMsgpack(v, NativeDenseType(p), &w);
+    }
   }
   w.Str("usage");
   w.MapHeader(1);
@@ -74,10 +93,20 @@ Result<std::string> JsonBody(const PendingRequest& p, uint64_t tokens) {
       SHOAL_RETURN_IF_ERROR(wire::MsgpackToJson(p.results[i].payload, &out));
       continue;
     }
-    auto v = DenseOf(p, i);
-    if (!v.ok()) return v.status();
-    w.Raw("{\"dense\":");
-    wire::WriteDenseJson(*v, NativeDenseType(p), &w);
+    SHOAL_ASSIGN_OR_RETURN(const auto fields, ResultFields(p, i));
+    w.Char('{');
+    for (size_t k = 0; k < fields.size(); ++k) {
+      const auto& [key, raw] = fields[k];
+      if (k) w.Char(',');
+      w.String(key);
+      w.Char(':');
+      if (key != "dense") {
+        SHOAL_RETURN_IF_ERROR(wire::MsgpackToJson(raw, &out));
+        continue;
+      }
+      SHOAL_ASSIGN_OR_RETURN(const std::vector<float> v, DenseOf(p, i));
+      wire::WriteDenseJson(v, NativeDenseType(p), &w);
+    }
     w.Char('}');
   }
   w.Raw("],\"usage\":{\"tokens\":");

@@ -165,6 +165,7 @@ Status Router::Parse(Route route, const http::Request& req, PendingRequest* p) c
 Status Router::ApplyEncodeProfile(PendingRequest* p) const {
   const ModelSpec& model = *p->model;
   wire::WorkRequest& r = p->request;
+  SHOAL_RETURN_IF_ERROR(CheckOutputs(model, p->format, &r));
   if (const uint32_t d = r.dense.dimensions; d != 0) {
     const char* field = r.cohere.version == 2 ? "output_dimension" : "dimensions";
     const auto& declared = model.matryoshka_dimensions;
@@ -183,6 +184,42 @@ Status Router::ApplyEncodeProfile(PendingRequest* p) const {
     const std::string* prompt = model.FindPrompt(type);
     if (!prompt) prompt = model.FindPrompt(short_name);
     if (prompt) SHOAL_RETURN_IF_ERROR(wire::PrefixTexts(*prompt, options_.limits, &r));
+  }
+  if (r.options.role != InputRole::kUnspecified) {
+    // The native route's input_type: the model's prompt of that name, if it has one.
+    if (const std::string* prompt = model.FindPrompt(InputRoleName(r.options.role))) {
+      SHOAL_RETURN_IF_ERROR(wire::PrefixTexts(*prompt, options_.limits, &r));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Router::CheckOutputs(const ModelSpec& model, ResponseFormat format, wire::WorkRequest* r) {
+  const OutputKinds produces = model.encode_outputs();
+  wire::EncodeOptions& o = r->options;
+  if (format == ResponseFormat::kOpenAi || format == ResponseFormat::kCohereEmbed) {
+    if (!Has(produces, OutputKind::kDense)) {
+      return InvalidInput("model: '" + model.id + "' produces " + OutputKindsText(produces) +
+                          " vectors, and this route returns dense ones; ask POST /v1/encode/" + model.id +
+                          " with \"output\"");
+    }
+    o.outputs = static_cast<OutputKinds>(OutputKind::kDense);
+    return Status::Ok();
+  }
+  if (o.outputs == 0) o.outputs = static_cast<OutputKinds>(DefaultOutput(produces));
+  if (const OutputKinds missing = o.outputs & ~produces; missing != 0) {
+    return InvalidInput("output: model '" + model.id + "' produces " + OutputKindsText(produces) + ", not " +
+                        OutputKindsText(missing));
+  }
+  if (!Has(o.outputs, OutputKind::kDense) && r->dense.dimensions != 0) {
+    return InvalidInput("dimensions: applies to dense output, and this request asks for " + OutputKindsText(o.outputs));
+  }
+  if (!Has(o.outputs, OutputKind::kDense) && !r->dense.types.empty()) {
+    return InvalidInput("dtype: applies to dense output, and this request asks for " + OutputKindsText(o.outputs));
+  }
+  if (!Has(o.outputs, OutputKind::kSparse) && (o.sparse_top_k != 0 || o.sparse_tokens)) {
+    return InvalidInput(std::string(o.sparse_top_k != 0 ? "sparse_top_k" : "sparse_tokens") +
+                        ": applies to sparse output, and this request asks for " + OutputKindsText(o.outputs));
   }
   return Status::Ok();
 }
@@ -355,6 +392,17 @@ http::Response Router::ListModels(const RouterLane& lane, const Caller& caller) 
       for (size_t i = 0; i < spec.matryoshka_dimensions.size(); ++i) {
         if (i) w.Char(',');
         w.Int(spec.matryoshka_dimensions[i]);
+      }
+      w.Char(']');
+    }
+    if (spec.task == Task::kEncode) {
+      w.Raw(",\"outputs\":[");
+      bool first = true;
+      for (OutputKind k : {OutputKind::kDense, OutputKind::kSparse, OutputKind::kMultivector}) {
+        if (!Has(spec.encode_outputs(), k)) continue;
+        if (!first) w.Char(',');
+        first = false;
+        w.String(OutputKindName(k));
       }
       w.Char(']');
     }

@@ -108,8 +108,12 @@ class Router {
   // Parses the body into p->request and picks the response format.
   Status Parse(Route route, const http::Request& req, PendingRequest* p) const;
   // What an encode request asks of its model's profile: a declared
-  // Matryoshka dimension, and the prompt its Cohere input_type names.
+  // Matryoshka dimension, outputs it produces, and the prompt its
+  // input_type names.
   Status ApplyEncodeProfile(PendingRequest* p) const;
+  // Settles the outputs (the model's default when none is named; dense on
+  // the OpenAI and Cohere routes) and refuses options for outputs not asked.
+  static Status CheckOutputs(const ModelSpec& model, ResponseFormat format, wire::WorkRequest* r);
   // Parses a generation body into p->generation; `model_id` is the path's.
   Status ParseGeneration(Route route, std::string_view model_id, PendingRequest* p) const;
   // Makes p->generation's work message p's one item.

@@ -41,7 +41,7 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 10;
+inline constexpr int kRuntimeApiVersion = 11;
 
 struct EncodeInput {
   std::string_view text;
@@ -51,11 +51,35 @@ struct EncodeInput {
   // Token ids to run as they are (special tokens included) instead of
   // `text`; only for a model whose takes_token_ids() says so.
   std::span<const int32_t> ids;
+  // What to produce: OutputKind bits, among the model's encode_outputs().
+  OutputKinds outputs = static_cast<OutputKinds>(OutputKind::kDense);
+  // Query or document, for a model that encodes them differently (ColBERT
+  // needs it said); the others need not know.
+  InputRole role = InputRole::kUnspecified;
+  uint32_t sparse_top_k = 0;   // sparse: the k largest weights only (0: all)
+  bool sparse_tokens = false;  // sparse: the vocabulary piece of each index too
+};
+
+// A sparse vector over the model's vocabulary (SPLADE): its nonzero weights,
+// largest first (ties: the lower index first).
+struct SparseVector {
+  std::vector<uint32_t> indices;
+  std::vector<float> values;
+  std::vector<std::string> tokens;  // the pieces of `indices`, when asked
+};
+
+// A vector per kept token (ColBERT), `dim` floats each, back to back.
+struct MultiVector {
+  uint32_t dim = 0;
+  std::vector<float> values;
 };
 
 struct EncodeOutput {
   Status status;             // per item: INVALID_INPUT when the input is at fault
-  std::vector<float> dense;  // the vector, when status is ok
+  // When status is ok, those of the three the input asked for.
+  std::vector<float> dense;
+  SparseVector sparse;
+  MultiVector multivector;
   uint32_t tokens = 0;       // tokens the model saw (after truncation)
   bool truncated = false;    // the input was cut to the model's limit
 };
@@ -146,6 +170,9 @@ class Model {
   // Whether Encode takes token ids (EncodeInput::ids) as well as text. The
   // worker refuses id inputs to a model that does not (INVALID_INPUT).
   virtual bool takes_token_ids() const { return false; }
+  // The outputs Encode produces (OutputKind bits); the worker refuses an
+  // input asking for another (INVALID_INPUT).
+  virtual OutputKinds encode_outputs() const { return static_cast<OutputKinds>(OutputKind::kDense); }
 
   // Decoder models generate through this (runtime/generator.h); null for
   // the others.

@@ -33,6 +33,29 @@ Status CheckDenseType(std::string_view field, std::string_view name, DenseType* 
   return Status::Ok();
 }
 
+// One name of "output" into the set.
+Status AddOutput(std::string_view field, std::string_view name, OutputKinds* set) {
+  OutputKind k;
+  if (!ParseOutputKind(name, &k)) {
+    return InvalidInput(std::string(field) + ": '" + std::string(name) + "' is none of dense, sparse, multivector");
+  }
+  *set |= static_cast<OutputKinds>(k);
+  return Status::Ok();
+}
+
+Status CheckInputType(std::string_view name, InputRole* role) {
+  if (!ParseInputRole(name, role)) {
+    return InvalidInput("input_type: '" + std::string(name) + "' is neither query nor document");
+  }
+  return Status::Ok();
+}
+
+Status CheckSparseTopK(int64_t n, uint32_t* out) {
+  if (n < 1 || n > INT32_MAX) return InvalidInput("sparse_top_k: expected a positive integer");
+  *out = static_cast<uint32_t>(n);
+  return Status::Ok();
+}
+
 // A token id: a non-negative integer that fits int32.
 Status ReadTokenId(od::value v, const std::string& field, int32_t* id) {
   int64_t n = 0;
@@ -127,6 +150,35 @@ Status ParseEncodeMsgpack(std::string_view body, const ParseLimits& limits, Work
       out->dense.types = {t};
       return Status::Ok();
     }
+    EncodeOptions& o = out->options;
+    if (key == "output") {
+      std::string_view name;
+      if (r.Peek() == MsgpackType::kStr) {
+        if (!r.ReadStr(&name)) return MsgpackExpected("output", "a string", r);
+        return AddOutput("output", name, &o.outputs);
+      }
+      uint32_t n;
+      if (!r.ReadArrayHeader(&n) || n == 0) return MsgpackExpected("output", "an output name or a list of them", r);
+      for (uint32_t i = 0; i < n; ++i) {
+        if (!r.ReadStr(&name)) return MsgpackExpected(Field("output", i), "a string", r);
+        SHOAL_RETURN_IF_ERROR(AddOutput(Field("output", i), name, &o.outputs));
+      }
+      return Status::Ok();
+    }
+    if (key == "input_type") {
+      std::string_view name;
+      if (!r.ReadStr(&name)) return MsgpackExpected("input_type", "a string", r);
+      return CheckInputType(name, &o.role);
+    }
+    if (key == "sparse_top_k") {
+      int64_t n;
+      if (!r.ReadInt(&n)) return MsgpackExpected("sparse_top_k", "a positive integer", r);
+      return CheckSparseTopK(n, &o.sparse_top_k);
+    }
+    if (key == "sparse_tokens") {
+      if (!r.ReadBool(&o.sparse_tokens)) return MsgpackExpected("sparse_tokens", "a boolean", r);
+      return Status::Ok();
+    }
     return UnknownField(key);
   });
 }
@@ -143,6 +195,33 @@ Status ParseEncodeJson(std::string& body, const ParseLimits& limits, WorkRequest
       out->dense.types = {t};
       return Status::Ok();
     }
+    EncodeOptions& o = out->options;
+    if (key == "output") {
+      std::string_view name;
+      od::json_type t;
+      if (v.type().get(t)) return InvalidInput("output: malformed JSON");
+      if (t == od::json_type::string) {
+        SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "output", &name));
+        return AddOutput("output", name, &o.outputs);
+      }
+      size_t n = 0;
+      SHOAL_RETURN_IF_ERROR(ForEachJsonString(v, "output", [&](const std::string& field, std::string_view each) {
+        ++n;
+        return AddOutput(field, each, &o.outputs);
+      }));
+      return n > 0 ? Status::Ok() : InvalidInput("output: an empty list");
+    }
+    if (key == "input_type") {
+      std::string_view name;
+      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "input_type", &name));
+      return CheckInputType(name, &o.role);
+    }
+    if (key == "sparse_top_k") {
+      int64_t n;
+      if (v.get_int64().get(n)) return InvalidInput("sparse_top_k: expected a positive integer");
+      return CheckSparseTopK(n, &o.sparse_top_k);
+    }
+    if (key == "sparse_tokens") return ReadJsonBool(v, "sparse_tokens", &o.sparse_tokens);
     return UnknownField(key);
   });
 }

@@ -9,7 +9,9 @@
 //    "lora": "adapter"}
 //   and, as dense_output.h defines them, "dimensions": n (one of the
 //   model's Matryoshka dimensions) and "dtype": "float32" | "float16" |
-//   "int8" | "uint8" | "binary" | "ubinary".
+//   "int8" | "uint8" | "binary" | "ubinary"; "output": "dense" | "sparse" |
+//   "multivector" or a list of them (absent: the model's first), "input_type":
+//   "query" | "document", "sparse_top_k": n, "sparse_tokens": true.
 // OpenAI body (POST /v1/embeddings), JSON:
 //   {"model": "...", "input": "..." | ["...", ...] | [id, ...] | [[id, ...], ...],
 //    "encoding_format": "float" | "base64", "dimensions": n}
@@ -42,6 +44,13 @@ namespace shoal::wire {
 struct EncodeOptions {
   bool truncate = false;   // cut inputs over the model's limit instead of failing
   bool normalize = true;   // unit-length vectors
+  // Encode (native route): what to produce (0: the model's default output),
+  // query or document, and for sparse output the k largest weights only
+  // and each index's token. The router checks them against the model.
+  OutputKinds outputs = 0;
+  InputRole role = InputRole::kUnspecified;
+  uint32_t sparse_top_k = 0;
+  bool sparse_tokens = false;
 };
 
 struct RequestItem {

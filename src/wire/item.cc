@@ -83,6 +83,37 @@ void AppendDenseResult(const float* v, size_t n, std::string* out) {
   w.Float32Array(v, n);
 }
 
+void AppendEncodeResult(const EncodeResultView& r, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(static_cast<uint32_t>(r.dense.has_value() + r.sparse.has_value() + r.multivector.has_value()));
+  if (r.dense) {
+    w.Str("dense");
+    w.Float32Array(r.dense->data(), r.dense->size());
+  }
+  if (r.sparse) {
+    const auto& sp = *r.sparse;
+    w.Str("sparse");
+    w.MapHeader(sp.tokens.empty() ? 2 : 3);
+    w.Str("indices");
+    w.ArrayHeader(static_cast<uint32_t>(sp.indices.size()));
+    for (uint32_t i : sp.indices) w.Uint(i);
+    w.Str("values");
+    w.Float32Array(sp.values.data(), sp.values.size());
+    if (!sp.tokens.empty()) {
+      w.Str("tokens");
+      w.ArrayHeader(static_cast<uint32_t>(sp.tokens.size()));
+      for (const std::string& t : sp.tokens) w.Str(t);
+    }
+  }
+  if (r.multivector) {
+    const auto& mv = *r.multivector;
+    const size_t rows = mv.dim == 0 ? 0 : mv.values.size() / mv.dim;
+    w.Str("multivector");
+    w.ArrayHeader(static_cast<uint32_t>(rows));
+    for (size_t i = 0; i < rows; ++i) w.Float32Array(mv.values.data() + i * mv.dim, mv.dim);
+  }
+}
+
 void AppendLogitsResult(const float* v, size_t n, std::string* out) {
   MsgpackWriter w(out);
   w.MapHeader(1);

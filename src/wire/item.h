@@ -5,7 +5,10 @@
 //   item    encode, extract {"text": str}; encode {"ids": [int...]} (token
 //           ids, run as they are); score {"text": str, "text_pair": str};
 //           tokenize {"text": str, "add_special_tokens": bool}
-//   result  encode {"dense": [float32...]}; score {"logits": [float32...]};
+//   result  encode {"dense": [float32...], "sparse": {"indices": [uint...],
+//           "values": [float32...], "tokens": [str...]}, "multivector":
+//           [[float32...]...]} (the outputs asked for; tokens only when
+//           asked); score {"logits": [float32...]};
 //           extract {"entities": [{"label", "score", "start", "end", "text"}...]}
 //           (a token classifier; start/end in code points) or {"labels":
 //           [{"label", "score"}...]} (a text classifier, best first);
@@ -59,6 +62,24 @@ inline Status DecodeTextItem(std::string_view msgpack, std::string_view* text) {
 
 // {"dense": [v...]} as MessagePack (float32 elements), appended to `out`.
 void AppendDenseResult(const float* v, size_t n, std::string* out);
+
+// An encode result's outputs, as views; an absent one is left out.
+struct EncodeResultView {
+  struct Sparse {
+    std::span<const uint32_t> indices;
+    std::span<const float> values;
+    std::span<const std::string> tokens;  // empty: not asked for
+  };
+  struct Multi {
+    std::span<const float> values;  // rows of `dim`
+    size_t dim = 0;
+  };
+  std::optional<std::span<const float>> dense;
+  std::optional<Sparse> sparse;
+  std::optional<Multi> multivector;
+};
+// {"dense": ..., "sparse": ..., "multivector": ...} as above.
+void AppendEncodeResult(const EncodeResultView& r, std::string* out);
 // {"logits": [v...]}.
 void AppendLogitsResult(const float* v, size_t n, std::string* out);
 

@@ -75,6 +75,12 @@ void AppendWork(const WorkHeader& h, std::string_view body, std::string* out) {
     if (!h.lora.empty()) w.Key("lora").Str(h.lora);
     if (h.aggregation) w.Key("aggregation").Str(AggregationName(*h.aggregation));
     if (h.top_k > 0) w.Key("top_k").Uint(h.top_k);
+    if (h.outputs != 0 && h.outputs != static_cast<OutputKinds>(OutputKind::kDense)) {
+      w.Key("outputs").Uint(h.outputs);
+    }
+    if (h.role != InputRole::kUnspecified) w.Key("input_type").Str(InputRoleName(h.role));
+    if (h.sparse_top_k > 0) w.Key("sparse_top_k").Uint(h.sparse_top_k);
+    if (h.sparse_tokens) w.Key("sparse_tokens").Bool(true);
     if (!h.payload_key.empty()) w.Key("payload").Str(h.payload_key);
   }
   out->append(body);
@@ -104,6 +110,18 @@ Status ReadWork(std::string_view message, WorkHeader* h, std::string_view* body)
     if (key == "lora") return f.Str(&h->lora);
     if (key == "aggregation") return ReadAggregation(f, &h->aggregation);
     if (key == "top_k") return f.Int(&h->top_k);
+    if (key == "outputs") {
+      SHOAL_RETURN_IF_ERROR(f.Int(&h->outputs));
+      return h->outputs != 0 && (h->outputs & ~kAllOutputKinds) == 0 ? Status::Ok()
+                                                                      : f.Error("not a set of output kinds");
+    }
+    if (key == "input_type") {
+      std::string_view role;
+      SHOAL_RETURN_IF_ERROR(f.Str(&role));
+      return ParseInputRole(role, &h->role) ? Status::Ok() : f.Error("'" + std::string(role) + "' is neither query nor document");
+    }
+    if (key == "sparse_top_k") return f.Int(&h->sparse_top_k);
+    if (key == "sparse_tokens") return f.Bool(&h->sparse_tokens);
     if (key == "payload") return f.Str(&h->payload_key);
     return f.Skip();
   }));

@@ -16,6 +16,10 @@
 //            true), "lora": str (absent: the base model),
 //            "aggregation": str and "top_k": uint (extract; absent: the
 //            model's default and all labels),
+//            "outputs": uint (encode: OutputKind bits; absent: dense),
+//            "input_type": "query" | "document" (encode; absent: unsaid),
+//            "sparse_top_k": uint and "sparse_tokens": true (encode,
+//            sparse; absent: every weight, no token strings),
 //            "payload": str (the item waits in the payload store under
 //            this key, queue/payload_store.h; the body is then empty)}
 //   body    the item as MessagePack: {"text"} to encode or extract from;
@@ -39,7 +43,9 @@
 //            of one attempt)
 //           chunks: "seq" (0, 1, ... per attempt), "final": true on the
 //            last, with "tokens" (generated) and "cold_start"
-//   body    a result as MessagePack — encode {"dense": [float32...]}, score
+//   body    a result as MessagePack — encode {"dense": [float32...],
+//           "sparse": {"indices", "values", "tokens"}, "multivector":
+//           [[float32...]...]} (the outputs asked for), score
 //           {"logits": [float32...]}, extract {"entities": [...]} or
 //           {"labels": [...]} (wire/item.h), tokenize {"tokens": [{"id", "text",
 //           "special", "start", "stop"}...]} (start/stop nil for added
@@ -83,6 +89,10 @@ struct WorkHeader {
   std::string_view lora;          // empty: the base model
   std::optional<Aggregation> aggregation;  // extract: how entities group (absent: the model's default)
   uint32_t top_k = 0;             // extract: the best k labels (0: all)
+  OutputKinds outputs = 0;        // encode: what to produce (0: dense)
+  InputRole role = InputRole::kUnspecified;  // encode: query or document
+  uint32_t sparse_top_k = 0;      // encode, sparse: the k largest weights (0: all)
+  bool sparse_tokens = false;     // encode, sparse: each index's vocabulary piece too
   std::string_view payload_key;   // non-empty: the body waits in the payload store
 };
 

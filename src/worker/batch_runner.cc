@@ -19,8 +19,15 @@ namespace {
 // Per task: the model input an item becomes (the Out* argument only picks
 // the overload), the result payload an output becomes, and the model call.
 EncodeInput MakeInput(const WorkItem& it, const wire::ItemFields& f, EncodeOutput*) {
-  return {.text = f.text, .truncate = it.work.truncate, .normalize = it.work.normalize, .lora = it.work.lora,
-          .ids = f.ids};
+  return {.text = f.text,
+          .truncate = it.work.truncate,
+          .normalize = it.work.normalize,
+          .lora = it.work.lora,
+          .ids = f.ids,
+          .outputs = it.work.outputs != 0 ? it.work.outputs : static_cast<OutputKinds>(OutputKind::kDense),
+          .role = it.work.role,
+          .sparse_top_k = it.work.sparse_top_k,
+          .sparse_tokens = it.work.sparse_tokens};
 }
 ScoreInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ScoreOutput*) {
   return {.text = f.text, .text_pair = f.text_pair, .truncate = it.work.truncate, .lora = it.work.lora};
@@ -41,13 +48,20 @@ void Describe(const Out& o, wire::ReplyHeader* h) {
 }
 void Describe(const TokenizeOutput& o, wire::ReplyHeader* h) { h->tokens = static_cast<uint32_t>(o.tokens.size()); }
 
-void AppendResult(const EncodeOutput& o, std::string* out) {
-  wire::AppendDenseResult(o.dense.data(), o.dense.size(), out);
+// The outputs the input asked for.
+void AppendResult(const EncodeInput& in, const EncodeOutput& o, std::string* out) {
+  wire::EncodeResultView r;
+  if (Has(in.outputs, OutputKind::kDense)) r.dense = o.dense;
+  if (Has(in.outputs, OutputKind::kSparse)) r.sparse = {{o.sparse.indices, o.sparse.values, o.sparse.tokens}};
+  if (Has(in.outputs, OutputKind::kMultivector)) r.multivector = {{o.multivector.values, o.multivector.dim}};
+  wire::AppendEncodeResult(r, out);
 }
-void AppendResult(const ScoreOutput& o, std::string* out) {
+template <class In>
+void AppendResult(const In&, const ScoreOutput& o, std::string* out) {
   wire::AppendLogitsResult(o.logits.data(), o.logits.size(), out);
 }
-void AppendResult(const ExtractOutput& o, std::string* out) {
+template <class In>
+void AppendResult(const In&, const ExtractOutput& o, std::string* out) {
   // A token classifier answers entities (perhaps none); a text classifier labels.
   if (o.labels.empty()) {
     wire::AppendEntitiesResult(o.entities, out);
@@ -55,7 +69,8 @@ void AppendResult(const ExtractOutput& o, std::string* out) {
     wire::AppendLabelsResult(o.labels, out);
   }
 }
-void AppendResult(const TokenizeOutput& o, std::string* out) {
+template <class In>
+void AppendResult(const In&, const TokenizeOutput& o, std::string* out) {
   std::vector<wire::TokenView> views;
   views.reserve(o.tokens.size());
   for (const Token& t : o.tokens) {
@@ -119,6 +134,13 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
       Settle(it, Outcome::kBadInput,
              InvalidInput("input: model '" + served.spec->id + "' takes text only (its runtime '" +
                           served.spec->runtime + "' runs no token-id inputs)"));
+      continue;
+    }
+    if (task == Task::kEncode && it.work.outputs != 0 && (it.work.outputs & ~served.model->encode_outputs()) != 0) {
+      Settle(it, Outcome::kBadInput,
+             InvalidInput("output: model '" + served.spec->id + "' produces " +
+                          OutputKindsText(served.model->encode_outputs()) + ", not " +
+                          OutputKindsText(it.work.outputs & ~served.model->encode_outputs())));
       continue;
     }
     TaskGroup& g = groups[static_cast<int>(task)];
@@ -188,7 +210,7 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
     reply.clear();
     wire::AppendReplyHeader(h, &reply);
     const size_t header_bytes = reply.size();
-    AppendResult(out, &reply);
+    AppendResult(inputs[k], out, &reply);
     const size_t result_bytes = reply.size() - header_bytes;
     if (result_bytes > wire::kMaxResultParts * PartBytes()) {
       Settle(it, Outcome::kBadInput,

@@ -65,14 +65,19 @@ class NativeServing : public ::testing::Test {
     cluster_->Register(Profile("t/modernbert-ner", kModels + "/modernbert-ner-tiny", "extract"));
     // Registered as `shoal models add DIR` would: the task and the query
     // instruction come from the directory's own files.
-    auto qwen = admin::SpecFromDirectory(kModels + "/qwen3-embed-tiny", "t/qwen3-embed");
-    if (qwen.ok()) {
-      qwen->pinned = true;
-      cluster_->Register(qwen->ToJson());
+    // So are a SPLADE and a ColBERT model: their outputs too.
+    for (auto [dir, id] : {std::pair{"qwen3-embed-tiny", "t/qwen3-embed"}, std::pair{"splade-tiny", "t/splade"},
+                           std::pair{"colbert-tiny", "t/colbert"}, std::pair{"bge-m3-tiny", "t/bge-m3"}}) {
+      auto spec = admin::SpecFromDirectory(kModels + "/" + dir, id);
+      EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+      if (!spec.ok()) continue;
+      spec->pinned = true;
+      cluster_->Register(spec->ToJson());
     }
     worker_ = cluster_->StartWorker().release();
     for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m", "t/ner", "t/sentiment",
-                          "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed"}) {
+                          "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed", "t/splade",
+                          "t/colbert", "t/bge-m3"}) {
       cluster_->WaitForWorkers(m, 1);
     }
     gateway_ = cluster_->StartGateway().release();
@@ -270,6 +275,252 @@ TEST_F(NativeServing, Qwen3EmbeddingEmbedsDocumentsAndInstructedQueries) {
   const std::vector<std::vector<float>> got = {Floats(d["data"][0]["embedding"]), Floats(d["data"][1]["embedding"]),
                                                Floats(q["embeddings"]["float"][0])};
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(MaxAbsDiff(got[i], want[i]), 1e-4) << "input " << i;
+}
+
+// The ids transformers.js's tokenizer gives each text (special tokens added).
+std::vector<std::vector<int>> ReferenceIds(const std::string& model, const std::vector<std::string>& texts) {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("shoal-ref-ids-" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  {
+    std::ofstream corpus(tmp / "corpus.jsonl");
+    for (const auto& t : texts) corpus << json(t).dump() << "\n";
+  }
+  const std::string cmd = "cd " + std::string(SHOAL_SOURCE_DIR) + " && node tests/reference/tokenizer_reference.mjs " +
+                          model + " " + (tmp / "corpus.jsonl").string() + " > " + (tmp / "ids.txt").string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<std::vector<int>> out;
+  std::ifstream ids(tmp / "ids.txt");
+  for (std::string line; std::getline(ids, line);) out.push_back(json::parse(line).get<std::vector<int>>());
+  fs::remove_all(tmp);
+  return out;
+}
+
+// tests/reference/sparse_multivector_reference.py MODE MODEL on `inputs`: its "outputs".
+json SparseMultivectorReference(const std::string& mode, const std::string& model, const json& inputs) {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("shoal-ref-sm-" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  std::ofstream(tmp / "in.json") << json{{"inputs", inputs}}.dump();
+  const std::string cmd = "/usr/bin/python3 " + std::string(SHOAL_SOURCE_DIR) +
+                          "/tests/reference/sparse_multivector_reference.py " + mode + " " + model + " " +
+                          (tmp / "in.json").string() + " " + (tmp / "out.json").string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  json out;
+  if (std::ifstream f(tmp / "out.json"); f) out = json::parse(f).at("outputs");
+  fs::remove_all(tmp);
+  return out;
+}
+
+// SPLADE registered from its directory: sparse vectors by default, equal to
+// transformers.js's tokenizer plus the float64 reference over the whole
+// vocabulary, largest weight first; top-k keeps the head of that list and
+// names its tokens. Dense options and dense routes are refused.
+TEST_F(NativeServing, SpladeEncodesSparseVectorsAsTheReference) {
+  const std::string dir = kModels + "/splade-tiny";
+  const std::vector<std::string> texts = {"the river runs past the old mill", "fish",
+                                          "Ada Lovelace worked with Charles Babbage on the analytical engine."};
+  json items = json::array();
+  for (const auto& t : texts) items.push_back({{"text", t}});
+  const json j = Post("/v1/encode/t/splade", json{{"items", items}}.dump());
+  ASSERT_EQ(j["items"].size(), texts.size()) << j.dump();
+  json inputs = json::array();
+  for (const auto& ids : ReferenceIds(dir, texts)) inputs.push_back({{"ids", ids}});
+  const json want = SparseMultivectorReference("splade", dir, inputs);
+  ASSERT_EQ(want.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const json& sp = j["items"][i]["sparse"];
+    ASSERT_FALSE(j["items"][i].contains("dense")) << "sparse alone, the model's only output";
+    const auto indices = sp["indices"].get<std::vector<uint32_t>>();
+    const auto values = sp["values"].get<std::vector<float>>();
+    ASSERT_EQ(indices.size(), values.size());
+    std::vector<float> got(want[i].size(), 0.0f);
+    for (size_t k = 0; k < indices.size(); ++k) {
+      ASSERT_LT(indices[k], got.size());
+      got[indices[k]] = values[k];
+      if (k > 0) EXPECT_GE(values[k - 1], values[k]) << "largest first";
+    }
+    EXPECT_LE(MaxAbsDiff(got, want[i].get<std::vector<double>>()), 1e-5) << "text " << i;
+    size_t nonzero = 0;
+    for (double w : want[i]) nonzero += w > 0;
+    EXPECT_EQ(indices.size(), nonzero) << "text " << i;
+  }
+
+  const json top = Post("/v1/encode/t/splade", json{{"items", {{{"text", texts[0]}}}}, {"output", "sparse"},
+                                                     {"sparse_top_k", 3}, {"sparse_tokens", true}}
+                                                    .dump());
+  const json& head = top["items"][0]["sparse"];
+  ASSERT_EQ(head["indices"].size(), 3u) << top.dump();
+  json vocab;
+  std::ifstream(dir + "/tokenizer.json") >> vocab;
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(head["indices"][k], j["items"][0]["sparse"]["indices"][k]);
+    EXPECT_EQ(vocab["model"]["vocab"][head["tokens"][k].get<std::string>()], head["indices"][k]);
+  }
+
+  auto refused = [&](const std::string& path, const json& body, const std::string& says) {
+    const json e = Post(path, body.dump(), 400);
+    EXPECT_EQ(e["error"]["code"], "INVALID_INPUT") << e.dump();
+    EXPECT_NE(e["error"]["message"].get<std::string>().find(says), std::string::npos) << e.dump();
+  };
+  refused("/v1/encode/t/splade", {{"items", {{{"text", "x"}}}}, {"output", "dense"}},
+          "output: model 't/splade' produces sparse, not dense");
+  refused("/v1/encode/t/splade", {{"items", {{{"text", "x"}}}}, {"output", {"sparse", "multivector"}}},
+          "not multivector");
+  refused("/v1/encode/t/splade", {{"items", {{{"text", "x"}}}}, {"dimensions", 8}}, "dimensions: applies to dense");
+  refused("/v1/encode/t/splade", {{"items", {{{"text", "x"}}}}, {"output", "colour"}}, "output: 'colour' is none of");
+  refused("/v1/embeddings", {{"model", "t/splade"}, {"input", "x"}}, "produces sparse vectors");
+  refused("/v1/encode/t/bert", {{"items", {{{"text", "x"}}}}, {"sparse_top_k", 3}}, "sparse_top_k: applies to sparse");
+}
+
+// ColBERT (PyLate's layout) registered from its directory: a query gets
+// its marker and [MASK] expansion up to query_length, which nothing attends
+// to; a document its marker, less its punctuation — each vector as
+// transformers.js's tokenizer and the float64 reference make it. Queries
+// and documents in one batch answer as they do apart.
+TEST_F(NativeServing, ColbertEncodesAVectorPerTokenAsTheReference) {
+  const std::string dir = kModels + "/colbert-tiny";
+  const std::vector<std::string> queries = {"where is the mill?", "fish"};
+  const std::vector<std::string> docs = {"The river runs, past the old mill.", "Fish; and chips!"};
+  json inputs = json::array();
+  const auto qids = ReferenceIds(dir, queries), dids = ReferenceIds(dir, docs);
+  for (const auto& ids : qids) inputs.push_back({{"ids", ids}, {"query", true}});
+  for (const auto& ids : dids) inputs.push_back({{"ids", ids}, {"query", false}});
+  const json want = SparseMultivectorReference("colbert", dir, inputs);
+  ASSERT_EQ(want.size(), 4u);
+  std::vector<json> got;
+  for (auto [texts, type] : {std::pair{&queries, "query"}, std::pair{&docs, "document"}}) {
+    json items = json::array();
+    for (const auto& t : *texts) items.push_back({{"text", t}});
+    const json j = Post("/v1/encode/t/colbert", json{{"items", items}, {"input_type", type}}.dump());
+    ASSERT_EQ(j["items"].size(), texts->size()) << j.dump();
+    for (const auto& item : j["items"]) got.push_back(item["multivector"]);
+  }
+  for (size_t i = 0; i < 4; ++i) {
+    const json& rows = want[i]["vectors"];
+    ASSERT_EQ(got[i].size(), rows.size()) << "input " << i;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      EXPECT_LE(MaxAbsDiff(got[i][r].get<std::vector<float>>(), rows[r].get<std::vector<double>>()), 1e-5)
+          << "input " << i << " row " << r;
+    }
+  }
+  EXPECT_EQ(want[0]["ids"].size(), 16u) << "a query runs at query_length";
+  EXPECT_LT(want[2]["kept"].size(), want[2]["ids"].size()) << "the document's punctuation is dropped";
+
+  // One batch, queries and documents mixed: as above.
+  auto direct = LoadDirect(admin::SpecFromDirectory(dir, "t/colbert")->ToJson());
+  ASSERT_TRUE(direct);
+  std::vector<EncodeInput> in;
+  for (size_t i = 0; i < 4; ++i) {
+    in.push_back({.text = i < 2 ? queries[i] : docs[i - 2],
+                  .outputs = static_cast<OutputKinds>(OutputKind::kMultivector),
+                  .role = i < 2 ? InputRole::kQuery : InputRole::kDocument});
+  }
+  std::swap(in[1], in[2]);
+  std::vector<EncodeOutput> out(in.size());
+  ASSERT_TRUE(direct->Encode(in, out).ok());
+  const size_t order[] = {0, 2, 1, 3};
+  for (size_t k = 0; k < 4; ++k) {
+    ASSERT_TRUE(out[k].status.ok()) << out[k].status.ToString();
+    const json& rows = want[order[k]]["vectors"];
+    ASSERT_EQ(out[k].multivector.values.size(), rows.size() * out[k].multivector.dim);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const float* v = out[k].multivector.values.data() + r * out[k].multivector.dim;
+      EXPECT_LE(MaxAbsDiff({v, v + out[k].multivector.dim}, rows[r].get<std::vector<double>>()), 1e-5);
+    }
+  }
+
+  const json e = Post("/v1/encode/t/colbert", json{{"items", {{{"text", "x"}}}}}.dump(), 400);
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("input_type"), std::string::npos) << e.dump();
+
+  // /v1/models says what each encoder produces.
+  auto listed = HttpClient(gateway_->port()).Get("/v1/models");
+  ASSERT_TRUE(listed.ok());
+  std::map<std::string, json> outputs;
+  const json listing = json::parse(listed->body);
+  for (const json& m : listing["data"]) {
+    if (m["shoal"].contains("outputs")) outputs[m["id"].get<std::string>()] = m["shoal"]["outputs"];
+  }
+  EXPECT_EQ(outputs["t/colbert"], json({"multivector"}));
+  EXPECT_EQ(outputs["t/splade"], json({"sparse"}));
+  EXPECT_EQ(outputs["t/bert"], json({"dense"}));
+  EXPECT_EQ(outputs["t/rerank"], json()) << "a reranker does not encode";
+}
+
+// bge-m3 (FlagEmbedding's layout: its head files beside an XLM-R body in
+// F16) registered from its directory: dense by default, and its three
+// outputs from one request, each as SentencePiece and the float64
+// reference make them.
+TEST_F(NativeServing, BgeM3GivesItsThreeOutputsAsTheReference) {
+  const std::string dir = kModels + "/bge-m3-tiny";
+  const std::vector<std::string> texts = {"the fish and the fish and the water", "Ada Lovelace, London",
+                                          "where is the old mill by the river?"};
+  json items = json::array();
+  for (const auto& t : texts) items.push_back({{"text", t}});
+  const json plain = Post("/v1/encode/t/bge-m3", json{{"items", {{{"text", texts[0]}}}}}.dump());
+  EXPECT_EQ(plain["items"][0].size(), 1u) << "dense alone by default: " << plain.dump();
+  const json j = Post("/v1/encode/t/bge-m3",
+                      json{{"items", items}, {"output", {"dense", "sparse", "multivector"}}}.dump());
+  ASSERT_EQ(j["items"].size(), texts.size()) << j.dump();
+
+  // The reference's ids: XLM-R's SentencePiece, with <s> and </s>.
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("shoal-ref-m3-" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  {
+    std::ofstream corpus(tmp / "corpus.jsonl");
+    for (const auto& t : texts) corpus << json(t).dump() << "\n";
+  }
+  const std::string cmd = "/usr/bin/python3 " + std::string(SHOAL_SOURCE_DIR) +
+                          "/tests/reference/sentencepiece_reference.py " + dir + "/sentencepiece.bpe.model " +
+                          (tmp / "corpus.jsonl").string() + " > " + (tmp / "ids.txt").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  json inputs = json::array();
+  std::ifstream ids(tmp / "ids.txt");
+  for (std::string line; std::getline(ids, line);) inputs.push_back({{"ids", json::parse(line)}});
+  fs::remove_all(tmp);
+  const json want = SparseMultivectorReference("bgem3", dir, inputs);
+  ASSERT_EQ(want.size(), texts.size());
+
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const json& got = j["items"][i];
+    EXPECT_LE(MaxAbsDiff(got["dense"].get<std::vector<float>>(), want[i]["dense"].get<std::vector<double>>()), 1e-5)
+        << "text " << i;
+    // Lexical weights: equal where the reference has one; a weight the
+    // reference cut at ReLU's edge may be there at float32's noise.
+    std::map<std::string, double> ref = want[i]["sparse"].get<std::map<std::string, double>>();
+    const auto indices = got["sparse"]["indices"].get<std::vector<uint32_t>>();
+    const auto values = got["sparse"]["values"].get<std::vector<float>>();
+    for (size_t k = 0; k < indices.size(); ++k) {
+      auto it = ref.find(std::to_string(indices[k]));
+      if (it == ref.end()) {
+        EXPECT_LT(values[k], 1e-5) << "text " << i << " id " << indices[k];
+        continue;
+      }
+      EXPECT_NEAR(values[k], it->second, 1e-5) << "text " << i << " id " << indices[k];
+      ref.erase(it);
+    }
+    for (const auto& [id, w] : ref) EXPECT_LT(w, 1e-5) << "text " << i << " id " << id << " missing";
+    const json& rows = want[i]["colbert"];
+    ASSERT_EQ(got["multivector"].size(), rows.size()) << "every token but [CLS]";
+    for (size_t r = 0; r < rows.size(); ++r) {
+      EXPECT_LE(MaxAbsDiff(got["multivector"][r].get<std::vector<float>>(), rows[r].get<std::vector<double>>()), 1e-5)
+          << "text " << i << " row " << r;
+    }
+  }
+  EXPECT_LT(j["items"][0]["sparse"]["indices"].size(), inputs[0]["ids"].size() - 2)
+      << "a repeated word is one id, with its largest weight";
+  // A dense dtype reshapes the dense vector alone; the other outputs pass as the worker wrote them.
+  const json typed = Post("/v1/encode/t/bge-m3", json{{"items", {{{"text", texts[0]}}}}, {"output", {"dense", "sparse"}},
+                                                       {"dtype", "int8"}}
+                                                      .dump());
+  EXPECT_EQ(typed["items"][0]["sparse"], j["items"][0]["sparse"]) << typed.dump();
+  EXPECT_TRUE(typed["items"][0]["dense"][0].is_number_integer()) << typed.dump();
+  EXPECT_FALSE(typed["items"][0].contains("multivector"));
+  const json openai = Post("/v1/embeddings", json{{"model", "t/bge-m3"}, {"input", texts[0]}}.dump());
+  EXPECT_LE(MaxAbsDiff(openai["data"][0]["embedding"].get<std::vector<float>>(),
+                       want[0]["dense"].get<std::vector<double>>()),
+            1e-5);
 }
 
 std::vector<float> Cut(std::vector<float> v, uint32_t dimensions) {

@@ -26,12 +26,15 @@ std::vector<uint32_t> Offsets(const std::vector<uint32_t>& lengths) {
 
 // qkv: [rows, 3·H·D] (q | k | v); returns [rows, H·D].
 // window > 0: a row sees only the rows at most `window` away (local attention).
+// keys[s] > 0: sequence s's rows from keys[s] on are queries only.
 std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<uint32_t>& off,
-                              size_t heads, size_t dim, double scale, size_t window = 0) {
+                              size_t heads, size_t dim, double scale, size_t window = 0,
+                              const std::vector<uint32_t>& keys = {}) {
   const size_t hd = heads * dim, ld = 3 * hd;
   std::vector<double> out(off.back() * hd, 0.0);
   for (size_t s = 0; s + 1 < off.size(); ++s) {
     const size_t b = off[s], len = off[s + 1] - off[s];
+    const size_t nkeys = keys.empty() || keys[s] == 0 ? len : keys[s];
     for (size_t h = 0; h < heads; ++h) {
       for (size_t i = 0; i < len; ++i) {
         std::vector<double> p(len);
@@ -42,8 +45,12 @@ std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<u
             d += static_cast<double>(qkv[(b + i) * ld + h * dim + c]) *
                  qkv[(b + j) * ld + hd + h * dim + c];
           const bool far = window > 0 && (i > j ? i - j : j - i) > window;
-          p[j] = far ? -INFINITY : d * scale;
+          p[j] = far || j >= nkeys ? -INFINITY : d * scale;
           mx = std::max(mx, p[j]);
+        }
+        if (mx == -INFINITY) {  // no key in its window: a zero row
+          for (size_t c = 0; c < dim; ++c) out[(b + i) * hd + h * dim + c] = 0;
+          continue;
         }
         double sum = 0;
         for (auto& v : p) sum += (v = std::exp(v - mx));
@@ -59,11 +66,12 @@ std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<u
 }
 
 std::vector<float> RunAttention(const std::vector<float>& qkv, const std::vector<uint32_t>& off,
-                                int heads, int dim, float scale, int threads, size_t window = 0) {
+                                int heads, int dim, float scale, int threads, size_t window = 0,
+                                const std::vector<uint32_t>& keys = {}) {
   const size_t hd = static_cast<size_t>(heads) * dim;
   std::vector<float> out(off.back() * hd, NAN);
   Attention(qkv.data(), qkv.data() + hd, qkv.data() + 2 * hd, 3 * hd, out.data(), off, heads, dim,
-            scale, threads, window);
+            scale, threads, window, keys);
   return out;
 }
 
@@ -108,6 +116,26 @@ TEST(Attention, SlidingWindowMatchesReference) {
           EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f)
               << isa << " first_len=" << c.lengths[0] << " window=" << window << " threads=" << threads;
         }
+      }
+    }
+  });
+}
+
+// A key limit (ColBERT's query expansion): the rows past it still query,
+// nothing attends to them; on both kernel paths, with and without a window.
+TEST(Attention, KeyLimitMatchesReference) {
+  const std::vector<uint32_t> lengths{32, 5, 130, 16};
+  const std::vector<uint32_t> keys{9, 0, 100, 16};  // 0 and 16: every row a key
+  const auto off = Offsets(lengths);
+  const int heads = 2, dim = 16;
+  const auto qkv = RandomVector(off.back() * 3ull * heads * dim, 500, -2.0f, 2.0f);
+  const float scale = 0.25f;
+  ForEachIsa([&](const char* isa) {
+    for (size_t window : {size_t{0}, size_t{8}}) {
+      const auto ref = Reference(qkv, off, heads, dim, scale, window, keys);
+      for (int threads : {1, 2}) {
+        const auto out = RunAttention(qkv, off, heads, dim, scale, threads, window, keys);
+        EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f) << isa << " window=" << window << " threads=" << threads;
       }
     }
   });

@@ -73,7 +73,10 @@ def linear(x, w, b):
 
 
 class Encoder:
-    def __init__(self, model_dir):
+    def __init__(self, model_dir, body_only=False):
+        """body_only: read just the body (for hidden_states), not the sentence-transformers
+        pooling an embedder's run() needs: for callers that apply a head of their own
+        (sparse_multivector_reference.py)."""
         with open(os.path.join(model_dir, "config.json")) as f:
             self.cfg = cfg = json.load(f)
         if cfg.get("position_embedding_type", "absolute") != "absolute":
@@ -98,7 +101,7 @@ class Encoder:
             if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
                 raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
 
-        if not self.classifier and not self.token_classifier:
+        if not self.classifier and not self.token_classifier and not body_only:
             self.pooling, self.normalize = read_sentence_transformers(model_dir)
 
     def p(self, name):
@@ -112,8 +115,11 @@ class Encoder:
         not_pad = (ids != pad).long()
         return torch.cumsum(not_pad, dim=0) * not_pad + pad
 
-    def hidden_states(self, ids, type_ids):
-        """[seq, hidden] output of the last layer."""
+    def hidden_states(self, ids, type_ids, attended=None):
+        """[seq, hidden] output of the last layer. attended: how many leading
+        positions may be attended to as keys (None: all); the later ones are
+        masked out of every query's softmax, as an attention mask of zeros at
+        their positions does, while their own rows are still computed."""
         ids = torch.tensor(ids, dtype=torch.long)
         type_ids = torch.tensor(type_ids, dtype=torch.long)
         if len(ids) != len(type_ids):
@@ -124,10 +130,10 @@ class Encoder:
         x = layer_norm(x, self.p("embeddings.LayerNorm.weight"),
                        self.p("embeddings.LayerNorm.bias"), self.eps)
         for n in range(self.cfg["num_hidden_layers"]):
-            x = self.layer(x, f"encoder.layer.{n}.")
+            x = self.layer(x, f"encoder.layer.{n}.", attended)
         return x
 
-    def layer(self, x, L):
+    def layer(self, x, L, attended=None):
         seq, hidden = x.shape
         dh = hidden // self.heads
 
@@ -139,6 +145,8 @@ class Encoder:
         k = proj("attention.self.key")
         v = proj("attention.self.value")
         scores = q @ k.transpose(1, 2) / math.sqrt(dh)          # [heads, seq, seq]
+        if attended is not None:
+            scores[:, :, attended:] = float("-inf")
         scores = scores - scores.max(dim=-1, keepdim=True).values
         probs = torch.exp(scores)
         probs = probs / probs.sum(dim=-1, keepdim=True)

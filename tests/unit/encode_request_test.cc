@@ -412,6 +412,56 @@ TEST(ParseEncodeJson, ReadsDimensionsAndDtype) {
   }
 }
 
+// "output" (a name or a list), "input_type" and the sparse options, in both
+// formats; bad values named.
+TEST(ParseEncodeJson, ReadsOutputsInputTypeAndSparseOptions) {
+  std::string body =
+      R"({"items":[{"text":"a"}],"output":["sparse","dense"],"input_type":"query","sparse_top_k":5,"sparse_tokens":true})";
+  WorkRequest req;
+  ASSERT_TRUE(ParseEncodeJson(body, {}, &req).ok());
+  EXPECT_EQ(req.options.outputs, static_cast<OutputKinds>(OutputKind::kSparse) |
+                                     static_cast<OutputKinds>(OutputKind::kDense));
+  EXPECT_EQ(req.options.role, InputRole::kQuery);
+  EXPECT_EQ(req.options.sparse_top_k, 5u);
+  EXPECT_TRUE(req.options.sparse_tokens);
+
+  Packer p;
+  p->pack_map(3);
+  p->pack(std::string("items"));
+  p->pack_array(1);
+  p->pack_map(1);
+  p->pack(std::string("text"));
+  p->pack(std::string("a"));
+  p->pack(std::string("output"));
+  p->pack(std::string("multivector"));
+  p->pack(std::string("input_type"));
+  p->pack(std::string("document"));
+  const std::string packed = p.str();
+  WorkRequest m;
+  ASSERT_TRUE(ParseEncodeMsgpack(packed, {}, &m).ok());
+  EXPECT_EQ(m.options.outputs, static_cast<OutputKinds>(OutputKind::kMultivector));
+  EXPECT_EQ(m.options.role, InputRole::kDocument);
+
+  WorkRequest none;
+  std::string plain = R"({"items":[{"text":"a"}]})";
+  ASSERT_TRUE(ParseEncodeJson(plain, {}, &none).ok());
+  EXPECT_EQ(none.options.outputs, 0) << "unsaid: the router settles the model's default";
+
+  for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"items":[{"text":"a"}],"output":"colbert"})", "output: 'colbert' is none of dense, sparse, multivector"},
+           {R"({"items":[{"text":"a"}],"output":[]})", "output: an empty list"},
+           {R"({"items":[{"text":"a"}],"output":["dense",3]})", "output[1]"},
+           {R"({"items":[{"text":"a"}],"input_type":"search_query"})", "input_type: 'search_query' is neither"},
+           {R"({"items":[{"text":"a"}],"sparse_top_k":0})", "sparse_top_k: expected a positive integer"},
+           {R"({"items":[{"text":"a"}],"sparse_tokens":"yes"})", "sparse_tokens"}}) {
+    std::string b = text;
+    WorkRequest r;
+    Status s = ParseEncodeJson(b, {}, &r);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << text;
+    EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
+  }
+}
+
 TEST(ParseCohereEmbed, ReadsTextsTypesAndOptions) {
   std::string body = R"({"model":"m","texts":["a","b"],"input_type":"search_query",)"
                      R"("embedding_types":["float","int8","ubinary"],"truncate":"NONE","output_dimension":32})";

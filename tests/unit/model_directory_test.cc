@@ -76,6 +76,31 @@ TEST_F(ModelDirectory, AnEmbeddersPromptsComeFromSentenceTransformersConfig) {
   EXPECT_NE(refused.status().message().find("prompts.query: expected a string"), std::string::npos);
 }
 
+// sentence-transformers' SparseEncoder files say sparse; PyLate's, a vector
+// per token; the others, dense (left unset).
+TEST_F(ModelDirectory, SpladeAndColbertFilesSayTheOutput) {
+  const auto splade = Dir("splade", {{"config.json", R"({"architectures": ["BertForMaskedLM"]})"},
+                                     {"modules.json",
+                                      R"([{"type": "sentence_transformers.sparse_encoder.models.MLMTransformer"},)"
+                                      R"( {"type": "sentence_transformers.sparse_encoder.models.SpladePooling"}])"}});
+  auto s = SpecFromDirectory(splade.string());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->task, Task::kEncode);
+  EXPECT_EQ(s->encode_outputs(), static_cast<OutputKinds>(OutputKind::kSparse));
+  const auto colbert = Dir("colbert", {{"config.json", R"({"architectures": ["BertModel"]})"},
+                                       {"modules.json",
+                                        R"([{"type": "sentence_transformers.models.Transformer"},)"
+                                        R"( {"type": "pylate.models.Dense.Dense"}])"}});
+  auto c = SpecFromDirectory(colbert.string());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->encode_outputs(), static_cast<OutputKinds>(OutputKind::kMultivector));
+  const auto dense = Dir("bge", {{"config.json", R"({"architectures": ["BertModel"]})"},
+                                 {"modules.json", R"([{"type": "sentence_transformers.models.Pooling"}])"}});
+  auto d = SpecFromDirectory(dense.string());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->outputs, 0);
+}
+
 TEST_F(ModelDirectory, ASequenceClassifierIsACrossEncoder) {
   const auto d = Dir("rerank", {{"config.json", R"({"architectures": ["XLMRobertaForSequenceClassification"]})"}});
   auto spec = SpecFromDirectory(d.string(), "org/rerank-v2");

@@ -97,6 +97,32 @@ TEST(ModelSpec, MatryoshkaDimensionsAndPromptsTravelInJson) {
   }
 }
 
+TEST(ModelSpec, OutputsTravelInJsonAndDenseIsTheDefault) {
+  auto plain = ModelSpec::Parse(kProfile);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->encode_outputs(), static_cast<OutputKinds>(OutputKind::kDense));
+  EXPECT_EQ(plain->ToJson().find("outputs"), std::string::npos);
+
+  auto spec = ModelSpec::Parse(std::string(kProfile) + "outputs: [sparse, dense, sparse]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->encode_outputs(), static_cast<OutputKinds>(OutputKind::kDense) |
+                                        static_cast<OutputKinds>(OutputKind::kSparse));
+  EXPECT_EQ(DefaultOutput(spec->encode_outputs()), OutputKind::kDense);
+  auto again = ModelSpec::Parse(spec->ToJson());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->outputs, spec->outputs);
+  EXPECT_EQ(DefaultOutput(static_cast<OutputKinds>(OutputKind::kMultivector)), OutputKind::kMultivector);
+
+  for (const auto& [extra, want] : std::vector<std::pair<std::string, std::string>>{
+           {"outputs: dense\n", "outputs: expected a list of dense, sparse, multivector"},
+           {"outputs: []\n", "outputs: expected a list of dense, sparse, multivector"},
+           {"outputs: [dense, colbert]\n", "outputs: \"colbert\" is none of dense, sparse, multivector"}}) {
+    auto bad = ModelSpec::Parse(std::string(kProfile) + extra);
+    ASSERT_FALSE(bad.ok()) << extra;
+    EXPECT_EQ(bad.status().message(), want);
+  }
+}
+
 TEST(ModelSpec, AdaptiveBatchingIsOffUnlessGiven) {
   auto spec = ModelSpec::Parse(kProfile);
   ASSERT_TRUE(spec.ok());

@@ -67,6 +67,21 @@ TEST(WorkMessage, RoundTripsEveryField) {
   EXPECT_EQ(back.task, Task::kExtract);
   EXPECT_EQ(back.aggregation, Aggregation::kAverage);
   EXPECT_EQ(back.top_k, 3u);
+  EXPECT_EQ(back.outputs, 0) << "absent: dense";
+  EXPECT_EQ(back.role, InputRole::kUnspecified);
+
+  h.task = Task::kEncode;
+  h.outputs = static_cast<OutputKinds>(OutputKind::kSparse) | static_cast<OutputKinds>(OutputKind::kMultivector);
+  h.role = InputRole::kQuery;
+  h.sparse_top_k = 16;
+  h.sparse_tokens = true;
+  message.clear();
+  AppendWork(h, "body bytes", &message);
+  ASSERT_TRUE(ReadWork(message, &back, &body).ok());
+  EXPECT_EQ(back.outputs, h.outputs);
+  EXPECT_EQ(back.role, InputRole::kQuery);
+  EXPECT_EQ(back.sparse_top_k, 16u);
+  EXPECT_TRUE(back.sparse_tokens);
 }
 
 TEST(WorkMessage, IsTheDocumentedMapThenTheBody) {

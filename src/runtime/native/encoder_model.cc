@@ -50,6 +50,13 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
   if (options.cuda_device >= 0 && m->pooling_ == Pooling::kLastToken) {
     return InvalidInput("native.device: " + spec.id + " pools the last token; that runs on the CPU backend so far");
   }
+  if (options.cuda_device >= 0 && (pooling->splade || pooling->colbert || pooling->bge_m3)) {
+    return InvalidInput("native.device: " + spec.id +
+                        " has sparse or multi-vector output; those run on the CPU backend so far");
+  }
+  if ((pooling->splade || pooling->colbert) && spec.task != Task::kEncode) {
+    return InvalidInput(spec.path + ": a SPLADE or ColBERT model encodes; register it with task: encode");
+  }
 
   const std::string tokenizer_path = (std::filesystem::path(spec.path) / "tokenizer.json").string();
   auto tokenizer = Tokenizer::LoadFile(tokenizer_path);
@@ -72,10 +79,75 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
     m->network_ = std::move(network).value();
   }
   m->max_tokens_ = std::min<size_t>(spec.max_input_tokens, config->max_tokens());
+  SHOAL_RETURN_IF_ERROR(m->LoadHeads(*pooling, options));
   if (const LoraTargets* targets = m->network_->lora_targets()) {
     m->loras_ = std::make_unique<LoraRegistry>(*targets, options.lora_budget_bytes);
   }
   return std::unique_ptr<Model>(std::move(m));
+}
+
+Status EncoderModel::LoadHeads(const PoolingConfig& pooling, const NativeOptions& options) {
+  const EncoderConfig& c = network_->config();
+  if ((pooling.splade || pooling.colbert || pooling.bge_m3) && c.is_modernbert()) {
+    return InvalidInput(config_.path + ": sparse and multi-vector outputs run on BERT-family encoders so far, not "
+                        "ModernBERT");
+  }
+  if (pooling.bge_m3 && (pooling.splade || pooling.colbert)) {
+    return InvalidInput(config_.path + ": bge-m3's head files beside SPLADE or PyLate modules: which output is meant?");
+  }
+  if (pooling.bge_m3) {
+    // bge-m3: the pooled vector, and the heads whose files are there.
+    const BgeM3Config& m3 = *pooling.bge_m3;
+    if (!m3.sparse_linear.empty()) {
+      // FlagEmbedding leaves out the tokenizer's cls, eos, pad and unk tokens.
+      std::vector<int32_t> skipped;
+      for (const char* special : {"<s>", "</s>", "<pad>", "[CLS]", "[SEP]", "[PAD]"}) {
+        if (auto id = tokenizer_->TokenToId(special)) skipped.push_back(*id);
+      }
+      if (auto unk = tokenizer_->unk_id()) skipped.push_back(*unk);
+      SHOAL_ASSIGN_OR_RETURN(lexical_,
+                             LexicalWeightsHead::LoadTorch(m3.sparse_linear, c.hidden_size, std::move(skipped)));
+      outputs_ |= static_cast<OutputKinds>(OutputKind::kSparse);
+    }
+    if (!m3.colbert_linear.empty()) {
+      SHOAL_ASSIGN_OR_RETURN(colbert_, ColbertHead::LoadTorch(m3.colbert_linear, c.hidden_size, options.precision));
+      outputs_ |= static_cast<OutputKinds>(OutputKind::kMultivector);
+    }
+  }
+  if (pooling.splade) {
+    SHOAL_ASSIGN_OR_RETURN(splade_, SpladeHead::Load(config_.path, c, *pooling.splade, options.precision));
+    outputs_ = static_cast<OutputKinds>(OutputKind::kSparse);
+  }
+  if (pooling.colbert) {
+    SHOAL_ASSIGN_OR_RETURN(colbert_, ColbertHead::Load(pooling.colbert->dense_dir, c.hidden_size, options.precision));
+    auto t = std::make_unique<ColbertTokens>();
+    t->config = *pooling.colbert;
+    auto token = [&](const std::string& field, const std::string& text) -> Result<int32_t> {
+      if (auto id = tokenizer_->TokenToId(text)) return *id;
+      return InvalidInput(config_.path + ": " + field + " '" + text + "' is not a token of the tokenizer");
+    };
+    SHOAL_ASSIGN_OR_RETURN(t->query_marker, token("query_prefix", t->config.query_prefix));
+    SHOAL_ASSIGN_OR_RETURN(t->document_marker, token("document_prefix", t->config.document_prefix));
+    if (t->config.query_expansion) {
+      auto mask = tokenizer_->TokenToId("[MASK]");
+      if (!mask) mask = tokenizer_->TokenToId("<mask>");
+      if (!mask) return InvalidInput(config_.path + ": query expansion needs a mask token ([MASK] or <mask>)");
+      t->mask = *mask;
+    }
+    // PyLate's skiplist: the ids of the words; one not in the vocabulary skips nothing.
+    for (const std::string& word : t->config.skiplist_words) {
+      if (auto id = tokenizer_->TokenToId(word)) t->skiplist.push_back(*id);
+    }
+    std::sort(t->skiplist.begin(), t->skiplist.end());
+    colbert_tokens_ = std::move(t);
+    outputs_ = static_cast<OutputKinds>(OutputKind::kMultivector);
+  }
+  return Status::Ok();
+}
+
+size_t EncoderModel::memory_bytes() const {
+  return network_->memory_bytes() + (splade_ ? splade_->memory_bytes() : 0) +
+         (colbert_ ? colbert_->memory_bytes() : 0) + (lexical_ ? lexical_->memory_bytes() : 0);
 }
 
 EncodeOptions EncoderModel::LimitFor(bool truncate) const {
@@ -91,15 +163,17 @@ namespace {
 // Runs `forward` on the items that tokenized; the others already hold their
 // error. `adapters[i]`: item i's LoRA adapter, or null (all null when
 // `adapters` is empty). Returns the forward pass's status.
+// `attend[i]`: item i's attend count (TokenSequence), when not empty.
 template <class Out, class Forward>
 Status RunTokenized(std::vector<Encoding>& encodings, const std::vector<size_t>& ok,
                     const std::vector<std::shared_ptr<const LoraAdapter>>& adapters, std::span<Out> out,
-                    Forward&& forward) {
+                    Forward&& forward, const std::vector<uint32_t>& attend = {}) {
   if (ok.empty()) return Status::Ok();
   std::vector<TokenSequence> seqs;
   seqs.reserve(ok.size());
   for (size_t i : ok) {
-    seqs.push_back({encodings[i].ids, encodings[i].type_ids, adapters.empty() ? nullptr : adapters[i].get()});
+    seqs.push_back({encodings[i].ids, encodings[i].type_ids, adapters.empty() ? nullptr : adapters[i].get(),
+                    attend.empty() ? 0 : attend[i]});
   }
   SHOAL_RETURN_IF_ERROR(forward(std::span<const TokenSequence>(seqs)));
   for (size_t i : ok) {
@@ -153,6 +227,7 @@ Status EncoderModel::UpdateLoras(std::span<const LoraConfig> loras) {
 
 Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
   if (config_.task != Task::kEncode) return Model::Encode(in, out);
+  if (splade_ || colbert_ || lexical_) return EncodeWithHeads(in, out);
   std::vector<Encoding> encodings(in.size());
   std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const EncodeInput& x) {
     if (x.ids.empty()) return tokenizer_->Encode(x.text, LimitFor(x.truncate));
@@ -176,6 +251,132 @@ Status EncoderModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOut
     }
   }
   return Status::Ok();
+}
+
+Result<Encoding> EncoderModel::ColbertEncoding(const EncodeInput& x, uint32_t* attend) const {
+  const ColbertTokens& t = *colbert_tokens_;
+  if (x.role == InputRole::kUnspecified) {
+    return InvalidInput("input_type: model '" + config_.id +
+                        "' (ColBERT) encodes queries and documents differently; say \"query\" or \"document\"");
+  }
+  if (!x.ids.empty()) {
+    return InvalidInput("input: model '" + config_.id + "' (ColBERT) takes text, to which it adds its markers");
+  }
+  const bool query = x.role == InputRole::kQuery;
+  const size_t length = std::min<size_t>(max_tokens_, query ? t.config.query_length : t.config.document_length);
+  // The text is held to the length less the marker's place.
+  EncodeOptions limit = LimitFor(x.truncate);
+  limit.max_length = length - 1;
+  SHOAL_ASSIGN_OR_RETURN(Encoding e, tokenizer_->Encode(x.text, limit));
+  e.ids.insert(e.ids.begin() + 1, query ? t.query_marker : t.document_marker);
+  e.type_ids.insert(e.type_ids.begin() + 1, 0);
+  e.offsets.insert(e.offsets.begin() + 1, {0, 0});
+  e.special.insert(e.special.begin() + 1, 1);
+  *attend = 0;
+  if (query && t.config.query_expansion && e.ids.size() < length) {
+    if (!t.config.attend_to_expansion) *attend = static_cast<uint32_t>(e.ids.size());
+    const size_t pad = length - e.ids.size();
+    e.ids.insert(e.ids.end(), pad, t.mask);
+    e.type_ids.insert(e.type_ids.end(), pad, 0);
+    e.offsets.insert(e.offsets.end(), pad, {0, 0});
+    e.special.insert(e.special.end(), pad, 1);
+  }
+  return e;
+}
+
+Status EncoderModel::EncodeWithHeads(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
+  std::vector<Encoding> encodings(in.size());
+  std::vector<uint32_t> attend(in.size(), 0);
+  std::vector<size_t> ok = TokenizeAll(in, out, encodings, [&](const EncodeInput& x) -> Result<Encoding> {
+    if ((x.outputs & ~outputs_) != 0) {
+      return InvalidInput("output: model '" + config_.id + "' produces " + OutputKindsText(outputs_));
+    }
+    if (!Has(x.outputs, OutputKind::kSparse) && (x.sparse_top_k != 0 || x.sparse_tokens)) {
+      return InvalidInput("sparse_top_k: applies to sparse output, which this input does not ask for");
+    }
+    // ColBERT's marker and expansion; TokenizeAll passes in[i] itself.
+    if (colbert_tokens_) return ColbertEncoding(x, &attend[&x - in.data()]);
+    if (x.ids.empty()) return tokenizer_->Encode(x.text, LimitFor(x.truncate));
+    return EncodingOfIds(x.ids, network_->config().vocab_size, LimitFor(x.truncate));
+  });
+  const auto adapters = ResolveLoras(loras_.get(), config_, in, out, &ok);
+  std::vector<float> hidden;
+  std::vector<uint32_t> offsets;
+  SHOAL_RETURN_IF_ERROR(RunTokenized(
+      encodings, ok, adapters, out,
+      [&](std::span<const TokenSequence> seqs) { return network_->HiddenStates(seqs, &hidden, &offsets, threads_); },
+      attend));
+  if (ok.empty()) return Status::Ok();
+  OutputKinds asked = 0;
+  for (size_t i : ok) asked |= in[i].outputs;
+  const size_t H = network_->config().hidden_size;
+  if (Has(asked, OutputKind::kDense)) {
+    std::vector<float> pooled(ok.size() * H);
+    PoolSequences(hidden.data(), H, offsets, pooling_, /*normalize=*/false, pooled.data());
+    for (size_t k = 0; k < ok.size(); ++k) {
+      if (!Has(in[ok[k]].outputs, OutputKind::kDense)) continue;
+      std::vector<float>& v = out[ok[k]].dense;
+      v.assign(pooled.begin() + k * H, pooled.begin() + (k + 1) * H);
+      if (in[ok[k]].normalize) cpu::L2Normalize(v.data(), H);
+    }
+  }
+  if (Has(asked, OutputKind::kSparse)) SparseOutputs(in, encodings, ok, hidden, offsets, out);
+  if (Has(asked, OutputKind::kMultivector)) MultivectorOutputs(in, encodings, ok, hidden, offsets, out);
+  return Status::Ok();
+}
+
+void EncoderModel::SparseOutputs(std::span<const EncodeInput> in, const std::vector<Encoding>& encodings,
+                                 const std::vector<size_t>& ok, const std::vector<float>& hidden,
+                                 const std::vector<uint32_t>& offsets, std::span<EncodeOutput> out) const {
+  // SPLADE: a weight per vocabulary entry, pooled; bge-m3: a weight per
+  // token, the largest per id.
+  std::vector<float> weights(splade_ ? ok.size() * splade_->vocab_size() : offsets.back());
+  if (splade_) {
+    splade_->Run(hidden.data(), offsets, weights.data(), threads_);
+  } else {
+    lexical_->Run(hidden.data(), offsets.back(), weights.data());
+  }
+  for (size_t k = 0; k < ok.size(); ++k) {
+    const EncodeInput& x = in[ok[k]];
+    if (!Has(x.outputs, OutputKind::kSparse)) continue;
+    SparseVector& sv = out[ok[k]].sparse;
+    if (splade_) {
+      const size_t V = splade_->vocab_size();
+      SparseEntries({weights.data() + k * V, V}, x.sparse_top_k, &sv.indices, &sv.values);
+    } else {
+      lexical_->Entries(encodings[ok[k]].ids, weights.data() + offsets[k], x.sparse_top_k, &sv.indices, &sv.values);
+    }
+    if (x.sparse_tokens) {
+      for (uint32_t id : sv.indices) sv.tokens.push_back(tokenizer_->IdToToken(static_cast<int32_t>(id)));
+    }
+  }
+}
+
+void EncoderModel::MultivectorOutputs(std::span<const EncodeInput> in, const std::vector<Encoding>& encodings,
+                                      const std::vector<size_t>& ok, const std::vector<float>& hidden,
+                                      const std::vector<uint32_t>& offsets, std::span<EncodeOutput> out) const {
+  const size_t D = colbert_->dim();
+  std::vector<float> vectors(offsets.back() * D);
+  colbert_->Run(hidden.data(), offsets.back(), vectors.data(), threads_);
+  for (size_t k = 0; k < ok.size(); ++k) {
+    const size_t i = ok[k];
+    if (!Has(in[i].outputs, OutputKind::kMultivector)) continue;
+    MultiVector& mv = out[i].multivector;
+    mv.dim = static_cast<uint32_t>(D);
+    const auto& ids = encodings[i].ids;
+    // PyLate: a query keeps every row (its expansion too), a document drops
+    // the skiplist's. bge-m3: every row but the first ([CLS]).
+    const bool pylate = colbert_tokens_ != nullptr;
+    const bool query = in[i].role == InputRole::kQuery;
+    for (size_t j = pylate ? 0 : 1; j < ids.size(); ++j) {
+      if (pylate && !query &&
+          std::binary_search(colbert_tokens_->skiplist.begin(), colbert_tokens_->skiplist.end(), ids[j])) {
+        continue;
+      }
+      const float* v = vectors.data() + (offsets[k] + j) * D;
+      mv.values.insert(mv.values.end(), v, v + D);
+    }
+  }
 }
 
 Status EncoderModel::Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out) {

@@ -23,7 +23,7 @@ namespace shoal {
 class NativeRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "native"; }
-  int api_version() const override { return 10; }
+  int api_version() const override { return 11; }
   std::vector<Task> tasks() const override {
     return {Task::kEncode, Task::kScore, Task::kExtract, Task::kTokenize, Task::kGenerate};
   }

@@ -202,10 +202,50 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
   return c;
 }
 
+namespace {
+
+// ColBERT's settings: the Dense module (identity activation, no residual)
+// and config_sentence_transformers.json's.
+Result<ColbertConfig> LoadColbertConfig(const std::string& dir, const std::string& dense_path) {
+  ColbertConfig c;
+  c.dense_dir = (fs::path(dir) / dense_path).string();
+  const fs::path dense_cfg_path = fs::path(c.dense_dir) / "config.json";
+  SHOAL_ASSIGN_OR_RETURN(const nlohmann::json dense, ReadJson(dense_cfg_path));
+  const std::string act = dense.value("activation_function", "torch.nn.modules.linear.Identity");
+  if (!act.ends_with("Identity")) {
+    return InvalidInput(dense_cfg_path.string() + ": activation_function " + act + " is not supported (Identity)");
+  }
+  if (dense.value("use_residual", false)) {
+    return InvalidInput(dense_cfg_path.string() + ": use_residual is not supported");
+  }
+  const fs::path st_path = fs::path(dir) / "config_sentence_transformers.json";
+  SHOAL_ASSIGN_OR_RETURN(const nlohmann::json st, ReadJson(st_path));
+  c.query_prefix = st.value("query_prefix", c.query_prefix);
+  c.document_prefix = st.value("document_prefix", c.document_prefix);
+  c.query_length = st.value("query_length", c.query_length);
+  c.document_length = st.value("document_length", c.document_length);
+  c.query_expansion = st.value("do_query_expansion", c.query_expansion);
+  c.attend_to_expansion = st.value("attend_to_expansion_tokens", c.attend_to_expansion);
+  c.skiplist_words = st.value("skiplist_words", std::vector<std::string>());
+  if (c.query_length < 2 || c.document_length < 2) {
+    return InvalidInput(st_path.string() + ": query_length and document_length must leave room for a token after the "
+                        "marker");
+  }
+  return c;
+}
+
+}  // namespace
+
 Result<PoolingConfig> LoadPoolingConfig(const std::string& dir) {
   PoolingConfig p;
   const fs::path modules_path = fs::path(dir) / "modules.json";
   std::error_code ec;
+  BgeM3Config m3;
+  for (auto [file, path] : {std::pair{"sparse_linear.pt", &m3.sparse_linear},
+                            std::pair{"colbert_linear.pt", &m3.colbert_linear}}) {
+    if (fs::is_regular_file(fs::path(dir) / file, ec)) *path = (fs::path(dir) / file).string();
+  }
+  if (!m3.sparse_linear.empty() || !m3.colbert_linear.empty()) p.bge_m3 = std::move(m3);
   if (!fs::exists(modules_path, ec)) return p;
   auto modules = ReadJson(modules_path);
   if (!modules.ok()) return modules.status();
@@ -214,7 +254,31 @@ Result<PoolingConfig> LoadPoolingConfig(const std::string& dir) {
     for (const auto& m : *modules) {
       const std::string type = m.value("type", "");
       if (type.ends_with("models.Normalize")) p.normalize = true;
-      if (!type.ends_with("models.Pooling")) continue;
+      if (type.ends_with("models.SpladePooling")) {
+        const fs::path cfg_path = fs::path(dir) / m.value("path", "1_SpladePooling") / "config.json";
+        SHOAL_ASSIGN_OR_RETURN(const nlohmann::json cfg, ReadJson(cfg_path));
+        const std::string strategy = cfg.value("pooling_strategy", "max");
+        const std::string act = cfg.value("activation_function", "relu");
+        if ((strategy != "max" && strategy != "sum") || act != "relu") {
+          return InvalidInput(cfg_path.string() + ": SpladePooling " + strategy + "/" + act +
+                              " is not supported (max or sum, of relu)");
+        }
+        p.splade = SpladeConfig{.sum = strategy == "sum"};
+        continue;
+      }
+      if (type.starts_with("pylate.") && type.ends_with(".Dense")) {
+        SHOAL_ASSIGN_OR_RETURN(ColbertConfig c, LoadColbertConfig(dir, m.value("path", "1_Dense")));
+        p.colbert = std::move(c);
+        continue;
+      }
+      if (type.ends_with("models.Transformer") || type.ends_with("models.MLMTransformer") ||
+          type.ends_with("models.Normalize")) {
+        continue;
+      }
+      if (!type.ends_with("models.Pooling")) {
+        return InvalidInput(modules_path.string() + ": module " + type + " is not supported (Transformer, Pooling, "
+                            "Normalize, SPLADE's MLMTransformer and SpladePooling, PyLate's Dense)");
+      }
       const fs::path cfg_path = fs::path(dir) / m.value("path", "1_Pooling") / "config.json";
       auto cfg = ReadJson(cfg_path);
       if (!cfg.ok()) return cfg.status();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,15 +76,50 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir);
 // token's (decoder embedders, whose last token has seen the whole text).
 enum class Pooling { kCls, kMean, kLastToken };
 
+// SPLADE, as sentence-transformers' SparseEncoder saves it (MLMTransformer
+// then SpladePooling): the MLM head's logits per token, log(1 + ReLU), then
+// the max (or the sum) over the tokens.
+struct SpladeConfig {
+  bool sum = false;  // pooling_strategy "sum"; else "max"
+};
+
+// ColBERT as PyLate saves it: a Dense projection of every token after the
+// Transformer (no pooling), and in config_sentence_transformers.json the
+// marker tokens put after the first token, the lengths (marker included),
+// query expansion with [MASK] tokens, and the skiplist of document tokens.
+struct ColbertConfig {
+  std::string dense_dir;  // the Dense module's directory, absolute
+  std::string query_prefix = "[Q] ";
+  std::string document_prefix = "[D] ";
+  uint32_t query_length = 32;
+  uint32_t document_length = 180;
+  bool query_expansion = true;
+  bool attend_to_expansion = false;
+  std::vector<std::string> skiplist_words;
+};
+
+// bge-m3's extra heads (FlagEmbedding's layout: files beside the weights):
+// sparse_linear.pt gives lexical weights, colbert_linear.pt a vector per
+// token; either path may be empty.
+struct BgeM3Config {
+  std::string sparse_linear;
+  std::string colbert_linear;
+};
+
+// What a directory's sentence-transformers files (modules.json) say the
+// encoder's output is: a pooled vector (CLS, mean or last token; normalized
+// or not), SPLADE's sparse vector, or ColBERT's vectors per token. Without
+// the files: CLS and no normalization (what a bare transformers encoder
+// gives). A module type it does not know is refused, naming it.
 struct PoolingConfig {
   Pooling pooling = Pooling::kCls;
   bool normalize = false;
   bool from_files = false;  // read from sentence-transformers files
+  std::optional<SpladeConfig> splade;
+  std::optional<ColbertConfig> colbert;
+  std::optional<BgeM3Config> bge_m3;  // besides the pooled vector
 };
 
-// The pooling a sentence-transformers directory declares (CLS, mean or last
-// token); without the files, CLS and no normalization (what a bare
-// transformers encoder gives).
 Result<PoolingConfig> LoadPoolingConfig(const std::string& dir);
 
 }  // namespace shoal::native

@@ -133,6 +133,7 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
   const int heads = static_cast<int>(config_.num_attention_heads);
   const int head_dim = static_cast<int>(H / heads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const std::vector<uint32_t> keys = KeyLimits(seqs);
   const cpu::Activation act = ActivationOf(config_.hidden_act);
   // Scratch, written before it is read: left uninitialized (a zero fill of
   // every buffer costs about 1 % of a 128-token pass).
@@ -151,7 +152,7 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
     const size_t t = i * kLoraPerLayer;  // this layer's first LoRA target
     L.qkv->Forward(x.data(), T, qkv, cpu::Activation::kNone, threads);
     for (size_t k = 0; k < 3; ++k) ApplyLora(lora, t + k, x.data(), H, qkv, 3 * H, k * H, threads);
-    cpu::Attention(qkv, qkv + H, qkv + 2 * H, 3 * H, ctx, *offsets, heads, head_dim, scale, threads);
+    cpu::Attention(qkv, qkv + H, qkv + 2 * H, 3 * H, ctx, *offsets, heads, head_dim, scale, threads, 0, keys);
     L.attn_out->Forward(ctx, T, y, cpu::Activation::kNone, threads);
     ApplyLora(lora, t + 3, ctx, H, y, H, 0, threads);
     cpu::LayerNorm(y, x.data(), T, H, L.ln1_gamma, L.ln1_beta, config_.layer_norm_eps, threads);
@@ -166,6 +167,13 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
     ApplyLora(lora, t + 5, inter, I, x.data(), H, 0, threads);
     cpu::LayerNorm(x.data(), y, T, H, L.ln2_gamma, L.ln2_beta, config_.layer_norm_eps, threads);
   }
+}
+
+Status Bert::HiddenStates(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
+                            std::vector<uint32_t>* offsets, int threads) const {
+  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
+  Forward(seqs, hidden, offsets, threads);
+  return Status::Ok();
 }
 
 Status Bert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,

@@ -52,6 +52,8 @@ class Bert final : public EncoderNetwork {
 
   Status Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
                int threads) const override;
+  Status HiddenStates(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
+                      std::vector<uint32_t>* offsets, int threads) const override;
   Status Classify(std::span<const TokenSequence> seqs, float* out, int threads) const override;
   Status ClassifyTokens(std::span<const TokenSequence> seqs, float* out, int threads) const override;
 

@@ -1,5 +1,6 @@
 #include "runtime/native/models/encoder_network.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace shoal::native {
@@ -24,6 +25,10 @@ Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence
       return InvalidInput("sequence " + std::to_string(s) + " has " + std::to_string(q.ids.size()) +
                           " tokens, over the model's " + std::to_string(config.max_tokens()));
     }
+    if (q.attend > q.ids.size()) {
+      return InvalidInput("sequence " + std::to_string(s) + ": attend " + std::to_string(q.attend) +
+                          " is over its " + std::to_string(q.ids.size()) + " tokens");
+    }
     if (!q.type_ids.empty() && q.type_ids.size() != q.ids.size()) {
       return InvalidInput("sequence " + std::to_string(s) + ": type_ids and ids differ in length");
     }
@@ -42,6 +47,13 @@ Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence
     }
   }
   return Status::Ok();
+}
+
+std::vector<uint32_t> KeyLimits(std::span<const TokenSequence> seqs) {
+  std::vector<uint32_t> keys;
+  if (std::none_of(seqs.begin(), seqs.end(), [](const TokenSequence& q) { return q.attend != 0; })) return keys;
+  for (const TokenSequence& q : seqs) keys.push_back(q.attend);
+  return keys;
 }
 
 void PoolSequences(const float* hidden, size_t width, std::span<const uint32_t> offsets, Pooling pooling,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "runtime/native/kernels/cpu/kernels.h"
@@ -28,6 +29,10 @@ struct TokenSequence {
   std::span<const int32_t> ids;
   std::span<const int32_t> type_ids;  // may be empty: all 0
   const LoraAdapter* lora = nullptr;
+  // Tokens the others may attend to: the first `attend` (0: all). ColBERT's
+  // query expansion runs [MASK] tokens that see the query and that nothing
+  // sees.
+  uint32_t attend = 0;
 };
 
 class EncoderNetwork {
@@ -46,6 +51,15 @@ class EncoderNetwork {
   // `threads`: cores a CPU network may use; a GPU network ignores it.
   virtual Status Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
                        int threads) const = 0;
+
+  // The last hidden states of every token, packed ([rows, hidden_size];
+  // sequence s at rows offsets[s]..offsets[s+1]): what the output heads
+  // (output_heads.h) read. CPU networks only, so far.
+  virtual Status HiddenStates(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
+                              std::vector<uint32_t>* offsets, int threads) const {
+    return InvalidInput("this network gives no per-token hidden states (sparse and multi-vector outputs run on "
+                        "the CPU backend)");
+  }
 
   // The classification head's logits per sequence (config().num_labels
   // floats each); the head reads the first token ([CLS] / <s>).
@@ -72,8 +86,13 @@ struct ClassifierHeadNames {
 ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& prefix);
 
 // INVALID_INPUT naming the first sequence that is empty, too long, or has a
-// token id or type outside the model's tables.
+// token id or type outside the model's tables, or an attend count over its
+// length.
 Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence> seqs);
+
+// Each sequence's attend count, for cpu::Attention's key limits; empty when
+// every token of every sequence may be attended to.
+std::vector<uint32_t> KeyLimits(std::span<const TokenSequence> seqs);
 
 
 // One vector per sequence from its rows of `hidden` ([rows, width], sequence

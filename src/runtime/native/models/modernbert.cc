@@ -134,6 +134,7 @@ void ModernBert::Forward(std::span<const TokenSequence> seqs, std::vector<float>
   const int heads = static_cast<int>(config_.num_attention_heads);
   const int head_dim = static_cast<int>(H / heads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const std::vector<uint32_t> keys = KeyLimits(seqs);
   const cpu::Activation none = cpu::Activation::kNone;
   // Scratch, written before it is read.
   const std::unique_ptr<float[]> scratch(new float[T * (3 * H + H + H + H + 2 * I + I)]);
@@ -152,7 +153,7 @@ void ModernBert::Forward(std::span<const TokenSequence> seqs, std::vector<float>
     cpu::Rope(qkv, 3 * H, T, 2 * heads, head_dim, positions.data(),
               L.global ? rope_global_.data() : rope_local_.data(), threads);
     cpu::Attention(qkv, qkv + H, qkv + 2 * H, 3 * H, ctx, *offsets, heads, head_dim, scale, threads,
-                   L.global ? 0 : config_.modernbert.local_window);
+                   L.global ? 0 : config_.modernbert.local_window, keys);
     L.attn_out->Forward(ctx, T, y, none, threads);
     cpu::ResidualLayerNorm(x.data(), y, normed, T, H, L.mlp_gamma, L.mlp_beta, eps, threads);
     L.wi->Forward(normed, T, gated, none, threads);
@@ -173,6 +174,13 @@ void ModernBert::Head(const float* x, size_t rows, float* out, int threads) cons
   cpu::LayerNorm(dense.data(), nullptr, rows, config_.hidden_size, head_gamma_, head_beta_, config_.layer_norm_eps,
                  threads);
   classifier_->Forward(dense.data(), rows, out, cpu::Activation::kNone, threads);
+}
+
+Status ModernBert::HiddenStates(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
+                            std::vector<uint32_t>* offsets, int threads) const {
+  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
+  Forward(seqs, hidden, offsets, threads);
+  return Status::Ok();
 }
 
 Status ModernBert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,

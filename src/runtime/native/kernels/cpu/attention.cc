@@ -15,6 +15,8 @@
 // Local (sliding-window) attention, when the window is narrower than the
 // sequence, runs the sgemm path with the scores outside the window zeroed
 // after the max is taken over the window alone.
+// A key limit (ColBERT's query expansion) makes only a sequence's first
+// `keys` rows keys and values; every row is still a query.
 //
 // Threading: (sequence, head) pairs are spread over up to `threads` OpenMP
 // threads with a dynamic schedule (sequence lengths differ). oneDNN's sgemm
@@ -44,6 +46,7 @@ struct Head {
   size_t ld;      // q/k/v row stride
   size_t ld_out;  // out row stride
   size_t len;
+  size_t keys;  // rows 0..keys-1 are keys and values (1 <= keys <= len)
   size_t dim;
   float scale;
 };
@@ -63,18 +66,18 @@ constexpr size_t kGemmMinLen = 96;
 size_t Pad16(size_t n) { return (n + 15) & ~size_t{15}; }
 
 SHOAL_AVX512 void HeadAvx512(const Head& h, Scratch& s) {
-  const size_t len = h.len, dim = h.dim, lp = Pad16(len);
+  const size_t len = h.len, keys = h.keys, dim = h.dim, lp = Pad16(keys);
   s.kt.resize(dim * lp);
   s.scores.resize(4 * lp);
   float* kt = s.kt.data();
   // Transpose K_h; pad columns are zero and masked out of the softmax.
   for (size_t d = 0; d < dim; ++d) {
     float* dst = kt + d * lp;
-    for (size_t j = 0; j < len; ++j) dst[j] = h.k[j * h.ld + d];
-    for (size_t j = len; j < lp; ++j) dst[j] = 0.0f;
+    for (size_t j = 0; j < keys; ++j) dst[j] = h.k[j * h.ld + d];
+    for (size_t j = keys; j < lp; ++j) dst[j] = 0.0f;
   }
-  const size_t lfull = len & ~size_t{15};
-  const __mmask16 ltail = static_cast<__mmask16>((1u << (len - lfull)) - 1);
+  const size_t lfull = keys & ~size_t{15};
+  const __mmask16 ltail = static_cast<__mmask16>((1u << (keys - lfull)) - 1);
   const size_t dfull = dim & ~size_t{15};
   const __mmask16 dtail = static_cast<__mmask16>((1u << (dim - dfull)) - 1);
 
@@ -122,7 +125,7 @@ SHOAL_AVX512 void HeadAvx512(const Head& h, Scratch& s) {
     for (size_t c = 0; c < dim; c += 16) {
       const __mmask16 m = c < dfull ? static_cast<__mmask16>(0xffff) : dtail;
       __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      for (size_t j = 0; j < len; ++j) {
+      for (size_t j = 0; j < keys; ++j) {
         const __m512 vv = _mm512_maskz_loadu_ps(m, h.v + j * h.ld + c);
         a0 = _mm512_fmadd_ps(_mm512_set1_ps(sc[0][j]), vv, a0);
         a1 = _mm512_fmadd_ps(_mm512_set1_ps(sc[1][j]), vv, a1);
@@ -170,16 +173,21 @@ float SoftmaxRowPortable(float* row, size_t n) {
   return 1.0f / sum;
 }
 
-// Softmax of `len` rows of S (row stride lp) in place, left unnormalized,
-// inv[i] = 1 / the row's sum. window > 0: row i keeps only the columns at
-// most `window` from i; the others get probability 0.
-void SoftmaxRows(float* sc, size_t len, size_t lp, size_t window, float* inv, bool avx) {
+// Softmax of `len` rows of `keys` scores (row stride lp) in place, left
+// unnormalized, inv[i] = 1 / the row's sum. window > 0: row i keeps only
+// the columns at most `window` from i; the others get probability 0 (and a
+// row with no key in its window, all of them: its output is zero).
+void SoftmaxRows(float* sc, size_t len, size_t keys, size_t lp, size_t window, float* inv, bool avx) {
   for (size_t i = 0; i < len; ++i) {
     float* row = sc + i * lp;
-    const size_t lo = window > 0 && i > window ? i - window : 0;
-    const size_t hi = window > 0 ? std::min(len, i + window + 1) : len;
+    const size_t hi = window > 0 ? std::min(keys, i + window + 1) : keys;
+    const size_t lo = std::min(window > 0 && i > window ? i - window : 0, hi);
     std::fill(row, row + lo, 0.0f);
-    std::fill(row + hi, row + len, 0.0f);
+    std::fill(row + hi, row + keys, 0.0f);
+    if (lo == hi) {
+      inv[i] = 0.0f;
+      continue;
+    }
     inv[i] = avx ? SoftmaxRowAvx512(row + lo, hi - lo) : SoftmaxRowPortable(row + lo, hi - lo);
   }
 }
@@ -188,16 +196,16 @@ void SoftmaxRows(float* sc, size_t len, size_t lp, size_t window, float* inv, bo
 // ISA (oneDNN dispatches its own kernels). A window masks S before the
 // softmax (the full L·L products are still computed).
 void HeadGemm(const Head& h, Scratch& s, bool avx, size_t window) {
-  const size_t len = h.len, dim = h.dim, lp = Pad16(len);
+  const size_t len = h.len, keys = h.keys, dim = h.dim, lp = Pad16(keys);
   s.scores.resize(len * lp);
   s.kt.resize(len);
   float* sc = s.scores.data();
   float* inv = s.kt.data();
-  const auto L = static_cast<dnnl_dim_t>(len), D = static_cast<dnnl_dim_t>(dim);
+  const auto L = static_cast<dnnl_dim_t>(len), K = static_cast<dnnl_dim_t>(keys), D = static_cast<dnnl_dim_t>(dim);
   const auto ld = static_cast<dnnl_dim_t>(h.ld);
-  dnnl_sgemm('N', 'T', L, L, D, h.scale, h.q, ld, h.k, ld, 0.0f, sc, static_cast<dnnl_dim_t>(lp));
-  SoftmaxRows(sc, len, lp, window, inv, avx);
-  dnnl_sgemm('N', 'N', L, D, L, 1.0f, sc, static_cast<dnnl_dim_t>(lp), h.v, ld, 0.0f, h.out,
+  dnnl_sgemm('N', 'T', L, K, D, h.scale, h.q, ld, h.k, ld, 0.0f, sc, static_cast<dnnl_dim_t>(lp));
+  SoftmaxRows(sc, len, keys, lp, window, inv, avx);
+  dnnl_sgemm('N', 'N', L, D, K, 1.0f, sc, static_cast<dnnl_dim_t>(lp), h.v, ld, 0.0f, h.out,
              static_cast<dnnl_dim_t>(h.ld_out));
   for (size_t i = 0; i < len; ++i) {
     float* o = h.out + i * h.ld_out;
@@ -207,33 +215,33 @@ void HeadGemm(const Head& h, Scratch& s, bool avx, size_t window) {
 }
 
 void HeadPortable(const Head& h, Scratch& s) {
-  const size_t len = h.len, dim = h.dim;
-  s.kt.resize(dim * len);
-  s.scores.resize(len);
+  const size_t len = h.len, keys = h.keys, dim = h.dim;
+  s.kt.resize(dim * keys);
+  s.scores.resize(keys);
   float* kt = s.kt.data();
   float* sc = s.scores.data();
   for (size_t d = 0; d < dim; ++d) {
-    for (size_t j = 0; j < len; ++j) kt[d * len + j] = h.k[j * h.ld + d];
+    for (size_t j = 0; j < keys; ++j) kt[d * keys + j] = h.k[j * h.ld + d];
   }
   for (size_t i = 0; i < len; ++i) {
     const float* q = h.q + i * h.ld;
-    std::fill(sc, sc + len, 0.0f);
+    std::fill(sc, sc + keys, 0.0f);
     for (size_t d = 0; d < dim; ++d) {
       const float qd = q[d];
-      const float* kr = kt + d * len;
-      for (size_t j = 0; j < len; ++j) sc[j] += qd * kr[j];
+      const float* kr = kt + d * keys;
+      for (size_t j = 0; j < keys; ++j) sc[j] += qd * kr[j];
     }
     float mx = -INFINITY;
-    for (size_t j = 0; j < len; ++j) mx = std::max(mx, sc[j]);
+    for (size_t j = 0; j < keys; ++j) mx = std::max(mx, sc[j]);
     float sum = 0.0f;
-    for (size_t j = 0; j < len; ++j) {
+    for (size_t j = 0; j < keys; ++j) {
       sc[j] = std::exp((sc[j] - mx) * h.scale);
       sum += sc[j];
     }
     const float inv = 1.0f / sum;
     float* o = h.out + i * h.ld_out;
     std::fill(o, o + dim, 0.0f);
-    for (size_t j = 0; j < len; ++j) {
+    for (size_t j = 0; j < keys; ++j) {
       const float p = sc[j] * inv;
       const float* vr = h.v + j * h.ld;
       for (size_t c = 0; c < dim; ++c) o[c] += p * vr[c];
@@ -245,7 +253,7 @@ void HeadPortable(const Head& h, Scratch& s) {
 
 void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
-               int threads, size_t window) {
+               int threads, size_t window, std::span<const uint32_t> keys) {
   if (offsets.size() < 2 || heads <= 0 || head_dim <= 0) return;
   const size_t nseq = offsets.size() - 1;
   const size_t pairs = nseq * static_cast<size_t>(heads);
@@ -259,6 +267,7 @@ void Attention(const float* q, const float* k, const float* v, size_t ld, float*
     const size_t hd = p % static_cast<size_t>(heads);
     const size_t begin = offsets[s], len = offsets[s + 1] - offsets[s];
     if (len == 0) continue;
+    const size_t nkeys = keys.empty() || keys[s] == 0 ? len : std::min<size_t>(keys[s], len);
     const size_t col = hd * static_cast<size_t>(head_dim);
     const Head h{q + begin * ld + col,
                  k + begin * ld + col,
@@ -267,6 +276,7 @@ void Attention(const float* q, const float* k, const float* v, size_t ld, float*
                  ld,
                  ld_out,
                  len,
+                 nkeys,
                  static_cast<size_t>(head_dim),
                  scale};
     // A window narrower than the sequence masks scores: only the sgemm path does.

@@ -80,9 +80,12 @@ void ResidualLayerNorm(float* x, const float* delta, float* out, size_t rows, si
 // heads*head_dim. softmax(scale · q·kᵀ)·v per head, no mask: a sequence only
 // sees its own rows, so no padding is ever computed. window > 0: local
 // (sliding-window) attention, a row sees the rows at most `window` away.
+// keys (one per sequence, or empty): sequence s's first keys[s] rows alone
+// are keys and values (0: all of them); every row is still a query —
+// ColBERT's query expansion, whose [MASK] rows nothing attends to.
 void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
-               int threads, size_t window = 0);
+               int threads, size_t window = 0, std::span<const uint32_t> keys = {});
 
 // A block of rows under one rank-`rank` update (LoRA): y[r, 0:out) +=
 // (x[r]·Aᵀ)·Btᵀ, with A given transposed, At [in][rank], and Bt [rank][out]
