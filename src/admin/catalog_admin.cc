@@ -83,13 +83,28 @@ Status Smoke(Model& model, const ModelSpec& spec) {
     }
     return Status::Ok();
   }
+  // The outputs the profile promises must be the model's.
+  if (const OutputKinds missing = spec.encode_outputs() & ~model.encode_outputs(); missing != 0) {
+    return InvalidInput("outputs: the model produces " + OutputKindsText(model.encode_outputs()) + ", not " +
+                        OutputKindsText(missing));
+  }
   // Short enough for any model, so no runtime is asked to truncate (an
-  // upstream cannot be).
-  EncodeInput in{.text = "what is shoal", .truncate = false, .normalize = true, .lora = {}};
+  // upstream cannot be); every output the profile lists, as a document.
+  EncodeInput in{.text = "what is shoal",
+                 .truncate = false,
+                 .normalize = true,
+                 .lora = {},
+                 .outputs = spec.encode_outputs(),
+                 .role = InputRole::kDocument};
   EncodeOutput out;
   SHOAL_RETURN_IF_ERROR(model.Encode({&in, 1}, {&out, 1}));
   SHOAL_RETURN_IF_ERROR(out.status);
-  if (!AllFinite(out.dense)) return InvalidInput(spec.id + ": a test sentence encoded to non-finite numbers");
+  // Each output asked for, there and finite (a sparse vector may be empty).
+  const bool finite = (!Has(in.outputs, OutputKind::kDense) || AllFinite(out.dense)) &&
+                      (!Has(in.outputs, OutputKind::kMultivector) || AllFinite(out.multivector.values)) &&
+                      std::all_of(out.sparse.values.begin(), out.sparse.values.end(),
+                                  [](float x) { return std::isfinite(x); });
+  if (!finite) return InvalidInput(spec.id + ": a test sentence encoded to non-finite numbers");
   return Status::Ok();
 }
 

@@ -186,10 +186,12 @@ Status Router::ApplyEncodeProfile(PendingRequest* p) const {
     if (prompt) SHOAL_RETURN_IF_ERROR(wire::PrefixTexts(*prompt, options_.limits, &r));
   }
   if (r.options.role != InputRole::kUnspecified) {
-    // The native route's input_type: the model's prompt of that name, if it has one.
-    if (const std::string* prompt = model.FindPrompt(InputRoleName(r.options.role))) {
-      SHOAL_RETURN_IF_ERROR(wire::PrefixTexts(*prompt, options_.limits, &r));
-    }
+    // The native route's input_type: the model's prompt of that name
+    // ("query"), else of Cohere's ("search_query"), if it has one.
+    const std::string name(InputRoleName(r.options.role));
+    const std::string* prompt = model.FindPrompt(name);
+    if (!prompt) prompt = model.FindPrompt("search_" + name);
+    if (prompt) SHOAL_RETURN_IF_ERROR(wire::PrefixTexts(*prompt, options_.limits, &r));
   }
   return Status::Ok();
 }

@@ -12,6 +12,7 @@
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
+#include "admin/catalog_admin.h"
 #include "admin/model_directory.h"
 #include "runtime/registry/registry.h"
 #include "runtime/runtime.h"
@@ -67,7 +68,8 @@ class NativeServing : public ::testing::Test {
     // instruction come from the directory's own files.
     // So are a SPLADE and a ColBERT model: their outputs too.
     for (auto [dir, id] : {std::pair{"qwen3-embed-tiny", "t/qwen3-embed"}, std::pair{"splade-tiny", "t/splade"},
-                           std::pair{"colbert-tiny", "t/colbert"}, std::pair{"bge-m3-tiny", "t/bge-m3"}}) {
+                           std::pair{"colbert-tiny", "t/colbert"}, std::pair{"bge-m3-tiny", "t/bge-m3"},
+                           std::pair{"nomic-bert-tiny", "t/nomic"}}) {
       auto spec = admin::SpecFromDirectory(kModels + "/" + dir, id);
       EXPECT_TRUE(spec.ok()) << spec.status().ToString();
       if (!spec.ok()) continue;
@@ -77,7 +79,7 @@ class NativeServing : public ::testing::Test {
     worker_ = cluster_->StartWorker().release();
     for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m", "t/ner", "t/sentiment",
                           "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed", "t/splade",
-                          "t/colbert", "t/bge-m3"}) {
+                          "t/colbert", "t/bge-m3", "t/nomic"}) {
       cluster_->WaitForWorkers(m, 1);
     }
     gateway_ = cluster_->StartGateway().release();
@@ -312,12 +314,29 @@ json SparseMultivectorReference(const std::string& mode, const std::string& mode
   return out;
 }
 
+// What `shoal models add DIR` checks: the model loads and answers a test
+// request of every output its directory says it has.
+void ExpectRegisters(const std::string& dir) {
+  auto spec = admin::SpecFromDirectory(dir);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto checked = admin::CheckModel(*spec);
+  EXPECT_TRUE(checked.ok()) << dir << ": " << checked.status().ToString();
+}
+
 // SPLADE registered from its directory: sparse vectors by default, equal to
 // transformers.js's tokenizer plus the float64 reference over the whole
 // vocabulary, largest weight first; top-k keeps the head of that list and
 // names its tokens. Dense options and dense routes are refused.
 TEST_F(NativeServing, SpladeEncodesSparseVectorsAsTheReference) {
   const std::string dir = kModels + "/splade-tiny";
+  ExpectRegisters(dir);
+  auto dense_profile = admin::SpecFromDirectory(dir);
+  ASSERT_TRUE(dense_profile.ok());
+  dense_profile->outputs = static_cast<OutputKinds>(OutputKind::kDense);
+  auto wrong = admin::CheckModel(*dense_profile);
+  ASSERT_FALSE(wrong.ok()) << "a profile promising what the model does not produce";
+  EXPECT_NE(wrong.status().message().find("outputs: the model produces sparse, not dense"), std::string::npos)
+      << wrong.status().message();
   const std::vector<std::string> texts = {"the river runs past the old mill", "fish",
                                           "Ada Lovelace worked with Charles Babbage on the analytical engine."};
   json items = json::array();
@@ -380,6 +399,7 @@ TEST_F(NativeServing, SpladeEncodesSparseVectorsAsTheReference) {
 // and documents in one batch answer as they do apart.
 TEST_F(NativeServing, ColbertEncodesAVectorPerTokenAsTheReference) {
   const std::string dir = kModels + "/colbert-tiny";
+  ExpectRegisters(dir);
   const std::vector<std::string> queries = {"where is the mill?", "fish"};
   const std::vector<std::string> docs = {"The river runs, past the old mill.", "Fish; and chips!"};
   json inputs = json::array();
@@ -447,12 +467,41 @@ TEST_F(NativeServing, ColbertEncodesAVectorPerTokenAsTheReference) {
   EXPECT_EQ(outputs["t/rerank"], json()) << "a reranker does not encode";
 }
 
+// NomicBERT (nomic-embed-text's layout, BF16) registered from its
+// directory: documents and queries with their prefixes (its
+// sentence-transformers prompts, picked by Cohere's input_type or the native
+// input_type), each as transformers.js's tokenizer and the float64
+// reference make them.
+TEST_F(NativeServing, NomicBertEmbedsWithItsPrefixes) {
+  const std::string dir = kModels + "/nomic-bert-tiny";
+  ExpectRegisters(dir);
+  const std::vector<std::string> docs = {"the old mill stands by the river, where the water runs fast and deep",
+                                         "fish"};
+  const json d = Post("/v2/embed", json{{"model", "t/nomic"}, {"texts", docs}, {"input_type", "search_document"},
+                                        {"embedding_types", {"float"}}}
+                                       .dump());
+  ASSERT_EQ(d["embeddings"]["float"].size(), docs.size()) << d.dump();
+  const json q = Post("/v1/encode/t/nomic",
+                      json{{"items", {{{"text", "where is the mill"}}}}, {"input_type", "query"}}.dump());
+  ASSERT_EQ(q["items"].size(), 1u) << q.dump();
+  const std::string js_tokenizer =
+      "cd " + std::string(SHOAL_SOURCE_DIR) + " && node tests/reference/tokenizer_reference.mjs " + dir;
+  const auto want = ReferenceEmbeddings(
+      dir, js_tokenizer,
+      {"search_document: " + docs[0], "search_document: " + docs[1], "search_query: where is the mill"});
+  ASSERT_EQ(want.size(), 3u);
+  EXPECT_LE(MaxAbsDiff(Floats(d["embeddings"]["float"][0]), want[0]), 1e-4);
+  EXPECT_LE(MaxAbsDiff(Floats(d["embeddings"]["float"][1]), want[1]), 1e-4);
+  EXPECT_LE(MaxAbsDiff(Floats(q["items"][0]["dense"]), want[2]), 1e-4);
+}
+
 // bge-m3 (FlagEmbedding's layout: its head files beside an XLM-R body in
 // F16) registered from its directory: dense by default, and its three
 // outputs from one request, each as SentencePiece and the float64
 // reference make them.
 TEST_F(NativeServing, BgeM3GivesItsThreeOutputsAsTheReference) {
   const std::string dir = kModels + "/bge-m3-tiny";
+  ExpectRegisters(dir);
   const std::vector<std::string> texts = {"the fish and the fish and the water", "Ada Lovelace, London",
                                           "where is the old mill by the river?"};
   json items = json::array();

@@ -23,7 +23,9 @@ safetensors reader: an independent check of the native engine, not a copy of
 its structure. Each input runs alone, so there is no padding and no mask.
 
 ModernBERT directories (model_type modernbert) run modernbert_reference.py's
-ModernBertEncoder instead; the rest of this docstring is the BERT family's.
+ModernBertEncoder instead, NomicBERT ones (model_type nomic_bert, nomic-embed-text)
+nomic_bert_reference.py's NomicBertEncoder; the rest of this docstring is the BERT
+family's.
 
 Handles BertModel / RobertaModel / XLMRobertaModel (sentence-transformers layout: no prefix),
 BertForSequenceClassification (bert. prefix, pooler dense+tanh on [CLS], then
@@ -189,12 +191,16 @@ class Encoder:
 
 
 def load_encoder(model_dir):
-    """The reference for the directory's architecture: ModernBERT's (modernbert_reference.py)
-    or the BERT family's."""
+    """The reference for the directory's architecture: ModernBERT's (modernbert_reference.py),
+    NomicBERT's (nomic_bert_reference.py) or the BERT family's."""
     with open(os.path.join(model_dir, "config.json")) as f:
-        if json.load(f).get("model_type") == "modernbert":
-            from modernbert_reference import ModernBertEncoder
-            return ModernBertEncoder(model_dir)
+        model_type = json.load(f).get("model_type")
+    if model_type == "modernbert":
+        from modernbert_reference import ModernBertEncoder
+        return ModernBertEncoder(model_dir)
+    if model_type == "nomic_bert":
+        from nomic_bert_reference import NomicBertEncoder
+        return NomicBertEncoder(model_dir)
     return Encoder(model_dir)
 
 

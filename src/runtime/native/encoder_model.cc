@@ -41,8 +41,9 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
     return InvalidInput("native.device: " + spec.id + " is a token classifier; those run on the CPU backend "
                         "so far");
   }
-  if (options.cuda_device >= 0 && config->is_modernbert()) {
-    return InvalidInput("native.device: " + spec.id + " is a ModernBERT; it runs on the CPU backend so far");
+  if (options.cuda_device >= 0 && (config->is_modernbert() || config->is_nomic_bert())) {
+    return InvalidInput("native.device: " + spec.id + " is a " + (config->is_modernbert() ? "ModernBERT" : "NomicBERT") +
+                        "; it runs on the CPU backend so far");
   }
   auto pooling = LoadPoolingConfig(spec.path);
   if (!pooling.ok()) return pooling.status();
@@ -88,9 +89,9 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
 
 Status EncoderModel::LoadHeads(const PoolingConfig& pooling, const NativeOptions& options) {
   const EncoderConfig& c = network_->config();
-  if ((pooling.splade || pooling.colbert || pooling.bge_m3) && c.is_modernbert()) {
-    return InvalidInput(config_.path + ": sparse and multi-vector outputs run on BERT-family encoders so far, not "
-                        "ModernBERT");
+  if ((pooling.splade || pooling.colbert || pooling.bge_m3) && (c.is_modernbert() || c.is_nomic_bert())) {
+    return InvalidInput(config_.path + ": sparse and multi-vector outputs run on BERT-family encoders so far, not " +
+                        c.model_type);
   }
   if (pooling.bge_m3 && (pooling.splade || pooling.colbert)) {
     return InvalidInput(config_.path + ": bge-m3's head files beside SPLADE or PyLate modules: which output is meant?");

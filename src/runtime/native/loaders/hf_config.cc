@@ -146,6 +146,54 @@ uint32_t EncoderConfig::max_tokens() const {
   return max_position_embeddings;
 }
 
+namespace {
+
+// NomicBERT's config.json: GPT-2's names for the shared fields, and the
+// options of nomic's code that Shoal runs; the others are refused by name.
+Result<EncoderConfig> ReadNomicBert(const nlohmann::json& j, const std::string& path, EncoderConfig c) {
+  c.hidden_size = j.at("n_embd").get<uint32_t>();
+  c.num_hidden_layers = j.at("n_layer").get<uint32_t>();
+  c.num_attention_heads = j.at("n_head").get<uint32_t>();
+  // nomic's gated MLP rounds its width up to a multiple of 256.
+  c.intermediate_size = (j.at("n_inner").get<uint32_t>() + 255) / 256 * 256;
+  c.vocab_size = j.at("vocab_size").get<uint32_t>();
+  c.layer_norm_eps = j.value("layer_norm_epsilon", 1e-12f);
+  c.type_vocab_size = j.value("type_vocab_size", 2u);
+  c.max_position_embeddings = j.value("n_positions", 2048u);
+  c.nomic.rotary_base = j.value("rotary_emb_base", 10000.0);
+  auto refuse = [&](const std::string& what) { return InvalidInput(path + ": " + what + " is not supported"); };
+  if (j.value("activation_function", "") != "swiglu") return refuse("activation_function other than swiglu");
+  if (j.value("prenorm", false)) return refuse("prenorm");
+  if (j.value("causal", false)) return refuse("causal");
+  if (j.value("rotary_emb_fraction", 1.0) != 1.0) return refuse("rotary_emb_fraction other than 1.0");
+  if (j.value("rotary_emb_interleaved", false)) return refuse("rotary_emb_interleaved");
+  if (j.contains("rotary_emb_scale_base") && !j["rotary_emb_scale_base"].is_null()) {
+    return refuse("rotary_emb_scale_base");
+  }
+  for (const char* bias : {"qkv_proj_bias", "mlp_fc1_bias", "mlp_fc2_bias"}) {
+    if (j.value(bias, false)) return refuse(bias);
+  }
+  if (j.value("use_rms_norm", false)) return refuse("use_rms_norm");
+  // Dynamic NTK scaling changes the rotary base only past the trained
+  // length: inputs are held to it instead.
+  if (j.contains("rotary_scaling_factor") && !j["rotary_scaling_factor"].is_null()) {
+    c.max_position_embeddings = std::min(c.max_position_embeddings, j.value("max_trained_positions", 2048u));
+  }
+  if (c.hidden_size == 0 || c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0 ||
+      (c.hidden_size / c.num_attention_heads) % 2 != 0) {
+    return InvalidInput(path + ": n_embd must be a positive multiple of n_head, with an even head size");
+  }
+  if (c.num_hidden_layers == 0 || c.intermediate_size == 0 || c.vocab_size == 0) {
+    return InvalidInput(path + ": n_layer, n_inner and vocab_size must be positive");
+  }
+  if (!c.architectures.empty() && c.architectures[0] != "NomicBertModel") {
+    return InvalidInput(path + ": " + c.architectures[0] + " is not supported (NomicBertModel)");
+  }
+  return c;
+}
+
+}  // namespace
+
 Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
   const fs::path path = fs::path(dir) / "config.json";
   auto j = ReadJson(path);
@@ -156,6 +204,7 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
     if (j->contains("architectures") && (*j)["architectures"].is_array()) {
       c.architectures = (*j)["architectures"].get<std::vector<std::string>>();
     }
+    if (c.is_nomic_bert()) return ReadNomicBert(*j, path.string(), std::move(c));
     c.hidden_size = j->at("hidden_size").get<uint32_t>();
     c.num_hidden_layers = j->at("num_hidden_layers").get<uint32_t>();
     c.num_attention_heads = j->at("num_attention_heads").get<uint32_t>();

@@ -38,6 +38,14 @@ struct ModernBertConfig {
   HiddenAct classifier_act = HiddenAct::kGelu;
 };
 
+// What NomicBERT (model_type nomic_bert: nomic-embed-text) has instead of
+// BERT's: rotary positions, a fused q|k|v projection, a SwiGLU feed-forward,
+// no biases on its dense layers; its LayerNorms stay post-norm as BERT's.
+// Its config.json names the shared fields GPT-2's way (n_embd, n_head, ...).
+struct NomicBertConfig {
+  double rotary_base = 10000.0;
+};
+
 struct EncoderConfig {
   std::string model_type;               // bert, roberta, xlm-roberta, modernbert, ...
   std::vector<std::string> architectures;
@@ -57,8 +65,10 @@ struct EncoderConfig {
   std::vector<std::string> labels;
   bool multi_label = false;  // problem_type multi_label_classification: a sigmoid per label
   ModernBertConfig modernbert;  // read for model_type modernbert only
+  NomicBertConfig nomic;        // read for model_type nomic_bert only
 
   bool is_modernbert() const { return model_type == "modernbert"; }
+  bool is_nomic_bert() const { return model_type == "nomic_bert"; }
 
   // RoBERTa-style models number positions from pad_token_id + 1.
   bool roberta_positions() const;

@@ -108,8 +108,7 @@ size_t Bert::memory_bytes() const {
 void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
                    std::vector<uint32_t>* offsets, int threads) const {
   const size_t H = config_.hidden_size, I = config_.intermediate_size;
-  offsets->assign(1, 0);
-  for (const auto& q : seqs) offsets->push_back(offsets->back() + static_cast<uint32_t>(q.ids.size()));
+  *offsets = SequenceOffsets(seqs);
   const size_t T = offsets->back();
 
   // Embeddings: word + position + token type, then LayerNorm.

@@ -2,6 +2,7 @@
 
 #include "runtime/native/models/bert.h"
 #include "runtime/native/models/modernbert.h"
+#include "runtime/native/models/nomic_bert.h"
 
 namespace shoal::native {
 
@@ -10,6 +11,11 @@ Result<std::unique_ptr<EncoderNetwork>> LoadCpuEncoder(const std::string& dir, c
                                                        const std::function<void(double)>& progress) {
   if (config.is_modernbert()) {
     auto network = ModernBert::Load(dir, config, precision, progress);
+    if (!network.ok()) return network.status();
+    return std::unique_ptr<EncoderNetwork>(std::move(network).value());
+  }
+  if (config.is_nomic_bert()) {
+    auto network = NomicBert::Load(dir, config, precision, progress);
     if (!network.ok()) return network.status();
     return std::unique_ptr<EncoderNetwork>(std::move(network).value());
   }

@@ -1,6 +1,7 @@
 #include "runtime/native/models/encoder_network.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace shoal::native {
@@ -49,6 +50,12 @@ Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence
   return Status::Ok();
 }
 
+std::vector<uint32_t> SequenceOffsets(std::span<const TokenSequence> seqs) {
+  std::vector<uint32_t> offsets{0};
+  for (const TokenSequence& q : seqs) offsets.push_back(offsets.back() + static_cast<uint32_t>(q.ids.size()));
+  return offsets;
+}
+
 std::vector<uint32_t> KeyLimits(std::span<const TokenSequence> seqs) {
   std::vector<uint32_t> keys;
   if (std::none_of(seqs.begin(), seqs.end(), [](const TokenSequence& q) { return q.attend != 0; })) return keys;
@@ -70,6 +77,19 @@ void PoolSequences(const float* hidden, size_t width, std::span<const uint32_t> 
   if (normalize) {
     for (size_t s = 0; s < n; ++s) cpu::L2Normalize(out + s * width, width);
   }
+}
+
+std::vector<float> RotaryTable(size_t positions, size_t head_dim, double theta) {
+  const size_t half = head_dim / 2;
+  std::vector<float> t(positions * head_dim);
+  for (size_t p = 0; p < positions; ++p) {
+    for (size_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(p) * std::pow(theta, -2.0 * static_cast<double>(i) / head_dim);
+      t[p * head_dim + i] = static_cast<float>(std::cos(angle));
+      t[p * head_dim + half + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+  return t;
 }
 
 cpu::Activation ActivationOf(HiddenAct a) {

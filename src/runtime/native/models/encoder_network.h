@@ -90,6 +90,10 @@ ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& 
 // length.
 Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence> seqs);
 
+// Where each sequence's rows start once packed: 0, then the running sum of
+// their lengths (one more entry than sequences).
+std::vector<uint32_t> SequenceOffsets(std::span<const TokenSequence> seqs);
+
 // Each sequence's attend count, for cpu::Attention's key limits; empty when
 // every token of every sequence may be attended to.
 std::vector<uint32_t> KeyLimits(std::span<const TokenSequence> seqs);
@@ -100,6 +104,11 @@ std::vector<uint32_t> KeyLimits(std::span<const TokenSequence> seqs);
 // `normalize`.
 void PoolSequences(const float* hidden, size_t width, std::span<const uint32_t> offsets, Pooling pooling,
                    bool normalize, float* out);
+
+// The table cpu::Rope reads for `positions` positions: per position, the
+// cosines then the sines of position · θ^(−2i/head_dim), i < head_dim/2
+// (computed in double).
+std::vector<float> RotaryTable(size_t positions, size_t head_dim, double theta);
 
 // The kernels' activation for a config's.
 cpu::Activation ActivationOf(HiddenAct a);

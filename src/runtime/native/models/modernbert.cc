@@ -28,20 +28,6 @@ std::string Prefix(const SafeTensors& w) {
   return w.Find("embeddings.tok_embeddings.weight") ? "" : "model.";
 }
 
-// cos then sin of position · θ^(−2i/d), per position, in double.
-std::vector<float> RopeTable(size_t positions, size_t head_dim, double theta) {
-  const size_t half = head_dim / 2;
-  std::vector<float> t(positions * head_dim);
-  for (size_t p = 0; p < positions; ++p) {
-    for (size_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(p) * std::pow(theta, -2.0 * static_cast<double>(i) / head_dim);
-      t[p * head_dim + i] = static_cast<float>(std::cos(angle));
-      t[p * head_dim + half + i] = static_cast<float>(std::sin(angle));
-    }
-  }
-  return t;
-}
-
 }  // namespace
 
 ModernBert::~ModernBert() = default;
@@ -97,8 +83,8 @@ Result<std::unique_ptr<ModernBert>> ModernBert::Load(const std::string& dir, con
     m->linear_bytes_ += m->head_dense_->memory_bytes() + m->classifier_->memory_bytes();
   }
   const size_t positions = config.max_tokens();
-  m->rope_global_ = RopeTable(positions, head_dim, config.modernbert.global_rope_theta);
-  m->rope_local_ = RopeTable(positions, head_dim, config.modernbert.local_rope_theta);
+  m->rope_global_ = RotaryTable(positions, head_dim, config.modernbert.global_rope_theta);
+  m->rope_local_ = RotaryTable(positions, head_dim, config.modernbert.local_rope_theta);
   return m;
 }
 
@@ -112,8 +98,7 @@ void ModernBert::Forward(std::span<const TokenSequence> seqs, std::vector<float>
                          std::vector<uint32_t>* offsets, int threads) const {
   const size_t H = config_.hidden_size, I = config_.intermediate_size;
   const float eps = config_.layer_norm_eps;
-  offsets->assign(1, 0);
-  for (const auto& q : seqs) offsets->push_back(offsets->back() + static_cast<uint32_t>(q.ids.size()));
+  *offsets = SequenceOffsets(seqs);
   const size_t T = offsets->back();
   std::vector<uint32_t> positions(T);
   for (size_t s = 0; s < seqs.size(); ++s) {
