@@ -293,7 +293,8 @@ Status EncoderModel::EncodeWithHeads(std::span<const EncodeInput> in, std::span<
       return InvalidInput("output: model '" + config_.id + "' produces " + OutputKindsText(outputs_));
     }
     if (!Has(x.outputs, OutputKind::kSparse) && (x.sparse_top_k != 0 || x.sparse_tokens)) {
-      return InvalidInput("sparse_top_k: applies to sparse output, which this input does not ask for");
+      return InvalidInput(std::string(x.sparse_top_k != 0 ? "sparse_top_k" : "sparse_tokens") +
+                          ": applies to sparse output, which this input does not ask for");
     }
     // ColBERT's marker and expansion; TokenizeAll passes in[i] itself.
     if (colbert_tokens_) return ColbertEncoding(x, &attend[&x - in.data()]);
