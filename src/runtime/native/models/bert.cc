@@ -175,17 +175,6 @@ Status Bert::HiddenStates(std::span<const TokenSequence> seqs, std::vector<float
   return Status::Ok();
 }
 
-Status Bert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
-                   int threads) const {
-  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
-  const size_t H = config_.hidden_size;
-  std::vector<float> hidden;
-  std::vector<uint32_t> offsets;
-  Forward(seqs, &hidden, &offsets, threads);
-  PoolSequences(hidden.data(), H, offsets, pooling, normalize, out);
-  return Status::Ok();
-}
-
 Status Bert::Classify(std::span<const TokenSequence> seqs, float* out, int threads) const {
   if (!head_dense_) return InvalidInput("the model has no sequence-classification head");
   SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));

@@ -50,8 +50,6 @@ class Bert final : public EncoderNetwork {
   // registration checks an adapter against, without loading the model).
   static LoraTargets LoraTargetsOf(const EncoderConfig& config, const SafeTensors& weights);
 
-  Status Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
-               int threads) const override;
   Status HiddenStates(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
                       std::vector<uint32_t>* offsets, int threads) const override;
   Status Classify(std::span<const TokenSequence> seqs, float* out, int threads) const override;

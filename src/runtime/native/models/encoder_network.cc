@@ -50,6 +50,15 @@ Status CheckSequences(const EncoderConfig& config, std::span<const TokenSequence
   return Status::Ok();
 }
 
+Status EncoderNetwork::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
+                             int threads) const {
+  std::vector<float> hidden;
+  std::vector<uint32_t> offsets;
+  SHOAL_RETURN_IF_ERROR(HiddenStates(seqs, &hidden, &offsets, threads));
+  PoolSequences(hidden.data(), config().hidden_size, offsets, pooling, normalize, out);
+  return Status::Ok();
+}
+
 std::vector<uint32_t> SequenceOffsets(std::span<const TokenSequence> seqs) {
   std::vector<uint32_t> offsets{0};
   for (const TokenSequence& q : seqs) offsets.push_back(offsets.back() + static_cast<uint32_t>(q.ids.size()));

@@ -48,9 +48,10 @@ class EncoderNetwork {
   virtual const LoraTargets* lora_targets() const { return nullptr; }
 
   // One pooled vector per sequence (config().hidden_size floats each).
-  // `threads`: cores a CPU network may use; a GPU network ignores it.
+  // `threads`: cores a CPU network may use; a GPU network ignores it. By
+  // default HiddenStates, then PoolSequences.
   virtual Status Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
-                       int threads) const = 0;
+                       int threads) const;
 
   // The last hidden states of every token, packed ([rows, hidden_size];
   // sequence s at rows offsets[s]..offsets[s+1]): what the output heads

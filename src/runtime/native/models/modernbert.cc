@@ -168,17 +168,6 @@ Status ModernBert::HiddenStates(std::span<const TokenSequence> seqs, std::vector
   return Status::Ok();
 }
 
-Status ModernBert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
-                         int threads) const {
-  SHOAL_RETURN_IF_ERROR(CheckSequences(config_, seqs));
-  const size_t H = config_.hidden_size;
-  std::vector<float> hidden;
-  std::vector<uint32_t> offsets;
-  Forward(seqs, &hidden, &offsets, threads);
-  PoolSequences(hidden.data(), H, offsets, pooling, normalize, out);
-  return Status::Ok();
-}
-
 Status ModernBert::Classify(std::span<const TokenSequence> seqs, float* out, int threads) const {
   if (!config_.sequence_classifier() || !classifier_) {
     return InvalidInput("the model has no sequence-classification head");

@@ -43,8 +43,6 @@ class ModernBert final : public EncoderNetwork {
   bool has_classifier() const override { return classifier_ != nullptr; }
   size_t memory_bytes() const override;
 
-  Status Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
-               int threads) const override;
   Status HiddenStates(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
                       std::vector<uint32_t>* offsets, int threads) const override;
   Status Classify(std::span<const TokenSequence> seqs, float* out, int threads) const override;

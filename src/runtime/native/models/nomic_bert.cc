@@ -126,13 +126,4 @@ Status NomicBert::HiddenStates(std::span<const TokenSequence> seqs, std::vector<
   return Status::Ok();
 }
 
-Status NomicBert::Embed(std::span<const TokenSequence> seqs, Pooling pooling, bool normalize, float* out,
-                        int threads) const {
-  std::vector<float> hidden;
-  std::vector<uint32_t> offsets;
-  SHOAL_RETURN_IF_ERROR(HiddenStates(seqs, &hidden, &offsets, threads));
-  PoolSequences(hidden.data(), config_.hidden_size, offsets, pooling, normalize, out);
-  return Status::Ok();
-}
-
 }  // namespace shoal::native
