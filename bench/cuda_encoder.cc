@@ -1,6 +1,8 @@
 // The CUDA encoder's throughput and latency on a BERT-base-shaped model,
 // against PyTorch (transformers' BertModel in bf16 with SDPA attention,
-// bench/cuda/torch_encoder_peer.py) on the same GPU in the same run (issue 10).
+// bench/cuda/torch_encoder_peer.py; also under torch.compile at its knee) on
+// the same GPU in the same run (issues 10 and 28), with an A/B of the
+// backend's kernel choices (CudaKernelChoice) in the same run.
 //
 // For each sequence length: batches of 1, 2, 4, ... sequences until the
 // throughput stops rising (the knee: under 3 % gained by two doublings in a
@@ -14,10 +16,14 @@
 // a worker's latency adds to.
 //
 // usage: cuda_encoder_bench --model DIR [--seq-lens 128,512] [--max-batch 2048]
-//          [--torch-peer bench/cuda/torch_encoder_peer.py] [--python python3]
-//          [--out docs/bench/gpu.json]
+//          [--torch-peer bench/cuda/torch_encoder_peer.py] [--torch-compile-len 128]
+//          [--python python3] [--out docs/bench/gpu.json]
 // Writes tokens_per_s_len{L}, torch_tokens_per_s_len{L}, len{L}_vs_torch,
-// knee_batch_len{L}, p50_ms_half_knee, p99_ms_half_knee.
+// torch_compile_tokens_per_s_len{L}, len{L}_vs_torch_compile,
+// knee_batch_len{L}, p50_ms_half_knee, p99_ms_half_knee (the serving
+// kernels), and the A/B's register_attention_tokens_per_s_len{L},
+// register_epilogue_tokens_per_s_len{L}, len{L}_register_over_staged,
+// len{L}_epilogue_over_separate.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -115,11 +121,12 @@ const Point& Best(const std::vector<Point>& points) {
 
 // PyTorch's points for the same batch sizes, from the peer script's JSON.
 std::vector<Point> TorchSweep(const std::string& python, const std::string& script, const std::string& model,
-                              size_t len, const std::vector<Point>& ours, double min_seconds) {
+                              size_t len, const std::vector<Point>& ours, double min_seconds, bool compile) {
   std::string batches;
   for (const Point& p : ours) batches += (batches.empty() ? "" : ",") + std::to_string(p.batch);
   const std::string cmd = python + " " + script + " " + model + " --seq-len " + std::to_string(len) +
-                          " --batches " + batches + " --min-seconds " + std::to_string(min_seconds);
+                          " --batches " + batches + " --min-seconds " + std::to_string(min_seconds) +
+                          (compile ? " --compile" : "");
   std::fprintf(stderr, "  %s\n", cmd.c_str());
   std::vector<Point> points;
   FILE* f = ::popen(cmd.c_str(), "r");
@@ -144,7 +151,7 @@ std::vector<Point> TorchSweep(const std::string& python, const std::string& scri
 }
 
 // Where the GPU time of one batch of `batch` sequences of `len` goes.
-void PrintProfile(const CudaBert& m, size_t len, size_t batch) {
+void PrintProfile(const CudaBert& m, size_t len, size_t batch, const std::string& name) {
   const auto ids = RandomSequences(batch, len, m.config().vocab_size, 5);
   auto stages = m.ProfileEmbed(Views(ids));
   if (!stages.ok()) {
@@ -153,7 +160,7 @@ void PrintProfile(const CudaBert& m, size_t len, size_t batch) {
   }
   double total = 0;
   for (const auto& [name, ms] : *stages) total += ms;
-  std::printf("len %zu batch %zu, GPU time by stage (%.2f ms in all):", len, batch, total);
+  std::printf("%s, len %zu batch %zu, GPU time by stage (%.2f ms in all):", name.c_str(), len, batch, total);
   for (const auto& [name, ms] : *stages) std::printf("  %s %.2f ms (%.0f%%)", name.c_str(), ms, 100 * ms / total);
   std::printf("\n");
   std::fflush(stdout);
@@ -226,18 +233,30 @@ Latency OpenLoop(const CudaBert& m, size_t len, double rate, size_t max_batch, d
   return l;
 }
 
+// One kernel choice of the A/B, loaded as its own copy of the model.
+struct Variant {
+  std::string name;
+  native::CudaKernelChoice kernels;
+  std::unique_ptr<CudaBert> model;
+};
+
 int Run(int argc, char** argv) {
   CLI::App app{"The CUDA encoder against PyTorch (bf16, SDPA) on a BERT-base-shaped model"};
   std::string model, out = "docs/bench/gpu.json", peer = "bench/cuda/torch_encoder_peer.py", python = "python3";
   std::vector<size_t> lens = {128, 512};
   size_t max_batch = 2048;
   double min_seconds = 0.5, latency_seconds = 5;
+  size_t compile_len = 128;
   app.add_option("--model", model, "a BERT-family model directory")->required();
   app.add_option("--seq-lens", lens, "sequence lengths")->delimiter(',');
   app.add_option("--max-batch", max_batch, "largest batch tried (sequences)");
   app.add_option("--min-seconds", min_seconds, "time per measured batch size");
   app.add_option("--latency-seconds", latency_seconds, "length of the open-loop latency run");
   app.add_option("--torch-peer", peer, "the PyTorch peer script ('' to skip)");
+  app.add_option("--torch-compile-len", compile_len,
+                 "also PyTorch under torch.compile at its knee, at this length (0: none; each shape compiles "
+                 "for a minute)")
+      ->capture_default_str();
   app.add_option("--python", python, "the Python with torch and transformers");
   app.add_option("--out", out, "the figures file");
   CLI11_PARSE(app, argc, argv);
@@ -255,29 +274,44 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
     return 1;
   }
-  const auto t0 = Clock::now();
-  auto loaded = CudaBert::Load(model, *config, 0, 16384,
-                               [](double f) { std::fprintf(stderr, "\rloading %3.0f%%", f * 100); });
-  std::fprintf(stderr, "\n");
-  if (!loaded.ok()) {
-    std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
-    return 1;
+  // The serving kernels (CudaKernelChoice's defaults) first; then the A/B:
+  // the register attention, then the activation in the GEMM's epilogue too.
+  std::vector<Variant> variants;
+  variants.push_back({"serving (staged attention, separate activation)", {}, nullptr});
+  variants.push_back({"register attention, separate activation", {true, false}, nullptr});
+  variants.push_back({"register attention, activation in the GEMM", {true, true}, nullptr});
+  for (Variant& v : variants) {
+    const auto t0 = Clock::now();
+    auto loaded = CudaBert::Load(model, *config, 0, 16384,
+                                 [](double f) { std::fprintf(stderr, "\rloading %3.0f%%", f * 100); }, v.kernels);
+    std::fprintf(stderr, "\n");
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
+      return 1;
+    }
+    v.model = std::move(loaded).value();
+    std::printf("model: %s (%u layers, hidden %u), %s: loaded in %.0f ms, %.0f MB on the GPU\n", model.c_str(),
+                config->num_hidden_layers, config->hidden_size, v.name.c_str(), Ms(Clock::now() - t0),
+                v.model->memory_bytes() / 1e6);
   }
-  const CudaBert& m = **loaded;
-  std::printf("model: %s (%u layers, hidden %u), loaded in %.0f ms, %.0f MB on the GPU\n", model.c_str(),
-              config->num_hidden_layers, config->hidden_size, Ms(Clock::now() - t0), m.memory_bytes() / 1e6);
+  const CudaBert& m = *variants[0].model;
 
   std::map<std::string, double> figures;
-  std::printf("\n%6s %7s %10s %14s %10s %14s %7s\n", "len", "batch", "shoal ms", "shoal tok/s", "torch ms",
-              "torch tok/s", "ratio");
   size_t first_knee_batch = 0;
   double first_knee_tps = 0;
   for (size_t len : lens) {
     if (len > config->max_tokens()) continue;
-    const std::vector<Point> ours = Sweep(m, len, max_batch, min_seconds);
-    if (ours.empty()) continue;
+    std::vector<std::vector<Point>> sweeps;
+    for (const Variant& v : variants) {
+      std::fprintf(stderr, "%s\n", v.name.c_str());
+      sweeps.push_back(Sweep(*v.model, len, max_batch, min_seconds));
+    }
+    const std::vector<Point>& ours = sweeps[0];
+    if (ours.empty() || sweeps[1].empty() || sweeps[2].empty()) continue;
     const std::vector<Point> torch =
-        peer.empty() ? std::vector<Point>{} : TorchSweep(python, peer, model, len, ours, min_seconds);
+        peer.empty() ? std::vector<Point>{} : TorchSweep(python, peer, model, len, ours, min_seconds, false);
+    std::printf("\n%6s %7s %10s %14s %10s %14s %7s\n", "len", "batch", "shoal ms", "shoal tok/s", "torch ms",
+                "torch tok/s", "ratio");
     for (const Point& p : ours) {
       const Point* t = nullptr;
       for (const Point& q : torch) {
@@ -290,15 +324,37 @@ int Run(int argc, char** argv) {
     }
     const Point& knee = Best(ours);
     const std::string L = std::to_string(len);
-    PrintProfile(m, len, knee.batch);
+    for (const Variant& v : variants) PrintProfile(*v.model, len, knee.batch, v.name);
     figures["tokens_per_s_len" + L] = knee.tokens_per_s;
     figures["knee_batch_len" + L] = static_cast<double>(knee.batch);
+    // The A/B, each variant at its own knee.
+    const double registers = Best(sweeps[1]).tokens_per_s, epilogue = Best(sweeps[2]).tokens_per_s;
+    figures["register_attention_tokens_per_s_len" + L] = registers;
+    figures["register_epilogue_tokens_per_s_len" + L] = epilogue;
+    figures["len" + L + "_register_over_staged"] = registers / knee.tokens_per_s;
+    figures["len" + L + "_epilogue_over_separate"] = epilogue / registers;
+    std::printf("len %zu A/B at each knee: %s %.0f tokens/s; %s %.0f (%.3fx); %s %.0f (%.3fx the one before)\n",
+                len, variants[0].name.c_str(), knee.tokens_per_s, variants[1].name.c_str(), registers,
+                registers / knee.tokens_per_s, variants[2].name.c_str(), epilogue, epilogue / registers);
     if (!torch.empty()) {
       const Point& tk = Best(torch);
       figures["torch_tokens_per_s_len" + L] = tk.tokens_per_s;
       figures["len" + L + "_vs_torch"] = knee.tokens_per_s / tk.tokens_per_s;
-      std::printf("len %zu: shoal %.0f tokens/s (batch %zu), PyTorch %.0f tokens/s (batch %zu): %.2fx\n", len,
-                  knee.tokens_per_s, knee.batch, tk.tokens_per_s, tk.batch, knee.tokens_per_s / tk.tokens_per_s);
+      std::printf("len %zu: shoal %.0f tokens/s (batch %zu), PyTorch %.0f tokens/s (batch %zu): %.2fx; the best "
+                  "A/B variant %.2fx\n",
+                  len, knee.tokens_per_s, knee.batch, tk.tokens_per_s, tk.batch, knee.tokens_per_s / tk.tokens_per_s,
+                  std::max({knee.tokens_per_s, registers, epilogue}) / tk.tokens_per_s);
+      if (len == compile_len) {
+        // At PyTorch's eager knee only: each new shape compiles anew.
+        const std::vector<Point> compiled = TorchSweep(python, peer, model, len, {tk}, min_seconds, true);
+        if (!compiled.empty()) {
+          const Point& ck = Best(compiled);
+          figures["torch_compile_tokens_per_s_len" + L] = ck.tokens_per_s;
+          figures["len" + L + "_vs_torch_compile"] = knee.tokens_per_s / ck.tokens_per_s;
+          std::printf("len %zu: PyTorch under torch.compile %.0f tokens/s (batch %zu): shoal %.2fx\n", len,
+                      ck.tokens_per_s, ck.batch, knee.tokens_per_s / ck.tokens_per_s);
+        }
+      }
     }
     if (first_knee_batch == 0) {
       first_knee_batch = knee.batch;

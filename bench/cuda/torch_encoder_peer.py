@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch peer for the CUDA encoder throughput benchmark.
 
-usage: torch_encoder_peer.py MODEL_DIR --seq-len N --batches 1,2,4,8 [--min-seconds 0.5] [--seed 0]
+usage: torch_encoder_peer.py MODEL_DIR --seq-len N --batches 1,2,4,8 [--min-seconds 0.5] [--seed 0] [--compile]
 
 Runs the encoder body as transformers builds it (AutoModel, bfloat16 weights,
 SDPA attention, eval, CUDA) under torch.inference_mode() on seeded random
@@ -10,10 +10,12 @@ zero token type ids. For each batch size: 3 warm-up forwards, then forwards
 until --min-seconds have passed, each timed alone between
 torch.cuda.synchronize() calls; the median gives ms per batch and tokens/s.
 The sweep stops at the first batch size that runs out of GPU memory.
+With --compile the model runs under torch.compile (default mode, static
+shapes: each batch size compiles in its warm-ups, which are not timed).
 
 Progress goes to stderr; stdout is one JSON object:
 {"peer":"pytorch","torch":...,"transformers":...,"device":...,"attention":"sdpa",
- "dtype":"bf16","seq_len":N,"points":[{"batch":b,"ms_median":x,"tokens_per_s":y},...]}
+ "dtype":"bf16","compiled":bool,"seq_len":N,"points":[{"batch":b,"ms_median":x,"tokens_per_s":y},...]}
 plus "oom_at_batch": b when the sweep stopped early.
 """
 import argparse
@@ -69,6 +71,7 @@ def main(argv):
     ap.add_argument("--batches", required=True, help="comma-separated batch sizes")
     ap.add_argument("--min-seconds", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--compile", action="store_true", help="run the model under torch.compile")
     args = ap.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",") if b]
     if not torch.cuda.is_available():
@@ -77,14 +80,19 @@ def main(argv):
 
     model = load(args.model_dir)
     vocab = model.config.vocab_size
+    attention = getattr(model.config, "_attn_implementation", "?")
+    if args.compile:
+        model = torch.compile(model)
     low = 1000 if vocab > 1000 else vocab // 2  # tiny test vocabularies have < 1000 ids
     gen = torch.Generator().manual_seed(args.seed)
     result = {"peer": "pytorch", "torch": torch.__version__,
               "transformers": transformers.__version__, "device": torch.cuda.get_device_name(),
-              "attention": "sdpa", "dtype": "bf16", "seq_len": args.seq_len, "points": []}
+              "attention": "sdpa", "dtype": "bf16", "compiled": args.compile, "seq_len": args.seq_len,
+              "points": []}
     log(f"{args.model_dir}: {result['device']}, torch {torch.__version__}, "
         f"transformers {transformers.__version__}, "
-        f"attention {getattr(model.config, '_attn_implementation', '?')}")
+        f"attention {attention}"
+        f"{', under torch.compile' if args.compile else ''}")
     with torch.inference_mode():
         for b in batches:
             ids = torch.randint(low, vocab, (b, args.seq_len), generator=gen).to("cuda")

@@ -83,8 +83,11 @@ int Up(UpOptions& o) {
   }
   const std::string http = (o.gateway.http.tls_cert_file.empty() ? "http://" : "https://") + o.gateway.http.host + ":" + std::to_string((*gw)->port());
   std::printf("\nShoal is up at %s   (NATS %s)\n", http.c_str(), url.c_str());
-  std::printf("Dashboard: %s/   Metrics: %s/metrics (gateway), http://%s:%d/metrics (worker)\n", http.c_str(),
-              http.c_str(), o.worker.metrics_host.c_str(), (*w)->metrics_port());
+  std::printf("Dashboard: %s/   Metrics: %s/metrics (gateway)", http.c_str(), http.c_str());
+  if ((*w)->metrics_port() > 0) {
+    std::printf(", http://%s:%d/metrics (worker)", o.worker.metrics_host.c_str(), (*w)->metrics_port());
+  }
+  std::printf("\n");
   // The example uses a real embedder when there is one (not the identity runtime).
   auto example = std::find_if(specs->begin(), specs->end(),
                               [](const ModelSpec& s) { return s.runtime != "identity" && s.task == Task::kEncode; });

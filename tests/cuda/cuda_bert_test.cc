@@ -1,5 +1,6 @@
-// The CUDA encoder (models/bert_cuda.h) against transformers' BertModel /
-// RobertaModel / *ForSequenceClassification in fp32 on the same GPU
+// The CUDA encoder (models/bert_cuda.h), with each of its kernel choices,
+// against transformers' BertModel / RobertaModel / *ForSequenceClassification
+// in fp32 on the same GPU
 // (tests/reference/torch_bert_gpu.py), on the seeded models of
 // scripts/make-test-models: the tiny ones (head_dim 16) and, when present,
 // bert-base (head_dim 64, lengths up to 512) and minilm-l6 (head_dim 32).
@@ -134,45 +135,55 @@ class CudaBertTest : public ::testing::Test {
     if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA GPU visible to this process";
   }
 
-  std::unique_ptr<CudaBert> Load(const std::string& name) {
+  std::unique_ptr<CudaBert> Load(const std::string& name, CudaKernelChoice kernels = {}) {
     const std::string dir = ModelDir(name);
     auto config = LoadEncoderConfig(dir);
     EXPECT_TRUE(config.ok()) << config.status().ToString();
     if (!config.ok()) return nullptr;
-    auto m = CudaBert::Load(dir, *config, 0, 4096);
+    auto m = CudaBert::Load(dir, *config, 0, 4096, {}, kernels);
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     return m.ok() ? std::move(m).value() : nullptr;
   }
 
-  // Runs `m` on `b` (one packed batch) and checks it against transformers.
+  // Runs the model on one packed batch of `lengths` with each kernel choice
+  // (the serving one and the A/B's others), and checks each against
+  // transformers.
   void ExpectMatchesTransformers(const std::string& name, const std::vector<size_t>& lengths) {
-    auto m = Load(name);
-    ASSERT_NE(m, nullptr);
-    const EncoderConfig& c = m->config();
-    const Batch b = MakeBatch(c, lengths, 7);
+    auto config = LoadEncoderConfig(ModelDir(name));
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    const Batch b = MakeBatch(*config, lengths, 7);
     const auto seqs = b.seqs();
-    const size_t width = m->has_classifier() ? c.num_labels : c.hidden_size;
-    std::vector<float> got(seqs.size() * width);
-    if (m->has_classifier()) {
-      ASSERT_TRUE(m->Classify(seqs, got.data(), 1).ok());
-    } else {
-      auto pooling = LoadPoolingConfig(ModelDir(name));
-      ASSERT_TRUE(pooling.ok());
-      ASSERT_TRUE(m->Embed(seqs, pooling->pooling, pooling->normalize, got.data(), 1).ok());
-    }
     const Reference ref = Transformers(ModelDir(name), b);
     const Outputs& want = ref.f32;
     const Outputs& peer = ref.bf16;
     ASSERT_EQ(want.size(), seqs.size());
     ASSERT_EQ(peer.size(), seqs.size());
-    const Error ours = Compare(got.data(), width, want);
-    const Error theirs = Compare(Flatten(peer).data(), width, want);
-    const double bound = std::max(2 * theirs.max_abs, 0.01 * ours.scale);
-    std::printf("%s: max |err| %.3g (transformers bf16: %.3g; bound %.3g), scale %.3g, min cosine %.6f\n",
-                name.c_str(), ours.max_abs, theirs.max_abs, bound, ours.scale, ours.min_cosine);
-    EXPECT_LE(ours.max_abs, bound);
-    if (width > 1) {
-      EXPECT_GE(ours.min_cosine, 0.999);
+    for (const CudaKernelChoice kernels :
+         {CudaKernelChoice{false, false}, CudaKernelChoice{true, false}, CudaKernelChoice{true, true}}) {
+      const std::string label = std::string(kernels.register_attention ? "register" : "staged") + " attention, " +
+                                (kernels.activation_in_gemm ? "activation in the GEMM" : "separate activation");
+      SCOPED_TRACE(label);
+      auto m = Load(name, kernels);
+      ASSERT_NE(m, nullptr);
+      const EncoderConfig& c = m->config();
+      const size_t width = m->has_classifier() ? c.num_labels : c.hidden_size;
+      std::vector<float> got(seqs.size() * width);
+      if (m->has_classifier()) {
+        ASSERT_TRUE(m->Classify(seqs, got.data(), 1).ok());
+      } else {
+        auto pooling = LoadPoolingConfig(ModelDir(name));
+        ASSERT_TRUE(pooling.ok());
+        ASSERT_TRUE(m->Embed(seqs, pooling->pooling, pooling->normalize, got.data(), 1).ok());
+      }
+      const Error ours = Compare(got.data(), width, want);
+      const Error theirs = Compare(Flatten(peer).data(), width, want);
+      const double bound = std::max(2 * theirs.max_abs, 0.01 * ours.scale);
+      std::printf("%s (%s): max |err| %.3g (transformers bf16: %.3g; bound %.3g), scale %.3g, min cosine %.6f\n",
+                  name.c_str(), label.c_str(), ours.max_abs, theirs.max_abs, bound, ours.scale, ours.min_cosine);
+      EXPECT_LE(ours.max_abs, bound);
+      if (width > 1) {
+        EXPECT_GE(ours.min_cosine, 0.999);
+      }
     }
   }
 };

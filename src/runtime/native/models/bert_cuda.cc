@@ -30,6 +30,11 @@ cuda::Activation ToActivation(HiddenAct a) {
   return cuda::Activation::kGelu;
 }
 
+// The GEMM epilogue computing `a` (GELU's tanh form for both GELUs).
+cuda::Epilogue ToEpilogue(HiddenAct a) {
+  return a == HiddenAct::kRelu ? cuda::Epilogue::kRelu : cuda::Epilogue::kGelu;
+}
+
 // Records the end of `stage` when profiling.
 Status Mark(cuda::StageTimeline* timeline, const char* stage, cudaStream_t stream) {
   return timeline != nullptr ? timeline->Mark(stage, stream) : Status::Ok();
@@ -100,7 +105,8 @@ CudaBert::~CudaBert() {
 }
 
 Result<std::unique_ptr<CudaBert>> CudaBert::Load(const std::string& dir, const EncoderConfig& config, int device,
-                                                 size_t reserve_tokens, const std::function<void(double)>& progress) {
+                                                 size_t reserve_tokens, const std::function<void(double)>& progress,
+                                                 CudaKernelChoice kernels) {
   const int devices = cuda::DeviceCount();
   if (device < 0 || device >= devices) {
     return InvalidInput("native.device: cuda:" + std::to_string(device) + ", but this machine has " +
@@ -115,6 +121,7 @@ Result<std::unique_ptr<CudaBert>> CudaBert::Load(const std::string& dir, const E
   SHOAL_CUDA_OK(cudaSetDevice(device));
   std::unique_ptr<CudaBert> m(new CudaBert());
   m->config_ = config;
+  m->kernels_ = kernels;
   m->device_ = device;
   auto opened = SafeTensors::OpenDir(dir);
   if (!opened.ok()) return opened.status();
@@ -293,21 +300,28 @@ Status CudaBert::Forward(Context& c, std::span<const TokenSequence> seqs, cuda::
   const int head_dim = static_cast<int>(H) / heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const cuda::Activation act = ToActivation(config_.hidden_act);
+  const cuda::AttentionKernel attention =
+      kernels_.register_attention ? cuda::AttentionKernel::kRegisters : cuda::AttentionKernel::kStaged;
   SHOAL_RETURN_IF_ERROR(Mark(timeline, "embeddings", c.stream));
   for (const Weights::Layer& L : W.layers) {
     SHOAL_RETURN_IF_ERROR(c.gemm->Run(*L.qkv, x, T, qkv));
     SHOAL_RETURN_IF_ERROR(Mark(timeline, "qkv gemm", c.stream));
     SHOAL_CUDA_OK(cuda::VarlenAttention(qkv, c.offsets, static_cast<int>(S), static_cast<int>(max_len), heads,
-                                        head_dim, scale, attended, c.stream));
+                                        head_dim, scale, attention, attended, c.stream));
     SHOAL_RETURN_IF_ERROR(Mark(timeline, "attention", c.stream));
     SHOAL_RETURN_IF_ERROR(c.gemm->Run(*L.attn_out, attended, T, inter, /*residual=*/x));
     SHOAL_RETURN_IF_ERROR(Mark(timeline, "attention output gemm", c.stream));
     SHOAL_CUDA_OK(cuda::LayerNorm(inter, T, H, L.ln1.as<float>(), L.ln1.as<float>() + H, eps, normed, c.stream));
     SHOAL_RETURN_IF_ERROR(Mark(timeline, "layer norm", c.stream));
-    SHOAL_RETURN_IF_ERROR(c.gemm->Run(*L.inter, normed, T, inter));
-    SHOAL_RETURN_IF_ERROR(Mark(timeline, "intermediate gemm", c.stream));
-    SHOAL_CUDA_OK(cuda::Activate(inter, T * I, act, c.stream));
-    SHOAL_RETURN_IF_ERROR(Mark(timeline, "activation", c.stream));
+    if (kernels_.activation_in_gemm) {
+      SHOAL_RETURN_IF_ERROR(c.gemm->RunActivated(*L.inter, normed, T, inter, ToEpilogue(config_.hidden_act)));
+      SHOAL_RETURN_IF_ERROR(Mark(timeline, "intermediate gemm", c.stream));
+    } else {
+      SHOAL_RETURN_IF_ERROR(c.gemm->Run(*L.inter, normed, T, inter));
+      SHOAL_RETURN_IF_ERROR(Mark(timeline, "intermediate gemm", c.stream));
+      SHOAL_CUDA_OK(cuda::Activate(inter, T * I, act, c.stream));
+      SHOAL_RETURN_IF_ERROR(Mark(timeline, "activation", c.stream));
+    }
     SHOAL_RETURN_IF_ERROR(c.gemm->Run(*L.out, inter, T, qkv, /*residual=*/normed));
     SHOAL_RETURN_IF_ERROR(Mark(timeline, "output gemm", c.stream));
     SHOAL_CUDA_OK(cuda::LayerNorm(qkv, T, H, L.ln2.as<float>(), L.ln2.as<float>() + H, eps, x, c.stream));

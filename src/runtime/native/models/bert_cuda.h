@@ -3,9 +3,10 @@
 //
 // Weights live on the device in bf16 (LayerNorm parameters in fp32); GEMMs
 // run through cuBLASLt with the bias, and the residual connection where there
-// is one, in the epilogue (kernels/cuda/gemm.h);
+// is one, in the epilogue (the intermediate layer's activation too, when
+// chosen) (kernels/cuda/gemm.h);
 // attention runs over the packed, unpadded sequences (kernels/cuda/
-// attention.cu); LayerNorm, activations, pooling and normalization run on
+// attention.cu, or attention_registers.cu); LayerNorm, activations, pooling and normalization run on
 // the device, so a batch crosses the bus twice: token ids in (pinned, one
 // copy), pooled vectors or logits out (pinned, one copy).
 //
@@ -32,6 +33,19 @@ namespace cuda {
 class StageTimeline;
 }
 
+// The backend's kernel choices, for A/B measurements within one run
+// (bench/cuda_encoder.cc); the defaults are what serves. They stay issue
+// 10's kernels, measured on an H200, until the others have run on a GPU
+// (docs/native-runtime.md).
+struct CudaKernelChoice {
+  // Attention with scores in registers (attention_registers.cu); false: the
+  // kernel staging them in shared memory (attention.cu).
+  bool register_attention = false;
+  // The intermediate GEMM's epilogue applies the activation; false: a
+  // separate kernel rereads and rewrites its output.
+  bool activation_in_gemm = false;
+};
+
 class CudaBert final : public EncoderNetwork {
  public:
   // Loads the checkpoint in `dir` onto GPU `device`. `reserve_tokens`: the
@@ -39,7 +53,8 @@ class CudaBert final : public EncoderNetwork {
   // memory a full batch needs is taken, and counted, before any request.
   static Result<std::unique_ptr<CudaBert>> Load(const std::string& dir, const EncoderConfig& config, int device,
                                                 size_t reserve_tokens,
-                                                const std::function<void(double)>& progress = {});
+                                                const std::function<void(double)>& progress = {},
+                                                CudaKernelChoice kernels = {});
   ~CudaBert() override;
 
   const EncoderConfig& config() const override { return config_; }
@@ -78,6 +93,7 @@ class CudaBert final : public EncoderNetwork {
   Status CopyOut(Context& c, size_t floats, float* out) const;
 
   EncoderConfig config_;
+  CudaKernelChoice kernels_;
   int device_ = 0;
   std::unique_ptr<Weights> weights_;
   size_t weight_bytes_ = 0;

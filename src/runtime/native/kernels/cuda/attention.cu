@@ -1,6 +1,7 @@
 // Self-attention over packed variable-length sequences (encoder_kernels.h),
-// one pass in the flash-attention manner: scores, softmax and the weighted
-// sum of values per tile of keys, with a running max and sum per query row,
+// the staged kernel (AttentionKernel::kStaged; attention_registers.cu is the
+// other), one pass in the flash-attention manner: scores, softmax and the
+// weighted sum of values per tile of keys, with a running max and sum per query row,
 // so the [len, len] score matrix never exists in memory and no padding is
 // computed.
 //
@@ -213,7 +214,14 @@ bool AttentionSupportsHeadDim(int head_dim) {
 }
 
 cudaError_t VarlenAttention(const bf16* qkv, const int32_t* offsets, int sequences, int max_len, int heads,
-                            int head_dim, float scale, bf16* out, cudaStream_t stream) {
+                            int head_dim, float scale, AttentionKernel kernel, bf16* out, cudaStream_t stream) {
+  return kernel == AttentionKernel::kRegisters
+             ? VarlenAttentionRegisters(qkv, offsets, sequences, max_len, heads, head_dim, scale, out, stream)
+             : VarlenAttentionStaged(qkv, offsets, sequences, max_len, heads, head_dim, scale, out, stream);
+}
+
+cudaError_t VarlenAttentionStaged(const bf16* qkv, const int32_t* offsets, int sequences, int max_len, int heads,
+                                  int head_dim, float scale, bf16* out, cudaStream_t stream) {
   if (sequences == 0 || max_len == 0) return cudaSuccess;
   switch (head_dim) {
     case 16: return Launch<16>(qkv, offsets, sequences, max_len, heads, scale, out, stream);

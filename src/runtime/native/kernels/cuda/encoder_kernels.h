@@ -42,10 +42,20 @@ cudaError_t Activate(bf16* x, size_t n, Activation act, cudaStream_t stream);
 // tensor-core products and fp32 softmax (online, flash-attention style: no
 // [len, len] matrix is ever stored). head_dim must be one of
 // kAttentionHeadDims; max_len is the longest sequence.
+//
+// Two kernels compute it, for an A/B within one run: kRegisters keeps
+// scores and probabilities in registers (mma.sync, attention_registers.cu);
+// kStaged passes them through shared memory between WMMA calls
+// (attention.cu), the first kernel of the backend.
+enum class AttentionKernel { kRegisters, kStaged };
 inline constexpr int kAttentionHeadDims[] = {16, 32, 64};
 bool AttentionSupportsHeadDim(int head_dim);
 cudaError_t VarlenAttention(const bf16* qkv, const int32_t* offsets, int sequences, int max_len, int heads,
-                            int head_dim, float scale, bf16* out, cudaStream_t stream);
+                            int head_dim, float scale, AttentionKernel kernel, bf16* out, cudaStream_t stream);
+cudaError_t VarlenAttentionStaged(const bf16* qkv, const int32_t* offsets, int sequences, int max_len, int heads,
+                                  int head_dim, float scale, bf16* out, cudaStream_t stream);
+cudaError_t VarlenAttentionRegisters(const bf16* qkv, const int32_t* offsets, int sequences, int max_len, int heads,
+                                     int head_dim, float scale, bf16* out, cudaStream_t stream);
 
 // out[s] = the first row (CLS) or the mean of the rows of sequence s, as
 // fp32 [sequences, width]; then L2-normalized when `normalize`.

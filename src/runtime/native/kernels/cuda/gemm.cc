@@ -13,6 +13,15 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 // dropped and rebuilt from the shapes still in use.
 constexpr size_t kMaxPlans = 512;
 
+cublasLtEpilogue_t EpilogueOf(bool bias, Epilogue act) {
+  switch (act) {
+    case Epilogue::kGelu: return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    case Epilogue::kRelu: return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case Epilogue::kNone: break;
+  }
+  return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<DenseLayer>> DenseLayer::Create(const float* w, size_t in, size_t out, const float* bias,
@@ -64,13 +73,13 @@ Result<GemmRunner::Plan*> GemmRunner::PlanFor(const Shape& shape) {
   auto it = plans_.find(shape);
   if (it != plans_.end()) return it->second.get();
   if (plans_.size() >= kMaxPlans) plans_.clear();
-  const auto [out, rows, in, output, has_bias] = shape;
+  const auto [out, rows, in, output, has_bias, act] = shape;
   auto plan = std::make_unique<Plan>();
   SHOAL_CUBLAS_OK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t transpose = CUBLAS_OP_T;
   SHOAL_CUBLAS_OK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
                                                  sizeof transpose));
-  const cublasLtEpilogue_t epilogue = has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  const cublasLtEpilogue_t epilogue = EpilogueOf(has_bias, act);
   SHOAL_CUBLAS_OK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                  sizeof epilogue));
   const cudaDataType_t out_type = output == OutputType::kF32 ? CUDA_R_32F : CUDA_R_16BF;
@@ -105,12 +114,22 @@ Result<GemmRunner::Plan*> GemmRunner::PlanFor(const Shape& shape) {
 
 Status GemmRunner::Run(const DenseLayer& layer, const __nv_bfloat16* x, size_t rows, void* y,
                        const __nv_bfloat16* residual) {
+  return Launch(layer, x, rows, y, residual, Epilogue::kNone);
+}
+
+Status GemmRunner::RunActivated(const DenseLayer& layer, const __nv_bfloat16* x, size_t rows, void* y,
+                                Epilogue act) {
+  return Launch(layer, x, rows, y, nullptr, act);
+}
+
+Status GemmRunner::Launch(const DenseLayer& layer, const __nv_bfloat16* x, size_t rows, void* y,
+                          const __nv_bfloat16* residual, Epilogue act) {
   if (rows == 0) return Status::Ok();
   if (residual != nullptr && layer.output() != OutputType::kBF16) {
     return Internal("GemmRunner: a residual needs a bf16 output");
   }
   const bool has_bias = layer.bias() != nullptr;
-  SHOAL_ASSIGN_OR_RETURN(Plan * plan, PlanFor({layer.out(), rows, layer.in(), layer.output(), has_bias}));
+  SHOAL_ASSIGN_OR_RETURN(Plan * plan, PlanFor({layer.out(), rows, layer.in(), layer.output(), has_bias, act}));
   if (has_bias) {
     const void* bias = layer.bias();
     SHOAL_CUBLAS_OK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,

@@ -29,6 +29,13 @@ namespace shoal::native::cuda {
 
 enum class OutputType { kBF16, kF32 };
 
+// What the epilogue applies after the bias: nothing, or an activation fused
+// into the GEMM (its output is written once, already activated). cuBLASLt's
+// GELU is the tanh form; on erf-GELU models it differs from erf by under
+// 5e-4 before the bf16 rounding (whose step is 4e-3 at 1), which the
+// backend's tests bound against transformers.
+enum class Epilogue { kNone, kGelu, kRelu };
+
 class DenseLayer {
  public:
   // w: [out][in] fp32 on the host; bias: [out] or null. Converted to bf16
@@ -63,16 +70,20 @@ class GemmRunner {
   // runner's stream. y may not alias x or residual.
   Status Run(const DenseLayer& layer, const __nv_bfloat16* x, size_t rows, void* y,
              const __nv_bfloat16* residual = nullptr);
+  // y = act(x · Wᵀ + b): the activation in the epilogue (no residual).
+  Status RunActivated(const DenseLayer& layer, const __nv_bfloat16* x, size_t rows, void* y, Epilogue act);
 
   size_t memory_bytes() const { return workspace_.bytes(); }
 
  private:
   struct Plan;
-  // (out, rows, in, output type, has bias): the shape of one matmul.
-  using Shape = std::tuple<size_t, size_t, size_t, OutputType, bool>;
+  // (out, rows, in, output type, has bias, epilogue): the shape of one matmul.
+  using Shape = std::tuple<size_t, size_t, size_t, OutputType, bool, Epilogue>;
 
   GemmRunner() = default;
   Result<Plan*> PlanFor(const Shape& shape);
+  Status Launch(const DenseLayer& layer, const __nv_bfloat16* x, size_t rows, void* y,
+                const __nv_bfloat16* residual, Epilogue act);
 
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t handle_ = nullptr;
