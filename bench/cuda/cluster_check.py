@@ -27,13 +27,12 @@ import argparse
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "reference"))
+import shoal_up  # noqa: E402
 
 TEXT_TOKENS = 128    # per text, [CLS] and [SEP] included
 TEXTS_PER_REQUEST = 16
@@ -60,45 +59,9 @@ def make_texts(model_dir, count, seed):
     return texts, ids
 
 
-def post(url, body):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read())
-
-
-def start_cluster(shoal, profile_dir, work, port, executors):
-    """`shoal up`, returned once it prints its banner (or None if it exits first)."""
-    cmd = [shoal, "up", "--models-dir", profile_dir, "--data-dir", os.path.join(work, "var"),
-           "--port", str(port), "--executors", str(executors), "--worker-metrics-port", "-1"]
-    log(" ".join(cmd))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    up = threading.Event()
-
-    def pump():  # the cluster's log to ours; the banner is the event we wait on
-        for line in proc.stdout:
-            sys.stderr.write("  up| " + line)
-            if line.startswith("Shoal is up"):
-                up.set()
-        up.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    up.wait(timeout=300)
-    return proc if proc.poll() is None else None
-
-
-def stop_cluster(proc):
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
 def check_answers(url, model_id, model_dir, texts, ids, python, torch_bert, device, work):
-    vectors = [d["embedding"] for d in post(url + "/v1/embeddings", {"model": model_id, "input": texts})["data"]]
+    answer = shoal_up.post(url + "/v1/embeddings", {"model": model_id, "input": texts})
+    vectors = [d["embedding"] for d in answer["data"]]
     src, dst = os.path.join(work, "ref-in.json"), os.path.join(work, "ref-out.json")
     with open(src, "w") as f:
         json.dump({"inputs": [{"ids": i, "type_ids": [0] * len(i)} for i in ids]}, f)
@@ -172,7 +135,7 @@ native:
                 "model": model_id, "input": batch, "encoding_format": "base64"}}) + "\n")
 
     url = f"http://127.0.0.1:{args.port}"
-    proc = start_cluster(args.shoal, profile_dir, work, args.port, args.executors)
+    proc = shoal_up.start(args.shoal, profile_dir, work, args.port, ["--executors", str(args.executors)])
     if proc is None:
         log("shoal up did not come up")
         return 1
@@ -209,7 +172,7 @@ native:
         log(f"failed: {e}")
         ok = False
     finally:
-        stop_cluster(proc)
+        shoal_up.stop(proc)
     with open(args.figures, "w") as f:
         json.dump(dict(sorted(figures.items())), f, indent=2)
         f.write("\n")

@@ -69,7 +69,10 @@ class NativeServing : public ::testing::Test {
     // So are a SPLADE and a ColBERT model: their outputs too.
     for (auto [dir, id] : {std::pair{"qwen3-embed-tiny", "t/qwen3-embed"}, std::pair{"splade-tiny", "t/splade"},
                            std::pair{"colbert-tiny", "t/colbert"}, std::pair{"bge-m3-tiny", "t/bge-m3"},
-                           std::pair{"nomic-bert-tiny", "t/nomic"}}) {
+                           std::pair{"nomic-bert-tiny", "t/nomic"}, std::pair{"deberta-v3-tiny", "t/deberta"},
+                           std::pair{"deberta-v3-classifier-tiny", "t/deberta-nli"},
+                           std::pair{"deberta-v3-ner-tiny", "t/deberta-ner"}, std::pair{"jina-v2-tiny", "t/jina"},
+                           std::pair{"jina-reranker-tiny", "t/jina-rerank"}}) {
       auto spec = admin::SpecFromDirectory(kModels + "/" + dir, id);
       EXPECT_TRUE(spec.ok()) << spec.status().ToString();
       if (!spec.ok()) continue;
@@ -79,7 +82,8 @@ class NativeServing : public ::testing::Test {
     worker_ = cluster_->StartWorker().release();
     for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m", "t/ner", "t/sentiment",
                           "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed", "t/splade",
-                          "t/colbert", "t/bge-m3", "t/nomic"}) {
+                          "t/colbert", "t/bge-m3", "t/nomic", "t/deberta", "t/deberta-nli", "t/deberta-ner", "t/jina",
+                          "t/jina-rerank"}) {
       cluster_->WaitForWorkers(m, 1);
     }
     gateway_ = cluster_->StartGateway().release();
@@ -245,6 +249,96 @@ TEST_F(NativeServing, ModernBertEmbedsRanksAndExtracts) {
 }
 
 std::vector<float> Floats(const json& j) { return j.get<std::vector<float>>(); }
+
+// JinaBERT (jina-embeddings-v2's layout: ALiBi, GeGLU) registered from its
+// directories: embeddings as transformers.js's tokenizer and the float64
+// reference make them (a text long enough for ALiBi's penalty to matter),
+// and the reranker's raw scores as the runtime called directly.
+TEST_F(NativeServing, JinaBertEmbedsAndReranks) {
+  const std::string dir = kModels + "/jina-v2-tiny";
+  const std::vector<std::string> texts = {
+      "the river runs past the old mill",
+      "Ada Lovelace worked with Charles Babbage on the analytical engine in London, long before computers ran "
+      "the world's rivers of data through mills of silicon.",
+      "fish"};
+  const json j = Post("/v1/embeddings", json{{"model", "t/jina"}, {"input", texts}}.dump());
+  ASSERT_EQ(j["data"].size(), texts.size()) << j.dump();
+  const std::string js_tokenizer =
+      "cd " + std::string(SHOAL_SOURCE_DIR) + " && node tests/reference/tokenizer_reference.mjs " + dir;
+  const auto want = ReferenceEmbeddings(dir, js_tokenizer, texts);
+  ASSERT_EQ(want.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_LE(MaxAbsDiff(Floats(j["data"][i]["embedding"]), want[i]), 1e-4) << "text " << i;
+  }
+
+  auto reranker = LoadDirect(Profile("t/jina-rerank", kModels + "/jina-reranker-tiny", "score"));
+  ASSERT_TRUE(reranker);
+  std::vector<ScoreInput> pairs = {{"where is the mill", texts[0]}, {"where is the mill", texts[1]}};
+  std::vector<ScoreOutput> scores(pairs.size());
+  ASSERT_TRUE(reranker->Score(pairs, scores).ok());
+  const json s = Post("/v1/score/t/jina-rerank",
+                      json{{"query", "where is the mill"}, {"texts", {texts[0], texts[1]}}, {"raw_scores", true}}.dump());
+  ASSERT_EQ(s["scores"].size(), 2u) << s.dump();
+  for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(s["scores"][i].get<double>(), scores[i].logits[0], 1e-5);
+}
+
+// DeBERTa-v3 (disentangled attention; 16 position buckets up to 64, so the
+// long text uses the log buckets and the clamp) registered from its
+// directories: embeddings as SentencePiece and the float64 reference make
+// them; the 3-label classifier's labels (the task registration infers for
+// it) and the NER model's entities as the runtime called directly.
+TEST_F(NativeServing, DebertaV3EmbedsClassifiesAndExtracts) {
+  const std::string dir = kModels + "/deberta-v3-tiny";
+  const std::vector<std::string> texts = {
+      "the river runs past the old mill",
+      "Ada Lovelace worked with Charles Babbage on the analytical engine in London, long before computers ran "
+      "the world's rivers of data through mills of silicon, and the water kept turning the old wheel by the "
+      "river all the same.",
+      "fish"};
+  const json j = Post("/v1/embeddings", json{{"model", "t/deberta"}, {"input", texts}}.dump());
+  ASSERT_EQ(j["data"].size(), texts.size()) << j.dump();
+  const std::string sentencepiece =
+      std::string(SHOAL_SOURCE_DIR) + "/tests/reference/sentencepiece_reference.py " + dir + "/spm.model";
+  const auto want = ReferenceEmbeddings(dir, sentencepiece, texts);
+  ASSERT_EQ(want.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_LE(MaxAbsDiff(Floats(j["data"][i]["embedding"]), want[i]), 1e-4) << "text " << i;
+  }
+  EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 70) << "the long text reaches the clamped distances";
+
+  for (const auto& [id, path] : {std::pair{"t/deberta-nli", "/deberta-v3-classifier-tiny"},
+                                 std::pair{"t/deberta-ner", "/deberta-v3-ner-tiny"}}) {
+    SCOPED_TRACE(id);
+    auto direct = LoadDirect(Profile(id, kModels + path, "extract"));
+    ASSERT_TRUE(direct);
+    const bool classifier = id == std::string("t/deberta-nli");
+    // What the route sends for an item: no aggregation for a text classifier.
+    ExtractInput in{.text = texts[1], .truncate = false, .lora = {},
+                    .aggregation = classifier ? std::optional<Aggregation>() : Aggregation::kSimple, .top_k = 0};
+    ExtractOutput expected;
+    ASSERT_TRUE(direct->Extract({&in, 1}, {&expected, 1}).ok());
+    ASSERT_TRUE(expected.status.ok()) << expected.status.ToString();
+    const json e = Post(std::string("/v1/extract/") + id, json{{"items", {{{"text", texts[1]}}}}}.dump());
+    const json& item = e["items"][0];
+    if (classifier) {
+      ASSERT_EQ(item["labels"].size(), expected.labels.size()) << e.dump();
+      ASSERT_EQ(item["labels"].size(), 3u);
+      for (size_t k = 0; k < expected.labels.size(); ++k) {
+        EXPECT_EQ(item["labels"][k]["label"], expected.labels[k].label);
+        EXPECT_NEAR(item["labels"][k]["score"].get<double>(), expected.labels[k].score, 1e-6);
+      }
+    } else {
+      const json& got = item["entities"];
+      ASSERT_EQ(got.size(), expected.entities.size()) << e.dump();
+      ASSERT_FALSE(got.empty());
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_EQ(got[k]["label"], expected.entities[k].label);
+        EXPECT_EQ(got[k]["start"], expected.entities[k].start);
+        EXPECT_EQ(got[k]["end"], expected.entities[k].end);
+      }
+    }
+  }
+}
 
 // A decoder embedder (Qwen3-Embedding's layout) added from its directory:
 // task and query instruction read from its files; documents embed as they

@@ -2,6 +2,8 @@
 // up, odd head widths, q/k/v inside one fused QKV buffer, both ISA paths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <thread>
 
@@ -27,9 +29,10 @@ std::vector<uint32_t> Offsets(const std::vector<uint32_t>& lengths) {
 // qkv: [rows, 3·H·D] (q | k | v); returns [rows, H·D].
 // window > 0: a row sees only the rows at most `window` away (local attention).
 // keys[s] > 0: sequence s's rows from keys[s] on are queries only.
+// slopes[h] (or empty): ALiBi, scores − slopes[h]·|i − j|.
 std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<uint32_t>& off,
                               size_t heads, size_t dim, double scale, size_t window = 0,
-                              const std::vector<uint32_t>& keys = {}) {
+                              const std::vector<uint32_t>& keys = {}, const std::vector<float>& slopes = {}) {
   const size_t hd = heads * dim, ld = 3 * hd;
   std::vector<double> out(off.back() * hd, 0.0);
   for (size_t s = 0; s + 1 < off.size(); ++s) {
@@ -45,7 +48,8 @@ std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<u
             d += static_cast<double>(qkv[(b + i) * ld + h * dim + c]) *
                  qkv[(b + j) * ld + hd + h * dim + c];
           const bool far = window > 0 && (i > j ? i - j : j - i) > window;
-          p[j] = far || j >= nkeys ? -INFINITY : d * scale;
+          const double bias = slopes.empty() ? 0.0 : -static_cast<double>(slopes[h]) * (i > j ? i - j : j - i);
+          p[j] = far || j >= nkeys ? -INFINITY : d * scale + bias;
           mx = std::max(mx, p[j]);
         }
         if (mx == -INFINITY) {  // no key in its window: a zero row
@@ -136,6 +140,100 @@ TEST(Attention, KeyLimitMatchesReference) {
       for (int threads : {1, 2}) {
         const auto out = RunAttention(qkv, off, heads, dim, scale, threads, window, keys);
         EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f) << isa << " window=" << window << " threads=" << threads;
+      }
+    }
+  });
+}
+
+// DeBERTa's disentangled attention: two relative-position terms in every
+// score, each from its own table (pos_q, pos_k: [rows, H·D], ld_pos apart),
+// read at rows[i − j + max_len − 1]; here a clamped, bucket-like mapping
+// (distances over 5 share rows) so lengths past it exercise the sharing.
+std::vector<double> DisentangledReference(const std::vector<float>& qkv, const std::vector<uint32_t>& off,
+                                          size_t heads, size_t dim, double scale, const float* pos_q,
+                                          const float* pos_k, size_t ld_pos, const std::vector<int32_t>& rows) {
+  const size_t hd = heads * dim, ld = 3 * hd, max_len = (rows.size() + 1) / 2;
+  std::vector<double> out(off.back() * hd, 0.0);
+  auto dot = [&](const float* a, const float* b) {
+    double d = 0;
+    for (size_t c = 0; c < dim; ++c) d += static_cast<double>(a[c]) * b[c];
+    return d;
+  };
+  for (size_t s = 0; s + 1 < off.size(); ++s) {
+    const size_t b = off[s], len = off[s + 1] - off[s];
+    for (size_t h = 0; h < heads; ++h) {
+      for (size_t i = 0; i < len; ++i) {
+        const float* q = &qkv[(b + i) * ld + h * dim];
+        std::vector<double> p(len);
+        double mx = -INFINITY;
+        for (size_t j = 0; j < len; ++j) {
+          const float* k = &qkv[(b + j) * ld + hd + h * dim];
+          const size_t r = rows[i + max_len - 1 - j];
+          double sc = dot(q, k);
+          if (pos_k) sc += dot(q, pos_k + r * ld_pos + h * dim);
+          if (pos_q) sc += dot(k, pos_q + r * ld_pos + h * dim);
+          p[j] = sc * scale;
+          mx = std::max(mx, p[j]);
+        }
+        double sum = 0;
+        for (auto& v : p) sum += (v = std::exp(v - mx));
+        for (size_t c = 0; c < dim; ++c) {
+          double acc = 0;
+          for (size_t j = 0; j < len; ++j) acc += p[j] * qkv[(b + j) * ld + 2 * hd + h * dim + c];
+          out[(b + i) * hd + h * dim + c] = acc / sum;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Attention, DisentangledMatchesReference) {
+  const std::vector<uint32_t> lengths{1, 7, 40, 130};
+  const auto off = Offsets(lengths);
+  const int heads = 3, dim = 16;
+  const size_t hd = heads * dim, max_len = 130, span = 8;
+  const auto qkv = RandomVector(off.back() * 3ull * hd, 700, -1.5f, 1.5f);
+  // One table holding pos_q | pos_k, as DebertaV2 keeps them: rows 2·span.
+  const auto pos = RandomVector(2 * span * 2 * hd, 701, -1.5f, 1.5f);
+  std::vector<int32_t> rows(2 * max_len - 1);
+  for (int64_t r = -static_cast<int64_t>(max_len - 1); r < static_cast<int64_t>(max_len); ++r) {
+    const int64_t bucket = r > 5 ? 5 + (r - 5) / 8 : r < -5 ? -5 - (-r - 5) / 8 : r;
+    rows[r + max_len - 1] = static_cast<int32_t>(std::clamp<int64_t>(bucket + span, 0, 2 * span - 1));
+  }
+  const float scale = 1.0f / std::sqrt(3.0f * dim);
+  ForEachIsa([&](const char* isa) {
+    for (int terms = 0; terms < 3; ++terms) {  // both, c2p only, p2c only
+      const float* pos_q = terms == 1 ? nullptr : pos.data();
+      const float* pos_k = terms == 2 ? nullptr : pos.data() + hd;
+      const auto ref = DisentangledReference(qkv, off, heads, dim, scale, pos_q, pos_k, 2 * hd, rows);
+      for (int threads : {1, 2}) {
+        std::vector<float> out(off.back() * hd, NAN);
+        DisentangledAttention(qkv.data(), qkv.data() + hd, qkv.data() + 2 * hd, 3 * hd, out.data(), off, heads, dim,
+                              scale, pos_q, pos_k, 2 * hd, rows, threads);
+        EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f) << isa << " terms=" << terms << " threads=" << threads;
+      }
+    }
+  });
+}
+
+// ALiBi (jina-embeddings-v2's symmetric form): short and long sequences,
+// with and without a key limit.
+TEST(Attention, AlibiMatchesReference) {
+  const std::vector<uint32_t> lengths{1, 9, 150, 40};
+  const auto off = Offsets(lengths);
+  const int heads = 4, dim = 16;
+  const std::vector<float> slopes{0.5f, 0.25f, 0.125f, 0.0625f};
+  const auto qkv = RandomVector(off.back() * 3ull * heads * dim, 800, -1.5f, 1.5f);
+  const std::vector<uint32_t> keys{0, 5, 0, 40};
+  ForEachIsa([&](const char* isa) {
+    for (const auto& k : {std::vector<uint32_t>{}, keys}) {
+      const auto ref = Reference(qkv, off, heads, dim, 0.25, 0, k, slopes);
+      for (int threads : {1, 2}) {
+        std::vector<float> out(off.back() * heads * dim, NAN);
+        Attention(qkv.data(), qkv.data() + heads * dim, qkv.data() + 2 * heads * dim, 3 * heads * dim, out.data(),
+                  off, heads, dim, 0.25f, threads, 0, k, slopes);
+        EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f) << isa << " keys=" << k.size() << " threads=" << threads;
       }
     }
   });

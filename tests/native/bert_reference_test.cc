@@ -125,7 +125,8 @@ TEST_P(BertReference, Fp32MatchesTheReference) {
 INSTANTIATE_TEST_SUITE_P(Models, BertReference,
                          ::testing::Values("bert-tiny-mean", "bert-tiny-cls-bf16", "bert-tiny-f16", "roberta-tiny", "xlmr-tiny",
                                            "cross-encoder-tiny", "roberta-cross-encoder-tiny", "modernbert-tiny",
-                                           "modernbert-reranker-tiny"),
+                                           "modernbert-reranker-tiny", "deberta-v3-tiny",
+                                           "deberta-v3-classifier-tiny", "jina-v2-tiny", "jina-reranker-tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
@@ -136,7 +137,7 @@ INSTANTIATE_TEST_SUITE_P(Models, BertReference,
 // bits (measured here: 5e-4 on unit vectors, 1.3e-3 on logits). The stated
 // bound: within 5e-3 per component and cosine ≥ 0.9995 to the reference.
 TEST(BertBf16, StaysWithinTheStatedBound) {
-  for (const char* name : {"bert-tiny-mean", "cross-encoder-tiny", "modernbert-tiny"}) {
+  for (const char* name : {"bert-tiny-mean", "cross-encoder-tiny", "modernbert-tiny", "deberta-v3-classifier-tiny"}) {
     const std::string dir = std::string(SHOAL_TEST_MODELS) + "/" + name;
     auto config = LoadEncoderConfig(dir);
     ASSERT_TRUE(config.ok());
@@ -189,6 +190,88 @@ TEST(ModernBertConfig, BothConfigFormatsAndTheRefusals) {
     ASSERT_FALSE(c.ok()) << key;
     EXPECT_NE(c.status().message().find(says), std::string::npos) << c.status().ToString();
   }
+  fs::remove_all(dir);
+}
+
+// DeBERTa-v2/v3's relative rows: transformers' log buckets (the values are
+// make_log_bucket_position's, worked out by hand from its formula), and
+// what Shoal does not run refused by name.
+TEST(DebertaV2Config, RelativeRowsAreTheLogBucketsAndTheRefusals) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("shoal-deberta-config-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const nlohmann::json base = {
+      {"model_type", "deberta-v2"}, {"architectures", {"DebertaV2Model"}}, {"hidden_size", 64},
+      {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"intermediate_size", 96}, {"hidden_act", "gelu"},
+      {"vocab_size", 100}, {"max_position_embeddings", 512}, {"type_vocab_size", 0},
+      {"position_biased_input", false}, {"relative_attention", true}, {"max_relative_positions", -1},
+      {"position_buckets", 256}, {"norm_rel_ebd", "layer_norm"}, {"share_att_key", true},
+      {"pos_att_type", {"p2c", "c2p"}}, {"layer_norm_eps", 1e-7}};
+  std::ofstream(dir / "config.json") << base.dump();
+  auto c = LoadEncoderConfig(dir.string());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const DebertaV2Config& d = c->deberta;
+  EXPECT_TRUE(c->is_deberta_v2());
+  EXPECT_TRUE(d.c2p && d.p2c);
+  EXPECT_EQ(d.span(), 256u);
+  EXPECT_EQ(d.max_relative_positions, 512u);
+  for (const auto& [r, row] : {std::pair{0, 256}, {5, 261}, {-5, 251}, {127, 383}, {128, 384}, {129, 385},
+                               {200, 425}, {-200, 87}, {511, 511}, {600, 511}, {-600, 0}}) {
+    EXPECT_EQ(d.RelativeRow(r), row) << "distance " << r;
+  }
+  for (const auto& [key, value, says] :
+       {std::tuple{"conv_kernel_size", nlohmann::json(3), "conv_kernel_size"},
+        {"pos_att_type", nlohmann::json({"p2c", "p2p"}), "pos_att_type p2p"},
+        {"share_att_key", nlohmann::json(false), "share_att_key false"},
+        {"embedding_size", nlohmann::json(128), "embedding_size"},
+        {"model_type", nlohmann::json("deberta"), "DeBERTa v1"}}) {
+    nlohmann::json config = base;
+    config[key] = value;
+    std::ofstream(dir / "config.json") << config.dump();
+    auto bad = LoadEncoderConfig(dir.string());
+    ASSERT_FALSE(bad.ok()) << key;
+    EXPECT_NE(bad.status().message().find(says), std::string::npos) << bad.status().ToString();
+  }
+  fs::remove_all(dir);
+}
+
+// ALiBi's slopes: the paper's geometric series for a power of two, else
+// the power of two below's then every other one of the next's.
+TEST(JinaBertConfig, AlibiSlopesAndTheFeedForwards) {
+  EXPECT_EQ(AlibiSlopes(4), (std::vector<float>{0.25f, 0.0625f, 0.015625f, 0.00390625f}));
+  EXPECT_EQ(AlibiSlopes(6), (std::vector<float>{0.25f, 0.0625f, 0.015625f, 0.00390625f, 0.5f, 0.125f}));
+  const std::vector<float> twelve = AlibiSlopes(12);
+  ASSERT_EQ(twelve.size(), 12u);
+  EXPECT_FLOAT_EQ(twelve[0], std::pow(2.0f, -1.0f));
+  EXPECT_FLOAT_EQ(twelve[8], std::pow(2.0f, -0.5f));  // 16 heads' first
+
+  auto c = LoadEncoderConfig(std::string(SHOAL_TEST_MODELS) + "/jina-v2-tiny");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->is_jina_bert());
+  EXPECT_TRUE(c->jina.geglu);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("shoal-jina-config-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const nlohmann::json base =
+      nlohmann::json::parse(std::ifstream(std::string(SHOAL_TEST_MODELS) + "/jina-v2-tiny/config.json"));
+  for (const auto& [key, value, says] :
+       {std::tuple{"feed_forward_type", nlohmann::json("reglu"), "feed_forward_type 'reglu'"},
+        {"model_type", nlohmann::json("roberta"), "position_embedding_type 'alibi'"},
+        {"auto_map", nlohmann::json({{"AutoModel", "jinaai/jina-bert-v2-qk-post-norm--modeling_bert.JinaBertModel"}}),
+         "qk-post-norm"}}) {
+    nlohmann::json config = base;
+    config[key] = value;
+    std::ofstream(dir / "config.json") << config.dump();
+    auto bad = LoadEncoderConfig(dir.string());
+    ASSERT_FALSE(bad.ok()) << key;
+    EXPECT_NE(bad.status().message().find(says), std::string::npos) << bad.status().ToString();
+  }
+  nlohmann::json bert = base;
+  bert.erase("position_embedding_type");
+  std::ofstream(dir / "config.json") << bert.dump();
+  auto plain = LoadEncoderConfig(dir.string());
+  ASSERT_FALSE(plain.ok()) << "geglu without ALiBi";
+  EXPECT_NE(plain.status().message().find("without ALiBi"), std::string::npos) << plain.status().ToString();
   fs::remove_all(dir);
 }
 

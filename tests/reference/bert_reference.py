@@ -24,7 +24,10 @@ its structure. Each input runs alone, so there is no padding and no mask.
 
 ModernBERT directories (model_type modernbert) run modernbert_reference.py's
 ModernBertEncoder instead, NomicBERT ones (model_type nomic_bert, nomic-embed-text)
-nomic_bert_reference.py's NomicBertEncoder; the rest of this docstring is the BERT
+nomic_bert_reference.py's NomicBertEncoder, DeBERTa-v2 / v3 ones (model_type
+deberta-v2) deberta_v2_reference.py's DebertaV2Encoder, JinaBERT ones (model_type
+bert with position_embedding_type alibi: jina-embeddings-v2, jina-reranker-v1)
+jina_bert_reference.py's JinaBertEncoder; the rest of this docstring is the BERT
 family's.
 
 Handles BertModel / RobertaModel / XLMRobertaModel (sentence-transformers layout: no prefix),
@@ -192,15 +195,24 @@ class Encoder:
 
 def load_encoder(model_dir):
     """The reference for the directory's architecture: ModernBERT's (modernbert_reference.py),
-    NomicBERT's (nomic_bert_reference.py) or the BERT family's."""
+    NomicBERT's (nomic_bert_reference.py), DeBERTa-v2's (deberta_v2_reference.py, which
+    also refuses DeBERTa v1's "deberta"), JinaBERT's (jina_bert_reference.py: BERT with
+    ALiBi) or the BERT family's."""
     with open(os.path.join(model_dir, "config.json")) as f:
-        model_type = json.load(f).get("model_type")
+        cfg = json.load(f)
+    model_type = cfg.get("model_type")
     if model_type == "modernbert":
         from modernbert_reference import ModernBertEncoder
         return ModernBertEncoder(model_dir)
     if model_type == "nomic_bert":
         from nomic_bert_reference import NomicBertEncoder
         return NomicBertEncoder(model_dir)
+    if model_type in ("deberta-v2", "deberta"):
+        from deberta_v2_reference import DebertaV2Encoder
+        return DebertaV2Encoder(model_dir)
+    if model_type == "bert" and cfg.get("position_embedding_type") == "alibi":
+        from jina_bert_reference import JinaBertEncoder
+        return JinaBertEncoder(model_dir)
     return Encoder(model_dir)
 
 

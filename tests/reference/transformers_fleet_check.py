@@ -22,14 +22,12 @@ sentence-transformers and a GPU are present; needs nothing but a Python with
 sentence-transformers otherwise.
 """
 import argparse
-import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import shoal_up  # noqa: E402
 
 # The seeded models checked, and the output compared.
 MODELS = {
@@ -38,6 +36,7 @@ MODELS = {
     "bert-tiny-f16": "dense",
     "xlmr-tiny": "dense",
     "modernbert-tiny": "dense",
+    "deberta-v3-tiny": "dense",
     "qwen3-embed-tiny": "dense",
     "splade-tiny": "sparse",
 }
@@ -54,42 +53,6 @@ def log(msg):
     print(f"transformers_fleet_check: {msg}", file=sys.stderr, flush=True)
 
 
-def post(url, body):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read())
-
-
-def start_cluster(shoal, profile_dir, work, port):
-    cmd = [shoal, "up", "--models-dir", profile_dir, "--data-dir", os.path.join(work, "var"),
-           "--port", str(port), "--worker-metrics-port", "-1"]
-    log(" ".join(cmd))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    up = threading.Event()
-
-    def pump():
-        for line in proc.stdout:
-            sys.stderr.write("  up| " + line)
-            if line.startswith("Shoal is up"):
-                up.set()
-        up.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    up.wait(timeout=300)
-    return proc if proc.poll() is None else None
-
-
-def stop_cluster(proc):
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
 def load_st(cls, path, device):
     import torch
     try:
@@ -104,7 +67,7 @@ def check_dense(url, name, path, device):
     worst_cos, worst_abs = 1.0, 0.0
     for text in TEXTS:
         want = model.encode([text], batch_size=1, convert_to_numpy=True)[0].astype("float64")
-        got = post(url + "/v1/embeddings", {"model": name, "input": text})["data"][0]["embedding"]
+        got = shoal_up.post(url + "/v1/embeddings", {"model": name, "input": text})["data"][0]["embedding"]
         dot = sum(a * b for a, b in zip(got, want))
         norm = (sum(a * a for a in got) * sum(b * b for b in want)) ** 0.5
         worst_cos = min(worst_cos, dot / norm)
@@ -120,7 +83,8 @@ def check_sparse(url, name, path, device):
     for text in TEXTS:
         vec = model.encode([text], batch_size=1, convert_to_tensor=True)[0].coalesce()
         want = {int(i): float(v) for i, v in zip(vec.indices()[0].tolist(), vec.values().tolist()) if v != 0}
-        item = post(url + f"/v1/encode/{name}", {"items": [{"text": text}], "output": "sparse"})["items"][0]
+        answer = shoal_up.post(url + f"/v1/encode/{name}", {"items": [{"text": text}], "output": "sparse"})
+        item = answer["items"][0]
         got = dict(zip(item["sparse"]["indices"], item["sparse"]["values"]))
         scale = max(want.values(), default=1.0)
         # Entries within rounding of zero may be on one side only.
@@ -161,7 +125,7 @@ def main(argv):
     for n in names:
         with open(os.path.join(profile_dir, n + ".yaml"), "w") as f:
             f.write(profile(n, os.path.abspath(os.path.join(args.models, n))))
-    proc = start_cluster(args.shoal, profile_dir, work, args.port)
+    proc = shoal_up.start(args.shoal, profile_dir, work, args.port)
     if proc is None:
         log("shoal up did not come up")
         return 1
@@ -177,7 +141,7 @@ def main(argv):
             print(f"{n}: {'ok' if ok else 'FAILED'}: {detail}", flush=True)
             failed += not ok
     finally:
-        stop_cluster(proc)
+        shoal_up.stop(proc)
     print(f"{len(names) - failed}/{len(names)} models match sentence-transformers", flush=True)
     return 0 if failed == 0 else 1
 

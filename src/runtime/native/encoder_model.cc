@@ -41,8 +41,8 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
     return InvalidInput("native.device: " + spec.id + " is a token classifier; those run on the CPU backend "
                         "so far");
   }
-  if (options.cuda_device >= 0 && (config->is_modernbert() || config->is_nomic_bert())) {
-    return InvalidInput("native.device: " + spec.id + " is a " + (config->is_modernbert() ? "ModernBERT" : "NomicBERT") +
+  if (options.cuda_device >= 0 && config->non_bert_family()) {
+    return InvalidInput("native.device: " + spec.id + " is a " + config->non_bert_family() +
                         "; it runs on the CPU backend so far");
   }
   auto pooling = LoadPoolingConfig(spec.path);
@@ -89,7 +89,7 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
 
 Status EncoderModel::LoadHeads(const PoolingConfig& pooling, const NativeOptions& options) {
   const EncoderConfig& c = network_->config();
-  if ((pooling.splade || pooling.colbert || pooling.bge_m3) && (c.is_modernbert() || c.is_nomic_bert())) {
+  if ((pooling.splade || pooling.colbert || pooling.bge_m3) && c.non_bert_family()) {
     return InvalidInput(config_.path + ": sparse and multi-vector outputs run on BERT-family encoders so far, not " +
                         c.model_type);
   }

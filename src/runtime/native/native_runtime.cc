@@ -95,8 +95,8 @@ Result<uint64_t> NativeRuntime::CheckLora(const ModelConfig& base, const LoraCon
     targets = native::Llama::LoraTargetsOf(config);
   } else {
     SHOAL_ASSIGN_OR_RETURN(const native::EncoderConfig config, native::LoadEncoderConfig(base.path));
-    if (config.is_modernbert() || config.is_nomic_bert()) {
-      return InvalidInput("model '" + base.id + "' is a " + (config.is_modernbert() ? "ModernBERT" : "NomicBERT") +
+    if (config.non_bert_family()) {
+      return InvalidInput("model '" + base.id + "' is a " + config.non_bert_family() +
                           ": the native runtime runs no LoRA adapters on it yet");
     }
     SHOAL_ASSIGN_OR_RETURN(const auto weights, native::SafeTensors::OpenDir(base.path));

@@ -1,5 +1,7 @@
 #include "runtime/native/loaders/hf_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -140,6 +142,33 @@ bool EncoderConfig::token_classifier() const {
   return false;
 }
 
+const char* EncoderConfig::non_bert_family() const {
+  if (is_modernbert()) return "ModernBERT";
+  if (is_nomic_bert()) return "NomicBERT";
+  if (is_deberta_v2()) return "DeBERTa-v2";
+  if (is_jina_bert()) return "JinaBERT";
+  return nullptr;
+}
+
+int32_t DebertaV2Config::RelativeRow(int64_t r) const {
+  const int64_t span = this->span();
+  int64_t bucket = r;
+  if (position_buckets > 0) {
+    // transformers' make_log_bucket_position: distances under mid as they
+    // are, longer ones on a log scale up to max_relative_positions.
+    const int64_t mid = position_buckets / 2;
+    const int64_t abs = r < mid && r > -mid ? mid - 1 : (r < 0 ? -r : r);
+    if (abs > mid) {
+      const double log_pos = std::ceil(std::log(static_cast<double>(abs) / mid) /
+                                       std::log(static_cast<double>(max_relative_positions - 1) / mid) *
+                                       static_cast<double>(mid - 1)) +
+                             static_cast<double>(mid);
+      bucket = static_cast<int64_t>(log_pos) * (r < 0 ? -1 : 1);
+    }
+  }
+  return static_cast<int32_t>(std::clamp<int64_t>(bucket + span, 0, 2 * span - 1));
+}
+
 uint32_t EncoderConfig::max_tokens() const {
   // RoBERTa reserves the positions up to pad_token_id.
   if (roberta_positions()) return max_position_embeddings - static_cast<uint32_t>(pad_token_id) - 1;
@@ -192,6 +221,52 @@ Result<EncoderConfig> ReadNomicBert(const nlohmann::json& j, const std::string& 
   return c;
 }
 
+// DeBERTa-v2/v3's options (the shared fields are BERT's names); what
+// Shoal does not run is refused by name.
+Status ReadDebertaV2(const nlohmann::json& j, const std::string& path, EncoderConfig* c) {
+  auto refuse = [&](const std::string& what) { return InvalidInput(path + ": " + what + " is not supported"); };
+  DebertaV2Config& d = c->deberta;
+  // DebertaV2Config's defaults where BERT's differ.
+  c->type_vocab_size = j.value("type_vocab_size", 0u);
+  c->layer_norm_eps = j.value("layer_norm_eps", 1e-7f);
+  if (j.value("conv_kernel_size", 0) > 0) return refuse("conv_kernel_size (DeBERTa-v2's convolution layer)");
+  if (j.contains("embedding_size") && !j["embedding_size"].is_null() &&
+      j["embedding_size"].get<uint32_t>() != c->hidden_size) {
+    return refuse("an embedding_size other than hidden_size");
+  }
+  d.position_biased_input = j.value("position_biased_input", true);
+  const bool relative = j.value("relative_attention", false);
+  std::vector<std::string> types;
+  if (auto t = j.find("pos_att_type"); t != j.end() && !t->is_null()) {
+    types = t->is_string() ? std::vector<std::string>{t->get<std::string>()} : t->get<std::vector<std::string>>();
+  }
+  d.c2p = d.p2c = false;
+  for (const std::string& t : types) {
+    if (t == "c2p") {
+      d.c2p = relative;
+    } else if (t == "p2c") {
+      d.p2c = relative;
+    } else {
+      return refuse("pos_att_type " + t);
+    }
+  }
+  if (d.relative() && !j.value("share_att_key", false)) return refuse("share_att_key false");
+  const int64_t max_rel = j.value("max_relative_positions", int64_t{-1});
+  d.max_relative_positions = max_rel < 1 ? c->max_position_embeddings : static_cast<uint32_t>(max_rel);
+  const int64_t buckets = j.value("position_buckets", int64_t{-1});
+  d.position_buckets = buckets > 0 ? static_cast<uint32_t>(buckets) : 0;
+  if (d.position_buckets > 0 && (d.position_buckets < 4 || d.max_relative_positions <= d.position_buckets / 2 + 1)) {
+    return InvalidInput(path + ": position_buckets must be at least 4 and under 2 · max_relative_positions");
+  }
+  const std::string norm = j.value("norm_rel_ebd", "none");
+  d.norm_rel_embeddings = norm.find("layer_norm") != std::string::npos;
+  d.pooler_hidden_size = j.value("pooler_hidden_size", c->hidden_size);
+  auto act = ParseActivation(j.value("pooler_hidden_act", "gelu"), path + ": pooler_hidden_act");
+  if (!act.ok()) return act.status();
+  d.pooler_act = *act;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
@@ -205,6 +280,10 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
       c.architectures = (*j)["architectures"].get<std::vector<std::string>>();
     }
     if (c.is_nomic_bert()) return ReadNomicBert(*j, path.string(), std::move(c));
+    if (c.model_type == "deberta") {
+      return InvalidInput(path.string() + ": DeBERTa v1 (model_type deberta) is not supported; DeBERTa-v2 and v3 "
+                          "(deberta-v2) are");
+    }
     c.hidden_size = j->at("hidden_size").get<uint32_t>();
     c.num_hidden_layers = j->at("num_hidden_layers").get<uint32_t>();
     c.num_attention_heads = j->at("num_attention_heads").get<uint32_t>();
@@ -223,8 +302,27 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
       if (!act.ok()) return act.status();
       c.hidden_act = *act;
       const std::string pos = j->value("position_embedding_type", "absolute");
-      if (pos != "absolute") {
+      const std::string feed_forward = j->value("feed_forward_type", "original");
+      if (c.is_deberta_v2()) {
+        SHOAL_RETURN_IF_ERROR(ReadDebertaV2(*j, path.string(), &c));
+      } else if (pos == "alibi" && c.model_type == "bert") {
+        c.jina.alibi = true;
+        // jina-embeddings-v2-base-code's variant: LayerNorms on q and k, other tensor names.
+        const nlohmann::json auto_map = j->value("auto_map", nlohmann::json::object());
+        for (const auto& [name, code] : auto_map.items()) {
+          if (code.is_string() && code.get<std::string>().find("qk-post-norm") != std::string::npos) {
+            return InvalidInput(path.string() + ": jina-bert-v2-qk-post-norm (q/k LayerNorms) is not supported");
+          }
+        }
+      } else if (pos != "absolute") {
         return InvalidInput(path.string() + ": position_embedding_type '" + pos + "' is not supported");
+      }
+      // JinaBERT's feed-forward; BERT's own configs do not name one.
+      if (feed_forward == "geglu" && c.is_jina_bert()) {
+        c.jina.geglu = true;
+      } else if (feed_forward != "original") {
+        return InvalidInput(path.string() + ": feed_forward_type '" + feed_forward + "' is not supported" +
+                            (c.is_jina_bert() ? " (original, geglu)" : " without ALiBi"));
       }
     }
     if (j->contains("id2label") && (*j)["id2label"].is_object()) {

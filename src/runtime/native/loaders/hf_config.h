@@ -46,6 +46,37 @@ struct NomicBertConfig {
   double rotary_base = 10000.0;
 };
 
+// What DeBERTa-v2/v3 (model_type deberta-v2) adds to the shared fields:
+// disentangled attention. Besides q·k, each score has a content-to-position
+// term (q·pos_k) and a position-to-content one (k·pos_q), where pos_q and
+// pos_k are relative-position embeddings through the layer's own query and
+// key projections, picked by the distance i − j in log buckets. And the
+// sequence classifier's pooler (dense + activation on the first token).
+struct DebertaV2Config {
+  bool c2p = true, p2c = true;            // pos_att_type (relative_attention false: neither)
+  bool position_biased_input = false;     // absolute positions added to the embeddings too
+  uint32_t position_buckets = 256;        // 0: the distances themselves, clamped
+  uint32_t max_relative_positions = 512;  // the buckets' range
+  bool norm_rel_embeddings = true;        // norm_rel_ebd "layer_norm": encoder.LayerNorm on them
+  uint32_t pooler_hidden_size = 0;
+  HiddenAct pooler_act = HiddenAct::kGelu;
+
+  bool relative() const { return c2p || p2c; }
+  // Relative-embedding rows used: 2 · (position_buckets, else max_relative_positions).
+  uint32_t span() const { return position_buckets > 0 ? position_buckets : max_relative_positions; }
+  // The row distance r = i − j reads: clamp(bucket(r) + span, 0, 2·span − 1).
+  int32_t RelativeRow(int64_t r) const;
+};
+
+// JinaBERT (jina-embeddings-v2 and its rerankers: model_type bert with
+// position_embedding_type alibi): ALiBi instead of a position table, and
+// with feed_forward_type geglu a gated feed-forward (mlp.gated_layers,
+// mlp.wo, mlp.layernorm) instead of BERT's intermediate/output pair.
+struct JinaBertConfig {
+  bool alibi = false;
+  bool geglu = false;
+};
+
 struct EncoderConfig {
   std::string model_type;               // bert, roberta, xlm-roberta, modernbert, ...
   std::vector<std::string> architectures;
@@ -66,9 +97,17 @@ struct EncoderConfig {
   bool multi_label = false;  // problem_type multi_label_classification: a sigmoid per label
   ModernBertConfig modernbert;  // read for model_type modernbert only
   NomicBertConfig nomic;        // read for model_type nomic_bert only
+  DebertaV2Config deberta;      // read for model_type deberta-v2 only
+  JinaBertConfig jina;          // read for model_type bert only
 
   bool is_modernbert() const { return model_type == "modernbert"; }
   bool is_nomic_bert() const { return model_type == "nomic_bert"; }
+  bool is_deberta_v2() const { return model_type == "deberta-v2"; }
+  bool is_jina_bert() const { return jina.alibi; }
+  // Null for the BERT family (BERT, RoBERTa, XLM-R, ...), whose encoder the
+  // GPU backend, LoRA and the output heads run; else the architecture's name
+  // for messages saying what does not run on it yet.
+  const char* non_bert_family() const;
 
   // RoBERTa-style models number positions from pad_token_id + 1.
   bool roberta_positions() const;

@@ -12,7 +12,7 @@ namespace shoal::native {
 struct Bert::Layer {
   std::unique_ptr<cpu::Linear> qkv;       // query, key, value fused: [H] → [3H]
   std::unique_ptr<cpu::Linear> attn_out;  // [H] → [H]
-  std::unique_ptr<cpu::Linear> inter;     // [H] → [I], with the activation
+  std::unique_ptr<cpu::Linear> inter;     // [H] → [I], with the activation (GeGLU: [H] → [2I], gate first)
   std::unique_ptr<cpu::Linear> out;       // [I] → [H]
   const float* ln1_gamma = nullptr;
   const float* ln1_beta = nullptr;
@@ -37,8 +37,12 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
   const std::string p = EncoderWeightPrefix(w);
   const std::string e = p + "embeddings.";
   SHOAL_ASSIGN_OR_RETURN(m->word_, r.Tensor(e + "word_embeddings.weight", {config.vocab_size, H}));
-  SHOAL_ASSIGN_OR_RETURN(m->position_,
-               r.Tensor(e + "position_embeddings.weight", {config.max_position_embeddings, H}));
+  if (config.is_jina_bert()) {
+    m->alibi_slopes_ = AlibiSlopes(static_cast<int>(config.num_attention_heads));
+  } else {
+    SHOAL_ASSIGN_OR_RETURN(m->position_,
+                           r.Tensor(e + "position_embeddings.weight", {config.max_position_embeddings, H}));
+  }
   SHOAL_ASSIGN_OR_RETURN(m->token_type_, r.Tensor(e + "token_type_embeddings.weight", {config.type_vocab_size, H}));
   SHOAL_ASSIGN_OR_RETURN(m->emb_ln_gamma_, r.Tensor(e + "LayerNorm.weight", {H}));
   SHOAL_ASSIGN_OR_RETURN(m->emb_ln_beta_, r.Tensor(e + "LayerNorm.bias", {H}));
@@ -52,10 +56,17 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
     SHOAL_ASSIGN_OR_RETURN(L.attn_out, r.Linear({l + "attention.output.dense"}, {h}, h));
     SHOAL_ASSIGN_OR_RETURN(L.ln1_gamma, r.Tensor(l + "attention.output.LayerNorm.weight", {H}));
     SHOAL_ASSIGN_OR_RETURN(L.ln1_beta, r.Tensor(l + "attention.output.LayerNorm.bias", {H}));
-    SHOAL_ASSIGN_OR_RETURN(L.inter, r.Linear({l + "intermediate.dense"}, {inter}, h));
-    SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear({l + "output.dense"}, {h}, inter));
-    SHOAL_ASSIGN_OR_RETURN(L.ln2_gamma, r.Tensor(l + "output.LayerNorm.weight", {H}));
-    SHOAL_ASSIGN_OR_RETURN(L.ln2_beta, r.Tensor(l + "output.LayerNorm.bias", {H}));
+    if (config.jina.geglu) {
+      SHOAL_ASSIGN_OR_RETURN(L.inter, r.Linear({l + "mlp.gated_layers"}, {2 * inter}, h));
+      SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear({l + "mlp.wo"}, {h}, inter));
+      SHOAL_ASSIGN_OR_RETURN(L.ln2_gamma, r.Tensor(l + "mlp.layernorm.weight", {H}));
+      SHOAL_ASSIGN_OR_RETURN(L.ln2_beta, r.Tensor(l + "mlp.layernorm.bias", {H}));
+    } else {
+      SHOAL_ASSIGN_OR_RETURN(L.inter, r.Linear({l + "intermediate.dense"}, {inter}, h));
+      SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear({l + "output.dense"}, {h}, inter));
+      SHOAL_ASSIGN_OR_RETURN(L.ln2_gamma, r.Tensor(l + "output.LayerNorm.weight", {H}));
+      SHOAL_ASSIGN_OR_RETURN(L.ln2_beta, r.Tensor(l + "output.LayerNorm.bias", {H}));
+    }
     m->linear_bytes_ += L.qkv->memory_bytes() + L.attn_out->memory_bytes() +
                         L.inter->memory_bytes() + L.out->memory_bytes();
     if (progress) progress(static_cast<double>(i + 1) / config.num_hidden_layers);
@@ -101,7 +112,7 @@ LoraTargets Bert::LoraTargetsOf(const EncoderConfig& config, const SafeTensors& 
 size_t Bert::memory_bytes() const {
   const size_t H = config_.hidden_size;
   // Embedding tables (mapped or converted) plus the prepared dense layers.
-  return (static_cast<size_t>(config_.vocab_size) + config_.max_position_embeddings +
+  return (static_cast<size_t>(config_.vocab_size) + (position_ ? config_.max_position_embeddings : 0) +
           config_.type_vocab_size) * H * sizeof(float) + linear_bytes_;
 }
 
@@ -111,20 +122,23 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
   *offsets = SequenceOffsets(seqs);
   const size_t T = offsets->back();
 
-  // Embeddings: word + position + token type, then LayerNorm.
+  // Embeddings: word + position (none with ALiBi) + token type, then LayerNorm.
   std::vector<float>& x = *hidden;
   x.resize(T * H);
   std::vector<int32_t> positions;
   size_t row = 0;
   for (const auto& q : seqs) {
     positions.resize(q.ids.size());
-    EncoderPositions(config_, q.ids, positions.data());
+    if (position_) EncoderPositions(config_, q.ids, positions.data());
     for (size_t j = 0; j < q.ids.size(); ++j, ++row) {
       const float* w = word_ + static_cast<size_t>(q.ids[j]) * H;
-      const float* p = position_ + static_cast<size_t>(positions[j]) * H;
       const float* t = token_type_ + (q.type_ids.empty() ? 0 : static_cast<size_t>(q.type_ids[j])) * H;
       float* o = x.data() + row * H;
-      for (size_t k = 0; k < H; ++k) o[k] = w[k] + p[k] + t[k];
+      for (size_t k = 0; k < H; ++k) o[k] = w[k] + t[k];
+      if (position_) {
+        const float* p = position_ + static_cast<size_t>(positions[j]) * H;
+        for (size_t k = 0; k < H; ++k) o[k] += p[k];
+      }
     }
   }
   cpu::LayerNorm(x.data(), nullptr, T, H, emb_ln_gamma_, emb_ln_beta_, config_.layer_norm_eps, threads);
@@ -136,11 +150,13 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
   const cpu::Activation act = ActivationOf(config_.hidden_act);
   // Scratch, written before it is read: left uninitialized (a zero fill of
   // every buffer costs about 1 % of a 128-token pass).
-  const std::unique_ptr<float[]> scratch(new float[T * (3 * H + H + H + I)]);
+  const bool geglu = config_.jina.geglu;
+  const std::unique_ptr<float[]> scratch(new float[T * (3 * H + H + H + I + (geglu ? 2 * I : 0))]);
   float* qkv = scratch.get();
   float* ctx = qkv + T * 3 * H;
   float* y = ctx + T * H;
   float* inter = y + T * H;
+  float* gated = inter + T * I;  // GeGLU only: [T, 2I]
   // Runs of rows under one adapter; empty for a batch of the base alone.
   std::vector<LoraSegment> lora;
   if (std::any_of(seqs.begin(), seqs.end(), [](const TokenSequence& q) { return q.lora != nullptr; })) {
@@ -151,11 +167,15 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
     const size_t t = i * kLoraPerLayer;  // this layer's first LoRA target
     L.qkv->Forward(x.data(), T, qkv, cpu::Activation::kNone, threads);
     for (size_t k = 0; k < 3; ++k) ApplyLora(lora, t + k, x.data(), H, qkv, 3 * H, k * H, threads);
-    cpu::Attention(qkv, qkv + H, qkv + 2 * H, 3 * H, ctx, *offsets, heads, head_dim, scale, threads, 0, keys);
+    cpu::Attention(qkv, qkv + H, qkv + 2 * H, 3 * H, ctx, *offsets, heads, head_dim, scale, threads, 0, keys,
+                   alibi_slopes_);
     L.attn_out->Forward(ctx, T, y, cpu::Activation::kNone, threads);
     ApplyLora(lora, t + 3, ctx, H, y, H, 0, threads);
     cpu::LayerNorm(y, x.data(), T, H, L.ln1_gamma, L.ln1_beta, config_.layer_norm_eps, threads);
-    if (AnyLora(lora, t + 4)) {  // the update goes in before the activation
+    if (geglu) {  // no LoRA on JinaBERT (lora_targets() is null)
+      L.inter->Forward(y, T, gated, cpu::Activation::kNone, threads);
+      cpu::GeluMul(gated, T, I, inter, threads);
+    } else if (AnyLora(lora, t + 4)) {  // the update goes in before the activation
       L.inter->Forward(y, T, inter, cpu::Activation::kNone, threads);
       ApplyLora(lora, t + 4, y, H, inter, I, 0, threads);
       cpu::Activate(inter, T * I, act, threads);

@@ -3,6 +3,12 @@
 // token-classification heads (NER), from a Hugging Face directory:
 // config.json + safetensors.
 //
+// JinaBERT (jina-embeddings-v2 and its rerankers: position_embedding_type
+// alibi) is BERT with two changes: no position table — ALiBi, a penalty
+// −slope_h·|i − j| on every score — and, with feed_forward_type geglu, a
+// gated feed-forward, gelu(x·W_g) ⊙ (x·W_u) through mlp.gated_layers, then
+// mlp.wo and mlp.layernorm. No LoRA on it yet (lora_targets() is null).
+//
 // A batch runs packed: the token rows of all sequences back to back, no
 // padding; attention keeps each sequence to itself (kernels.h). Sequences
 // may run under different LoRA adapters in one batch: the base GEMMs are
@@ -44,7 +50,9 @@ class Bert final : public EncoderNetwork {
   // intermediate.dense, output.dense (kLoraPerLayer of them); replaceable:
   // a sequence classifier's dense layer, then its classifier; a token
   // classifier's classifier.
-  const LoraTargets* lora_targets() const override { return &lora_targets_; }
+  const LoraTargets* lora_targets() const override {
+    return config_.is_jina_bert() ? nullptr : &lora_targets_;
+  }
   static constexpr size_t kLoraPerLayer = 6;
   // The same, from the config and the checkpoint's names alone (what
   // registration checks an adapter against, without loading the model).
@@ -67,8 +75,9 @@ class Bert final : public EncoderNetwork {
   std::unique_ptr<SafeTensors> weights_;  // f32 tables are used in place
   std::vector<std::vector<float>> converted_;  // f16/bf16 tables as f32
   const float* word_ = nullptr;
-  const float* position_ = nullptr;
+  const float* position_ = nullptr;  // null with ALiBi
   const float* token_type_ = nullptr;
+  std::vector<float> alibi_slopes_;  // JinaBERT only (AlibiSlopes)
   const float* emb_ln_gamma_ = nullptr;
   const float* emb_ln_beta_ = nullptr;
   std::vector<Layer> layers_;

@@ -7,7 +7,7 @@
 namespace shoal::native {
 
 std::string EncoderWeightPrefix(const SafeTensors& w) {
-  for (const char* p : {"", "bert.", "roberta.", "model.", "encoder."}) {
+  for (const char* p : {"", "bert.", "roberta.", "deberta.", "model.", "encoder."}) {
     if (w.Find(std::string(p) + "embeddings.word_embeddings.weight")) return p;
   }
   return "";
@@ -86,6 +86,21 @@ void PoolSequences(const float* hidden, size_t width, std::span<const uint32_t> 
   if (normalize) {
     for (size_t s = 0; s < n; ++s) cpu::L2Normalize(out + s * width, width);
   }
+}
+
+std::vector<float> AlibiSlopes(int heads) {
+  auto power_of_two = [](int n) {
+    std::vector<float> s(n);
+    const double start = std::pow(2.0, -8.0 / n);
+    for (int i = 0; i < n; ++i) s[i] = static_cast<float>(std::pow(start, i + 1));
+    return s;
+  };
+  const int below = 1 << static_cast<int>(std::floor(std::log2(std::max(heads, 1))));
+  if (below == heads) return power_of_two(heads);
+  std::vector<float> s = power_of_two(below);
+  const std::vector<float> next = AlibiSlopes(2 * below);
+  for (int i = 0; s.size() < static_cast<size_t>(heads); i += 2) s.push_back(next[i]);
+  return s;
 }
 
 std::vector<float> RotaryTable(size_t positions, size_t head_dim, double theta) {

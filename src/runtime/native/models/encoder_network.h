@@ -106,6 +106,10 @@ std::vector<uint32_t> KeyLimits(std::span<const TokenSequence> seqs);
 void PoolSequences(const float* hidden, size_t width, std::span<const uint32_t> offsets, Pooling pooling,
                    bool normalize, float* out);
 
+// ALiBi's slopes for `heads` heads: 2^(−8i/n) for a power of two n, else
+// the power of two below's, then every other one of the next's.
+std::vector<float> AlibiSlopes(int heads);
+
 // The table cpu::Rope reads for `positions` positions: per position, the
 // cosines then the sines of position · θ^(−2i/head_dim), i < head_dim/2
 // (computed in double).

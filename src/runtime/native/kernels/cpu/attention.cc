@@ -15,6 +15,10 @@
 // Local (sliding-window) attention, when the window is narrower than the
 // sequence, runs the sgemm path with the scores outside the window zeroed
 // after the max is taken over the window alone.
+// ALiBi (jina-embeddings-v2) runs the sgemm path with −slope·|i − j| added to
+// the scores.
+// DisentangledAttention (DeBERTa) runs the sgemm path with its two relative-
+// position terms gathered into the scores before the softmax.
 // A key limit (ColBERT's query expansion) makes only a sequence's first
 // `keys` rows keys and values; every row is still a query.
 //
@@ -49,6 +53,7 @@ struct Head {
   size_t keys;  // rows 0..keys-1 are keys and values (1 <= keys <= len)
   size_t dim;
   float scale;
+  float alibi = 0.0f;  // ALiBi's slope: scores get −alibi·|i − j| (0: none)
 };
 
 // Per-thread scratch, grown on demand and kept for the thread's lifetime.
@@ -204,6 +209,12 @@ void HeadGemm(const Head& h, Scratch& s, bool avx, size_t window) {
   const auto L = static_cast<dnnl_dim_t>(len), K = static_cast<dnnl_dim_t>(keys), D = static_cast<dnnl_dim_t>(dim);
   const auto ld = static_cast<dnnl_dim_t>(h.ld);
   dnnl_sgemm('N', 'T', L, K, D, h.scale, h.q, ld, h.k, ld, 0.0f, sc, static_cast<dnnl_dim_t>(lp));
+  if (h.alibi != 0.0f) {
+    for (size_t i = 0; i < len; ++i) {
+      float* row = sc + i * lp;
+      for (size_t j = 0; j < keys; ++j) row[j] -= h.alibi * static_cast<float>(i > j ? i - j : j - i);
+    }
+  }
   SoftmaxRows(sc, len, keys, lp, window, inv, avx);
   dnnl_sgemm('N', 'N', L, D, K, 1.0f, sc, static_cast<dnnl_dim_t>(lp), h.v, ld, 0.0f, h.out,
              static_cast<dnnl_dim_t>(h.ld_out));
@@ -211,6 +222,45 @@ void HeadGemm(const Head& h, Scratch& s, bool avx, size_t window) {
     float* o = h.out + i * h.ld_out;
     const float f = inv[i];
     for (size_t c = 0; c < dim; ++c) o[c] *= f;
+  }
+}
+
+// DeBERTa's disentangled attention for one (sequence, head): S = scale ·
+// (Q·Kᵀ + C2P + P2C), with C2P = Q·pos_kᵀ and P2C = K·pos_qᵀ computed as
+// sgemms over the relative rows this length can read (rows[] is monotonic
+// in the distance) and gathered per (i, j); then HeadGemm's softmax and P·V.
+void HeadDisentangled(const Head& h, const float* pos_q, const float* pos_k, size_t ld_pos,
+                      const int32_t* row_of /* indexed by i − j */, Scratch& s, bool avx) {
+  const size_t len = h.len, dim = h.dim, lp = Pad16(len);
+  const auto span = static_cast<ptrdiff_t>(len) - 1;
+  const int32_t lo = row_of[-span], hi = row_of[span];
+  const size_t rel = static_cast<size_t>(hi - lo) + 1;
+  s.scores.resize(len * lp + 2 * len * rel);
+  s.kt.resize(len);
+  float* sc = s.scores.data();
+  float* c2p = sc + len * lp;
+  float* p2c = c2p + len * rel;
+  float* inv = s.kt.data();
+  const auto L = static_cast<dnnl_dim_t>(len), D = static_cast<dnnl_dim_t>(dim), R = static_cast<dnnl_dim_t>(rel);
+  const auto ld = static_cast<dnnl_dim_t>(h.ld), ldp = static_cast<dnnl_dim_t>(ld_pos);
+  dnnl_sgemm('N', 'T', L, L, D, h.scale, h.q, ld, h.k, ld, 0.0f, sc, static_cast<dnnl_dim_t>(lp));
+  if (pos_k != nullptr) dnnl_sgemm('N', 'T', L, R, D, h.scale, h.q, ld, pos_k + lo * ld_pos, ldp, 0.0f, c2p, R);
+  if (pos_q != nullptr) dnnl_sgemm('N', 'T', L, R, D, h.scale, h.k, ld, pos_q + lo * ld_pos, ldp, 0.0f, p2c, R);
+  for (size_t i = 0; i < len; ++i) {
+    float* row = sc + i * lp;
+    const float* c = c2p + i * rel;
+    for (size_t j = 0; j < len; ++j) {
+      const size_t r = static_cast<size_t>(row_of[static_cast<ptrdiff_t>(i) - static_cast<ptrdiff_t>(j)] - lo);
+      if (pos_k != nullptr) row[j] += c[r];
+      if (pos_q != nullptr) row[j] += p2c[j * rel + r];
+    }
+  }
+  SoftmaxRows(sc, len, len, lp, 0, inv, avx);
+  dnnl_sgemm('N', 'N', L, D, L, 1.0f, sc, static_cast<dnnl_dim_t>(lp), h.v, ld, 0.0f, h.out,
+             static_cast<dnnl_dim_t>(h.ld_out));
+  for (size_t i = 0; i < len; ++i) {
+    float* o = h.out + i * h.ld_out;
+    for (size_t c = 0; c < dim; ++c) o[c] *= inv[i];
   }
 }
 
@@ -253,7 +303,7 @@ void HeadPortable(const Head& h, Scratch& s) {
 
 void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
-               int threads, size_t window, std::span<const uint32_t> keys) {
+               int threads, size_t window, std::span<const uint32_t> keys, std::span<const float> alibi_slopes) {
   if (offsets.size() < 2 || heads <= 0 || head_dim <= 0) return;
   const size_t nseq = offsets.size() - 1;
   const size_t pairs = nseq * static_cast<size_t>(heads);
@@ -278,16 +328,44 @@ void Attention(const float* q, const float* k, const float* v, size_t ld, float*
                  len,
                  nkeys,
                  static_cast<size_t>(head_dim),
-                 scale};
-    // A window narrower than the sequence masks scores: only the sgemm path does.
+                 scale,
+                 alibi_slopes.empty() ? 0.0f : alibi_slopes[hd]};
+    // A window narrower than the sequence masks scores, ALiBi biases them:
+    // only the sgemm path does.
     const size_t masked = window > 0 && len > window + 1 ? window : 0;
-    if (len >= kGemmMinLen || masked > 0) {
+    if (len >= kGemmMinLen || masked > 0 || h.alibi != 0.0f) {
       HeadGemm(h, t_scratch, avx, masked);
     } else if (avx) {
       HeadAvx512(h, t_scratch);
     } else {
       HeadPortable(h, t_scratch);
     }
+  }
+}
+
+void DisentangledAttention(const float* q, const float* k, const float* v, size_t ld, float* out,
+                           std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
+                           const float* pos_q, const float* pos_k, size_t ld_pos, std::span<const int32_t> rows,
+                           int threads) {
+  if (offsets.size() < 2 || heads <= 0 || head_dim <= 0 || rows.empty()) return;
+  const size_t nseq = offsets.size() - 1;
+  const size_t pairs = nseq * static_cast<size_t>(heads);
+  const size_t ld_out = static_cast<size_t>(heads) * static_cast<size_t>(head_dim);
+  const int32_t* row_of = rows.data() + rows.size() / 2;  // distance 0
+  const bool avx = UseAvx512();
+  const int nt = std::max(1, std::min<int>(threads, static_cast<int>(pairs)));
+  OmpThreads scope(nt);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
+  for (size_t p = 0; p < pairs; ++p) {
+    const size_t s = p / static_cast<size_t>(heads);
+    const size_t hd = p % static_cast<size_t>(heads);
+    const size_t begin = offsets[s], len = offsets[s + 1] - offsets[s];
+    if (len == 0) continue;
+    const size_t col = hd * static_cast<size_t>(head_dim);
+    const Head h{q + begin * ld + col, k + begin * ld + col, v + begin * ld + col, out + begin * ld_out + col,
+                 ld, ld_out, len, len, static_cast<size_t>(head_dim), scale, 0.0f};
+    HeadDisentangled(h, pos_q ? pos_q + col : nullptr, pos_k ? pos_k + col : nullptr, ld_pos, row_of, t_scratch,
+                     avx);
   }
 }
 

@@ -1,0 +1,49 @@
+"""`shoal up` as a child process for the Python checks that drive a whole
+cluster (bench/cuda/cluster_check.py, transformers_fleet_check.py): started
+with a directory of profiles, returned once it prints its banner, stopped
+with Ctrl-C as a person would; and a JSON POST to it."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+
+
+def start(shoal, profile_dir, work, port, extra=()):
+    """`shoal up` on `port`, its data under `work`; None if it exits before its banner."""
+    cmd = [shoal, "up", "--models-dir", profile_dir, "--data-dir", os.path.join(work, "var"),
+           "--port", str(port), "--worker-metrics-port", "-1", *extra]
+    print("shoal_up: " + " ".join(cmd), file=sys.stderr, flush=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    up = threading.Event()
+
+    def pump():  # the cluster's log to ours; the banner is the event waited on
+        for line in proc.stdout:
+            sys.stderr.write("  up| " + line)
+            if line.startswith("Shoal is up"):
+                up.set()
+        up.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    up.wait(timeout=300)
+    return proc if proc.poll() is None else None
+
+
+def stop(proc):
+    """Ctrl-C (drain, then stop); killed if it has not stopped within a minute."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def post(url, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read())
