@@ -372,7 +372,7 @@ std::string ModelSpec::ToJson() const {
   }
   if (outputs != 0) {
     json list = json::array();
-    for (OutputKind k : {OutputKind::kDense, OutputKind::kSparse, OutputKind::kMultivector}) {
+    for (OutputKind k : kOutputKindOrder) {
       if (Has(outputs, k)) list.push_back(std::string(OutputKindName(k)));
     }
     o["outputs"] = std::move(list);

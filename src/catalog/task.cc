@@ -55,7 +55,7 @@ std::string_view OutputKindName(OutputKind k) {
 }
 
 bool ParseOutputKind(std::string_view name, OutputKind* k) {
-  for (OutputKind x : {OutputKind::kDense, OutputKind::kSparse, OutputKind::kMultivector}) {
+  for (OutputKind x : kOutputKindOrder) {
     if (name == OutputKindName(x)) {
       *k = x;
       return true;
@@ -66,7 +66,7 @@ bool ParseOutputKind(std::string_view name, OutputKind* k) {
 
 std::string OutputKindsText(OutputKinds set) {
   std::string out;
-  for (OutputKind x : {OutputKind::kDense, OutputKind::kSparse, OutputKind::kMultivector}) {
+  for (OutputKind x : kOutputKindOrder) {
     if (!Has(set, x)) continue;
     if (!out.empty()) out += ", ";
     out += OutputKindName(x);

@@ -43,6 +43,8 @@ bool ParseAggregation(std::string_view name, Aggregation* a);
 enum class OutputKind : uint8_t { kDense = 1, kSparse = 2, kMultivector = 4 };
 using OutputKinds = uint8_t;
 inline constexpr OutputKinds kAllOutputKinds = 7;
+// Every kind, in the order lists, names and defaults use.
+inline constexpr OutputKind kOutputKindOrder[] = {OutputKind::kDense, OutputKind::kSparse, OutputKind::kMultivector};
 inline bool Has(OutputKinds set, OutputKind k) { return (set & static_cast<OutputKinds>(k)) != 0; }
 
 // "dense", "sparse", "multivector".

@@ -400,7 +400,7 @@ http::Response Router::ListModels(const RouterLane& lane, const Caller& caller) 
     if (spec.task == Task::kEncode) {
       w.Raw(",\"outputs\":[");
       bool first = true;
-      for (OutputKind k : {OutputKind::kDense, OutputKind::kSparse, OutputKind::kMultivector}) {
+      for (OutputKind k : kOutputKindOrder) {
         if (!Has(spec.encode_outputs(), k)) continue;
         if (!first) w.Char(',');
         first = false;

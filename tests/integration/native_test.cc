@@ -68,7 +68,9 @@ class NativeServing : public ::testing::Test {
     // instruction come from the directory's own files.
     // So are a SPLADE and a ColBERT model: their outputs too.
     for (auto [dir, id] : {std::pair{"qwen3-embed-tiny", "t/qwen3-embed"}, std::pair{"splade-tiny", "t/splade"},
-                           std::pair{"colbert-tiny", "t/colbert"}, std::pair{"bge-m3-tiny", "t/bge-m3"},
+                           std::pair{"colbert-tiny", "t/colbert"},
+                           std::pair{"colbert-modernbert-tiny", "t/colbert-modernbert"},
+                           std::pair{"bge-m3-tiny", "t/bge-m3"},
                            std::pair{"nomic-bert-tiny", "t/nomic"}, std::pair{"deberta-v3-tiny", "t/deberta"},
                            std::pair{"deberta-v3-classifier-tiny", "t/deberta-nli"},
                            std::pair{"deberta-v3-ner-tiny", "t/deberta-ner"}, std::pair{"jina-v2-tiny", "t/jina"},
@@ -82,7 +84,7 @@ class NativeServing : public ::testing::Test {
     worker_ = cluster_->StartWorker().release();
     for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m", "t/ner", "t/sentiment",
                           "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed", "t/splade",
-                          "t/colbert", "t/bge-m3", "t/nomic", "t/deberta", "t/deberta-nli", "t/deberta-ner", "t/jina",
+                          "t/colbert", "t/colbert-modernbert", "t/bge-m3", "t/nomic", "t/deberta", "t/deberta-nli", "t/deberta-ner", "t/jina",
                           "t/jina-rerank"}) {
       cluster_->WaitForWorkers(m, 1);
     }
@@ -103,6 +105,9 @@ class NativeServing : public ::testing::Test {
     last_headers_ = res->headers;
     return json::parse(res->body, nullptr, false);
   }
+
+  // PyLate ColBERT checks, shared by the BERT and ModernBERT bodies.
+  static void ExpectColbertAsTheReference(const std::string& dir, const std::string& id, size_t query_length);
 
   static inline TestCluster* cluster_ = nullptr;
   static inline worker::Worker* worker_ = nullptr;
@@ -486,14 +491,12 @@ TEST_F(NativeServing, SpladeEncodesSparseVectorsAsTheReference) {
   refused("/v1/encode/t/bert", {{"items", {{{"text", "x"}}}}, {"sparse_top_k", 3}}, "sparse_top_k: applies to sparse");
 }
 
-// ColBERT (PyLate's layout) registered from its directory: a query gets
-// its marker and [MASK] expansion up to query_length, which nothing attends
-// to; a document its marker, less its punctuation — each vector as
+// A PyLate ColBERT model served as `id` from `dir`: a query gets its
+// marker and [MASK] expansion up to query_length, which nothing attends to;
+// a document its marker, less its punctuation — each vector as
 // transformers.js's tokenizer and the float64 reference make it. Queries
 // and documents in one batch answer as they do apart.
-TEST_F(NativeServing, ColbertEncodesAVectorPerTokenAsTheReference) {
-  const std::string dir = kModels + "/colbert-tiny";
-  ExpectRegisters(dir);
+void NativeServing::ExpectColbertAsTheReference(const std::string& dir, const std::string& id, size_t query_length) {
   const std::vector<std::string> queries = {"where is the mill?", "fish"};
   const std::vector<std::string> docs = {"The river runs, past the old mill.", "Fish; and chips!"};
   json inputs = json::array();
@@ -506,7 +509,7 @@ TEST_F(NativeServing, ColbertEncodesAVectorPerTokenAsTheReference) {
   for (auto [texts, type] : {std::pair{&queries, "query"}, std::pair{&docs, "document"}}) {
     json items = json::array();
     for (const auto& t : *texts) items.push_back({{"text", t}});
-    const json j = Post("/v1/encode/t/colbert", json{{"items", items}, {"input_type", type}}.dump());
+    const json j = Post("/v1/encode/" + id, json{{"items", items}, {"input_type", type}}.dump());
     ASSERT_EQ(j["items"].size(), texts->size()) << j.dump();
     for (const auto& item : j["items"]) got.push_back(item["multivector"]);
   }
@@ -518,11 +521,11 @@ TEST_F(NativeServing, ColbertEncodesAVectorPerTokenAsTheReference) {
           << "input " << i << " row " << r;
     }
   }
-  EXPECT_EQ(want[0]["ids"].size(), 16u) << "a query runs at query_length";
+  EXPECT_EQ(want[0]["ids"].size(), query_length) << "a query runs at query_length";
   EXPECT_LT(want[2]["kept"].size(), want[2]["ids"].size()) << "the document's punctuation is dropped";
 
   // One batch, queries and documents mixed: as above.
-  auto direct = LoadDirect(admin::SpecFromDirectory(dir, "t/colbert")->ToJson());
+  auto direct = LoadDirect(admin::SpecFromDirectory(dir, id)->ToJson());
   ASSERT_TRUE(direct);
   std::vector<EncodeInput> in;
   for (size_t i = 0; i < 4; ++i) {
@@ -543,7 +546,13 @@ TEST_F(NativeServing, ColbertEncodesAVectorPerTokenAsTheReference) {
       EXPECT_LE(MaxAbsDiff({v, v + out[k].multivector.dim}, rows[r].get<std::vector<double>>()), 1e-5);
     }
   }
+}
 
+// ColBERT (PyLate's layout) on a BERT body, registered from its directory.
+TEST_F(NativeServing, ColbertEncodesAVectorPerTokenAsTheReference) {
+  const std::string dir = kModels + "/colbert-tiny";
+  ExpectRegisters(dir);
+  ExpectColbertAsTheReference(dir, "t/colbert", 16);
   const json e = Post("/v1/encode/t/colbert", json{{"items", {{{"text", "x"}}}}}.dump(), 400);
   EXPECT_NE(e["error"]["message"].get<std::string>().find("input_type"), std::string::npos) << e.dump();
 
@@ -559,6 +568,15 @@ TEST_F(NativeServing, ColbertEncodesAVectorPerTokenAsTheReference) {
   EXPECT_EQ(outputs["t/splade"], json({"sparse"}));
   EXPECT_EQ(outputs["t/bert"], json({"dense"}));
   EXPECT_EQ(outputs["t/rerank"], json()) << "a reranker does not encode";
+}
+
+// ColBERT on a ModernBERT body (GTE-ModernColBERT's layout), registered
+// from its directory: its alternating local and global layers take the
+// query expansion's key limit too.
+TEST_F(NativeServing, ColbertOnAModernBertBodyAsTheReference) {
+  const std::string dir = kModels + "/colbert-modernbert-tiny";
+  ExpectRegisters(dir);
+  ExpectColbertAsTheReference(dir, "t/colbert-modernbert", 32);
 }
 
 // NomicBERT (nomic-embed-text's layout, BF16) registered from its

@@ -151,7 +151,8 @@ TEST(Attention, KeyLimitMatchesReference) {
 // (distances over 5 share rows) so lengths past it exercise the sharing.
 std::vector<double> DisentangledReference(const std::vector<float>& qkv, const std::vector<uint32_t>& off,
                                           size_t heads, size_t dim, double scale, const float* pos_q,
-                                          const float* pos_k, size_t ld_pos, const std::vector<int32_t>& rows) {
+                                          const float* pos_k, size_t ld_pos, const std::vector<int32_t>& rows,
+                                          const std::vector<uint32_t>& keys = {}) {
   const size_t hd = heads * dim, ld = 3 * hd, max_len = (rows.size() + 1) / 2;
   std::vector<double> out(off.back() * hd, 0.0);
   auto dot = [&](const float* a, const float* b) {
@@ -161,12 +162,13 @@ std::vector<double> DisentangledReference(const std::vector<float>& qkv, const s
   };
   for (size_t s = 0; s + 1 < off.size(); ++s) {
     const size_t b = off[s], len = off[s + 1] - off[s];
+    const size_t nkeys = keys.empty() || keys[s] == 0 ? len : keys[s];
     for (size_t h = 0; h < heads; ++h) {
       for (size_t i = 0; i < len; ++i) {
         const float* q = &qkv[(b + i) * ld + h * dim];
-        std::vector<double> p(len);
+        std::vector<double> p(nkeys);
         double mx = -INFINITY;
-        for (size_t j = 0; j < len; ++j) {
+        for (size_t j = 0; j < nkeys; ++j) {
           const float* k = &qkv[(b + j) * ld + hd + h * dim];
           const size_t r = rows[i + max_len - 1 - j];
           double sc = dot(q, k);
@@ -179,7 +181,7 @@ std::vector<double> DisentangledReference(const std::vector<float>& qkv, const s
         for (auto& v : p) sum += (v = std::exp(v - mx));
         for (size_t c = 0; c < dim; ++c) {
           double acc = 0;
-          for (size_t j = 0; j < len; ++j) acc += p[j] * qkv[(b + j) * ld + 2 * hd + h * dim + c];
+          for (size_t j = 0; j < nkeys; ++j) acc += p[j] * qkv[(b + j) * ld + 2 * hd + h * dim + c];
           out[(b + i) * hd + h * dim + c] = acc / sum;
         }
       }
@@ -213,6 +215,13 @@ TEST(Attention, DisentangledMatchesReference) {
                               scale, pos_q, pos_k, 2 * hd, rows, threads);
         EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f) << isa << " terms=" << terms << " threads=" << threads;
       }
+      // A key limit (ColBERT's query expansion), as Attention takes it.
+      const std::vector<uint32_t> keys{0, 3, 25, 100};
+      const auto limited = DisentangledReference(qkv, off, heads, dim, scale, pos_q, pos_k, 2 * hd, rows, keys);
+      std::vector<float> out(off.back() * hd, NAN);
+      DisentangledAttention(qkv.data(), qkv.data() + hd, qkv.data() + 2 * hd, 3 * hd, out.data(), off, heads, dim,
+                            scale, pos_q, pos_k, 2 * hd, rows, 2, keys);
+      EXPECT_LE(testing::MaxAbsDiff(out, limited), 2e-5f) << isa << " terms=" << terms << " with key limits";
     }
   });
 }

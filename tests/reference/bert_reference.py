@@ -193,17 +193,22 @@ class Encoder:
         return v
 
 
-def load_encoder(model_dir):
+def load_encoder(model_dir, body_only=False):
     """The reference for the directory's architecture: ModernBERT's (modernbert_reference.py),
     NomicBERT's (nomic_bert_reference.py), DeBERTa-v2's (deberta_v2_reference.py, which
     also refuses DeBERTa v1's "deberta"), JinaBERT's (jina_bert_reference.py: BERT with
-    ALiBi) or the BERT family's."""
+    ALiBi) or the BERT family's. body_only (Encoder's): the BERT family's and ModernBERT's
+    only; the others raise ValueError."""
     with open(os.path.join(model_dir, "config.json")) as f:
         cfg = json.load(f)
     model_type = cfg.get("model_type")
     if model_type == "modernbert":
         from modernbert_reference import ModernBertEncoder
-        return ModernBertEncoder(model_dir)
+        return ModernBertEncoder(model_dir, body_only=body_only)
+    if body_only and (model_type in ("nomic_bert", "deberta-v2", "deberta")
+                      or (model_type == "bert" and cfg.get("position_embedding_type") == "alibi")):
+        raise ValueError(f"{model_type} ({cfg.get('position_embedding_type', 'absolute')} positions): "
+                         "no body-only reference")
     if model_type == "nomic_bert":
         from nomic_bert_reference import NomicBertEncoder
         return NomicBertEncoder(model_dir)
@@ -213,7 +218,7 @@ def load_encoder(model_dir):
     if model_type == "bert" and cfg.get("position_embedding_type") == "alibi":
         from jina_bert_reference import JinaBertEncoder
         return JinaBertEncoder(model_dir)
-    return Encoder(model_dir)
+    return Encoder(model_dir, body_only=body_only)
 
 
 def read_sentence_transformers(model_dir):

@@ -13,6 +13,11 @@ read by our own safetensors reader, one sequence at a time:
     softmax(q k^T / sqrt(d)) v, on local layers with the scores of keys more than
     local_attention // 2 positions away set to -inf;
   final_norm; LayerNorms without bias unless norm_bias.
+hidden_states' `attended` (as bert_reference.Encoder's, for PyLate's query expansion):
+the keys at positions >= attended are set to -inf in every layer's scores, local
+ones included, while their own rows are still computed; a row left with no key at
+all (every key it may attend to in a local window is masked) raises ValueError,
+where transformers' additive finfo.min mask would spread it evenly over every key.
 Heads: ModernBertForSequenceClassification pools (CLS or mean, classifier_pooling),
 then head.dense, classifier_activation, head.norm, classifier; ForTokenClassification
 runs the same head and classifier on every token.
@@ -31,7 +36,8 @@ from safetensors_io import read_model_dir
 
 
 class ModernBertEncoder:
-    def __init__(self, model_dir):
+    def __init__(self, model_dir, body_only=False):
+        """body_only: as bert_reference.Encoder's (no sentence-transformers pooling read)."""
         with open(os.path.join(model_dir, "config.json")) as f:
             self.cfg = cfg = json.load(f)
         assert cfg["model_type"] == "modernbert"
@@ -61,7 +67,7 @@ class ModernBertEncoder:
         raw = read_model_dir(model_dir, dtype=np.float64)
         self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
         self.prefix = "" if "embeddings.tok_embeddings.weight" in self.w else "model."
-        if not self.classifier and not self.token_classifier:
+        if not self.classifier and not self.token_classifier and not body_only:
             self.pooling, self.normalize = read_sentence_transformers(model_dir)
 
     def p(self, name):
@@ -92,7 +98,7 @@ class ModernBertEncoder:
         rotated = torch.cat([-x[..., dh // 2:], x[..., :dh // 2]], dim=-1)
         return x * cos + rotated * sin
 
-    def attention(self, x, L, is_global):
+    def attention(self, x, L, is_global, attended=None):
         seq, hidden = x.shape
         dh = hidden // self.heads
         qkv = self.linear(x, L + "attn.Wqkv").reshape(seq, 3, self.heads, dh)
@@ -104,17 +110,24 @@ class ModernBertEncoder:
             pos = torch.arange(seq)
             far = (pos[:, None] - pos[None, :]).abs() > self.half_window
             scores = scores.masked_fill(far, float("-inf"))
+        if attended is not None:
+            scores[:, :, attended:] = float("-inf")
+            if not is_global and seq - attended > self.half_window:
+                raise ValueError(f"row {seq - 1} attends to no key: keys from {attended} on are masked "
+                                 f"and the local window reaches {self.half_window} positions back")
         probs = torch.softmax(scores, dim=-1)
         context = (probs @ v).transpose(0, 1).reshape(seq, hidden)
         return self.linear(context, L + "attn.Wo")
 
-    def hidden_states(self, ids, type_ids=None):
+    def hidden_states(self, ids, type_ids=None, attended=None):
+        """[seq, hidden] output of the final norm; attended: how many leading positions
+        may be attended to as keys (None: all), as bert_reference.Encoder's."""
         x = self.norm(self.p("embeddings.tok_embeddings.weight")[torch.tensor(ids, dtype=torch.long)],
                       "embeddings.norm")
         for n in range(self.layers):
             L = f"layers.{n}."
             a = x if n == 0 else self.norm(x, L + "attn_norm")
-            x = x + self.attention(a, L, self.is_global[n])
+            x = x + self.attention(a, L, self.is_global[n], attended)
             u, g = self.linear(self.norm(x, L + "mlp_norm"), L + "mlp.Wi").chunk(2, dim=-1)
             x = x + self.linear(self.act(u) * g, L + "mlp.Wo")
         return self.norm(x, "final_norm")

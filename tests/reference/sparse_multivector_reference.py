@@ -17,7 +17,8 @@ SpladePooling), its model a BertForMaskedLM.
   pooling_strategy: "max" or "sum".
 
 colbert: a PyLate ColBERT (modules.json: Transformer, then PyLate Dense modules),
-its options from config_sentence_transformers.json.
+its options from config_sentence_transformers.json; the body a BERT-family model or
+a ModernBertModel (lightonai/GTE-ModernColBERT-v1), by config.json's model_type.
   IN.json:  {"inputs": [{"ids": [...], "query": true|false}, ...]}  (the ids the
             tokenizer made for the text with special tokens, [CLS] text [SEP],
             without the prefix marker)
@@ -29,12 +30,14 @@ its options from config_sentence_transformers.json.
   first token; a query with do_query_expansion is padded with the mask token up
   to query_length, and unless attend_to_expansion_tokens those positions are
   masked as attention keys (no token attends to them) while their own rows are
-  still computed; every Dense module in turn (weight, bias if stored, its
-  activation: identity only); each token vector L2-normalized. A query keeps
-  every row; a document drops the rows whose id is one of skiplist_words (looked
-  up in tokenizer.json's vocabulary; a word not in it is ignored). An input
-  longer than query_length / document_length once the marker is in exits 1 with
-  a message: the caller truncates.
+  still computed (ModernBERT's local layers too: a key must be both in the
+  window and unmasked; an expansion row left with no such key exits 1); every
+  Dense module in turn (weight, bias if stored, its activation: identity only);
+  each token vector L2-normalized. A query keeps every row; a document drops the
+  rows whose id is one of skiplist_words (looked up in tokenizer.json's
+  vocabulary; a word not in it is ignored). An input longer than query_length /
+  document_length once the marker is in exits 1 with a message: the caller
+  truncates.
 
 bgem3: BAAI/bge-m3's layout: the bare XLMRobertaModel (sentence-transformers'
 files) and FlagEmbedding's colbert_linear.pt and sparse_linear.pt (nn.Linear
@@ -54,7 +57,9 @@ state dicts, read with torch.load(weights_only=True)).
 
 Float64 throughout, each input alone; the body is bert_reference.py's Encoder
 (plain tensor operations from the architecture's definition, weights read by
-safetensors_io.py), so this is independent of the native engine's code.
+safetensors_io.py), or for a ColBERT on ModernBERT modernbert_reference.py's
+ModernBertEncoder (bert_reference.load_encoder picks it), so this is independent
+of the native engine's code.
 """
 import json
 import os
@@ -64,7 +69,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_reference import DTYPE, Encoder, layer_norm, linear  # noqa: E402
+from bert_reference import DTYPE, Encoder, layer_norm, linear, load_encoder  # noqa: E402
 from safetensors_io import read_tensors  # noqa: E402
 
 
@@ -137,7 +142,10 @@ def vocabulary(tokenizer):
 
 class ColBert:
     def __init__(self, model_dir):
-        self.enc = Encoder(model_dir, body_only=True)
+        try:
+            self.enc = load_encoder(model_dir, body_only=True)  # BERT family or ModernBERT
+        except ValueError as e:
+            raise ModelError(str(e)) from e
         st = read_json(os.path.join(model_dir, "config_sentence_transformers.json"))
         tokenizer = read_json(os.path.join(model_dir, "tokenizer.json"))
         tok_config = read_json(os.path.join(model_dir, "tokenizer_config.json"))
@@ -195,7 +203,10 @@ class ColBert:
             ids += [self.mask_id] * (self.query_length - real)
             if not self.attend_expansion and real < len(ids):
                 attended = real
-        x = self.enc.hidden_states(ids, [0] * len(ids), attended)
+        try:
+            x = self.enc.hidden_states(ids, [0] * len(ids), attended)
+        except ValueError as e:  # ModernBERT: an expansion row with no key in its window
+            raise ModelError(str(e)) from e
         for wt, bias in self.dense:
             x = x @ wt.T if bias is None else x @ wt.T + bias
         x = x / torch.clamp(torch.sqrt((x * x).sum(dim=-1, keepdim=True)), min=1e-12)

@@ -89,9 +89,11 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
 
 Status EncoderModel::LoadHeads(const PoolingConfig& pooling, const NativeOptions& options) {
   const EncoderConfig& c = network_->config();
-  if ((pooling.splade || pooling.colbert || pooling.bge_m3) && c.non_bert_family()) {
-    return InvalidInput(config_.path + ": sparse and multi-vector outputs run on BERT-family encoders so far, not " +
-                        c.model_type);
+  // SPLADE reads BERT's masked-LM head and bge-m3 is an XLM-R; a ColBERT
+  // projection takes any body's token states.
+  if ((pooling.splade || pooling.bge_m3) && c.non_bert_family()) {
+    return InvalidInput(config_.path + ": sparse outputs (SPLADE, bge-m3) run on BERT-family encoders so far, not " +
+                        c.non_bert_family());
   }
   if (pooling.bge_m3 && (pooling.splade || pooling.colbert)) {
     return InvalidInput(config_.path + ": bge-m3's head files beside SPLADE or PyLate modules: which output is meant?");

@@ -134,10 +134,11 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
       const float* w = word_ + static_cast<size_t>(q.ids[j]) * H;
       const float* t = token_type_ + (q.type_ids.empty() ? 0 : static_cast<size_t>(q.type_ids[j])) * H;
       float* o = x.data() + row * H;
-      for (size_t k = 0; k < H; ++k) o[k] = w[k] + t[k];
       if (position_) {
         const float* p = position_ + static_cast<size_t>(positions[j]) * H;
-        for (size_t k = 0; k < H; ++k) o[k] += p[k];
+        for (size_t k = 0; k < H; ++k) o[k] = w[k] + p[k] + t[k];
+      } else {
+        for (size_t k = 0; k < H; ++k) o[k] = w[k] + t[k];
       }
     }
   }

@@ -150,6 +150,7 @@ void DebertaV2::Forward(std::span<const TokenSequence> seqs, std::vector<float>*
   const int head_dim = static_cast<int>(H / heads);
   const int terms = 1 + (d.c2p ? 1 : 0) + (d.p2c ? 1 : 0);
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim * terms));
+  const std::vector<uint32_t> keys = KeyLimits(seqs);
   const cpu::Activation none = cpu::Activation::kNone;
   const cpu::Activation act = ActivationOf(config_.hidden_act);
   // Scratch, written before it is read.
@@ -162,7 +163,7 @@ void DebertaV2::Forward(std::span<const TokenSequence> seqs, std::vector<float>*
     L.qkv->Forward(x.data(), T, qkv, none, threads);
     const float* pos = L.positions.data();
     cpu::DisentangledAttention(qkv, qkv + H, qkv + 2 * H, 3 * H, ctx, *offsets, heads, head_dim, scale,
-                               d.p2c ? pos : nullptr, d.c2p ? pos + H : nullptr, 2 * H, rows_, threads);
+                               d.p2c ? pos : nullptr, d.c2p ? pos + H : nullptr, 2 * H, rows_, threads, keys);
     L.attn_out->Forward(ctx, T, y, none, threads);
     cpu::LayerNorm(y, x.data(), T, H, L.ln1_gamma, L.ln1_beta, eps, threads);  // y = LN(attn + x)
     L.inter->Forward(y, T, inter, act, threads);

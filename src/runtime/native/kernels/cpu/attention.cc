@@ -231,32 +231,32 @@ void HeadGemm(const Head& h, Scratch& s, bool avx, size_t window) {
 // in the distance) and gathered per (i, j); then HeadGemm's softmax and P·V.
 void HeadDisentangled(const Head& h, const float* pos_q, const float* pos_k, size_t ld_pos,
                       const int32_t* row_of /* indexed by i − j */, Scratch& s, bool avx) {
-  const size_t len = h.len, dim = h.dim, lp = Pad16(len);
-  const auto span = static_cast<ptrdiff_t>(len) - 1;
-  const int32_t lo = row_of[-span], hi = row_of[span];
+  const size_t len = h.len, keys = h.keys, dim = h.dim, lp = Pad16(keys);
+  const int32_t lo = row_of[-(static_cast<ptrdiff_t>(keys) - 1)], hi = row_of[static_cast<ptrdiff_t>(len) - 1];
   const size_t rel = static_cast<size_t>(hi - lo) + 1;
-  s.scores.resize(len * lp + 2 * len * rel);
+  s.scores.resize(len * lp + (len + keys) * rel);
   s.kt.resize(len);
   float* sc = s.scores.data();
   float* c2p = sc + len * lp;
   float* p2c = c2p + len * rel;
   float* inv = s.kt.data();
-  const auto L = static_cast<dnnl_dim_t>(len), D = static_cast<dnnl_dim_t>(dim), R = static_cast<dnnl_dim_t>(rel);
+  const auto L = static_cast<dnnl_dim_t>(len), K = static_cast<dnnl_dim_t>(keys), D = static_cast<dnnl_dim_t>(dim),
+             R = static_cast<dnnl_dim_t>(rel);
   const auto ld = static_cast<dnnl_dim_t>(h.ld), ldp = static_cast<dnnl_dim_t>(ld_pos);
-  dnnl_sgemm('N', 'T', L, L, D, h.scale, h.q, ld, h.k, ld, 0.0f, sc, static_cast<dnnl_dim_t>(lp));
+  dnnl_sgemm('N', 'T', L, K, D, h.scale, h.q, ld, h.k, ld, 0.0f, sc, static_cast<dnnl_dim_t>(lp));
   if (pos_k != nullptr) dnnl_sgemm('N', 'T', L, R, D, h.scale, h.q, ld, pos_k + lo * ld_pos, ldp, 0.0f, c2p, R);
-  if (pos_q != nullptr) dnnl_sgemm('N', 'T', L, R, D, h.scale, h.k, ld, pos_q + lo * ld_pos, ldp, 0.0f, p2c, R);
+  if (pos_q != nullptr) dnnl_sgemm('N', 'T', K, R, D, h.scale, h.k, ld, pos_q + lo * ld_pos, ldp, 0.0f, p2c, R);
   for (size_t i = 0; i < len; ++i) {
     float* row = sc + i * lp;
     const float* c = c2p + i * rel;
-    for (size_t j = 0; j < len; ++j) {
+    for (size_t j = 0; j < keys; ++j) {
       const size_t r = static_cast<size_t>(row_of[static_cast<ptrdiff_t>(i) - static_cast<ptrdiff_t>(j)] - lo);
       if (pos_k != nullptr) row[j] += c[r];
       if (pos_q != nullptr) row[j] += p2c[j * rel + r];
     }
   }
-  SoftmaxRows(sc, len, len, lp, 0, inv, avx);
-  dnnl_sgemm('N', 'N', L, D, L, 1.0f, sc, static_cast<dnnl_dim_t>(lp), h.v, ld, 0.0f, h.out,
+  SoftmaxRows(sc, len, keys, lp, 0, inv, avx);
+  dnnl_sgemm('N', 'N', L, D, K, 1.0f, sc, static_cast<dnnl_dim_t>(lp), h.v, ld, 0.0f, h.out,
              static_cast<dnnl_dim_t>(h.ld_out));
   for (size_t i = 0; i < len; ++i) {
     float* o = h.out + i * h.ld_out;
@@ -346,7 +346,7 @@ void Attention(const float* q, const float* k, const float* v, size_t ld, float*
 void DisentangledAttention(const float* q, const float* k, const float* v, size_t ld, float* out,
                            std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
                            const float* pos_q, const float* pos_k, size_t ld_pos, std::span<const int32_t> rows,
-                           int threads) {
+                           int threads, std::span<const uint32_t> keys) {
   if (offsets.size() < 2 || heads <= 0 || head_dim <= 0 || rows.empty()) return;
   const size_t nseq = offsets.size() - 1;
   const size_t pairs = nseq * static_cast<size_t>(heads);
@@ -362,8 +362,9 @@ void DisentangledAttention(const float* q, const float* k, const float* v, size_
     const size_t begin = offsets[s], len = offsets[s + 1] - offsets[s];
     if (len == 0) continue;
     const size_t col = hd * static_cast<size_t>(head_dim);
+    const size_t nkeys = keys.empty() || keys[s] == 0 ? len : std::min<size_t>(keys[s], len);
     const Head h{q + begin * ld + col, k + begin * ld + col, v + begin * ld + col, out + begin * ld_out + col,
-                 ld, ld_out, len, len, static_cast<size_t>(head_dim), scale, 0.0f};
+                 ld, ld_out, len, nkeys, static_cast<size_t>(head_dim), scale, 0.0f};
     HeadDisentangled(h, pos_q ? pos_q + col : nullptr, pos_k ? pos_k + col : nullptr, ld_pos, row_of, t_scratch,
                      avx);
   }

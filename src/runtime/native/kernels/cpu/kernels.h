@@ -90,18 +90,19 @@ void Attention(const float* q, const float* k, const float* v, size_t ld, float*
                int threads, size_t window = 0, std::span<const uint32_t> keys = {},
                std::span<const float> alibi_slopes = {});
 
-// DeBERTa-v2/v3's disentangled self-attention: as Attention (no window, no
-// key limit), with two more terms in each score,
+// DeBERTa-v2/v3's disentangled self-attention: as Attention (no window),
+// with two more terms in each score,
 //   s_ij = scale · (q_i·k_j + q_i·pos_k[row(i−j)] + k_j·pos_q[row(i−j)]),
 // pos_q and pos_k being the relative-position embeddings through the
 // layer's query and key projections (rows `ld_pos` apart, head h at columns
 // h·head_dim; either null: no such term). rows: 2·max_len − 1 entries, the
 // embedding row distance r = i − j reads at rows[r + max_len − 1], for
 // every |r| < max_len, the longest sequence's length or more; monotonic in r.
+// keys: as Attention's.
 void DisentangledAttention(const float* q, const float* k, const float* v, size_t ld, float* out,
                            std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
                            const float* pos_q, const float* pos_k, size_t ld_pos, std::span<const int32_t> rows,
-                           int threads);
+                           int threads, std::span<const uint32_t> keys = {});
 
 // A block of rows under one rank-`rank` update (LoRA): y[r, 0:out) +=
 // (x[r]·Aᵀ)·Btᵀ, with A given transposed, At [in][rank], and Bt [rank][out]
