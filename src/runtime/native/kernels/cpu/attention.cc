@@ -299,16 +299,16 @@ void HeadPortable(const Head& h, Scratch& s) {
   }
 }
 
-}  // namespace
-
-void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
-               std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
-               int threads, size_t window, std::span<const uint32_t> keys, std::span<const float> alibi_slopes) {
+// Calls run(h, head) for each (sequence, head) pair with rows: h the pair's
+// slice of q, k, v and out, its key limit in, no ALiBi. The pairs are spread
+// over up to `threads` OpenMP threads, dynamically (lengths differ).
+template <class Run>
+void ForEachHead(const float* q, const float* k, const float* v, size_t ld, float* out,
+                 std::span<const uint32_t> offsets, int heads, int head_dim, float scale, int threads,
+                 std::span<const uint32_t> keys, Run run) {
   if (offsets.size() < 2 || heads <= 0 || head_dim <= 0) return;
-  const size_t nseq = offsets.size() - 1;
-  const size_t pairs = nseq * static_cast<size_t>(heads);
-  const size_t ld_out = static_cast<size_t>(heads) * static_cast<size_t>(head_dim);
-  const bool avx = UseAvx512();
+  const size_t pairs = (offsets.size() - 1) * static_cast<size_t>(heads);
+  const size_t dim = static_cast<size_t>(head_dim), ld_out = static_cast<size_t>(heads) * dim;
   const int nt = std::max(1, std::min<int>(threads, static_cast<int>(pairs)));
   OmpThreads scope(nt);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
@@ -318,56 +318,46 @@ void Attention(const float* q, const float* k, const float* v, size_t ld, float*
     const size_t begin = offsets[s], len = offsets[s + 1] - offsets[s];
     if (len == 0) continue;
     const size_t nkeys = keys.empty() || keys[s] == 0 ? len : std::min<size_t>(keys[s], len);
-    const size_t col = hd * static_cast<size_t>(head_dim);
-    const Head h{q + begin * ld + col,
-                 k + begin * ld + col,
-                 v + begin * ld + col,
-                 out + begin * ld_out + col,
-                 ld,
-                 ld_out,
-                 len,
-                 nkeys,
-                 static_cast<size_t>(head_dim),
-                 scale,
-                 alibi_slopes.empty() ? 0.0f : alibi_slopes[hd]};
+    const size_t col = hd * dim;
+    run(Head{q + begin * ld + col, k + begin * ld + col, v + begin * ld + col, out + begin * ld_out + col, ld,
+             ld_out, len, nkeys, dim, scale, 0.0f},
+        hd);
+  }
+}
+
+}  // namespace
+
+void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
+               std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
+               int threads, size_t window, std::span<const uint32_t> keys, std::span<const float> alibi_slopes) {
+  const bool avx = UseAvx512();
+  ForEachHead(q, k, v, ld, out, offsets, heads, head_dim, scale, threads, keys, [&](Head h, size_t hd) {
+    h.alibi = alibi_slopes.empty() ? 0.0f : alibi_slopes[hd];
     // A window narrower than the sequence masks scores, ALiBi biases them:
     // only the sgemm path does.
-    const size_t masked = window > 0 && len > window + 1 ? window : 0;
-    if (len >= kGemmMinLen || masked > 0 || h.alibi != 0.0f) {
+    const size_t masked = window > 0 && h.len > window + 1 ? window : 0;
+    if (h.len >= kGemmMinLen || masked > 0 || h.alibi != 0.0f) {
       HeadGemm(h, t_scratch, avx, masked);
     } else if (avx) {
       HeadAvx512(h, t_scratch);
     } else {
       HeadPortable(h, t_scratch);
     }
-  }
+  });
 }
 
 void DisentangledAttention(const float* q, const float* k, const float* v, size_t ld, float* out,
                            std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
                            const float* pos_q, const float* pos_k, size_t ld_pos, std::span<const int32_t> rows,
                            int threads, std::span<const uint32_t> keys) {
-  if (offsets.size() < 2 || heads <= 0 || head_dim <= 0 || rows.empty()) return;
-  const size_t nseq = offsets.size() - 1;
-  const size_t pairs = nseq * static_cast<size_t>(heads);
-  const size_t ld_out = static_cast<size_t>(heads) * static_cast<size_t>(head_dim);
+  if (rows.empty()) return;
   const int32_t* row_of = rows.data() + rows.size() / 2;  // distance 0
   const bool avx = UseAvx512();
-  const int nt = std::max(1, std::min<int>(threads, static_cast<int>(pairs)));
-  OmpThreads scope(nt);
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
-  for (size_t p = 0; p < pairs; ++p) {
-    const size_t s = p / static_cast<size_t>(heads);
-    const size_t hd = p % static_cast<size_t>(heads);
-    const size_t begin = offsets[s], len = offsets[s + 1] - offsets[s];
-    if (len == 0) continue;
-    const size_t col = hd * static_cast<size_t>(head_dim);
-    const size_t nkeys = keys.empty() || keys[s] == 0 ? len : std::min<size_t>(keys[s], len);
-    const Head h{q + begin * ld + col, k + begin * ld + col, v + begin * ld + col, out + begin * ld_out + col,
-                 ld, ld_out, len, nkeys, static_cast<size_t>(head_dim), scale, 0.0f};
-    HeadDisentangled(h, pos_q ? pos_q + col : nullptr, pos_k ? pos_k + col : nullptr, ld_pos, row_of, t_scratch,
-                     avx);
-  }
+  const size_t dim = static_cast<size_t>(head_dim);
+  ForEachHead(q, k, v, ld, out, offsets, heads, head_dim, scale, threads, keys, [&](const Head& h, size_t hd) {
+    HeadDisentangled(h, pos_q ? pos_q + hd * dim : nullptr, pos_k ? pos_k + hd * dim : nullptr, ld_pos, row_of,
+                     t_scratch, avx);
+  });
 }
 
 }  // namespace shoal::native::cpu
