@@ -67,7 +67,8 @@ class NativeServing : public ::testing::Test {
     // Registered as `shoal models add DIR` would: the task and the query
     // instruction come from the directory's own files.
     // So are a SPLADE and a ColBERT model: their outputs too.
-    for (auto [dir, id] : {std::pair{"qwen3-embed-tiny", "t/qwen3-embed"}, std::pair{"splade-tiny", "t/splade"},
+    for (auto [dir, id] : {std::pair{"qwen3-embed-tiny", "t/qwen3-embed"},
+                           std::pair{"gte-qwen2-embed-tiny", "t/gte-qwen2"}, std::pair{"splade-tiny", "t/splade"},
                            std::pair{"colbert-tiny", "t/colbert"},
                            std::pair{"colbert-modernbert-tiny", "t/colbert-modernbert"},
                            std::pair{"bge-m3-tiny", "t/bge-m3"},
@@ -83,7 +84,8 @@ class NativeServing : public ::testing::Test {
     }
     worker_ = cluster_->StartWorker().release();
     for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m", "t/ner", "t/sentiment",
-                          "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed", "t/splade",
+                          "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed", "t/gte-qwen2",
+                          "t/splade",
                           "t/colbert", "t/colbert-modernbert", "t/bge-m3", "t/nomic", "t/deberta", "t/deberta-nli", "t/deberta-ner", "t/jina",
                           "t/jina-rerank"}) {
       cluster_->WaitForWorkers(m, 1);
@@ -108,6 +110,8 @@ class NativeServing : public ::testing::Test {
 
   // PyLate ColBERT checks, shared by the BERT and ModernBERT bodies.
   static void ExpectColbertAsTheReference(const std::string& dir, const std::string& id, size_t query_length);
+  // Decoder embedder checks, shared by the causal and the bidirectional one.
+  static void ExpectDecoderEmbedderAsTheReference(const std::string& model, const std::string& id);
 
   static inline TestCluster* cluster_ = nullptr;
   static inline worker::Worker* worker_ = nullptr;
@@ -345,13 +349,13 @@ TEST_F(NativeServing, DebertaV3EmbedsClassifiesAndExtracts) {
   }
 }
 
-// A decoder embedder (Qwen3-Embedding's layout) added from its directory:
-// task and query instruction read from its files; documents embed as they
-// are, a Cohere search_query gets the instruction first — each as
-// transformers.js's tokenizer and the float64 decoder reference make it.
-TEST_F(NativeServing, Qwen3EmbeddingEmbedsDocumentsAndInstructedQueries) {
-  const std::string dir = kModels + "/qwen3-embed-tiny";
-  auto spec = admin::SpecFromDirectory(dir, "t/qwen3-embed");
+// A decoder embedder added from its directory: task and query instruction
+// read from its files; documents embed as they are, a Cohere search_query
+// gets the instruction first — each as transformers.js's tokenizer and the
+// float64 decoder reference make it.
+void NativeServing::ExpectDecoderEmbedderAsTheReference(const std::string& model, const std::string& id) {
+  const std::string dir = kModels + "/" + model;
+  auto spec = admin::SpecFromDirectory(dir, id);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->task, Task::kEncode);
   ASSERT_EQ(spec->prompts.size(), 1u) << "the empty document prompt is no prompt";
@@ -360,11 +364,11 @@ TEST_F(NativeServing, Qwen3EmbeddingEmbedsDocumentsAndInstructedQueries) {
   EXPECT_TRUE(instruction.starts_with("Instruct: ")) << instruction;
 
   const std::vector<std::string> docs = {"the old mill stands by the river", "fish"};
-  const json d = Post("/v1/embeddings", json{{"model", "t/qwen3-embed"}, {"input", docs}}.dump());
+  const json d = Post("/v1/embeddings", json{{"model", id}, {"input", docs}}.dump());
   ASSERT_EQ(d["data"].size(), docs.size()) << d.dump();
-  const json q = Post("/v2/embed", json{{"model", "t/qwen3-embed"}, {"texts", {"where is the mill"}},
-                                        {"input_type", "search_query"}, {"embedding_types", {"float"}}}
-                                       .dump());
+  const json q = Post("/v2/embed", json{{"model", id}, {"texts", {"where is the mill"}},
+                                                       {"input_type", "search_query"}, {"embedding_types", {"float"}}}
+                                                      .dump());
   ASSERT_EQ(q["embeddings"]["float"].size(), 1u) << q.dump();
 
   const std::string js_tokenizer = "cd " + std::string(SHOAL_SOURCE_DIR) +
@@ -376,6 +380,16 @@ TEST_F(NativeServing, Qwen3EmbeddingEmbedsDocumentsAndInstructedQueries) {
   const std::vector<std::vector<float>> got = {Floats(d["data"][0]["embedding"]), Floats(d["data"][1]["embedding"]),
                                                Floats(q["embeddings"]["float"][0])};
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(MaxAbsDiff(got[i], want[i]), 1e-4) << "input " << i;
+}
+
+// Qwen3-Embedding's layout: causal, the last token.
+TEST_F(NativeServing, Qwen3EmbeddingEmbedsDocumentsAndInstructedQueries) {
+  ExpectDecoderEmbedderAsTheReference("qwen3-embed-tiny", "t/qwen3-embed");
+}
+
+// gte-Qwen2's: a Qwen2 decoder whose config says it attends bidirectionally.
+TEST_F(NativeServing, GteQwen2EmbedsBidirectionallyAsItsConfigSays) {
+  ExpectDecoderEmbedderAsTheReference("gte-qwen2-embed-tiny", "t/gte-qwen2");
 }
 
 // The ids transformers.js's tokenizer gives each text (special tokens added).

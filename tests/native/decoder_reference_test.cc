@@ -218,15 +218,30 @@ TEST_P(DecoderReference, BadStepsAreRefusedNotRun) {
   EXPECT_EQ(gen_->Forward({&uncovered, 1}, logits.data(), 1).code(), Code::kInvalidInput);
 }
 
-// A decoder embedder (Qwen3-Embedding's layout: bare weights, last-token
-// pooling, Normalize) against the reference's `embed`: token-id inputs of
+// Decoder embedders against the reference's `embed`: token-id inputs of
 // several lengths in one call, over a batch limit that makes the scratch KV
 // cache run them in several pieces; texts end in the <|endoftext|> the
-// tokenizer appends; what it cannot do is refused.
-TEST(DecoderEmbedder, LastTokenVectorsMatchTheReference) {
-  const std::string dir = std::string(SHOAL_TEST_MODELS) + "/qwen3-embed-tiny";
-  auto spec = ModelSpec::Parse("id: t/qwen3-embed\nruntime: native\ntask: encode\nmax_input_tokens: 64\npath: " + dir +
-                               "\nbatching: {max_batch_tokens: 64, max_batch_requests: 2}\n");
+// tokenizer appends; what they cannot do is refused. Each case: the model,
+// its profile's native section, and the reference's attention override.
+struct EmbedderCase {
+  const char* name;  // the test's
+  const char* model;
+  const char* native;     // the profile's `native:` ("" for none)
+  const char* attention;  // the reference's --attention ("" for the config's)
+};
+
+class DecoderEmbedder : public ::testing::TestWithParam<EmbedderCase> {};
+
+// Qwen3-Embedding's layout (causal, last token); gte-Qwen2's (is_causal:
+// false, last token) as its config says and with the profile overriding it
+// to causal; a Qwen3 body with use_bidirectional_attention and mean pooling.
+TEST_P(DecoderEmbedder, PooledVectorsMatchTheReference) {
+  const EmbedderCase& c = GetParam();
+  const std::string dir = std::string(SHOAL_TEST_MODELS) + "/" + c.model;
+  std::string yaml = "id: t/embedder\nruntime: native\ntask: encode\nmax_input_tokens: 64\npath: " + dir +
+                     "\nbatching: {max_batch_tokens: 64, max_batch_requests: 2}\n";
+  if (*c.native) yaml += std::string("native: ") + c.native + "\n";
+  auto spec = ModelSpec::Parse(yaml);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   auto m = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{2});
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -243,8 +258,9 @@ TEST(DecoderEmbedder, LastTokenVectorsMatchTheReference) {
   const fs::path tmp = fs::temp_directory_path() / ("shoal-embed-ref-" + std::to_string(::getpid()));
   fs::create_directories(tmp);
   std::ofstream(tmp / "in.json") << json{{"inputs", prompts}}.dump();
-  const std::string cmd = std::string("/usr/bin/python3 ") + SHOAL_DECODER_REFERENCE + " embed " + dir + " " +
-                          (tmp / "in.json").string() + " " + (tmp / "out.json").string();
+  std::string cmd = std::string("/usr/bin/python3 ") + SHOAL_DECODER_REFERENCE + " embed " + dir + " " +
+                    (tmp / "in.json").string() + " " + (tmp / "out.json").string();
+  if (*c.attention) cmd += std::string(" --attention ") + c.attention;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const json want = json::parse(std::ifstream(tmp / "out.json"));
   fs::remove_all(tmp);
@@ -258,7 +274,7 @@ TEST(DecoderEmbedder, LastTokenVectorsMatchTheReference) {
     EXPECT_EQ(out[i].tokens, prompts[i].size());
     worst = std::max(worst, err);
   }
-  std::printf("qwen3-embed-tiny: max |diff| %.2e over %zu inputs\n", worst, prompts.size());
+  std::printf("%s (%s): max |diff| %.2e over %zu inputs\n", c.model, c.name, worst, prompts.size());
 
   // A text: its tokens end in <|endoftext|> (the tokenizer's post-processor).
   std::vector<TokenizeInput> t = {{"the river", true}};
@@ -275,6 +291,52 @@ TEST(DecoderEmbedder, LastTokenVectorsMatchTheReference) {
   ASSERT_TRUE(model.Encode(bad, refused).ok());
   EXPECT_EQ(refused[0].status.code(), Code::kInvalidInput) << refused[0].status.ToString();
   EXPECT_EQ(refused[1].status.code(), Code::kInvalidInput) << refused[1].status.ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TinyModels, DecoderEmbedder,
+    ::testing::Values(EmbedderCase{"Qwen3Embedding", "qwen3-embed-tiny", "", ""},
+                      EmbedderCase{"GteQwen2Bidirectional", "gte-qwen2-embed-tiny", "", ""},
+                      EmbedderCase{"GteQwen2ProfileSaysCausal", "gte-qwen2-embed-tiny", "{attention: causal}",
+                                   "causal"},
+                      EmbedderCase{"Qwen3BidirectionalMean", "qwen3-bidir-mean-tiny", "", ""}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// What a bidirectional decoder or its options cannot do is refused at load,
+// naming the reason: generating, a profile option meant for another kind of
+// model, a value of the switch this runtime does not build.
+TEST(DecoderEmbedderLoad, RefusesWhatDoesNotApply) {
+  const std::string models = SHOAL_TEST_MODELS;
+  auto load = [&](const std::string& model, const std::string& task, const std::string& native) {
+    const std::string path = model.starts_with("/") ? model : models + "/" + model;
+    std::string yaml = "id: t/x\nruntime: native\ntask: " + task + "\npath: " + path + "\n";
+    if (!native.empty()) yaml += "native: " + native + "\n";
+    auto spec = ModelSpec::Parse(yaml);
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+    return FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{1});
+  };
+  auto expect_refused = [](const Result<std::unique_ptr<Model>>& m, const std::string& says) {
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), Code::kInvalidInput);
+    EXPECT_NE(m.status().message().find(says), std::string::npos) << m.status().ToString();
+  };
+  expect_refused(load("gte-qwen2-embed-tiny", "generate", ""), "cannot generate");
+  expect_refused(load("qwen2-tiny", "generate", "{attention: bidirectional}"),
+                 "native.attention: does not apply to a generator");
+  expect_refused(load("bert-tiny-mean", "encode", "{max_context: 64}"),
+                 "native.max_context: does not apply to an encoder");
+  expect_refused(load("qwen3-embed-tiny", "encode", "{attention: sideways}"), "native.attention");
+  expect_refused(load("qwen3-embed-tiny", "encode", "{lora_budget_mb: 64}"),
+                 "native.lora_budget_mb: does not apply to a decoder embedder");
+
+  // A config whose switch is not a boolean.
+  const fs::path dir = fs::temp_directory_path() / ("shoal-vision-" + std::to_string(::getpid()));
+  fs::copy(models + "/qwen3-bidir-mean-tiny", dir, fs::copy_options::recursive);
+  json config = json::parse(std::ifstream(dir / "config.json"));
+  config["use_bidirectional_attention"] = "vision";
+  std::ofstream(dir / "config.json") << config.dump();
+  expect_refused(load(dir.string(), "encode", ""), "use_bidirectional_attention \"vision\" is not supported");
+  fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderReference,

@@ -6,7 +6,7 @@ usage:
   decoder_reference.py bench MODEL_DIR --concurrency C --prompt-tokens P --new-tokens T
                        [--warmup N (1)] [--threads N (2)] [--seed S (0)] [--lora DIR]
   decoder_reference.py selfcheck MODEL_DIR [MODEL_DIR ...] [--lora DIR]
-  decoder_reference.py embed MODEL_DIR IN.json OUT.json
+  decoder_reference.py embed MODEL_DIR IN.json OUT.json [--attention causal|bidirectional]
 
 forward (float64): IN.json is {"prompts": [[token ids], ...], "new_tokens": N}, where a
   prompt may also be {"ids": [token ids], "lora": "ADAPTER_DIR"} (see LoRA); OUT.json is
@@ -22,11 +22,13 @@ bench (float32): C random prompts of P ids (seeded) in one static batch, T greed
   over the whole run), "ttft_ms" (the prefill, which yields the first token),
   "itl_ms" (mean decode step), "seconds"}. --threads: OpenBLAS threads for the
   matmuls; torch's own thread pool stays at one (see below).
-embed (float64): a decoder embedder (Qwen3-Embedding: sentence-transformers files with
-  last-token pooling). IN.json is {"inputs": [[token ids] or {"ids": [...]}, ...]}; OUT.json is
-  {"outputs": [[hidden_size floats], ...]}: the final norm of each input's last
-  position, L2-normalized when modules.json has a Normalize module. The checkpoint
-  may be the bare model (no "model." prefix, no lm_head).
+embed (float64): a decoder embedder (Qwen3-Embedding, gte-Qwen2: sentence-transformers
+  files with a Pooling module). IN.json is {"inputs": [[token ids] or {"ids": [...]}, ...]};
+  OUT.json is {"outputs": [[hidden_size floats], ...]}: the final norm of each input's
+  positions pooled as the Pooling module says (last token, mean or first), L2-normalized
+  when modules.json has a Normalize module. Attention is bidirectional when config.json
+  says is_causal false or use_bidirectional_attention true, else causal; --attention
+  overrides it. The checkpoint may be the bare model (no "model." prefix, no lm_head).
 selfcheck (float64): on seeded prompts, the cached paths (one-pass and chunked
   prefill, then single tokens) against full recompute; prints the largest
   difference and the smallest greedy margin per model, exits 1 above 1e-10.
@@ -43,7 +45,8 @@ Written as plain torch tensor operations from the architectures' definitions (no
 transformers, no nn modules, no fused attention), on weights read by our own
 safetensors reader: RMSNorm; RoPE in the rotate-half layout of Hugging Face's
 Llama with inv_freq = 1 / theta^(2i/d), "linear" and "llama3" scaling as
-transformers defines them; grouped-query causal attention; SwiGLU MLP
+transformers defines them; grouped-query attention, causal unless the config says
+bidirectional; SwiGLU MLP
 down(silu(gate(x)) * up(x)); Qwen2's q/k/v biases; Qwen3's per-head q_norm /
 k_norm before RoPE; tied or untied lm_head.
 """
@@ -147,6 +150,9 @@ class Decoder:
         self.max_positions = cfg["max_position_embeddings"]
         self.qkv_bias = self.family == "qwen2" or cfg.get("attention_bias", False)
         self.qk_norm = self.family == "qwen3"
+        # Embedders trained with every position seeing the whole sequence say so in
+        # either of two keys (gte-Qwen2: is_causal false; voyage: use_bidirectional_attention).
+        self.bidirectional = cfg.get("is_causal") is False or cfg.get("use_bidirectional_attention") is True
         tied = cfg.get("tie_word_embeddings", False)  # the default of all three configs
         self.tied = tied
 
@@ -220,9 +226,10 @@ class Decoder:
         keys = keys.repeat_interleave(group, dim=1)
         values = values.repeat_interleave(group, dim=1)
         scores = q @ keys.transpose(-1, -2) / math.sqrt(self.head_dim)  # [B, heads, S, T]
-        # Causal: the query at absolute position start + s sees keys at positions <= it.
-        future = (torch.arange(start + S)[None, :] > (start + torch.arange(S))[:, None])
-        scores = scores.masked_fill(future, float("-inf"))
+        if not self.bidirectional:
+            # Causal: the query at absolute position start + s sees keys at positions <= it.
+            future = (torch.arange(start + S)[None, :] > (start + torch.arange(S))[:, None])
+            scores = scores.masked_fill(future, float("-inf"))
         out = torch.softmax(scores, dim=-1) @ values  # [B, heads, S, d]
         out = out.transpose(1, 2).reshape(B, S, self.heads * self.head_dim)
         return out @ w[L + "o_proj.weight"].T
@@ -233,10 +240,12 @@ class Decoder:
         up = x @ w[L + "up_proj.weight"].T
         return (silu(gate) * up) @ w[L + "down_proj.weight"].T
 
-    def last_hidden(self, ids):
-        """The final norm of the last position of ids [S] (run from position 0)."""
+    def pooled_hidden(self, ids, pooling):
+        """ids [S] run from position 0; the final norm of every position (the model's
+        last_hidden_state), pooled as sentence-transformers' Pooling module does."""
         x = self.hidden(torch.tensor([ids]), self.new_cache(1, len(ids)))
-        return rms_norm(x[0, -1], self.w["model.norm.weight"], self.eps)
+        h = rms_norm(x[0], self.w["model.norm.weight"], self.eps)
+        return {"cls": lambda: h[0], "mean": lambda: h.mean(dim=0), "lasttoken": lambda: h[-1]}[pooling]()
 
     def hidden(self, ids, cache):
         """Runs ids [B, S] at positions cache.length.. through every layer, appending
@@ -400,8 +409,24 @@ def cmd_bench(args):
     return 0
 
 
+def pooling_mode(model_dir):
+    """The mode of the directory's sentence-transformers Pooling module."""
+    with open(os.path.join(model_dir, "modules.json")) as f:
+        modules = json.load(f)
+    path = next(m["path"] for m in modules if m["type"].endswith("Pooling"))
+    with open(os.path.join(model_dir, path, "config.json")) as f:
+        pc = json.load(f)
+    modes = [mode for mode in ("cls_token", "mean_tokens", "lasttoken") if pc.get("pooling_mode_" + mode)]
+    if len(modes) != 1:
+        raise ValueError(f"pooling config {pc} not handled (exactly one of cls/mean/lasttoken)")
+    return {"cls_token": "cls", "mean_tokens": "mean", "lasttoken": "lasttoken"}[modes[0]]
+
+
 def cmd_embed(args):
     model = Decoder(args.model_dir, torch.float64)
+    if args.attention:
+        model.bidirectional = args.attention == "bidirectional"
+    pooling = pooling_mode(args.model_dir)
     with open(os.path.join(args.model_dir, "modules.json")) as f:
         normalize = any(m["type"].endswith("Normalize") for m in json.load(f))
     with open(args.input) as f:
@@ -409,7 +434,7 @@ def cmd_embed(args):
     outputs = []
     with torch.no_grad():
         for item in inputs:  # [ids], or {"ids": [ids]} as bert_reference.py takes them
-            v = model.last_hidden(item["ids"] if isinstance(item, dict) else item)
+            v = model.pooled_hidden(item["ids"] if isinstance(item, dict) else item, pooling)
             if normalize:
                 v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
             outputs.append([float(x) for x in v])
@@ -436,10 +461,12 @@ def main(argv):
                    help="OpenBLAS threads for the matmuls (default 2)")
     p.add_argument("--seed", type=int, default=0, help="of the random prompts")
     p.add_argument("--lora", help="PEFT LoRA adapter directory, merged into the weights")
-    p = sub.add_parser("embed", help="a decoder embedder's last-token vectors, float64")
+    p = sub.add_parser("embed", help="a decoder embedder's pooled vectors, float64")
     p.add_argument("model_dir")
     p.add_argument("input")
     p.add_argument("output")
+    p.add_argument("--attention", choices=("causal", "bidirectional"),
+                   help="over what config.json says (a profile's native.attention)")
     p = sub.add_parser("selfcheck", help="cached vs recomputed logits, float64")
     p.add_argument("model_dirs", nargs="+")
     p.add_argument("--lora", help="PEFT LoRA adapter directory, merged into the weights")

@@ -24,19 +24,24 @@ Result<std::unique_ptr<Model>> DecoderEmbedder::Load(const ModelConfig& spec, co
                                                      const LoadContext& ctx) {
   namespace fs = std::filesystem;
   if (spec.task != Task::kEncode) {
-    return InvalidInput(spec.path + ": a decoder embedder (last-token pooling) encodes; register it with task: encode");
+    return InvalidInput(spec.path + ": a decoder embedder encodes; register it with task: encode");
   }
   auto pooling = LoadPoolingConfig(spec.path);
   if (!pooling.ok()) return pooling.status();
-  if (options.pooling.value_or(pooling->pooling) != Pooling::kLastToken) {
-    return InvalidInput(spec.path + ": a decoder embeds with its last token (a sentence-transformers Pooling "
-                        "module with pooling_mode_lasttoken); this one pools otherwise");
+  if (pooling->splade || pooling->colbert || pooling->bge_m3) {
+    return InvalidInput(spec.path + ": a decoder embedder gives a pooled vector (no SPLADE, ColBERT or bge-m3 heads)");
+  }
+  if (!pooling->from_files && !options.pooling) {
+    return InvalidInput(spec.path + ": a decoder with no sentence-transformers Pooling module; say how it pools "
+                        "(native.pooling)");
   }
   auto config = LoadDecoderConfig(spec.path);
   if (!config.ok()) return config.status();
+  config->bidirectional = options.bidirectional.value_or(config->bidirectional);
   std::unique_ptr<DecoderEmbedder> m(new DecoderEmbedder());
   m->config_ = spec;
   m->threads_ = std::max(1, ctx.threads);
+  m->pooling_ = options.pooling.value_or(pooling->pooling);
   auto tokenizer = Tokenizer::LoadFile((fs::path(spec.path) / "tokenizer.json").string());
   if (!tokenizer.ok()) return tokenizer.status();
   m->tokenizer_ = std::move(tokenizer).value();
@@ -51,9 +56,10 @@ Result<std::unique_ptr<Model>> DecoderEmbedder::Load(const ModelConfig& spec, co
                            kBlockTokens, /*with_head=*/false, ctx.progress);
   if (!llama.ok()) return llama.status();
   m->llama_ = std::move(llama).value();
-  spdlog::info("native: {} is a {} decoder embedder: {} layers, last-token pooling, inputs up to {} tokens, "
+  spdlog::info("native: {} is a {} decoder embedder: {} layers, {} attention, {} pooling, inputs up to {} tokens, "
                "scratch KV cache {} positions ({:.1f} MB)",
-               spec.id, config->model_type, config->num_hidden_layers, m->max_tokens_,
+               spec.id, config->model_type, config->num_hidden_layers,
+               config->bidirectional ? "bidirectional" : "causal", PoolingName(m->pooling_), m->max_tokens_,
                static_cast<size_t>(m->kv_blocks_) * kBlockTokens, m->llama_->kv_bytes() / 1e6);
   return std::unique_ptr<Model>(std::move(m));
 }
@@ -94,7 +100,7 @@ Status DecoderEmbedder::Encode(std::span<const EncodeInput> in, std::span<Encode
     }
     if (chunks.empty()) return Internal("decoder embedder: an input does not fit the scratch KV cache");
     std::vector<float> vectors(chunks.size() * H);
-    SHOAL_RETURN_IF_ERROR(llama_->LastHiddenStates(chunks, vectors.data(), threads_));
+    SHOAL_RETURN_IF_ERROR(llama_->PooledHiddenStates(chunks, pooling_, vectors.data(), threads_));
     for (size_t k = 0; k < chunks.size(); ++k) {
       const size_t i = ok[begin + k];
       float* v = vectors.data() + k * H;

@@ -1,12 +1,14 @@
-// DecoderEmbedder: a Llama-family decoder used as an embedder (Qwen3-Embedding
-// and its kin: a sentence-transformers directory whose Pooling module pools
-// the last token) and its tokenizer behind the Runtime interface — Encode
-// and Tokenize.
+// DecoderEmbedder: a Llama-family decoder used as an embedder (Qwen3-Embedding,
+// gte-Qwen2 and their kin: a sentence-transformers directory with a Pooling
+// module) and its tokenizer behind the Runtime interface — Encode and
+// Tokenize.
 //
-// Each text runs causally through the decoder, with no cache kept between
-// calls; its vector is the final norm of its last token (Qwen3-Embedding's
-// tokenizer appends <|endoftext|>, so that token has read the whole text),
-// unit length unless the request says otherwise. A query's instruction is
+// Each text runs through the decoder, causally or, when the config (or the
+// profile's native.attention) says it was trained so, bidirectionally, with
+// no cache kept between calls. Its vector is the final norm of its last
+// token (Qwen3-Embedding's tokenizer appends <|endoftext|>, so that token
+// has read the whole text) or of the mean of its tokens, as the Pooling
+// module says; unit length unless the request says otherwise. A query's instruction is
 // the profile's prompt (config_sentence_transformers.json), prepended by the
 // serving plane as for every embedder.
 //
@@ -51,6 +53,7 @@ class DecoderEmbedder final : public Model {
   size_t max_tokens_ = 0;
   uint32_t kv_blocks_ = 0;
   int threads_ = 1;
+  Pooling pooling_ = Pooling::kLastToken;
   std::mutex mu_;  // one forward pass at a time
   std::unique_ptr<Llama> llama_;
 };

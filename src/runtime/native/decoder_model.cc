@@ -26,6 +26,11 @@ Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelConfig& spec, const
   m->config_ = spec;
   auto config = LoadDecoderConfig(spec.path);
   if (!config.ok()) return config.status();
+  if (config->bidirectional) {
+    return InvalidInput(spec.path + ": config.json says this decoder attends bidirectionally (is_causal: false or "
+                        "use_bidirectional_attention: true): it embeds and cannot generate; register it with "
+                        "task: encode");
+  }
 
   auto tokenizer = Tokenizer::LoadFile((fs::path(spec.path) / "tokenizer.json").string());
   if (!tokenizer.ok()) return tokenizer.status();

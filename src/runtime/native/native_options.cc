@@ -1,16 +1,54 @@
 #include "runtime/native/native_options.h"
 
+#include <algorithm>
 #include <charconv>
+#include <string_view>
 
 
 namespace shoal::native {
 
-Result<NativeOptions> ParseNativeOptions(const RuntimeOptions& options) {
+namespace {
+
+// The model kinds each option applies to.
+struct Applies {
+  std::string_view key;
+  std::initializer_list<NativeModelKind> kinds;
+};
+using enum NativeModelKind;
+const Applies kApplies[] = {
+    {"precision", {kEncoder, kDecoderEmbedder, kGenerator, kUseLite}},
+    {"pooling", {kEncoder, kDecoderEmbedder}},
+    {"attention", {kDecoderEmbedder}},
+    {"lora_budget_mb", {kEncoder, kGenerator}},
+    {"max_context", {kGenerator}},
+    {"kv_cache_tokens", {kGenerator}},
+    {"kv_block_tokens", {kGenerator}},
+};
+
+std::string_view KindName(NativeModelKind kind) {
+  switch (kind) {
+    case kEncoder: return "an encoder";
+    case kDecoderEmbedder: return "a decoder embedder";
+    case kGenerator: return "a generator";
+    case kUseLite: return "USE-Lite";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Result<NativeOptions> ParseNativeOptions(const RuntimeOptions& options, NativeModelKind kind) {
   NativeOptions o;
   OptionReader read(options);
+  for (const Applies& a : kApplies) {
+    if (read.Has(a.key) && std::find(a.kinds.begin(), a.kinds.end(), kind) == a.kinds.end()) {
+      return read.Invalid(a.key, std::string("does not apply to ") + std::string(KindName(kind)));
+    }
+  }
   std::string precision = "f32";
   SHOAL_RETURN_IF_ERROR(read.OneOf("precision", {"f32", "bf16"}, &precision));
   o.precision = precision == "bf16" ? cpu::Precision::kBF16 : cpu::Precision::kF32;
+  if (kind == kUseLite && o.precision != cpu::Precision::kF32) return read.Invalid("precision", "USE-Lite runs f32");
   std::string device = "cpu";
   if (!read.String("device", &device).ok()) return read.Invalid("device", "expected cpu, cuda or cuda:N");
   if (device == "cuda") {
@@ -27,8 +65,13 @@ Result<NativeOptions> ParseNativeOptions(const RuntimeOptions& options) {
   }
   if (read.Has("pooling")) {
     std::string pooling;
-    SHOAL_RETURN_IF_ERROR(read.OneOf("pooling", {"cls", "mean"}, &pooling));
-    o.pooling = pooling == "cls" ? Pooling::kCls : Pooling::kMean;
+    SHOAL_RETURN_IF_ERROR(read.OneOf("pooling", {"cls", "mean", "lasttoken"}, &pooling));
+    o.pooling = pooling == "cls" ? Pooling::kCls : pooling == "mean" ? Pooling::kMean : Pooling::kLastToken;
+  }
+  if (read.Has("attention")) {
+    std::string attention;
+    SHOAL_RETURN_IF_ERROR(read.OneOf("attention", {"causal", "bidirectional"}, &attention));
+    o.bidirectional = attention == "bidirectional";
   }
   uint64_t lora_budget_mb = o.lora_budget_bytes >> 20;
   SHOAL_RETURN_IF_ERROR(read.Count("lora_budget_mb", 1, uint64_t{1} << 24, &lora_budget_mb));

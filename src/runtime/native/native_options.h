@@ -18,6 +18,9 @@ struct NativeOptions {
   // with -DSHOAL_CUDA=ON.
   int cuda_device = -1;
   std::optional<Pooling> pooling;  // else the model directory's files
+  // Decoder embedders: `attention: causal | bidirectional`, for a checkpoint
+  // whose config.json does not say how it was trained (else the config's).
+  std::optional<bool> bidirectional;
   // Generators (decoder_model.h): the positions one sequence may use (0: the
   // config's max_position_embeddings, at most 4096), the KV cache's size in
   // positions (0: enough for max_batch_requests full sequences, within
@@ -31,6 +34,11 @@ struct NativeOptions {
   uint64_t lora_budget_bytes = uint64_t{1} << 30;
 };
 
-Result<NativeOptions> ParseNativeOptions(const RuntimeOptions& options);
+// What a model directory holds, as far as its options go.
+enum class NativeModelKind { kEncoder, kDecoderEmbedder, kGenerator, kUseLite };
+
+// An option that does not apply to `kind` (max_context on an encoder,
+// attention on a generator) is INVALID_INPUT naming it, not ignored.
+Result<NativeOptions> ParseNativeOptions(const RuntimeOptions& options, NativeModelKind kind);
 
 }  // namespace shoal::native

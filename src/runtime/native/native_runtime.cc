@@ -48,9 +48,6 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelConfig& spec, cons
   if (spec.path.empty()) return InvalidInput("path: the native runtime needs the model's directory");
   std::error_code ec;
   if (!fs::is_directory(spec.path, ec)) return InvalidInput("path: " + spec.path + " is not a directory");
-  auto options = native::ParseNativeOptions(spec.options);
-  if (!options.ok()) return options.status();
-
   // What the directory holds decides the architecture.
   const fs::path dir(spec.path);
   const bool hugging_face = fs::exists(dir / "config.json", ec);
@@ -60,6 +57,13 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelConfig& spec, cons
                         " holds neither config.json (Hugging Face) nor model.json + vocab.json (USE-Lite)");
   }
   const bool decoder = hugging_face && native::IsDecoderConfig(spec.path);
+  using Kind = native::NativeModelKind;
+  // A decoder registered to encode is an embedder.
+  const Kind kind = use_lite  ? Kind::kUseLite
+                    : decoder ? (spec.task == Task::kEncode ? Kind::kDecoderEmbedder : Kind::kGenerator)
+                              : Kind::kEncoder;
+  auto options = native::ParseNativeOptions(spec.options, kind);
+  if (!options.ok()) return options.status();
   if (options->cuda_device >= 0 && (decoder || use_lite)) {
     return InvalidInput("native.device: the CUDA backend runs BERT-family encoders; " + spec.id + " is " +
                         (decoder ? "a decoder" : "USE-Lite") + ", which runs on the CPU (device: cpu)");
@@ -68,11 +72,10 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelConfig& spec, cons
                decoder ? "Llama family" : hugging_face ? "encoder" : "Universal Sentence Encoder Lite",
                spec.path);
   const auto t0 = SteadyClock::now();
-  // A decoder registered to encode is an embedder (last-token pooling).
-  auto model = decoder && spec.task == Task::kEncode ? native::DecoderEmbedder::Load(spec, *options, ctx)
-               : decoder                             ? native::DecoderModel::Load(spec, *options, ctx)
-               : hugging_face ? native::EncoderModel::Load(spec, *options, ctx)
-                              : native::UseLiteModel::Load(spec, ctx.threads);
+  auto model = kind == Kind::kDecoderEmbedder ? native::DecoderEmbedder::Load(spec, *options, ctx)
+               : kind == Kind::kGenerator    ? native::DecoderModel::Load(spec, *options, ctx)
+               : kind == Kind::kEncoder      ? native::EncoderModel::Load(spec, *options, ctx)
+                                             : native::UseLiteModel::Load(spec, ctx.threads);
   if (!model.ok()) return model.status();
   spdlog::info("native: {} loaded in {} ms, {:.1f} MB, {} thread(s) per batch", spec.id,
                MicrosSince(t0) / 1000, (*model)->memory_bytes() / 1e6, ctx.threads);

@@ -3,16 +3,19 @@
 // Profile:
 //   runtime: native
 //   path: DIR                 # a Hugging Face directory, or USE-Lite's dist/
-//   task: encode | score      # score: a cross-encoder (sequence classifier)
-//   native:
+//   task: encode | score | extract | generate
+//   native:                   # each option only where it applies (else refused)
 //     precision: f32 | bf16   # dense layers' weights and GEMMs (default f32)
-//     pooling: cls | mean     # override sentence-transformers' files
+//     pooling: cls | mean | lasttoken  # override sentence-transformers' files
+//     attention: causal | bidirectional  # a decoder embedder's, over its config
 //     device: cpu | cuda[:N]  # where an encoder runs (CUDA builds)
 //     lora_budget_mb: 1024    # host memory for loaded LoRA adapters
+//     max_context, kv_cache_tokens, kv_block_tokens   # generators' KV cache
 //
 // What the directory holds decides the architecture: `config.json` with a
 // BERT-family model_type → encoder (cross-encoder when its architectures
-// name a *ForSequenceClassification); TF.js `model.json` + `vocab.json` →
+// name a *ForSequenceClassification); a Llama-family one → generator, or
+// decoder embedder when registered to encode; TF.js `model.json` + `vocab.json` →
 // the bundled Universal Sentence Encoder Lite.
 #pragma once
 

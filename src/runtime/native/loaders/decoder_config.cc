@@ -88,6 +88,16 @@ Result<DecoderConfig> LoadDecoderConfig(const std::string& dir) {
       c.max_position_embeddings =
           std::min(c.max_position_embeddings, (*j)["sliding_window"].get<uint32_t>());
     }
+    // Two spellings of one switch; a value other than a boolean (Gemma's
+    // "vision") means a mask this runtime does not build.
+    for (const auto& [key, bidirectional_when] : {std::pair{"is_causal", false},
+                                                  std::pair{"use_bidirectional_attention", true}}) {
+      if (!j->contains(key) || (*j)[key].is_null()) continue;
+      if (!(*j)[key].is_boolean()) {
+        return InvalidInput(path + ": " + key + " " + (*j)[key].dump() + " is not supported (true or false)");
+      }
+      if ((*j)[key].get<bool>() == bidirectional_when) c.bidirectional = true;
+    }
     AddEosIds(*j, &c.eos_token_ids);
   } catch (const std::exception& e) {
     return InvalidInput(path + ": " + e.what());

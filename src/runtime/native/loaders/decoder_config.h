@@ -34,6 +34,10 @@ struct DecoderConfig {
   uint32_t rope_original_max_positions = 8192;
   bool tie_word_embeddings = false;
   bool qk_norm = false;  // Qwen3: RMSNorm on each query/key head before RoPE
+  // Every position attends to every other (embedders trained so: gte-Qwen2,
+  // voyage-4-nano): `is_causal: false` or `use_bidirectional_attention: true`.
+  // Such a network embeds; it cannot generate.
+  bool bidirectional = false;
   std::vector<int32_t> eos_token_ids;
 };
 

@@ -124,6 +124,9 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir);
 // How token vectors become one: the first token's, their mean, or the last
 // token's (decoder embedders, whose last token has seen the whole text).
 enum class Pooling { kCls, kMean, kLastToken };
+inline const char* PoolingName(Pooling p) {
+  return p == Pooling::kCls ? "cls" : p == Pooling::kMean ? "mean" : "last-token";
+}
 
 // SPLADE, as sentence-transformers' SparseEncoder saves it (MLMTransformer
 // then SpladePooling): the MLM head's logits per token, log(1 + ReLU), then

@@ -240,7 +240,8 @@ Status Llama::RunLayers(std::span<const SequenceChunk> chunks, std::span<const L
         std::memcpy(kv.v + slot, src + kv_dim, kv_dim * sizeof(float));
       }
     }
-    cpu::PagedAttention(qkv_.data(), ld, attn_.data(), q_dim, seqs, kv, heads, scale, t_attn);
+    cpu::PagedAttention(qkv_.data(), ld, attn_.data(), q_dim, seqs, kv, heads, scale, !config_.bidirectional,
+                        t_attn);
     L.o->Forward(attn_.data(), rows, h_.data(), cpu::Activation::kNone, t_o);
     ApplyLora(lora, t + 3, attn_.data(), q_dim, h_.data(), H, 0, t_o);
     AddInPlace(x_.data(), h_.data(), rows * H);
@@ -280,13 +281,29 @@ Status Llama::Step(std::span<const SequenceChunk> chunks, std::span<const LoraAd
   return Status::Ok();
 }
 
-Status Llama::LastHiddenStates(std::span<const SequenceChunk> chunks, float* out, int threads) {
+Status Llama::PooledHiddenStates(std::span<const SequenceChunk> chunks, Pooling pooling, float* out, int threads) {
+  if (config_.bidirectional) {
+    for (const SequenceChunk& ch : chunks) {
+      if (ch.start != 0) return InvalidInput("a bidirectional network runs whole sequences (a chunk starts at 0)");
+    }
+  }
   std::vector<cpu::AttentionSeq> seqs;
   SHOAL_RETURN_IF_ERROR(RunLayers(chunks, {}, &seqs, threads));
   const size_t H = config_.hidden_size;
   for (size_t c = 0; c < seqs.size(); ++c) {
-    cpu::RmsNorm(x_.data() + (seqs[c].row + seqs[c].count - 1) * H, H, out + c * H, H, 1, H, final_norm_,
-                 config_.rms_norm_eps, 1);
+    const cpu::AttentionSeq& s = seqs[c];
+    float* v = out + c * H;
+    if (pooling != Pooling::kMean) {
+      const size_t row = pooling == Pooling::kCls ? s.row : s.row + s.count - 1;
+      cpu::RmsNorm(x_.data() + row * H, H, v, H, 1, H, final_norm_, config_.rms_norm_eps, 1);
+      continue;
+    }
+    // The norm of every row (h_ is free after the layers), then their mean.
+    cpu::RmsNorm(x_.data() + s.row * H, H, h_.data(), H, s.count, H, final_norm_, config_.rms_norm_eps, 1);
+    std::fill_n(v, H, 0.0f);
+    for (uint32_t r = 0; r < s.count; ++r) AddInPlace(v, h_.data() + r * H, H);
+    const float inv = 1.0f / static_cast<float>(s.count);
+    for (size_t k = 0; k < H; ++k) v[k] *= inv;
   }
   return Status::Ok();
 }

@@ -7,9 +7,11 @@
 //               x += down(silu(gate(rms(x))) · up(rms(x)))
 //   logits = lm_head(rms(x)) for the rows that want them
 //
-// An embedder (Qwen3-Embedding) runs the same layers and gives rms(x) of each
-// sequence's last token instead (LastHiddenStates); its checkpoint may be the
-// bare model (`embed_tokens.weight`, no `model.` prefix) without a head.
+// An embedder (Qwen3-Embedding) runs the same layers and pools rms(x) of each
+// sequence instead (PooledHiddenStates); its checkpoint may be the bare model
+// (`embed_tokens.weight`, no `model.` prefix) without a head. One trained
+// bidirectionally (config.bidirectional: gte-Qwen2) lets every position
+// attend to the whole sequence.
 //
 // Qwen2 adds biases to q/k/v; Qwen3 normalizes each query and key head
 // (RMSNorm over head_dim) before RoPE; tied models use the embedding table as
@@ -34,6 +36,7 @@
 #include "runtime/native/kernels/cpu/decoder_kernels.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/decoder_config.h"
+#include "runtime/native/loaders/hf_config.h"
 #include "runtime/native/loaders/safetensors.h"
 #include "runtime/native/lora/lora_adapter.h"
 
@@ -65,9 +68,11 @@ class Llama {
               int threads);
 
   // The same layers over `chunks` (their KV written as Step writes it), then
-  // the final RMSNorm of each chunk's last token into out
-  // ([chunks, hidden_size]): what an embedder pools.
-  Status LastHiddenStates(std::span<const SequenceChunk> chunks, float* out, int threads);
+  // the final RMSNorm of each chunk's first token (kCls), last token
+  // (kLastToken) or the mean over its tokens (kMean) into out
+  // ([chunks, hidden_size]): what an embedder pools. A bidirectional
+  // network's chunks must be whole sequences (start 0).
+  Status PooledHiddenStates(std::span<const SequenceChunk> chunks, Pooling pooling, float* out, int threads);
 
   // Per layer, in order: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
   // down_proj (kLoraPerLayer of them); nothing replaceable.

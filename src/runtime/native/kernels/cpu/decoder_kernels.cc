@@ -134,7 +134,7 @@ void SiluMul(const float* gate_up, size_t rows, size_t inter, float* out, int th
 
 void PagedAttention(const float* q, size_t ld_q, float* out, size_t ld_out,
                     std::span<const AttentionSeq> seqs, const KvLayer& kv, int heads, float scale,
-                    int threads) {
+                    bool causal, int threads) {
   const int group = heads / kv.kv_heads;
   const size_t dim = static_cast<size_t>(kv.head_dim);
   const size_t slot_stride = static_cast<size_t>(kv.kv_heads) * dim;
@@ -157,7 +157,7 @@ void PagedAttention(const float* q, size_t ld_q, float* out, size_t ld_out,
     const Unit& unit = units[u];
     const AttentionSeq& s = *unit.seq;
     const size_t row = s.row + unit.i;
-    const size_t len = s.start + unit.i + 1;  // positions this row sees
+    const size_t len = causal ? s.start + unit.i + 1 : s.start + s.count;  // positions this row sees
     std::vector<float>& scores = t_scores;
     scores.resize(len * group);
     // Scores: scores[g * len + j] for query head kvh*group + g.

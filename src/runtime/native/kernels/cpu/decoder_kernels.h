@@ -1,6 +1,6 @@
 // CPU kernels a decoder-only (Llama-family) forward step adds to the
 // encoder's (kernels.h): RMSNorm, rotary position embeddings, the SwiGLU
-// gate, and causal attention over a paged KV cache.
+// gate, and attention over a paged KV cache.
 //
 // Rows are tokens, packed with no padding ([rows, width], row stride given).
 // Threading: as kernels.h — each call uses at most `threads` OpenMP threads of
@@ -55,11 +55,13 @@ struct AttentionSeq {
   std::span<const int32_t> blocks;
 };
 
-// Causal grouped-query attention: query head h reads kv head
-// h / (heads / kv_heads). out[row] gets heads × head_dim floats (stride
-// ld_out). softmax(scale · q·kᵀ)·v per head over positions ≤ the row's own.
+// Grouped-query attention: query head h reads kv head h / (heads /
+// kv_heads). out[row] gets heads × head_dim floats (stride ld_out).
+// softmax(scale · q·kᵀ)·v per head over positions ≤ the row's own when
+// `causal`, else over all of its sequence's [0, start + count) (a
+// bidirectional embedder, whose chunks are whole sequences).
 void PagedAttention(const float* q, size_t ld_q, float* out, size_t ld_out,
                     std::span<const AttentionSeq> seqs, const KvLayer& kv, int heads, float scale,
-                    int threads);
+                    bool causal, int threads);
 
 }  // namespace shoal::native::cpu
