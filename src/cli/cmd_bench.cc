@@ -165,11 +165,6 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-int Fail(const Status& s) {
-  std::cerr << "error: " << s.message() << "\n";
-  return 1;
-}
-
 int RunBench(const BenchFlags& f) {
   auto url = ParseUrl(f.url);
   if (!url.ok()) return Fail(url.status());

@@ -16,11 +16,6 @@
 namespace shoal::cli {
 namespace {
 
-int Fail(const Status& s) {
-  std::cerr << "error: " << s.ToString() << "\n";
-  return 1;
-}
-
 struct KeysBucket {
   queue::ConnectionPtr nc;
   queue::JsCtxPtr js;

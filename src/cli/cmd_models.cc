@@ -10,11 +10,6 @@
 namespace shoal::cli {
 namespace {
 
-int Fail(const Status& s) {
-  std::cerr << "error: " << s.ToString() << "\n";
-  return 1;
-}
-
 std::string Megabytes(uint64_t bytes) {
   if (bytes == 0) return "-";
   char buf[32];

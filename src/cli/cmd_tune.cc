@@ -36,11 +36,6 @@ struct TuneCliOptions {
   tune::TuneOptions tune;
 };
 
-int Fail(const Status& s) {
-  std::cerr << "error: " << s.ToString() << "\n";
-  return 1;
-}
-
 // The profile file MODEL names (see the top of the file).
 Result<std::string> FindProfile(const std::string& model, const std::string& models_dir) {
   std::error_code ec;

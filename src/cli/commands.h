@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <iostream>
 
 #include "gateway/gateway.h"
 #include "worker/worker.h"
@@ -29,6 +30,12 @@ Subcommand AddBench(CLI::App& app);
 Subcommand AddTune(CLI::App& app);
 Subcommand AddRuntimeHost(CLI::App& app);
 Subcommand AddRuntimeCheck(CLI::App& app);
+
+// Prints "error: <status>" on stderr and gives exit code 1: `return Fail(s);`.
+inline int Fail(const Status& s) {
+  std::cerr << "error: " << s.ToString() << "\n";
+  return 1;
+}
 
 // Blocks SIGINT and SIGTERM in the calling thread (call before starting any
 // thread, so all inherit it) and, later, waits for one of them.

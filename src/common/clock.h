@@ -17,6 +17,8 @@ inline int64_t UnixMicros() {
 
 inline int64_t UnixMillis() { return UnixMicros() / 1000; }
 
+inline double Millis(SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
 inline int64_t MicrosSince(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t).count();
 }

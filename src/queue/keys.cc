@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "common/hex.h"
 #include "common/log.h"
 #include "queue/topology.h"
 #include "catalog/names.h"
@@ -22,16 +23,6 @@ using nlohmann::json;
 
 constexpr std::string_view kSecretPrefix = "sk-shoal-";
 constexpr size_t kSecretBytes = 24;
-constexpr char kHex[] = "0123456789abcdef";
-
-std::string Hex(const unsigned char* data, size_t n) {
-  std::string out(2 * n, '\0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = kHex[data[i] >> 4];
-    out[2 * i + 1] = kHex[data[i] & 15];
-  }
-  return out;
-}
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -93,7 +84,7 @@ Result<std::string> NewSecret() {
   unsigned char bytes[kSecretBytes];
   if (RAND_bytes(bytes, sizeof bytes) != 1) return Internal("no randomness for a key (RAND_bytes failed)");
   std::string secret(kSecretPrefix);
-  secret += Hex(bytes, sizeof bytes);
+  secret += LowerHex(bytes, sizeof bytes);
   OPENSSL_cleanse(bytes, sizeof bytes);
   return secret;
 }
@@ -133,7 +124,7 @@ bool ApiKey::MayUse(std::string_view model_id) const {
 
 std::string ApiKey::ToJson() const {
   return json{{"name", name},
-              {"sha256", Hex(digest.data(), digest.size())},
+              {"sha256", LowerHex(digest.data(), digest.size())},
               {"models", models},
               {"admin", admin},
               {"rps", rps},

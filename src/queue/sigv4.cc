@@ -7,18 +7,10 @@
 #include <cctype>
 #include <ctime>
 
+#include "common/hex.h"
+
 namespace shoal::queue {
 namespace {
-
-std::string Hex(const unsigned char* d, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(2 * n, '0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = kDigits[d[i] >> 4];
-    out[2 * i + 1] = kDigits[d[i] & 15];
-  }
-  return out;
-}
 
 std::string Hmac(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
@@ -34,7 +26,7 @@ std::string Sha256Hex(std::string_view data) {
   unsigned char d[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   EVP_Digest(data.data(), data.size(), d, &n, EVP_sha256(), nullptr);
-  return Hex(d, n);
+  return LowerHex(d, n);
 }
 
 std::string UriEncode(std::string_view s, bool keep_slash) {
@@ -90,7 +82,7 @@ std::string SigV4Authorization(const SigV4Request& r, const SigV4Credentials& c)
   const std::string key =
       Hmac(Hmac(Hmac(Hmac("AWS4" + c.secret_key, date), c.region), c.service), "aws4_request");
   const std::string mac = Hmac(key, to_sign);
-  const std::string signature = Hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+  const std::string signature = LowerHex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
   return "AWS4-HMAC-SHA256 Credential=" + c.access_key + "/" + scope + ",SignedHeaders=" + signed_headers +
          ",Signature=" + signature;
 }

@@ -41,8 +41,6 @@ struct Sequence {
 
 namespace {
 
-double Ms(SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
 std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages) {
   std::vector<ChatTurn> turns;
   turns.reserve(messages.size());
@@ -355,8 +353,8 @@ void GenerationEngine::Emit(Sequence& s, bool final) {
     c.completion_tokens = s.generated();
     c.cached_prompt_tokens = s.cached_prompt;
     c.queue_ms = std::max<int64_t>(0, s.started_unix_us - s.item.enqueued_us) / 1000.0;
-    c.ttft_ms = s.generated() > 0 ? Ms(s.first_token - s.started) : 0;
-    c.itl_ms = s.generated() > 1 ? Ms(s.last_token - s.first_token) / (s.generated() - 1) : 0;
+    c.ttft_ms = s.generated() > 0 ? Millis(s.first_token - s.started) : 0;
+    c.itl_ms = s.generated() > 1 ? Millis(s.last_token - s.first_token) / (s.generated() - 1) : 0;
   }
   PublishChunk(nc_, worker_id_, *model_, s.item, s.next_chunk, final, c, &reply_);
   ++s.next_chunk;

@@ -28,8 +28,6 @@ struct StreamRelay::Job {
 
 namespace {
 
-double Ms(SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
 // The work's request as the runtime's job; INVALID_INPUT when it cannot be one.
 Status ToJob(const WorkItem& it, const ServedModel& model, GenerationJob* job) {
   if (it.work.task != Task::kGenerate) {
@@ -168,8 +166,8 @@ void StreamRelay::Publish(Job& job, GenerationUpdate& u) {
     c.prompt_tokens = u.prompt_tokens;
     c.completion_tokens = u.completion_tokens;
     c.queue_ms = std::max<int64_t>(0, job.started_unix_us - job.item.enqueued_us) / 1000.0;
-    c.ttft_ms = job.generated > 0 ? Ms(job.first_token - job.started_at) : 0;
-    c.itl_ms = job.generated > 1 ? Ms(job.last_token - job.first_token) / (job.generated - 1) : 0;
+    c.ttft_ms = job.generated > 0 ? Millis(job.first_token - job.started_at) : 0;
+    c.itl_ms = job.generated > 1 ? Millis(job.last_token - job.first_token) / (job.generated - 1) : 0;
   }
   PublishChunk(nc_, worker_id_, *model_, job.item, job.seq++, u.final, c, &job.reply);
 }

@@ -19,14 +19,14 @@ namespace {
 
 constexpr std::align_val_t kAlign{64};
 
-Status LoadError(std::string message) {
+Status WeightsError(std::string message) {
   return Status(Code::kModelLoadFailed, "tfjs weights: " + std::move(message));
 }
 
 // Reads a whole file; `what` names it in errors.
 Result<std::string> ReadText(const std::string& path) {
   auto text = ReadFile(path);
-  if (!text.ok()) return LoadError(text.status().message());
+  if (!text.ok()) return WeightsError(text.status().message());
   return text;
 }
 
@@ -36,7 +36,7 @@ Result<std::string> ReadText(const std::string& path) {
 Result<size_t> ReadShard(const std::string& path, std::byte* dst, size_t room) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr)
-    return LoadError(fmt::format("cannot open shard {}: {}", path, std::strerror(errno)));
+    return WeightsError(fmt::format("cannot open shard {}: {}", path, std::strerror(errno)));
   size_t total = 0;
   size_t n = 0;
   while (total < room && (n = std::fread(dst + total, 1, room - total, f)) > 0) total += n;
@@ -45,7 +45,7 @@ Result<size_t> ReadShard(const std::string& path, std::byte* dst, size_t room) {
   while ((n = std::fread(sink, 1, sizeof sink, f)) > 0) total += n;
   bool failed = std::ferror(f) != 0;
   std::fclose(f);
-  if (failed) return LoadError(fmt::format("cannot read shard {}", path));
+  if (failed) return WeightsError(fmt::format("cannot read shard {}", path));
   return total;
 }
 
@@ -53,7 +53,7 @@ Result<TfjsDtype> ParseDtype(const std::string& name, const std::string& tensor)
   if (name == "float32") return TfjsDtype::kFloat32;
   if (name == "int32") return TfjsDtype::kInt32;
   if (name == "bool") return TfjsDtype::kBool;
-  return LoadError(
+  return WeightsError(
       fmt::format("tensor '{}': unsupported dtype '{}' (float32, int32, bool)", tensor, name));
 }
 
@@ -98,60 +98,60 @@ Result<std::unique_ptr<TfjsWeights>> TfjsWeights::Parse(std::string_view model_j
   try {
     nlohmann::json doc = nlohmann::json::parse(model_json);
     if (!doc.is_object() || !doc.contains("weightsManifest") || !doc["weightsManifest"].is_array())
-      return LoadError("model.json has no weightsManifest array");
+      return WeightsError("model.json has no weightsManifest array");
     size_t offset = 0;
     for (const nlohmann::json& g : doc["weightsManifest"]) {
       if (!g.is_object() || !g.contains("paths") || !g["paths"].is_array() ||
           !g.contains("weights") || !g["weights"].is_array())
-        return LoadError("a weightsManifest group lacks its paths or weights array");
+        return WeightsError("a weightsManifest group lacks its paths or weights array");
       Group group;
       for (const nlohmann::json& p : g["paths"]) {
-        if (!p.is_string()) return LoadError("a shard path is not a string");
+        if (!p.is_string()) return WeightsError("a shard path is not a string");
         group.paths.push_back(p.get<std::string>());
       }
       for (const nlohmann::json& t : g["weights"]) {
         if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
-          return LoadError("a weights entry has no name");
+          return WeightsError("a weights entry has no name");
         TfjsTensor tensor;
         tensor.name = t["name"].get<std::string>();
         if (!t.contains("dtype") || !t["dtype"].is_string())
-          return LoadError(fmt::format("tensor '{}': no dtype", tensor.name));
+          return WeightsError(fmt::format("tensor '{}': no dtype", tensor.name));
         Result<TfjsDtype> dtype = ParseDtype(t["dtype"].get<std::string>(), tensor.name);
         if (!dtype.ok()) return dtype.status();
         tensor.dtype = *dtype;
         if (t.contains("quantization"))
-          return LoadError(
+          return WeightsError(
               fmt::format("tensor '{}': quantized weights are not supported", tensor.name));
         if (!t.contains("shape") || !t["shape"].is_array())
-          return LoadError(fmt::format("tensor '{}': no shape", tensor.name));
+          return WeightsError(fmt::format("tensor '{}': no shape", tensor.name));
         size_t elements = 1;
         for (const nlohmann::json& d : t["shape"]) {
           if (!d.is_number_integer() || d.get<int64_t>() < 0)
-            return LoadError(
+            return WeightsError(
                 fmt::format("tensor '{}': bad shape {}", tensor.name, t["shape"].dump()));
           tensor.shape.push_back(d.get<int64_t>());
           if (__builtin_mul_overflow(elements, static_cast<size_t>(d.get<int64_t>()), &elements))
-            return LoadError(fmt::format("tensor '{}': shape too large", tensor.name));
+            return WeightsError(fmt::format("tensor '{}': shape too large", tensor.name));
         }
         if (__builtin_mul_overflow(elements, ElementBytes(tensor.dtype), &tensor.bytes) ||
             __builtin_add_overflow(offset, tensor.bytes, &offset))
-          return LoadError(fmt::format("tensor '{}': shape too large", tensor.name));
+          return WeightsError(fmt::format("tensor '{}': shape too large", tensor.name));
         tensor.offset = offset - tensor.bytes;
         group.bytes += tensor.bytes;
         w->tensors_.push_back(std::move(tensor));
       }
       if (group.paths.empty() && group.bytes > 0)
-        return LoadError("a weightsManifest group has tensors but no shard paths");
+        return WeightsError("a weightsManifest group has tensors but no shard paths");
       groups.push_back(std::move(group));
     }
     w->size_ = offset;
   } catch (const nlohmann::json::exception& e) {
-    return LoadError(fmt::format("model.json: {}", e.what()));
+    return WeightsError(fmt::format("model.json: {}", e.what()));
   }
 
   for (size_t i = 0; i < w->tensors_.size(); ++i) {
     if (!w->by_name_.emplace(w->tensors_[i].name, i).second)
-      return LoadError(
+      return WeightsError(
           fmt::format("tensor '{}' appears twice in the manifest", w->tensors_[i].name));
   }
 
@@ -169,7 +169,7 @@ Result<std::unique_ptr<TfjsWeights>> TfjsWeights::Parse(std::string_view model_j
       filled += *n;
     }
     if (filled != group.bytes) {
-      return LoadError(fmt::format(
+      return WeightsError(fmt::format(
           "shards [{}] hold {} bytes but their tensors need {} ({})", fmt::join(group.paths, ", "),
           filled, group.bytes, filled < group.bytes ? "a shard is short" : "a shard is too long"));
     }
@@ -186,17 +186,17 @@ const TfjsTensor* TfjsWeights::Find(std::string_view name) const {
 Result<const TfjsTensor*> TfjsWeights::Check(std::string_view name, TfjsDtype dtype,
                                              const std::vector<int64_t>& shape) const {
   const TfjsTensor* t = Find(name);
-  if (t == nullptr) return LoadError(fmt::format("no tensor named '{}'", name));
+  if (t == nullptr) return WeightsError(fmt::format("no tensor named '{}'", name));
   if (t->dtype != dtype)
-    return LoadError(fmt::format("tensor '{}' is {}, expected {}", name, TfjsDtypeName(t->dtype),
+    return WeightsError(fmt::format("tensor '{}' is {}, expected {}", name, TfjsDtypeName(t->dtype),
                                  TfjsDtypeName(dtype)));
   if (t->shape != shape)
-    return LoadError(fmt::format("tensor '{}' has shape [{}], expected [{}]", name,
+    return WeightsError(fmt::format("tensor '{}' has shape [{}], expected [{}]", name,
                                  fmt::join(t->shape, ","), fmt::join(shape, ",")));
   // Tensors lie back to back; a 4-byte tensor after a bool one could be
   // misaligned. No Shoal asset is, so refuse rather than copy.
   if (t->offset % ElementBytes(dtype) != 0)
-    return LoadError(fmt::format("tensor '{}' is misaligned in the weights buffer", name));
+    return WeightsError(fmt::format("tensor '{}' is misaligned in the weights buffer", name));
   return t;
 }
 

@@ -24,7 +24,7 @@ namespace {
 constexpr char32_t kMarker = 0x2581;  // ▁, SentencePiece's word marker
 constexpr char32_t kReplacement = 0xFFFD;
 
-Status LoadError(std::string message) {
+Status VocabError(std::string message) {
   return Status(Code::kModelLoadFailed, "use-lite vocab: " + std::move(message));
 }
 
@@ -110,7 +110,7 @@ size_t Utf16Length(const std::u32string& cps) {
 Result<std::unique_ptr<UseLiteTokenizer>> UseLiteTokenizer::Load(
     const std::string& vocab_json_path) {
   auto text = ReadFile(vocab_json_path);
-  if (!text.ok()) return LoadError(text.status().message());
+  if (!text.ok()) return VocabError(text.status().message());
   return Parse(*text);
 }
 
@@ -119,20 +119,20 @@ Result<std::unique_ptr<UseLiteTokenizer>> UseLiteTokenizer::Parse(std::string_vi
   try {
     nlohmann::json doc = nlohmann::json::parse(vocab_json);
     if (!doc.is_array() || doc.empty())
-      return LoadError("expected a non-empty array of [piece, score]");
+      return VocabError("expected a non-empty array of [piece, score]");
     t->pieces_.reserve(doc.size());
     t->utf16_length_.reserve(doc.size());
     for (size_t id = 0; id < doc.size(); ++id) {
       const nlohmann::json& e = doc[id];
       if (!e.is_array() || e.size() != 2 || !e[0].is_string())
-        return LoadError(fmt::format("entry {} is not a [piece, score] pair", id));
+        return VocabError(fmt::format("entry {} is not a [piece, score] pair", id));
       // §1.4: vocab.json is partly corrupted around ':' (null scores); JS adds
       // `null + x = x`, so null is a score of 0. Scores stay doubles, as in JS.
       double score = 0;
       if (e[1].is_number()) {
         score = e[1].get<double>();
       } else if (!e[1].is_null()) {
-        return LoadError(fmt::format("entry {}: score is neither a number nor null", id));
+        return VocabError(fmt::format("entry {}: score is neither a number nor null", id));
       }
       std::string piece = e[0].get<std::string>();
       std::u32string cps = DecodeUtf8(piece);
@@ -145,7 +145,7 @@ Result<std::unique_ptr<UseLiteTokenizer>> UseLiteTokenizer::Parse(std::string_vi
       t->pieces_.push_back(std::move(piece));
     }
   } catch (const nlohmann::json::exception& e) {
-    return LoadError(e.what());
+    return VocabError(e.what());
   }
   return t;
 }
