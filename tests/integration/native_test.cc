@@ -75,7 +75,10 @@ class NativeServing : public ::testing::Test {
                            std::pair{"nomic-bert-tiny", "t/nomic"}, std::pair{"deberta-v3-tiny", "t/deberta"},
                            std::pair{"deberta-v3-classifier-tiny", "t/deberta-nli"},
                            std::pair{"deberta-v3-ner-tiny", "t/deberta-ner"}, std::pair{"jina-v2-tiny", "t/jina"},
-                           std::pair{"jina-reranker-tiny", "t/jina-rerank"}}) {
+                           std::pair{"jina-reranker-tiny", "t/jina-rerank"},
+                           std::pair{"distilbert-tiny", "t/distilbert"},
+                           std::pair{"distilbert-splade-tiny", "t/distilbert-splade"},
+                           std::pair{"mpnet-tiny", "t/mpnet"}}) {
       auto spec = admin::SpecFromDirectory(kModels + "/" + dir, id);
       EXPECT_TRUE(spec.ok()) << spec.status().ToString();
       if (!spec.ok()) continue;
@@ -87,7 +90,7 @@ class NativeServing : public ::testing::Test {
                           "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed", "t/gte-qwen2",
                           "t/splade",
                           "t/colbert", "t/colbert-modernbert", "t/bge-m3", "t/nomic", "t/deberta", "t/deberta-nli", "t/deberta-ner", "t/jina",
-                          "t/jina-rerank"}) {
+                          "t/jina-rerank", "t/distilbert", "t/distilbert-splade", "t/mpnet"}) {
       cluster_->WaitForWorkers(m, 1);
     }
     gateway_ = cluster_->StartGateway().release();
@@ -110,6 +113,12 @@ class NativeServing : public ::testing::Test {
 
   // PyLate ColBERT checks, shared by the BERT and ModernBERT bodies.
   static void ExpectColbertAsTheReference(const std::string& dir, const std::string& id, size_t query_length);
+  // /v1/embeddings of `texts` from model `id` against transformers.js's
+  // tokenizer and the float64 reference on `dir`.
+  static void ExpectEmbeddingsAsTheReference(const std::string& dir, const std::string& id,
+                                             const std::vector<std::string>& texts);
+  // SPLADE's vectors, shared by the BERT and DistilBERT bodies.
+  static void ExpectSparseAsTheReference(const std::string& dir, const std::string& id);
   // Decoder embedder checks, shared by the causal and the bidirectional one.
   static void ExpectDecoderEmbedderAsTheReference(const std::string& model, const std::string& id);
 
@@ -264,21 +273,12 @@ std::vector<float> Floats(const json& j) { return j.get<std::vector<float>>(); }
 // reference make them (a text long enough for ALiBi's penalty to matter),
 // and the reranker's raw scores as the runtime called directly.
 TEST_F(NativeServing, JinaBertEmbedsAndReranks) {
-  const std::string dir = kModels + "/jina-v2-tiny";
   const std::vector<std::string> texts = {
       "the river runs past the old mill",
       "Ada Lovelace worked with Charles Babbage on the analytical engine in London, long before computers ran "
       "the world's rivers of data through mills of silicon.",
       "fish"};
-  const json j = Post("/v1/embeddings", json{{"model", "t/jina"}, {"input", texts}}.dump());
-  ASSERT_EQ(j["data"].size(), texts.size()) << j.dump();
-  const std::string js_tokenizer =
-      "cd " + std::string(SHOAL_SOURCE_DIR) + " && node tests/reference/tokenizer_reference.mjs " + dir;
-  const auto want = ReferenceEmbeddings(dir, js_tokenizer, texts);
-  ASSERT_EQ(want.size(), texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) {
-    EXPECT_LE(MaxAbsDiff(Floats(j["data"][i]["embedding"]), want[i]), 1e-4) << "text " << i;
-  }
+  ExpectEmbeddingsAsTheReference(kModels + "/jina-v2-tiny", "t/jina", texts);
 
   auto reranker = LoadDirect(Profile("t/jina-rerank", kModels + "/jina-reranker-tiny", "score"));
   ASSERT_TRUE(reranker);
@@ -436,25 +436,28 @@ void ExpectRegisters(const std::string& dir) {
   EXPECT_TRUE(checked.ok()) << dir << ": " << checked.status().ToString();
 }
 
-// SPLADE registered from its directory: sparse vectors by default, equal to
-// transformers.js's tokenizer plus the float64 reference over the whole
-// vocabulary, largest weight first; top-k keeps the head of that list and
-// names its tokens. Dense options and dense routes are refused.
-TEST_F(NativeServing, SpladeEncodesSparseVectorsAsTheReference) {
-  const std::string dir = kModels + "/splade-tiny";
-  ExpectRegisters(dir);
-  auto dense_profile = admin::SpecFromDirectory(dir);
-  ASSERT_TRUE(dense_profile.ok());
-  dense_profile->outputs = static_cast<OutputKinds>(OutputKind::kDense);
-  auto wrong = admin::CheckModel(*dense_profile);
-  ASSERT_FALSE(wrong.ok()) << "a profile promising what the model does not produce";
-  EXPECT_NE(wrong.status().message().find("outputs: the model produces sparse, not dense"), std::string::npos)
-      << wrong.status().message();
+void NativeServing::ExpectEmbeddingsAsTheReference(const std::string& dir, const std::string& id,
+                                                   const std::vector<std::string>& texts) {
+  const json j = Post("/v1/embeddings", json{{"model", id}, {"input", texts}}.dump());
+  ASSERT_EQ(j["data"].size(), texts.size()) << j.dump();
+  const std::string js_tokenizer =
+      "cd " + std::string(SHOAL_SOURCE_DIR) + " && node tests/reference/tokenizer_reference.mjs " + dir;
+  const auto want = ReferenceEmbeddings(dir, js_tokenizer, texts);
+  ASSERT_EQ(want.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_LE(MaxAbsDiff(Floats(j["data"][i]["embedding"]), want[i]), 1e-4) << id << " text " << i;
+  }
+}
+
+// SPLADE's sparse vectors of three texts through /v1/encode/{id}: the
+// model's only output, largest weight first, equal over the whole
+// vocabulary to transformers.js's tokenizer plus the float64 reference.
+void NativeServing::ExpectSparseAsTheReference(const std::string& dir, const std::string& id) {
   const std::vector<std::string> texts = {"the river runs past the old mill", "fish",
                                           "Ada Lovelace worked with Charles Babbage on the analytical engine."};
   json items = json::array();
   for (const auto& t : texts) items.push_back({{"text", t}});
-  const json j = Post("/v1/encode/t/splade", json{{"items", items}}.dump());
+  const json j = Post("/v1/encode/" + id, json{{"items", items}}.dump());
   ASSERT_EQ(j["items"].size(), texts.size()) << j.dump();
   json inputs = json::array();
   for (const auto& ids : ReferenceIds(dir, texts)) inputs.push_back({{"ids", ids}});
@@ -477,6 +480,53 @@ TEST_F(NativeServing, SpladeEncodesSparseVectorsAsTheReference) {
     for (double w : want[i]) nonzero += w > 0;
     EXPECT_EQ(indices.size(), nonzero) << "text " << i;
   }
+}
+
+// DistilBERT (BERT's layer under its own names, no token types) registered
+// from its directories: embeddings and SPLADE vectors (its MLM head:
+// vocab_transform, vocab_projector) as transformers.js's tokenizer and the
+// float64 reference make them; its classifier and NER model register with
+// the task their directories say (their outputs: DistilBert* reference tests).
+TEST_F(NativeServing, DistilBertEmbedsAndSpladesAsTheReference) {
+  ExpectEmbeddingsAsTheReference(kModels + "/distilbert-tiny", "t/distilbert",
+                                 {"the river runs past the old mill", "fish"});
+  ExpectSparseAsTheReference(kModels + "/distilbert-splade-tiny", "t/distilbert-splade");
+  for (const char* model : {"distilbert-classifier-tiny", "distilbert-ner-tiny"}) {
+    auto spec = admin::SpecFromDirectory(kModels + "/" + model);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->task, Task::kExtract) << model;
+    ExpectRegisters(kModels + "/" + model);
+  }
+}
+
+// MPNet (all-mpnet-base-v2's layout: bucketed relative-position bias, no
+// token types) registered from its directory: a text long enough to reach
+// the logarithmic buckets embeds as transformers.js's tokenizer and the
+// float64 reference make it.
+TEST_F(NativeServing, MpnetEmbedsAsTheReference) {
+  ExpectEmbeddingsAsTheReference(
+      kModels + "/mpnet-tiny", "t/mpnet",
+      {"fish", "Ada Lovelace worked with Charles Babbage on the analytical engine in London, long before computers "
+               "ran the world's rivers of data through mills of silicon."});
+}
+
+// SPLADE registered from its directory: sparse vectors by default, equal to
+// transformers.js's tokenizer plus the float64 reference over the whole
+// vocabulary, largest weight first; top-k keeps the head of that list and
+// names its tokens. Dense options and dense routes are refused.
+TEST_F(NativeServing, SpladeEncodesSparseVectorsAsTheReference) {
+  const std::string dir = kModels + "/splade-tiny";
+  ExpectRegisters(dir);
+  auto dense_profile = admin::SpecFromDirectory(dir);
+  ASSERT_TRUE(dense_profile.ok());
+  dense_profile->outputs = static_cast<OutputKinds>(OutputKind::kDense);
+  auto wrong = admin::CheckModel(*dense_profile);
+  ASSERT_FALSE(wrong.ok()) << "a profile promising what the model does not produce";
+  EXPECT_NE(wrong.status().message().find("outputs: the model produces sparse, not dense"), std::string::npos)
+      << wrong.status().message();
+  ExpectSparseAsTheReference(dir, "t/splade");
+  const std::vector<std::string> texts = {"the river runs past the old mill"};
+  const json j = Post("/v1/encode/t/splade", json{{"items", {{{"text", texts[0]}}}}}.dump());
 
   const json top = Post("/v1/encode/t/splade", json{{"items", {{{"text", texts[0]}}}}, {"output", "sparse"},
                                                      {"sparse_top_k", 3}, {"sparse_tokens", true}}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <thread>
 
@@ -29,10 +30,11 @@ std::vector<uint32_t> Offsets(const std::vector<uint32_t>& lengths) {
 // qkv: [rows, 3·H·D] (q | k | v); returns [rows, H·D].
 // window > 0: a row sees only the rows at most `window` away (local attention).
 // keys[s] > 0: sequence s's rows from keys[s] on are queries only.
-// slopes[h] (or empty): ALiBi, scores − slopes[h]·|i − j|.
+// bias(h, j − i) (or empty): added to head h's scaled scores.
+using BiasOf = std::function<double(size_t, ptrdiff_t)>;
 std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<uint32_t>& off,
                               size_t heads, size_t dim, double scale, size_t window = 0,
-                              const std::vector<uint32_t>& keys = {}, const std::vector<float>& slopes = {}) {
+                              const std::vector<uint32_t>& keys = {}, const BiasOf& bias_of = {}) {
   const size_t hd = heads * dim, ld = 3 * hd;
   std::vector<double> out(off.back() * hd, 0.0);
   for (size_t s = 0; s + 1 < off.size(); ++s) {
@@ -48,7 +50,7 @@ std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<u
             d += static_cast<double>(qkv[(b + i) * ld + h * dim + c]) *
                  qkv[(b + j) * ld + hd + h * dim + c];
           const bool far = window > 0 && (i > j ? i - j : j - i) > window;
-          const double bias = slopes.empty() ? 0.0 : -static_cast<double>(slopes[h]) * (i > j ? i - j : j - i);
+          const double bias = bias_of ? bias_of(h, static_cast<ptrdiff_t>(j) - static_cast<ptrdiff_t>(i)) : 0.0;
           p[j] = far || j >= nkeys ? -INFINITY : d * scale + bias;
           mx = std::max(mx, p[j]);
         }
@@ -226,23 +228,41 @@ TEST(Attention, DisentangledMatchesReference) {
   });
 }
 
-// ALiBi (jina-embeddings-v2's symmetric form): short and long sequences,
-// with and without a key limit.
-TEST(Attention, AlibiMatchesReference) {
+// A relative-position bias: ALiBi (jina-embeddings-v2's symmetric form)
+// and an arbitrary table, different for keys before and after the query
+// (MPNet's buckets are), each on short and long sequences, with and without
+// a key limit.
+TEST(Attention, RelativeBiasMatchesReference) {
   const std::vector<uint32_t> lengths{1, 9, 150, 40};
   const auto off = Offsets(lengths);
   const int heads = 4, dim = 16;
+  const size_t max_len = 160, span = 2 * max_len - 1;
   const std::vector<float> slopes{0.5f, 0.25f, 0.125f, 0.0625f};
+  std::vector<float> alibi_table(heads * span);
+  for (int h = 0; h < heads; ++h) {
+    for (size_t i = 0; i < span; ++i) {
+      alibi_table[h * span + i] = -(slopes[h] * static_cast<float>(i > max_len - 1 ? i - (max_len - 1) : max_len - 1 - i));
+    }
+  }
+  const RelativeBias alibi{.table = alibi_table, .max_len = max_len};
+  const RelativeBias table{.table = RandomVector(heads * span, 801, -2.0f, 2.0f), .max_len = max_len};
+  const BiasOf alibi_of = [&](size_t h, ptrdiff_t d) { return -static_cast<double>(slopes[h]) * std::abs(d); };
+  const BiasOf table_of = [&](size_t h, ptrdiff_t d) {
+    return static_cast<double>(table.table[h * span + (max_len - 1) + d]);
+  };
   const auto qkv = RandomVector(off.back() * 3ull * heads * dim, 800, -1.5f, 1.5f);
   const std::vector<uint32_t> keys{0, 5, 0, 40};
   ForEachIsa([&](const char* isa) {
-    for (const auto& k : {std::vector<uint32_t>{}, keys}) {
-      const auto ref = Reference(qkv, off, heads, dim, 0.25, 0, k, slopes);
-      for (int threads : {1, 2}) {
-        std::vector<float> out(off.back() * heads * dim, NAN);
-        Attention(qkv.data(), qkv.data() + heads * dim, qkv.data() + 2 * heads * dim, 3 * heads * dim, out.data(),
-                  off, heads, dim, 0.25f, threads, 0, k, slopes);
-        EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f) << isa << " keys=" << k.size() << " threads=" << threads;
+    for (const auto& [bias, bias_of] : {std::pair{&alibi, alibi_of}, std::pair{&table, table_of}}) {
+      for (const auto& k : {std::vector<uint32_t>{}, keys}) {
+        const auto ref = Reference(qkv, off, heads, dim, 0.25, 0, k, bias_of);
+        for (int threads : {1, 2}) {
+          std::vector<float> out(off.back() * heads * dim, NAN);
+          Attention(qkv.data(), qkv.data() + heads * dim, qkv.data() + 2 * heads * dim, 3 * heads * dim,
+                    out.data(), off, heads, dim, 0.25f, threads, 0, k, bias);
+          EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f)
+              << isa << (bias == &alibi ? " alibi" : " table") << " keys=" << k.size() << " threads=" << threads;
+        }
       }
     }
   });

@@ -126,7 +126,9 @@ INSTANTIATE_TEST_SUITE_P(Models, BertReference,
                          ::testing::Values("bert-tiny-mean", "bert-tiny-cls-bf16", "bert-tiny-f16", "roberta-tiny", "xlmr-tiny",
                                            "cross-encoder-tiny", "roberta-cross-encoder-tiny", "modernbert-tiny",
                                            "modernbert-reranker-tiny", "deberta-v3-tiny",
-                                           "deberta-v3-classifier-tiny", "jina-v2-tiny", "jina-reranker-tiny"),
+                                           "deberta-v3-classifier-tiny", "jina-v2-tiny", "jina-reranker-tiny",
+                                           "distilbert-tiny", "distilbert-classifier-tiny", "mpnet-tiny",
+                                           "mpnet-cross-encoder-tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
@@ -232,6 +234,37 @@ TEST(DebertaV2Config, RelativeRowsAreTheLogBucketsAndTheRefusals) {
     ASSERT_FALSE(bad.ok()) << key;
     EXPECT_NE(bad.status().message().find(says), std::string::npos) << bad.status().ToString();
   }
+  fs::remove_all(dir);
+}
+
+// MPNet's buckets as transformers' relative_position_bucket gives them
+// (float32 torch, 32 buckets, max distance 128), at every switch of bucket
+// and the powers of two where a float log one ulp low would fall short;
+// the config's other names for its sizes and what it refuses.
+TEST(MpnetConfig, BucketsAndTheConfig) {
+  const std::vector<std::pair<int64_t, int32_t>> want = {
+      {0, 0},    {-1, 1},   {1, 17},   {-7, 7},   {7, 23},    {-8, 8},    {8, 24},    {-11, 8},  {-12, 9},
+      {-15, 9},  {-16, 10}, {16, 26},  {-22, 10}, {-23, 11},  {-31, 11},  {-32, 12},  {32, 28},  {-45, 12},
+      {-46, 13}, {-63, 13}, {-64, 14}, {64, 30},  {-90, 14},  {-91, 15},  {-128, 15}, {128, 31}, {-511, 15},
+      {511, 31}};
+  for (const auto& [distance, bucket] : want) EXPECT_EQ(MpnetBucket(distance), bucket) << "distance " << distance;
+
+  auto c = LoadEncoderConfig(std::string(SHOAL_TEST_MODELS) + "/mpnet-tiny");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->is_mpnet());
+  EXPECT_EQ(c->type_vocab_size, 0u);
+  EXPECT_EQ(c->max_tokens(), c->max_position_embeddings - 2) << "RoBERTa's positions after the pad";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("shoal-mpnet-config-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  nlohmann::json config =
+      nlohmann::json::parse(std::ifstream(std::string(SHOAL_TEST_MODELS) + "/mpnet-tiny/config.json"));
+  config["relative_attention_num_buckets"] = 64;
+  std::ofstream(dir / "config.json") << config.dump();
+  auto refused = LoadEncoderConfig(dir.string());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("relative_attention_num_buckets 64 is not supported"), std::string::npos)
+      << refused.status().ToString();
   fs::remove_all(dir);
 }
 

@@ -129,7 +129,8 @@ TEST_P(LoraEncoder, AMixedBatchOfEightAdaptersMatchesTheMergedReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, LoraEncoder, ::testing::Values("bert-tiny-mean", "roberta-tiny"));
+INSTANTIATE_TEST_SUITE_P(Models, LoraEncoder, ::testing::Values("bert-tiny-mean", "roberta-tiny", "distilbert-tiny",
+                                                                    "mpnet-tiny"));
 
 // A cross-encoder's adapter may bring its own classifier (modules_to_save).
 TEST(LoraCrossEncoder, AdaptersWithAndWithoutTheirOwnHeadMatchTheReference) {

@@ -27,8 +27,10 @@ ModernBertEncoder instead, NomicBERT ones (model_type nomic_bert, nomic-embed-te
 nomic_bert_reference.py's NomicBertEncoder, DeBERTa-v2 / v3 ones (model_type
 deberta-v2) deberta_v2_reference.py's DebertaV2Encoder, JinaBERT ones (model_type
 bert with position_embedding_type alibi: jina-embeddings-v2, jina-reranker-v1)
-jina_bert_reference.py's JinaBertEncoder; the rest of this docstring is the BERT
-family's.
+jina_bert_reference.py's JinaBertEncoder, DistilBERT ones (model_type distilbert)
+distilbert_reference.py's DistilBertEncoder, MPNet ones (model_type mpnet:
+all-mpnet-base-v2, multi-qa-mpnet-base-*, MPNet cross-encoders) mpnet_reference.py's
+MPNetEncoder; the rest of this docstring is the BERT family's.
 
 Handles BertModel / RobertaModel / XLMRobertaModel (sentence-transformers layout: no prefix),
 BertForSequenceClassification (bert. prefix, pooler dense+tanh on [CLS], then
@@ -197,14 +199,21 @@ def load_encoder(model_dir, body_only=False):
     """The reference for the directory's architecture: ModernBERT's (modernbert_reference.py),
     NomicBERT's (nomic_bert_reference.py), DeBERTa-v2's (deberta_v2_reference.py, which
     also refuses DeBERTa v1's "deberta"), JinaBERT's (jina_bert_reference.py: BERT with
-    ALiBi) or the BERT family's. body_only (Encoder's): the BERT family's and ModernBERT's
-    only; the others raise ValueError."""
+    ALiBi), DistilBERT's (distilbert_reference.py), MPNet's (mpnet_reference.py) or the
+    BERT family's. body_only (Encoder's): the BERT family's, ModernBERT's, DistilBERT's
+    and MPNet's only; the others raise ValueError."""
     with open(os.path.join(model_dir, "config.json")) as f:
         cfg = json.load(f)
     model_type = cfg.get("model_type")
     if model_type == "modernbert":
         from modernbert_reference import ModernBertEncoder
         return ModernBertEncoder(model_dir, body_only=body_only)
+    if model_type == "distilbert":
+        from distilbert_reference import DistilBertEncoder
+        return DistilBertEncoder(model_dir, body_only=body_only)
+    if model_type == "mpnet":
+        from mpnet_reference import MPNetEncoder
+        return MPNetEncoder(model_dir, body_only=body_only)
     if body_only and (model_type in ("nomic_bert", "deberta-v2", "deberta")
                       or (model_type == "bert" and cfg.get("position_embedding_type") == "alibi")):
         raise ValueError(f"{model_type} ({cfg.get('position_embedding_type', 'absolute')} positions): "

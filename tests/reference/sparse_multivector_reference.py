@@ -5,16 +5,22 @@ for Shoal's native runtime tests.
 usage: sparse_multivector_reference.py splade|colbert|bgem3 MODEL_DIR IN.json OUT.json
 
 splade: a sentence-transformers SparseEncoder (modules.json: MLMTransformer, then
-SpladePooling), its model a BertForMaskedLM.
+SpladePooling), its model a BertForMaskedLM, a (XLM-)RobertaForMaskedLM or a
+DistilBertForMaskedLM (the body by config.json's model_type, bert_reference.load_encoder).
   IN.json:  {"inputs": [{"ids": [...]}, ...]}  (token ids as the tokenizer made
             them, [CLS] ... [SEP])
   OUT.json: {"outputs": [[V floats], ...]}  (the whole vocabulary-sized vector)
-  The MLM head on the body's last hidden states: transform.dense, the config's
-  hidden_act, transform.LayerNorm (layer_norm_eps), then the decoder: the word
+  The MLM head on the body's last hidden states, by the names the checkpoint has:
+  BERT's cls.predictions.transform.dense, the config's hidden_act,
+  cls.predictions.transform.LayerNorm (layer_norm_eps), then the decoder: the word
   embeddings transposed (tied) plus cls.predictions.bias, or
-  cls.predictions.decoder.weight / .bias when the checkpoint stores them. Then
-  log(1 + relu(logits)) per token, pooled over all tokens by 1_SpladePooling's
-  pooling_strategy: "max" or "sum".
+  cls.predictions.decoder.weight / .bias when the checkpoint stores them;
+  RoBERTa's lm_head.dense, GELU (erf, whatever hidden_act says), lm_head.layer_norm
+  (layer_norm_eps), the tied decoder plus lm_head.bias (or lm_head.decoder.*);
+  DistilBERT's vocab_transform, the config's activation, vocab_layer_norm (eps
+  1e-12), then vocab_projector: its weight tied to the word embeddings (or stored),
+  its own vocab_projector.bias. Then log(1 + relu(logits)) per token, pooled over all
+  tokens by 1_SpladePooling's pooling_strategy: "max" or "sum".
 
 colbert: a PyLate ColBERT (modules.json: Transformer, then PyLate Dense modules),
 its options from config_sentence_transformers.json; the body a BERT-family model or
@@ -58,7 +64,8 @@ state dicts, read with torch.load(weights_only=True)).
 Float64 throughout, each input alone; the body is bert_reference.py's Encoder
 (plain tensor operations from the architecture's definition, weights read by
 safetensors_io.py), or for a ColBERT on ModernBERT modernbert_reference.py's
-ModernBertEncoder (bert_reference.load_encoder picks it), so this is independent
+ModernBertEncoder, for a DistilBERT (SPLADE or ColBERT) distilbert_reference.py's
+DistilBertEncoder (bert_reference.load_encoder picks them), so this is independent
 of the native engine's code.
 """
 import json
@@ -69,7 +76,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_reference import DTYPE, Encoder, layer_norm, linear, load_encoder  # noqa: E402
+from bert_reference import DTYPE, Encoder, gelu_erf, layer_norm, linear, load_encoder  # noqa: E402
 from safetensors_io import read_tensors  # noqa: E402
 
 
@@ -88,9 +95,23 @@ def modules(model_dir):
     return [(m["type"].rsplit(".", 1)[-1], m["path"]) for m in entries[1:]]
 
 
+# The masked-language-model heads SPLADE runs on: (transform, its LayerNorm, the
+# decoder (its weight tied to the word embeddings unless stored), the decoder's bias
+# when not its own, the activation: None for the body's own, hidden_act / activation).
+MLM_HEADS = (
+    ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+     "cls.predictions.decoder", "cls.predictions.bias", None),            # BertForMaskedLM
+    ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", "lm_head.bias", gelu_erf),  # RoBERTa's
+    ("vocab_transform", "vocab_layer_norm", "vocab_projector", None, None),  # DistilBertForMaskedLM
+)
+
+
 class Splade:
     def __init__(self, model_dir):
-        self.enc = Encoder(model_dir, body_only=True)
+        try:
+            self.enc = load_encoder(model_dir, body_only=True)  # BERT family or DistilBERT
+        except ValueError as e:
+            raise ModelError(str(e)) from e
         rest = modules(model_dir)
         if [kind for kind, _ in rest] != ["SpladePooling"]:
             raise ModelError(f"modules.json: expected MLMTransformer, SpladePooling; got {rest}")
@@ -101,11 +122,16 @@ class Splade:
         if pc.get("activation_function", "relu") != "relu":
             raise ModelError(f"activation_function {pc['activation_function']!r} not handled (relu)")
         w = self.enc.w
-        self.decoder_weight = w.get("cls.predictions.decoder.weight",
-                                    self.enc.p("embeddings.word_embeddings.weight"))
-        self.decoder_bias = w.get("cls.predictions.decoder.bias", w.get("cls.predictions.bias"))
+        head = [h for h in MLM_HEADS if h[0] + ".weight" in w]
+        if not head:
+            raise ModelError("no masked-language-model head in the checkpoint (BERT's "
+                             "cls.predictions.*, RoBERTa's lm_head.*, DistilBERT's vocab_*)")
+        self.transform, self.norm, decoder, bias, act = head[0]
+        self.act = act or self.enc.act
+        self.decoder_weight = w.get(decoder + ".weight", self.enc.p("embeddings.word_embeddings.weight"))
+        self.decoder_bias = w.get(decoder + ".bias", w.get(bias) if bias else None)
         if self.decoder_bias is None:
-            raise ModelError("no cls.predictions.bias in the checkpoint")
+            raise ModelError(f"no {decoder}.bias{' or ' + bias if bias else ''} in the checkpoint")
         dim = pc.get("word_embedding_dimension")
         if dim is not None and dim != self.decoder_weight.shape[0]:
             raise ModelError(f"word_embedding_dimension {dim} != vocabulary "
@@ -115,10 +141,8 @@ class Splade:
         ids = item["ids"]
         enc, w = self.enc, self.enc.w
         h = enc.hidden_states(ids, [0] * len(ids))
-        t = enc.act(linear(h, w["cls.predictions.transform.dense.weight"],
-                           w["cls.predictions.transform.dense.bias"]))
-        t = layer_norm(t, w["cls.predictions.transform.LayerNorm.weight"],
-                       w["cls.predictions.transform.LayerNorm.bias"], enc.eps)
+        t = self.act(linear(h, w[self.transform + ".weight"], w[self.transform + ".bias"]))
+        t = layer_norm(t, w[self.norm + ".weight"], w[self.norm + ".bias"], enc.eps)
         logits = linear(t, self.decoder_weight, self.decoder_bias)       # [seq, V]
         values = torch.log1p(torch.clamp(logits, min=0.0))
         pooled = values.max(dim=0).values if self.strategy == "max" else values.sum(dim=0)

@@ -39,6 +39,9 @@ MODELS = {
     "deberta-v3-tiny": "dense",
     "qwen3-embed-tiny": "dense",
     "splade-tiny": "sparse",
+    "distilbert-tiny": "dense",
+    "distilbert-splade-tiny": "sparse",
+    "mpnet-tiny": "dense",
 }
 
 TEXTS = [

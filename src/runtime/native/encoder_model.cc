@@ -41,8 +41,8 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
     return InvalidInput("native.device: " + spec.id + " is a token classifier; those run on the CPU backend "
                         "so far");
   }
-  if (options.cuda_device >= 0 && config->non_bert_family()) {
-    return InvalidInput("native.device: " + spec.id + " is a " + config->non_bert_family() +
+  if (options.cuda_device >= 0 && config->cpu_only_family()) {
+    return InvalidInput("native.device: " + spec.id + " is a " + config->cpu_only_family() +
                         "; it runs on the CPU backend so far");
   }
   auto pooling = LoadPoolingConfig(spec.path);

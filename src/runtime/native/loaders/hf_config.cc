@@ -125,7 +125,7 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path) {
 }
 
 bool EncoderConfig::roberta_positions() const {
-  return model_type == "roberta" || model_type == "xlm-roberta" || model_type == "camembert";
+  return model_type == "roberta" || model_type == "xlm-roberta" || model_type == "camembert" || is_mpnet();
 }
 
 bool EncoderConfig::sequence_classifier() const {
@@ -147,6 +147,13 @@ const char* EncoderConfig::non_bert_family() const {
   if (is_nomic_bert()) return "NomicBERT";
   if (is_deberta_v2()) return "DeBERTa-v2";
   if (is_jina_bert()) return "JinaBERT";
+  return nullptr;
+}
+
+const char* EncoderConfig::cpu_only_family() const {
+  if (non_bert_family()) return non_bert_family();
+  if (is_distilbert()) return "DistilBERT";
+  if (is_mpnet()) return "MPNet";
   return nullptr;
 }
 
@@ -284,21 +291,32 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
       return InvalidInput(path.string() + ": DeBERTa v1 (model_type deberta) is not supported; DeBERTa-v2 and v3 "
                           "(deberta-v2) are");
     }
-    c.hidden_size = j->at("hidden_size").get<uint32_t>();
-    c.num_hidden_layers = j->at("num_hidden_layers").get<uint32_t>();
-    c.num_attention_heads = j->at("num_attention_heads").get<uint32_t>();
-    c.intermediate_size = j->at("intermediate_size").get<uint32_t>();
+    // DistilBERT (BERT's layer under other names) names its sizes its own
+    // way and fixes what BERT configures: LayerNorm eps 1e-12, no token types.
+    const bool distil = c.is_distilbert();
+    c.hidden_size = j->at(distil ? "dim" : "hidden_size").get<uint32_t>();
+    c.num_hidden_layers = j->at(distil ? "n_layers" : "num_hidden_layers").get<uint32_t>();
+    c.num_attention_heads = j->at(distil ? "n_heads" : "num_attention_heads").get<uint32_t>();
+    c.intermediate_size = j->at(distil ? "hidden_dim" : "intermediate_size").get<uint32_t>();
     c.vocab_size = j->at("vocab_size").get<uint32_t>();
-    c.layer_norm_eps = j->value("layer_norm_eps", 1e-12f);
+    c.layer_norm_eps = distil ? 1e-12f : j->value("layer_norm_eps", 1e-12f);
     c.max_position_embeddings = j->value("max_position_embeddings", 512u);
-    c.type_vocab_size = j->value("type_vocab_size", 2u);
+    c.type_vocab_size = distil || c.is_mpnet() ? 0u : j->value("type_vocab_size", 2u);
+    if (c.is_mpnet()) {  // a bucketed relative bias shared by the layers
+      const int64_t buckets = j->value("relative_attention_num_buckets", kMpnetBuckets);
+      if (buckets != kMpnetBuckets) {
+        return InvalidInput(path.string() + ": relative_attention_num_buckets " + std::to_string(buckets) +
+                            " is not supported (MPNet's code buckets into 32 whatever the config says)");
+      }
+    }
     if (j->contains("pad_token_id") && !(*j)["pad_token_id"].is_null()) {
       c.pad_token_id = (*j)["pad_token_id"].get<int32_t>();
     }
     if (c.is_modernbert()) {
       SHOAL_RETURN_IF_ERROR(ReadModernBert(*j, path.string(), &c));
     } else {
-      auto act = ParseActivation(j->value("hidden_act", "gelu"), path.string() + ": hidden_act");
+      const char* act_key = distil ? "activation" : "hidden_act";
+      auto act = ParseActivation(j->value(act_key, "gelu"), path.string() + ": " + act_key);
       if (!act.ok()) return act.status();
       c.hidden_act = *act;
       const std::string pos = j->value("position_embedding_type", "absolute");

@@ -77,6 +77,10 @@ struct JinaBertConfig {
   bool geglu = false;
 };
 
+// MPNet's relative-position buckets: its code always uses 32, and a config
+// saying otherwise is refused.
+constexpr int64_t kMpnetBuckets = 32;
+
 struct EncoderConfig {
   std::string model_type;               // bert, roberta, xlm-roberta, modernbert, ...
   std::vector<std::string> architectures;
@@ -87,7 +91,7 @@ struct EncoderConfig {
   HiddenAct hidden_act = HiddenAct::kGelu;
   float layer_norm_eps = 1e-12f;
   uint32_t max_position_embeddings = 512;
-  uint32_t type_vocab_size = 2;  // 0: the model takes no token types (ModernBERT)
+  uint32_t type_vocab_size = 2;  // 0: the model takes no token types (ModernBERT, DistilBERT, MPNet)
   uint32_t vocab_size = 0;
   int32_t pad_token_id = 0;
   uint32_t num_labels = 0;  // classification heads only
@@ -101,6 +105,8 @@ struct EncoderConfig {
   JinaBertConfig jina;          // read for model_type bert only
 
   bool is_modernbert() const { return model_type == "modernbert"; }
+  bool is_distilbert() const { return model_type == "distilbert"; }
+  bool is_mpnet() const { return model_type == "mpnet"; }
   bool is_nomic_bert() const { return model_type == "nomic_bert"; }
   bool is_deberta_v2() const { return model_type == "deberta-v2"; }
   bool is_jina_bert() const { return jina.alibi; }
@@ -108,6 +114,9 @@ struct EncoderConfig {
   // GPU backend, LoRA and the output heads run; else the architecture's name
   // for messages saying what does not run on it yet.
   const char* non_bert_family() const;
+  // Null where the CUDA backend runs the model (BERT's tensor names and
+  // layer); else the architecture's name, for the message saying it does not.
+  const char* cpu_only_family() const;
 
   // RoBERTa-style models number positions from pad_token_id + 1.
   bool roberta_positions() const;

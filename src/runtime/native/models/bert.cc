@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <tuple>
 
 #include "runtime/native/loaders/weight_reader.h"
 
@@ -22,6 +21,32 @@ struct Bert::Layer {
 
 Bert::~Bert() = default;
 
+namespace {
+
+// Where layer i's modules are: BERT's names, or DistilBERT's or MPNet's for
+// the same post-norm layer (q_lin, sa_layer_norm, ffn.lin1; attention.attn.q).
+struct LayerNames {
+  std::string q, k, v, attn_out, ln1, inter, out, ln2;
+};
+
+LayerNames LayerNamesOf(const EncoderConfig& config, const std::string& prefix, uint32_t i) {
+  if (config.is_distilbert()) {
+    const std::string l = prefix + "transformer.layer." + std::to_string(i) + ".";
+    return {l + "attention.q_lin", l + "attention.k_lin", l + "attention.v_lin", l + "attention.out_lin",
+            l + "sa_layer_norm",   l + "ffn.lin1",         l + "ffn.lin2",         l + "output_layer_norm"};
+  }
+  const std::string l = prefix + "encoder.layer." + std::to_string(i) + ".";
+  if (config.is_mpnet()) {
+    return {l + "attention.attn.q",   l + "attention.attn.k", l + "attention.attn.v", l + "attention.attn.o",
+            l + "attention.LayerNorm", l + "intermediate.dense", l + "output.dense", l + "output.LayerNorm"};
+  }
+  return {l + "attention.self.query", l + "attention.self.key", l + "attention.self.value",
+          l + "attention.output.dense", l + "attention.output.LayerNorm", l + "intermediate.dense",
+          l + "output.dense", l + "output.LayerNorm"};
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderConfig& config,
                                          cpu::Precision precision, const std::function<void(double)>& progress) {
   std::unique_ptr<Bert> m(new Bert());
@@ -38,34 +63,42 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
   const std::string e = p + "embeddings.";
   SHOAL_ASSIGN_OR_RETURN(m->word_, r.Tensor(e + "word_embeddings.weight", {config.vocab_size, H}));
   if (config.is_jina_bert()) {
-    m->alibi_slopes_ = AlibiSlopes(static_cast<int>(config.num_attention_heads));
+    m->relative_bias_ = AlibiBias(AlibiSlopes(static_cast<int>(config.num_attention_heads)), config.max_tokens());
   } else {
+    if (config.is_mpnet()) {  // a position table and, shared by the layers, a bucketed bias
+      SHOAL_ASSIGN_OR_RETURN(const float* buckets,
+                             r.Tensor(p + "encoder.relative_attention_bias.weight",
+                                      {kMpnetBuckets, static_cast<int64_t>(config.num_attention_heads)}));
+      m->relative_bias_ = MpnetBias(buckets, config.num_attention_heads, config.max_tokens());
+    }
     SHOAL_ASSIGN_OR_RETURN(m->position_,
                            r.Tensor(e + "position_embeddings.weight", {config.max_position_embeddings, H}));
   }
-  SHOAL_ASSIGN_OR_RETURN(m->token_type_, r.Tensor(e + "token_type_embeddings.weight", {config.type_vocab_size, H}));
+  if (config.type_vocab_size > 0) {  // DistilBERT has none
+    SHOAL_ASSIGN_OR_RETURN(m->token_type_, r.Tensor(e + "token_type_embeddings.weight", {config.type_vocab_size, H}));
+  }
   SHOAL_ASSIGN_OR_RETURN(m->emb_ln_gamma_, r.Tensor(e + "LayerNorm.weight", {H}));
   SHOAL_ASSIGN_OR_RETURN(m->emb_ln_beta_, r.Tensor(e + "LayerNorm.bias", {H}));
 
   m->layers_.resize(config.num_hidden_layers);
   for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
     Layer& L = m->layers_[i];
-    const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
-    SHOAL_ASSIGN_OR_RETURN(L.qkv, r.Linear({l + "attention.self.query", l + "attention.self.key", l + "attention.self.value"},
-                                            {h, h, h}, h));
-    SHOAL_ASSIGN_OR_RETURN(L.attn_out, r.Linear({l + "attention.output.dense"}, {h}, h));
-    SHOAL_ASSIGN_OR_RETURN(L.ln1_gamma, r.Tensor(l + "attention.output.LayerNorm.weight", {H}));
-    SHOAL_ASSIGN_OR_RETURN(L.ln1_beta, r.Tensor(l + "attention.output.LayerNorm.bias", {H}));
-    if (config.jina.geglu) {
+    const LayerNames n = LayerNamesOf(config, p, i);
+    SHOAL_ASSIGN_OR_RETURN(L.qkv, r.Linear({n.q, n.k, n.v}, {h, h, h}, h));
+    SHOAL_ASSIGN_OR_RETURN(L.attn_out, r.Linear({n.attn_out}, {h}, h));
+    SHOAL_ASSIGN_OR_RETURN(L.ln1_gamma, r.Tensor(n.ln1 + ".weight", {H}));
+    SHOAL_ASSIGN_OR_RETURN(L.ln1_beta, r.Tensor(n.ln1 + ".bias", {H}));
+    if (config.jina.geglu) {  // JinaBERT's gated feed-forward
+      const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
       SHOAL_ASSIGN_OR_RETURN(L.inter, r.Linear({l + "mlp.gated_layers"}, {2 * inter}, h));
       SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear({l + "mlp.wo"}, {h}, inter));
       SHOAL_ASSIGN_OR_RETURN(L.ln2_gamma, r.Tensor(l + "mlp.layernorm.weight", {H}));
       SHOAL_ASSIGN_OR_RETURN(L.ln2_beta, r.Tensor(l + "mlp.layernorm.bias", {H}));
     } else {
-      SHOAL_ASSIGN_OR_RETURN(L.inter, r.Linear({l + "intermediate.dense"}, {inter}, h));
-      SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear({l + "output.dense"}, {h}, inter));
-      SHOAL_ASSIGN_OR_RETURN(L.ln2_gamma, r.Tensor(l + "output.LayerNorm.weight", {H}));
-      SHOAL_ASSIGN_OR_RETURN(L.ln2_beta, r.Tensor(l + "output.LayerNorm.bias", {H}));
+      SHOAL_ASSIGN_OR_RETURN(L.inter, r.Linear({n.inter}, {inter}, h));
+      SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear({n.out}, {h}, inter));
+      SHOAL_ASSIGN_OR_RETURN(L.ln2_gamma, r.Tensor(n.ln2 + ".weight", {H}));
+      SHOAL_ASSIGN_OR_RETURN(L.ln2_beta, r.Tensor(n.ln2 + ".bias", {H}));
     }
     m->linear_bytes_ += L.qkv->memory_bytes() + L.attn_out->memory_bytes() +
                         L.inter->memory_bytes() + L.out->memory_bytes();
@@ -76,6 +109,7 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
     const uint32_t labels = config.num_labels;
     const ClassifierHeadNames head = FindClassifierHead(w, p);
     SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear({head.dense}, {h}, h));
+    m->head_activation_ = head.activation;
     SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({head.out}, {labels}, h));
     m->linear_bytes_ += m->head_dense_->memory_bytes() + m->classifier_->memory_bytes();
   } else if (config.token_classifier()) {
@@ -91,19 +125,20 @@ LoraTargets Bert::LoraTargetsOf(const EncoderConfig& config, const SafeTensors& 
   const std::string p = EncoderWeightPrefix(weights);
   LoraTargets t;
   for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
-    const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
-    for (const auto& [module, in, out] : {std::tuple{"attention.self.query", h, h}, {"attention.self.key", h, h},
-                                          {"attention.self.value", h, h}, {"attention.output.dense", h, h},
-                                          {"intermediate.dense", h, inter}, {"output.dense", inter, h}}) {
-      t.linears.push_back({l + module, in, out});
-    }
+    const LayerNames n = LayerNamesOf(config, p, i);
+    t.linears.push_back({n.q, h, h});
+    t.linears.push_back({n.k, h, h});
+    t.linears.push_back({n.v, h, h});
+    t.linears.push_back({n.attn_out, h, h});
+    t.linears.push_back({n.inter, h, inter});
+    t.linears.push_back({n.out, inter, h});
   }
   if (config.sequence_classifier()) {
     const ClassifierHeadNames head = FindClassifierHead(weights, p);
     t.replaceable = {{head.dense, h, h}, {head.out, h, config.num_labels}};
   } else if (config.token_classifier()) {
     t.replaceable = {{"classifier", h, config.num_labels}};
-  } else {
+  } else if (!config.is_distilbert()) {
     t.unused.push_back(p + "pooler.dense");
   }
   return t;
@@ -132,13 +167,15 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
     if (position_) EncoderPositions(config_, q.ids, positions.data());
     for (size_t j = 0; j < q.ids.size(); ++j, ++row) {
       const float* w = word_ + static_cast<size_t>(q.ids[j]) * H;
-      const float* t = token_type_ + (q.type_ids.empty() ? 0 : static_cast<size_t>(q.type_ids[j])) * H;
       float* o = x.data() + row * H;
+      std::memcpy(o, w, H * sizeof(float));
       if (position_) {
         const float* p = position_ + static_cast<size_t>(positions[j]) * H;
-        for (size_t k = 0; k < H; ++k) o[k] = w[k] + p[k] + t[k];
-      } else {
-        for (size_t k = 0; k < H; ++k) o[k] = w[k] + t[k];
+        for (size_t k = 0; k < H; ++k) o[k] += p[k];
+      }
+      if (token_type_) {
+        const float* t = token_type_ + (q.type_ids.empty() ? 0 : static_cast<size_t>(q.type_ids[j])) * H;
+        for (size_t k = 0; k < H; ++k) o[k] += t[k];
       }
     }
   }
@@ -169,7 +206,7 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
     L.qkv->Forward(x.data(), T, qkv, cpu::Activation::kNone, threads);
     for (size_t k = 0; k < 3; ++k) ApplyLora(lora, t + k, x.data(), H, qkv, 3 * H, k * H, threads);
     cpu::Attention(qkv, qkv + H, qkv + 2 * H, 3 * H, ctx, *offsets, heads, head_dim, scale, threads, 0, keys,
-                   alibi_slopes_);
+                   relative_bias_.table.empty() ? nullptr : &relative_bias_);
     L.attn_out->Forward(ctx, T, y, cpu::Activation::kNone, threads);
     ApplyLora(lora, t + 3, ctx, H, y, H, 0, threads);
     cpu::LayerNorm(y, x.data(), T, H, L.ln1_gamma, L.ln1_beta, config_.layer_norm_eps, threads);
@@ -207,7 +244,7 @@ Status Bert::Classify(std::span<const TokenSequence> seqs, float* out, int threa
   for (size_t s = 0; s < seqs.size(); ++s) {
     std::memcpy(first.data() + s * H, hidden.data() + static_cast<size_t>(offsets[s]) * H, H * sizeof(float));
   }
-  head_dense_->Forward(first.data(), seqs.size(), pooled.data(), cpu::Activation::kTanh, threads);
+  head_dense_->Forward(first.data(), seqs.size(), pooled.data(), head_activation_, threads);
   classifier_->Forward(pooled.data(), seqs.size(), out, cpu::Activation::kNone, threads);
   // Sequences whose adapter brings its own head (modules_to_save) run it
   // instead, one by one: heads are a sliver of the cost.
@@ -217,7 +254,7 @@ Status Bert::Classify(std::span<const TokenSequence> seqs, float* out, int threa
     if (a == nullptr || !a->replaces_any()) continue;
     const cpu::Linear* dense = a->replacement(0) ? a->replacement(0) : head_dense_.get();
     const cpu::Linear* classifier = a->replacement(1) ? a->replacement(1) : classifier_.get();
-    dense->Forward(first.data() + s * H, 1, pooled.data() + s * H, cpu::Activation::kTanh, threads);
+    dense->Forward(first.data() + s * H, 1, pooled.data() + s * H, head_activation_, threads);
     classifier->Forward(pooled.data() + s * H, 1, out + s * labels, cpu::Activation::kNone, threads);
   }
   return Status::Ok();

@@ -3,6 +3,13 @@
 // token-classification heads (NER), from a Hugging Face directory:
 // config.json + safetensors.
 //
+// DistilBERT is BERT's post-norm layer under other tensor names
+// (transformer.layer.N.attention.q_lin, sa_layer_norm, ffn.lin1, ...), with
+// no token types and a classifier head of pre_classifier + ReLU. MPNet is
+// BERT's layer (attention.attn.q/k/v/o) with no token types, RoBERTa's
+// positions and head, and T5-style bucketed relative-position bias on the
+// scores, one table shared by every layer.
+//
 // JinaBERT (jina-embeddings-v2 and its rerankers: position_embedding_type
 // alibi) is BERT with two changes: no position table — ALiBi, a penalty
 // −slope_h·|i − j| on every score — and, with feed_forward_type geglu, a
@@ -76,16 +83,16 @@ class Bert final : public EncoderNetwork {
   std::vector<std::vector<float>> converted_;  // f16/bf16 tables as f32
   const float* word_ = nullptr;
   const float* position_ = nullptr;  // null with ALiBi
-  const float* token_type_ = nullptr;
-  std::vector<float> alibi_slopes_;  // JinaBERT only (AlibiSlopes)
+  const float* token_type_ = nullptr;  // null without token types (DistilBERT)
+  cpu::RelativeBias relative_bias_;  // JinaBERT's ALiBi, MPNet's buckets; empty for the rest
   const float* emb_ln_gamma_ = nullptr;
   const float* emb_ln_beta_ = nullptr;
   std::vector<Layer> layers_;
-  // Sequence-classification head: BERT's pooler (dense + tanh) then
-  // classifier, or RoBERTa's classifier.dense (+ tanh) then
-  // classifier.out_proj. A token-classification head is `classifier` alone,
-  // on every token.
+  // Sequence-classification head (FindClassifierHead): a dense layer and its
+  // activation on the first token, then the classifier. A
+  // token-classification head is `classifier` alone, on every token.
   std::unique_ptr<cpu::Linear> head_dense_;
+  cpu::Activation head_activation_ = cpu::Activation::kTanh;  // DistilBERT's: ReLU
   std::unique_ptr<cpu::Linear> classifier_;
   size_t linear_bytes_ = 0;
   LoraTargets lora_targets_;

@@ -1,13 +1,14 @@
 #include "runtime/native/models/encoder_network.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
 namespace shoal::native {
 
 std::string EncoderWeightPrefix(const SafeTensors& w) {
-  for (const char* p : {"", "bert.", "roberta.", "deberta.", "model.", "encoder."}) {
+  for (const char* p : {"", "bert.", "roberta.", "distilbert.", "mpnet.", "deberta.", "model.", "encoder."}) {
     if (w.Find(std::string(p) + "embeddings.word_embeddings.weight")) return p;
   }
   return "";
@@ -15,6 +16,7 @@ std::string EncoderWeightPrefix(const SafeTensors& w) {
 
 ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& prefix) {
   if (w.Find("classifier.out_proj.weight")) return {"classifier.dense", "classifier.out_proj"};  // RoBERTa
+  if (w.Find("pre_classifier.weight")) return {"pre_classifier", "classifier", cpu::Activation::kRelu};  // DistilBERT
   return {prefix + "pooler.dense", "classifier"};  // BERT
 }
 
@@ -101,6 +103,45 @@ std::vector<float> AlibiSlopes(int heads) {
   const std::vector<float> next = AlibiSlopes(2 * below);
   for (int i = 0; s.size() < static_cast<size_t>(heads); i += 2) s.push_back(next[i]);
   return s;
+}
+
+cpu::RelativeBias AlibiBias(std::span<const float> slopes, size_t max_len) {
+  cpu::RelativeBias b;
+  b.max_len = max_len;
+  const size_t span = 2 * max_len - 1;
+  b.table.resize(slopes.size() * span);
+  for (size_t h = 0; h < slopes.size(); ++h) {
+    for (size_t i = 0; i < span; ++i) {
+      const size_t d = i > max_len - 1 ? i - (max_len - 1) : (max_len - 1) - i;
+      b.table[h * span + i] = -(slopes[h] * static_cast<float>(d));
+    }
+  }
+  return b;
+}
+
+int32_t MpnetBucket(int64_t distance) {
+  // 32 buckets, max distance 128: keys before the query (distance < 0) in
+  // 0..15, after it in 16..31; |d| < 8 exact, beyond 8 + ⌊8·log₁₆(|d|/8)⌋ =
+  // 8 + ⌊log₂(|d|²/64)⌋, capped at 15. In integers, so |d| = 16, 32, 64
+  // land where the real logarithm puts them (a float log one ulp low would not).
+  const int64_t n = distance < 0 ? -distance : distance;
+  const int32_t base = distance > 0 ? 16 : 0;
+  if (n < 8) return base + static_cast<int32_t>(n);
+  const int log2 = std::bit_width(static_cast<uint64_t>(n * n / 64)) - 1;
+  return base + std::min(8 + log2, 15);
+}
+
+cpu::RelativeBias MpnetBias(const float* weight, size_t heads, size_t max_len) {
+  cpu::RelativeBias b;
+  b.max_len = max_len;
+  const size_t span = 2 * max_len - 1;
+  b.table.resize(heads * span);
+  for (size_t i = 0; i < span; ++i) {
+    const int64_t distance = static_cast<int64_t>(i) - static_cast<int64_t>(max_len - 1);  // j − i
+    const float* row = weight + static_cast<size_t>(MpnetBucket(distance)) * heads;
+    for (size_t h = 0; h < heads; ++h) b.table[h * span + i] = row[h];
+  }
+  return b;
 }
 
 std::vector<float> RotaryTable(size_t positions, size_t head_dim, double theta) {

@@ -77,12 +77,14 @@ class EncoderNetwork {
 // transformers), or under the task model's attribute name ("bert.", ...).
 std::string EncoderWeightPrefix(const SafeTensors& w);
 
-// The two dense layers of a sequence-classification head: BERT's pooler
-// (dense + tanh) then classifier, or RoBERTa's classifier.dense (+ tanh) then
-// classifier.out_proj.
+// The two dense layers of a sequence-classification head on the first
+// token: BERT's pooler (dense + tanh) then classifier, RoBERTa's
+// classifier.dense (+ tanh) then classifier.out_proj, or DistilBERT's
+// pre_classifier (+ ReLU) then classifier.
 struct ClassifierHeadNames {
   std::string dense;
   std::string out;
+  cpu::Activation activation = cpu::Activation::kTanh;  // after dense
 };
 ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& prefix);
 
@@ -109,6 +111,17 @@ void PoolSequences(const float* hidden, size_t width, std::span<const uint32_t> 
 // ALiBi's slopes for `heads` heads: 2^(−8i/n) for a power of two n, else
 // the power of two below's, then every other one of the next's.
 std::vector<float> AlibiSlopes(int heads);
+// ALiBi as attention's relative bias: −slope_h·|j − i|, for sequences of up
+// to max_len tokens.
+cpu::RelativeBias AlibiBias(std::span<const float> slopes, size_t max_len);
+
+// MPNet's relative-position bucket (of 32) of a key `distance` = j − i
+// from its query: T5's bidirectional scheme with max distance 128, as
+// modeling_mpnet.py computes it (always 32 buckets, whatever the config says).
+int32_t MpnetBucket(int64_t distance);
+// MPNet's bias as attention's: head h at distance d reads weight[bucket(d)][h]
+// (encoder.relative_attention_bias, [32][heads]).
+cpu::RelativeBias MpnetBias(const float* weight, size_t heads, size_t max_len);
 
 // The table cpu::Rope reads for `positions` positions: per position, the
 // cosines then the sines of position · θ^(−2i/head_dim), i < head_dim/2

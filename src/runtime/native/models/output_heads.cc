@@ -33,7 +33,8 @@ Result<std::unique_ptr<SpladeHead>> SpladeHead::Load(const std::string& dir, con
   h->vocab_ = V;
   h->sum_ = splade.sum;
   h->eps_ = config.layer_norm_eps;
-  // BERT's head applies the config's activation; RoBERTa's lm_head, GELU.
+  // BERT's head and DistilBERT's apply the config's activation; RoBERTa's
+  // lm_head, GELU.
   MlmNames names;
   if (w.Find("cls.predictions.transform.dense.weight")) {
     names = {"cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.decoder",
@@ -42,9 +43,12 @@ Result<std::unique_ptr<SpladeHead>> SpladeHead::Load(const std::string& dir, con
   } else if (w.Find("lm_head.dense.weight")) {
     names = {"lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", "lm_head.bias"};
     h->act_ = cpu::Activation::kGelu;
+  } else if (w.Find("vocab_transform.weight")) {
+    names = {"vocab_transform", "vocab_layer_norm", "vocab_projector", "vocab_projector.bias"};
+    h->act_ = ActivationOf(config.hidden_act);
   } else {
-    return InvalidInput(dir + ": SPLADE needs a masked-language-model head (BERT's cls.predictions.* or RoBERTa's "
-                        "lm_head.*), and the checkpoint has neither");
+    return InvalidInput(dir + ": SPLADE needs a masked-language-model head (BERT's cls.predictions.*, RoBERTa's "
+                        "lm_head.* or DistilBERT's vocab_transform/vocab_projector), and the checkpoint has none");
   }
   WeightReader r(w, &h->converted_, precision);
   SHOAL_ASSIGN_OR_RETURN(h->transform_, r.Linear({names.dense}, {H}, H));

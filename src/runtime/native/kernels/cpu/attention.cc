@@ -53,7 +53,7 @@ struct Head {
   size_t keys;  // rows 0..keys-1 are keys and values (1 <= keys <= len)
   size_t dim;
   float scale;
-  float alibi = 0.0f;  // ALiBi's slope: scores get −alibi·|i − j| (0: none)
+  const float* bias = nullptr;  // RelativeBias::at(h): scores get bias[j − i] (null: none)
 };
 
 // Per-thread scratch, grown on demand and kept for the thread's lifetime.
@@ -209,10 +209,11 @@ void HeadGemm(const Head& h, Scratch& s, bool avx, size_t window) {
   const auto L = static_cast<dnnl_dim_t>(len), K = static_cast<dnnl_dim_t>(keys), D = static_cast<dnnl_dim_t>(dim);
   const auto ld = static_cast<dnnl_dim_t>(h.ld);
   dnnl_sgemm('N', 'T', L, K, D, h.scale, h.q, ld, h.k, ld, 0.0f, sc, static_cast<dnnl_dim_t>(lp));
-  if (h.alibi != 0.0f) {
+  if (h.bias) {
     for (size_t i = 0; i < len; ++i) {
       float* row = sc + i * lp;
-      for (size_t j = 0; j < keys; ++j) row[j] -= h.alibi * static_cast<float>(i > j ? i - j : j - i);
+      const float* b = h.bias - i;  // b[j] is distance j − i's
+      for (size_t j = 0; j < keys; ++j) row[j] += b[j];
     }
   }
   SoftmaxRows(sc, len, keys, lp, window, inv, avx);
@@ -320,7 +321,7 @@ void ForEachHead(const float* q, const float* k, const float* v, size_t ld, floa
     const size_t nkeys = keys.empty() || keys[s] == 0 ? len : std::min<size_t>(keys[s], len);
     const size_t col = hd * dim;
     run(Head{q + begin * ld + col, k + begin * ld + col, v + begin * ld + col, out + begin * ld_out + col, ld,
-             ld_out, len, nkeys, dim, scale, 0.0f},
+             ld_out, len, nkeys, dim, scale, nullptr},
         hd);
   }
 }
@@ -329,14 +330,14 @@ void ForEachHead(const float* q, const float* k, const float* v, size_t ld, floa
 
 void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
-               int threads, size_t window, std::span<const uint32_t> keys, std::span<const float> alibi_slopes) {
+               int threads, size_t window, std::span<const uint32_t> keys, const RelativeBias* bias) {
   const bool avx = UseAvx512();
   ForEachHead(q, k, v, ld, out, offsets, heads, head_dim, scale, threads, keys, [&](Head h, size_t hd) {
-    h.alibi = alibi_slopes.empty() ? 0.0f : alibi_slopes[hd];
-    // A window narrower than the sequence masks scores, ALiBi biases them:
-    // only the sgemm path does.
+    h.bias = bias ? bias->at(hd) : nullptr;
+    // A window narrower than the sequence masks scores, a bias adds to
+    // them: only the sgemm path does.
     const size_t masked = window > 0 && h.len > window + 1 ? window : 0;
-    if (h.len >= kGemmMinLen || masked > 0 || h.alibi != 0.0f) {
+    if (h.len >= kGemmMinLen || masked > 0 || h.bias) {
       HeadGemm(h, t_scratch, avx, masked);
     } else if (avx) {
       HeadAvx512(h, t_scratch);

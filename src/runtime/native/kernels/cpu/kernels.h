@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "common/status.h"
 
@@ -73,6 +74,18 @@ void LayerNorm(float* x, const float* residual, size_t rows, size_t cols, const 
 void ResidualLayerNorm(float* x, const float* delta, float* out, size_t rows, size_t cols, const float* gamma,
                        const float* beta, float eps, int threads);
 
+// A bias on each score by how far the key is from the query, one table per
+// head: score(i, j) += table[h·(2·max_len − 1) + (max_len − 1) + (j − i)],
+// for sequences of at most max_len rows (the caller's limit: a longer one
+// would read past the table). ALiBi's −slope·|j − i| (JinaBERT) and
+// MPNet's bucketed bias are both one.
+struct RelativeBias {
+  std::vector<float> table;  // [heads][2·max_len − 1]
+  size_t max_len = 0;
+  // Head h's entry for distance 0.
+  const float* at(size_t h) const { return table.data() + h * (2 * max_len - 1) + (max_len - 1); }
+};
+
 // Multi-head self-attention over packed variable-length sequences: sequence s
 // is rows [offsets[s], offsets[s+1]). q, k and v point at rows with stride
 // `ld` (typically one fused QKV buffer); head h reads columns
@@ -83,12 +96,11 @@ void ResidualLayerNorm(float* x, const float* delta, float* out, size_t rows, si
 // keys (one per sequence, or empty): sequence s's first keys[s] rows alone
 // are keys and values (0: all of them); every row is still a query —
 // ColBERT's query expansion, whose [MASK] rows nothing attends to.
-// alibi_slopes (one per head, or empty): ALiBi, symmetric as in encoders —
-// head h's scores get −alibi_slopes[h]·|i − j| after the scale.
+// bias (optional): a relative-position bias on every score after the scale.
 void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
                int threads, size_t window = 0, std::span<const uint32_t> keys = {},
-               std::span<const float> alibi_slopes = {});
+               const RelativeBias* bias = nullptr);
 
 // DeBERTa-v2/v3's disentangled self-attention: as Attention (no window),
 // with two more terms in each score,

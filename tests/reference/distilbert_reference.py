@@ -1,0 +1,149 @@
+"""Reference forward pass of a DistilBERT encoder (distilbert-base-*, the models fine-tuned
+from it, sentence-transformers' msmarco-distilbert-*), for Shoal's native runtime tests.
+
+Used through bert_reference.py (same command line and files), which picks this
+class for config.json's model_type "distilbert"; sparse_multivector_reference.py's
+splade takes its body (body_only) for a DistilBertForMaskedLM and applies the MLM
+head (vocab_transform, vocab_layer_norm, vocab_projector) itself.
+
+Written as plain float64 torch tensor operations from the architecture's
+definition (transformers' DistilBertModel), on weights read by our own safetensors
+reader, one sequence at a time:
+  embeddings: LayerNorm(word_embeddings[ids] + position_embeddings[0..T-1]); no token
+    type embeddings (DistilBERT has none: an input's type_ids are accepted and
+    ignored, as its tokenizer makes none);
+  each layer (transformer.layer.N), BERT's post-norm layer under other names:
+    sa = sa_layer_norm(x + out_lin(attention(x))), attention with q_lin / k_lin /
+    v_lin (biases), scores q . k / sqrt(dim / n_heads), softmax over the keys;
+    x = output_layer_norm(sa + ffn.lin2(act(ffn.lin1(sa)))), act config.json's
+    "activation" (gelu: erf);
+  every LayerNorm's eps is 1e-12 (fixed in DistilBERT's code; the config has none).
+Config keys are DistilBertConfig's: dim, n_layers, n_heads, hidden_dim, activation,
+max_position_embeddings, sinusoidal_pos_embds (a sinusoidal table is still a stored
+parameter, read as any other).
+Heads (the body under "distilbert."): DistilBertForSequenceClassification:
+classifier(relu(pre_classifier(h[0]))) (the first token; dropout aside);
+DistilBertForTokenClassification: classifier on every token; embedders (the bare
+DistilBertModel, sentence-transformers' layout): sentence-transformers' pooling and
+Normalize. DistilBertForMaskedLM: the body only (body_only).
+
+Configs this does not implement exit with a message: an activation other than
+bert_reference.py's (gelu, gelu_new, gelu_pytorch_tanh, relu), a dim not divisible by
+n_heads, an architecture with another head (question answering, multiple choice).
+"""
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+from bert_reference import ACTIVATIONS, DTYPE, layer_norm, linear, read_sentence_transformers
+from safetensors_io import read_model_dir
+
+EPS = 1e-12  # every nn.LayerNorm in modeling_distilbert.py
+HEADS = ("DistilBertModel", "DistilBertForSequenceClassification", "DistilBertForTokenClassification",
+         "DistilBertForMaskedLM")
+
+
+def unsupported(cfg):
+    """The config keys this reference does not implement, as messages."""
+    out = []
+    if cfg.get("model_type") != "distilbert":
+        out.append(f"model_type {cfg.get('model_type')!r} (only distilbert)")
+    if cfg.get("activation", "gelu") not in ACTIVATIONS:
+        out.append(f"activation {cfg.get('activation')!r}")
+    if cfg.get("dim", 768) % cfg.get("n_heads", 12):
+        out.append(f"dim {cfg.get('dim')} not a multiple of n_heads {cfg.get('n_heads')}")
+    arch = (cfg.get("architectures") or ["DistilBertModel"])[0]
+    if arch not in HEADS:
+        out.append(f"architecture {arch} (only {', '.join(HEADS)})")
+    return out
+
+
+class DistilBertEncoder:
+    def __init__(self, model_dir, body_only=False):
+        """body_only: read just the body (for hidden_states), not the sentence-transformers
+        pooling an embedder's run() needs (as bert_reference.Encoder's)."""
+        with open(os.path.join(model_dir, "config.json")) as f:
+            self.cfg = cfg = json.load(f)
+        problems = unsupported(cfg)
+        if problems:
+            sys.exit(f"distilbert_reference: {model_dir}: not implemented: {'; '.join(problems)}")
+        self.model_type = "distilbert"
+        # DistilBertConfig's defaults where a key is missing.
+        self.heads = cfg.get("n_heads", 12)
+        self.head_dim = cfg.get("dim", 768) // self.heads
+        self.layers = cfg.get("n_layers", 6)
+        self.act = ACTIVATIONS[cfg.get("activation", "gelu")]
+        self.eps = EPS
+        arch = (cfg.get("architectures") or [""])[0]
+        self.classifier = arch.endswith("ForSequenceClassification")
+        self.token_classifier = arch.endswith("ForTokenClassification")
+
+        raw = read_model_dir(model_dir, dtype=np.float64)
+        self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
+        # The *For* heads put the body under "distilbert.".
+        self.prefix = "" if "embeddings.word_embeddings.weight" in self.w else "distilbert."
+        if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
+            raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
+        if not self.classifier and not self.token_classifier and not body_only:
+            self.pooling, self.normalize = read_sentence_transformers(model_dir)
+
+    def p(self, name):
+        return self.w[self.prefix + name]
+
+    def dense(self, x, name, prefixed=True):
+        get = self.p if prefixed else self.w.__getitem__
+        return linear(x, get(name + ".weight"), get(name + ".bias"))
+
+    def norm(self, x, name):
+        return layer_norm(x, self.p(name + ".weight"), self.p(name + ".bias"), self.eps)
+
+    def attention(self, x, L, attended=None):
+        seq = x.shape[0]
+
+        def heads(name):  # [seq, dim] -> [heads, seq, head_dim]
+            y = self.dense(x, L + "attention." + name)
+            return y.reshape(seq, self.heads, self.head_dim).transpose(0, 1)
+
+        q, k, v = heads("q_lin"), heads("k_lin"), heads("v_lin")
+        scores = q @ k.transpose(1, 2) / math.sqrt(self.head_dim)          # [heads, seq, seq]
+        if attended is not None:
+            scores[:, :, attended:] = float("-inf")
+        scores = scores - scores.max(dim=-1, keepdim=True).values
+        probs = torch.exp(scores)
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+        context = (probs @ v).transpose(0, 1).reshape(seq, self.heads * self.head_dim)
+        return self.dense(context, L + "attention.out_lin")
+
+    def hidden_states(self, ids, type_ids=None, attended=None):
+        """[seq, dim] output of the last layer. type_ids: checked for length, else
+        ignored (no token types). attended: how many leading positions may be
+        attended to as keys (None: all), as bert_reference.Encoder's."""
+        ids = torch.tensor(ids, dtype=torch.long)
+        if type_ids is not None and len(type_ids) != len(ids):
+            raise ValueError("ids and type_ids differ in length")
+        x = (self.p("embeddings.word_embeddings.weight")[ids]
+             + self.p("embeddings.position_embeddings.weight")[torch.arange(len(ids))])
+        x = self.norm(x, "embeddings.LayerNorm")
+        for n in range(self.layers):
+            L = f"transformer.layer.{n}."
+            sa = self.norm(x + self.attention(x, L, attended), L + "sa_layer_norm")
+            ffn = self.dense(self.act(self.dense(sa, L + "ffn.lin1")), L + "ffn.lin2")
+            x = self.norm(sa + ffn, L + "output_layer_norm")
+        return x
+
+    def run(self, ids, type_ids=None):
+        h = self.hidden_states(ids, type_ids)
+        if self.token_classifier:
+            return self.dense(h, "classifier", prefixed=False).reshape(-1)
+        if self.classifier:
+            pre = torch.clamp(self.dense(h[0], "pre_classifier", prefixed=False), min=0.0)  # ReLU
+            return self.dense(pre, "classifier", prefixed=False)
+        v = {"cls": lambda: h[0], "mean": lambda: h.mean(dim=0), "max": lambda: h.max(dim=0).values,
+             "lasttoken": lambda: h[-1]}[self.pooling]()
+        if self.normalize:
+            v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
+        return v
