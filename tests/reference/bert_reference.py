@@ -79,6 +79,60 @@ def linear(x, w, b):
     return x @ w.T + b
 
 
+def attend(scores, v):
+    """Softmax over the keys (max-subtracted) of scores [heads, seq, keys], then the
+    values v [heads, keys, dh]: the context [seq, heads * dh]."""
+    scores = scores - scores.max(dim=-1, keepdim=True).values
+    probs = torch.exp(scores)
+    probs = probs / probs.sum(dim=-1, keepdim=True)
+    heads, _, dh = v.shape
+    return (probs @ v).transpose(0, 1).reshape(scores.shape[1], heads * dh)
+
+
+def pool(h, pooling, normalize):
+    """sentence-transformers' Pooling of h [seq, hidden] (cls, mean, max or lasttoken),
+    then its Normalize module when the model has one."""
+    v = {"cls": lambda: h[0], "mean": lambda: h.mean(dim=0), "max": lambda: h.max(dim=0).values,
+         "lasttoken": lambda: h[-1]}[pooling]()
+    if normalize:
+        v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
+    return v
+
+
+class Checkpoint:
+    """A model directory's tensors in float64 (w) and the prefix its body is under
+    (prefix: "" in a bare model's checkpoint, e.g. "distilbert." in a *For* head's),
+    with the accessors the encoder references share; norm() uses the subclass's eps."""
+
+    def load_weights(self, model_dir, head_prefix):
+        raw = read_model_dir(model_dir, dtype=np.float64)
+        self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
+        self.prefix = "" if "embeddings.word_embeddings.weight" in self.w else head_prefix
+        if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
+            raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
+
+    def p(self, name):
+        return self.w[self.prefix + name]
+
+    def dense(self, x, name, prefixed=True):
+        get = self.p if prefixed else self.w.__getitem__
+        return linear(x, get(name + ".weight"), get(name + ".bias"))
+
+    def norm(self, x, name):
+        return layer_norm(x, self.p(name + ".weight"), self.p(name + ".bias"), self.eps)
+
+    def run(self, ids, type_ids=None):
+        """What Shoal serves for one input: a token classifier's logits per token
+        (flattened), a sequence classifier's (the subclass's classify), or the pooled
+        embedding; hidden_states is the subclass's."""
+        h = self.hidden_states(ids, type_ids)
+        if self.token_classifier:
+            return self.dense(h, "classifier", prefixed=False).reshape(-1)
+        if self.classifier:
+            return self.classify(h[0])
+        return pool(h, self.pooling, self.normalize)
+
+
 class Encoder:
     def __init__(self, model_dir, body_only=False):
         """body_only: read just the body (for hidden_states), not the sentence-transformers
@@ -154,10 +208,7 @@ class Encoder:
         scores = q @ k.transpose(1, 2) / math.sqrt(dh)          # [heads, seq, seq]
         if attended is not None:
             scores[:, :, attended:] = float("-inf")
-        scores = scores - scores.max(dim=-1, keepdim=True).values
-        probs = torch.exp(scores)
-        probs = probs / probs.sum(dim=-1, keepdim=True)
-        context = (probs @ v).transpose(0, 1).reshape(seq, hidden)
+        context = attend(scores, v)
         attn = linear(context, self.p(L + "attention.output.dense.weight"),
                       self.p(L + "attention.output.dense.bias"))
         x = layer_norm(attn + x, self.p(L + "attention.output.LayerNorm.weight"),
@@ -182,17 +233,7 @@ class Encoder:
                                       self.w["classifier.dense.bias"]))
             return linear(dense, self.w["classifier.out_proj.weight"],
                           self.w["classifier.out_proj.bias"])
-        if self.pooling == "cls":
-            v = h[0]
-        elif self.pooling == "mean":
-            v = h.mean(dim=0)
-        elif self.pooling == "max":
-            v = h.max(dim=0).values
-        else:  # lasttoken
-            v = h[-1]
-        if self.normalize:
-            v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
-        return v
+        return pool(h, self.pooling, self.normalize)
 
 
 def load_encoder(model_dir, body_only=False):

@@ -44,11 +44,9 @@ import math
 import os
 import sys
 
-import numpy as np
 import torch
 
-from bert_reference import ACTIVATIONS, DTYPE, layer_norm, linear, read_sentence_transformers
-from safetensors_io import read_model_dir
+from bert_reference import ACTIVATIONS, Checkpoint, attend, read_sentence_transformers
 
 
 def pos_att_types(cfg):
@@ -104,7 +102,7 @@ def bucket(r, buckets, max_position):
     return int(math.copysign(log_pos, r))
 
 
-class DebertaV2Encoder:
+class DebertaV2Encoder(Checkpoint):
     def __init__(self, model_dir):
         with open(os.path.join(model_dir, "config.json")) as f:
             self.cfg = cfg = json.load(f)
@@ -132,24 +130,9 @@ class DebertaV2Encoder:
         self.classifier = arch.endswith("ForSequenceClassification")
         self.token_classifier = arch.endswith("ForTokenClassification")
 
-        raw = read_model_dir(model_dir, dtype=np.float64)
-        self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
-        # The *For* heads put the body under "deberta.".
-        self.prefix = "" if "embeddings.word_embeddings.weight" in self.w else "deberta."
-        if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
-            raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
+        self.load_weights(model_dir, "deberta.")  # a *For* head's body is under it
         if not self.classifier and not self.token_classifier:
             self.pooling, self.normalize = read_sentence_transformers(model_dir)
-
-    def p(self, name):
-        return self.w[self.prefix + name]
-
-    def dense(self, x, name, prefixed=True):
-        get = self.p if prefixed else self.w.__getitem__
-        return linear(x, get(name + ".weight"), get(name + ".bias"))
-
-    def norm(self, x, name):
-        return layer_norm(x, self.p(name + ".weight"), self.p(name + ".bias"), self.eps)
 
     def split_heads(self, y):
         """[n, heads * head_dim] -> [heads, n, head_dim]."""
@@ -190,10 +173,7 @@ class DebertaV2Encoder:
                 # [key j][query i], then transposed: score[i][j] += k_j . pos_q[p2c_index[j][i]]
                 gathered = torch.gather(p2c, 2, p2c_index.expand(self.heads, seq, seq))
                 scores = scores + gathered.transpose(1, 2) / scale
-        scores = scores - scores.max(dim=-1, keepdim=True).values
-        probs = torch.exp(scores)
-        probs = probs / probs.sum(dim=-1, keepdim=True)
-        context = (probs @ v).transpose(0, 1).reshape(seq, self.heads * self.head_dim)
+        context = attend(scores, v)
         return self.dense(context, L + "attention.output.dense")
 
     def hidden_states(self, ids, type_ids=None):
@@ -219,15 +199,7 @@ class DebertaV2Encoder:
             x = self.norm(h + self.dense(inner, L + "output.dense"), L + "output.LayerNorm")
         return x
 
-    def run(self, ids, type_ids=None):
-        h = self.hidden_states(ids, type_ids)
-        if self.token_classifier:
-            return self.dense(h, "classifier", prefixed=False).reshape(-1)
-        if self.classifier:
-            pooled = self.pooler_act(self.dense(h[0], "pooler.dense", prefixed=False))
-            return self.dense(pooled, "classifier", prefixed=False)
-        v = {"cls": lambda: h[0], "mean": lambda: h.mean(dim=0), "max": lambda: h.max(dim=0).values,
-             "lasttoken": lambda: h[-1]}[self.pooling]()
-        if self.normalize:
-            v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
-        return v
+    def classify(self, first):
+        """The sequence classifier's logits from the first token's last state."""
+        pooled = self.pooler_act(self.dense(first, "pooler.dense", prefixed=False))
+        return self.dense(pooled, "classifier", prefixed=False)

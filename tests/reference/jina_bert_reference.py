@@ -40,11 +40,9 @@ import math
 import os
 import sys
 
-import numpy as np
 import torch
 
-from bert_reference import ACTIVATIONS, DTYPE, gelu_erf, layer_norm, linear, read_sentence_transformers
-from safetensors_io import read_model_dir
+from bert_reference import ACTIVATIONS, Checkpoint, DTYPE, attend, gelu_erf, read_sentence_transformers
 
 FEED_FORWARD = ("original", "geglu")
 
@@ -81,7 +79,7 @@ def alibi_slopes(heads):
     return geometric(lower) + alibi_slopes(2 * lower)[0::2][:heads - lower]
 
 
-class JinaBertEncoder:
+class JinaBertEncoder(Checkpoint):
     def __init__(self, model_dir, alibi=True):
         """alibi: False zeroes the slopes (a test-only check that ALiBi matters)."""
         with open(os.path.join(model_dir, "config.json")) as f:
@@ -105,24 +103,9 @@ class JinaBertEncoder:
         self.classifier = arch.endswith("ForSequenceClassification")
         self.token_classifier = arch.endswith("ForTokenClassification")
 
-        raw = read_model_dir(model_dir, dtype=np.float64)
-        self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
-        # The *For* heads put the body under "bert.".
-        self.prefix = "" if "embeddings.word_embeddings.weight" in self.w else "bert."
-        if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
-            raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
+        self.load_weights(model_dir, "bert.")  # a *For* head's body is under it
         if not self.classifier and not self.token_classifier:
             self.pooling, self.normalize = read_sentence_transformers(model_dir)
-
-    def p(self, name):
-        return self.w[self.prefix + name]
-
-    def dense(self, x, name, prefixed=True):
-        get = self.p if prefixed else self.w.__getitem__
-        return linear(x, get(name + ".weight"), get(name + ".bias"))
-
-    def norm(self, x, name):
-        return layer_norm(x, self.p(name + ".weight"), self.p(name + ".bias"), self.eps)
 
     def alibi_bias(self, seq):
         """[heads, seq, seq]: -slope[h] * |i - j|."""
@@ -140,10 +123,7 @@ class JinaBertEncoder:
         k = heads("attention.self.key")
         v = heads("attention.self.value")
         scores = q @ k.transpose(1, 2) / math.sqrt(self.head_dim) + bias   # [heads, seq, seq]
-        scores = scores - scores.max(dim=-1, keepdim=True).values
-        probs = torch.exp(scores)
-        probs = probs / probs.sum(dim=-1, keepdim=True)
-        context = (probs @ v).transpose(0, 1).reshape(seq, self.heads * self.head_dim)
+        context = attend(scores, v)
         return self.dense(context, L + "attention.output.dense")
 
     def feed_forward(self, h, L):
@@ -172,15 +152,7 @@ class JinaBertEncoder:
             x = self.feed_forward(h, L)
         return x
 
-    def run(self, ids, type_ids=None):
-        h = self.hidden_states(ids, type_ids)
-        if self.token_classifier:
-            return self.dense(h, "classifier", prefixed=False).reshape(-1)
-        if self.classifier:
-            pooled = torch.tanh(self.dense(h[0], "pooler.dense"))
-            return self.dense(pooled, "classifier", prefixed=False)
-        v = {"cls": lambda: h[0], "mean": lambda: h.mean(dim=0), "max": lambda: h.max(dim=0).values,
-             "lasttoken": lambda: h[-1]}[self.pooling]()
-        if self.normalize:
-            v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
-        return v
+    def classify(self, first):
+        """The sequence classifier's logits from the first token's last state."""
+        pooled = torch.tanh(self.dense(first, "pooler.dense"))
+        return self.dense(pooled, "classifier", prefixed=False)

@@ -31,7 +31,7 @@ import os
 import numpy as np
 import torch
 
-from bert_reference import ACTIVATIONS, DTYPE, read_sentence_transformers
+from bert_reference import ACTIVATIONS, DTYPE, pool, read_sentence_transformers
 from safetensors_io import read_model_dir
 
 
@@ -143,8 +143,4 @@ class ModernBertEncoder:
             return self.head(h).reshape(-1)
         if self.classifier:
             return self.head(h.mean(dim=0) if self.classifier_pooling == "mean" else h[0])
-        v = {"cls": lambda: h[0], "mean": lambda: h.mean(dim=0), "max": lambda: h.max(dim=0).values,
-             "lasttoken": lambda: h[-1]}[self.pooling]()
-        if self.normalize:
-            v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
-        return v
+        return pool(h, self.pooling, self.normalize)

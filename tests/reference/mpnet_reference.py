@@ -60,12 +60,10 @@ import math
 import os
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_reference import ACTIVATIONS, DTYPE, layer_norm, linear, read_sentence_transformers  # noqa: E402
-from safetensors_io import read_model_dir  # noqa: E402
+from bert_reference import ACTIVATIONS, Checkpoint, attend, read_sentence_transformers  # noqa: E402
 
 PADDING_IDX = 1       # MPNetEmbeddings.padding_idx, fixed in modeling_mpnet.py
 NUM_BUCKETS = 32      # MPNetEncoder.compute_position_bias's default, which forward() uses
@@ -129,7 +127,7 @@ def unsupported(cfg):
     return out
 
 
-class MPNetEncoder:
+class MPNetEncoder(Checkpoint):
     def __init__(self, model_dir, body_only=False):
         """body_only: read just the body (for hidden_states), not the sentence-transformers
         pooling an embedder's run() needs (as bert_reference.Encoder's)."""
@@ -149,24 +147,9 @@ class MPNetEncoder:
         self.classifier = arch.endswith("ForSequenceClassification")
         self.token_classifier = arch.endswith("ForTokenClassification")
 
-        raw = read_model_dir(model_dir, dtype=np.float64)
-        self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
-        # The *For* heads put the body under "mpnet.".
-        self.prefix = "" if "embeddings.word_embeddings.weight" in self.w else "mpnet."
-        if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
-            raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
+        self.load_weights(model_dir, "mpnet.")  # a *For* head's body is under it
         if not self.classifier and not self.token_classifier and not body_only:
             self.pooling, self.normalize = read_sentence_transformers(model_dir)
-
-    def p(self, name):
-        return self.w[self.prefix + name]
-
-    def dense(self, x, name, prefixed=True):
-        get = self.p if prefixed else self.w.__getitem__
-        return linear(x, get(name + ".weight"), get(name + ".bias"))
-
-    def norm(self, x, name):
-        return layer_norm(x, self.p(name + ".weight"), self.p(name + ".bias"), self.eps)
 
     @staticmethod
     def position_ids(ids):
@@ -195,10 +178,7 @@ class MPNetEncoder:
         scores = q @ k.transpose(1, 2) / math.sqrt(self.head_dim) + bias   # [heads, seq, seq]
         if attended is not None:
             scores[:, :, attended:] = float("-inf")
-        scores = scores - scores.max(dim=-1, keepdim=True).values
-        probs = torch.exp(scores)
-        probs = probs / probs.sum(dim=-1, keepdim=True)
-        context = (probs @ v).transpose(0, 1).reshape(seq, self.heads * self.head_dim)
+        context = attend(scores, v)
         return self.dense(context, L + "attention.attn.o")
 
     def hidden_states(self, ids, type_ids=None, attended=None):
@@ -219,18 +199,10 @@ class MPNetEncoder:
             x = self.norm(ffn + h1, L + "output.LayerNorm")
         return x
 
-    def run(self, ids, type_ids=None):
-        h = self.hidden_states(ids, type_ids)
-        if self.token_classifier:
-            return self.dense(h, "classifier", prefixed=False).reshape(-1)
-        if self.classifier:
-            pre = torch.tanh(self.dense(h[0], "classifier.dense", prefixed=False))
-            return self.dense(pre, "classifier.out_proj", prefixed=False)
-        v = {"cls": lambda: h[0], "mean": lambda: h.mean(dim=0), "max": lambda: h.max(dim=0).values,
-             "lasttoken": lambda: h[-1]}[self.pooling]()
-        if self.normalize:
-            v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
-        return v
+    def classify(self, first):
+        """The sequence classifier's logits from the first token's last state."""
+        pre = torch.tanh(self.dense(first, "classifier.dense", prefixed=False))
+        return self.dense(pre, "classifier.out_proj", prefixed=False)
 
 
 def check_buckets(limit=4096):

@@ -30,7 +30,7 @@ import sys
 import numpy as np
 import torch
 
-from bert_reference import DTYPE, layer_norm, read_sentence_transformers
+from bert_reference import DTYPE, attend, layer_norm, pool, read_sentence_transformers
 from safetensors_io import read_model_dir
 
 
@@ -119,10 +119,7 @@ class NomicBertEncoder:
         q, k, v = (qkv[:, i].transpose(0, 1) for i in range(3))               # [heads, seq, dh]
         q, k = self.rotary(q), self.rotary(k)
         scores = q @ k.transpose(1, 2) / math.sqrt(dh)                         # [heads, seq, seq]
-        scores = scores - scores.max(dim=-1, keepdim=True).values
-        probs = torch.exp(scores)
-        probs = probs / probs.sum(dim=-1, keepdim=True)
-        context = (probs @ v).transpose(0, 1).reshape(seq, hidden)
+        context = attend(scores, v)
         return self.linear(context, L + "attn.out_proj")
 
     def mlp(self, h, L):
@@ -148,8 +145,4 @@ class NomicBertEncoder:
 
     def run(self, ids, type_ids=None):
         h = self.hidden_states(ids, type_ids)
-        v = {"cls": lambda: h[0], "mean": lambda: h.mean(dim=0), "max": lambda: h.max(dim=0).values,
-             "lasttoken": lambda: h[-1]}[self.pooling]()
-        if self.normalize:
-            v = v / torch.clamp(torch.sqrt((v * v).sum()), min=1e-12)
-        return v
+        return pool(h, self.pooling, self.normalize)
