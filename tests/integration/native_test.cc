@@ -78,7 +78,7 @@ class NativeServing : public ::testing::Test {
                            std::pair{"jina-reranker-tiny", "t/jina-rerank"},
                            std::pair{"distilbert-tiny", "t/distilbert"},
                            std::pair{"distilbert-splade-tiny", "t/distilbert-splade"},
-                           std::pair{"mpnet-tiny", "t/mpnet"}}) {
+                           std::pair{"mpnet-tiny", "t/mpnet"}, std::pair{"electra-tiny", "t/electra"}}) {
       auto spec = admin::SpecFromDirectory(kModels + "/" + dir, id);
       EXPECT_TRUE(spec.ok()) << spec.status().ToString();
       if (!spec.ok()) continue;
@@ -90,7 +90,7 @@ class NativeServing : public ::testing::Test {
                           "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed", "t/gte-qwen2",
                           "t/splade",
                           "t/colbert", "t/colbert-modernbert", "t/bge-m3", "t/nomic", "t/deberta", "t/deberta-nli", "t/deberta-ner", "t/jina",
-                          "t/jina-rerank", "t/distilbert", "t/distilbert-splade", "t/mpnet"}) {
+                          "t/jina-rerank", "t/distilbert", "t/distilbert-splade", "t/mpnet", "t/electra"}) {
       cluster_->WaitForWorkers(m, 1);
     }
     gateway_ = cluster_->StartGateway().release();
@@ -508,6 +508,19 @@ TEST_F(NativeServing, MpnetEmbedsAsTheReference) {
       kModels + "/mpnet-tiny", "t/mpnet",
       {"fish", "Ada Lovelace worked with Charles Babbage on the analytical engine in London, long before computers "
                "ran the world's rivers of data through mills of silicon."});
+}
+
+// ELECTRA (embedding tables narrower than the layers, embeddings_project
+// between) registered from its directory, embedding as transformers.js's
+// tokenizer and the float64 reference do; its cross-encoder registers to
+// score (ms-marco-electra's layout: RoBERTa's head with GELU).
+TEST_F(NativeServing, ElectraEmbedsAsTheReference) {
+  ExpectEmbeddingsAsTheReference(kModels + "/electra-tiny", "t/electra",
+                                 {"the river runs past the old mill", "fish"});
+  auto spec = admin::SpecFromDirectory(kModels + "/electra-cross-encoder-tiny");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->task, Task::kScore);
+  ExpectRegisters(kModels + "/electra-cross-encoder-tiny");
 }
 
 // SPLADE registered from its directory: sparse vectors by default, equal to

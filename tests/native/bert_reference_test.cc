@@ -128,7 +128,7 @@ INSTANTIATE_TEST_SUITE_P(Models, BertReference,
                                            "modernbert-reranker-tiny", "deberta-v3-tiny",
                                            "deberta-v3-classifier-tiny", "jina-v2-tiny", "jina-reranker-tiny",
                                            "distilbert-tiny", "distilbert-classifier-tiny", "mpnet-tiny",
-                                           "mpnet-cross-encoder-tiny"),
+                                           "mpnet-cross-encoder-tiny", "electra-tiny", "electra-cross-encoder-tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';

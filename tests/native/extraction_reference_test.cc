@@ -129,7 +129,8 @@ TEST_P(TokenClassifierReference, EntitiesMatchThePipeline) {
 INSTANTIATE_TEST_SUITE_P(
     Models, TokenClassifierReference,
     ::testing::Combine(::testing::Values("bert-ner-tiny", "roberta-ner-tiny", "xlmr-ner-tiny", "modernbert-ner-tiny",
-                                         "deberta-v3-ner-tiny", "distilbert-ner-tiny", "mpnet-ner-tiny"),
+                                         "deberta-v3-ner-tiny", "distilbert-ner-tiny", "mpnet-ner-tiny",
+                                         "electra-ner-tiny"),
                        ::testing::Values(Aggregation::kNone, Aggregation::kSimple, Aggregation::kFirst,
                                          Aggregation::kAverage, Aggregation::kMax)),
     [](const auto& info) {

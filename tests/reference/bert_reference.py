@@ -30,7 +30,9 @@ bert with position_embedding_type alibi: jina-embeddings-v2, jina-reranker-v1)
 jina_bert_reference.py's JinaBertEncoder, DistilBERT ones (model_type distilbert)
 distilbert_reference.py's DistilBertEncoder, MPNet ones (model_type mpnet:
 all-mpnet-base-v2, multi-qa-mpnet-base-*, MPNet cross-encoders) mpnet_reference.py's
-MPNetEncoder; the rest of this docstring is the BERT family's.
+MPNetEncoder, ELECTRA ones (model_type electra: cross-encoder/ms-marco-electra-base,
+ELECTRA discriminators fine-tuned as classifiers and NER models, ELECTRA embedders)
+electra_reference.py's ElectraEncoder; the rest of this docstring is the BERT family's.
 
 Handles BertModel / RobertaModel / XLMRobertaModel (sentence-transformers layout: no prefix),
 BertForSequenceClassification (bert. prefix, pooler dense+tanh on [CLS], then
@@ -120,6 +122,24 @@ class Checkpoint:
 
     def norm(self, x, name):
         return layer_norm(x, self.p(name + ".weight"), self.p(name + ".bias"), self.eps)
+
+    def self_attention(self, x, names, attended=None, bias=None):
+        """Multi-head self-attention of x [seq, hidden] through the query, key, value
+        and output projections `names` (under the prefix), over self.heads heads of
+        self.head_dim: bias [heads, seq, seq] (or None) added to the scaled scores,
+        keys from `attended` on (None: none) masked out of every query's softmax."""
+        seq = x.shape[0]
+
+        def heads(name):  # [seq, hidden] -> [heads, seq, head_dim]
+            return self.dense(x, name).reshape(seq, self.heads, self.head_dim).transpose(0, 1)
+
+        q, k, v = heads(names[0]), heads(names[1]), heads(names[2])
+        scores = q @ k.transpose(1, 2) / math.sqrt(self.head_dim)          # [heads, seq, seq]
+        if bias is not None:
+            scores = scores + bias
+        if attended is not None:
+            scores[:, :, attended:] = float("-inf")
+        return self.dense(attend(scores, v), names[3])
 
     def run(self, ids, type_ids=None):
         """What Shoal serves for one input: a token classifier's logits per token
@@ -240,9 +260,9 @@ def load_encoder(model_dir, body_only=False):
     """The reference for the directory's architecture: ModernBERT's (modernbert_reference.py),
     NomicBERT's (nomic_bert_reference.py), DeBERTa-v2's (deberta_v2_reference.py, which
     also refuses DeBERTa v1's "deberta"), JinaBERT's (jina_bert_reference.py: BERT with
-    ALiBi), DistilBERT's (distilbert_reference.py), MPNet's (mpnet_reference.py) or the
-    BERT family's. body_only (Encoder's): the BERT family's, ModernBERT's, DistilBERT's
-    and MPNet's only; the others raise ValueError."""
+    ALiBi), DistilBERT's (distilbert_reference.py), MPNet's (mpnet_reference.py), ELECTRA's
+    (electra_reference.py) or the BERT family's. body_only (Encoder's): the BERT family's,
+    ModernBERT's, DistilBERT's, MPNet's and ELECTRA's only; the others raise ValueError."""
     with open(os.path.join(model_dir, "config.json")) as f:
         cfg = json.load(f)
     model_type = cfg.get("model_type")
@@ -255,6 +275,9 @@ def load_encoder(model_dir, body_only=False):
     if model_type == "mpnet":
         from mpnet_reference import MPNetEncoder
         return MPNetEncoder(model_dir, body_only=body_only)
+    if model_type == "electra":
+        from electra_reference import ElectraEncoder
+        return ElectraEncoder(model_dir, body_only=body_only)
     if body_only and (model_type in ("nomic_bert", "deberta-v2", "deberta")
                       or (model_type == "bert" and cfg.get("position_embedding_type") == "alibi")):
         raise ValueError(f"{model_type} ({cfg.get('position_embedding_type', 'absolute')} positions): "

@@ -32,13 +32,12 @@ bert_reference.py's (gelu, gelu_new, gelu_pytorch_tanh, relu), a dim not divisib
 n_heads, an architecture with another head (question answering, multiple choice).
 """
 import json
-import math
 import os
 import sys
 
 import torch
 
-from bert_reference import ACTIVATIONS, Checkpoint, attend, read_sentence_transformers
+from bert_reference import ACTIVATIONS, Checkpoint, read_sentence_transformers
 
 EPS = 1e-12  # every nn.LayerNorm in modeling_distilbert.py
 HEADS = ("DistilBertModel", "DistilBertForSequenceClassification", "DistilBertForTokenClassification",
@@ -84,20 +83,6 @@ class DistilBertEncoder(Checkpoint):
         if not self.classifier and not self.token_classifier and not body_only:
             self.pooling, self.normalize = read_sentence_transformers(model_dir)
 
-    def attention(self, x, L, attended=None):
-        seq = x.shape[0]
-
-        def heads(name):  # [seq, dim] -> [heads, seq, head_dim]
-            y = self.dense(x, L + "attention." + name)
-            return y.reshape(seq, self.heads, self.head_dim).transpose(0, 1)
-
-        q, k, v = heads("q_lin"), heads("k_lin"), heads("v_lin")
-        scores = q @ k.transpose(1, 2) / math.sqrt(self.head_dim)          # [heads, seq, seq]
-        if attended is not None:
-            scores[:, :, attended:] = float("-inf")
-        context = attend(scores, v)
-        return self.dense(context, L + "attention.out_lin")
-
     def hidden_states(self, ids, type_ids=None, attended=None):
         """[seq, dim] output of the last layer. type_ids: checked for length, else
         ignored (no token types). attended: how many leading positions may be
@@ -110,7 +95,8 @@ class DistilBertEncoder(Checkpoint):
         x = self.norm(x, "embeddings.LayerNorm")
         for n in range(self.layers):
             L = f"transformer.layer.{n}."
-            sa = self.norm(x + self.attention(x, L, attended), L + "sa_layer_norm")
+            attn = [L + "attention." + p for p in ("q_lin", "k_lin", "v_lin", "out_lin")]
+            sa = self.norm(x + self.self_attention(x, attn, attended), L + "sa_layer_norm")
             ffn = self.dense(self.act(self.dense(sa, L + "ffn.lin1")), L + "ffn.lin2")
             x = self.norm(sa + ffn, L + "output_layer_norm")
         return x

@@ -63,7 +63,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_reference import ACTIVATIONS, Checkpoint, attend, read_sentence_transformers  # noqa: E402
+from bert_reference import ACTIVATIONS, Checkpoint, read_sentence_transformers  # noqa: E402
 
 PADDING_IDX = 1       # MPNetEmbeddings.padding_idx, fixed in modeling_mpnet.py
 NUM_BUCKETS = 32      # MPNetEncoder.compute_position_bias's default, which forward() uses
@@ -167,20 +167,6 @@ class MPNetEncoder(Checkpoint):
         values = self.p("encoder.relative_attention_bias.weight")[buckets]   # [seq, seq, heads]
         return values.permute(2, 0, 1)
 
-    def attention(self, x, L, bias, attended=None):
-        seq = x.shape[0]
-
-        def heads(name):  # [seq, hidden] -> [heads, seq, head_dim]
-            y = self.dense(x, L + "attention.attn." + name)
-            return y.reshape(seq, self.heads, self.head_dim).transpose(0, 1)
-
-        q, k, v = heads("q"), heads("k"), heads("v")
-        scores = q @ k.transpose(1, 2) / math.sqrt(self.head_dim) + bias   # [heads, seq, seq]
-        if attended is not None:
-            scores[:, :, attended:] = float("-inf")
-        context = attend(scores, v)
-        return self.dense(context, L + "attention.attn.o")
-
     def hidden_states(self, ids, type_ids=None, attended=None):
         """[seq, hidden] output of the last layer. type_ids: checked for length, else
         ignored (no token types). attended: how many leading positions may be
@@ -194,7 +180,8 @@ class MPNetEncoder(Checkpoint):
         bias = self.position_bias(len(ids))
         for n in range(self.layers):
             L = f"encoder.layer.{n}."
-            h1 = self.norm(self.attention(x, L, bias, attended) + x, L + "attention.LayerNorm")
+            attn = [L + "attention.attn." + p for p in "qkvo"]
+            h1 = self.norm(self.self_attention(x, attn, attended, bias) + x, L + "attention.LayerNorm")
             ffn = self.dense(self.act(self.dense(h1, L + "intermediate.dense")), L + "output.dense")
             x = self.norm(ffn + h1, L + "output.LayerNorm")
         return x

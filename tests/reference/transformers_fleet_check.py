@@ -42,6 +42,7 @@ MODELS = {
     "distilbert-tiny": "dense",
     "distilbert-splade-tiny": "sparse",
     "mpnet-tiny": "dense",
+    "electra-tiny": "dense",
 }
 
 TEXTS = [

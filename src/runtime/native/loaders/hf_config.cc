@@ -154,6 +154,7 @@ const char* EncoderConfig::cpu_only_family() const {
   if (non_bert_family()) return non_bert_family();
   if (is_distilbert()) return "DistilBERT";
   if (is_mpnet()) return "MPNet";
+  if (is_electra()) return "ELECTRA";
   return nullptr;
 }
 
@@ -299,6 +300,7 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
     c.num_attention_heads = j->at(distil ? "n_heads" : "num_attention_heads").get<uint32_t>();
     c.intermediate_size = j->at(distil ? "hidden_dim" : "intermediate_size").get<uint32_t>();
     c.vocab_size = j->at("vocab_size").get<uint32_t>();
+    if (c.is_electra()) c.embedding_size = j->value("embedding_size", c.hidden_size);
     c.layer_norm_eps = distil ? 1e-12f : j->value("layer_norm_eps", 1e-12f);
     c.max_position_embeddings = j->value("max_position_embeddings", 512u);
     c.type_vocab_size = distil || c.is_mpnet() ? 0u : j->value("type_vocab_size", 2u);

@@ -85,6 +85,9 @@ struct EncoderConfig {
   std::string model_type;               // bert, roberta, xlm-roberta, modernbert, ...
   std::vector<std::string> architectures;
   uint32_t hidden_size = 0;
+  // ELECTRA: the embedding tables' width when narrower than the layers'
+  // (embeddings_project maps it up); 0: hidden_size.
+  uint32_t embedding_size = 0;
   uint32_t num_hidden_layers = 0;
   uint32_t num_attention_heads = 0;
   uint32_t intermediate_size = 0;
@@ -107,6 +110,8 @@ struct EncoderConfig {
   bool is_modernbert() const { return model_type == "modernbert"; }
   bool is_distilbert() const { return model_type == "distilbert"; }
   bool is_mpnet() const { return model_type == "mpnet"; }
+  bool is_electra() const { return model_type == "electra"; }
+  uint32_t embedding_width() const { return embedding_size > 0 ? embedding_size : hidden_size; }
   bool is_nomic_bert() const { return model_type == "nomic_bert"; }
   bool is_deberta_v2() const { return model_type == "deberta-v2"; }
   bool is_jina_bert() const { return jina.alibi; }

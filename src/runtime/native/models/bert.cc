@@ -58,10 +58,11 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
   WeightReader r(w, &m->converted_, precision);
 
   const int64_t H = config.hidden_size;  // tensor shapes
+  const int64_t E = config.embedding_width();  // the embedding tables' (ELECTRA's may be narrower)
   const size_t h = config.hidden_size, inter = config.intermediate_size;  // layer sizes
   const std::string p = EncoderWeightPrefix(w);
   const std::string e = p + "embeddings.";
-  SHOAL_ASSIGN_OR_RETURN(m->word_, r.Tensor(e + "word_embeddings.weight", {config.vocab_size, H}));
+  SHOAL_ASSIGN_OR_RETURN(m->word_, r.Tensor(e + "word_embeddings.weight", {config.vocab_size, E}));
   if (config.is_jina_bert()) {
     m->relative_bias_ = AlibiBias(AlibiSlopes(static_cast<int>(config.num_attention_heads)), config.max_tokens());
   } else {
@@ -72,13 +73,17 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
       m->relative_bias_ = MpnetBias(buckets, config.num_attention_heads, config.max_tokens());
     }
     SHOAL_ASSIGN_OR_RETURN(m->position_,
-                           r.Tensor(e + "position_embeddings.weight", {config.max_position_embeddings, H}));
+                           r.Tensor(e + "position_embeddings.weight", {config.max_position_embeddings, E}));
   }
   if (config.type_vocab_size > 0) {  // DistilBERT has none
-    SHOAL_ASSIGN_OR_RETURN(m->token_type_, r.Tensor(e + "token_type_embeddings.weight", {config.type_vocab_size, H}));
+    SHOAL_ASSIGN_OR_RETURN(m->token_type_, r.Tensor(e + "token_type_embeddings.weight", {config.type_vocab_size, E}));
   }
-  SHOAL_ASSIGN_OR_RETURN(m->emb_ln_gamma_, r.Tensor(e + "LayerNorm.weight", {H}));
-  SHOAL_ASSIGN_OR_RETURN(m->emb_ln_beta_, r.Tensor(e + "LayerNorm.bias", {H}));
+  SHOAL_ASSIGN_OR_RETURN(m->emb_ln_gamma_, r.Tensor(e + "LayerNorm.weight", {E}));
+  SHOAL_ASSIGN_OR_RETURN(m->emb_ln_beta_, r.Tensor(e + "LayerNorm.bias", {E}));
+  if (E != H) {  // ELECTRA's narrower embeddings, mapped up to the layers' width
+    SHOAL_ASSIGN_OR_RETURN(m->embeddings_project_, r.Linear({p + "embeddings_project"}, {h}, static_cast<size_t>(E)));
+    m->linear_bytes_ += m->embeddings_project_->memory_bytes();
+  }
 
   m->layers_.resize(config.num_hidden_layers);
   for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
@@ -109,7 +114,8 @@ Result<std::unique_ptr<Bert>> Bert::Load(const std::string& dir, const EncoderCo
     const uint32_t labels = config.num_labels;
     const ClassifierHeadNames head = FindClassifierHead(w, p);
     SHOAL_ASSIGN_OR_RETURN(m->head_dense_, r.Linear({head.dense}, {h}, h));
-    m->head_activation_ = head.activation;
+    // ELECTRA's head is RoBERTa's layout with GELU (erf) instead of tanh.
+    m->head_activation_ = config.is_electra() ? cpu::Activation::kGelu : head.activation;
     SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({head.out}, {labels}, h));
     m->linear_bytes_ += m->head_dense_->memory_bytes() + m->classifier_->memory_bytes();
   } else if (config.token_classifier()) {
@@ -145,10 +151,9 @@ LoraTargets Bert::LoraTargetsOf(const EncoderConfig& config, const SafeTensors& 
 }
 
 size_t Bert::memory_bytes() const {
-  const size_t H = config_.hidden_size;
   // Embedding tables (mapped or converted) plus the prepared dense layers.
   return (static_cast<size_t>(config_.vocab_size) + (position_ ? config_.max_position_embeddings : 0) +
-          config_.type_vocab_size) * H * sizeof(float) + linear_bytes_;
+          config_.type_vocab_size) * config_.embedding_width() * sizeof(float) + linear_bytes_;
 }
 
 void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
@@ -157,29 +162,37 @@ void Bert::Forward(std::span<const TokenSequence> seqs, std::vector<float>* hidd
   *offsets = SequenceOffsets(seqs);
   const size_t T = offsets->back();
 
-  // Embeddings: word + position (none with ALiBi) + token type, then LayerNorm.
+  // Embeddings: word + position (none with ALiBi) + token type, then
+  // LayerNorm, at the tables' width E; ELECTRA's narrower ones then projected.
+  const size_t E = config_.embedding_width();
   std::vector<float>& x = *hidden;
-  x.resize(T * H);
+  std::vector<float> narrow;
+  std::vector<float>& emb = E == H ? x : narrow;
+  emb.resize(T * E);
   std::vector<int32_t> positions;
   size_t row = 0;
   for (const auto& q : seqs) {
     positions.resize(q.ids.size());
     if (position_) EncoderPositions(config_, q.ids, positions.data());
     for (size_t j = 0; j < q.ids.size(); ++j, ++row) {
-      const float* w = word_ + static_cast<size_t>(q.ids[j]) * H;
-      float* o = x.data() + row * H;
-      std::memcpy(o, w, H * sizeof(float));
+      const float* w = word_ + static_cast<size_t>(q.ids[j]) * E;
+      float* o = emb.data() + row * E;
+      std::memcpy(o, w, E * sizeof(float));
       if (position_) {
-        const float* p = position_ + static_cast<size_t>(positions[j]) * H;
-        for (size_t k = 0; k < H; ++k) o[k] += p[k];
+        const float* p = position_ + static_cast<size_t>(positions[j]) * E;
+        for (size_t k = 0; k < E; ++k) o[k] += p[k];
       }
       if (token_type_) {
-        const float* t = token_type_ + (q.type_ids.empty() ? 0 : static_cast<size_t>(q.type_ids[j])) * H;
-        for (size_t k = 0; k < H; ++k) o[k] += t[k];
+        const float* t = token_type_ + (q.type_ids.empty() ? 0 : static_cast<size_t>(q.type_ids[j])) * E;
+        for (size_t k = 0; k < E; ++k) o[k] += t[k];
       }
     }
   }
-  cpu::LayerNorm(x.data(), nullptr, T, H, emb_ln_gamma_, emb_ln_beta_, config_.layer_norm_eps, threads);
+  cpu::LayerNorm(emb.data(), nullptr, T, E, emb_ln_gamma_, emb_ln_beta_, config_.layer_norm_eps, threads);
+  if (embeddings_project_) {
+    x.resize(T * H);
+    embeddings_project_->Forward(emb.data(), T, x.data(), cpu::Activation::kNone, threads);
+  }
 
   const int heads = static_cast<int>(config_.num_attention_heads);
   const int head_dim = static_cast<int>(H / heads);

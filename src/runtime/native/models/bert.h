@@ -8,7 +8,9 @@
 // no token types and a classifier head of pre_classifier + ReLU. MPNet is
 // BERT's layer (attention.attn.q/k/v/o) with no token types, RoBERTa's
 // positions and head, and T5-style bucketed relative-position bias on the
-// scores, one table shared by every layer.
+// scores, one table shared by every layer. ELECTRA is BERT's body under
+// "electra." with embedding tables that may be narrower than the layers
+// (embeddings_project maps them up) and RoBERTa's head with GELU.
 //
 // JinaBERT (jina-embeddings-v2 and its rerankers: position_embedding_type
 // alibi) is BERT with two changes: no position table — ALiBi, a penalty
@@ -85,6 +87,7 @@ class Bert final : public EncoderNetwork {
   const float* position_ = nullptr;  // null with ALiBi
   const float* token_type_ = nullptr;  // null without token types (DistilBERT)
   cpu::RelativeBias relative_bias_;  // JinaBERT's ALiBi, MPNet's buckets; empty for the rest
+  std::unique_ptr<cpu::Linear> embeddings_project_;  // ELECTRA's, when its embeddings are narrower
   const float* emb_ln_gamma_ = nullptr;
   const float* emb_ln_beta_ = nullptr;
   std::vector<Layer> layers_;

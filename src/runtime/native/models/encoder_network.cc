@@ -8,7 +8,7 @@
 namespace shoal::native {
 
 std::string EncoderWeightPrefix(const SafeTensors& w) {
-  for (const char* p : {"", "bert.", "roberta.", "distilbert.", "mpnet.", "deberta.", "model.", "encoder."}) {
+  for (const char* p : {"", "bert.", "roberta.", "distilbert.", "mpnet.", "electra.", "deberta.", "model.", "encoder."}) {
     if (w.Find(std::string(p) + "embeddings.word_embeddings.weight")) return p;
   }
   return "";
