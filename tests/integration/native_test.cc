@@ -78,7 +78,8 @@ class NativeServing : public ::testing::Test {
                            std::pair{"jina-reranker-tiny", "t/jina-rerank"},
                            std::pair{"distilbert-tiny", "t/distilbert"},
                            std::pair{"distilbert-splade-tiny", "t/distilbert-splade"},
-                           std::pair{"mpnet-tiny", "t/mpnet"}, std::pair{"electra-tiny", "t/electra"}}) {
+                           std::pair{"mpnet-tiny", "t/mpnet"}, std::pair{"electra-tiny", "t/electra"},
+                           std::pair{"splade-modernbert-tiny", "t/splade-modernbert"}}) {
       auto spec = admin::SpecFromDirectory(kModels + "/" + dir, id);
       EXPECT_TRUE(spec.ok()) << spec.status().ToString();
       if (!spec.ok()) continue;
@@ -90,7 +91,8 @@ class NativeServing : public ::testing::Test {
                           "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed", "t/gte-qwen2",
                           "t/splade",
                           "t/colbert", "t/colbert-modernbert", "t/bge-m3", "t/nomic", "t/deberta", "t/deberta-nli", "t/deberta-ner", "t/jina",
-                          "t/jina-rerank", "t/distilbert", "t/distilbert-splade", "t/mpnet", "t/electra"}) {
+                          "t/jina-rerank", "t/distilbert", "t/distilbert-splade", "t/mpnet", "t/electra",
+                          "t/splade-modernbert"}) {
       cluster_->WaitForWorkers(m, 1);
     }
     gateway_ = cluster_->StartGateway().release();
@@ -117,7 +119,7 @@ class NativeServing : public ::testing::Test {
   // tokenizer and the float64 reference on `dir`.
   static void ExpectEmbeddingsAsTheReference(const std::string& dir, const std::string& id,
                                              const std::vector<std::string>& texts);
-  // SPLADE's vectors, shared by the BERT and DistilBERT bodies.
+  // SPLADE's vectors, shared by the BERT, DistilBERT and ModernBERT bodies.
   static void ExpectSparseAsTheReference(const std::string& dir, const std::string& id);
   // Decoder embedder checks, shared by the causal and the bidirectional one.
   static void ExpectDecoderEmbedderAsTheReference(const std::string& model, const std::string& id);
@@ -508,6 +510,14 @@ TEST_F(NativeServing, MpnetEmbedsAsTheReference) {
       kModels + "/mpnet-tiny", "t/mpnet",
       {"fish", "Ada Lovelace worked with Charles Babbage on the analytical engine in London, long before computers "
                "ran the world's rivers of data through mills of silicon."});
+}
+
+// SPLADE on a ModernBERT body (ModernBertForMaskedLM's head: head.dense,
+// head.norm without bias, the decoder tied to tok_embeddings) registered
+// from its directory, as transformers.js's tokenizer and the float64
+// reference make its vectors.
+TEST_F(NativeServing, SpladeOnAModernBertBodyAsTheReference) {
+  ExpectSparseAsTheReference(kModels + "/splade-modernbert-tiny", "t/splade-modernbert");
 }
 
 // ELECTRA (embedding tables narrower than the layers, embeddings_project

@@ -5,8 +5,9 @@ for Shoal's native runtime tests.
 usage: sparse_multivector_reference.py splade|colbert|bgem3 MODEL_DIR IN.json OUT.json
 
 splade: a sentence-transformers SparseEncoder (modules.json: MLMTransformer, then
-SpladePooling), its model a BertForMaskedLM, a (XLM-)RobertaForMaskedLM or a
-DistilBertForMaskedLM (the body by config.json's model_type, bert_reference.load_encoder).
+SpladePooling), its model a BertForMaskedLM, a (XLM-)RobertaForMaskedLM, a
+DistilBertForMaskedLM or a ModernBertForMaskedLM (the body by config.json's model_type,
+bert_reference.load_encoder).
   IN.json:  {"inputs": [{"ids": [...]}, ...]}  (token ids as the tokenizer made
             them, [CLS] ... [SEP])
   OUT.json: {"outputs": [[V floats], ...]}  (the whole vocabulary-sized vector)
@@ -19,7 +20,11 @@ DistilBertForMaskedLM (the body by config.json's model_type, bert_reference.load
   (layer_norm_eps), the tied decoder plus lm_head.bias (or lm_head.decoder.*);
   DistilBERT's vocab_transform, the config's activation, vocab_layer_norm (eps
   1e-12), then vocab_projector: its weight tied to the word embeddings (or stored),
-  its own vocab_projector.bias. Then log(1 + relu(logits)) per token, pooled over all
+  its own vocab_projector.bias; ModernBERT's head.dense (its bias only if stored:
+  classifier_bias), the config's classifier_activation, head.norm (norm_eps; its bias
+  only if stored: norm_bias), then the decoder: the token embeddings
+  (model.embeddings.tok_embeddings, tied) or decoder.weight when stored, plus
+  decoder.bias (decoder_bias). Then log(1 + relu(logits)) per token, pooled over all
   tokens by 1_SpladePooling's pooling_strategy: "max" or "sum".
 
 colbert: a PyLate ColBERT (modules.json: Transformer, then PyLate Dense modules),
@@ -63,9 +68,9 @@ state dicts, read with torch.load(weights_only=True)).
 
 Float64 throughout, each input alone; the body is bert_reference.py's Encoder
 (plain tensor operations from the architecture's definition, weights read by
-safetensors_io.py), or for a ColBERT on ModernBERT modernbert_reference.py's
-ModernBertEncoder, for a DistilBERT (SPLADE or ColBERT) distilbert_reference.py's
-DistilBertEncoder (bert_reference.load_encoder picks them), so this is independent
+safetensors_io.py), or for a ModernBERT (SPLADE or ColBERT) modernbert_reference.py's
+ModernBertEncoder (its hidden states after final_norm), for a DistilBERT (SPLADE or
+ColBERT) distilbert_reference.py's DistilBertEncoder (bert_reference.load_encoder picks them), so this is independent
 of the native engine's code.
 """
 import json
@@ -97,19 +102,26 @@ def modules(model_dir):
 
 # The masked-language-model heads SPLADE runs on: (transform, its LayerNorm, the
 # decoder (its weight tied to the word embeddings unless stored), the decoder's bias
-# when not its own, the activation: None for the body's own, hidden_act / activation).
+# when not its own, the activation: None for the body's own, hidden_act / activation,
+# "classifier" for ModernBERT's classifier_activation). ModernBERT's head has biases
+# only as its config says (classifier_bias: head.dense's, norm_bias: head.norm's,
+# decoder_bias: decoder.bias); the others always have theirs.
 MLM_HEADS = (
     ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
      "cls.predictions.decoder", "cls.predictions.bias", None),            # BertForMaskedLM
     ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", "lm_head.bias", gelu_erf),  # RoBERTa's
     ("vocab_transform", "vocab_layer_norm", "vocab_projector", None, None),  # DistilBertForMaskedLM
+    ("head.dense", "head.norm", "decoder", None, "classifier"),             # ModernBertForMaskedLM
 )
+
+# The tied decoder weight: the body's word (ModernBERT: token) embeddings.
+WORD_EMBEDDINGS = ("embeddings.word_embeddings.weight", "embeddings.tok_embeddings.weight")
 
 
 class Splade:
     def __init__(self, model_dir):
         try:
-            self.enc = load_encoder(model_dir, body_only=True)  # BERT family or DistilBERT
+            self.enc = load_encoder(model_dir, body_only=True)  # BERT family, DistilBERT, ModernBERT
         except ValueError as e:
             raise ModelError(str(e)) from e
         rest = modules(model_dir)
@@ -125,13 +137,41 @@ class Splade:
         head = [h for h in MLM_HEADS if h[0] + ".weight" in w]
         if not head:
             raise ModelError("no masked-language-model head in the checkpoint (BERT's "
-                             "cls.predictions.*, RoBERTa's lm_head.*, DistilBERT's vocab_*)")
+                             "cls.predictions.*, RoBERTa's lm_head.*, DistilBERT's vocab_*, "
+                             "ModernBERT's head.* and decoder.*)")
         self.transform, self.norm, decoder, bias, act = head[0]
-        self.act = act or self.enc.act
-        self.decoder_weight = w.get(decoder + ".weight", self.enc.p("embeddings.word_embeddings.weight"))
+        self.act = self.enc.head_act if act == "classifier" else act or self.enc.act
+        self.decoder_weight = w.get(decoder + ".weight")
+        if self.decoder_weight is None:
+            for name in WORD_EMBEDDINGS:
+                try:
+                    self.decoder_weight = self.enc.p(name)
+                    break
+                except KeyError:
+                    pass
+            else:
+                raise ModelError(f"no {decoder}.weight and no word embeddings to tie it to")
+        hidden, vocab = self.decoder_weight.shape[1], self.decoder_weight.shape[0]
+        cfg = getattr(self.enc, "cfg", {})
+        modernbert = act == "classifier"
+
+        def optional_bias(name, wanted, size):
+            """name's tensor; zeros when the config says the layer has no bias."""
+            if name in w:
+                return w[name]
+            if wanted:
+                raise ModelError(f"no {name} in the checkpoint")
+            return torch.zeros(size, dtype=self.decoder_weight.dtype)
+
+        self.transform_bias = optional_bias(self.transform + ".bias",
+                                            not modernbert or cfg.get("classifier_bias", False), hidden)
+        self.norm_bias = optional_bias(self.norm + ".bias",
+                                       not modernbert or cfg.get("norm_bias", False), hidden)
         self.decoder_bias = w.get(decoder + ".bias", w.get(bias) if bias else None)
         if self.decoder_bias is None:
-            raise ModelError(f"no {decoder}.bias{' or ' + bias if bias else ''} in the checkpoint")
+            if not modernbert or cfg.get("decoder_bias", True):
+                raise ModelError(f"no {decoder}.bias{' or ' + bias if bias else ''} in the checkpoint")
+            self.decoder_bias = torch.zeros(vocab, dtype=self.decoder_weight.dtype)
         dim = pc.get("word_embedding_dimension")
         if dim is not None and dim != self.decoder_weight.shape[0]:
             raise ModelError(f"word_embedding_dimension {dim} != vocabulary "
@@ -141,8 +181,8 @@ class Splade:
         ids = item["ids"]
         enc, w = self.enc, self.enc.w
         h = enc.hidden_states(ids, [0] * len(ids))
-        t = self.act(linear(h, w[self.transform + ".weight"], w[self.transform + ".bias"]))
-        t = layer_norm(t, w[self.norm + ".weight"], w[self.norm + ".bias"], enc.eps)
+        t = self.act(linear(h, w[self.transform + ".weight"], self.transform_bias))
+        t = layer_norm(t, w[self.norm + ".weight"], self.norm_bias, enc.eps)
         logits = linear(t, self.decoder_weight, self.decoder_bias)       # [seq, V]
         values = torch.log1p(torch.clamp(logits, min=0.0))
         pooled = values.max(dim=0).values if self.strategy == "max" else values.sum(dim=0)

@@ -41,6 +41,7 @@ MODELS = {
     "splade-tiny": "sparse",
     "distilbert-tiny": "dense",
     "distilbert-splade-tiny": "sparse",
+    "splade-modernbert-tiny": "sparse",
     "mpnet-tiny": "dense",
     "electra-tiny": "dense",
 }

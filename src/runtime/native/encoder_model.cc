@@ -89,10 +89,14 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
 
 Status EncoderModel::LoadHeads(const PoolingConfig& pooling, const NativeOptions& options) {
   const EncoderConfig& c = network_->config();
-  // SPLADE reads BERT's masked-LM head and bge-m3 is an XLM-R; a ColBERT
-  // projection takes any body's token states.
-  if ((pooling.splade || pooling.bge_m3) && c.non_bert_family()) {
-    return InvalidInput(config_.path + ": sparse outputs (SPLADE, bge-m3) run on BERT-family encoders so far, not " +
+  // SPLADE reads a BERT-family or ModernBERT masked-LM head and bge-m3 is
+  // an XLM-R; a ColBERT projection takes any body's token states.
+  if (pooling.splade && c.non_bert_family() && !c.is_modernbert()) {
+    return InvalidInput(config_.path + ": SPLADE runs on BERT-family and ModernBERT encoders so far, not " +
+                        c.non_bert_family());
+  }
+  if (pooling.bge_m3 && c.non_bert_family()) {
+    return InvalidInput(config_.path + ": bge-m3's heads run on BERT-family encoders (an XLM-R) so far, not " +
                         c.non_bert_family());
   }
   if (pooling.bge_m3 && (pooling.splade || pooling.colbert)) {

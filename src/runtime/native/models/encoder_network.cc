@@ -14,6 +14,13 @@ std::string EncoderWeightPrefix(const SafeTensors& w) {
   return "";
 }
 
+std::string WordEmbeddingsName(const EncoderConfig& config, const SafeTensors& w) {
+  if (config.is_modernbert()) {
+    return (w.Find("embeddings.tok_embeddings.weight") ? "" : "model.") + std::string("embeddings.tok_embeddings.weight");
+  }
+  return EncoderWeightPrefix(w) + "embeddings.word_embeddings.weight";
+}
+
 ClassifierHeadNames FindClassifierHead(const SafeTensors& w, const std::string& prefix) {
   if (w.Find("classifier.out_proj.weight")) return {"classifier.dense", "classifier.out_proj"};  // RoBERTa
   if (w.Find("pre_classifier.weight")) return {"pre_classifier", "classifier", cpu::Activation::kRelu};  // DistilBERT

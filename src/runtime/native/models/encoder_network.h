@@ -76,6 +76,10 @@ class EncoderNetwork {
 // Where the encoder's tensors live in a checkpoint: bare (sentence-
 // transformers), or under the task model's attribute name ("bert.", ...).
 std::string EncoderWeightPrefix(const SafeTensors& w);
+// The word-embedding table's name (what a tied MLM decoder reads): BERT's
+// embeddings.word_embeddings, ModernBERT's embeddings.tok_embeddings, each
+// under its checkpoint's prefix.
+std::string WordEmbeddingsName(const EncoderConfig& config, const SafeTensors& w);
 
 // The two dense layers of a sequence-classification head on the first
 // token: BERT's pooler (dense + tanh) then classifier, RoBERTa's

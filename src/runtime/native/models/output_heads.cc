@@ -34,7 +34,8 @@ Result<std::unique_ptr<SpladeHead>> SpladeHead::Load(const std::string& dir, con
   h->sum_ = splade.sum;
   h->eps_ = config.layer_norm_eps;
   // BERT's head and DistilBERT's apply the config's activation; RoBERTa's
-  // lm_head, GELU.
+  // lm_head, GELU; ModernBERT's, its classifier_activation (and its norm
+  // has a bias only with norm_bias).
   MlmNames names;
   if (w.Find("cls.predictions.transform.dense.weight")) {
     names = {"cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.decoder",
@@ -46,19 +47,25 @@ Result<std::unique_ptr<SpladeHead>> SpladeHead::Load(const std::string& dir, con
   } else if (w.Find("vocab_transform.weight")) {
     names = {"vocab_transform", "vocab_layer_norm", "vocab_projector", "vocab_projector.bias"};
     h->act_ = ActivationOf(config.hidden_act);
+  } else if (config.is_modernbert() && w.Find("head.dense.weight")) {
+    names = {"head.dense", "head.norm", "decoder", "decoder.bias"};
+    h->act_ = ActivationOf(config.modernbert.classifier_act);
   } else {
     return InvalidInput(dir + ": SPLADE needs a masked-language-model head (BERT's cls.predictions.*, RoBERTa's "
-                        "lm_head.* or DistilBERT's vocab_transform/vocab_projector), and the checkpoint has none");
+                        "lm_head.*, DistilBERT's vocab_transform/vocab_projector or ModernBERT's head/decoder), and "
+                        "the checkpoint has none");
   }
   WeightReader r(w, &h->converted_, precision);
   SHOAL_ASSIGN_OR_RETURN(h->transform_, r.Linear({names.dense}, {H}, H));
   SHOAL_ASSIGN_OR_RETURN(h->ln_gamma_, r.Tensor(names.norm + ".weight", {static_cast<int64_t>(H)}));
-  SHOAL_ASSIGN_OR_RETURN(h->ln_beta_, r.Tensor(names.norm + ".bias", {static_cast<int64_t>(H)}));
+  if (!config.is_modernbert() || config.modernbert.norm_bias) {
+    SHOAL_ASSIGN_OR_RETURN(h->ln_beta_, r.Tensor(names.norm + ".bias", {static_cast<int64_t>(H)}));
+  }
   if (w.Find(names.decoder + ".weight") && w.Find(names.decoder + ".bias")) {
     SHOAL_ASSIGN_OR_RETURN(h->decoder_, r.Linear({names.decoder}, {V}, H));
   } else {
     // Tied: the word embeddings, [vocabulary][hidden] as nn.Linear's [out][in].
-    const std::string table = EncoderWeightPrefix(w) + "embeddings.word_embeddings.weight";
+    const std::string table = WordEmbeddingsName(config, w);
     const std::string weight_name = w.Find(names.decoder + ".weight") ? names.decoder + ".weight" : table;
     // Converted copies (f16/bf16 checkpoints) are dropped once the Linear has its own.
     std::vector<std::vector<float>> scratch;
