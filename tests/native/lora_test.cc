@@ -25,6 +25,7 @@
 #include "runtime/generator.h"
 #include "runtime/native/lora/lora_registry.h"
 #include "runtime/native/models/bert.h"
+#include "runtime/native/models/cpu_encoder.h"
 #include "runtime/native/native_runtime.h"
 #include "runtime/registry/registry.h"
 
@@ -76,8 +77,9 @@ TEST_P(LoraEncoder, AMixedBatchOfEightAdaptersMatchesTheMergedReference) {
   const std::string base = GetParam(), dir = ModelDir(base);
   auto config = LoadEncoderConfig(dir);
   ASSERT_TRUE(config.ok()) << config.status().ToString();
-  auto bert = Bert::Load(dir, *config, cpu::Precision::kF32);
+  auto bert = LoadCpuEncoder(dir, *config, cpu::Precision::kF32);
   ASSERT_TRUE(bert.ok()) << bert.status().ToString();
+  ASSERT_NE((*bert)->lora_targets(), nullptr);
   auto pooling = LoadPoolingConfig(dir);
   ASSERT_TRUE(pooling.ok());
 
@@ -130,7 +132,7 @@ TEST_P(LoraEncoder, AMixedBatchOfEightAdaptersMatchesTheMergedReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, LoraEncoder, ::testing::Values("bert-tiny-mean", "roberta-tiny", "distilbert-tiny",
-                                                                    "mpnet-tiny"));
+                                                                    "mpnet-tiny", "modernbert-tiny"));
 
 // A cross-encoder's adapter may bring its own classifier (modules_to_save).
 TEST(LoraCrossEncoder, AdaptersWithAndWithoutTheirOwnHeadMatchTheReference) {

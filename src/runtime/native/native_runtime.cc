@@ -9,6 +9,7 @@
 #include "runtime/native/encoder_model.h"
 #include "runtime/native/lora/lora_adapter.h"
 #include "runtime/native/models/bert.h"
+#include "runtime/native/models/modernbert.h"
 #include "runtime/native/models/llama.h"
 #include "runtime/native/loaders/decoder_config.h"
 #include "runtime/native/native_options.h"
@@ -98,12 +99,13 @@ Result<uint64_t> NativeRuntime::CheckLora(const ModelConfig& base, const LoraCon
     targets = native::Llama::LoraTargetsOf(config);
   } else {
     SHOAL_ASSIGN_OR_RETURN(const native::EncoderConfig config, native::LoadEncoderConfig(base.path));
-    if (config.non_bert_family()) {
+    if (config.non_bert_family() && !config.is_modernbert()) {
       return InvalidInput("model '" + base.id + "' is a " + config.non_bert_family() +
                           ": the native runtime runs no LoRA adapters on it yet");
     }
     SHOAL_ASSIGN_OR_RETURN(const auto weights, native::SafeTensors::OpenDir(base.path));
-    targets = native::Bert::LoraTargetsOf(config, *weights);
+    targets = config.is_modernbert() ? native::ModernBert::LoraTargetsOf(config, *weights)
+                                     : native::Bert::LoraTargetsOf(config, *weights);
   }
   SHOAL_ASSIGN_OR_RETURN(const auto adapter, native::LoraAdapter::Load(lora.path, targets));
   return static_cast<uint64_t>(adapter->memory_bytes());

@@ -117,7 +117,8 @@ struct EncoderConfig {
   bool is_jina_bert() const { return jina.alibi; }
   // Null for the BERT family (BERT, RoBERTa, XLM-R, ...), whose encoder the
   // GPU backend, LoRA and the output heads run; else the architecture's name
-  // for messages saying what does not run on it yet.
+  // for messages saying what does not run on it yet (ModernBERT takes LoRA
+  // adapters and SPLADE, the rest neither).
   const char* non_bert_family() const;
   // Null where the CUDA backend runs the model (BERT's tensor names and
   // layer); else the architecture's name, for the message saying it does not.

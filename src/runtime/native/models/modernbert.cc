@@ -1,5 +1,6 @@
 #include "runtime/native/models/modernbert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -82,10 +83,25 @@ Result<std::unique_ptr<ModernBert>> ModernBert::Load(const std::string& dir, con
     SHOAL_ASSIGN_OR_RETURN(m->classifier_, r.Linear({"classifier"}, {config.num_labels}, h));
     m->linear_bytes_ += m->head_dense_->memory_bytes() + m->classifier_->memory_bytes();
   }
+  m->lora_targets_ = LoraTargetsOf(config, w);
   const size_t positions = config.max_tokens();
   m->rope_global_ = RotaryTable(positions, head_dim, config.modernbert.global_rope_theta);
   m->rope_local_ = RotaryTable(positions, head_dim, config.modernbert.local_rope_theta);
   return m;
+}
+
+LoraTargets ModernBert::LoraTargetsOf(const EncoderConfig& config, const SafeTensors& weights) {
+  const size_t h = config.hidden_size, inter = config.intermediate_size;
+  const std::string p = Prefix(weights);
+  LoraTargets t;
+  for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
+    const std::string l = p + "layers." + std::to_string(i) + ".";
+    t.linears.push_back({l + "attn.Wqkv", h, 3 * h});
+    t.linears.push_back({l + "attn.Wo", h, h});
+    t.linears.push_back({l + "mlp.Wi", h, 2 * inter});
+    t.linears.push_back({l + "mlp.Wo", inter, h});
+  }
+  return t;
 }
 
 size_t ModernBert::memory_bytes() const {
@@ -129,21 +145,32 @@ void ModernBert::Forward(std::span<const TokenSequence> seqs, std::vector<float>
   float* normed = y + T * H;   // the stream, normed: a block's input
   float* gated = normed + T * H;  // Wi's output [T, 2I]
   float* act = gated + T * 2 * I;
+  // Runs of rows under one adapter; empty for a batch of the base alone.
+  std::vector<LoraSegment> lora;
+  if (std::any_of(seqs.begin(), seqs.end(), [](const TokenSequence& q) { return q.lora != nullptr; })) {
+    for (const TokenSequence& q : seqs) AddLoraRows(&lora, q.ids.size(), q.lora);
+  }
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& L = layers_[i];
+    const size_t t = i * kLoraPerLayer;  // this layer's first LoRA target
     // Layer 0 reads the stream itself; later layers' input was normed at the
     // end of the layer before.
-    L.qkv->Forward(i == 0 ? x.data() : normed, T, qkv, none, threads);
+    const float* in = i == 0 ? x.data() : normed;
+    L.qkv->Forward(in, T, qkv, none, threads);
+    ApplyLora(lora, t, in, H, qkv, 3 * H, 0, threads);
     // Queries and keys are the first 2H columns: one rotary call as 2·heads heads.
     cpu::Rope(qkv, 3 * H, T, 2 * heads, head_dim, positions.data(),
               L.global ? rope_global_.data() : rope_local_.data(), threads);
     cpu::Attention(qkv, qkv + H, qkv + 2 * H, 3 * H, ctx, *offsets, heads, head_dim, scale, threads,
                    L.global ? 0 : config_.modernbert.local_window, keys);
     L.attn_out->Forward(ctx, T, y, none, threads);
+    ApplyLora(lora, t + 1, ctx, H, y, H, 0, threads);
     cpu::ResidualLayerNorm(x.data(), y, normed, T, H, L.mlp_gamma, L.mlp_beta, eps, threads);
     L.wi->Forward(normed, T, gated, none, threads);
+    ApplyLora(lora, t + 2, normed, H, gated, 2 * I, 0, threads);
     cpu::GeluMul(gated, T, I, act, threads);
     L.wo->Forward(act, T, y, none, threads);
+    ApplyLora(lora, t + 3, act, I, y, H, 0, threads);
     if (i + 1 < layers_.size()) {
       const Layer& next = layers_[i + 1];
       cpu::ResidualLayerNorm(x.data(), y, normed, T, H, next.attn_gamma, next.attn_beta, eps, threads);

@@ -11,7 +11,9 @@
 // then the classifier, on the CLS token or the mean (classifier_pooling)
 // for a sequence classifier and on every token for a token classifier.
 //
-// A batch runs packed, as Bert does (bert.h). No LoRA adapters yet.
+// A batch runs packed, as Bert does (bert.h), and sequences may run under
+// different LoRA adapters in one batch (on attn.Wqkv, attn.Wo, mlp.Wi,
+// mlp.Wo; an adapter's own head is not taken yet).
 //
 // Threading: immutable after Load; Embed and the heads may run from several
 // threads at once (all scratch memory is per call), each call using at most
@@ -27,6 +29,7 @@
 #include "common/status.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/safetensors.h"
+#include "runtime/native/lora/lora_adapter.h"
 #include "runtime/native/models/encoder_network.h"
 
 namespace shoal::native {
@@ -42,6 +45,11 @@ class ModernBert final : public EncoderNetwork {
   const EncoderConfig& config() const override { return config_; }
   bool has_classifier() const override { return classifier_ != nullptr; }
   size_t memory_bytes() const override;
+  // Per layer, in order: attn.Wqkv, attn.Wo, mlp.Wi, mlp.Wo (kLoraPerLayer).
+  const LoraTargets* lora_targets() const override { return &lora_targets_; }
+  static constexpr size_t kLoraPerLayer = 4;
+  // The same, from the config and the checkpoint's names alone.
+  static LoraTargets LoraTargetsOf(const EncoderConfig& config, const SafeTensors& weights);
 
   Status HiddenStates(std::span<const TokenSequence> seqs, std::vector<float>* hidden,
                       std::vector<uint32_t>* offsets, int threads) const override;
@@ -74,6 +82,7 @@ class ModernBert final : public EncoderNetwork {
   const float* head_beta_ = nullptr;
   std::unique_ptr<cpu::Linear> classifier_;
   size_t linear_bytes_ = 0;
+  LoraTargets lora_targets_;
 };
 
 }  // namespace shoal::native
