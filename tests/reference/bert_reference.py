@@ -106,12 +106,30 @@ class Checkpoint:
     (prefix: "" in a bare model's checkpoint, e.g. "distilbert." in a *For* head's),
     with the accessors the encoder references share; norm() uses the subclass's eps."""
 
-    def load_weights(self, model_dir, head_prefix):
+    def read_config(self, model_dir, model_type, program, unsupported):
+        """config.json into self.cfg (returned), or exit naming what unsupported(cfg)
+        lists; self.classifier / token_classifier from its architecture."""
+        with open(os.path.join(model_dir, "config.json")) as f:
+            self.cfg = cfg = json.load(f)
+        problems = unsupported(cfg)
+        if problems:
+            sys.exit(f"{program}: {model_dir}: not implemented: {'; '.join(problems)}")
+        self.model_type = model_type
+        arch = (cfg.get("architectures") or [""])[0]
+        self.classifier = arch.endswith("ForSequenceClassification")
+        self.token_classifier = arch.endswith("ForTokenClassification")
+        return cfg
+
+    def load_weights(self, model_dir, head_prefix, body_only=False):
+        """The tensors, and an embedder's sentence-transformers pooling unless
+        body_only (callers that apply a head of their own)."""
         raw = read_model_dir(model_dir, dtype=np.float64)
         self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
         self.prefix = "" if "embeddings.word_embeddings.weight" in self.w else head_prefix
         if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
             raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
+        if not self.classifier and not self.token_classifier and not body_only:
+            self.pooling, self.normalize = read_sentence_transformers(model_dir)
 
     def p(self, name):
         return self.w[self.prefix + name]

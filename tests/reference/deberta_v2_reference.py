@@ -39,14 +39,11 @@ Configs this does not implement exit with a message: DeBERTa v1 (model_type
 "deberta"), separate position projections (share_att_key false), p2p attention, the
 convolution layer (conv_kernel_size > 0), embedding_size other than hidden_size.
 """
-import json
 import math
-import os
-import sys
 
 import torch
 
-from bert_reference import ACTIVATIONS, Checkpoint, attend, read_sentence_transformers
+from bert_reference import ACTIVATIONS, Checkpoint, attend
 
 
 def pos_att_types(cfg):
@@ -104,12 +101,7 @@ def bucket(r, buckets, max_position):
 
 class DebertaV2Encoder(Checkpoint):
     def __init__(self, model_dir):
-        with open(os.path.join(model_dir, "config.json")) as f:
-            self.cfg = cfg = json.load(f)
-        problems = unsupported(cfg)
-        if problems:
-            sys.exit(f"deberta_v2_reference: {model_dir}: not implemented: {'; '.join(problems)}")
-        self.model_type = "deberta-v2"
+        cfg = self.read_config(model_dir, "deberta-v2", "deberta_v2_reference", unsupported)
         self.heads = cfg["num_attention_heads"]
         self.head_dim = cfg.get("attention_head_size", cfg["hidden_size"] // self.heads)
         self.layers = cfg["num_hidden_layers"]
@@ -126,13 +118,8 @@ class DebertaV2Encoder(Checkpoint):
         if self.max_relative < 1:
             self.max_relative = cfg.get("max_position_embeddings", 512)
         self.att_span = self.buckets if self.buckets > 0 else self.max_relative
-        arch = (cfg.get("architectures") or [""])[0]
-        self.classifier = arch.endswith("ForSequenceClassification")
-        self.token_classifier = arch.endswith("ForTokenClassification")
 
         self.load_weights(model_dir, "deberta.")  # a *For* head's body is under it
-        if not self.classifier and not self.token_classifier:
-            self.pooling, self.normalize = read_sentence_transformers(model_dir)
 
     def split_heads(self, y):
         """[n, heads * head_dim] -> [heads, n, head_dim]."""

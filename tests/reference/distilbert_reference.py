@@ -31,13 +31,10 @@ Configs this does not implement exit with a message: an activation other than
 bert_reference.py's (gelu, gelu_new, gelu_pytorch_tanh, relu), a dim not divisible by
 n_heads, an architecture with another head (question answering, multiple choice).
 """
-import json
-import os
-import sys
 
 import torch
 
-from bert_reference import ACTIVATIONS, Checkpoint, read_sentence_transformers
+from bert_reference import ACTIVATIONS, Checkpoint
 
 EPS = 1e-12  # every nn.LayerNorm in modeling_distilbert.py
 HEADS = ("DistilBertModel", "DistilBertForSequenceClassification", "DistilBertForTokenClassification",
@@ -63,25 +60,15 @@ class DistilBertEncoder(Checkpoint):
     def __init__(self, model_dir, body_only=False):
         """body_only: read just the body (for hidden_states), not the sentence-transformers
         pooling an embedder's run() needs (as bert_reference.Encoder's)."""
-        with open(os.path.join(model_dir, "config.json")) as f:
-            self.cfg = cfg = json.load(f)
-        problems = unsupported(cfg)
-        if problems:
-            sys.exit(f"distilbert_reference: {model_dir}: not implemented: {'; '.join(problems)}")
-        self.model_type = "distilbert"
+        cfg = self.read_config(model_dir, "distilbert", "distilbert_reference", unsupported)
         # DistilBertConfig's defaults where a key is missing.
         self.heads = cfg.get("n_heads", 12)
         self.head_dim = cfg.get("dim", 768) // self.heads
         self.layers = cfg.get("n_layers", 6)
         self.act = ACTIVATIONS[cfg.get("activation", "gelu")]
         self.eps = EPS
-        arch = (cfg.get("architectures") or [""])[0]
-        self.classifier = arch.endswith("ForSequenceClassification")
-        self.token_classifier = arch.endswith("ForTokenClassification")
 
-        self.load_weights(model_dir, "distilbert.")  # a *For* head's body is under it
-        if not self.classifier and not self.token_classifier and not body_only:
-            self.pooling, self.normalize = read_sentence_transformers(model_dir)
+        self.load_weights(model_dir, "distilbert.", body_only=body_only)  # a *For* head's body is under it
 
     def hidden_states(self, ids, type_ids=None, attended=None):
         """[seq, dim] output of the last layer. type_ids: checked for length, else

@@ -34,14 +34,13 @@ absolute, a hidden_act other than bert_reference.py's (gelu, gelu_new, gelu_pyto
 relu), a hidden_size not divisible by num_attention_heads, an architecture with another
 head (question answering, multiple choice, the generator's ElectraForMaskedLM).
 """
-import json
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_reference import ACTIVATIONS, Checkpoint, gelu_erf, read_sentence_transformers  # noqa: E402
+from bert_reference import ACTIVATIONS, Checkpoint, gelu_erf  # noqa: E402
 
 HEADS = ("ElectraModel", "ElectraForPreTraining", "ElectraForSequenceClassification",
          "ElectraForTokenClassification")
@@ -69,12 +68,7 @@ class ElectraEncoder(Checkpoint):
     def __init__(self, model_dir, body_only=False):
         """body_only: read just the body (for hidden_states), not the sentence-transformers
         pooling an embedder's run() needs (as bert_reference.Encoder's)."""
-        with open(os.path.join(model_dir, "config.json")) as f:
-            self.cfg = cfg = json.load(f)
-        problems = unsupported(cfg)
-        if problems:
-            sys.exit(f"electra_reference: {model_dir}: not implemented: {'; '.join(problems)}")
-        self.model_type = "electra"
+        cfg = self.read_config(model_dir, "electra", "electra_reference", unsupported)
         # ElectraConfig's defaults (electra-small's) where a key is missing.
         hidden = cfg.get("hidden_size", 256)
         self.heads = cfg.get("num_attention_heads", 4)
@@ -83,17 +77,12 @@ class ElectraEncoder(Checkpoint):
         self.act = ACTIVATIONS[cfg.get("hidden_act", "gelu")]
         self.eps = cfg.get("layer_norm_eps", 1e-12)
         self.project = cfg.get("embedding_size", 128) != hidden
-        arch = (cfg.get("architectures") or [""])[0]
-        self.classifier = arch.endswith("ForSequenceClassification")
-        self.token_classifier = arch.endswith("ForTokenClassification")
 
-        self.load_weights(model_dir, "electra.")  # a *For* head's body is under it
+        self.load_weights(model_dir, "electra.", body_only=body_only)  # a *For* head's body is under it
         if self.project != (self.prefix + "embeddings_project.weight" in self.w):
             sys.exit(f"electra_reference: {model_dir}: embedding_size {cfg.get('embedding_size', 128)}, "
                      f"hidden_size {hidden}, but embeddings_project "
                      f"{'missing' if self.project else 'present'} in the checkpoint")
-        if not self.classifier and not self.token_classifier and not body_only:
-            self.pooling, self.normalize = read_sentence_transformers(model_dir)
 
     def hidden_states(self, ids, type_ids=None, attended=None):
         """[seq, hidden] output of the last layer. type_ids: token types (None: all 0).

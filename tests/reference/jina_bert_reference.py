@@ -35,14 +35,11 @@ another, jina-bert-v2-qk-post-norm's layout (jina-embeddings-v2-base-code: q/k
 LayerNorms, up_gated_layer / down_layer), a hidden_act the original feed-forward does
 not know, a hidden_size not divisible by num_attention_heads.
 """
-import json
 import math
-import os
-import sys
 
 import torch
 
-from bert_reference import ACTIVATIONS, Checkpoint, DTYPE, attend, gelu_erf, read_sentence_transformers
+from bert_reference import ACTIVATIONS, Checkpoint, DTYPE, attend, gelu_erf
 
 FEED_FORWARD = ("original", "geglu")
 
@@ -82,12 +79,7 @@ def alibi_slopes(heads):
 class JinaBertEncoder(Checkpoint):
     def __init__(self, model_dir, alibi=True):
         """alibi: False zeroes the slopes (a test-only check that ALiBi matters)."""
-        with open(os.path.join(model_dir, "config.json")) as f:
-            self.cfg = cfg = json.load(f)
-        problems = unsupported(cfg)
-        if problems:
-            sys.exit(f"jina_bert_reference: {model_dir}: not implemented: {'; '.join(problems)}")
-        self.model_type = "bert"
+        cfg = self.read_config(model_dir, "bert", "jina_bert_reference", unsupported)
         self.heads = cfg["num_attention_heads"]
         self.head_dim = cfg["hidden_size"] // self.heads
         self.layers = cfg["num_hidden_layers"]
@@ -99,13 +91,8 @@ class JinaBertEncoder(Checkpoint):
         self.slopes = torch.tensor(alibi_slopes(self.heads), dtype=DTYPE)
         if not alibi:
             self.slopes = torch.zeros_like(self.slopes)
-        arch = (cfg.get("architectures") or [""])[0]
-        self.classifier = arch.endswith("ForSequenceClassification")
-        self.token_classifier = arch.endswith("ForTokenClassification")
 
         self.load_weights(model_dir, "bert.")  # a *For* head's body is under it
-        if not self.classifier and not self.token_classifier:
-            self.pooling, self.normalize = read_sentence_transformers(model_dir)
 
     def alibi_bias(self, seq):
         """[heads, seq, seq]: -slope[h] * |i - j|."""

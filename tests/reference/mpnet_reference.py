@@ -55,7 +55,6 @@ python3 mpnet_reference.py --check prints the bucket table for distances -20..20
 checks the float64 buckets against transformers' float32 formula for distances up to
 4096.
 """
-import json
 import math
 import os
 import sys
@@ -63,7 +62,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bert_reference import ACTIVATIONS, Checkpoint, read_sentence_transformers  # noqa: E402
+from bert_reference import ACTIVATIONS, Checkpoint  # noqa: E402
 
 PADDING_IDX = 1       # MPNetEmbeddings.padding_idx, fixed in modeling_mpnet.py
 NUM_BUCKETS = 32      # MPNetEncoder.compute_position_bias's default, which forward() uses
@@ -131,25 +130,15 @@ class MPNetEncoder(Checkpoint):
     def __init__(self, model_dir, body_only=False):
         """body_only: read just the body (for hidden_states), not the sentence-transformers
         pooling an embedder's run() needs (as bert_reference.Encoder's)."""
-        with open(os.path.join(model_dir, "config.json")) as f:
-            self.cfg = cfg = json.load(f)
-        problems = unsupported(cfg)
-        if problems:
-            sys.exit(f"mpnet_reference: {model_dir}: not implemented: {'; '.join(problems)}")
-        self.model_type = "mpnet"
+        cfg = self.read_config(model_dir, "mpnet", "mpnet_reference", unsupported)
         # MPNetConfig's defaults where a key is missing.
         self.heads = cfg.get("num_attention_heads", 12)
         self.head_dim = cfg.get("hidden_size", 768) // self.heads
         self.layers = cfg.get("num_hidden_layers", 12)
         self.act = ACTIVATIONS[cfg.get("hidden_act", "gelu")]
         self.eps = cfg.get("layer_norm_eps", 1e-12)
-        arch = (cfg.get("architectures") or [""])[0]
-        self.classifier = arch.endswith("ForSequenceClassification")
-        self.token_classifier = arch.endswith("ForTokenClassification")
 
-        self.load_weights(model_dir, "mpnet.")  # a *For* head's body is under it
-        if not self.classifier and not self.token_classifier and not body_only:
-            self.pooling, self.normalize = read_sentence_transformers(model_dir)
+        self.load_weights(model_dir, "mpnet.", body_only=body_only)  # a *For* head's body is under it
 
     @staticmethod
     def position_ids(ids):

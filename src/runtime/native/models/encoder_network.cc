@@ -7,6 +7,25 @@
 
 namespace shoal::native {
 
+namespace {
+
+// A RelativeBias for sequences of up to max_len rows from bias_at(h, j − i).
+template <class BiasAt>
+cpu::RelativeBias TabulateBias(size_t heads, size_t max_len, BiasAt bias_at) {
+  cpu::RelativeBias b;
+  b.max_len = max_len;
+  const size_t span = 2 * max_len - 1;
+  b.table.resize(heads * span);
+  for (size_t h = 0; h < heads; ++h) {
+    for (size_t i = 0; i < span; ++i) {
+      b.table[h * span + i] = bias_at(h, static_cast<int64_t>(i) - static_cast<int64_t>(max_len - 1));
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
 std::string EncoderWeightPrefix(const SafeTensors& w) {
   for (const char* p : {"", "bert.", "roberta.", "distilbert.", "mpnet.", "electra.", "deberta.", "model.", "encoder."}) {
     if (w.Find(std::string(p) + "embeddings.word_embeddings.weight")) return p;
@@ -113,17 +132,9 @@ std::vector<float> AlibiSlopes(int heads) {
 }
 
 cpu::RelativeBias AlibiBias(std::span<const float> slopes, size_t max_len) {
-  cpu::RelativeBias b;
-  b.max_len = max_len;
-  const size_t span = 2 * max_len - 1;
-  b.table.resize(slopes.size() * span);
-  for (size_t h = 0; h < slopes.size(); ++h) {
-    for (size_t i = 0; i < span; ++i) {
-      const size_t d = i > max_len - 1 ? i - (max_len - 1) : (max_len - 1) - i;
-      b.table[h * span + i] = -(slopes[h] * static_cast<float>(d));
-    }
-  }
-  return b;
+  return TabulateBias(slopes.size(), max_len, [&](size_t h, int64_t distance) {
+    return -(slopes[h] * static_cast<float>(distance < 0 ? -distance : distance));
+  });
 }
 
 int32_t MpnetBucket(int64_t distance) {
@@ -139,16 +150,9 @@ int32_t MpnetBucket(int64_t distance) {
 }
 
 cpu::RelativeBias MpnetBias(const float* weight, size_t heads, size_t max_len) {
-  cpu::RelativeBias b;
-  b.max_len = max_len;
-  const size_t span = 2 * max_len - 1;
-  b.table.resize(heads * span);
-  for (size_t i = 0; i < span; ++i) {
-    const int64_t distance = static_cast<int64_t>(i) - static_cast<int64_t>(max_len - 1);  // j − i
-    const float* row = weight + static_cast<size_t>(MpnetBucket(distance)) * heads;
-    for (size_t h = 0; h < heads; ++h) b.table[h * span + i] = row[h];
-  }
-  return b;
+  return TabulateBias(heads, max_len, [&](size_t h, int64_t distance) {
+    return weight[static_cast<size_t>(MpnetBucket(distance)) * heads + h];
+  });
 }
 
 std::vector<float> RotaryTable(size_t positions, size_t head_dim, double theta) {
