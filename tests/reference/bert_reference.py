@@ -171,7 +171,7 @@ class Checkpoint:
         return pool(h, self.pooling, self.normalize)
 
 
-class Encoder:
+class Encoder(Checkpoint):
     def __init__(self, model_dir, body_only=False):
         """body_only: read just the body (for hidden_states), not the sentence-transformers
         pooling an embedder's run() needs: for callers that apply a head of their own
@@ -191,20 +191,8 @@ class Encoder:
         self.classifier = arch.endswith("ForSequenceClassification")
         self.token_classifier = arch.endswith("ForTokenClassification")
 
-        raw = read_model_dir(model_dir, dtype=np.float64)
-        self.w = {k: torch.from_numpy(v).to(DTYPE) for k, v in raw.items()}
         # Classifier checkpoints put the body under "bert." / "roberta.".
-        self.prefix = ""
-        if "embeddings.word_embeddings.weight" not in self.w:
-            self.prefix = "bert." if self.model_type == "bert" else "roberta."
-            if self.prefix + "embeddings.word_embeddings.weight" not in self.w:
-                raise ValueError("no embeddings.word_embeddings.weight in the checkpoint")
-
-        if not self.classifier and not self.token_classifier and not body_only:
-            self.pooling, self.normalize = read_sentence_transformers(model_dir)
-
-    def p(self, name):
-        return self.w[self.prefix + name]
+        self.load_weights(model_dir, "bert." if self.model_type == "bert" else "roberta.", body_only=body_only)
 
     def position_ids(self, ids):
         if self.model_type == "bert":
