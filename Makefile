@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-upstream bench-encoders bench-extract bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-upstream bench-encoders bench-extract bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -46,6 +46,11 @@ bench-runtimes: build
 # 1, 8 and 32 (about five minutes).
 bench-llamacpp: build
 	$(BUILD)/bench/llamacpp_bench
+
+# The native runtime against llama.cpp on the same f32 weights, free and held
+# to a JSON schema, concurrency 1, 8 and 32 (about five minutes).
+bench-generation-agents: build
+	$(BUILD)/bench/generation_agents_bench
 
 # Shoal in front of llama-server against llama-server alone: embeddings and
 # generation at the knee (about five minutes, plus llama-server's first build).

@@ -13,6 +13,12 @@ size_t PortableArgMax(const float* x, size_t n) {
 
 }  // namespace
 
+float TokenLogProb(const float* logits, size_t vocab, int32_t token, float max_logit) {
+  double z = 0;
+  for (size_t i = 0; i < vocab; ++i) z += std::exp(static_cast<double>(logits[i]) - max_logit);
+  return static_cast<float>(logits[token] - max_logit - std::log(z));
+}
+
 Sampler::Sampler(const SamplingConfig& config, uint64_t seed, ArgMaxFn argmax)
     : config_(config), argmax_(argmax ? argmax : PortableArgMax), rng_(seed) {}
 
@@ -74,11 +80,7 @@ int32_t Sampler::Next(const float* logits, size_t vocab, float* logprob) {
   const float max_logit = logits[argmax];
   int32_t chosen = argmax;
   if (config_.temperature > 0 && config_.top_k != 1) chosen = Draw(logits, vocab, max_logit);
-  if (logprob) {
-    double z = 0;
-    for (size_t i = 0; i < vocab; ++i) z += std::exp(static_cast<double>(logits[i]) - max_logit);
-    *logprob = static_cast<float>(logits[chosen] - max_logit - std::log(z));
-  }
+  if (logprob) *logprob = TokenLogProb(logits, vocab, chosen, max_logit);
   return chosen;
 }
 

@@ -26,6 +26,9 @@ struct SamplingConfig {
   int32_t top_k = 0;         // 0: off
 };
 
+// log-softmax(logits)[token]; `max_logit` is the largest of them.
+float TokenLogProb(const float* logits, size_t vocab, int32_t token, float max_logit);
+
 class Sampler {
  public:
   // The index of the largest of `n` values (the first, on a tie).
@@ -36,6 +39,15 @@ class Sampler {
 
   // The next token; `logprob` (optional) gets its log-probability.
   int32_t Next(const float* logits, size_t vocab, float* logprob);
+
+  const SamplingConfig& config() const { return config_; }
+  // Whether Next picks from the whole distribution as it is (greedy, or
+  // temperature alone): then a pick refused by a constraint may simply be
+  // drawn again from the allowed tokens, and the result is still a draw
+  // from the allowed part of the distribution (runtime/structured).
+  bool untruncated() const {
+    return config_.temperature <= 0 || config_.top_k == 1 || (config_.top_k == 0 && config_.top_p >= 1.0f);
+  }
 
  private:
   int32_t Draw(const float* logits, size_t vocab, float max_logit);

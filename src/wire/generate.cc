@@ -8,8 +8,10 @@
 //         "sampling": {"max_tokens", "temperature", "top_p", "top_k",
 //                      "seed" (absent: none), "stop": [str], "stop_token_ids": [int],
 //                      "ignore_eos", "logprobs"},
-//         "response_format": {"type": "json_object" | "json_schema",
-//                             "name": str, "schema": str}    (absent: text)
+//         "response_format": {"type": "json_object" | "json_schema" | "regex" | "choice",
+//                             "name": str, "schema": str       (json_schema)
+//                             "pattern": str                   (regex)
+//                             "choices": [str]}                (choice; absent: text)
 //         "stream": bool, "include_usage": bool}
 // Chunk: {"text": str, "token_ids": [int], "logprobs": [float32 | nil] (when asked),
 //         and on the last: "finish_reason": "stop" | "length", "prompt_tokens",
@@ -84,14 +86,20 @@ Status ReadResponseFormat(MsgpackReader& r, ResponseFormat* out) {
     if (key == "type") return f.String(&type);
     if (key == "name") return f.String(&out->name);
     if (key == "schema") return f.String(&out->schema_json);
+    if (key == "pattern") return f.String(&out->pattern);
+    if (key == "choices") return f.Strings(&out->choices);
     return f.Skip();
   }));
   if (type == "json_object") {
     out->type = ResponseFormat::Type::kJsonObject;
   } else if (type == "json_schema") {
     out->type = ResponseFormat::Type::kJsonSchema;
+  } else if (type == "regex") {
+    out->type = ResponseFormat::Type::kRegex;
+  } else if (type == "choice") {
+    out->type = ResponseFormat::Type::kChoice;
   } else {
-    return InvalidInput("response_format.type: expected json_object or json_schema, got '" + type + "'");
+    return InvalidInput("response_format.type: expected json_object, json_schema, regex or choice, got '" + type + "'");
   }
   return Status::Ok();
 }
@@ -147,16 +155,31 @@ void AppendGenerateWork(const GenerateRequest& r, std::string* out) {
   w.Str("sampling");
   AppendSampling(r.sampling, w);
   if (formatted) {
-    const bool schema = r.response_format.type == ResponseFormat::Type::kJsonSchema;
+    const ResponseFormat& f = r.response_format;
+    using Type = ResponseFormat::Type;
     w.Str("response_format");
-    w.MapHeader(schema ? 3 : 1);
+    w.MapHeader(f.type == Type::kJsonSchema ? 3 : f.type == Type::kJsonObject ? 1 : 2);
     w.Str("type");
-    w.Str(schema ? "json_schema" : "json_object");
-    if (schema) {
-      w.Str("name");
-      w.Str(r.response_format.name);
-      w.Str("schema");
-      w.Str(r.response_format.schema_json);
+    switch (f.type) {
+      case Type::kJsonSchema:
+        w.Str("json_schema");
+        w.Str("name");
+        w.Str(f.name);
+        w.Str("schema");
+        w.Str(f.schema_json);
+        break;
+      case Type::kRegex:
+        w.Str("regex");
+        w.Str("pattern");
+        w.Str(f.pattern);
+        break;
+      case Type::kChoice:
+        w.Str("choice");
+        w.Str("choices");
+        Strings(w, f.choices);
+        break;
+      default:
+        w.Str("json_object");
     }
   }
   w.Str("stream");

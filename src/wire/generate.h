@@ -49,12 +49,22 @@ struct SamplingParams {
   bool logprobs = false;                  // log-probability of each chosen token
 };
 
-// OpenAI's response_format: the shape the output must take.
+// OpenAI's response_format: the shape the output must take. The native
+// route adds a regular expression and a list of choices.
 struct ResponseFormat {
-  enum class Type { kText, kJsonObject, kJsonSchema };
+  enum class Type { kText, kJsonObject, kJsonSchema, kRegex, kChoice };
   Type type = Type::kText;
   std::string name;         // kJsonSchema: json_schema.name
   std::string schema_json;  // kJsonSchema: json_schema.schema, as text
+  std::string pattern;      // kRegex
+  std::vector<std::string> choices;  // kChoice
+
+  // The bytes it carries, for the size limit.
+  size_t bytes() const {
+    size_t n = schema_json.size() + pattern.size();
+    for (const std::string& c : choices) n += c.size();
+    return n;
+  }
 };
 
 struct GenerateRequest {

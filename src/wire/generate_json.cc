@@ -243,15 +243,21 @@ Status ReadObjectText(const Json& v, std::string_view field, std::string* out) {
   return Status::Ok();
 }
 
-Status ReadResponseFormat(const Json& v, ResponseFormat* out) {
+Status ReadResponseFormat(const Json& v, bool native, ResponseFormat* out) {
   *out = ResponseFormat{};
   if (!v.is_object()) return Expected("response_format", "an object", v);
   std::string type;
   auto t = v.find("type");
   if (t == v.end()) return InvalidInput("response_format.type: missing");
   SHOAL_RETURN_IF_ERROR(ReadString(*t, "response_format.type", &type));
+  const bool native_type = native && (type == "regex" || type == "choice");
+  // The one field each type takes besides "type".
+  const std::string_view own = type == "json_schema" ? "json_schema"
+                               : type == "regex"     ? "pattern"
+                               : type == "choice"    ? "choices"
+                                                     : "";
   for (const auto& [key, value] : v.items()) {
-    if (key != "type" && !(key == "json_schema" && type == "json_schema")) {
+    if (key != "type" && key != own) {
       return InvalidInput("response_format." + key + ": not a field of a '" + type + "' format");
     }
   }
@@ -260,8 +266,25 @@ Status ReadResponseFormat(const Json& v, ResponseFormat* out) {
     out->type = ResponseFormat::Type::kJsonObject;
     return Status::Ok();
   }
+  if (native_type) {
+    auto it = v.find(own);
+    if (it == v.end()) return InvalidInput("response_format." + std::string(own) + ": missing");
+    if (type == "regex") {
+      out->type = ResponseFormat::Type::kRegex;
+      return ReadString(*it, "response_format.pattern", &out->pattern);
+    }
+    out->type = ResponseFormat::Type::kChoice;
+    if (!it->is_array()) return Expected("response_format.choices", "an array of strings", *it);
+    for (size_t i = 0; i < it->size(); ++i) {
+      std::string c;
+      SHOAL_RETURN_IF_ERROR(ReadString((*it)[i], "response_format.choices[" + std::to_string(i) + "]", &c));
+      out->choices.push_back(std::move(c));
+    }
+    return Status::Ok();
+  }
   if (type != "json_schema") {
-    return InvalidInput("response_format.type: '" + type + "' is not one of text, json_object, json_schema");
+    return InvalidInput("response_format.type: '" + type + "' is not one of text, json_object, json_schema" +
+                        (native ? ", regex, choice" : ""));
   }
   out->type = ResponseFormat::Type::kJsonSchema;
   auto js = v.find("json_schema");
@@ -333,6 +356,15 @@ Status Validate(const GenerateRequest& r) {
   const ResponseFormat& f = r.response_format;
   if (f.type == ResponseFormat::Type::kJsonSchema && (f.name.empty() || f.schema_json.empty())) {
     return InvalidInput("response_format.json_schema: needs a name and a schema");
+  }
+  if (f.type == ResponseFormat::Type::kRegex && f.pattern.empty()) {
+    return InvalidInput("response_format.pattern: must not be empty");
+  }
+  if (f.type == ResponseFormat::Type::kChoice) {
+    if (f.choices.empty()) return InvalidInput("response_format.choices: must hold at least one choice");
+    for (size_t i = 0; i < f.choices.size(); ++i) {
+      if (f.choices[i].empty()) return InvalidInput("response_format.choices[" + std::to_string(i) + "]: must not be empty");
+    }
   }
   const SamplingParams& s = r.sampling;
   if (!(s.temperature >= 0 && s.temperature <= 2)) {

@@ -41,8 +41,10 @@ Status ReadTokenIds(const Json& v, std::string_view field, std::vector<int32_t>*
 // An object, kept as its JSON text (bounded nesting: dumping recurses).
 Status ReadObjectText(const Json& v, std::string_view field, std::string* out);
 // OpenAI response_format: {"type": "text" | "json_object"} or {"type":
-// "json_schema", "json_schema": {"name", "schema": {...}, "strict": bool}}.
-Status ReadResponseFormat(const Json& v, ResponseFormat* out);
+// "json_schema", "json_schema": {"name", "schema": {...}, "strict": bool}};
+// with `native` (POST /v1/generate) also {"type": "regex", "pattern": str}
+// and {"type": "choice", "choices": [str]}.
+Status ReadResponseFormat(const Json& v, bool native, ResponseFormat* out);
 // OpenAI messages: [{"role": str, "content": str | [{"type": "text", "text": str}] | null}].
 Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessage>* out);
 

@@ -156,7 +156,7 @@ Status ReadModel(const Json& v, GenerateRequest* r) {
 
 // The prompt's text must fit one work message.
 Status CheckSize(const GenerateRequest& r, const ParseLimits& limits) {
-  size_t bytes = r.prompt.size() + r.chat_template_kwargs_json.size() + r.response_format.schema_json.size();
+  size_t bytes = r.prompt.size() + r.chat_template_kwargs_json.size() + r.response_format.bytes();
   for (const auto& m : r.messages) bytes += m.role.size() + m.content.size();
   if (bytes <= limits.max_item_bytes) return Status::Ok();
   const char* field = r.kind == GenerateRequest::Kind::kChat ? "messages" : "prompt";
@@ -216,7 +216,7 @@ Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
       has_stream_options = true;
       return ReadStreamOptions(v, out);
     }
-    if (key == "response_format") return gen::ReadResponseFormat(v, &out->response_format);
+    if (key == "response_format") return gen::ReadResponseFormat(v, /*native=*/false, &out->response_format);
     return ReadUnimplementedField(key, v);
   }));
   if (out->model.empty()) return InvalidInput("model: missing");
@@ -299,7 +299,7 @@ Status ParseGenerate(std::string_view body, std::string_view model, const ParseL
     }
     if (key == "logprobs") return gen::ReadBool(v, "logprobs", &out->sampling.logprobs);
     if (key == "lora") return gen::ReadString(v, "lora", &out->lora);
-    if (key == "response_format") return gen::ReadResponseFormat(v, &out->response_format);
+    if (key == "response_format") return gen::ReadResponseFormat(v, /*native=*/true, &out->response_format);
     return InvalidInput("body: unknown field '" + key + "'");
   }));
   if (has_prompt == has_messages) {

@@ -6,6 +6,9 @@
 
 #include "common/log.h"
 #include "queue/message.h"
+#include "runtime/structured/json_schema_grammar.h"
+#include "runtime/structured/output_constraint.h"
+#include "runtime/structured/regex_grammar.h"
 #include "runtime/text_stream.h"
 #include "wire/generate.h"
 #include "wire/work_message.h"
@@ -27,6 +30,7 @@ struct Sequence {
   std::vector<int32_t> table;  // KV block ids
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<TextStream> text;
+  std::unique_ptr<structured::OutputConstraint> format;  // null: free text
   std::unordered_set<int32_t> stop_ids;
   bool logprobs = false;
   bool admitted_once = false;
@@ -48,6 +52,26 @@ std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages) {
   return turns;
 }
 
+// The grammar a format holds the output to, as GBNF text, and the request
+// field its errors name.
+Result<std::string> FormatGrammar(const wire::ResponseFormat& f, std::string* field) {
+  using Type = wire::ResponseFormat::Type;
+  switch (f.type) {
+    case Type::kJsonSchema:
+      *field = "response_format.json_schema.schema";
+      return structured::JsonSchemaGrammar(f.schema_json);
+    case Type::kRegex:
+      *field = "response_format.pattern";
+      return structured::RegexGrammar(f.pattern, *field);
+    case Type::kChoice:
+      *field = "response_format.choices";
+      return structured::ChoiceGrammar(f.choices, *field);
+    default:
+      *field = "response_format";
+      return structured::JsonObjectGrammar();
+  }
+}
+
 }  // namespace
 
 GenerationEngine::GenerationEngine(ServedModel* model, Generator* generator, natsConnection* nc,
@@ -64,7 +88,12 @@ GenerationEngine::GenerationEngine(ServedModel* model, Generator* generator, nat
       on_free_(std::move(on_free)),
       max_running_(std::max<uint32_t>(1, model->spec->batching.max_batch_requests)),
       step_tokens_(std::max<uint32_t>(1, model->spec->batching.max_batch_tokens)),
-      blocks_(generator->info().kv_blocks, generator->info().kv_block_tokens) {
+      blocks_(generator->info().kv_blocks, generator->info().kv_block_tokens),
+      grammars_([generator] {
+        std::vector<std::string> bytes(generator->info().vocab_size);
+        for (size_t id = 0; id < bytes.size(); ++id) bytes[id] = generator->TokenBytes(static_cast<int32_t>(id));
+        return bytes;
+      }) {
   stats_.kv_blocks_free = blocks_.available();
   stats_.kv_blocks_total = blocks_.total();
   thread_ = std::thread([this] { Loop(); });
@@ -154,9 +183,12 @@ bool GenerationEngine::Prepare(Sequence& s) {
   wire::GenerateRequest req;
   if (Status st = wire::DecodeGenerateWork(it.payload, &req); !st.ok()) return fail(st);
   if (req.response_format.type != wire::ResponseFormat::Type::kText) {
-    // Refused rather than answered with text that may not parse.
-    return fail(InvalidInput("response_format: model '" + model_->spec->id + "' (runtime " + model_->spec->runtime +
-                             ") cannot constrain its output yet; the llamacpp and upstream runtimes can"));
+    std::string field;
+    auto gbnf = FormatGrammar(req.response_format, &field);
+    if (!gbnf.ok()) return fail(gbnf.status());
+    auto grammar = grammars_.Get(*gbnf, field);
+    if (!grammar.ok()) return fail(grammar.status());
+    s.format = std::make_unique<structured::OutputConstraint>(std::move(grammar).value());
   }
   const bool chat = req.kind == wire::GenerateRequest::Kind::kChat;
   std::string rendered;
@@ -308,7 +340,20 @@ void GenerationEngine::Step() {
     blocks_.Publish(s.tokens, s.item.work.lora, s.computed, s.table, &s.published);
     if (!chunks[k].want_logits) continue;
     float logprob = 0;
-    const int32_t token = s.sampler->Next(logits_.data() + row++ * vocab, vocab, s.logprobs ? &logprob : nullptr);
+    const float* next = logits_.data() + row++ * vocab;
+    int32_t token = 0;
+    if (s.format) {
+      auto picked = s.format->Next(*s.sampler, next, vocab, s.stop_ids, s.logprobs ? &logprob : nullptr);
+      if (!picked.ok()) {
+        done.push_back(owner[k]);
+        outcomes.emplace_back(Outcome::kInferenceFailed, picked.status());
+        continue;
+      }
+      token = *picked;
+      s.format->Accept(token, s.stop_ids);
+    } else {
+      token = s.sampler->Next(next, vocab, s.logprobs ? &logprob : nullptr);
+    }
     if (s.generated() == 0) s.first_token = now;
     s.last_token = now;
     s.tokens.push_back(token);
@@ -323,7 +368,7 @@ void GenerationEngine::Step() {
       finish = wire::FinishReason::kStop;  // its text (an end marker) is not output
     } else {
       s.pending.text += s.text->Push(gen_->TokenBytes(token));
-      if (s.text->stopped()) finish = wire::FinishReason::kStop;
+      if (s.text->stopped() || (s.format && s.format->complete())) finish = wire::FinishReason::kStop;
     }
     if (finish == wire::FinishReason::kNone &&
         (s.generated() >= s.max_new || s.tokens.size() >= gen_->info().max_context)) {

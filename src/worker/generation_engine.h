@@ -26,6 +26,12 @@
 // INFERENCE_ERROR for the sequences in it. Long generations send +WPI every
 // half AckWait so JetStream does not redeliver them meanwhile.
 //
+// Formats: a request with a response_format (JSON object or schema, regex,
+// choice) samples under an OutputConstraint (runtime/structured): only
+// tokens its grammar allows, compiled once per format for this model's
+// vocabulary (grammars_, engine thread only), with the masks cached; the
+// sequence ends when its output is complete.
+//
 // LoRA: a request under an adapter (the work header's "lora")
 // runs in the same continuous batch as the base's and the other adapters'
 // requests; each step's chunk names its sequence's adapter, and the prefix
@@ -49,6 +55,7 @@
 #include <vector>
 
 #include "runtime/generator.h"
+#include "runtime/structured/grammar_cache.h"
 #include "worker/batch_runner.h"
 #include "worker/cancelled_requests.h"
 #include "worker/kv_blocks.h"
@@ -115,6 +122,7 @@ class GenerationEngine : public SequenceEngine {
 
   std::vector<std::unique_ptr<Sequence>> running_;  // engine thread only
   std::vector<float> logits_;                       // engine thread only
+  structured::GrammarCache grammars_;               // engine thread only
   std::string reply_;                               // a chunk being written; engine thread only
   std::thread thread_;
 };

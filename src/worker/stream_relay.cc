@@ -53,6 +53,10 @@ Status ToJob(const WorkItem& it, const ServedModel& model, GenerationJob* job) {
   job->lora = std::string(it.work.lora);
   using Type = wire::ResponseFormat::Type;
   wire::ResponseFormat& f = req.response_format;
+  if (f.type == Type::kRegex || f.type == Type::kChoice) {
+    return InvalidInput("response_format: model '" + model.spec->id + "' (runtime " + model.spec->runtime +
+                        ") holds its output to json_object and json_schema; regex and choice are the native runtime's");
+  }
   job->format.kind = f.type == Type::kJsonSchema   ? OutputFormat::Kind::kJsonSchema
                      : f.type == Type::kJsonObject ? OutputFormat::Kind::kJsonObject
                                                    : OutputFormat::Kind::kText;

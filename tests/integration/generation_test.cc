@@ -1,13 +1,17 @@
 // Generation through the whole serving path — gateway, JetStream, a worker's
 // generation engine, the native Llama-family runtime — on the seeded
 // qwen3-tiny and llama-tiny models (scripts/make-test-models): OpenAI chat
-// and completions, native generate, streaming, stop strings, seeds, an
+// and completions, native generate, streaming, stop strings, seeds, output
+// held to a JSON schema, a regex or a choice, an
 // over-long prompt, prefix reuse, continuous batching against one request at
 // a time, and a client hang-up that frees the sequence's KV blocks.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <future>
+#include <regex>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -221,6 +225,111 @@ TEST_F(Generation, LogprobsComeWithEachToken) {
   // Greedy picks the most likely token: never less likely than a coin flip
   // among the tiny vocabulary (576), so its log-probability is above ln(1/576).
   for (const json& t : content) EXPECT_GT(t["logprob"].get<double>(), std::log(1.0 / 576));
+}
+
+// Documents checked by the jsonschema library (tests/reference/json_schema_check.py).
+void ExpectValid(const json& schema, const std::vector<std::string>& documents) {
+  const std::string dir = ::testing::TempDir();
+  const std::string in = dir + "/schema_check_in.json", out = dir + "/schema_check_out.txt";
+  std::ofstream(in) << json{{"schema", schema}, {"documents", documents}}.dump();
+  const std::string cmd = "/usr/bin/python3 " + std::string(SHOAL_SOURCE_DIR) +
+                          "/tests/reference/json_schema_check.py < " + in + " > " + out + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::stringstream report;
+  report << std::ifstream(out).rdbuf();
+  EXPECT_EQ(rc, 0) << report.str();
+}
+
+// Whatever the random weights prefer, the answer is a document of the
+// schema: greedy and sampled, several seeds, each validated by jsonschema.
+TEST_F(Generation, AJsonSchemaHoldsTheAnswer) {
+  // Small enough that its documents fit the context whatever whitespace
+  // the random weights pick.
+  const json schema = json::parse(R"({
+    "type": "object",
+    "properties": {
+      "title": {"type": "string", "maxLength": 8},
+      "year": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+      "kind": {"enum": ["film", "book"]},
+      "author": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}},
+                 "required": ["name"], "additionalProperties": false}
+    },
+    "required": ["title", "year", "kind", "author"],
+    "additionalProperties": false
+  })");
+  const json format = {{"type", "json_schema"},
+                       {"json_schema", {{"name", "work"}, {"schema", schema}, {"strict", true}}}};
+  std::vector<std::string> docs;
+  for (int seed = 0; seed < 4; ++seed) {
+    const json r = Post("/v1/chat/completions",
+                        Chat("Describe a work as JSON.", {{"response_format", format}, {"max_tokens", 460},
+                                                          {"temperature", seed == 0 ? 0.0 : 1.0}, {"seed", seed}}));
+    ASSERT_FALSE(r["choices"].empty()) << r.dump();
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop") << r.dump();
+    docs.push_back(r["choices"][0]["message"]["content"]);
+  }
+  ExpectValid(schema, docs);
+
+  // Streamed, the deltas make the same document.
+  const auto events = Stream("/v1/chat/completions", Chat("Describe a work as JSON.", {{"response_format", format},
+                                                                                      {"max_tokens", 460},
+                                                                                      {"stream", true}}));
+  std::string streamed;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json e = json::parse(events[i]);
+    const json& delta = e["choices"][0]["delta"];
+    if (delta.contains("content")) streamed += delta["content"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, docs[0]);
+
+  // json_object: an object. Inside a string the random weights rarely pick
+  // the closing quote among hundreds of tokens, so the answer may run to
+  // max_tokens; what it wrote is then the start of one.
+  const json r = Post("/v1/chat/completions", Chat("Some JSON, please.", {{"response_format", {{"type", "json_object"}}},
+                                                                         {"max_tokens", 64}}));
+  const std::string content = r["choices"][0]["message"]["content"];
+  if (r["choices"][0]["finish_reason"] == "stop") {
+    EXPECT_TRUE(json::parse(content, nullptr, false).is_object()) << content;
+  } else {
+    EXPECT_EQ(content.substr(0, 1), "{") << content;
+  }
+}
+
+TEST_F(Generation, TheNativeRouteHoldsTheTextToARegexOrAChoice) {
+  const std::string pattern = "[A-Z][a-z]{2,6}-\\d{3}( \\(ok\\))?";
+  for (int seed = 0; seed < 3; ++seed) {
+    const json r = Post("/v1/generate/qwen3", {{"prompt", "A code:"}, {"max_tokens", 40}, {"temperature", 1.0},
+                                               {"seed", seed},
+                                               {"response_format", {{"type", "regex"}, {"pattern", pattern}}}});
+    const std::string text = r["text"];
+    EXPECT_TRUE(std::regex_match(text, std::regex(pattern))) << text;
+    EXPECT_EQ(r["finish_reason"], "stop") << r.dump();
+  }
+  const std::vector<std::string> choices = {"positive", "negative", "neutral ☺"};
+  for (int seed = 0; seed < 3; ++seed) {
+    const json r = Post("/v1/generate/qwen3", {{"prompt", "Sentiment:"}, {"temperature", 1.0}, {"seed", seed},
+                                               {"response_format", {{"type", "choice"}, {"choices", choices}}}});
+    EXPECT_NE(std::find(choices.begin(), choices.end(), r["text"].get<std::string>()), choices.end()) << r.dump();
+  }
+}
+
+TEST_F(Generation, FormatsThatCannotBeHeldAre400NamingTheField) {
+  const auto refused = [](const json& format, const std::string& route, const std::string& field) {
+    const json body = route == "chat"
+                          ? Chat("x", {{"response_format", format}})
+                          : json{{"prompt", "x"}, {"response_format", format}};
+    const json r = Post(route == "chat" ? "/v1/chat/completions" : "/v1/generate/qwen3", body, 400);
+    EXPECT_EQ(r["error"]["code"], "INVALID_INPUT") << r.dump();
+    EXPECT_NE(r["error"]["message"].get<std::string>().find(field), std::string::npos) << r.dump();
+  };
+  auto schema = [](const json& s) { return json{{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", s}}}}; };
+  refused(schema({{"type", "string"}, {"pattern", "a+"}}), "chat", "response_format.json_schema.schema");
+  refused(schema({{"$ref", "#"}}), "chat", "response_format.json_schema.schema");  // satisfied by nothing
+  refused({{"type", "regex"}, {"pattern", "(a"}}, "native", "response_format.pattern");
+  refused({{"type", "regex"}, {"pattern", "a(?=b)"}}, "native", "response_format.pattern");
+  refused({{"type", "choice"}, {"choices", json::array()}}, "native", "response_format.choices");
+  // regex and choice are the native route's.
+  refused({{"type", "regex"}, {"pattern", "a"}}, "chat", "response_format.type");
 }
 
 TEST_F(Generation, ASharedPromptPrefixIsReused) {

@@ -84,6 +84,8 @@ void ExpectSame(const GenerateRequest& a, const GenerateRequest& b) {
   EXPECT_EQ(a.response_format.type, b.response_format.type);
   EXPECT_EQ(a.response_format.name, b.response_format.name);
   EXPECT_EQ(a.response_format.schema_json, b.response_format.schema_json);
+  EXPECT_EQ(a.response_format.pattern, b.response_format.pattern);
+  EXPECT_EQ(a.response_format.choices, b.response_format.choices);
   EXPECT_EQ(a.stream, b.stream);
   EXPECT_EQ(a.include_usage, b.include_usage);
 }
@@ -168,12 +170,30 @@ TEST(ParseChatCompletions, ResponseFormat) {
   ExpectSame(r, RoundTrip(r));
   r = Native(R"({"prompt":"a","response_format":{"type":"json_object"}})");
   EXPECT_EQ(r.response_format.type, ResponseFormat::Type::kJsonObject);
+  // The native route's own: a regex and a choice.
+  r = Native(R"({"prompt":"a","response_format":{"type":"regex","pattern":"[a-z]+\\d"}})");
+  EXPECT_EQ(r.response_format.type, ResponseFormat::Type::kRegex);
+  EXPECT_EQ(r.response_format.pattern, "[a-z]+\\d");
+  ExpectSame(r, RoundTrip(r));
+  r = Native(R"({"prompt":"a","response_format":{"type":"choice","choices":["yes","no"]}})");
+  EXPECT_EQ(r.response_format.type, ResponseFormat::Type::kChoice);
+  EXPECT_EQ(r.response_format.choices, (std::vector<std::string>{"yes", "no"}));
+  ExpectSame(r, RoundTrip(r));
+  EXPECT_EQ(NativeError(R"({"prompt":"a","response_format":{"type":"choice","choices":[]}})"),
+            "response_format.choices: must hold at least one choice");
+  EXPECT_EQ(NativeError(R"({"prompt":"a","response_format":{"type":"choice","choices":["a",""]}})"),
+            "response_format.choices[1]: must not be empty");
+  EXPECT_EQ(NativeError(R"({"prompt":"a","response_format":{"type":"regex"}})"), "response_format.pattern: missing");
+  EXPECT_EQ(NativeError(R"({"prompt":"a","response_format":{"type":"regex","pattern":"a","choices":[]}})"),
+            "response_format.choices: not a field of a 'regex' format");
 
   auto error = [&](std::string_view format) { return ChatError(head + std::string(format) + "}"); };
   EXPECT_EQ(error(R"("json")"), "response_format: expected an object, got a string");
   EXPECT_EQ(error(R"({})"), "response_format.type: missing");
   EXPECT_EQ(error(R"({"type":"yaml"})"),
             "response_format.type: 'yaml' is not one of text, json_object, json_schema");
+  EXPECT_EQ(error(R"({"type":"regex","pattern":"a"})"),
+            "response_format.type: 'regex' is not one of text, json_object, json_schema");
   EXPECT_EQ(error(R"({"type":"json_object","json_schema":{}})"),
             "response_format.json_schema: not a field of a 'json_object' format");
   EXPECT_EQ(error(R"({"type":"json_schema"})"), "response_format.json_schema: missing");

@@ -1,6 +1,6 @@
 #include "runtime/llamacpp/output_grammars.h"
 
-#include "runtime/llamacpp/json_grammar.h"
+#include "runtime/structured/json_schema_grammar.h"
 #include "runtime/llamacpp/llamacpp_backend.h"
 
 namespace shoal::llamacpp {
@@ -31,9 +31,9 @@ Result<SamplerPtr> OutputGrammars::Get(const OutputFormat& format) {
   }
   std::string grammar;
   if (schema) {
-    SHOAL_ASSIGN_OR_RETURN(grammar, JsonSchemaGrammar(format.schema_json));
+    SHOAL_ASSIGN_OR_RETURN(grammar, structured::JsonSchemaGrammar(format.schema_json));
   } else {
-    grammar = JsonObjectGrammar();
+    grammar = structured::JsonObjectGrammar();
   }
   LogCapture capture;
   SamplerPtr compiled(llama_sampler_init_grammar(vocab_, grammar.c_str(), "root"));

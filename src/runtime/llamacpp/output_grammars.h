@@ -1,5 +1,5 @@
 // OutputGrammars: the grammar samplers that hold a job's output to its
-// format (json_grammar.h), compiled once per format and schema and cloned
+// format (runtime/structured/json_schema_grammar.h), compiled once per format and schema and cloned
 // for each job (llama.cpp parses a grammar when it makes the sampler; a
 // clone copies the parsed rules). Each job's sampler is a chain: the UTF-8
 // guard (utf8_guard.h), then the grammar.

@@ -21,7 +21,7 @@
 
 #include "common/status.h"
 
-namespace shoal::llamacpp {
+namespace shoal::structured {
 
 // Any JSON object.
 std::string JsonObjectGrammar();
@@ -30,4 +30,4 @@ std::string JsonObjectGrammar();
 // for a schema outside the subset, malformed, or too large.
 Result<std::string> JsonSchemaGrammar(std::string_view schema_json);
 
-}  // namespace shoal::llamacpp
+}  // namespace shoal::structured

@@ -1,15 +1,16 @@
-#include "runtime/llamacpp/json_grammar.h"
+#include "runtime/structured/json_schema_grammar.h"
+
+#include "runtime/structured/gbnf.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <utility>
 #include <vector>
 
-namespace shoal::llamacpp {
+namespace shoal::structured {
 namespace {
 
 using Json = nlohmann::ordered_json;  // properties in the order the schema declares them
@@ -44,27 +45,7 @@ const std::set<std::string_view> kKeywords = {"type",     "properties", "require
                                               "maxLength", "format"};
 const std::set<std::string_view> kTypes = {"object", "array", "string", "number", "integer", "boolean", "null"};
 
-// `text` as a GBNF literal.
-std::string Literal(std::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonLiteral(const Json& v) { return Literal(v.dump(-1, ' ', false, Json::error_handler_t::replace)); }
+std::string JsonLiteral(const Json& v) { return GbnfLiteral(v.dump(-1, ' ', false, Json::error_handler_t::replace)); }
 
 // Whether `v` is an instance of JSON Schema type `type`.
 bool HasType(const Json& v, std::string_view type) {
@@ -331,7 +312,7 @@ class SchemaGrammar {
       if (props.contains(name)) {
         SHOAL_ASSIGN_OR_RETURN(value, RuleFor(props[name], sub));
       }
-      SHOAL_ASSIGN_OR_RETURN(std::string r, Rule(Literal(Json(name).dump()) + " ws \":\" ws " + value));
+      SHOAL_ASSIGN_OR_RETURN(std::string r, Rule(GbnfLiteral(Json(name).dump()) + " ws \":\" ws " + value));
       kv.push_back(std::move(r));
     }
     // In order, required ones always, optional ones maybe: once one is
@@ -366,4 +347,4 @@ Result<std::string> JsonSchemaGrammar(std::string_view schema_json) {
   return SchemaGrammar(schema).Build();
 }
 
-}  // namespace shoal::llamacpp
+}  // namespace shoal::structured
