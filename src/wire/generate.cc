@@ -7,7 +7,9 @@
 //         "chat_template_kwargs": str (a JSON object's text)      (chat; absent: none)
 //         "sampling": {"max_tokens", "temperature", "top_p", "top_k",
 //                      "seed" (absent: none), "stop": [str], "stop_token_ids": [int],
-//                      "ignore_eos", "logprobs"},
+//                      "ignore_eos", "logprobs", and where set: "presence_penalty",
+//                      "frequency_penalty", "repetition_penalty", "min_tokens",
+//                      "logit_bias": [[id, bias]]},
 //         "response_format": {"type": "json_object" | "json_schema" | "regex" | "choice",
 //                             "name": str, "schema": str       (json_schema)
 //                             "pattern": str                   (regex)
@@ -34,7 +36,36 @@ void Strings(MsgpackWriter& w, const std::vector<std::string>& v) {
 }
 
 void AppendSampling(const SamplingParams& s, MsgpackWriter& w) {
-  w.MapHeader(8 + s.seed.has_value());
+  // The logit adjustments only where they change something: most requests
+  // carry none.
+  const bool presence = s.presence_penalty != 0, frequency = s.frequency_penalty != 0,
+             repetition = s.repetition_penalty != 1, bias = !s.logit_bias.empty(), min_tokens = s.min_tokens > 0;
+  w.MapHeader(8 + s.seed.has_value() + presence + frequency + repetition + bias + min_tokens);
+  if (presence) {
+    w.Str("presence_penalty");
+    w.Float32(s.presence_penalty);
+  }
+  if (frequency) {
+    w.Str("frequency_penalty");
+    w.Float32(s.frequency_penalty);
+  }
+  if (repetition) {
+    w.Str("repetition_penalty");
+    w.Float32(s.repetition_penalty);
+  }
+  if (bias) {  // [[id, bias], ...]
+    w.Str("logit_bias");
+    w.ArrayHeader(static_cast<uint32_t>(s.logit_bias.size()));
+    for (auto [id, b] : s.logit_bias) {
+      w.ArrayHeader(2);
+      w.Int(id);
+      w.Float32(b);
+    }
+  }
+  if (min_tokens) {
+    w.Str("min_tokens");
+    w.Uint(s.min_tokens);
+  }
   w.Str("max_tokens");
   w.Uint(s.max_tokens);
   w.Str("temperature");
@@ -75,6 +106,26 @@ Status ReadSampling(MsgpackReader& r, SamplingParams* s) {
     if (key == "stop_token_ids") return f.Ints(&s->stop_token_ids);
     if (key == "ignore_eos") return f.Bool(&s->ignore_eos);
     if (key == "logprobs") return f.Bool(&s->logprobs);
+    if (key == "presence_penalty") return f.Float(&s->presence_penalty);
+    if (key == "frequency_penalty") return f.Float(&s->frequency_penalty);
+    if (key == "repetition_penalty") return f.Float(&s->repetition_penalty);
+    if (key == "min_tokens") return f.Int(&s->min_tokens);
+    if (key == "logit_bias") {
+      uint32_t n = 0;
+      if (!r.ReadArrayHeader(&n)) return InvalidInput("sampling.logit_bias: expected an array");
+      s->logit_bias.clear();
+      for (uint32_t i = 0; i < n; ++i) {
+        uint32_t two = 0;
+        int64_t id = 0;
+        double bias = 0;
+        if (!r.ReadArrayHeader(&two) || two != 2 || !r.ReadInt(&id) || !r.ReadDouble(&bias) || id < 0 ||
+            id > std::numeric_limits<int32_t>::max()) {
+          return InvalidInput("sampling.logit_bias: expected [id, bias] pairs");
+        }
+        s->logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias));
+      }
+      return Status::Ok();
+    }
     return f.Skip();
   });
 }

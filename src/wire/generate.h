@@ -31,6 +31,7 @@
 namespace shoal::wire {
 
 inline constexpr size_t kMaxStopStrings = 4;  // as OpenAI
+inline constexpr size_t kMaxLogitBias = 1024;  // tokens a request may bias
 
 struct ChatMessage {
   std::string role;     // system, user, assistant, tool, ...
@@ -47,6 +48,17 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;    // besides the model's end-of-sequence tokens
   bool ignore_eos = false;                // keep going past end-of-sequence
   bool logprobs = false;                  // log-probability of each chosen token
+  // Logit adjustments (runtime/logit_adjustments.h has their definitions).
+  float presence_penalty = 0;
+  float frequency_penalty = 0;
+  float repetition_penalty = 1;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias
+  uint32_t min_tokens = 0;
+
+  bool adjusts_logits() const {
+    return presence_penalty != 0 || frequency_penalty != 0 || repetition_penalty != 1 || !logit_bias.empty() ||
+           min_tokens > 0;
+  }
 };
 
 // OpenAI's response_format: the shape the output must take. The native

@@ -387,6 +387,25 @@ Status Validate(const GenerateRequest& r) {
                           std::to_string(s.stop_token_ids[i]));
     }
   }
+  for (auto [name, value] : {std::pair{"presence_penalty", s.presence_penalty}, {"frequency_penalty", s.frequency_penalty}}) {
+    if (!(value >= -2 && value <= 2)) return InvalidInput(std::string(name) + ": must be between -2 and 2, got " + Num(value));
+  }
+  if (!(s.repetition_penalty > 0 && s.repetition_penalty <= 2)) {
+    return InvalidInput("repetition_penalty: must be greater than 0 and at most 2, got " + Num(s.repetition_penalty));
+  }
+  if (s.logit_bias.size() > kMaxLogitBias) {
+    return InvalidInput("logit_bias: at most " + std::to_string(kMaxLogitBias) + " tokens (got " +
+                        std::to_string(s.logit_bias.size()) + ")");
+  }
+  for (auto [id, bias] : s.logit_bias) {
+    if (!(bias >= -100 && bias <= 100)) {
+      return InvalidInput("logit_bias." + std::to_string(id) + ": must be between -100 and 100, got " + Num(bias));
+    }
+  }
+  if (s.max_tokens > 0 && s.min_tokens > s.max_tokens) {
+    return InvalidInput("min_tokens: " + std::to_string(s.min_tokens) + " is over max_tokens (" +
+                        std::to_string(s.max_tokens) + ")");
+  }
   return Status::Ok();
 }
 

@@ -56,6 +56,24 @@ Status ReadStreamOptions(const Json& v, GenerateRequest* r) {
   return Status::Ok();
 }
 
+// OpenAI's logit_bias: {"token id": bias}, the ids as strings (JSON keys).
+Status ReadLogitBias(const Json& v, std::vector<std::pair<int32_t, float>>* out) {
+  if (!v.is_object()) return gen::Expected("logit_bias", "an object of token ids to biases", v);
+  out->clear();
+  for (const auto& [key, value] : v.items()) {
+    const std::string field = "logit_bias." + key;
+    int64_t id = -1;
+    if (!key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos) {
+      id = std::stoll(key);
+    }
+    if (id < 0 || id > kMaxInt32) return InvalidInput(field + ": the key must be a token id (a non-negative integer)");
+    float bias = 0;
+    SHOAL_RETURN_IF_ERROR(ReadFloat(value, field.c_str(), &bias));
+    out->emplace_back(static_cast<int32_t>(id), bias);
+  }
+  return Status::Ok();
+}
+
 // The fields all three routes read alike.
 FieldResult ReadSamplingField(const std::string& key, const Json& v, GenerateRequest* r) {
   SamplingParams& s = r->sampling;
@@ -79,6 +97,16 @@ FieldResult ReadSamplingField(const std::string& key, const Json& v, GenerateReq
   if (key == "stop_token_ids") return {gen::ReadTokenIds(v, "stop_token_ids", &s.stop_token_ids)};
   if (key == "ignore_eos") return {gen::ReadBool(v, "ignore_eos", &s.ignore_eos)};
   if (key == "stream") return {gen::ReadBool(v, "stream", &r->stream)};
+  if (key == "presence_penalty") return {ReadFloat(v, "presence_penalty", &s.presence_penalty)};
+  if (key == "frequency_penalty") return {ReadFloat(v, "frequency_penalty", &s.frequency_penalty)};
+  if (key == "repetition_penalty") return {ReadFloat(v, "repetition_penalty", &s.repetition_penalty)};
+  if (key == "logit_bias") return {ReadLogitBias(v, &s.logit_bias)};
+  if (key == "min_tokens") {
+    int64_t n = 0;
+    Status st = gen::ReadInt(v, "min_tokens", 0, kMaxInt32, &n);
+    s.min_tokens = static_cast<uint32_t>(n);
+    return {st};
+  }
   return NotMine();
 }
 
@@ -104,11 +132,6 @@ Status ReadUnimplementedField(const std::string& key, const Json& v) {
     std::string_view allowed;  // what passes, for the message
   };
   static const Field kFields[] = {
-      {"frequency_penalty", [](const Json& x) { return x.is_number() && x.get<double>() == 0; }, "0"},
-      {"presence_penalty", [](const Json& x) { return x.is_number() && x.get<double>() == 0; }, "0"},
-      {"repetition_penalty", [](const Json& x) { return x.is_number() && x.get<double>() == 1; }, "1"},
-      {"min_tokens", [](const Json& x) { return x.is_number_integer() && x.get<int64_t>() == 0; }, "0"},
-      {"logit_bias", [](const Json& x) { return x.is_object() && x.empty(); }, "{}"},
       {"tools", [](const Json& x) { return x.is_array() && x.empty(); }, "[]"},
       {"functions", [](const Json& x) { return x.is_array() && x.empty(); }, "[]"},
       {"tool_choice", [](const Json& x) { return x == "none"; }, "\"none\""},

@@ -8,13 +8,15 @@
 //   {"model", "messages": [{"role", "content": str | [{"type": "text", "text"}]}],
 //    "max_tokens" | "max_completion_tokens", "temperature", "top_p", "seed",
 //    "stop": str | [str] (≤ 4), "stream", "stream_options": {"include_usage"},
-//    "logprobs": bool, "top_logprobs": 0, "n": 1,
+//    "logprobs": bool, "top_logprobs": 0, "n": 1, "presence_penalty",
+//    "frequency_penalty", "logit_bias": {"id": bias},
 //    "response_format": {"type": "text" | "json_object"} | {"type": "json_schema",
 //                        "json_schema": {"name", "schema", "strict"}},
-//    extensions as vLLM/SGLang: "top_k" (-1 or 0: off), "chat_template_kwargs",
+//    extensions as vLLM/SGLang: "top_k" (-1 or 0: off), "repetition_penalty",
+//    "min_tokens", "chat_template_kwargs",
 //    "add_generation_prompt", "ignore_eos", "stop_token_ids"}
 //   OpenAI fields Shoal does not implement pass only at the value that asks
-//   for nothing ("presence_penalty": 0, "tools": [], "tool_choice": "none",
+//   for nothing ("tools": [], "tool_choice": "none",
 //   ...) and are refused otherwise; unknown fields are refused.
 // OpenAI completions (POST /v1/completions):
 //   {"model", "prompt": str | [str], "max_tokens" (default 16), the sampling
@@ -25,8 +27,10 @@
 //   {"prompt": str} or {"messages": [...], "add_generation_prompt": true,
 //    "chat_template_kwargs": {...}}, plus "max_tokens" (default: until a stop
 //    or the model's context is full), "temperature", "top_p", "top_k", "seed",
-//    "stop", "stop_token_ids", "ignore_eos", "logprobs": bool, "stream",
-//    "lora": "adapter", "response_format" (as chat)}
+//    "stop", "stop_token_ids", "ignore_eos", the logit adjustments above,
+//    "logprobs": bool, "stream", "lora": "adapter", "response_format" (as
+//    chat, or {"type": "regex", "pattern": str} or {"type": "choice",
+//    "choices": [str]})}
 #pragma once
 
 #include <string_view>

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "queue/message.h"
+#include "runtime/logit_adjustments.h"
 #include "runtime/structured/json_schema_grammar.h"
 #include "runtime/structured/output_constraint.h"
 #include "runtime/structured/regex_grammar.h"
@@ -31,6 +32,7 @@ struct Sequence {
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<TextStream> text;
   std::unique_ptr<structured::OutputConstraint> format;  // null: free text
+  std::unique_ptr<TokenPenalties> penalties;             // null: the logits as they are
   std::unordered_set<int32_t> stop_ids;
   bool logprobs = false;
   bool admitted_once = false;
@@ -216,8 +218,24 @@ bool GenerationEngine::Prepare(Sequence& s) {
       return fail(InvalidInput("stop_token_ids: " + std::to_string(id) + " is not a token of this model"));
     }
   }
+  const wire::SamplingParams& p = req.sampling;
+  for (auto [id, bias] : p.logit_bias) {
+    if (static_cast<size_t>(id) >= info.vocab_size) {
+      return fail(InvalidInput("logit_bias." + std::to_string(id) + ": not a token of this model (" +
+                               std::to_string(info.vocab_size) + " tokens)"));
+    }
+  }
   s.tokens = std::move(ids).value();
   s.prompt_len = static_cast<uint32_t>(n);
+  if (p.adjusts_logits()) {
+    s.penalties = std::make_unique<TokenPenalties>(
+        LogitAdjustments{.presence_penalty = p.presence_penalty,
+                         .frequency_penalty = p.frequency_penalty,
+                         .repetition_penalty = p.repetition_penalty,
+                         .logit_bias = p.logit_bias,
+                         .min_tokens = p.min_tokens},
+        s.tokens);
+  }
   s.max_new = req.sampling.max_tokens > 0 ? req.sampling.max_tokens : info.max_context - s.prompt_len;
   s.sampler = gen_->NewSampler({.temperature = req.sampling.temperature, .top_p = req.sampling.top_p, .top_k = req.sampling.top_k},
                                req.sampling.seed.value_or(SeedFromRequestId(it.work.request_id)));
@@ -340,20 +358,13 @@ void GenerationEngine::Step() {
     blocks_.Publish(s.tokens, s.item.work.lora, s.computed, s.table, &s.published);
     if (!chunks[k].want_logits) continue;
     float logprob = 0;
-    const float* next = logits_.data() + row++ * vocab;
-    int32_t token = 0;
-    if (s.format) {
-      auto picked = s.format->Next(*s.sampler, next, vocab, s.stop_ids, s.logprobs ? &logprob : nullptr);
-      if (!picked.ok()) {
-        done.push_back(owner[k]);
-        outcomes.emplace_back(Outcome::kInferenceFailed, picked.status());
-        continue;
-      }
-      token = *picked;
-      s.format->Accept(token, s.stop_ids);
-    } else {
-      token = s.sampler->Next(next, vocab, s.logprobs ? &logprob : nullptr);
+    auto picked = Pick(s, logits_.data() + row++ * vocab, s.logprobs ? &logprob : nullptr);
+    if (!picked.ok()) {
+      done.push_back(owner[k]);
+      outcomes.emplace_back(Outcome::kInferenceFailed, picked.status());
+      continue;
     }
+    const int32_t token = *picked;
     if (s.generated() == 0) s.first_token = now;
     s.last_token = now;
     s.tokens.push_back(token);
@@ -389,6 +400,28 @@ void GenerationEngine::Step() {
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return done[a] > done[b]; });
   for (size_t i : order) Finish(done[i], outcomes[i].first, outcomes[i].second);
   if (!done.empty() && on_free_) on_free_();
+}
+
+Result<int32_t> GenerationEngine::Pick(Sequence& s, const float* logits, float* logprob) {
+  const size_t vocab = gen_->info().vocab_size;
+  if (!s.penalties && !s.format) return s.sampler->Next(logits, vocab, logprob);
+  const float* next = logits;
+  if (s.penalties) {
+    adjusted_.assign(logits, logits + vocab);
+    s.penalties->Apply(adjusted_.data(), vocab, s.generated(), s.stop_ids);
+    next = adjusted_.data();
+  }
+  int32_t token = 0;
+  if (s.format) {
+    SHOAL_ASSIGN_OR_RETURN(token, s.format->Next(*s.sampler, next, vocab, s.stop_ids, nullptr));
+    s.format->Accept(token, s.stop_ids);
+  } else {
+    token = s.sampler->Next(next, vocab, nullptr);
+  }
+  if (s.penalties) s.penalties->Add(token);
+  // The model's own log-probability, before the adjustments and the mask.
+  if (logprob) *logprob = TokenLogProb(logits, vocab, token, *std::max_element(logits, logits + vocab));
+  return token;
 }
 
 void GenerationEngine::Emit(Sequence& s, bool final) {

@@ -26,6 +26,9 @@
 // INFERENCE_ERROR for the sequences in it. Long generations send +WPI every
 // half AckWait so JetStream does not redeliver them meanwhile.
 //
+// Logits: a request's penalties, logit_bias and min_tokens adjust a copy of
+// its row before the pick (runtime/logit_adjustments.h).
+//
 // Formats: a request with a response_format (JSON object or schema, regex,
 // choice) samples under an OutputConstraint (runtime/structured): only
 // tokens its grammar allows, compiled once per format for this model's
@@ -94,6 +97,9 @@ class GenerationEngine : public SequenceEngine {
   void Admit();
   bool Prepare(Sequence& s);  // parse + tokenize; false when settled (bad input)
   void Step();
+  // The sequence's next token from its row of logits: adjusted (penalties,
+  // bias, min_tokens), held to its format, sampled.
+  Result<int32_t> Pick(Sequence& s, const float* logits, float* logprob);
   void Emit(Sequence& s, bool final);
   void Finish(size_t index, Outcome outcome, const Status& error = Status::Ok());
   void Preempt(size_t index);
@@ -122,6 +128,7 @@ class GenerationEngine : public SequenceEngine {
 
   std::vector<std::unique_ptr<Sequence>> running_;  // engine thread only
   std::vector<float> logits_;                       // engine thread only
+  std::vector<float> adjusted_;                     // one row of logits adjusted; engine thread only
   structured::GrammarCache grammars_;               // engine thread only
   std::string reply_;                               // a chunk being written; engine thread only
   std::thread thread_;

@@ -43,6 +43,16 @@ Status ToJob(const WorkItem& it, const ServedModel& model, GenerationJob* job) {
   job->add_generation_prompt = req.add_generation_prompt;
   job->chat_template_kwargs_json = std::move(req.chat_template_kwargs_json);
   const wire::SamplingParams& p = req.sampling;
+  if (p.adjusts_logits()) {
+    // Not yet carried to runtimes that sample for themselves: refused, not dropped.
+    const char* field = p.presence_penalty != 0    ? "presence_penalty"
+                        : p.frequency_penalty != 0 ? "frequency_penalty"
+                        : p.repetition_penalty != 1 ? "repetition_penalty"
+                        : !p.logit_bias.empty()     ? "logit_bias"
+                                                    : "min_tokens";
+    return InvalidInput(std::string(field) + ": model '" + model.spec->id + "' (runtime " + model.spec->runtime +
+                        ") does not apply it; the native runtime does");
+  }
   job->max_tokens = p.max_tokens;
   job->sampling = {.temperature = p.temperature, .top_p = p.top_p, .top_k = p.top_k};
   job->seed = p.seed.value_or(SeedFromRequestId(it.work.request_id));

@@ -65,6 +65,14 @@ class Generation : public ::testing::Test {
     return body;
   }
 
+  // The greedy token ids of /v1/generate/qwen3 for `prompt`, with `extra`.
+  static std::vector<int> GreedyIds(const std::string& prompt, json extra) {
+    json body = {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true}};
+    body.update(extra);
+    const json r = Post("/v1/generate/qwen3", body);
+    return r.value("token_ids", json::array()).get<std::vector<int>>();
+  }
+
   // The data of every SSE event of a streamed request.
   static std::vector<std::string> Stream(const std::string& path, const json& body) {
     StreamConnection c(gateway_->port());
@@ -330,6 +338,64 @@ TEST_F(Generation, FormatsThatCannotBeHeldAre400NamingTheField) {
   refused({{"type", "choice"}, {"choices", json::array()}}, "native", "response_format.choices");
   // regex and choice are the native route's.
   refused({{"type", "regex"}, {"pattern", "a"}}, "chat", "response_format.type");
+}
+
+TEST_F(Generation, LogitBiasForcesOrForbidsATokenAndMinTokensHoldsTheStopTokensBack) {
+  const std::vector<int> plain = GreedyIds("The river", json::object());
+  ASSERT_EQ(plain.size(), 12u);
+  // +100 on a token the model never picks here: it is picked every time.
+  int forced = 7;
+  while (std::find(plain.begin(), plain.end(), forced) != plain.end()) ++forced;
+  EXPECT_EQ(GreedyIds("The river", {{"logit_bias", {{std::to_string(forced), 100}}}}), std::vector<int>(12, forced));
+  // -100 on the first greedy token: never picked.
+  const std::vector<int> without = GreedyIds("The river", {{"logit_bias", {{std::to_string(plain[0]), -100}}}});
+  EXPECT_EQ(std::find(without.begin(), without.end(), plain[0]), without.end());
+  // The first greedy token as a stop token ends the answer at once; with
+  // min_tokens 3 it cannot come before three tokens are out.
+  const json stop = {{"prompt", "The river"}, {"max_tokens", 12}, {"temperature", 0}, {"stop_token_ids", {plain[0]}}};
+  const json stopped = Post("/v1/generate/qwen3", stop);
+  EXPECT_EQ(stopped["token_ids"], json::array({plain[0]})) << stopped.dump();  // the stop token, and no text
+  EXPECT_EQ(stopped["text"], "");
+  json held = stop;
+  held["min_tokens"] = 3;
+  const std::vector<int> ids = Post("/v1/generate/qwen3", held)["token_ids"].get<std::vector<int>>();
+  ASSERT_GE(ids.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NE(ids[i], plain[0]) << i;
+  // Another runtime's model would drop them: refused there (the llama.cpp
+  // serving test), and out-of-vocabulary ids are refused here.
+  const json r = Post("/v1/generate/qwen3", {{"prompt", "x"}, {"logit_bias", {{"99999", 1}}}}, 400);
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("logit_bias.99999: not a token of this model"),
+            std::string::npos) << r.dump();
+}
+
+// A positive penalty lowers only tokens it counts, so greedy decoding with
+// one can leave the plain greedy path only for a token the penalty counted:
+// one already in the output (presence, frequency) or in prompt or output
+// (repetition).
+TEST_F(Generation, PenaltiesTurnGreedyDecodingOnlyAwayFromTokensTheyCount) {
+  const std::string prompt = "numbers like 42 and 42 and 42";
+  const std::vector<int> plain = GreedyIds(prompt, {{"max_tokens", 24}});
+  auto tokenize = [&](const std::string& text) {
+    const json t = Post("/v1/tokenize/qwen3", {{"inputs", text}, {"add_special_tokens", false}});
+    std::vector<int> ids;
+    for (const json& tok : t[0]) ids.push_back(tok["id"]);
+    return ids;
+  };
+  const std::vector<int> prompt_ids = tokenize(prompt);
+  int diverged = 0;
+  for (const auto& [field, counts_prompt] : {std::pair{"presence_penalty", false}, {"frequency_penalty", false},
+                                             {"repetition_penalty", true}}) {
+    const std::vector<int> penalized = GreedyIds(prompt, {{"max_tokens", 24}, {field, 1.9}});
+    ASSERT_EQ(penalized.size(), plain.size()) << field;
+    size_t i = 0;
+    while (i < plain.size() && plain[i] == penalized[i]) ++i;
+    if (i == plain.size()) continue;
+    ++diverged;
+    const bool in_output = std::find(plain.begin(), plain.begin() + i, plain[i]) != plain.begin() + i;
+    const bool in_prompt = std::find(prompt_ids.begin(), prompt_ids.end(), plain[i]) != prompt_ids.end();
+    EXPECT_TRUE(in_output || (counts_prompt && in_prompt)) << field << " left the greedy path at " << i;
+  }
+  EXPECT_GT(diverged, 0) << "no penalty changed anything: " << json(plain).dump();
 }
 
 TEST_F(Generation, ASharedPromptPrefixIsReused) {

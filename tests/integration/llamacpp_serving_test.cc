@@ -193,6 +193,10 @@ TEST_F(LlamaCppServing, GgufDirectoriesServeThroughTheQueueAsTheNativeRuntimeDoe
   const json refused = Post(http, "/v1/generate/t/llama-tiny-gguf-f32",
                             {{"prompt", "x"}, {"response_format", {{"type", "choice"}, {"choices", {"a", "b"}}}}}, 400);
   EXPECT_NE(refused.dump().find("native runtime's"), std::string::npos) << refused.dump();
+  // So are the logit adjustments, for now.
+  const json penalized = Post(http, "/v1/chat/completions", chat("t/llama-tiny-gguf-f32", {{"presence_penalty", 1}}), 400);
+  EXPECT_NE(penalized.dump().find("presence_penalty: model 't/llama-tiny-gguf-f32' (runtime llamacpp) does not apply it"),
+            std::string::npos) << penalized.dump();
 }
 
 TEST_F(LlamaCppServing, StreamsSurviveTheSidecarsSigkillMidStream) {

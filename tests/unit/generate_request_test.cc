@@ -215,18 +215,49 @@ TEST(ParseChatCompletions, UnimplementedFieldsAreRefusedUnlessTheyAskForNothing)
   Chat(head + R"("presence_penalty":0,"frequency_penalty":0,"logit_bias":{},"tools":[],"tool_choice":"none",
                  "parallel_tool_calls":true,"store":false,"metadata":{},"modalities":["text"],"service_tier":"auto",
                  "repetition_penalty":1,"min_tokens":0})");
-  EXPECT_EQ(ChatError(head + R"("presence_penalty":0.5})"), "presence_penalty: not supported (accepted: 0)");
-  EXPECT_EQ(ChatError(head + R"("logit_bias":{"42":-100}})"), "logit_bias: not supported (accepted: {})");
   EXPECT_EQ(ChatError(head + R"("tools":[{"type":"function","function":{"name":"f"}}]})"),
             "tools: not supported (accepted: [])");
   EXPECT_EQ(ChatError(head + R"("tool_choice":"auto"})"), "tool_choice: not supported (accepted: \"none\")");
   EXPECT_EQ(ChatError(head + R"("user":"u1"})"),
             "user: not supported (accepted: nothing: Shoal names the caller by its API key)");
   EXPECT_EQ(ChatError(head + R"("max_new_tokens":3})"), "body: unknown field 'max_new_tokens'");
-  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","frequency_penalty":1})"),
-            "frequency_penalty: not supported (accepted: 0)");
   EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","user":"x"})"),
             "user: not supported (accepted: nothing: Shoal names the caller by its API key)");
+}
+
+// Penalties, logit_bias and min_tokens, on every route, and through the
+// work message.
+TEST(ParseChatCompletions, LogitAdjustments) {
+  const std::string head = R"({"model":"m","messages":[{"role":"user","content":"x"}],)";
+  GenerateRequest r = Chat(head + R"("presence_penalty":0.5,"frequency_penalty":-1.5,"repetition_penalty":1.2,
+                                      "logit_bias":{"42":-100,"7":2.5},"min_tokens":3,"max_tokens":8})");
+  EXPECT_EQ(r.sampling.presence_penalty, 0.5f);
+  EXPECT_EQ(r.sampling.frequency_penalty, -1.5f);
+  EXPECT_EQ(r.sampling.repetition_penalty, 1.2f);
+  ASSERT_EQ(r.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(r.sampling.min_tokens, 3u);
+  EXPECT_TRUE(r.sampling.adjusts_logits());
+  const GenerateRequest back = RoundTrip(r);
+  EXPECT_EQ(back.sampling.presence_penalty, 0.5f);
+  EXPECT_EQ(back.sampling.frequency_penalty, -1.5f);
+  EXPECT_EQ(back.sampling.repetition_penalty, 1.2f);
+  EXPECT_EQ(back.sampling.logit_bias, r.sampling.logit_bias);
+  EXPECT_EQ(back.sampling.min_tokens, 3u);
+  EXPECT_FALSE(Chat(head + R"("presence_penalty":0,"logit_bias":{},"repetition_penalty":1,"min_tokens":0})")
+                   .sampling.adjusts_logits());
+  EXPECT_TRUE(Native(R"({"prompt":"a","frequency_penalty":1})").sampling.adjusts_logits());
+  EXPECT_TRUE(Completion(R"({"model":"m","prompt":"x","logit_bias":{"1":1}})").sampling.adjusts_logits());
+
+  EXPECT_EQ(ChatError(head + R"("presence_penalty":2.5})"), "presence_penalty: must be between -2 and 2, got 2.5");
+  EXPECT_EQ(ChatError(head + R"("frequency_penalty":"a"})"), "frequency_penalty: expected a number, got a string");
+  EXPECT_EQ(ChatError(head + R"("repetition_penalty":0})"),
+            "repetition_penalty: must be greater than 0 and at most 2, got 0");
+  EXPECT_EQ(ChatError(head + R"("logit_bias":{"x":1}})"),
+            "logit_bias.x: the key must be a token id (a non-negative integer)");
+  EXPECT_EQ(ChatError(head + R"("logit_bias":{"5":101}})"), "logit_bias.5: must be between -100 and 100, got 101");
+  EXPECT_EQ(ChatError(head + R"("logit_bias":[1]})"), "logit_bias: expected an object of token ids to biases, got an array");
+  EXPECT_EQ(ChatError(head + R"("min_tokens":5,"max_tokens":4})"), "min_tokens: 5 is over max_tokens (4)");
+  EXPECT_EQ(ChatError(head + R"("min_tokens":-1})"), "min_tokens: must be at least 0, got -1");
 }
 
 TEST(ParseChatCompletions, Defaults) {

@@ -1,4 +1,5 @@
 #include "runtime/sampler.h"
+#include "runtime/logit_adjustments.h"
 
 #include <gtest/gtest.h>
 
@@ -73,3 +74,31 @@ TEST(Sampler, SeedFromRequestIdIsStable) {
 
 }  // namespace
 }  // namespace shoal::worker
+
+namespace shoal {
+
+// The adjustments as OpenAI and vLLM define them, computed by hand.
+TEST(TokenPenalties, AdjustAsDefined) {
+  const std::vector<int32_t> prompt = {1, 2};
+  TokenPenalties p({.presence_penalty = 0.5f, .frequency_penalty = 0.25f, .repetition_penalty = 2.0f,
+                    .logit_bias = {{4, 10.0f}}, .min_tokens = 2},
+                   prompt);
+  p.Add(3);
+  p.Add(3);
+  p.Add(0);
+  // Counts: 3 twice, 0 once. Seen: 1, 2 (prompt), 3, 0.
+  std::vector<float> logits = {1.0f, -1.0f, 4.0f, 2.0f, 0.5f, 3.0f};
+  p.Apply(logits.data(), logits.size(), /*generated=*/3, {5});
+  EXPECT_FLOAT_EQ(logits[0], (1.0f - 0.25f - 0.5f) / 2);  // counted once, then repeated: positive, so divided
+  EXPECT_FLOAT_EQ(logits[1], -1.0f * 2);                  // prompt only: negative, so multiplied
+  EXPECT_FLOAT_EQ(logits[2], 4.0f / 2);
+  EXPECT_FLOAT_EQ(logits[3], (2.0f - 2 * 0.25f - 0.5f) / 2);
+  EXPECT_FLOAT_EQ(logits[4], 10.5f);  // biased, never seen
+  EXPECT_FLOAT_EQ(logits[5], 3.0f);   // a stop token, past min_tokens
+  // Before min_tokens, the stop tokens are refused.
+  std::vector<float> early(6, 0.0f);
+  p.Apply(early.data(), early.size(), /*generated=*/1, {5});
+  EXPECT_TRUE(std::isinf(early[5]) && early[5] < 0);
+}
+
+}  // namespace shoal
