@@ -149,6 +149,29 @@ std::string Millis(double ms) {
   return buf;
 }
 
+// OpenAI tool_calls: [{"index" (streamed), "id", "type": "function",
+// "function": {"name", "arguments"}}].
+void ToolCalls(JsonWriter& w, const std::vector<wire::ToolCall>& calls, bool indexed) {
+  w.Char('[');
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (i) w.Char(',');
+    w.Char('{');
+    if (indexed) {
+      w.Raw("\"index\":");
+      w.Int(static_cast<int64_t>(i));
+      w.Char(',');
+    }
+    w.Raw("\"id\":");
+    w.String(calls[i].id);
+    w.Raw(",\"type\":\"function\",\"function\":{\"name\":");
+    w.String(calls[i].name);
+    w.Raw(",\"arguments\":");
+    w.String(calls[i].arguments);
+    w.Raw("}}");
+  }
+  w.Char(']');
+}
+
 // --- non-stream ---
 
 // OpenAI chat and completions differ only in the object name and where
@@ -158,7 +181,12 @@ std::string OpenAiBody(const PendingRequest& p, const Generation& g, bool chat) 
   JsonWriter w(&out);
   OpenAiHead(w, p, g, chat ? "chat.completion" : "text_completion");
   w.Raw(chat ? "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":" : "{\"index\":0,\"text\":");
-  w.String(g.text);
+  const bool calls = chat && !g.last.tool_calls.empty();
+  calls && g.text.empty() ? w.Null() : w.String(g.text);  // a message of calls alone has null content
+  if (calls) {
+    w.Raw(",\"tool_calls\":");
+    ToolCalls(w, g.last.tool_calls, /*indexed=*/false);
+  }
   w.Raw(chat ? "},\"logprobs\":" : ",\"logprobs\":");
   ChoiceLogprobs(w, g, {0, g.token_ids.size()});
   w.Raw(",\"finish_reason\":");
@@ -313,6 +341,16 @@ std::string StreamEvents(const PendingRequest& p, Generation& g, bool first, boo
     if (!fresh.empty()) {
       http::AppendSseData(OpenAiChunk(p, g, TextChoice(g, fresh), unsent, {}), &out);
       sent_all();
+    }
+    if (final && g.api == GenerationApi::kChat && !g.last.tool_calls.empty()) {
+      // The calls in one delta, each whole (OpenAI streams the arguments in
+      // fragments; one fragment is a fragment too).
+      std::string delta;
+      JsonWriter d(&delta);
+      d.Raw("\"delta\":{\"tool_calls\":");
+      ToolCalls(d, g.last.tool_calls, /*indexed=*/true);
+      d.Char('}');
+      http::AppendSseData(OpenAiChunk(p, g, delta, {g.sent_tokens, g.sent_tokens}, {}), &out);
     }
     if (final) {
       // Tokens still unsent (text-less ones at the end) carry their

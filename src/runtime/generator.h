@@ -33,6 +33,11 @@ namespace shoal {
 struct ChatTurn {
   std::string role;     // system, developer, user, assistant, tool
   std::string content;  // its text
+  // An assistant's calls, a JSON array as chat templates read them
+  // ([{"id", "type": "function", "function": {"name", "arguments": {...}}}],
+  // the arguments an object); empty: none.
+  std::string tool_calls_json;
+  std::string tool_call_id;  // a tool's answer: the call it answers
 };
 
 struct GeneratorInfo {

@@ -14,9 +14,13 @@
 //                             "name": str, "schema": str       (json_schema)
 //                             "pattern": str                   (regex)
 //                             "choices": [str]}                (choice; absent: text)
+//         "tools": str (a JSON array), "tool_choice": "auto" | "none" | "required" |
+//                  "function:<name>", "parallel_tool_calls": bool (with tools only)
 //         "stream": bool, "include_usage": bool}
+// A message may add "tool_calls": [[id, name, arguments]] and "tool_call_id".
 // Chunk: {"text": str, "token_ids": [int], "logprobs": [float32 | nil] (when asked),
-//         and on the last: "finish_reason": "stop" | "length", "prompt_tokens",
+//         and on the last: "finish_reason": "stop" | "length" | "tool_calls",
+//         "tool_calls": [[id, name, arguments]] (with tool_calls), "prompt_tokens",
 //         "completion_tokens", "cached_prompt_tokens", "ttft_ms", "itl_ms", "queue_ms"}
 #include "wire/generate.h"
 
@@ -155,6 +159,48 @@ Status ReadResponseFormat(MsgpackReader& r, ResponseFormat* out) {
   return Status::Ok();
 }
 
+void AppendToolCalls(MsgpackWriter& w, const std::vector<ToolCall>& calls) {
+  w.ArrayHeader(static_cast<uint32_t>(calls.size()));
+  for (const ToolCall& c : calls) {
+    w.ArrayHeader(3);
+    w.Str(c.id);
+    w.Str(c.name);
+    w.Str(c.arguments);
+  }
+}
+
+Status ReadToolCalls(MsgpackReader& r, std::string_view where, std::vector<ToolCall>* out) {
+  uint32_t n = 0;
+  if (!r.ReadArrayHeader(&n)) return MsgpackExpected(where, "an array", r);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t three = 0;
+    std::string_view id, name, arguments;
+    if (!r.ReadArrayHeader(&three) || three != 3 || !r.ReadStr(&id) || !r.ReadStr(&name) || !r.ReadStr(&arguments)) {
+      return InvalidInput(std::string(where) + ": expected [id, name, arguments] triples");
+    }
+    out->push_back({std::string(id), std::string(name), std::string(arguments)});
+  }
+  return Status::Ok();
+}
+
+Status ReadToolChoice(MsgpackFields& f, ToolChoice* out) {
+  std::string choice;
+  SHOAL_RETURN_IF_ERROR(f.String(&choice));
+  if (choice == "auto") {
+    out->kind = ToolChoice::Kind::kAuto;
+  } else if (choice == "none") {
+    out->kind = ToolChoice::Kind::kNone;
+  } else if (choice == "required") {
+    out->kind = ToolChoice::Kind::kRequired;
+  } else if (choice.rfind("function:", 0) == 0) {
+    out->kind = ToolChoice::Kind::kFunction;
+    out->name = choice.substr(9);
+  } else {
+    return InvalidInput("tool_choice: '" + choice + "' is not a choice");
+  }
+  return Status::Ok();
+}
+
 Status ReadMessages(MsgpackReader& r, std::vector<ChatMessage>* out) {
   uint32_t n = 0;
   if (!r.ReadArrayHeader(&n)) return MsgpackExpected("messages", "an array", r);
@@ -164,6 +210,8 @@ Status ReadMessages(MsgpackReader& r, std::vector<ChatMessage>* out) {
     SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
       if (key == "role") return f.String(&m.role);
       if (key == "content") return f.String(&m.content);
+      if (key == "tool_calls") return ReadToolCalls(r, "messages[].tool_calls", &m.tool_calls);
+      if (key == "tool_call_id") return f.String(&m.tool_call_id);
       return f.Skip();
     }));
     out->push_back(std::move(m));
@@ -178,7 +226,8 @@ void AppendGenerateWork(const GenerateRequest& r, std::string* out) {
   const bool chat = r.kind == GenerateRequest::Kind::kChat;
   MsgpackWriter w(out);
   const bool formatted = r.response_format.type != ResponseFormat::Type::kText;
-  w.MapHeader(5 + formatted + (chat ? 2 + !r.chat_template_kwargs_json.empty() : 1));
+  const bool tools = !r.tools_json.empty();
+  w.MapHeader(5 + formatted + (chat ? 2 + !r.chat_template_kwargs_json.empty() : 1) + (tools ? 3 : 0));
   w.Str("kind");
   w.Str(chat ? "chat" : "completion");
   w.Str("model");
@@ -187,11 +236,19 @@ void AppendGenerateWork(const GenerateRequest& r, std::string* out) {
     w.Str("messages");
     w.ArrayHeader(static_cast<uint32_t>(r.messages.size()));
     for (const ChatMessage& m : r.messages) {
-      w.MapHeader(2);
+      w.MapHeader(2 + !m.tool_calls.empty() + !m.tool_call_id.empty());
       w.Str("role");
       w.Str(m.role);
       w.Str("content");
       w.Str(m.content);
+      if (!m.tool_calls.empty()) {
+        w.Str("tool_calls");
+        AppendToolCalls(w, m.tool_calls);
+      }
+      if (!m.tool_call_id.empty()) {
+        w.Str("tool_call_id");
+        w.Str(m.tool_call_id);
+      }
     }
     w.Str("add_generation_prompt");
     w.Bool(r.add_generation_prompt);
@@ -233,6 +290,19 @@ void AppendGenerateWork(const GenerateRequest& r, std::string* out) {
         w.Str("json_object");
     }
   }
+  if (tools) {
+    w.Str("tools");
+    w.Str(r.tools_json);
+    w.Str("tool_choice");
+    switch (r.tool_choice.kind) {
+      case ToolChoice::Kind::kAuto: w.Str("auto"); break;
+      case ToolChoice::Kind::kNone: w.Str("none"); break;
+      case ToolChoice::Kind::kRequired: w.Str("required"); break;
+      case ToolChoice::Kind::kFunction: w.Str("function:" + r.tool_choice.name); break;
+    }
+    w.Str("parallel_tool_calls");
+    w.Bool(r.parallel_tool_calls);
+  }
   w.Str("stream");
   w.Bool(r.stream);
   w.Str("include_usage");
@@ -266,6 +336,9 @@ Status DecodeGenerateWork(std::string_view msgpack, GenerateRequest* r) {
     }
     if (key == "sampling") return ReadSampling(reader, &r->sampling);
     if (key == "response_format") return ReadResponseFormat(reader, &r->response_format);
+    if (key == "tools") return f.String(&r->tools_json);
+    if (key == "tool_choice") return ReadToolChoice(f, &r->tool_choice);
+    if (key == "parallel_tool_calls") return f.Bool(&r->parallel_tool_calls);
     if (key == "stream") return f.Bool(&r->stream);
     if (key == "include_usage") return f.Bool(&r->include_usage);
     return f.Skip();
@@ -296,6 +369,8 @@ std::string_view FinishReasonName(FinishReason r) {
       return "stop";
     case FinishReason::kLength:
       return "length";
+    case FinishReason::kToolCalls:
+      return "tool_calls";
   }
   return "";
 }
@@ -304,7 +379,7 @@ void AppendChunk(const GenerationChunk& c, std::string* out) {
   out->reserve(out->size() + 64 + c.text.size() + c.token_ids.size() * 5 + c.logprobs.size() * 5);
   const bool last = c.finish != FinishReason::kNone;
   MsgpackWriter w(out);
-  w.MapHeader(2 + !c.logprobs.empty() + (last ? 7 : 0));
+  w.MapHeader(2 + !c.logprobs.empty() + (last ? 7 + !c.tool_calls.empty() : 0));
   w.Str("text");
   w.Str(c.text);
   w.Str("token_ids");
@@ -316,6 +391,10 @@ void AppendChunk(const GenerationChunk& c, std::string* out) {
     for (float lp : c.logprobs) std::isfinite(lp) ? w.Float32(lp) : w.Nil();  // -inf: probability 0
   }
   if (!last) return;
+  if (!c.tool_calls.empty()) {
+    w.Str("tool_calls");
+    AppendToolCalls(w, c.tool_calls);
+  }
   w.Str("finish_reason");
   w.Str(FinishReasonName(c.finish));
   w.Str("prompt_tokens");
@@ -344,6 +423,7 @@ Status DecodeChunk(std::string_view msgpack, GenerationChunk* c) {
     if (key == "text") return f.String(&c->text);
     if (key == "token_ids") return f.Ints(&c->token_ids);
     if (key == "logprobs") return f.Floats(&c->logprobs);
+    if (key == "tool_calls") return ReadToolCalls(r, "chunk.tool_calls", &c->tool_calls);
     if (key == "finish_reason") {
       std::string_view name;
       SHOAL_RETURN_IF_ERROR(f.Str(&name));
@@ -351,6 +431,8 @@ Status DecodeChunk(std::string_view msgpack, GenerationChunk* c) {
         c->finish = FinishReason::kStop;
       } else if (name == "length") {
         c->finish = FinishReason::kLength;
+      } else if (name == "tool_calls") {
+        c->finish = FinishReason::kToolCalls;
       } else {
         return f.Error("unknown '" + std::string(name) + "'");
       }

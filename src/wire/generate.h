@@ -33,9 +33,25 @@ namespace shoal::wire {
 inline constexpr size_t kMaxStopStrings = 4;  // as OpenAI
 inline constexpr size_t kMaxLogitBias = 1024;  // tokens a request may bias
 
+// A function call a model made (OpenAI's tool_calls[]).
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON object's text
+};
+
 struct ChatMessage {
   std::string role;     // system, user, assistant, tool, ...
   std::string content;  // text parts of an OpenAI content array, concatenated
+  std::vector<ToolCall> tool_calls;  // assistant: the calls it made
+  std::string tool_call_id;          // tool: the call it answers
+};
+
+// OpenAI's tool_choice.
+struct ToolChoice {
+  enum class Kind { kAuto, kNone, kRequired, kFunction };
+  Kind kind = Kind::kAuto;
+  std::string name;  // kFunction
 };
 
 struct SamplingParams {
@@ -91,6 +107,12 @@ struct GenerateRequest {
   std::string chat_template_kwargs_json;
   SamplingParams sampling;
   ResponseFormat response_format;  // chat and native routes
+  // Chat: the functions the model may call, a JSON array of {"type":
+  // "function", "function": {"name", "description", "parameters"}} as the
+  // chat template reads it; empty: none.
+  std::string tools_json;
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
   bool stream = false;
   bool include_usage = false;  // OpenAI stream_options.include_usage
   // The native body's "lora" (the adapter to generate under). Not part of
@@ -105,8 +127,8 @@ void AppendGenerateWork(const GenerateRequest& r, std::string* out);
 Status DecodeGenerateWork(std::string_view msgpack, GenerateRequest* r);
 
 // Why a sequence ended (OpenAI's finish_reason).
-enum class FinishReason { kNone, kStop, kLength };
-std::string_view FinishReasonName(FinishReason r);  // "", "stop", "length"
+enum class FinishReason { kNone, kStop, kLength, kToolCalls };
+std::string_view FinishReasonName(FinishReason r);  // "", "stop", "length", "tool_calls"
 
 struct GenerationChunk {
   std::string text;                // new text since the previous chunk (UTF-8, whole characters)
@@ -114,6 +136,7 @@ struct GenerationChunk {
   std::vector<float> logprobs;     // one per token in token_ids, when asked
   // On the final chunk only:
   FinishReason finish = FinishReason::kNone;
+  std::vector<ToolCall> tool_calls;  // the calls the output made (kToolCalls); its text is what came outside them
   uint32_t prompt_tokens = 0;
   uint32_t completion_tokens = 0;
   uint32_t cached_prompt_tokens = 0;  // prompt tokens whose KV came from the prefix cache

@@ -314,6 +314,43 @@ Status ReadResponseFormat(const Json& v, bool native, ResponseFormat* out) {
   return Status::Ok();
 }
 
+// [{"id", "type": "function", "function": {"name", "arguments": "<JSON object>"}}]
+static Status ReadToolCalls(const Json& v, const std::string& field, std::vector<ToolCall>* out) {
+  if (!v.is_array()) return Expected(field, "an array of tool calls", v);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string f = Indexed(field, i);
+    const Json& c = v[i];
+    if (!c.is_object()) return Expected(f, "an object", c);
+    for (const auto& [key, value] : c.items()) {
+      if (key != "id" && key != "type" && key != "function" && !value.is_null()) {
+        return InvalidInput(f + "." + key + ": not a field of a tool call");
+      }
+    }
+    ToolCall call;
+    auto id = c.find("id");
+    if (id == c.end()) return InvalidInput(f + ".id: missing");
+    SHOAL_RETURN_IF_ERROR(ReadString(*id, f + ".id", &call.id));
+    if (auto type = c.find("type"); type != c.end() && *type != "function") {
+      return InvalidInput(f + ".type: only \"function\"");
+    }
+    auto fn = c.find("function");
+    if (fn == c.end() || !fn->is_object()) return InvalidInput(f + ".function: missing (an object)");
+    for (const auto& [key, value] : fn->items()) {
+      if (key != "name" && key != "arguments") return InvalidInput(f + ".function." + key + ": not a field of a function call");
+    }
+    auto name = fn->find("name");
+    auto arguments = fn->find("arguments");
+    if (name == fn->end()) return InvalidInput(f + ".function.name: missing");
+    if (arguments == fn->end()) return InvalidInput(f + ".function.arguments: missing");
+    SHOAL_RETURN_IF_ERROR(ReadString(*name, f + ".function.name", &call.name));
+    SHOAL_RETURN_IF_ERROR(ReadString(*arguments, f + ".function.arguments", &call.arguments));
+    const Json args = Json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+    if (!args.is_object()) return InvalidInput(f + ".function.arguments: not a JSON object's text");
+    out->push_back(std::move(call));
+  }
+  return Status::Ok();
+}
+
 Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessage>* out) {
   if (!v.is_array()) return Expected(field, "an array of messages", v);
   out->clear();
@@ -326,8 +363,8 @@ Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessa
     // (null, or an empty tool_calls, says nothing and passes).
     for (const auto& [key, value] : m.items()) {
       const bool says_nothing = value.is_null() || (key == "tool_calls" && value.is_array() && value.empty());
-      if (key != "role" && key != "content" && !says_nothing) {
-        return InvalidInput(f + "." + key + ": not supported (a message carries role and content)");
+      if (key != "role" && key != "content" && key != "tool_calls" && key != "tool_call_id" && !says_nothing) {
+        return InvalidInput(f + "." + key + ": not supported (a message carries role, content, tool_calls and tool_call_id)");
       }
     }
     ChatMessage msg;
@@ -337,6 +374,12 @@ Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessa
     auto content = m.find("content");
     if (content != m.end())
       SHOAL_RETURN_IF_ERROR(ReadContent(*content, f + ".content", &msg.content));
+    if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
+      SHOAL_RETURN_IF_ERROR(ReadToolCalls(*calls, f + ".tool_calls", &msg.tool_calls));
+    }
+    if (auto id = m.find("tool_call_id"); id != m.end() && !id->is_null()) {
+      SHOAL_RETURN_IF_ERROR(ReadString(*id, f + ".tool_call_id", &msg.tool_call_id));
+    }
     out->push_back(std::move(msg));
   }
   return Status::Ok();
@@ -347,7 +390,12 @@ Status Validate(const GenerateRequest& r) {
   if (r.kind == GenerateRequest::Kind::kChat) {
     if (r.messages.empty()) return InvalidInput("messages: must hold at least one message");
     for (size_t i = 0; i < r.messages.size(); ++i) {
-      SHOAL_RETURN_IF_ERROR(CheckRole(r.messages[i].role, Indexed("messages", i) + ".role"));
+      const ChatMessage& m = r.messages[i];
+      const std::string f = Indexed("messages", i);
+      SHOAL_RETURN_IF_ERROR(CheckRole(m.role, f + ".role"));
+      if (!m.tool_calls.empty() && m.role != "assistant") return InvalidInput(f + ".tool_calls: only an assistant's message makes calls");
+      if (m.role == "tool" && m.tool_call_id.empty()) return InvalidInput(f + ".tool_call_id: missing (the call this answers)");
+      if (m.role != "tool" && !m.tool_call_id.empty()) return InvalidInput(f + ".tool_call_id: only a tool's message answers a call");
     }
     if (!r.chat_template_kwargs_json.empty() && r.chat_template_kwargs_json.front() != '{') {
       return InvalidInput("chat_template_kwargs: expected an object");

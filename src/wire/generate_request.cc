@@ -74,6 +74,75 @@ Status ReadLogitBias(const Json& v, std::vector<std::pair<int32_t, float>>* out)
   return Status::Ok();
 }
 
+// OpenAI tools: [{"type": "function", "function": {"name", "description",
+// "parameters", "strict"}}], kept as the JSON text the chat template reads.
+constexpr size_t kMaxTools = 128;
+Status ReadTools(const Json& v, std::string* out, std::vector<std::string>* names) {
+  if (!v.is_array()) return gen::Expected("tools", "an array of tools", v);
+  if (v.size() > kMaxTools) return InvalidInput("tools: at most " + std::to_string(kMaxTools));
+  names->clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string f = "tools[" + std::to_string(i) + "]";
+    const Json& t = v[i];
+    if (!t.is_object()) return gen::Expected(f, "an object", t);
+    for (const auto& [key, value] : t.items()) {
+      if (key != "type" && key != "function") return InvalidInput(f + "." + key + ": not a field of a tool");
+    }
+    if (t.value("type", "") != "function") return InvalidInput(f + ".type: only \"function\"");
+    auto fn = t.find("function");
+    if (fn == t.end() || !fn->is_object()) return InvalidInput(f + ".function: missing (an object)");
+    for (const auto& [key, value] : fn->items()) {
+      if (key != "name" && key != "description" && key != "parameters" && key != "strict") {
+        return InvalidInput(f + ".function." + key + ": not a field of a function");
+      }
+    }
+    std::string name;
+    auto n = fn->find("name");
+    if (n == fn->end()) return InvalidInput(f + ".function.name: missing");
+    SHOAL_RETURN_IF_ERROR(gen::ReadString(*n, f + ".function.name", &name));
+    if (name.empty() || name.size() > 64 ||
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos) {
+      return InvalidInput(f + ".function.name: 1 to 64 letters, digits, _ and -");
+    }
+    if (std::find(names->begin(), names->end(), name) != names->end()) {
+      return InvalidInput(f + ".function.name: '" + name + "' is named twice");
+    }
+    names->push_back(name);
+    if (auto d = fn->find("description"); d != fn->end() && !d->is_string()) {
+      return gen::Expected(f + ".function.description", "a string", *d);
+    }
+    if (auto p = fn->find("parameters"); p != fn->end() && !p->is_object()) {
+      return gen::Expected(f + ".function.parameters", "a JSON Schema object", *p);
+    }
+    if (auto s = fn->find("strict"); s != fn->end() && !s->is_boolean()) {
+      return gen::Expected(f + ".function.strict", "a boolean", *s);
+    }
+  }
+  std::string bounded;  // ReadObjectText bounds the nesting
+  SHOAL_RETURN_IF_ERROR(gen::ReadObjectText(Json{{"tools", v}}, "tools", &bounded));
+  *out = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return Status::Ok();
+}
+
+// OpenAI tool_choice: "auto" | "none" | "required" | {"type": "function", "function": {"name"}}.
+Status ReadToolChoice(const Json& v, ToolChoice* out) {
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "auto") out->kind = ToolChoice::Kind::kAuto;
+    else if (s == "none") out->kind = ToolChoice::Kind::kNone;
+    else if (s == "required") out->kind = ToolChoice::Kind::kRequired;
+    else return InvalidInput("tool_choice: '" + s + "' is not one of auto, none, required (or a function)");
+    return Status::Ok();
+  }
+  if (!v.is_object() || v.value("type", "") != "function" || !v.contains("function") || !v["function"].is_object() ||
+      !v["function"].contains("name") || !v["function"]["name"].is_string()) {
+    return InvalidInput("tool_choice: expected \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+  }
+  out->kind = ToolChoice::Kind::kFunction;
+  out->name = v["function"]["name"].get<std::string>();
+  return Status::Ok();
+}
+
 // The fields all three routes read alike.
 FieldResult ReadSamplingField(const std::string& key, const Json& v, GenerateRequest* r) {
   SamplingParams& s = r->sampling;
@@ -132,11 +201,8 @@ Status ReadUnimplementedField(const std::string& key, const Json& v) {
     std::string_view allowed;  // what passes, for the message
   };
   static const Field kFields[] = {
-      {"tools", [](const Json& x) { return x.is_array() && x.empty(); }, "[]"},
       {"functions", [](const Json& x) { return x.is_array() && x.empty(); }, "[]"},
-      {"tool_choice", [](const Json& x) { return x == "none"; }, "\"none\""},
       {"function_call", [](const Json& x) { return x == "none"; }, "\"none\""},
-      {"parallel_tool_calls", [](const Json& x) { return x.is_boolean(); }, "a boolean, with no tools"},
       {"store", [](const Json& x) { return x == false; }, "false"},
       {"metadata", [](const Json& x) { return x.is_object() && x.empty(); }, "{}"},
       {"modalities", [](const Json& x) { return x == Json::array({"text"}); }, "[\"text\"]"},
@@ -179,8 +245,11 @@ Status ReadModel(const Json& v, GenerateRequest* r) {
 
 // The prompt's text must fit one work message.
 Status CheckSize(const GenerateRequest& r, const ParseLimits& limits) {
-  size_t bytes = r.prompt.size() + r.chat_template_kwargs_json.size() + r.response_format.bytes();
-  for (const auto& m : r.messages) bytes += m.role.size() + m.content.size();
+  size_t bytes = r.prompt.size() + r.chat_template_kwargs_json.size() + r.response_format.bytes() + r.tools_json.size();
+  for (const auto& m : r.messages) {
+    bytes += m.role.size() + m.content.size() + m.tool_call_id.size();
+    for (const ToolCall& c : m.tool_calls) bytes += c.id.size() + c.name.size() + c.arguments.size();
+  }
   if (bytes <= limits.max_item_bytes) return Status::Ok();
   const char* field = r.kind == GenerateRequest::Kind::kChat ? "messages" : "prompt";
   return Status(Code::kPayloadTooLarge, std::string(field) + ": " + std::to_string(bytes) +
@@ -213,8 +282,9 @@ Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
                             GenerateRequest* out) {
   *out = GenerateRequest{};
   out->kind = GenerateRequest::Kind::kChat;
-  bool has_messages = false, has_stream_options = false;
+  bool has_messages = false, has_stream_options = false, has_tool_choice = false, has_parallel = false;
   uint32_t max_completion_tokens = 0;
+  std::vector<std::string> tool_names;
   SHOAL_RETURN_IF_ERROR(ForEachField(body, [&](const std::string& key, const Json& v) -> Status {
     if (FieldResult f = ReadSamplingField(key, v, out); f.handled) return f.status;
     if (FieldResult f = ReadChatField(key, v, out); f.handled) {
@@ -240,10 +310,33 @@ Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
       return ReadStreamOptions(v, out);
     }
     if (key == "response_format") return gen::ReadResponseFormat(v, /*native=*/false, &out->response_format);
+    if (key == "tools") return ReadTools(v, &out->tools_json, &tool_names);
+    if (key == "tool_choice") {
+      has_tool_choice = true;
+      return ReadToolChoice(v, &out->tool_choice);
+    }
+    if (key == "parallel_tool_calls") {
+      has_parallel = true;
+      return gen::ReadBool(v, "parallel_tool_calls", &out->parallel_tool_calls);
+    }
     return ReadUnimplementedField(key, v);
   }));
   if (out->model.empty()) return InvalidInput("model: missing");
   if (!has_messages) return InvalidInput("messages: missing");
+  if (tool_names.empty()) {
+    // No tools (or "tools": []): a choice other than none has nothing to choose.
+    out->tools_json.clear();
+    if (has_tool_choice && out->tool_choice.kind != ToolChoice::Kind::kNone) {
+      return InvalidInput("tool_choice: there are no tools to call");
+    }
+    if (has_parallel && !out->parallel_tool_calls) {
+      return InvalidInput("parallel_tool_calls: there are no tools to call");
+    }
+    out->tool_choice = ToolChoice{};
+  } else if (out->tool_choice.kind == ToolChoice::Kind::kFunction &&
+             std::find(tool_names.begin(), tool_names.end(), out->tool_choice.name) == tool_names.end()) {
+    return InvalidInput("tool_choice.function.name: '" + out->tool_choice.name + "' is not one of the tools");
+  }
   // The newer name wins when a client sends both.
   if (max_completion_tokens) out->sampling.max_tokens = max_completion_tokens;
   if (has_stream_options && !out->stream) {

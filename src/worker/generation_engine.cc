@@ -4,12 +4,15 @@
 #include <optional>
 #include <unordered_set>
 
+#include <nlohmann/json.hpp>
+
 #include "common/log.h"
 #include "queue/message.h"
 #include "runtime/logit_adjustments.h"
 #include "runtime/structured/json_schema_grammar.h"
 #include "runtime/structured/output_constraint.h"
 #include "runtime/structured/regex_grammar.h"
+#include "runtime/structured/tool_calls.h"
 #include "runtime/text_stream.h"
 #include "wire/generate.h"
 #include "wire/work_message.h"
@@ -33,6 +36,8 @@ struct Sequence {
   std::unique_ptr<TextStream> text;
   std::unique_ptr<structured::OutputConstraint> format;  // null: free text
   std::unique_ptr<TokenPenalties> penalties;             // null: the logits as they are
+  std::unique_ptr<structured::ToolCallStream> tool_calls;  // null: no tools, or tool_choice none
+  structured::ToolCallSyntax tool_syntax{};
   std::unordered_set<int32_t> stop_ids;
   bool logprobs = false;
   bool admitted_once = false;
@@ -50,8 +55,30 @@ namespace {
 std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages) {
   std::vector<ChatTurn> turns;
   turns.reserve(messages.size());
-  for (const wire::ChatMessage& m : messages) turns.push_back({m.role, m.content});
+  for (const wire::ChatMessage& m : messages) {
+    ChatTurn t{m.role, m.content, {}, m.tool_call_id};
+    if (!m.tool_calls.empty()) {
+      // As templates read them: the arguments an object, not its text.
+      nlohmann::json calls = nlohmann::json::array();
+      for (const wire::ToolCall& c : m.tool_calls) {
+        calls.push_back({{"id", c.id},
+                         {"type", "function"},
+                         {"function", {{"name", c.name}, {"arguments", nlohmann::json::parse(c.arguments, nullptr, false)}}}});
+      }
+      t.tool_calls_json = calls.dump();
+    }
+    turns.push_back(std::move(t));
+  }
   return turns;
+}
+
+// The chat template's variables: the request's, and its tools.
+std::string TemplateKwargs(const std::string& kwargs_json, const std::string& tools_json) {
+  if (tools_json.empty()) return kwargs_json;
+  nlohmann::json vars = kwargs_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(kwargs_json, nullptr, false);
+  if (!vars.is_object()) return kwargs_json;  // RenderChat refuses it
+  vars["tools"] = nlohmann::json::parse(tools_json, nullptr, false);
+  return vars.dump();
 }
 
 // The grammar a format holds the output to, as GBNF text, and the request
@@ -192,10 +219,14 @@ bool GenerationEngine::Prepare(Sequence& s) {
     if (!grammar.ok()) return fail(grammar.status());
     s.format = std::make_unique<structured::OutputConstraint>(std::move(grammar).value());
   }
+  if (!req.tools_json.empty() && req.tool_choice.kind != wire::ToolChoice::Kind::kNone) {
+    if (Status st = PrepareToolCalls(s, req); !st.ok()) return fail(st);
+  }
   const bool chat = req.kind == wire::GenerateRequest::Kind::kChat;
   std::string rendered;
   if (chat) {
-    auto r = gen_->RenderChat(Turns(req.messages), req.add_generation_prompt, req.chat_template_kwargs_json);
+    auto r = gen_->RenderChat(Turns(req.messages), req.add_generation_prompt,
+                              TemplateKwargs(req.chat_template_kwargs_json, req.tools_json));
     if (!r.ok()) return fail(r.status());
     rendered = std::move(r).value();
   }
@@ -378,7 +409,8 @@ void GenerationEngine::Step() {
     if (s.stop_ids.count(token)) {
       finish = wire::FinishReason::kStop;  // its text (an end marker) is not output
     } else {
-      s.pending.text += s.text->Push(gen_->TokenBytes(token));
+      std::string text = s.text->Push(gen_->TokenBytes(token));
+      s.pending.text += s.tool_calls ? s.tool_calls->Push(text) : text;
       if (s.text->stopped() || (s.format && s.format->complete())) finish = wire::FinishReason::kStop;
     }
     if (finish == wire::FinishReason::kNone &&
@@ -386,8 +418,8 @@ void GenerationEngine::Step() {
       finish = wire::FinishReason::kLength;
     }
     if (finish != wire::FinishReason::kNone) {
-      s.pending.text += s.text->Finish();
       s.pending.finish = finish;  // the final chunk goes out in Finish
+      EndText(s);                 // may find tool calls, and say so
       done.push_back(owner[k]);
       outcomes.emplace_back(Outcome::kSucceeded, Status::Ok());
     } else if (!s.pending.text.empty() || !s.pending.token_ids.empty()) {
@@ -400,6 +432,62 @@ void GenerationEngine::Step() {
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return done[a] > done[b]; });
   for (size_t i : order) Finish(done[i], outcomes[i].first, outcomes[i].second);
   if (!done.empty() && on_free_) on_free_();
+}
+
+Result<structured::ToolCallSyntax> GenerationEngine::ToolCallSyntax() {
+  if (!tool_syntax_) {
+    const nlohmann::json probe = nlohmann::json::parse(structured::ProbeMessagesJson());
+    std::vector<ChatTurn> turns;
+    for (const nlohmann::json& m : probe) {
+      turns.push_back({m["role"], m["content"], m.contains("tool_calls") ? m["tool_calls"].dump() : "", ""});
+    }
+    auto rendered = gen_->RenderChat(turns, false, TemplateKwargs("", structured::ProbeToolsJson()));
+    tool_syntax_ = rendered.ok() ? structured::DetectToolCallSyntax(*rendered)
+                                 : Result<structured::ToolCallSyntax>(InvalidInput(
+                                       "tools: the model's chat template cannot render tool calls (" +
+                                       rendered.status().message() + ")"));
+  }
+  return *tool_syntax_;
+}
+
+Status GenerationEngine::PrepareToolCalls(Sequence& s, const wire::GenerateRequest& req) {
+  SHOAL_ASSIGN_OR_RETURN(structured::ToolCallSyntax syntax, ToolCallSyntax());
+  s.tool_calls = std::make_unique<structured::ToolCallStream>(syntax);
+  s.tool_syntax = syntax;
+  using Kind = wire::ToolChoice::Kind;
+  if (req.tool_choice.kind != Kind::kRequired && req.tool_choice.kind != Kind::kFunction) return Status::Ok();
+  // A call is required: the output is held to one (or several).
+  if (req.response_format.type != wire::ResponseFormat::Type::kText) {
+    return InvalidInput("response_format: cannot hold the output while tool_choice requires a call");
+  }
+  std::optional<std::string> only;
+  if (req.tool_choice.kind == Kind::kFunction) only = req.tool_choice.name;
+  SHOAL_ASSIGN_OR_RETURN(std::string gbnf, structured::ToolCallGrammar(syntax, req.tools_json, only,
+                                                                       req.parallel_tool_calls));
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<structured::TokenGrammar> grammar, grammars_.Get(gbnf, "tools"));
+  s.format = std::make_unique<structured::OutputConstraint>(std::move(grammar));
+  return Status::Ok();
+}
+
+void GenerationEngine::EndText(Sequence& s) {
+  std::string tail = s.text->Finish();
+  if (!s.tool_calls) {
+    s.pending.text += tail;
+    return;
+  }
+  s.pending.text += s.tool_calls->Push(tail);
+  const std::string& held = s.tool_calls->held();
+  auto parsed = structured::ParseToolCalls(s.tool_syntax, held);
+  if (!parsed || parsed->calls.empty()) {
+    s.pending.text += held;  // not a call after all, or a malformed one: the client gets the text
+    return;
+  }
+  s.pending.text += parsed->content;
+  for (size_t i = 0; i < parsed->calls.size(); ++i) {
+    s.pending.tool_calls.push_back({"call_" + std::string(s.item.work.request_id) + "_" + std::to_string(i),
+                                    std::move(parsed->calls[i].name), std::move(parsed->calls[i].arguments)});
+  }
+  s.pending.finish = wire::FinishReason::kToolCalls;
 }
 
 Result<int32_t> GenerationEngine::Pick(Sequence& s, const float* logits, float* logprob) {

@@ -54,11 +54,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "runtime/generator.h"
 #include "runtime/structured/grammar_cache.h"
+#include "runtime/structured/tool_calls.h"
+#include "wire/generate.h"
 #include "worker/batch_runner.h"
 #include "worker/cancelled_requests.h"
 #include "worker/kv_blocks.h"
@@ -100,6 +103,12 @@ class GenerationEngine : public SequenceEngine {
   // The sequence's next token from its row of logits: adjusted (penalties,
   // bias, min_tokens), held to its format, sampled.
   Result<int32_t> Pick(Sequence& s, const float* logits, float* logprob);
+  // Tools: the model's call syntax (read once from its chat template), a
+  // sequence's call stream, and, when a call is required, its grammar.
+  Result<structured::ToolCallSyntax> ToolCallSyntax();
+  Status PrepareToolCalls(Sequence& s, const wire::GenerateRequest& req);
+  // The sequence's last text, and the calls in it when it may make some.
+  void EndText(Sequence& s);
   void Emit(Sequence& s, bool final);
   void Finish(size_t index, Outcome outcome, const Status& error = Status::Ok());
   void Preempt(size_t index);
@@ -130,6 +139,7 @@ class GenerationEngine : public SequenceEngine {
   std::vector<float> logits_;                       // engine thread only
   std::vector<float> adjusted_;                     // one row of logits adjusted; engine thread only
   structured::GrammarCache grammars_;               // engine thread only
+  std::optional<Result<structured::ToolCallSyntax>> tool_syntax_;  // engine thread only
   std::string reply_;                               // a chunk being written; engine thread only
   std::thread thread_;
 };

@@ -42,6 +42,17 @@ Status ToJob(const WorkItem& it, const ServedModel& model, GenerationJob* job) {
   for (wire::ChatMessage& m : req.messages) job->messages.push_back({std::move(m.role), std::move(m.content)});
   job->add_generation_prompt = req.add_generation_prompt;
   job->chat_template_kwargs_json = std::move(req.chat_template_kwargs_json);
+  // Tools are not carried to runtimes that render their own prompts yet.
+  auto no_tools = [&](const std::string& field) {
+    return InvalidInput(field + ": model '" + model.spec->id + "' (runtime " + model.spec->runtime +
+                        ") does not call tools; the native runtime does");
+  };
+  if (!req.tools_json.empty()) return no_tools("tools");
+  for (size_t i = 0; i < req.messages.size(); ++i) {
+    const wire::ChatMessage& m = req.messages[i];
+    if (!m.tool_calls.empty()) return no_tools("messages[" + std::to_string(i) + "].tool_calls");
+    if (!m.tool_call_id.empty()) return no_tools("messages[" + std::to_string(i) + "].tool_call_id");
+  }
   const wire::SamplingParams& p = req.sampling;
   if (p.adjusts_logits()) {
     // Not yet carried to runtimes that sample for themselves: refused, not dropped.

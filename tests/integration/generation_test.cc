@@ -34,7 +34,7 @@ class Generation : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     cluster_ = new TestCluster();
-    cluster_->Register(GenerateProfile("qwen3", "qwen3-tiny", "{max_context: 512, kv_cache_tokens: 4096, kv_block_tokens: 8}"));
+    cluster_->Register(GenerateProfile("qwen3", "qwen3-tiny", "{max_context: 2048, kv_cache_tokens: 8192, kv_block_tokens: 8}"));
     cluster_->Register(GenerateProfile("llama", "llama-tiny", "{max_context: 64}"));
     // Room for 24 blocks of 8 positions: a few sequences fill it.
     cluster_->Register(GenerateProfile("qwen3-small-kv", "qwen3-tiny",
@@ -396,6 +396,98 @@ TEST_F(Generation, PenaltiesTurnGreedyDecodingOnlyAwayFromTokensTheyCount) {
     EXPECT_TRUE(in_output || (counts_prompt && in_prompt)) << field << " left the greedy path at " << i;
   }
   EXPECT_GT(diverged, 0) << "no penalty changed anything: " << json(plain).dump();
+}
+
+// Tools through Qwen3's own chat template: a required call is one of the
+// tools with arguments its schema accepts (checked by jsonschema), streamed
+// as OpenAI streams calls; the calls and the tools' answers go back in.
+TEST_F(Generation, ToolCallsComeBackAsOpenAiToolCalls) {
+  const json weather = json::parse(R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+    "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city", "unit"], "additionalProperties": false})");
+  const json tools = {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"description", "The weather now"},
+                                                          {"parameters", weather}}}},
+                      {{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"},
+                                                           {"properties", json::object()}, {"additionalProperties", false}}}}}}};
+  std::vector<std::string> arguments;
+  for (int seed = 0; seed < 3; ++seed) {
+    const json r = Post("/v1/chat/completions",
+                        Chat("What is the weather in Oslo?", {{"tools", tools}, {"tool_choice", "required"},
+                                                              {"parallel_tool_calls", false}, {"max_tokens", 200},
+                                                              {"temperature", 1.0}, {"seed", seed}}));
+    const json& choice = r["choices"][0];
+    ASSERT_EQ(choice["finish_reason"], "tool_calls") << r.dump();
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << r.dump();
+    const json& call = choice["message"]["tool_calls"][0];
+    EXPECT_EQ(call["type"], "function");
+    EXPECT_FALSE(call["id"].get<std::string>().empty());
+    const std::string name = call["function"]["name"];
+    if (name == "get_weather") {
+      arguments.push_back(call["function"]["arguments"]);
+    } else {
+      EXPECT_EQ(name, "get_time") << r.dump();
+      EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json::object());
+    }
+  }
+  // A named function: that one, greedy too.
+  const json named = Chat("What is the weather in Oslo?",
+                          {{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+                           {"max_tokens", 200}});
+  const json n = Post("/v1/chat/completions", named);
+  ASSERT_EQ(n["choices"][0]["finish_reason"], "tool_calls") << n.dump();
+  const json& call = n["choices"][0]["message"]["tool_calls"][0];
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_TRUE(n["choices"][0]["message"]["content"].is_null()) << n.dump();
+  arguments.push_back(call["function"]["arguments"]);
+  ExpectValid(weather, arguments);
+
+  // Streamed: the same call, as a delta with its index, id, name and arguments.
+  json streamed_body = named;
+  streamed_body["stream"] = true;
+  const auto events = Stream("/v1/chat/completions", streamed_body);
+  json streamed_call;
+  std::string finish;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json e = json::parse(events[i]);
+    const json& c = e["choices"][0];
+    if (c["delta"].contains("tool_calls")) streamed_call = c["delta"]["tool_calls"][0];
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_EQ(streamed_call["index"], 0);
+  EXPECT_EQ(streamed_call["function"], call["function"]);
+
+  // The call and the tool's answer go back in: the template renders them
+  // (the prompt grows by both), and the model answers.
+  const json messages = {{{"role", "user"}, {"content", "What is the weather in Oslo?"}},
+                         {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}},
+                         {{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "-3 and snowing"}}};
+  json follow = Chat("", {{"tools", tools}, {"messages", messages}, {"max_tokens", 8}});
+  const json answer = Post("/v1/chat/completions", follow);
+  json shorter = follow;
+  shorter["messages"] = json::array({messages[0]});
+  const json first = Post("/v1/chat/completions", shorter);
+  EXPECT_GT(answer["usage"]["prompt_tokens"].get<int>(), first["usage"]["prompt_tokens"].get<int>() + 10)
+      << answer.dump();
+  // Without tools the prompt is shorter still: the template lists them.
+  shorter.erase("tools");
+  EXPECT_LT(Post("/v1/chat/completions", shorter)["usage"]["prompt_tokens"].get<int>(),
+            first["usage"]["prompt_tokens"].get<int>());
+}
+
+TEST_F(Generation, BadToolRequestsAre400NamingTheField) {
+  const json tools = {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"type", "object"},
+                       {"properties", {{"code", {{"type", "string"}, {"pattern", "[0-9]+"}}}}}}}}}}};
+  // A schema Shoal cannot hold a required call to: 400 at the worker, naming it.
+  const json r = Post("/v1/chat/completions", Chat("x", {{"tools", tools}, {"tool_choice", "required"}}), 400);
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("tools[0].function.parameters at /properties/code"),
+            std::string::npos) << r.dump();
+  // With "auto" nothing is held, so the same tools are fine.
+  Post("/v1/chat/completions", Chat("x", {{"tools", tools}, {"max_tokens", 4}}));
+  // A model whose template renders no tool calls (llama-tiny's) cannot take tools.
+  const json llama = Post("/v1/chat/completions",
+                          {{"model", "llama"}, {"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tools", tools}}, 400);
+  EXPECT_NE(llama["error"]["message"].get<std::string>().find("tools: the model's chat template"), std::string::npos)
+      << llama.dump();
 }
 
 TEST_F(Generation, ASharedPromptPrefixIsReused) {

@@ -193,7 +193,11 @@ TEST_F(LlamaCppServing, GgufDirectoriesServeThroughTheQueueAsTheNativeRuntimeDoe
   const json refused = Post(http, "/v1/generate/t/llama-tiny-gguf-f32",
                             {{"prompt", "x"}, {"response_format", {{"type", "choice"}, {"choices", {"a", "b"}}}}}, 400);
   EXPECT_NE(refused.dump().find("native runtime's"), std::string::npos) << refused.dump();
-  // So are the logit adjustments, for now.
+  // So are tools and the logit adjustments, for now.
+  const json tools = {{{"type", "function"}, {"function", {{"name", "f"}}}}};
+  const json tooled = Post(http, "/v1/chat/completions", chat("t/llama-tiny-gguf-f32", {{"tools", tools}}), 400);
+  EXPECT_NE(tooled.dump().find("tools: model 't/llama-tiny-gguf-f32' (runtime llamacpp) does not call tools"),
+            std::string::npos) << tooled.dump();
   const json penalized = Post(http, "/v1/chat/completions", chat("t/llama-tiny-gguf-f32", {{"presence_penalty", 1}}), 400);
   EXPECT_NE(penalized.dump().find("presence_penalty: model 't/llama-tiny-gguf-f32' (runtime llamacpp) does not apply it"),
             std::string::npos) << penalized.dump();

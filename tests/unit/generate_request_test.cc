@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <msgpack.hpp>
+#include <nlohmann/json.hpp>
 
 #include "wire/generate.h"
 
@@ -209,15 +210,62 @@ TEST(ParseChatCompletions, ResponseFormat) {
             "body: unknown field 'response_format'");
 }
 
+// Tools, the choice among them, and the calls and answers in the
+// conversation, through the work message too.
+TEST(ParseChatCompletions, ToolsAndToolMessages) {
+  const std::string tools = R"("tools":[{"type":"function","function":{"name":"get_weather","description":"d",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}}}}},{"type":"function","function":{"name":"now"}}])";
+  const std::string messages = R"("messages":[{"role":"user","content":"Weather in Oslo?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\": \"Oslo\"}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"-3 C"}])";
+  GenerateRequest r = Chat(R"({"model":"m",)" + messages + "," + tools +
+                           R"(,"tool_choice":{"type":"function","function":{"name":"now"}},"parallel_tool_calls":false})");
+  EXPECT_EQ(nlohmann::json::parse(r.tools_json).size(), 2u);
+  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kFunction);
+  EXPECT_EQ(r.tool_choice.name, "now");
+  EXPECT_FALSE(r.parallel_tool_calls);
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[1].tool_calls[0].name, "get_weather");
+  EXPECT_EQ(r.messages[2].tool_call_id, "call_1");
+  const GenerateRequest back = RoundTrip(r);
+  EXPECT_EQ(back.tools_json, r.tools_json);
+  EXPECT_EQ(back.tool_choice.kind, ToolChoice::Kind::kFunction);
+  EXPECT_EQ(back.tool_choice.name, "now");
+  EXPECT_FALSE(back.parallel_tool_calls);
+  ASSERT_EQ(back.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(back.messages[1].tool_calls[0].arguments, "{\"city\": \"Oslo\"}");
+  EXPECT_EQ(back.messages[2].tool_call_id, "call_1");
+  EXPECT_EQ(Chat(R"({"model":"m",)" + messages + "," + tools + R"(,"tool_choice":"required"})").tool_choice.kind,
+            ToolChoice::Kind::kRequired);
+
+  const std::string head = R"({"model":"m","messages":[{"role":"user","content":"x"}],)";
+  EXPECT_EQ(ChatError(head + R"("tool_choice":"auto"})"), "tool_choice: there are no tools to call");
+  EXPECT_EQ(ChatError(head + tools + R"(,"tool_choice":"always"})"),
+            "tool_choice: 'always' is not one of auto, none, required (or a function)");
+  EXPECT_EQ(ChatError(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"later"}}})"),
+            "tool_choice.function.name: 'later' is not one of the tools");
+  EXPECT_EQ(ChatError(head + R"("tools":[{"type":"function","function":{"name":"a b"}}]})"),
+            "tools[0].function.name: 1 to 64 letters, digits, _ and -");
+  EXPECT_EQ(ChatError(head + R"("tools":[{"type":"function","function":{"name":"f","parameters":[]}}]})"),
+            "tools[0].function.parameters: expected a JSON Schema object, got an array");
+  EXPECT_EQ(ChatError(head + R"("tools":[{"type":"retrieval"}]})"), "tools[0].type: only \"function\"");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"tool","content":"x"}]})"),
+            "messages[0].tool_call_id: missing (the call this answers)");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":"x","tool_call_id":"c"}]})"),
+            "messages[0].tool_call_id: only a tool's message answers a call");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"assistant","content":"","tool_calls":[{"id":"c",
+                          "type":"function","function":{"name":"f","arguments":"[1]"}}]}]})"),
+            "messages[0].tool_calls[0].function.arguments: not a JSON object's text");
+}
+
 // Fields Shoal does not implement pass only when they ask for nothing.
 TEST(ParseChatCompletions, UnimplementedFieldsAreRefusedUnlessTheyAskForNothing) {
   const std::string head = R"({"model":"m","messages":[{"role":"user","content":"x"}],)";
   Chat(head + R"("presence_penalty":0,"frequency_penalty":0,"logit_bias":{},"tools":[],"tool_choice":"none",
                  "parallel_tool_calls":true,"store":false,"metadata":{},"modalities":["text"],"service_tier":"auto",
                  "repetition_penalty":1,"min_tokens":0})");
-  EXPECT_EQ(ChatError(head + R"("tools":[{"type":"function","function":{"name":"f"}}]})"),
-            "tools: not supported (accepted: [])");
-  EXPECT_EQ(ChatError(head + R"("tool_choice":"auto"})"), "tool_choice: not supported (accepted: \"none\")");
+  EXPECT_EQ(ChatError(head + R"("functions":[{"name":"f"}]})"), "functions: not supported (accepted: [])");
   EXPECT_EQ(ChatError(head + R"("user":"u1"})"),
             "user: not supported (accepted: nothing: Shoal names the caller by its API key)");
   EXPECT_EQ(ChatError(head + R"("max_new_tokens":3})"), "body: unknown field 'max_new_tokens'");
@@ -323,9 +371,9 @@ TEST(ParseChatCompletions, Errors) {
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":"x"},{"role":"wizard","content":"y"}]})"),
             "messages[1].role: 'wizard' is not a role (system, developer, user, assistant or tool)");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":"x","name":"ann"}]})"),
-            "messages[0].name: not supported (a message carries role and content)");
+            "messages[0].name: not supported (a message carries role, content, tool_calls and tool_call_id)");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1"}]}]})"),
-            "messages[0].tool_calls: not supported (a message carries role and content)");
+            "messages[0].tool_calls[0].function: missing (an object)");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"User","content":"x"}]})"),
             "messages[0].role: 'User' is not a role (system, developer, user, assistant or tool)");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":5}]})"),
@@ -516,7 +564,7 @@ TEST(GenerateWork, EscapesAndUnicodeRoundTrip) {
   GenerateRequest r;
   r.kind = Kind::kChat;
   r.model = "org/model-v1.5";
-  r.messages = {{"user", "quote \" backslash \\ newline \n tab \t nul-ish \x01 é 日本 🐟"}};
+  r.messages = {{"user", "quote \" backslash \\ newline \n tab \t nul-ish \x01 é 日本 🐟", {}, {}}};
   r.chat_template_kwargs_json = R"({"a":{"b":[1,2.5,"x"]}})";
   r.sampling.temperature = 0.7f;
   r.sampling.top_p = 0.95f;

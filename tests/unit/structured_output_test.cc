@@ -20,6 +20,7 @@
 #include "runtime/structured/output_constraint.h"
 #include "runtime/structured/regex_grammar.h"
 #include "runtime/structured/token_grammar.h"
+#include "runtime/structured/tool_calls.h"
 #include "runtime/structured/utf8_ranges.h"
 
 namespace shoal::structured {
@@ -316,6 +317,116 @@ TEST(OutputConstraint, DrawsFromTheAllowedTokensRenormalised) {
   for (auto [id, n] : counts) total += n;
   for (int32_t id : allowed) total -= counts[id];
   EXPECT_EQ(total, 0u) << "a refused token was drawn";
+}
+
+
+// How three families' templates render an assistant's call (the probe).
+TEST(ToolCalls, TheSyntaxIsReadFromHowTheTemplateRendersACall) {
+  const std::string name(kProbeName);
+  EXPECT_EQ(*DetectToolCallSyntax("<tools>{\"name\": \"" + name + "\"}</tools><|im_start|>assistant\n<tool_call>\n"
+                                  "{\"name\": \"" + name + "\", \"arguments\": {\"x\": 1}}\n</tool_call>"),
+            ToolCallSyntax::kHermes);
+  EXPECT_EQ(*DetectToolCallSyntax("<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"" + name +
+                                  "\", \"parameters\": {\"x\": 1}}<|eot_id|>"),
+            ToolCallSyntax::kLlama3Json);
+  EXPECT_EQ(*DetectToolCallSyntax("[AVAILABLE_TOOLS][...][/AVAILABLE_TOOLS][INST]hi[/INST][TOOL_CALLS][{\"name\": \"" +
+                                  name + "\", \"arguments\": {\"x\": 1}}]</s>"),
+            ToolCallSyntax::kMistral);
+  EXPECT_EQ(DetectToolCallSyntax("<|user|>hi<|assistant|>").status().code(), Code::kInvalidInput);
+  EXPECT_EQ(DetectToolCallSyntax("call " + name + "(x=1)").status().code(), Code::kInvalidInput);
+}
+
+TEST(ToolCalls, CallsAreReadOutOfEachSyntax) {
+  auto hermes = ParseToolCalls(ToolCallSyntax::kHermes,
+                               "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>\n"
+                               "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>");
+  ASSERT_TRUE(hermes);
+  ASSERT_EQ(hermes->calls.size(), 2u);
+  EXPECT_EQ(hermes->calls[0].name, "get_weather");
+  EXPECT_EQ(json::parse(hermes->calls[0].arguments), json({{"city", "Oslo"}}));
+  EXPECT_EQ(hermes->calls[1].arguments, "{}");
+  EXPECT_EQ(hermes->content, "");
+  auto plain = ParseToolCalls(ToolCallSyntax::kHermes, "Just text.");
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(plain->calls.empty());
+  EXPECT_EQ(plain->content, "Just text.");
+  EXPECT_FALSE(ParseToolCalls(ToolCallSyntax::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": [1]}\n</tool_call>"));
+  EXPECT_FALSE(ParseToolCalls(ToolCallSyntax::kHermes, "<tool_call>\n{\"name\": \"f\", \"argu"));
+
+  auto llama = ParseToolCalls(ToolCallSyntax::kLlama3Json,
+                              "<|python_tag|>{\"name\": \"a\", \"parameters\": {\"k\": \"v;}\"}}; {\"name\": \"b\", \"parameters\": {}}");
+  ASSERT_TRUE(llama);
+  ASSERT_EQ(llama->calls.size(), 2u);
+  EXPECT_EQ(json::parse(llama->calls[0].arguments), json({{"k", "v;}"}}));
+  EXPECT_EQ(llama->calls[1].name, "b");
+  EXPECT_FALSE(ParseToolCalls(ToolCallSyntax::kLlama3Json, "{\"name\": \"a\", \"parameters\": {}} and more"));
+
+  auto mistral = ParseToolCalls(ToolCallSyntax::kMistral,
+                                "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"n\": 2}}, {\"name\": \"b\", \"arguments\": \"{}\"}]");
+  ASSERT_TRUE(mistral);
+  ASSERT_EQ(mistral->calls.size(), 2u);
+  EXPECT_EQ(mistral->calls[1].arguments, "{}");  // arguments as a string holding an object, too
+}
+
+TEST(ToolCalls, TheStreamHoldsBackFromWhereACallMayBegin) {
+  ToolCallStream hermes(ToolCallSyntax::kHermes);
+  EXPECT_EQ(hermes.Push("Let me check. <tool"), "Let me check. ");
+  EXPECT_EQ(hermes.held(), "<tool");
+  EXPECT_EQ(hermes.Push("_call>\n{\"name\""), "");
+  EXPECT_EQ(hermes.held(), "<tool_call>\n{\"name\"");
+  ToolCallStream not_a_call(ToolCallSyntax::kHermes);
+  EXPECT_EQ(not_a_call.Push("a <to"), "a ");
+  EXPECT_EQ(not_a_call.Push("ol> b"), "<tool> b");
+  ToolCallStream llama(ToolCallSyntax::kLlama3Json);
+  EXPECT_EQ(llama.Push(" {\"na"), "");
+  ToolCallStream llama_text(ToolCallSyntax::kLlama3Json);
+  EXPECT_EQ(llama_text.Push("Sure"), "Sure");
+  EXPECT_EQ(llama_text.Push(" {x}"), " {x}");  // a call is the whole output or nothing
+}
+
+// Whatever the (random) logits, the output held to a required call is a
+// call of one of the tools, its arguments a document of its parameters.
+TEST(ToolCalls, ARequiredCallIsACallOfATool) {
+  const json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string", "maxLength": 10}, "unit": {"enum": ["c", "f"]}},
+      "required": ["city", "unit"], "additionalProperties": false}}},
+    {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {},
+      "additionalProperties": false}}}])");
+  for (ToolCallSyntax syntax : {ToolCallSyntax::kHermes, ToolCallSyntax::kLlama3Json}) {
+    for (bool parallel : {false, true}) {
+      auto gbnf = ToolCallGrammar(syntax, tools.dump(), std::nullopt, parallel);
+      ASSERT_TRUE(gbnf.ok()) << gbnf.status().ToString();
+      for (const std::string& out : Sample(*gbnf, 8, 1.0f, parallel ? 3 : 4)) {
+        auto parsed = ParseToolCalls(syntax, out);
+        ASSERT_TRUE(parsed) << out;
+        ASSERT_FALSE(parsed->calls.empty()) << out;
+        if (!parallel) EXPECT_EQ(parsed->calls.size(), 1u) << out;
+        for (const ParsedCall& c : parsed->calls) {
+          const json args = json::parse(c.arguments);
+          if (c.name == "now") {
+            EXPECT_TRUE(args.is_object()) << out;
+            continue;
+          }
+          ASSERT_EQ(c.name, "get_weather") << out;
+          EXPECT_EQ(args.size(), 2u) << out;
+          EXPECT_TRUE(args["city"].is_string()) << out;
+          EXPECT_TRUE(args["unit"] == "c" || args["unit"] == "f") << out;
+        }
+      }
+    }
+    auto named = ToolCallGrammar(syntax, tools.dump(), std::string("now"), false);
+    ASSERT_TRUE(named.ok());
+    for (const std::string& out : Sample(*named, 4, 1.0f, 5)) {
+      auto parsed = ParseToolCalls(syntax, out);
+      ASSERT_TRUE(parsed && parsed->calls.size() == 1u) << out;
+      EXPECT_EQ(parsed->calls[0].name, "now");
+    }
+  }
+  const json bad = json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "string", "pattern": "x"}}}])");
+  auto refused = ToolCallGrammar(ToolCallSyntax::kHermes, bad.dump(), std::nullopt, false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("tools[0].function.parameters"), std::string::npos) << refused.status().message();
 }
 
 }  // namespace

@@ -108,7 +108,15 @@ Result<std::string> DecoderModel::RenderChat(std::span<const ChatTurn> messages,
     if (!vars.is_object()) return InvalidInput("chat_template_kwargs: expected a JSON object");
   }
   nlohmann::json list = nlohmann::json::array();
-  for (const ChatTurn& msg : messages) list.push_back({{"role", msg.role}, {"content", msg.content}});
+  for (const ChatTurn& msg : messages) {
+    nlohmann::json m = {{"role", msg.role}, {"content", msg.content}};
+    if (!msg.tool_calls_json.empty()) {
+      m["tool_calls"] = nlohmann::json::parse(msg.tool_calls_json, nullptr, /*allow_exceptions=*/false);
+      if (!m["tool_calls"].is_array()) return InvalidInput("tool_calls: expected a JSON array");
+    }
+    if (!msg.tool_call_id.empty()) m["tool_call_id"] = msg.tool_call_id;
+    list.push_back(std::move(m));
+  }
   vars["messages"] = std::move(list);
   vars["add_generation_prompt"] = add_generation_prompt;
   vars["bos_token"] = chat_.bos_token;

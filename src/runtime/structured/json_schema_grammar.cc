@@ -58,13 +58,6 @@ bool HasType(const Json& v, std::string_view type) {
   return type == "array" && v.is_array();
 }
 
-// Where in the schema, as a JSON pointer ("at /properties/name").
-std::string Where(const std::string& path) {
-  return "response_format.json_schema.schema" + (path.empty() ? "" : " at " + path);
-}
-
-Status Refuse(const std::string& path, const std::string& why) { return InvalidInput(Where(path) + ": " + why); }
-
 // A JSON pointer's token, unescaped (~1 is '/', ~0 is '~').
 std::string Unescape(std::string_view token) {
   std::string out;
@@ -83,20 +76,28 @@ std::string Unescape(std::string_view token) {
 // (named r<N>, as GBNF names allow letters, digits and dashes only).
 class SchemaGrammar {
  public:
-  explicit SchemaGrammar(const Json& root) : root_(root) {}
+  // Rules named `prefix`-r<N>, the schema's own named `prefix`; errors name
+  // `field`.
+  SchemaGrammar(const Json& root, std::string prefix, std::string field)
+      : root_(root), prefix_(std::move(prefix)), field_(std::move(field)) {}
 
+  // The schema's rules, without the shared ones (kJsonRules).
   Result<std::string> Build() {
     SHOAL_ASSIGN_OR_RETURN(std::string root, Expr(root_, ""));
-    std::string out = "root ::= " + root + "\n";
+    std::string out = prefix_ + " ::= " + root + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
-    return out + std::string(kJsonRules);
+    return out;
   }
 
  private:
+  // Where in the schema, as a JSON pointer ("at /properties/name").
+  std::string Where(const std::string& path) const { return field_ + (path.empty() ? "" : " at " + path); }
+  Status Refuse(const std::string& path, const std::string& why) const { return InvalidInput(Where(path) + ": " + why); }
+
   // A rule for `body`, named.
   Result<std::string> Rule(std::string body) {
     if (rules_.size() >= kMaxRules) return InvalidInput(Where("") + ": too large (over " + std::to_string(kMaxRules) + " grammar rules)");
-    std::string name = "r" + std::to_string(rules_.size());
+    std::string name = prefix_ + "-r" + std::to_string(rules_.size());
     rules_.emplace_back(name, std::move(body));
     return name;
   }
@@ -333,6 +334,8 @@ class SchemaGrammar {
   }
 
   const Json& root_;
+  const std::string prefix_;
+  const std::string field_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, std::string> refs_;
 };
@@ -342,9 +345,17 @@ class SchemaGrammar {
 std::string JsonObjectGrammar() { return "root ::= object\n" + std::string(kJsonRules); }
 
 Result<std::string> JsonSchemaGrammar(std::string_view schema_json) {
-  Json schema = Json::parse(schema_json.begin(), schema_json.end(), nullptr, /*allow_exceptions=*/false);
-  if (schema.is_discarded()) return InvalidInput("response_format.json_schema.schema: malformed JSON");
-  return SchemaGrammar(schema).Build();
+  const std::string field = "response_format.json_schema.schema";
+  SHOAL_ASSIGN_OR_RETURN(std::string rules, JsonSchemaRules(schema_json, "root", field));
+  return rules + JsonRules();
 }
+
+Result<std::string> JsonSchemaRules(std::string_view schema_json, const std::string& name, const std::string& field) {
+  Json schema = Json::parse(schema_json.begin(), schema_json.end(), nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) return InvalidInput(field + ": malformed JSON");
+  return SchemaGrammar(schema, name, field).Build();
+}
+
+std::string JsonRules() { return std::string(kJsonRules); }
 
 }  // namespace shoal::structured

@@ -30,4 +30,11 @@ std::string JsonObjectGrammar();
 // for a schema outside the subset, malformed, or too large.
 Result<std::string> JsonSchemaGrammar(std::string_view schema_json);
 
+// For grammars that hold several schemas: one schema's rules alone, its
+// documents the rule `name` (its other rules named `name`-r<N>), using the
+// shared JSON rules (JsonRules: ws, value, object, string, ...) that the
+// whole grammar adds once. Errors name `field`.
+Result<std::string> JsonSchemaRules(std::string_view schema_json, const std::string& name, const std::string& field);
+std::string JsonRules();
+
 }  // namespace shoal::structured
