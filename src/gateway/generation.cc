@@ -26,6 +26,9 @@ void Append(Generation& g, const wire::GenerationChunk& c) {
       g.logprobs.push_back(c.logprobs.empty() ? std::numeric_limits<float>::quiet_NaN()
                                               : c.logprobs[i]);
     }
+    if (g.request.sampling.top_logprobs > 0) {
+      g.top_logprobs.push_back(i < c.top_logprobs.size() ? c.top_logprobs[i] : std::vector<wire::TopLogprob>{});
+    }
   }
 }
 

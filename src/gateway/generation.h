@@ -64,6 +64,7 @@ struct Generation {
   std::string text;
   std::vector<int32_t> token_ids;
   std::vector<float> logprobs;          // one per token, when asked
+  std::vector<std::vector<wire::TopLogprob>> top_logprobs;  // one list per token, when asked
   std::vector<uint32_t> token_offsets;  // one per token: where its text starts in `text`
   wire::GenerationChunk last;           // the final chunk: finish reason, usage, timing
 

@@ -1,5 +1,6 @@
 #include "gateway/generation_responses.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -74,7 +75,22 @@ void Logprob(JsonWriter& w, const Generation& g, size_t i) {
   w.Float(lp);
 }
 
-// OpenAI chat: {"content":[{"token","logprob","bytes","top_logprobs":[]}]}.
+void Bytes(JsonWriter& w, std::string_view text) {
+  w.Char('[');
+  for (size_t k = 0; k < text.size(); ++k) {
+    if (k) w.Char(',');
+    w.Int(static_cast<unsigned char>(text[k]));
+  }
+  w.Char(']');
+}
+
+// Token i's alternatives (empty unless asked).
+const std::vector<wire::TopLogprob>& Alternatives(const Generation& g, size_t i) {
+  static const std::vector<wire::TopLogprob> kNone;
+  return i < g.top_logprobs.size() ? g.top_logprobs[i] : kNone;
+}
+
+// OpenAI chat: {"content":[{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}]}.
 void ChatLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
   w.Raw("{\"content\":[");
   ForTokens(w, t, [&](size_t i) {
@@ -83,12 +99,21 @@ void ChatLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
     w.String(text);
     w.Raw(",\"logprob\":");
     Logprob(w, g, i);
-    w.Raw(",\"bytes\":[");
-    for (size_t k = 0; k < text.size(); ++k) {
+    w.Raw(",\"bytes\":");
+    Bytes(w, text);
+    w.Raw(",\"top_logprobs\":[");
+    const auto& alternatives = Alternatives(g, i);
+    for (size_t k = 0; k < alternatives.size(); ++k) {
       if (k) w.Char(',');
-      w.Int(static_cast<unsigned char>(text[k]));
+      w.Raw("{\"token\":");
+      w.String(alternatives[k].token);
+      w.Raw(",\"logprob\":");
+      w.Float(alternatives[k].logprob);
+      w.Raw(",\"bytes\":");
+      Bytes(w, alternatives[k].token);
+      w.Char('}');
     }
-    w.Raw("],\"top_logprobs\":[]}");
+    w.Raw("]}");
   });
   w.Raw("]}");
 }
@@ -102,7 +127,27 @@ void CompletionLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
   ForTokens(w, t, [&](size_t i) { Logprob(w, g, i); });
   w.Raw("],\"text_offset\":[");
   ForTokens(w, t, [&](size_t i) { w.Int(g.token_offsets[i]); });
-  w.Raw("],\"top_logprobs\":null}");
+  // Per token {text: logprob} of its alternatives (two that spell the same
+  // text keep the likelier, as a JSON object must).
+  if (g.request.sampling.top_logprobs == 0) {
+    w.Raw("],\"top_logprobs\":null}");
+    return;
+  }
+  w.Raw("],\"top_logprobs\":[");
+  ForTokens(w, t, [&](size_t i) {
+    w.Char('{');
+    std::vector<std::string_view> seen;
+    for (const wire::TopLogprob& a : Alternatives(g, i)) {
+      if (std::find(seen.begin(), seen.end(), a.token) != seen.end()) continue;
+      if (!seen.empty()) w.Char(',');
+      seen.push_back(a.token);
+      w.String(a.token);
+      w.Char(':');
+      w.Float(a.logprob);
+    }
+    w.Char('}');
+  });
+  w.Raw("]}");
 }
 
 // choices[].logprobs: null unless asked (and there are tokens to describe).
@@ -125,6 +170,24 @@ void TokenIds(JsonWriter& w, const Generation& g, Tokens t) {
 void NativeLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
   w.Char('[');
   ForTokens(w, t, [&](size_t i) { Logprob(w, g, i); });
+  w.Char(']');
+  if (g.request.sampling.top_logprobs == 0) return;
+  w.Raw(",\"top_logprobs\":[");  // per token [{"id", "token", "logprob"}]
+  ForTokens(w, t, [&](size_t i) {
+    w.Char('[');
+    const auto& alternatives = Alternatives(g, i);
+    for (size_t k = 0; k < alternatives.size(); ++k) {
+      if (k) w.Char(',');
+      w.Raw("{\"id\":");
+      w.Int(alternatives[k].id);
+      w.Raw(",\"token\":");
+      w.String(alternatives[k].token);
+      w.Raw(",\"logprob\":");
+      w.Float(alternatives[k].logprob);
+      w.Char('}');
+    }
+    w.Char(']');
+  });
   w.Char(']');
 }
 

@@ -43,8 +43,13 @@ void AppendSampling(const SamplingParams& s, MsgpackWriter& w) {
   // The logit adjustments only where they change something: most requests
   // carry none.
   const bool presence = s.presence_penalty != 0, frequency = s.frequency_penalty != 0,
-             repetition = s.repetition_penalty != 1, bias = !s.logit_bias.empty(), min_tokens = s.min_tokens > 0;
-  w.MapHeader(8 + s.seed.has_value() + presence + frequency + repetition + bias + min_tokens);
+             repetition = s.repetition_penalty != 1, bias = !s.logit_bias.empty(), min_tokens = s.min_tokens > 0,
+             top = s.top_logprobs > 0;
+  w.MapHeader(8 + s.seed.has_value() + presence + frequency + repetition + bias + min_tokens + top);
+  if (top) {
+    w.Str("top_logprobs");
+    w.Uint(s.top_logprobs);
+  }
   if (presence) {
     w.Str("presence_penalty");
     w.Float32(s.presence_penalty);
@@ -114,6 +119,7 @@ Status ReadSampling(MsgpackReader& r, SamplingParams* s) {
     if (key == "frequency_penalty") return f.Float(&s->frequency_penalty);
     if (key == "repetition_penalty") return f.Float(&s->repetition_penalty);
     if (key == "min_tokens") return f.Int(&s->min_tokens);
+    if (key == "top_logprobs") return f.Int(&s->top_logprobs);
     if (key == "logit_bias") {
       uint32_t n = 0;
       if (!r.ReadArrayHeader(&n)) return InvalidInput("sampling.logit_bias: expected an array");
@@ -179,6 +185,27 @@ Status ReadToolCalls(MsgpackReader& r, std::string_view where, std::vector<ToolC
       return InvalidInput(std::string(where) + ": expected [id, name, arguments] triples");
     }
     out->push_back({std::string(id), std::string(name), std::string(arguments)});
+  }
+  return Status::Ok();
+}
+
+Status ReadTopLogprobs(MsgpackReader& r, std::vector<std::vector<TopLogprob>>* out) {
+  const auto bad = [] { return InvalidInput("chunk.top_logprobs: expected lists of [id, token, logprob]"); };
+  uint32_t n = 0;
+  if (!r.ReadArrayHeader(&n)) return bad();
+  out->resize(n);
+  for (auto& alternatives : *out) {
+    uint32_t k = 0;
+    if (!r.ReadArrayHeader(&k)) return bad();
+    for (uint32_t i = 0; i < k; ++i) {
+      uint32_t three = 0;
+      int64_t id = 0;
+      std::string_view token;
+      double lp = -std::numeric_limits<double>::infinity();
+      if (!r.ReadArrayHeader(&three) || three != 3 || !r.ReadInt(&id) || !r.ReadStr(&token)) return bad();
+      if (!r.ReadNil() && !r.ReadDouble(&lp)) return bad();
+      alternatives.push_back({static_cast<int32_t>(id), std::string(token), static_cast<float>(lp)});
+    }
   }
   return Status::Ok();
 }
@@ -379,7 +406,7 @@ void AppendChunk(const GenerationChunk& c, std::string* out) {
   out->reserve(out->size() + 64 + c.text.size() + c.token_ids.size() * 5 + c.logprobs.size() * 5);
   const bool last = c.finish != FinishReason::kNone;
   MsgpackWriter w(out);
-  w.MapHeader(2 + !c.logprobs.empty() + (last ? 7 + !c.tool_calls.empty() : 0));
+  w.MapHeader(2 + !c.logprobs.empty() + !c.top_logprobs.empty() + (last ? 7 + !c.tool_calls.empty() : 0));
   w.Str("text");
   w.Str(c.text);
   w.Str("token_ids");
@@ -389,6 +416,19 @@ void AppendChunk(const GenerationChunk& c, std::string* out) {
     w.Str("logprobs");
     w.ArrayHeader(static_cast<uint32_t>(c.logprobs.size()));
     for (float lp : c.logprobs) std::isfinite(lp) ? w.Float32(lp) : w.Nil();  // -inf: probability 0
+  }
+  if (!c.top_logprobs.empty()) {  // [[[id, token, logprob], ...] per token]
+    w.Str("top_logprobs");
+    w.ArrayHeader(static_cast<uint32_t>(c.top_logprobs.size()));
+    for (const auto& alternatives : c.top_logprobs) {
+      w.ArrayHeader(static_cast<uint32_t>(alternatives.size()));
+      for (const TopLogprob& t : alternatives) {
+        w.ArrayHeader(3);
+        w.Int(t.id);
+        w.Str(t.token);
+        std::isfinite(t.logprob) ? w.Float32(t.logprob) : w.Nil();
+      }
+    }
   }
   if (!last) return;
   if (!c.tool_calls.empty()) {
@@ -424,6 +464,7 @@ Status DecodeChunk(std::string_view msgpack, GenerationChunk* c) {
     if (key == "token_ids") return f.Ints(&c->token_ids);
     if (key == "logprobs") return f.Floats(&c->logprobs);
     if (key == "tool_calls") return ReadToolCalls(r, "chunk.tool_calls", &c->tool_calls);
+    if (key == "top_logprobs") return ReadTopLogprobs(r, &c->top_logprobs);
     if (key == "finish_reason") {
       std::string_view name;
       SHOAL_RETURN_IF_ERROR(f.Str(&name));
@@ -446,6 +487,10 @@ Status DecodeChunk(std::string_view msgpack, GenerationChunk* c) {
     if (key == "queue_ms") return millis(&c->queue_ms);
     return f.Skip();
   }));
+  if (!c->top_logprobs.empty() && c->top_logprobs.size() != c->token_ids.size()) {
+    return InvalidInput("chunk.top_logprobs: " + std::to_string(c->top_logprobs.size()) + " lists for " +
+                        std::to_string(c->token_ids.size()) + " tokens");
+  }
   if (!c->logprobs.empty() && c->logprobs.size() != c->token_ids.size()) {
     return InvalidInput("chunk.logprobs: " + std::to_string(c->logprobs.size()) + " values for " +
                         std::to_string(c->token_ids.size()) + " tokens");

@@ -32,6 +32,7 @@ namespace shoal::wire {
 
 inline constexpr size_t kMaxStopStrings = 4;  // as OpenAI
 inline constexpr size_t kMaxLogitBias = 1024;  // tokens a request may bias
+inline constexpr uint32_t kMaxTopLogprobs = 20;  // as OpenAI
 
 // A function call a model made (OpenAI's tool_calls[]).
 struct ToolCall {
@@ -64,6 +65,7 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;    // besides the model's end-of-sequence tokens
   bool ignore_eos = false;                // keep going past end-of-sequence
   bool logprobs = false;                  // log-probability of each chosen token
+  uint32_t top_logprobs = 0;              // with logprobs: the most likely alternatives per token, ≤ 20
   // Logit adjustments (runtime/logit_adjustments.h has their definitions).
   float presence_penalty = 0;
   float frequency_penalty = 0;
@@ -130,10 +132,18 @@ Status DecodeGenerateWork(std::string_view msgpack, GenerateRequest* r);
 enum class FinishReason { kNone, kStop, kLength, kToolCalls };
 std::string_view FinishReasonName(FinishReason r);  // "", "stop", "length", "tool_calls"
 
+// One of a position's most likely tokens (top_logprobs).
+struct TopLogprob {
+  int32_t id = 0;
+  std::string token;  // its bytes (may be part of a UTF-8 character)
+  float logprob = 0;
+};
+
 struct GenerationChunk {
   std::string text;                // new text since the previous chunk (UTF-8, whole characters)
   std::vector<int32_t> token_ids;  // new tokens since the previous chunk
   std::vector<float> logprobs;     // one per token in token_ids, when asked
+  std::vector<std::vector<TopLogprob>> top_logprobs;  // one list per token, when asked (most likely first)
   // On the final chunk only:
   FinishReason finish = FinishReason::kNone;
   std::vector<ToolCall> tool_calls;  // the calls the output made (kToolCalls); its text is what came outside them

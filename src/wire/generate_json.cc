@@ -450,6 +450,10 @@ Status Validate(const GenerateRequest& r) {
       return InvalidInput("logit_bias." + std::to_string(id) + ": must be between -100 and 100, got " + Num(bias));
     }
   }
+  if (s.top_logprobs > kMaxTopLogprobs) {
+    return InvalidInput("top_logprobs: at most " + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(s.top_logprobs));
+  }
+  if (s.top_logprobs > 0 && !s.logprobs) return InvalidInput("top_logprobs: needs logprobs: true");
   if (s.max_tokens > 0 && s.min_tokens > s.max_tokens) {
     return InvalidInput("min_tokens: " + std::to_string(s.min_tokens) + " is over max_tokens (" +
                         std::to_string(s.max_tokens) + ")");

@@ -47,6 +47,13 @@ Status ReadN(const Json& v) {
   return Status::Ok();
 }
 
+Status ReadTopLogprobs(const Json& v, const char* field, uint32_t* out, int64_t max = kMaxTopLogprobs) {
+  int64_t n = 0;
+  SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, field, 0, max, &n));
+  *out = static_cast<uint32_t>(n);
+  return Status::Ok();
+}
+
 Status ReadStreamOptions(const Json& v, GenerateRequest* r) {
   if (!v.is_object()) return gen::Expected("stream_options", "an object", v);
   auto it = v.find("include_usage");
@@ -296,14 +303,7 @@ Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
       return ReadMaxTokens(v, "max_completion_tokens", &max_completion_tokens);
     }
     if (key == "logprobs") return gen::ReadBool(v, "logprobs", &out->sampling.logprobs);
-    if (key == "top_logprobs") {
-      int64_t n = 0;
-      SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, "top_logprobs", 0, 20, &n));
-      if (n > 0)
-        return InvalidInput(
-            "top_logprobs: not supported (only 0); logprobs gives the chosen tokens'");
-      return Status::Ok();
-    }
+    if (key == "top_logprobs") return ReadTopLogprobs(v, "top_logprobs", &out->sampling.top_logprobs);
     if (key == "n") return ReadN(v);
     if (key == "stream_options") {
       has_stream_options = true;
@@ -358,12 +358,10 @@ Status ParseCompletions(std::string_view body, const ParseLimits& limits, Genera
       return ReadPrompt(v, &out->prompt);
     }
     if (key == "logprobs") {
-      // An integer in OpenAI completions: how many alternatives per token.
-      // Any value returns the chosen tokens' logprobs; alternatives are null.
-      int64_t n = 0;
-      SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, "logprobs", 0, 5, &n));
+      // An integer in OpenAI completions: the chosen tokens' logprobs, and
+      // this many alternatives per token.
       out->sampling.logprobs = true;
-      return Status::Ok();
+      return ReadTopLogprobs(v, "logprobs", &out->sampling.top_logprobs, 5);
     }
     if (key == "echo") {
       bool echo = false;
@@ -414,6 +412,7 @@ Status ParseGenerate(std::string_view body, std::string_view model, const ParseL
       return gen::ReadString(v, "prompt", &out->prompt);
     }
     if (key == "logprobs") return gen::ReadBool(v, "logprobs", &out->sampling.logprobs);
+    if (key == "top_logprobs") return ReadTopLogprobs(v, "top_logprobs", &out->sampling.top_logprobs);
     if (key == "lora") return gen::ReadString(v, "lora", &out->lora);
     if (key == "response_format") return gen::ReadResponseFormat(v, /*native=*/true, &out->response_format);
     return InvalidInput("body: unknown field '" + key + "'");

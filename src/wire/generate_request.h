@@ -8,27 +8,29 @@
 //   {"model", "messages": [{"role", "content": str | [{"type": "text", "text"}]}],
 //    "max_tokens" | "max_completion_tokens", "temperature", "top_p", "seed",
 //    "stop": str | [str] (≤ 4), "stream", "stream_options": {"include_usage"},
-//    "logprobs": bool, "top_logprobs": 0, "n": 1, "presence_penalty",
+//    "logprobs": bool, "top_logprobs": 0..20, "n": 1, "presence_penalty",
 //    "frequency_penalty", "logit_bias": {"id": bias},
 //    "response_format": {"type": "text" | "json_object"} | {"type": "json_schema",
 //                        "json_schema": {"name", "schema", "strict"}},
+//    "tools": [{"type": "function", "function": {...}}], "tool_choice",
+//    "parallel_tool_calls", messages with "tool_calls" / "tool_call_id",
 //    extensions as vLLM/SGLang: "top_k" (-1 or 0: off), "repetition_penalty",
 //    "min_tokens", "chat_template_kwargs",
 //    "add_generation_prompt", "ignore_eos", "stop_token_ids"}
 //   OpenAI fields Shoal does not implement pass only at the value that asks
-//   for nothing ("tools": [], "tool_choice": "none",
+//   for nothing ("functions": [], "function_call": "none",
 //   ...) and are refused otherwise; unknown fields are refused.
 // OpenAI completions (POST /v1/completions):
 //   {"model", "prompt": str | [str], "max_tokens" (default 16), the sampling
-//    fields above, "logprobs": int 0..5 (any value: the chosen tokens'
-//    logprobs; no alternatives), "echo": false, "best_of": 1, "suffix": null},
+//    fields above, "logprobs": int 0..5 (the chosen tokens' logprobs and
+//    that many alternatives), "echo": false, "best_of": 1, "suffix": null},
 //   the same refusals as chat
 // Native (POST /v1/generate/{model}), strict (unknown fields are errors):
 //   {"prompt": str} or {"messages": [...], "add_generation_prompt": true,
 //    "chat_template_kwargs": {...}}, plus "max_tokens" (default: until a stop
 //    or the model's context is full), "temperature", "top_p", "top_k", "seed",
 //    "stop", "stop_token_ids", "ignore_eos", the logit adjustments above,
-//    "logprobs": bool, "stream", "lora": "adapter", "response_format" (as
+//    "logprobs": bool, "top_logprobs", "stream", "lora": "adapter", "response_format" (as
 //    chat, or {"type": "regex", "pattern": str} or {"type": "choice",
 //    "choices": [str]})}
 #pragma once

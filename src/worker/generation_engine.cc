@@ -40,6 +40,7 @@ struct Sequence {
   structured::ToolCallSyntax tool_syntax{};
   std::unordered_set<int32_t> stop_ids;
   bool logprobs = false;
+  uint32_t top_logprobs = 0;
   bool admitted_once = false;
   // Produced, not yet published.
   wire::GenerationChunk pending;
@@ -274,6 +275,7 @@ bool GenerationEngine::Prepare(Sequence& s) {
   if (!req.sampling.ignore_eos) s.stop_ids.insert(info.eos_ids.begin(), info.eos_ids.end());
   s.stop_ids.insert(req.sampling.stop_token_ids.begin(), req.sampling.stop_token_ids.end());
   s.logprobs = req.sampling.logprobs;
+  s.top_logprobs = req.sampling.top_logprobs;
   s.prepared = true;
   return true;
 }
@@ -389,7 +391,8 @@ void GenerationEngine::Step() {
     blocks_.Publish(s.tokens, s.item.work.lora, s.computed, s.table, &s.published);
     if (!chunks[k].want_logits) continue;
     float logprob = 0;
-    auto picked = Pick(s, logits_.data() + row++ * vocab, s.logprobs ? &logprob : nullptr);
+    const float* row_logits = logits_.data() + row++ * vocab;
+    auto picked = Pick(s, row_logits, s.logprobs ? &logprob : nullptr);
     if (!picked.ok()) {
       done.push_back(owner[k]);
       outcomes.emplace_back(Outcome::kInferenceFailed, picked.status());
@@ -401,6 +404,7 @@ void GenerationEngine::Step() {
     s.tokens.push_back(token);
     s.pending.token_ids.push_back(token);
     if (s.logprobs) s.pending.logprobs.push_back(logprob);
+    if (s.top_logprobs > 0) s.pending.top_logprobs.push_back(MostLikely(row_logits, s.top_logprobs));
     {
       std::lock_guard lock(mu_);
       ++stats_.tokens_generated;
@@ -488,6 +492,25 @@ void GenerationEngine::EndText(Sequence& s) {
                                     std::move(parsed->calls[i].name), std::move(parsed->calls[i].arguments)});
   }
   s.pending.finish = wire::FinishReason::kToolCalls;
+}
+
+std::vector<wire::TopLogprob> GenerationEngine::MostLikely(const float* logits, uint32_t n) {
+  const size_t vocab = gen_->info().vocab_size;
+  n = static_cast<uint32_t>(std::min<size_t>(n, vocab));
+  ranked_.resize(vocab);
+  for (size_t i = 0; i < vocab; ++i) ranked_[i] = static_cast<int32_t>(i);
+  auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  std::partial_sort(ranked_.begin(), ranked_.begin() + n, ranked_.end(), by_logit);
+  const float max_logit = logits[ranked_[0]];
+  // The model's own log-probabilities: log-softmax of the raw logits.
+  const float log_z = max_logit - TokenLogProb(logits, vocab, ranked_[0], max_logit);
+  std::vector<wire::TopLogprob> out;
+  out.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const int32_t id = ranked_[i];
+    out.push_back({id, gen_->TokenBytes(id), logits[id] - log_z});
+  }
+  return out;
 }
 
 Result<int32_t> GenerationEngine::Pick(Sequence& s, const float* logits, float* logprob) {

@@ -103,6 +103,9 @@ class GenerationEngine : public SequenceEngine {
   // The sequence's next token from its row of logits: adjusted (penalties,
   // bias, min_tokens), held to its format, sampled.
   Result<int32_t> Pick(Sequence& s, const float* logits, float* logprob);
+  // The `n` most likely tokens of a row of logits, with the model's own
+  // log-probabilities (top_logprobs).
+  std::vector<wire::TopLogprob> MostLikely(const float* logits, uint32_t n);
   // Tools: the model's call syntax (read once from its chat template), a
   // sequence's call stream, and, when a call is required, its grammar.
   Result<structured::ToolCallSyntax> ToolCallSyntax();
@@ -138,6 +141,7 @@ class GenerationEngine : public SequenceEngine {
   std::vector<std::unique_ptr<Sequence>> running_;  // engine thread only
   std::vector<float> logits_;                       // engine thread only
   std::vector<float> adjusted_;                     // one row of logits adjusted; engine thread only
+  std::vector<int32_t> ranked_;                     // token ids by logit (MostLikely); engine thread only
   structured::GrammarCache grammars_;               // engine thread only
   std::optional<Result<structured::ToolCallSyntax>> tool_syntax_;  // engine thread only
   std::string reply_;                               // a chunk being written; engine thread only

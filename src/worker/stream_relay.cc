@@ -54,6 +54,10 @@ Status ToJob(const WorkItem& it, const ServedModel& model, GenerationJob* job) {
     if (!m.tool_call_id.empty()) return no_tools("messages[" + std::to_string(i) + "].tool_call_id");
   }
   const wire::SamplingParams& p = req.sampling;
+  if (p.top_logprobs > 0) {
+    return InvalidInput("top_logprobs: model '" + model.spec->id + "' (runtime " + model.spec->runtime +
+                        ") gives the chosen tokens' logprobs only; the native runtime gives alternatives");
+  }
   if (p.adjusts_logits()) {
     // Not yet carried to runtimes that sample for themselves: refused, not dropped.
     const char* field = p.presence_penalty != 0    ? "presence_penalty"

@@ -490,6 +490,35 @@ TEST_F(Generation, BadToolRequestsAre400NamingTheField) {
       << llama.dump();
 }
 
+// The alternatives are the model's own log-probabilities, most likely first;
+// greedy, the chosen token is the first of them.
+TEST_F(Generation, TopLogprobsListTheMostLikelyTokensOnEveryRoute) {
+  const json r = Post("/v1/chat/completions", Chat("Tell me about fish.", {{"logprobs", true}, {"top_logprobs", 5},
+                                                                          {"max_tokens", 6}, {"ignore_eos", true}}));
+  const json& content = r["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 6u) << r.dump();
+  for (const json& t : content) {
+    const json& top = t["top_logprobs"];
+    ASSERT_EQ(top.size(), 5u) << t.dump();
+    EXPECT_NEAR(top[0]["logprob"].get<double>(), t["logprob"].get<double>(), 1e-5) << t.dump();
+    double mass = 0;
+    for (size_t k = 0; k < top.size(); ++k) {
+      if (k) EXPECT_LE(top[k]["logprob"].get<double>(), top[k - 1]["logprob"].get<double>());
+      mass += std::exp(top[k]["logprob"].get<double>());
+    }
+    EXPECT_LE(mass, 1.0 + 1e-5);
+  }
+  const json g = Post("/v1/generate/qwen3", {{"prompt", "fish"}, {"max_tokens", 4}, {"temperature", 0}, {"ignore_eos", true},
+                                             {"logprobs", true}, {"top_logprobs", 3}});
+  ASSERT_EQ(g["top_logprobs"].size(), 4u) << g.dump();
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(g["top_logprobs"][i][0]["id"], g["token_ids"][i]) << g.dump();
+  const json c = Post("/v1/completions", {{"model", "qwen3"}, {"prompt", "fish"}, {"max_tokens", 4}, {"temperature", 0},
+                                          {"ignore_eos", true}, {"logprobs", 2}});
+  const json& top = c["choices"][0]["logprobs"]["top_logprobs"];
+  ASSERT_EQ(top.size(), 4u) << c.dump();
+  for (const json& alternatives : top) EXPECT_LE(alternatives.size(), 2u);
+}
+
 TEST_F(Generation, ASharedPromptPrefixIsReused) {
   std::string system;
   for (int i = 0; i < 6; ++i) system += "You answer questions about rivers, kitchens and queues. ";

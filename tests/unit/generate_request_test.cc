@@ -210,6 +210,19 @@ TEST(ParseChatCompletions, ResponseFormat) {
             "body: unknown field 'response_format'");
 }
 
+TEST(ParseChatCompletions, TopLogprobsOnEveryRoute) {
+  const std::string head = R"({"model":"m","messages":[{"role":"user","content":"x"}],)";
+  GenerateRequest r = Chat(head + R"("logprobs":true,"top_logprobs":5})");
+  EXPECT_EQ(r.sampling.top_logprobs, 5u);
+  EXPECT_EQ(RoundTrip(r).sampling.top_logprobs, 5u);
+  EXPECT_EQ(ChatError(head + R"("top_logprobs":2})"), "top_logprobs: needs logprobs: true");
+  EXPECT_EQ(ChatError(head + R"("logprobs":true,"top_logprobs":21})"), "top_logprobs: must be at most 20, got 21");
+  GenerateRequest c = Completion(R"({"model":"m","prompt":"x","logprobs":3})");
+  EXPECT_TRUE(c.sampling.logprobs);
+  EXPECT_EQ(c.sampling.top_logprobs, 3u);
+  EXPECT_EQ(Native(R"({"prompt":"x","logprobs":true,"top_logprobs":2})").sampling.top_logprobs, 2u);
+}
+
 // Tools, the choice among them, and the calls and answers in the
 // conversation, through the work message too.
 TEST(ParseChatCompletions, ToolsAndToolMessages) {
@@ -412,8 +425,7 @@ TEST(ParseChatCompletions, Errors) {
             "stop: expected a string or an array of strings, got a number");
   EXPECT_EQ(ChatError(with(R"("n":2)")), "n: only 1 choice per request is supported, got 2");
   EXPECT_EQ(ChatError(with(R"("logprobs":1)")), "logprobs: expected a boolean, got a number");
-  EXPECT_EQ(ChatError(with(R"("top_logprobs":3)")),
-            "top_logprobs: not supported (only 0); logprobs gives the chosen tokens'");
+  EXPECT_EQ(ChatError(with(R"("top_logprobs":3)")), "top_logprobs: needs logprobs: true");
   EXPECT_EQ(ChatError(with(R"("top_logprobs":21)")), "top_logprobs: must be at most 20, got 21");
   EXPECT_EQ(ChatError(with(R"("stream":"yes")")), "stream: expected a boolean, got a string");
   EXPECT_EQ(ChatError(with(R"("stream_options":{"include_usage":true})")),
