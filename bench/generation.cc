@@ -23,13 +23,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "admin/catalog_admin.h"
+#include "bench_cluster.h"
 #include "figures.h"
 #include "generation_load.h"
-#include "gateway/gateway.h"
-#include "queue/nats_server.h"
 #include "support/http_client.h"
-#include "worker/worker.h"
 
 namespace shoal::bench {
 namespace {
@@ -69,13 +66,7 @@ int Run(const Options& o) {
   const std::string models = GenerateBenchModels(o.source_dir, o.models_dir, "generation");
   if (models.empty()) return 1;
   const std::string model_dir = models + "/qwen3-bench";
-  const std::string dir = std::filesystem::temp_directory_path() / ("shoal-generation-bench-" + std::to_string(::getpid()));
-  auto nats = queue::NatsServer::Start({.data_dir = dir});
-  if (!nats.ok()) return std::fprintf(stderr, "nats-server: %s\n", nats.status().ToString().c_str()), 1;
-  const std::string url = (*nats)->url();
-
-  auto admin = admin::CatalogAdmin::Connect(url);
-  if (!admin.ok()) return 1;
+  std::vector<ModelSpec> specs;
   for (const char* precision : {"f32", "bf16"}) {
     ModelSpec spec;
     spec.id = std::string("bench/qwen3-") + precision;
@@ -87,25 +78,13 @@ int Run(const Options& o) {
     spec.batching.max_batch_tokens = 512;
     spec.queue.ack_wait_ms = 60000;
     spec.runtime_options_json = std::string(R"({"max_context": 1024, "precision": ")") + precision + "\"}";
-    std::fprintf(stderr, "generation: registering %s (loads and checks it)\n", spec.id.c_str());
-    if (auto r = admin->Register(spec); !r.ok()) {
-      return std::fprintf(stderr, "register: %s\n", r.status().ToString().c_str()), 1;
-    }
+    specs.push_back(spec);
     if (!o.bf16) break;
   }
-  worker::WorkerOptions wo;
-  wo.nats_url = url;
-  auto worker = worker::Worker::Start(wo);
-  if (!worker.ok()) return 1;
-  gateway::GatewayOptions go;
-  go.nats_url = url;
-  go.http.port = 0;
-  auto gateway = gateway::Gateway::Start(go);
-  if (!gateway.ok()) return 1;
-  for (int i = 0; i < 300 && (*worker)->residency().resident.size() < (o.bf16 ? 2u : 1u); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const int port = (*gateway)->port();
+  const std::string dir = std::filesystem::temp_directory_path() / ("shoal-generation-bench-" + std::to_string(::getpid()));
+  auto cluster = BenchCluster::Start("generation", dir, specs, {});
+  if (!cluster) return 1;
+  const int port = cluster->port();
   std::mutex mu;
   Round warm;
   StreamOne(port, "bench/qwen3-f32", kPrompt, 8, &warm, &mu);  // first-use costs (primitive creation) out of the way
@@ -157,12 +136,7 @@ int Run(const Options& o) {
     std::printf("at 32: %.2fx the reference (target >= 3x); %.2fx concurrency 1 (target >= 8x)\n",
                 figures["c32_vs_reference"], figures["c32_over_c1"]);
   }
-  (*gateway)->Drain(std::chrono::seconds(2));
-  (*worker)->Drain(std::chrono::seconds(2));
-  gateway->reset();
-  worker->reset();
-  nats->reset();
-  std::filesystem::remove_all(dir);
+  cluster.reset();
   WriteFigures(o.out, figures);
   return 0;
 }

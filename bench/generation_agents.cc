@@ -19,13 +19,10 @@
 #include <map>
 #include <thread>
 
-#include "admin/catalog_admin.h"
 #include "admin/model_directory.h"
+#include "bench_cluster.h"
 #include "figures.h"
-#include "gateway/gateway.h"
 #include "generation_load.h"
-#include "queue/nats_server.h"
-#include "worker/worker.h"
 
 namespace shoal::bench {
 namespace {
@@ -56,12 +53,6 @@ int Run(const Options& o) {
                            o.source_dir + "/scripts/make-test-gguf " + models + " --bench >&2";
   if (std::system(make.c_str()) != 0) return 1;
 
-  const std::string dir =
-      std::filesystem::temp_directory_path() / ("shoal-generation-agents-bench-" + std::to_string(::getpid()));
-  auto nats = queue::NatsServer::Start({.data_dir = dir});
-  if (!nats.ok()) return std::fprintf(stderr, "nats-server: %s\n", nats.status().ToString().c_str()), 1;
-  auto admin = admin::CatalogAdmin::Connect((*nats)->url());
-  if (!admin.ok()) return 1;
   const std::string threads = std::to_string(o.threads);
   std::vector<ModelSpec> specs;
   {
@@ -82,23 +73,14 @@ int Run(const Options& o) {
     spec.batching.max_batch_requests = 32;
     spec.batching.max_batch_tokens = 512;
     spec.queue.ack_wait_ms = 60000;
-    std::fprintf(stderr, "generation-agents: registering %s (loads and checks it)\n", spec.id.c_str());
-    if (auto r = admin->Register(spec); !r.ok()) return std::fprintf(stderr, "%s\n", r.status().ToString().c_str()), 1;
   }
   worker::WorkerOptions wo;
-  wo.nats_url = (*nats)->url();
   wo.threads_per_executor = o.threads;
-  auto worker = worker::Worker::Start(wo);
-  if (!worker.ok()) return std::fprintf(stderr, "worker: %s\n", worker.status().ToString().c_str()), 1;
-  gateway::GatewayOptions go;
-  go.nats_url = (*nats)->url();
-  go.http.port = 0;
-  auto gateway = gateway::Gateway::Start(go);
-  if (!gateway.ok()) return 1;
-  for (int i = 0; i < 300 && (*worker)->residency().resident.size() < specs.size(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const int port = (*gateway)->port();
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("shoal-generation-agents-bench-" + std::to_string(::getpid()));
+  auto cluster = BenchCluster::Start("generation-agents", dir, specs, wo);
+  if (!cluster) return 1;
+  const int port = cluster->port();
 
   std::printf("Native against llama.cpp, qwen3-bench f32 through Shoal, %d threads, %d new tokens, median of %d\n",
               o.threads, o.new_tokens, o.repeats);
@@ -141,12 +123,7 @@ int Run(const Options& o) {
                 figures["c" + cs + "_vs_llamacpp"], c, figures["json_schema_c" + cs + "_over_free"],
                 figures["llamacpp_json_schema_c" + cs + "_over_free"]);
   }
-  (*gateway)->Drain(std::chrono::seconds(2));
-  (*worker)->Drain(std::chrono::seconds(2));
-  gateway->reset();
-  worker->reset();
-  nats->reset();
-  std::filesystem::remove_all(dir);
+  cluster.reset();
   WriteFigures(o.out, figures);
   return 0;
 }

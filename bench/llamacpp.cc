@@ -26,14 +26,11 @@
 #include <map>
 #include <thread>
 
-#include "admin/catalog_admin.h"
 #include "admin/model_directory.h"
+#include "bench_cluster.h"
 #include "common/clock.h"
 #include "figures.h"
-#include "gateway/gateway.h"
 #include "generation_load.h"
-#include "queue/nats_server.h"
-#include "worker/worker.h"
 
 namespace shoal::bench {
 namespace {
@@ -143,12 +140,8 @@ int Run(const Options& o) {
   ggml_backend_load_all_from_path(SHOAL_LLAMACPP_LIB_DIR);
   llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
 
-  const std::string dir = std::filesystem::temp_directory_path() / ("shoal-llamacpp-bench-" + std::to_string(::getpid()));
-  auto nats = queue::NatsServer::Start({.data_dir = dir});
-  if (!nats.ok()) return std::fprintf(stderr, "nats-server: %s\n", nats.status().ToString().c_str()), 1;
-  auto admin = admin::CatalogAdmin::Connect((*nats)->url());
-  if (!admin.ok()) return 1;
   const std::vector<std::string> types = {"f16", "q8_0"};
+  std::vector<ModelSpec> specs;
   for (const std::string& t : types) {
     auto spec = admin::SpecFromDirectory(models + "/qwen3-bench-gguf-" + t, "bench/qwen3-" + t);
     if (!spec.ok()) return std::fprintf(stderr, "%s\n", spec.status().ToString().c_str()), 1;
@@ -157,22 +150,12 @@ int Run(const Options& o) {
     spec->batching.max_batch_tokens = 512;
     spec->queue.ack_wait_ms = 60000;
     spec->runtime_options_json = "{\"threads\": " + std::to_string(o.threads) + "}";
-    std::fprintf(stderr, "llamacpp: registering %s (loads and checks it)\n", spec->id.c_str());
-    if (auto r = admin->Register(*spec); !r.ok()) return std::fprintf(stderr, "%s\n", r.status().ToString().c_str()), 1;
+    specs.push_back(*spec);
   }
-  worker::WorkerOptions wo;
-  wo.nats_url = (*nats)->url();
-  auto worker = worker::Worker::Start(wo);
-  if (!worker.ok()) return 1;
-  gateway::GatewayOptions go;
-  go.nats_url = (*nats)->url();
-  go.http.port = 0;
-  auto gateway = gateway::Gateway::Start(go);
-  if (!gateway.ok()) return 1;
-  for (int i = 0; i < 300 && (*worker)->residency().resident.size() < types.size(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const int port = (*gateway)->port();
+  const std::string dir = std::filesystem::temp_directory_path() / ("shoal-llamacpp-bench-" + std::to_string(::getpid()));
+  auto cluster = BenchCluster::Start("llamacpp", dir, specs, {});
+  if (!cluster) return 1;
+  const int port = cluster->port();
 
   std::printf("llama.cpp through Shoal against llama.cpp alone: qwen3-bench, %d threads, %d new tokens, "
               "median of %d\n", o.threads, o.new_tokens, o.repeats);
@@ -229,12 +212,7 @@ int Run(const Options& o) {
   figures["llamacpp_c32_over_bare"] = std::min(figures["f16_c32_over_bare"], figures["q8_0_c32_over_bare"]);
   std::printf("llamacpp_c1_over_bare %.2f, llamacpp_c32_over_bare %.2f (target >= 0.95)\n",
               figures["llamacpp_c1_over_bare"], figures["llamacpp_c32_over_bare"]);
-  (*gateway)->Drain(std::chrono::seconds(2));
-  (*worker)->Drain(std::chrono::seconds(2));
-  gateway->reset();
-  worker->reset();
-  nats->reset();
-  std::filesystem::remove_all(dir);
+  cluster.reset();
   WriteFigures(o.out, figures);
   return 0;
 }

@@ -27,16 +27,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "admin/catalog_admin.h"
 #include "admin/model_directory.h"
+#include "bench_cluster.h"
 #include "common/subprocess.h"
 #include "figures.h"
-#include "gateway/gateway.h"
 #include "generation_load.h"
 #include "loadtest/load_generator.h"
-#include "queue/nats_server.h"
 #include "support/http_client.h"
-#include "worker/worker.h"
 
 namespace shoal::bench {
 namespace {
@@ -152,10 +149,6 @@ int Run(const Options& o) {
                  dir + "/generation.log")) {
     return 1;
   }
-  auto nats = queue::NatsServer::Start({.data_dir = dir + "/nats"});
-  if (!nats.ok()) return 1;
-  auto admin = admin::CatalogAdmin::Connect((*nats)->url());
-  if (!admin.ok()) return 1;
   auto url = [](int port) { return "http://127.0.0.1:" + std::to_string(port) + "/v1"; };
   const std::string profiles[] = {
       "id: bench/minilm\nruntime: upstream\ntask: encode\npinned: true\n"
@@ -167,25 +160,17 @@ int Run(const Options& o) {
       "id: bench/qwen3\nruntime: upstream\ntask: generate\npinned: true\nqueue: {ack_wait_ms: 60000}\n"
       "batching: {max_batch_requests: " + std::to_string(top) + "}\nupstream: {base_url: " + url(gen.port) +
           ", model: qwen3}\n"};
+  std::vector<ModelSpec> specs;
   for (const std::string& p : profiles) {
     auto spec = ModelSpec::Parse(p);
     if (!spec.ok()) return std::fprintf(stderr, "%s\n", spec.status().ToString().c_str()), 1;
-    if (auto r = admin->Register(*spec); !r.ok()) return std::fprintf(stderr, "%s\n", r.status().ToString().c_str()), 1;
+    specs.push_back(*spec);
   }
   worker::WorkerOptions wo;
-  wo.nats_url = (*nats)->url();
   wo.executors = 4;  // upstream calls wait on the network, not on these cores
-  auto worker = worker::Worker::Start(wo);
-  if (!worker.ok()) return 1;
-  gateway::GatewayOptions go;
-  go.nats_url = (*nats)->url();
-  go.http.port = 0;
-  auto gateway = gateway::Gateway::Start(go);
-  if (!gateway.ok()) return 1;
-  for (int i = 0; i < 300 && (*worker)->residency().resident.size() < 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const int port = (*gateway)->port();
+  auto cluster = BenchCluster::Start("upstream", dir + "/nats", specs, wo);
+  if (!cluster) return 1;
+  const int port = cluster->port();
   std::map<std::string, double> figures;
 
   std::printf("Shoal in front of llama-server against llama-server alone, %d threads, median of %d\n", o.threads,
@@ -242,11 +227,7 @@ int Run(const Options& o) {
               "cross-request batching buys %.2fx on embeddings\n",
               figures["upstream_knee_over_bare"], figures["upstream_embed_knee_over_bare"], top,
               figures["upstream_generate_knee_over_bare"], figures["upstream_embed_batching_gain"]);
-  (*gateway)->Drain(std::chrono::seconds(2));
-  (*worker)->Drain(std::chrono::seconds(2));
-  gateway->reset();
-  worker->reset();
-  nats->reset();
+  cluster.reset();
   std::filesystem::remove_all(dir);
   WriteFigures(o.out, figures);
   return 0;
