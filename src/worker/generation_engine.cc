@@ -438,7 +438,7 @@ void GenerationEngine::Step() {
   if (!done.empty() && on_free_) on_free_();
 }
 
-Result<structured::ToolCallSyntax> GenerationEngine::ToolCallSyntax() {
+Result<structured::ToolCallSyntax> GenerationEngine::CallSyntax() {
   if (!tool_syntax_) {
     const nlohmann::json probe = nlohmann::json::parse(structured::ProbeMessagesJson());
     std::vector<ChatTurn> turns;
@@ -455,7 +455,7 @@ Result<structured::ToolCallSyntax> GenerationEngine::ToolCallSyntax() {
 }
 
 Status GenerationEngine::PrepareToolCalls(Sequence& s, const wire::GenerateRequest& req) {
-  SHOAL_ASSIGN_OR_RETURN(structured::ToolCallSyntax syntax, ToolCallSyntax());
+  SHOAL_ASSIGN_OR_RETURN(structured::ToolCallSyntax syntax, CallSyntax());
   s.tool_calls = std::make_unique<structured::ToolCallStream>(syntax);
   s.tool_syntax = syntax;
   using Kind = wire::ToolChoice::Kind;

@@ -108,7 +108,7 @@ class GenerationEngine : public SequenceEngine {
   std::vector<wire::TopLogprob> MostLikely(const float* logits, uint32_t n);
   // Tools: the model's call syntax (read once from its chat template), a
   // sequence's call stream, and, when a call is required, its grammar.
-  Result<structured::ToolCallSyntax> ToolCallSyntax();
+  Result<structured::ToolCallSyntax> CallSyntax();
   Status PrepareToolCalls(Sequence& s, const wire::GenerateRequest& req);
   // The sequence's last text, and the calls in it when it may make some.
   void EndText(Sequence& s);

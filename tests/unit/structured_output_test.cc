@@ -113,7 +113,8 @@ TEST(Gbnf, NegatedClassesAreCodePointsNotBytes) {
 
 TEST(Gbnf, RefusesWhatCannotBeMatched) {
   for (const char* bad : {"root ::= root \"a\"", "root ::= x\nx ::= \"\"? root", "root ::= \"a\" root",
-                          "root ::= missing", "x ::= \"a\"", "root ::= \"a", "root ::= [z-a]", "root ::= ( \"a\""}) {
+                          "root ::= missing", "x ::= \"a\"", "root ::= \"a", "root ::= [z-a]", "root ::= ( \"a\"",
+                          "root ::= \"\\uD800\"", "root ::= \"\xC0\xAF\""}) {
     auto g = CompileGbnf(bad, "f");
     EXPECT_FALSE(g.ok()) << bad;
     if (!g.ok()) {
@@ -244,7 +245,9 @@ TEST(RegexGrammar, FullMatchesAsStdRegexDoes) {
     const std::regex re(p, std::regex::ECMAScript);
     for (const char* t : texts) EXPECT_EQ(Matches(*g, t), std::regex_match(t, re)) << p << " on '" << t << "'";
   }
-  for (const char* bad : {"(a", "a)", "\\1", "(?=a)", "a\\b", "*a", "a{2", "a++", "[b-a]"}) {
+  const std::string deep = std::string(70, '(') + "a" + std::string(70, ')');
+  for (const std::string bad : {"(a", "a)", "\\1", "(?=a)", "a\\b", "*a", "a{2", "a++", "[b-a]", "\\uD800",
+                                "a\xED\xA0\x80", "\xC3", deep.c_str()}) {
     auto gbnf = RegexGrammar(bad, "response_format.pattern");
     Status st = gbnf.status();
     if (gbnf.ok()) st = CompileGbnf(*gbnf, "response_format.pattern").status();

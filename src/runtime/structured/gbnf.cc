@@ -14,6 +14,8 @@ using Elements = std::vector<GrammarElement>;  // one alternative, without its k
 using Alternatives = std::vector<Elements>;
 using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;  // code points
 
+constexpr int kMaxGroupDepth = 256;
+
 GrammarElement Byte(uint8_t lo, uint8_t hi) { return {Kind::kByte, lo, hi, 0}; }
 GrammarElement RuleRef(uint32_t rule) { return {Kind::kRule, 0, 0, rule}; }
 
@@ -153,12 +155,14 @@ class GbnfCompiler {
       return AppendClass({{0, kMaxCodePoint}}, out);
     }
     if (c == '(') {
+      if (++depth_ > kMaxGroupDepth) return Error("groups nested deeper than " + std::to_string(kMaxGroupDepth));
       ++pos_;
       Alternatives alts;
       SHOAL_RETURN_IF_ERROR(ParseAlternatives(&alts));
       SkipSpace();
       if (pos_ >= text_.size() || text_[pos_] != ')') return Error("expected ')'");
       ++pos_;
+      --depth_;
       out->push_back(RuleRef(NewRule(std::move(alts))));
       return Status::Ok();
     }
@@ -239,18 +243,10 @@ class GbnfCompiler {
   Result<uint32_t> Char() {
     if (pos_ >= text_.size()) return Error("unexpected end");
     const unsigned char c = static_cast<unsigned char>(text_[pos_]);
-    if (c != '\\') {
-      // A UTF-8 character as it is written.
-      const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-      if (n == 0 || pos_ + n > text_.size()) return Error("not UTF-8");
-      uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-      for (int i = 1; i < n; ++i) {
-        const unsigned char b = static_cast<unsigned char>(text_[pos_ + i]);
-        if ((b & 0xC0) != 0x80) return Error("not UTF-8");
-        cp = (cp << 6) | (b & 0x3F);
-      }
-      pos_ += n;
-      return cp;
+    if (c != '\\') {  // a UTF-8 character as it is written
+      auto cp = DecodeUtf8(text_, &pos_);
+      if (!cp) return Error("not UTF-8");
+      return *cp;
     }
     if (++pos_ >= text_.size()) return Error("unexpected end after '\\'");
     const char e = text_[pos_++];
@@ -277,7 +273,7 @@ class GbnfCompiler {
       if (d < 0) return Error("expected a hex digit");
       v = v * 16 + static_cast<uint32_t>(d);
     }
-    if (v > kMaxCodePoint) return Error("a code point over U+10FFFF");
+    if (!IsCharacter(v)) return Error("not a character (a surrogate, or over U+10FFFF)");
     return v;
   }
 
@@ -433,6 +429,7 @@ class GbnfCompiler {
   std::string_view text_;
   const std::string& field_;
   size_t pos_ = 0;
+  int depth_ = 0;  // groups open: the parser recurses per group
   size_t elements_ = 0;
   std::vector<Alternatives> rules_;
   std::vector<bool> defined_;

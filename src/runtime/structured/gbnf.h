@@ -12,7 +12,8 @@
 //
 // Refused with INVALID_INPUT naming `field`: a syntax error, a rule used
 // and never defined, no `root`, left recursion, a root that derives no
-// string at all ("cannot be satisfied"), more than kMaxGrammarElements.
+// string at all ("cannot be satisfied"), more than kMaxGrammarElements,
+// groups nested more than 256 deep.
 #pragma once
 
 #include <memory>

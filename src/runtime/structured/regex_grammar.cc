@@ -12,6 +12,8 @@ namespace {
 
 using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
 
+constexpr int kMaxRegexDepth = 64;  // the translator recurses per group
+
 const Ranges kDigit = {{'0', '9'}};
 const Ranges kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 const Ranges kSpace = {{'\t', '\r'}, {' ', ' '}};  // \t \n \v \f \r and space
@@ -124,6 +126,7 @@ class RegexTranslator {
   Result<std::string> Atom() {
     const char c = p_[pos_];
     if (c == '(') {
+      if (++depth_ > kMaxRegexDepth) return Error("groups nested deeper than " + std::to_string(kMaxRegexDepth));
       ++pos_;
       if (More() && p_[pos_] == '?') {
         const std::string_view rest = p_.substr(pos_);
@@ -140,6 +143,7 @@ class RegexTranslator {
       SHOAL_ASSIGN_OR_RETURN(std::string inner, Alternation());
       if (!More() || p_[pos_] != ')') return Error("'(' without ')'");
       ++pos_;
+      --depth_;
       return inner;
     }
     if (c == '[') return Class();
@@ -159,13 +163,9 @@ class RegexTranslator {
 
   // The next UTF-8 character, as it is written.
   Result<uint32_t> CodePoint() {
-    const unsigned char c = static_cast<unsigned char>(p_[pos_]);
-    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || pos_ + n > p_.size()) return Error("not UTF-8");
-    uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-    for (int i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(p_[pos_ + i]) & 0x3F);
-    pos_ += n;
-    return cp;
+    auto cp = DecodeUtf8(p_, &pos_);
+    if (!cp) return Error("not UTF-8");
+    return *cp;
   }
 
   Result<uint32_t> Hex(int digits) {
@@ -177,6 +177,7 @@ class RegexTranslator {
       if (d < 0) return Error("expected a hex digit");
       v = v * 16 + static_cast<uint32_t>(d);
     }
+    if (!IsCharacter(v)) return Error("a surrogate is not a character");
     return v;
   }
 
@@ -259,6 +260,7 @@ class RegexTranslator {
   std::string_view p_;
   const std::string& field_;
   size_t pos_ = 0;
+  int depth_ = 0;  // groups open
 };
 
 }  // namespace

@@ -10,7 +10,8 @@
 // groups ( ), (?: ), (?P<name> ) and (?<name> ), `|`, and the quantifiers
 // * + ? {m} {m,} {m,n}, greedy or lazy (the same strings match). Refused
 // with INVALID_INPUT naming `field`: back-references, lookaround, \b and
-// other zero-width assertions, flags, possessive quantifiers.
+// other zero-width assertions, flags, possessive quantifiers, groups nested
+// more than 64 deep.
 #pragma once
 
 #include <string>

@@ -21,6 +21,22 @@ void Encode(uint32_t c, uint8_t* out) {
 
 }  // namespace
 
+std::optional<uint32_t> DecodeUtf8(std::string_view text, size_t* pos) {
+  if (*pos >= text.size()) return std::nullopt;
+  const auto c = static_cast<unsigned char>(text[*pos]);
+  const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  if (n == 0 || *pos + n > text.size()) return std::nullopt;
+  uint32_t cp = n == 1 ? c : c & (0x7F >> n);
+  for (int i = 1; i < n; ++i) {
+    const auto b = static_cast<unsigned char>(text[*pos + i]);
+    if ((b & 0xC0) != 0x80) return std::nullopt;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if (!IsCharacter(cp) || EncodedLength(cp) != n) return std::nullopt;  // a surrogate, too large, or overlong
+  *pos += n;
+  return cp;
+}
+
 void AppendUtf8Sequences(uint32_t lo, uint32_t hi, std::vector<Utf8Sequence>* out) {
   if (lo > hi) return;
   if (lo <= 0xDFFF && hi >= 0xD800) {  // surrogates are left out
