@@ -9,13 +9,12 @@
 #include "common/log.h"
 #include "queue/message.h"
 #include "runtime/logit_adjustments.h"
-#include "runtime/structured/json_schema_grammar.h"
 #include "runtime/structured/output_constraint.h"
-#include "runtime/structured/regex_grammar.h"
 #include "runtime/structured/tool_calls.h"
 #include "runtime/text_stream.h"
 #include "wire/generate.h"
 #include "wire/work_message.h"
+#include "worker/generation_inputs.h"
 #include "worker/generation_reply.h"
 
 namespace shoal::worker {
@@ -50,59 +49,6 @@ struct Sequence {
 
   uint32_t generated() const { return static_cast<uint32_t>(tokens.size()) - prompt_len; }
 };
-
-namespace {
-
-std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages) {
-  std::vector<ChatTurn> turns;
-  turns.reserve(messages.size());
-  for (const wire::ChatMessage& m : messages) {
-    ChatTurn t{m.role, m.content, {}, m.tool_call_id};
-    if (!m.tool_calls.empty()) {
-      // As templates read them: the arguments an object, not its text.
-      nlohmann::json calls = nlohmann::json::array();
-      for (const wire::ToolCall& c : m.tool_calls) {
-        calls.push_back({{"id", c.id},
-                         {"type", "function"},
-                         {"function", {{"name", c.name}, {"arguments", nlohmann::json::parse(c.arguments, nullptr, false)}}}});
-      }
-      t.tool_calls_json = calls.dump();
-    }
-    turns.push_back(std::move(t));
-  }
-  return turns;
-}
-
-// The chat template's variables: the request's, and its tools.
-std::string TemplateKwargs(const std::string& kwargs_json, const std::string& tools_json) {
-  if (tools_json.empty()) return kwargs_json;
-  nlohmann::json vars = kwargs_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(kwargs_json, nullptr, false);
-  if (!vars.is_object()) return kwargs_json;  // RenderChat refuses it
-  vars["tools"] = nlohmann::json::parse(tools_json, nullptr, false);
-  return vars.dump();
-}
-
-// The grammar a format holds the output to, as GBNF text, and the request
-// field its errors name.
-Result<std::string> FormatGrammar(const wire::ResponseFormat& f, std::string* field) {
-  using Type = wire::ResponseFormat::Type;
-  switch (f.type) {
-    case Type::kJsonSchema:
-      *field = "response_format.json_schema.schema";
-      return structured::JsonSchemaGrammar(f.schema_json);
-    case Type::kRegex:
-      *field = "response_format.pattern";
-      return structured::RegexGrammar(f.pattern, *field);
-    case Type::kChoice:
-      *field = "response_format.choices";
-      return structured::ChoiceGrammar(f.choices, *field);
-    default:
-      *field = "response_format";
-      return structured::JsonObjectGrammar();
-  }
-}
-
-}  // namespace
 
 GenerationEngine::GenerationEngine(ServedModel* model, Generator* generator, natsConnection* nc,
                                    queue::MsgReaper* reaper, BatchRunner* runner, const CancelledRequests* cancelled,

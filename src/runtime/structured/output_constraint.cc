@@ -27,22 +27,22 @@ Result<int32_t> OutputConstraint::Next(Sampler& sampler, const float* logits, si
     constexpr float kRefused = -std::numeric_limits<float>::infinity();
     const size_t known = std::min(vocab, grammar_->trie().vocab_size());
     masked_.assign(vocab, kRefused);
-    bool any = false;
+    size_t allowed = 0;
     for (size_t i = 0; i < known; ++i) {
-      if (MaskHas(mask, static_cast<int32_t>(i)) && !stop_ids.count(static_cast<int32_t>(i))) {
+      if (MaskHas(mask, static_cast<int32_t>(i))) {
         masked_[i] = logits[i];
-        any = true;
+        ++allowed;
       }
     }
-    if (state_.accepting()) {
-      for (int32_t id : stop_ids) {
-        if (id >= 0 && static_cast<size_t>(id) < vocab) {
-          masked_[id] = logits[id];
-          any = true;
-        }
-      }
+    // The stop tokens: only where the output is whole.
+    const bool whole = state_.accepting();
+    for (int32_t id : stop_ids) {
+      if (id < 0 || static_cast<size_t>(id) >= vocab) continue;
+      if (static_cast<size_t>(id) < known && MaskHas(mask, id)) --allowed;
+      masked_[id] = whole ? logits[id] : kRefused;
+      allowed += whole;
     }
-    if (!any) return Status(Code::kInferenceError, "no token of the vocabulary continues the output in its format");
+    if (allowed == 0) return Status(Code::kInferenceError, "no token of the vocabulary continues the output in its format");
     pick = sampler.Next(masked_.data(), vocab, nullptr);
   }
   if (logprob) *logprob = TokenLogProb(logits, vocab, pick, *std::max_element(logits, logits + vocab));

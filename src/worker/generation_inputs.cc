@@ -1,0 +1,56 @@
+#include "worker/generation_inputs.h"
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/structured/json_schema_grammar.h"
+#include "runtime/structured/regex_grammar.h"
+
+namespace shoal::worker {
+
+std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages) {
+  std::vector<ChatTurn> turns;
+  turns.reserve(messages.size());
+  for (const wire::ChatMessage& m : messages) {
+    ChatTurn t{m.role, m.content, {}, m.tool_call_id};
+    if (!m.tool_calls.empty()) {
+      // As templates read them: the arguments an object, not its text.
+      nlohmann::json calls = nlohmann::json::array();
+      for (const wire::ToolCall& c : m.tool_calls) {
+        calls.push_back({{"id", c.id},
+                         {"type", "function"},
+                         {"function", {{"name", c.name}, {"arguments", nlohmann::json::parse(c.arguments, nullptr, false)}}}});
+      }
+      t.tool_calls_json = calls.dump();
+    }
+    turns.push_back(std::move(t));
+  }
+  return turns;
+}
+
+std::string TemplateKwargs(const std::string& kwargs_json, const std::string& tools_json) {
+  if (tools_json.empty()) return kwargs_json;
+  nlohmann::json vars = kwargs_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(kwargs_json, nullptr, false);
+  if (!vars.is_object()) return kwargs_json;  // RenderChat refuses it
+  vars["tools"] = nlohmann::json::parse(tools_json, nullptr, false);
+  return vars.dump();
+}
+
+Result<std::string> FormatGrammar(const wire::ResponseFormat& f, std::string* field) {
+  using Type = wire::ResponseFormat::Type;
+  switch (f.type) {
+    case Type::kJsonSchema:
+      *field = "response_format.json_schema.schema";
+      return structured::JsonSchemaGrammar(f.schema_json);
+    case Type::kRegex:
+      *field = "response_format.pattern";
+      return structured::RegexGrammar(f.pattern, *field);
+    case Type::kChoice:
+      *field = "response_format.choices";
+      return structured::ChoiceGrammar(f.choices, *field);
+    default:
+      *field = "response_format";
+      return structured::JsonObjectGrammar();
+  }
+}
+
+}  // namespace shoal::worker

@@ -1,0 +1,27 @@
+// What a generation request asks of a Generator, in the runtime's terms:
+// its messages as chat turns (tool calls' arguments as the objects
+// templates read), the chat template's variables (the request's, and its
+// tools), and the grammar its response_format holds the output to.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/generator.h"
+#include "wire/generate.h"
+
+namespace shoal::worker {
+
+std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages);
+
+// `kwargs_json` (a JSON object's text, or empty) with "tools" added when
+// there are some; left as it is when it is not an object (RenderChat
+// refuses it).
+std::string TemplateKwargs(const std::string& kwargs_json, const std::string& tools_json);
+
+// The format's grammar as GBNF text; `field` gets the request field its
+// errors name.
+Result<std::string> FormatGrammar(const wire::ResponseFormat& f, std::string* field);
+
+}  // namespace shoal::worker
