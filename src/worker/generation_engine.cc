@@ -37,6 +37,7 @@ struct Sequence {
   std::unique_ptr<TokenPenalties> penalties;             // null: the logits as they are
   std::unique_ptr<structured::ToolCallStream> tool_calls;  // null: no tools, or tool_choice none
   structured::ToolCallSyntax tool_syntax{};
+  bool parallel_tool_calls = true;
   std::unordered_set<int32_t> stop_ids;
   bool logprobs = false;
   uint32_t top_logprobs = 0;
@@ -404,6 +405,7 @@ Status GenerationEngine::PrepareToolCalls(Sequence& s, const wire::GenerateReque
   SHOAL_ASSIGN_OR_RETURN(structured::ToolCallSyntax syntax, CallSyntax());
   s.tool_calls = std::make_unique<structured::ToolCallStream>(syntax);
   s.tool_syntax = syntax;
+  s.parallel_tool_calls = req.parallel_tool_calls;
   using Kind = wire::ToolChoice::Kind;
   if (req.tool_choice.kind != Kind::kRequired && req.tool_choice.kind != Kind::kFunction) return Status::Ok();
   // A call is required: the output is held to one (or several).
@@ -427,7 +429,7 @@ void GenerationEngine::EndText(Sequence& s) {
   }
   s.pending.text += s.tool_calls->Push(tail);
   const std::string& held = s.tool_calls->held();
-  auto parsed = structured::ParseToolCalls(s.tool_syntax, held);
+  auto parsed = structured::ParseToolCalls(s.tool_syntax, held, s.parallel_tool_calls);
   if (!parsed || parsed->calls.empty()) {
     s.pending.text += held;  // not a call after all, or a malformed one: the client gets the text
     return;

@@ -349,6 +349,14 @@ TEST(ToolCalls, CallsAreReadOutOfEachSyntax) {
   EXPECT_EQ(json::parse(hermes->calls[0].arguments), json({{"city", "Oslo"}}));
   EXPECT_EQ(hermes->calls[1].arguments, "{}");
   EXPECT_EQ(hermes->content, "");
+  // parallel_tool_calls: false keeps the first call only.
+  auto first = ParseToolCalls(ToolCallSyntax::kHermes,
+                              "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n"
+                              "<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>",
+                              /*parallel=*/false);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->calls.size(), 1u);
+  EXPECT_EQ(first->calls[0].name, "a");
   auto plain = ParseToolCalls(ToolCallSyntax::kHermes, "Just text.");
   ASSERT_TRUE(plain);
   EXPECT_TRUE(plain->calls.empty());

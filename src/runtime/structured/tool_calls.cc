@@ -153,13 +153,15 @@ Result<ToolCallSyntax> DetectToolCallSyntax(std::string_view rendered) {
       "<tool_call> blocks, Llama 3's JSON and Mistral's [TOOL_CALLS])");
 }
 
-std::optional<ParsedOutput> ParseToolCalls(ToolCallSyntax syntax, std::string_view text) {
+std::optional<ParsedOutput> ParseToolCalls(ToolCallSyntax syntax, std::string_view text, bool parallel) {
+  std::optional<ParsedOutput> out;
   switch (syntax) {
-    case ToolCallSyntax::kHermes: return ParseHermes(text);
-    case ToolCallSyntax::kLlama3Json: return ParseLlama3(text);
-    case ToolCallSyntax::kMistral: return ParseMistral(text);
+    case ToolCallSyntax::kHermes: out = ParseHermes(text); break;
+    case ToolCallSyntax::kLlama3Json: out = ParseLlama3(text); break;
+    case ToolCallSyntax::kMistral: out = ParseMistral(text); break;
   }
-  return std::nullopt;
+  if (out && !parallel && out->calls.size() > 1) out->calls.resize(1);
+  return out;
 }
 
 std::string ToolCallStream::Push(std::string_view text) {

@@ -44,8 +44,10 @@ struct ParsedOutput {
 
 // The calls in `text`; nullopt when the text starts a call it does not
 // finish, or holds one that is not well formed (a name and an object of
-// arguments), so that it goes back to the client as text.
-std::optional<ParsedOutput> ParseToolCalls(ToolCallSyntax syntax, std::string_view text);
+// arguments), so that it goes back to the client as text. Unless
+// `parallel`, only the first call is kept (parallel_tool_calls: false; a
+// model that writes more has the rest dropped).
+std::optional<ParsedOutput> ParseToolCalls(ToolCallSyntax syntax, std::string_view text, bool parallel = true);
 
 // Streams text, holding back from where a call may begin: what Push
 // returns may go to the client now; held() is what waits for the end.
