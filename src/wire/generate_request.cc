@@ -84,7 +84,8 @@ Status ReadLogitBias(const Json& v, std::vector<std::pair<int32_t, float>>* out)
 // OpenAI tools: [{"type": "function", "function": {"name", "description",
 // "parameters", "strict"}}], kept as the JSON text the chat template reads.
 constexpr size_t kMaxTools = 128;
-Status ReadTools(const Json& v, std::string* out, std::vector<std::string>* names) {
+// `strict` gets the first tools[i].function.strict that is true.
+Status ReadTools(const Json& v, std::string* out, std::vector<std::string>* names, std::string* strict) {
   if (!v.is_array()) return gen::Expected("tools", "an array of tools", v);
   if (v.size() > kMaxTools) return InvalidInput("tools: at most " + std::to_string(kMaxTools));
   names->clear();
@@ -121,8 +122,9 @@ Status ReadTools(const Json& v, std::string* out, std::vector<std::string>* name
     if (auto p = fn->find("parameters"); p != fn->end() && !p->is_object()) {
       return gen::Expected(f + ".function.parameters", "a JSON Schema object", *p);
     }
-    if (auto s = fn->find("strict"); s != fn->end() && !s->is_boolean()) {
-      return gen::Expected(f + ".function.strict", "a boolean", *s);
+    if (auto s = fn->find("strict"); s != fn->end()) {
+      if (!s->is_boolean()) return gen::Expected(f + ".function.strict", "a boolean", *s);
+      if (s->get<bool>() && strict->empty()) *strict = f + ".function.strict";
     }
   }
   std::string bounded;  // ReadObjectText bounds the nesting
@@ -292,6 +294,7 @@ Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
   bool has_messages = false, has_stream_options = false, has_tool_choice = false, has_parallel = false;
   uint32_t max_completion_tokens = 0;
   std::vector<std::string> tool_names;
+  std::string strict_tool;
   SHOAL_RETURN_IF_ERROR(ForEachField(body, [&](const std::string& key, const Json& v) -> Status {
     if (FieldResult f = ReadSamplingField(key, v, out); f.handled) return f.status;
     if (FieldResult f = ReadChatField(key, v, out); f.handled) {
@@ -310,7 +313,7 @@ Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
       return ReadStreamOptions(v, out);
     }
     if (key == "response_format") return gen::ReadResponseFormat(v, /*native=*/false, &out->response_format);
-    if (key == "tools") return ReadTools(v, &out->tools_json, &tool_names);
+    if (key == "tools") return ReadTools(v, &out->tools_json, &tool_names, &strict_tool);
     if (key == "tool_choice") {
       has_tool_choice = true;
       return ReadToolChoice(v, &out->tool_choice);
@@ -336,6 +339,10 @@ Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
   } else if (out->tool_choice.kind == ToolChoice::Kind::kFunction &&
              std::find(tool_names.begin(), tool_names.end(), out->tool_choice.name) == tool_names.end()) {
     return InvalidInput("tool_choice.function.name: '" + out->tool_choice.name + "' is not one of the tools");
+  } else if (!strict_tool.empty() && out->tool_choice.kind == ToolChoice::Kind::kAuto) {
+    // Arguments are held to their schema only where the output is a call.
+    return InvalidInput(strict_tool + ": true is held only when a call is required (tool_choice \"required\" or "
+                        "a function); with \"auto\" the model's arguments come back as it writes them");
   }
   // The newer name wins when a client sends both.
   if (max_completion_tokens) out->sampling.max_tokens = max_completion_tokens;

@@ -263,6 +263,11 @@ TEST(ParseChatCompletions, ToolsAndToolMessages) {
   EXPECT_EQ(ChatError(head + R"("tools":[{"type":"function","function":{"name":"f","parameters":[]}}]})"),
             "tools[0].function.parameters: expected a JSON Schema object, got an array");
   EXPECT_EQ(ChatError(head + R"("tools":[{"type":"retrieval"}]})"), "tools[0].type: only \"function\"");
+  const std::string strict = R"("tools":[{"type":"function","function":{"name":"f","strict":true}}])";
+  EXPECT_EQ(ChatError(head + strict + "}"),
+            "tools[0].function.strict: true is held only when a call is required (tool_choice \"required\" or a "
+            "function); with \"auto\" the model's arguments come back as it writes them");
+  EXPECT_EQ(Chat(head + strict + R"(,"tool_choice":"required"})").tool_choice.kind, ToolChoice::Kind::kRequired);
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"tool","content":"x"}]})"),
             "messages[0].tool_call_id: missing (the call this answers)");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":"x","tool_call_id":"c"}]})"),
