@@ -212,11 +212,14 @@ TEST(RuntimeProtocol, GenerationMessagesReadBackAndAsAnotherDecoderSeesThem) {
   w2.Float64(0);
   GenerationJob bad2;
   EXPECT_EQ(ReadGenerationJob(top_p, &bad2).code(), Code::kInvalidInput);
+  // (A reply's views point into its frame: each frame outlives its reads.)
   u.finish_reason = "tired";
-  ASSERT_TRUE(ReadReply(FinishReply(12, u), &r).ok());
+  const std::string tired = FinishReply(12, u);
+  ASSERT_TRUE(ReadReply(tired, &r).ok());
   EXPECT_FALSE(ReadFinish(r.ok, &end).ok());
   u.logprobs = {-1.0f};
-  ASSERT_TRUE(ReadReply(ChunkReply(12, u), &r).ok());
+  const std::string misfit = ChunkReply(12, u);
+  ASSERT_TRUE(ReadReply(misfit, &r).ok());
   EXPECT_FALSE(ReadChunk(r.chunk, &got).ok());
 }
 
