@@ -14,20 +14,20 @@ namespace {
 // What a request that sets no max_tokens is assumed to generate, for its cost.
 constexpr uint64_t kDefaultOutputTokens = 256;
 
-void Append(Generation& g, const wire::GenerationChunk& c) {
-  const auto start = static_cast<uint32_t>(g.text.size());
-  g.text += c.text;
+void Append(const Generation& g, GenerationOutput& o, const wire::GenerationChunk& c) {
+  const auto start = static_cast<uint32_t>(o.text.size());
+  o.text += c.text;
   for (size_t i = 0; i < c.token_ids.size(); ++i) {
-    g.token_ids.push_back(c.token_ids[i]);
+    o.token_ids.push_back(c.token_ids[i]);
     // The chunk's text is its first token's; text with no token extends the
-    // previous token's (see Generation::token_offsets).
-    g.token_offsets.push_back(i == 0 ? start : static_cast<uint32_t>(g.text.size()));
+    // previous token's (see GenerationOutput::token_offsets).
+    o.token_offsets.push_back(i == 0 ? start : static_cast<uint32_t>(o.text.size()));
     if (g.request.sampling.logprobs) {
-      g.logprobs.push_back(c.logprobs.empty() ? std::numeric_limits<float>::quiet_NaN()
+      o.logprobs.push_back(c.logprobs.empty() ? std::numeric_limits<float>::quiet_NaN()
                                               : c.logprobs[i]);
     }
     if (g.request.sampling.top_logprobs > 0) {
-      g.top_logprobs.push_back(i < c.top_logprobs.size() ? c.top_logprobs[i] : std::vector<wire::TopLogprob>{});
+      o.top_logprobs.push_back(i < c.top_logprobs.size() ? c.top_logprobs[i] : std::vector<wire::TopLogprob>{});
     }
   }
 }
@@ -48,10 +48,13 @@ bool OnGenerationResult(PendingTable& table, PendingRequest& p, const wire::Repl
   if (h.error != Code::kOk) {
     return table.Finish(p, http::ErrorResponse(Status(h.error, std::string(body)), p.id));
   }
+  if (h.item >= g.outputs.size()) return false;  // not one of its items
+  GenerationOutput& o = g.outputs[h.item];
   // Only the chunk expected next (generation.h says why the others are
   // another attempt's, already relayed).
-  if (h.seq != g.next_seq) {
-    spdlog::debug("rid={} chunk {} (attempt {}) skipped; expecting {}", p.id, h.seq, h.attempt, g.next_seq);
+  if (o.finished || h.seq != o.next_seq) {
+    spdlog::debug("rid={} output {} chunk {} (attempt {}) skipped; expecting {}", p.id, h.item, h.seq, h.attempt,
+                  o.next_seq);
     return false;
   }
   wire::GenerationChunk c;
@@ -59,28 +62,33 @@ bool OnGenerationResult(PendingTable& table, PendingRequest& p, const wire::Repl
     return table.Finish(
         p, http::ErrorResponse(Status(Code::kInternal, "a worker sent a malformed chunk: " + s.message()), p.id));
   }
-  ++g.next_seq;
+  ++o.next_seq;
   g.attempts = std::max(g.attempts, h.attempt);
-  Append(g, c);
-  if (h.final) g.last = std::move(c);
+  Append(g, o, c);
+  if (h.final) {
+    o.last = std::move(c);
+    o.finished = true;
+    --g.open;
+  }
+  const bool done = g.open == 0;
 
   if (!g.request.stream) {
-    return h.final && table.Finish(p, GenerationResponse(p));
+    return done && table.Finish(p, GenerationResponse(p));
   }
   const bool first = !p.streaming;
-  std::string events = StreamEvents(p, g, first, h.final);
+  std::string events = StreamEvents(p, g, o, h.item, done);
   if (first) {
     // The head goes out now; when this chunk is also the last, the whole
     // stream is one response (with a length).
     http::Response head = StreamHead(p, std::move(events));
-    if (h.final) return table.Finish(p, std::move(head));
+    if (done) return table.Finish(p, std::move(head));
     table.Send(p, std::move(head));
     return false;
   }
-  if (events.empty() && !h.final) return false;  // held-back tokens wait for their text
+  if (events.empty() && !done) return false;  // held-back tokens wait for their text
   http::Response part;
   part.body = std::move(events);
-  if (h.final) return table.Finish(p, std::move(part));
+  if (done) return table.Finish(p, std::move(part));
   table.Send(p, std::move(part));
   return false;
 }

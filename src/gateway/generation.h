@@ -1,10 +1,12 @@
 // A generation request at the gateway, from the route to its last chunk.
 //
 // The router parses the body (wire/generate_request.h) into a Generation,
-// encodes the work message once and queues it as the request's one item. The
-// worker streams chunks back to the request's inbox (wire/generate.h);
-// results.h hands each to OnGenerationResult, which relays the chunk it
-// expects next and drops the others:
+// encodes the work message once and queues it as the request's items: one
+// per output asked for (OpenAI's n), each with the same body. Each item's
+// worker streams chunks back to the request's inbox (wire/generate.h), the
+// item index naming the output; results.h hands each to
+// OnGenerationResult, which relays, per output, the chunk it expects next
+// and drops the others:
 //
 //   seq == next_seq        relayed: appended to the output; streamed to the
 //                          client (SSE) or kept for the one answer at the end
@@ -17,7 +19,8 @@
 //                          the request id, so it regenerates the same tokens;
 //                          its chunks are skipped until they pass what was
 //                          relayed, and from there it carries on the stream.
-//   final                  the last: usage and timing; the request finishes
+//   final                  the output's last: usage and timing; the request
+//                          finishes when every output has
 //   error                  the request fails: a JSON error response if nothing
 //                          was streamed yet, else an SSE error event that ends
 //                          the stream (PendingTable::Finish)
@@ -46,15 +49,12 @@ struct PendingRequest;
 // Which API the client spoke: the response takes its shape.
 enum class GenerationApi { kChat, kCompletions, kNative };
 
-struct Generation {
-  GenerationApi api = GenerationApi::kNative;
-  wire::GenerateRequest request;
-  std::string work;            // AppendGenerateWork(request): the item's payload
-  int64_t created_unix_s = 0;  // OpenAI "created"
-
+// One output of a generation (OpenAI's choice): the request's item of
+// the same index streams it.
+struct GenerationOutput {
   // Relay.
   uint64_t next_seq = 0;  // the chunk to relay next
-  uint32_t attempts = 1;  // the highest attempt seen
+  bool finished = false;  // its final chunk came
 
   // The output so far. Tokens and text arrive together in chunks; a chunk's
   // text is attributed to its first token, so token i's text is
@@ -69,8 +69,19 @@ struct Generation {
   wire::GenerationChunk last;           // the final chunk: finish reason, usage, timing
 
   // Streaming: how much of the output went out in events.
+  bool opened = false;  // chat: its role delta went out
   size_t sent_text = 0;
   size_t sent_tokens = 0;
+};
+
+struct Generation {
+  GenerationApi api = GenerationApi::kNative;
+  wire::GenerateRequest request;
+  std::string work;            // AppendGenerateWork(request): each item's payload
+  int64_t created_unix_s = 0;  // OpenAI "created"
+  uint32_t attempts = 1;       // the highest attempt seen
+  std::vector<GenerationOutput> outputs;  // request.n of them
+  size_t open = 0;                        // outputs not finished yet
 };
 
 // The cost put on a generation request before a tokenizer has seen it:

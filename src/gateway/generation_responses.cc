@@ -18,44 +18,48 @@ struct Tokens {
   bool empty() const { return from == to; }
 };
 
-std::string_view TokenText(const Generation& g, size_t i) {
-  const size_t start = g.token_offsets[i];
-  const size_t end = i + 1 < g.token_offsets.size() ? g.token_offsets[i + 1] : g.text.size();
-  return std::string_view(g.text).substr(start, end - start);
+std::string_view TokenText(const GenerationOutput& o, size_t i) {
+  const size_t start = o.token_offsets[i];
+  const size_t end = i + 1 < o.token_offsets.size() ? o.token_offsets[i + 1] : o.text.size();
+  return std::string_view(o.text).substr(start, end - start);
 }
 
-std::string_view FinishReason(const Generation& g) {
+std::string_view FinishReason(const GenerationOutput& o) {
   // A final chunk without a reason ended anyway: as far as a client can
   // tell, it stopped.
-  return g.last.finish == wire::FinishReason::kNone ? "stop"
-                                                    : wire::FinishReasonName(g.last.finish);
+  return o.last.finish == wire::FinishReason::kNone ? "stop"
+                                                    : wire::FinishReasonName(o.last.finish);
 }
 
-uint32_t CompletionTokens(const Generation& g) {
-  return g.last.completion_tokens ? g.last.completion_tokens
-                                  : static_cast<uint32_t>(g.token_ids.size());
+uint32_t CompletionTokens(const GenerationOutput& o) {
+  return o.last.completion_tokens ? o.last.completion_tokens
+                                  : static_cast<uint32_t>(o.token_ids.size());
 }
 
+// The prompt counts once, the outputs' tokens all (as OpenAI counts n > 1).
+// Every output read the same prompt; the first says how much was cached.
 void Usage(JsonWriter& w, const Generation& g) {
-  const uint32_t completion = CompletionTokens(g);
+  const wire::GenerationChunk& first = g.outputs[0].last;
+  uint64_t completion = 0;
+  for (const GenerationOutput& o : g.outputs) completion += CompletionTokens(o);
   w.Raw("{\"prompt_tokens\":");
-  w.Int(g.last.prompt_tokens);
+  w.Int(first.prompt_tokens);
   w.Raw(",\"completion_tokens\":");
-  w.Int(completion);
+  w.Int(static_cast<int64_t>(completion));
   w.Raw(",\"total_tokens\":");
-  w.Int(int64_t{g.last.prompt_tokens} + completion);
+  w.Int(static_cast<int64_t>(first.prompt_tokens + completion));
   w.Raw(",\"prompt_tokens_details\":{\"cached_tokens\":");
-  w.Int(g.last.cached_prompt_tokens);
+  w.Int(first.cached_prompt_tokens);
   w.Raw("}}");
 }
 
-void Timing(JsonWriter& w, const Generation& g) {
+void Timing(JsonWriter& w, const wire::GenerationChunk& last) {
   w.Raw("{\"ttft_ms\":");
-  w.Double(g.last.ttft_ms);
+  w.Double(last.ttft_ms);
   w.Raw(",\"itl_ms\":");
-  w.Double(g.last.itl_ms);
+  w.Double(last.itl_ms);
   w.Raw(",\"queue_ms\":");
-  w.Double(g.last.queue_ms);
+  w.Double(last.queue_ms);
   w.Char('}');
 }
 
@@ -70,8 +74,8 @@ void ForTokens(JsonWriter& w, Tokens t, Each&& each) {
 
 // A logprob, or null when the worker sent none (NaN) — JSON has no -inf
 // either, so that prints as null too.
-void Logprob(JsonWriter& w, const Generation& g, size_t i) {
-  const float lp = i < g.logprobs.size() ? g.logprobs[i] : std::numeric_limits<float>::quiet_NaN();
+void Logprob(JsonWriter& w, const GenerationOutput& o, size_t i) {
+  const float lp = i < o.logprobs.size() ? o.logprobs[i] : std::numeric_limits<float>::quiet_NaN();
   w.Float(lp);
 }
 
@@ -85,24 +89,24 @@ void Bytes(JsonWriter& w, std::string_view text) {
 }
 
 // Token i's alternatives (empty unless asked).
-const std::vector<wire::TopLogprob>& Alternatives(const Generation& g, size_t i) {
+const std::vector<wire::TopLogprob>& Alternatives(const GenerationOutput& o, size_t i) {
   static const std::vector<wire::TopLogprob> kNone;
-  return i < g.top_logprobs.size() ? g.top_logprobs[i] : kNone;
+  return i < o.top_logprobs.size() ? o.top_logprobs[i] : kNone;
 }
 
 // OpenAI chat: {"content":[{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}]}.
-void ChatLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
+void ChatLogprobs(JsonWriter& w, const GenerationOutput& o, Tokens t) {
   w.Raw("{\"content\":[");
   ForTokens(w, t, [&](size_t i) {
-    const std::string_view text = TokenText(g, i);
+    const std::string_view text = TokenText(o, i);
     w.Raw("{\"token\":");
     w.String(text);
     w.Raw(",\"logprob\":");
-    Logprob(w, g, i);
+    Logprob(w, o, i);
     w.Raw(",\"bytes\":");
     Bytes(w, text);
     w.Raw(",\"top_logprobs\":[");
-    const auto& alternatives = Alternatives(g, i);
+    const auto& alternatives = Alternatives(o, i);
     for (size_t k = 0; k < alternatives.size(); ++k) {
       if (k) w.Char(',');
       w.Raw("{\"token\":");
@@ -120,13 +124,13 @@ void ChatLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
 
 // OpenAI completions: parallel arrays; text_offset is where each token's
 // text starts in the completion.
-void CompletionLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
+void CompletionLogprobs(JsonWriter& w, const Generation& g, const GenerationOutput& o, Tokens t) {
   w.Raw("{\"tokens\":[");
-  ForTokens(w, t, [&](size_t i) { w.String(TokenText(g, i)); });
+  ForTokens(w, t, [&](size_t i) { w.String(TokenText(o, i)); });
   w.Raw("],\"token_logprobs\":[");
-  ForTokens(w, t, [&](size_t i) { Logprob(w, g, i); });
+  ForTokens(w, t, [&](size_t i) { Logprob(w, o, i); });
   w.Raw("],\"text_offset\":[");
-  ForTokens(w, t, [&](size_t i) { w.Int(g.token_offsets[i]); });
+  ForTokens(w, t, [&](size_t i) { w.Int(o.token_offsets[i]); });
   // Per token {text: logprob} of its alternatives (two that spell the same
   // text keep the likelier, as a JSON object must).
   if (g.request.sampling.top_logprobs == 0) {
@@ -137,7 +141,7 @@ void CompletionLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
   ForTokens(w, t, [&](size_t i) {
     w.Char('{');
     std::vector<std::string_view> seen;
-    for (const wire::TopLogprob& a : Alternatives(g, i)) {
+    for (const wire::TopLogprob& a : Alternatives(o, i)) {
       if (std::find(seen.begin(), seen.end(), a.token) != seen.end()) continue;
       if (!seen.empty()) w.Char(',');
       seen.push_back(a.token);
@@ -151,31 +155,31 @@ void CompletionLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
 }
 
 // choices[].logprobs: null unless asked (and there are tokens to describe).
-void ChoiceLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
+void ChoiceLogprobs(JsonWriter& w, const Generation& g, const GenerationOutput& o, Tokens t) {
   if (!g.request.sampling.logprobs || t.empty()) {
     w.Null();
   } else if (g.api == GenerationApi::kChat) {
-    ChatLogprobs(w, g, t);
+    ChatLogprobs(w, o, t);
   } else {
-    CompletionLogprobs(w, g, t);
+    CompletionLogprobs(w, g, o, t);
   }
 }
 
-void TokenIds(JsonWriter& w, const Generation& g, Tokens t) {
+void TokenIds(JsonWriter& w, const GenerationOutput& o, Tokens t) {
   w.Char('[');
-  ForTokens(w, t, [&](size_t i) { w.Int(g.token_ids[i]); });
+  ForTokens(w, t, [&](size_t i) { w.Int(o.token_ids[i]); });
   w.Char(']');
 }
 
-void NativeLogprobs(JsonWriter& w, const Generation& g, Tokens t) {
+void NativeLogprobs(JsonWriter& w, const Generation& g, const GenerationOutput& o, Tokens t) {
   w.Char('[');
-  ForTokens(w, t, [&](size_t i) { Logprob(w, g, i); });
+  ForTokens(w, t, [&](size_t i) { Logprob(w, o, i); });
   w.Char(']');
   if (g.request.sampling.top_logprobs == 0) return;
   w.Raw(",\"top_logprobs\":[");  // per token [{"id", "token", "logprob"}]
   ForTokens(w, t, [&](size_t i) {
     w.Char('[');
-    const auto& alternatives = Alternatives(g, i);
+    const auto& alternatives = Alternatives(o, i);
     for (size_t k = 0; k < alternatives.size(); ++k) {
       if (k) w.Char(',');
       w.Raw("{\"id\":");
@@ -238,68 +242,78 @@ void ToolCalls(JsonWriter& w, const std::vector<wire::ToolCall>& calls, bool ind
 // --- non-stream ---
 
 // OpenAI chat and completions differ only in the object name and where
-// the text goes (choices[0].message.content or choices[0].text).
+// the text goes (choices[i].message.content or choices[i].text).
 std::string OpenAiBody(const PendingRequest& p, const Generation& g, bool chat) {
   std::string out;
   JsonWriter w(&out);
   OpenAiHead(w, p, g, chat ? "chat.completion" : "text_completion");
-  w.Raw(chat ? "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":" : "{\"index\":0,\"text\":");
-  const bool calls = chat && !g.last.tool_calls.empty();
-  calls && g.text.empty() ? w.Null() : w.String(g.text);  // a message of calls alone has null content
-  if (calls) {
-    w.Raw(",\"tool_calls\":");
-    ToolCalls(w, g.last.tool_calls, /*indexed=*/false);
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const GenerationOutput& o = g.outputs[i];
+    w.Raw(i ? ",{\"index\":" : "{\"index\":");
+    w.Int(static_cast<int64_t>(i));
+    w.Raw(chat ? ",\"message\":{\"role\":\"assistant\",\"content\":" : ",\"text\":");
+    const bool calls = chat && !o.last.tool_calls.empty();
+    calls && o.text.empty() ? w.Null() : w.String(o.text);  // a message of calls alone has null content
+    if (calls) {
+      w.Raw(",\"tool_calls\":");
+      ToolCalls(w, o.last.tool_calls, /*indexed=*/false);
+    }
+    w.Raw(chat ? "},\"logprobs\":" : ",\"logprobs\":");
+    ChoiceLogprobs(w, g, o, {0, o.token_ids.size()});
+    w.Raw(",\"finish_reason\":");
+    w.String(FinishReason(o));
+    w.Char('}');
   }
-  w.Raw(chat ? "},\"logprobs\":" : ",\"logprobs\":");
-  ChoiceLogprobs(w, g, {0, g.token_ids.size()});
-  w.Raw(",\"finish_reason\":");
-  w.String(FinishReason(g));
-  w.Raw("}],\"usage\":");
+  w.Raw("],\"usage\":");
   Usage(w, g);
   w.Char('}');
   return out;
 }
 
+// The native route has one output (it refuses n).
 std::string NativeBody(const PendingRequest& p, const Generation& g) {
+  const GenerationOutput& o = g.outputs[0];
   std::string out;
   JsonWriter w(&out);
-  const Tokens all{0, g.token_ids.size()};
+  const Tokens all{0, o.token_ids.size()};
   w.Raw("{\"id\":");
   w.String(p.id);
   w.Raw(",\"model\":");
   w.String(ResponseModel(p));
   w.Raw(",\"text\":");
-  w.String(g.text);
+  w.String(o.text);
   w.Raw(",\"token_ids\":");
-  TokenIds(w, g, all);
+  TokenIds(w, o, all);
   if (g.request.sampling.logprobs) {
     w.Raw(",\"logprobs\":");
-    NativeLogprobs(w, g, all);
+    NativeLogprobs(w, g, o, all);
   }
   w.Raw(",\"finish_reason\":");
-  w.String(FinishReason(g));
+  w.String(FinishReason(o));
   w.Raw(",\"usage\":");
   Usage(w, g);
   w.Raw(",\"timing\":");
-  Timing(w, g);
+  Timing(w, o.last);
   w.Char('}');
   return out;
 }
 
 // --- stream ---
 
-// One chat.completion.chunk / text_completion chunk with one choice:
-// `choice_body` is the choice's `"delta":{...}` (chat) or `"text":...` member.
-std::string OpenAiChunk(const PendingRequest& p, const Generation& g, std::string_view choice_body,
+// One chat.completion.chunk / text_completion chunk with output `index`'s
+// choice: `choice_body` is its `"delta":{...}` (chat) or `"text":...` member.
+std::string OpenAiChunk(const PendingRequest& p, const Generation& g, size_t index, std::string_view choice_body,
                         Tokens t, std::string_view finish) {
   const bool chat = g.api == GenerationApi::kChat;
   std::string out;
   JsonWriter w(&out);
   OpenAiHead(w, p, g, chat ? "chat.completion.chunk" : "text_completion");
-  w.Raw("{\"index\":0,");
+  w.Raw("{\"index\":");
+  w.Int(static_cast<int64_t>(index));
+  w.Char(',');
   w.Raw(choice_body);
   w.Raw(",\"logprobs\":");
-  ChoiceLogprobs(w, g, t);
+  ChoiceLogprobs(w, g, g.outputs[index], t);
   w.Raw(",\"finish_reason\":");
   finish.empty() ? w.Null() : w.String(finish);
   w.Raw("}]");
@@ -327,24 +341,24 @@ std::string UsageChunk(const PendingRequest& p, const Generation& g) {
   return out;
 }
 
-std::string NativeEvent(const Generation& g, std::string_view text, Tokens t, bool final) {
+std::string NativeEvent(const Generation& g, const GenerationOutput& o, std::string_view text, Tokens t) {
   std::string out;
   JsonWriter w(&out);
   w.Raw("{\"text\":");
   w.String(text);
   w.Raw(",\"token_ids\":");
-  TokenIds(w, g, t);
+  TokenIds(w, o, t);
   if (g.request.sampling.logprobs) {
     w.Raw(",\"logprobs\":");
-    NativeLogprobs(w, g, t);
+    NativeLogprobs(w, g, o, t);
   }
-  if (final) {
+  if (o.finished) {
     w.Raw(",\"finish_reason\":");
-    w.String(FinishReason(g));
+    w.String(FinishReason(o));
     w.Raw(",\"usage\":");
     Usage(w, g);
     w.Raw(",\"timing\":");
-    Timing(w, g);
+    Timing(w, o.last);
   }
   w.Char('}');
   return out;
@@ -367,9 +381,11 @@ http::Response GenerationResponse(const PendingRequest& p) {
       break;
   }
   res.headers.emplace_back("X-Shoal-Request-Id", p.id);
-  res.headers.emplace_back("X-Shoal-Queue-Ms", Millis(g.last.queue_ms));
-  res.headers.emplace_back("X-Shoal-TTFT-Ms", Millis(g.last.ttft_ms));
-  res.headers.emplace_back("X-Shoal-ITL-Ms", Millis(g.last.itl_ms));
+  // The first output's timing (with n > 1 they ran side by side).
+  const wire::GenerationChunk& last = g.outputs[0].last;
+  res.headers.emplace_back("X-Shoal-Queue-Ms", Millis(last.queue_ms));
+  res.headers.emplace_back("X-Shoal-TTFT-Ms", Millis(last.ttft_ms));
+  res.headers.emplace_back("X-Shoal-ITL-Ms", Millis(last.itl_ms));
   res.headers.emplace_back("X-Shoal-Total-Ms", Millis(MicrosSince(p.received) / 1000.0));
   // Above 1 when a worker died mid-generation and another ran it again.
   res.headers.emplace_back("X-Shoal-Attempts", std::to_string(g.attempts));
@@ -382,50 +398,51 @@ http::Response StreamHead(const PendingRequest& p, std::string events) {
   return head;
 }
 
-std::string StreamEvents(const PendingRequest& p, Generation& g, bool first, bool final) {
+std::string StreamEvents(const PendingRequest& p, const Generation& g, GenerationOutput& o, size_t index,
+                         bool done) {
   std::string out;
-  const std::string_view fresh = std::string_view(g.text).substr(g.sent_text);
-  const Tokens unsent{g.sent_tokens, g.token_ids.size()};
+  const std::string_view fresh = std::string_view(o.text).substr(o.sent_text);
+  const Tokens unsent{o.sent_tokens, o.token_ids.size()};
   auto sent_all = [&] {
-    g.sent_text = g.text.size();
-    g.sent_tokens = g.token_ids.size();
+    o.sent_text = o.text.size();
+    o.sent_tokens = o.token_ids.size();
   };
   if (g.api == GenerationApi::kNative) {
-    if (!fresh.empty() || final) {
-      http::AppendSseData(NativeEvent(g, fresh, unsent, final), &out);
+    if (!fresh.empty() || o.finished) {
+      http::AppendSseData(NativeEvent(g, o, fresh, unsent), &out);
       sent_all();
     }
   } else {
-    if (first && g.api == GenerationApi::kChat) {
+    if (!o.opened && g.api == GenerationApi::kChat) {
       http::AppendSseData(
-          OpenAiChunk(p, g, "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}", {0, 0}, {}),
-          &out);
+          OpenAiChunk(p, g, index, "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}", {0, 0}, {}), &out);
     }
+    o.opened = true;
     if (!fresh.empty()) {
-      http::AppendSseData(OpenAiChunk(p, g, TextChoice(g, fresh), unsent, {}), &out);
+      http::AppendSseData(OpenAiChunk(p, g, index, TextChoice(g, fresh), unsent, {}), &out);
       sent_all();
     }
-    if (final && g.api == GenerationApi::kChat && !g.last.tool_calls.empty()) {
+    if (o.finished && g.api == GenerationApi::kChat && !o.last.tool_calls.empty()) {
       // The calls in one delta, each whole (OpenAI streams the arguments in
       // fragments; one fragment is a fragment too).
       std::string delta;
       JsonWriter d(&delta);
       d.Raw("\"delta\":{\"tool_calls\":");
-      ToolCalls(d, g.last.tool_calls, /*indexed=*/true);
+      ToolCalls(d, o.last.tool_calls, /*indexed=*/true);
       d.Char('}');
-      http::AppendSseData(OpenAiChunk(p, g, delta, {g.sent_tokens, g.sent_tokens}, {}), &out);
+      http::AppendSseData(OpenAiChunk(p, g, index, delta, {o.sent_tokens, o.sent_tokens}, {}), &out);
     }
-    if (final) {
+    if (o.finished) {
       // Tokens still unsent (text-less ones at the end) carry their
       // logprobs in the closing chunk.
-      const Tokens rest{g.sent_tokens, g.token_ids.size()};
+      const Tokens rest{o.sent_tokens, o.token_ids.size()};
       const std::string choice = g.api == GenerationApi::kChat ? "\"delta\":{}" : TextChoice(g, "");
-      http::AppendSseData(OpenAiChunk(p, g, choice, rest, FinishReason(g)), &out);
+      http::AppendSseData(OpenAiChunk(p, g, index, choice, rest, FinishReason(o)), &out);
       sent_all();
-      if (g.request.include_usage) http::AppendSseData(UsageChunk(p, g), &out);
     }
+    if (done && g.request.include_usage) http::AppendSseData(UsageChunk(p, g), &out);
   }
-  if (final) http::AppendSseData("[DONE]", &out);
+  if (done) http::AppendSseData("[DONE]", &out);
   return out;
 }
 

@@ -14,6 +14,8 @@
 //   native       {"id","model","text","token_ids",("logprobs":[...]),"finish_reason","usage",
 //                 "timing":{"ttft_ms","itl_ms","queue_ms"}}
 //   with headers X-Shoal-Request-Id, -Queue-Ms, -TTFT-Ms, -ITL-Ms, -Total-Ms, -Attempts.
+//   With n > 1 (chat, completions), "choices" has n entries, index 0…n-1; usage
+//   counts the prompt once and every output's tokens.
 //
 // Stream, as Server-Sent Events `data: <json>`:
 //   chat         a chat.completion.chunk with delta {"role":"assistant","content":""}; one per
@@ -24,6 +26,9 @@
 //                usage as chat; then [DONE]
 //   native       {"text","token_ids"(,"logprobs")} per relayed chunk with text; the last adds
 //                "finish_reason","usage","timing"; then [DONE]
+//   With n > 1 each chunk carries one choice with its index, the outputs interleaved as
+//   their tokens come; each ends with its own finish_reason; usage and [DONE] follow the
+//   last.
 // Tokens a worker held back (a chunk with no text) go out with the next text.
 #pragma once
 
@@ -40,9 +45,12 @@ http::Response GenerationResponse(const PendingRequest& p);
 // The head of `p`'s event stream, carrying `events` as its first part.
 http::Response StreamHead(const PendingRequest& p, std::string events);
 
-// The events for the output relayed since the last call; advances
-// g.sent_text and g.sent_tokens. `first`: the stream opens with this call;
-// `final`: it closes with it (finish reason, usage, [DONE]).
-std::string StreamEvents(const PendingRequest& p, Generation& g, bool first, bool final);
+// The events for what output `index` (`o`) relayed since the last call;
+// advances o.sent_text and o.sent_tokens. An output's first call opens its
+// choice (chat: the role delta); the one after its final chunk closes it
+// (finish reason); `done` (every output finished) ends the stream (usage,
+// [DONE]).
+std::string StreamEvents(const PendingRequest& p, const Generation& g, GenerationOutput& o, size_t index,
+                         bool done);
 
 }  // namespace shoal::gateway

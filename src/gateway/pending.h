@@ -5,7 +5,7 @@
 // an error result from a worker, a failed publish, its deadline, or shutdown —
 // and whoever finishes it calls the http::Responder and removes it from the table.
 //
-// A generation request (p.generation set, gateway/generation.h) has one item
+// A generation request (p.generation set, gateway/generation.h) has an item per output
 // and may stream its response: Send gives the client the head and then parts
 // while the request stays pending; Finish gives the last part. Once the head
 // is out the status line is spent, so an error that finishes a streaming

@@ -254,7 +254,11 @@ Status Router::PrepareGeneration(PendingRequest* p) const {
                                               " bytes as a work message, over the limit of " +
                                               std::to_string(limit));
   }
-  p->request.items = {{g.work, GenerationCost(g.request)}};
+  // One item per output (n), each the same work; the worker tells them
+  // apart by index and shares the prompt's KV blocks among them.
+  p->request.items.assign(g.request.n, {g.work, GenerationCost(g.request)});
+  g.outputs.resize(g.request.n);
+  g.open = g.request.n;
   return Status::Ok();
 }
 
@@ -339,7 +343,7 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   lane.table->Insert(p);
   if (req.on_hangup) *req.on_hangup = [this, &lane, seq = p->seq] { OnHangup(lane, seq); };
   spdlog::debug("rid={} accepted path={} model={} items={} timeout_ms={}", p->id, req.path, ResponseModel(*p),
-                generates ? 1 : p->request.items.size(),
+                p->request.items.size(),
                 std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
   lane.dispatcher->Submit(p);
 }

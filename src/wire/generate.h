@@ -33,6 +33,7 @@ namespace shoal::wire {
 inline constexpr size_t kMaxStopStrings = 4;  // as OpenAI
 inline constexpr size_t kMaxLogitBias = 1024;  // tokens a request may bias
 inline constexpr uint32_t kMaxTopLogprobs = 20;  // as OpenAI
+inline constexpr uint32_t kMaxChoices = 128;     // n, as OpenAI
 
 // A function call a model made (OpenAI's tool_calls[]).
 struct ToolCall {
@@ -115,6 +116,10 @@ struct GenerateRequest {
   std::string tools_json;
   ToolChoice tool_choice;
   bool parallel_tool_calls = true;
+  // OpenAI's n: outputs for the one prompt (chat and completions). Not in
+  // the work body: the gateway queues one item per output, all with this
+  // body, and the worker tells them apart by the item index.
+  uint32_t n = 1;
   bool stream = false;
   bool include_usage = false;  // OpenAI stream_options.include_usage
   // The native body's "lora" (the adapter to generate under). Not part of

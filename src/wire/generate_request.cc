@@ -38,12 +38,10 @@ Status ReadMaxTokens(const Json& v, const char* field, uint32_t* out) {
   return Status::Ok();
 }
 
-Status ReadN(const Json& v) {
+Status ReadN(const Json& v, uint32_t* out) {
   int64_t n = 0;
-  SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, "n", std::numeric_limits<int64_t>::min(),
-                                     std::numeric_limits<int64_t>::max(), &n));
-  if (n != 1)
-    return InvalidInput("n: only 1 choice per request is supported, got " + std::to_string(n));
+  SHOAL_RETURN_IF_ERROR(gen::ReadInt(v, "n", 1, kMaxChoices, &n));
+  *out = static_cast<uint32_t>(n);
   return Status::Ok();
 }
 
@@ -307,7 +305,7 @@ Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
     }
     if (key == "logprobs") return gen::ReadBool(v, "logprobs", &out->sampling.logprobs);
     if (key == "top_logprobs") return ReadTopLogprobs(v, "top_logprobs", &out->sampling.top_logprobs);
-    if (key == "n") return ReadN(v);
+    if (key == "n") return ReadN(v, &out->n);
     if (key == "stream_options") {
       has_stream_options = true;
       return ReadStreamOptions(v, out);
@@ -388,7 +386,7 @@ Status ParseCompletions(std::string_view body, const ParseLimits& limits, Genera
       if (!suffix.empty()) return InvalidInput("suffix: not supported");
       return Status::Ok();
     }
-    if (key == "n") return ReadN(v);
+    if (key == "n") return ReadN(v, &out->n);
     if (key == "stream_options") {
       has_stream_options = true;
       return ReadStreamOptions(v, out);

@@ -8,7 +8,7 @@
 //   {"model", "messages": [{"role", "content": str | [{"type": "text", "text"}]}],
 //    "max_tokens" | "max_completion_tokens", "temperature", "top_p", "seed",
 //    "stop": str | [str] (≤ 4), "stream", "stream_options": {"include_usage"},
-//    "logprobs": bool, "top_logprobs": 0..20, "n": 1, "presence_penalty",
+//    "logprobs": bool, "top_logprobs": 0..20, "n": 1..128, "presence_penalty",
 //    "frequency_penalty", "logit_bias": {"id": bias},
 //    "response_format": {"type": "text" | "json_object"} | {"type": "json_schema",
 //                        "json_schema": {"name", "schema", "strict"}},

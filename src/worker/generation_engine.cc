@@ -217,7 +217,7 @@ bool GenerationEngine::Prepare(Sequence& s) {
   }
   s.max_new = req.sampling.max_tokens > 0 ? req.sampling.max_tokens : info.max_context - s.prompt_len;
   s.sampler = gen_->NewSampler({.temperature = req.sampling.temperature, .top_p = req.sampling.top_p, .top_k = req.sampling.top_k},
-                               req.sampling.seed.value_or(SeedFromRequestId(it.work.request_id)));
+                               SequenceSeed(req.sampling.seed, it.work.request_id, it.work.item));
   s.text = std::make_unique<TextStream>(req.sampling.stop);
   if (!req.sampling.ignore_eos) s.stop_ids.insert(info.eos_ids.begin(), info.eos_ids.end());
   s.stop_ids.insert(req.sampling.stop_token_ids.begin(), req.sampling.stop_token_ids.end());
@@ -227,16 +227,40 @@ bool GenerationEngine::Prepare(Sequence& s) {
   return true;
 }
 
+bool GenerationEngine::AwaitsSharedPrefix(const Sequence& s) const {
+  const uint32_t block = blocks_.block_tokens();
+  // The blocks it could adopt (at least one token is always its own).
+  const size_t wanted = (s.tokens.size() - 1) / block * block;
+  for (const auto& r : running_) {
+    if (r->item.work.lora != s.item.work.lora || r->computed >= wanted) continue;
+    const size_t n = std::min(wanted, r->tokens.size());
+    if (n < block || !std::equal(s.tokens.begin(), s.tokens.begin() + block, r->tokens.begin())) continue;
+    const size_t shared = std::mismatch(s.tokens.begin(), s.tokens.begin() + n, r->tokens.begin()).first -
+                          s.tokens.begin();
+    if (shared / block * block > r->computed) return true;  // it is computing blocks this one would recompute
+  }
+  return false;
+}
+
 void GenerationEngine::Admit() {
+  std::vector<std::unique_ptr<Sequence>> deferred;  // waiting for a shared prefix, in line order
+  auto requeue_deferred = [&] {
+    std::lock_guard lock(mu_);
+    for (auto it = deferred.rbegin(); it != deferred.rend(); ++it) waiting_.push_front(std::move(*it));
+  };
   while (running_.size() < max_running_) {
     std::unique_ptr<Sequence> s;
     {
       std::lock_guard lock(mu_);
-      if (waiting_.empty()) return;
+      if (waiting_.empty()) break;
       s = std::move(waiting_.front());
       waiting_.pop_front();
     }
     if (!s->prepared && !Prepare(*s)) continue;
+    if (AwaitsSharedPrefix(*s)) {
+      deferred.push_back(std::move(s));
+      continue;
+    }
     // Room for everything it has (its prompt, and after a preemption what
     // it generated) plus the next position — a shared prefix comes cached —
     // while a block per running sequence stays free: each may need one at
@@ -245,9 +269,11 @@ void GenerationEngine::Admit() {
     if (!blocks_.Grow(&s->table, static_cast<uint32_t>(s->tokens.size()) + 1) ||
         blocks_.available() < running_.size()) {
       blocks_.Release(&s->table);
-      std::lock_guard lock(mu_);
-      waiting_.push_front(std::move(s));  // first in line when blocks free up
-      return;
+      {
+        std::lock_guard lock(mu_);
+        waiting_.push_front(std::move(s));  // first in line when blocks free up
+      }
+      break;
     }
     s->computed = adopted;
     s->published = adopted / blocks_.block_tokens();
@@ -265,6 +291,7 @@ void GenerationEngine::Admit() {
     }
     running_.push_back(std::move(s));
   }
+  requeue_deferred();
 }
 
 void GenerationEngine::Preempt(size_t index) {
@@ -436,7 +463,10 @@ void GenerationEngine::EndText(Sequence& s) {
   }
   s.pending.text += parsed->content;
   for (size_t i = 0; i < parsed->calls.size(); ++i) {
-    s.pending.tool_calls.push_back({"call_" + std::string(s.item.work.request_id) + "_" + std::to_string(i),
+    // Unique within the request: output k > 0 (n > 1) adds its index.
+    const uint32_t output = s.item.work.item;
+    s.pending.tool_calls.push_back({"call_" + std::string(s.item.work.request_id) + "_" +
+                                        (output ? std::to_string(output) + "_" : "") + std::to_string(i),
                                     std::move(parsed->calls[i].name), std::move(parsed->calls[i].arguments)});
   }
   s.pending.finish = wire::FinishReason::kToolCalls;

@@ -16,7 +16,10 @@
 // a step needs a block and none is left, the youngest running sequence is
 // preempted — its blocks released, its tokens kept — and goes back to the
 // front of the waiting line to be recomputed (what it already streamed
-// stays streamed). Prompts sharing a prefix reuse its published blocks.
+// stays streamed). Prompts sharing a prefix reuse its published blocks; a
+// sequence whose prefix another running one is still computing waits for
+// it rather than computing it too (this is how the n outputs of one request
+// share their prompt's KV blocks: each is an item of its own).
 //
 // Results: after each step, each sequence that produced text publishes a
 // chunk (wire/generate.h) to its reply subject with the next "seq"; the
@@ -99,6 +102,10 @@ class GenerationEngine : public SequenceEngine {
   void Loop();
   void Admit();
   bool Prepare(Sequence& s);  // parse + tokenize; false when settled (bad input)
+  // Whether a running sequence is computing prompt blocks `s` would share
+  // (the other outputs of an n > 1 request, or a common system prompt):
+  // then `s` waits a step or more and adopts them from the prefix cache.
+  bool AwaitsSharedPrefix(const Sequence& s) const;
   void Step();
   // The sequence's next token from its row of logits: adjusted (penalties,
   // bias, min_tokens), held to its format, sampled.

@@ -17,6 +17,7 @@ void PublishChunk(natsConnection* nc, const std::string& worker_id, const Served
     if (!item.work.lora.empty()) m->loras->Record(item.work.lora, c.prompt_tokens + generated);
   }
   wire::ReplyHeader h;
+  h.item = item.work.item;  // which output (n > 1)
   h.worker = worker_id;
   h.attempt = static_cast<uint32_t>(item.delivered);
   h.seq = seq;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "worker/ack_policy.h"
@@ -15,9 +16,11 @@
 
 namespace shoal::worker {
 
-// The seed a request without one samples with: derived from its request
-// id, so a redelivered request regenerates the same tokens.
-uint64_t SeedFromRequestId(std::string_view request_id);
+// The seed an output samples with: the request's own (`seed`), else one
+// derived from its request id, so a redelivered request regenerates the
+// same tokens. Output `item` > 0 of a request with n > 1 mixes its index
+// in, so the outputs differ and each is still reproducible.
+uint64_t SequenceSeed(std::optional<uint64_t> seed, std::string_view request_id, uint32_t item);
 
 class SequenceEngine {
  public:

@@ -70,7 +70,7 @@ Status ToJob(const WorkItem& it, const ServedModel& model, GenerationJob* job) {
   }
   job->max_tokens = p.max_tokens;
   job->sampling = {.temperature = p.temperature, .top_p = p.top_p, .top_k = p.top_k};
-  job->seed = p.seed.value_or(SeedFromRequestId(it.work.request_id));
+  job->seed = SequenceSeed(p.seed, it.work.request_id, it.work.item);
   job->stop = p.stop;
   job->stop_token_ids = p.stop_token_ids;
   job->ignore_eos = p.ignore_eos;

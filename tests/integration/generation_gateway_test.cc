@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <future>
 #include <thread>
 
@@ -165,6 +166,77 @@ TEST_F(GenerationGatewayTest, ChatCompletionIsOneOpenAiAnswerWithLogprobsUsageAn
   EXPECT_EQ(body["usage"],
             json::parse(R"({"prompt_tokens":7,"completion_tokens":5,"total_tokens":12,
                                             "prompt_tokens_details":{"cached_tokens":2}})"));
+}
+
+TEST_F(GenerationGatewayTest, NAsksForOneItemPerOutputAndAnswersEveryChoice) {
+  auto pending = PostAsync("/v1/chat/completions", R"({"model":"test/gen","max_tokens":5,"n":3,
+      "messages":[{"role":"user","content":"Say hello"}]})");
+  // Three items with the same body, each its own output; they may finish
+  // in any order.
+  std::vector<FakeGenerator::Work> w;
+  for (int i = 0; i < 3; ++i) w.push_back(worker_->Take());
+  std::sort(w.begin(), w.end(), [](const auto& a, const auto& b) { return a.item < b.item; });
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(w[i].item, i);
+    EXPECT_EQ(w[i].request_id, w[0].request_id);
+    EXPECT_EQ(w[i].request.messages[0].content, "Say hello");
+  }
+  worker_->Send(w[2], 0, Chunk("C", {3}), false);
+  worker_->Send(w[0], 0, Final("A", {1}, FinishReason::kStop), true);
+  worker_->Send(w[2], 1, Final("c", {4}, FinishReason::kLength), true);
+  worker_->Send(w[1], 0, Final("B", {2}, FinishReason::kStop), true);
+
+  auto res = pending.get();
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json body = json::parse(res->body);
+  ASSERT_EQ(body["choices"].size(), 3u);
+  const char* texts[] = {"A", "B", "Cc"};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(body["choices"][i]["index"], i);
+    EXPECT_EQ(body["choices"][i]["message"]["content"], texts[i]);
+  }
+  EXPECT_EQ(body["choices"][2]["finish_reason"], "length");
+  // The prompt counts once, every output's tokens (5 each here) count.
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 7);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 15);
+  EXPECT_EQ(body["usage"]["total_tokens"], 22);
+}
+
+TEST_F(GenerationGatewayTest, AStreamOfNOutputsInterleavesChoicesAndEndsOnce) {
+  StreamConnection conn(gateway_->port());
+  ASSERT_TRUE(conn.PostJson("/v1/completions", R"({"model":"test/gen","stream":true,"n":2,
+      "stream_options":{"include_usage":true},"prompt":"Hi"})")
+                  .ok());
+  FakeGenerator::Work a = worker_->Take(), b = worker_->Take();
+  if (a.item > b.item) std::swap(a, b);
+  worker_->Send(b, 0, Chunk("b1", {1}), false);
+  auto head = conn.ReadHead();
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  auto event = [&] {
+    auto e = conn.NextEvent();
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? json::parse(*e) : json();
+  };
+  json e = event();
+  EXPECT_EQ(e["choices"][0]["index"], 1);
+  EXPECT_EQ(e["choices"][0]["text"], "b1");
+  worker_->Send(a, 0, Final("a1", {2}, FinishReason::kStop), true);
+  e = event();
+  EXPECT_EQ(e["choices"][0]["index"], 0);
+  EXPECT_EQ(e["choices"][0]["text"], "a1");
+  e = event();  // output 0 ends; the stream does not
+  EXPECT_EQ(e["choices"][0]["index"], 0);
+  EXPECT_EQ(e["choices"][0]["finish_reason"], "stop");
+  worker_->Send(b, 1, Final("", {3}, FinishReason::kLength), true);
+  auto rest = conn.RemainingEvents();
+  ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+  ASSERT_EQ(rest->size(), 3u);
+  const json last = json::parse((*rest)[0]);
+  EXPECT_EQ(last["choices"][0]["index"], 1);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(json::parse((*rest)[1])["usage"]["completion_tokens"], 10);
+  EXPECT_EQ((*rest)[2], "[DONE]");
 }
 
 TEST_F(GenerationGatewayTest, CompletionHasOpenAiCompletionLogprobs) {
@@ -511,8 +583,8 @@ TEST_F(GenerationGatewayTest, BadFieldsAre400NamingTheField) {
             R"({"model":"test/gen","temperature":3,"messages":[{"role":"user","content":"x"}]})"),
       "temperature: must be between 0 and 2, got 3");
   EXPECT_EQ(error("/v1/chat/completions",
-                  R"({"model":"test/gen","n":2,"messages":[{"role":"user","content":"x"}]})"),
-            "n: only 1 choice per request is supported, got 2");
+                  R"({"model":"test/gen","n":200,"messages":[{"role":"user","content":"x"}]})"),
+            "n: must be at most 128, got 200");
   EXPECT_EQ(error("/v1/completions", R"({"model":"test/gen","prompt":"x","max_tokens":0})"),
             "max_tokens: must be at least 1, got 0");
   EXPECT_EQ(error("/v1/completions", R"({"model":"test/gen","prompt":[1,2]})"),

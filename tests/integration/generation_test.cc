@@ -532,6 +532,77 @@ TEST_F(Generation, ASharedPromptPrefixIsReused) {
   EXPECT_GE(second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 40) << second.dump();
 }
 
+TEST_F(Generation, NOutputsShareThePromptsKvBlocksAndEachIsReproducible) {
+  // A prompt nobody sent before: 7 full blocks of 8 positions at least.
+  std::string prompt = "Count the herons on the north bank of the slow river:";
+  for (int i = 0; i < 5; ++i) prompt += " one heron, then another heron, near reeds " + std::to_string(i) + ";";
+  const auto before = worker_->generation("qwen3");
+  ASSERT_TRUE(before.has_value());
+  const json greedy = Post("/v1/completions", {{"model", "qwen3"}, {"prompt", prompt}, {"max_tokens", 8},
+                                               {"temperature", 0}, {"ignore_eos", true}, {"n", 4}});
+  ASSERT_EQ(greedy["choices"].size(), 4u) << greedy.dump();
+  const int prompt_tokens = greedy["usage"]["prompt_tokens"];
+  ASSERT_GE(prompt_tokens, 57) << "the prompt should fill 7 blocks";
+  EXPECT_EQ(greedy["usage"]["completion_tokens"], 32);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(greedy["choices"][i]["index"], i);
+    EXPECT_EQ(greedy["choices"][i]["text"], greedy["choices"][0]["text"]) << "greedy outputs agree";
+  }
+  // The other three outputs adopted the prompt's full blocks rather than
+  // computing them again.
+  const auto after = worker_->generation("qwen3");
+  const uint64_t full_blocks = static_cast<uint64_t>(prompt_tokens - 1) / 8;
+  EXPECT_GE(after->prefix_hit_blocks - before->prefix_hit_blocks, 3 * full_blocks);
+  // And what they share changes nothing: one output alone says the same.
+  const json one = Post("/v1/completions", {{"model", "qwen3"}, {"prompt", prompt}, {"max_tokens", 8},
+                                            {"temperature", 0}, {"ignore_eos", true}});
+  EXPECT_EQ(one["choices"][0]["text"], greedy["choices"][0]["text"]);
+
+  // Sampled: each output draws its own tokens; a seed makes all of them
+  // reproducible, and the first is what n = 1 with that seed gives.
+  auto sample = [&](int n) {
+    const json r = Post("/v1/chat/completions",
+                        Chat("Write about machines.", {{"temperature", 1.0}, {"seed", 11}, {"ignore_eos", true},
+                                                       {"n", n}}));
+    std::vector<std::string> texts;
+    for (const json& c : r["choices"]) texts.push_back(c["message"]["content"]);
+    return texts;
+  };
+  const auto three = sample(3);
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_NE(three[0], three[1]);
+  EXPECT_NE(three[1], three[2]);
+  EXPECT_EQ(sample(3), three);
+  EXPECT_EQ(sample(1), std::vector<std::string>{three[0]});
+}
+
+TEST_F(Generation, NStreamsEveryOutputWithItsIndex) {
+  const auto events = Stream("/v1/chat/completions", Chat("Tell me about queues.", {{"stream", true}, {"n", 2},
+                                                                                   {"temperature", 0.8},
+                                                                                   {"seed", 3}}));
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text[2];
+  int finishes[2] = {0, 0}, roles[2] = {0, 0};
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json e = json::parse(events[i]);
+    ASSERT_EQ(e["choices"].size(), 1u) << events[i];
+    const json& c = e["choices"][0];
+    const int index = c["index"];
+    ASSERT_TRUE(index == 0 || index == 1) << events[i];
+    if (c["delta"].contains("role")) ++roles[index];
+    if (c["delta"].contains("content")) text[index] += c["delta"]["content"].get<std::string>();
+    if (!c["finish_reason"].is_null()) ++finishes[index];
+  }
+  const json whole = Post("/v1/chat/completions", Chat("Tell me about queues.", {{"n", 2}, {"temperature", 0.8},
+                                                                                 {"seed", 3}}));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(roles[i], 1);
+    EXPECT_EQ(finishes[i], 1);
+    EXPECT_EQ(text[i], whole["choices"][i]["message"]["content"]) << "output " << i;
+  }
+}
+
 TEST_F(Generation, AClientThatHangsUpFreesItsSequence) {
   const auto before = worker_->generation("qwen3");
   ASSERT_TRUE(before.has_value());

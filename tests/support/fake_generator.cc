@@ -111,6 +111,7 @@ void FakeGenerator::Publish(const Work& w, const std::string& reply) {
 void FakeGenerator::Send(const Work& w, uint64_t seq, const wire::GenerationChunk& c, bool final,
                          int attempt) {
   wire::ReplyHeader h;
+  h.item = w.item;
   h.worker = "fake-generator";
   h.attempt = static_cast<uint32_t>(attempt);
   h.seq = seq;
@@ -123,7 +124,7 @@ void FakeGenerator::Send(const Work& w, uint64_t seq, const wire::GenerationChun
 
 void FakeGenerator::SendError(const Work& w, const char* code, const std::string& message) {
   std::string reply;
-  wire::AppendErrorReply(0, "fake-generator", 1, Status(CodeFromName(code), message), &reply);
+  wire::AppendErrorReply(w.item, "fake-generator", 1, Status(CodeFromName(code), message), &reply);
   Publish(w, reply);
 }
 

@@ -428,7 +428,8 @@ TEST(ParseChatCompletions, Errors) {
   EXPECT_EQ(ChatError(with(R"("stop":[1])")), "stop[0]: expected a string, got a number");
   EXPECT_EQ(ChatError(with(R"("stop":5)")),
             "stop: expected a string or an array of strings, got a number");
-  EXPECT_EQ(ChatError(with(R"("n":2)")), "n: only 1 choice per request is supported, got 2");
+  EXPECT_EQ(ChatError(with(R"("n":129)")), "n: must be at most 128, got 129");
+  EXPECT_EQ(ChatError(with(R"("n":0)")), "n: must be at least 1, got 0");
   EXPECT_EQ(ChatError(with(R"("logprobs":1)")), "logprobs: expected a boolean, got a number");
   EXPECT_EQ(ChatError(with(R"("top_logprobs":3)")), "top_logprobs: needs logprobs: true");
   EXPECT_EQ(ChatError(with(R"("top_logprobs":21)")), "top_logprobs: must be at most 20, got 21");
@@ -517,8 +518,8 @@ TEST(ParseCompletions, Errors) {
             "logprobs: must be at most 5, got 6");
   EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","max_tokens":0})"),
             "max_tokens: must be at least 1, got 0");
-  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","n":3})"),
-            "n: only 1 choice per request is supported, got 3");
+  EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","n":2.5})"),
+            "n: expected an integer, got a number");
   EXPECT_EQ(CompletionError(R"({"model":"m","prompt":"x","temperature":3})"),
             "temperature: must be between 0 and 2, got 3");
 }

@@ -67,9 +67,16 @@ TEST(Sampler, TemperatureSharpensTheDistribution) {
   EXPECT_NEAR(warm_top / 2000.0, std::exp(1.0) / (std::exp(1.0) + 1), 0.04);  // ≈ .73
 }
 
-TEST(Sampler, SeedFromRequestIdIsStable) {
-  EXPECT_EQ(SeedFromRequestId("gw-1-7"), SeedFromRequestId("gw-1-7"));
-  EXPECT_NE(SeedFromRequestId("gw-1-7"), SeedFromRequestId("gw-1-8"));
+TEST(Sampler, SequenceSeedIsStableAndDiffersPerOutput) {
+  EXPECT_EQ(SequenceSeed(std::nullopt, "gw-1-7", 0), SequenceSeed(std::nullopt, "gw-1-7", 0));
+  EXPECT_NE(SequenceSeed(std::nullopt, "gw-1-7", 0), SequenceSeed(std::nullopt, "gw-1-8", 0));
+  // The request's own seed is used as it is for its first output; the
+  // others (n > 1) differ from it and from each other.
+  EXPECT_EQ(SequenceSeed(42, "gw-1-7", 0), 42u);
+  EXPECT_EQ(SequenceSeed(42, "gw-1-8", 0), 42u);
+  EXPECT_NE(SequenceSeed(42, "gw-1-7", 1), 42u);
+  EXPECT_NE(SequenceSeed(42, "gw-1-7", 1), SequenceSeed(42, "gw-1-7", 2));
+  EXPECT_EQ(SequenceSeed(42, "gw-1-7", 1), SequenceSeed(42, "gw-1-9", 1));
 }
 
 }  // namespace
