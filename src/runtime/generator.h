@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,12 +41,20 @@ struct ChatTurn {
   std::string tool_call_id;  // a tool's answer: the call it answers
 };
 
+// A model's own sampling defaults (Hugging Face generation_config.json):
+// what a request that leaves the field out samples with.
+struct SamplingDefaults {
+  std::optional<float> temperature, top_p, repetition_penalty;
+  std::optional<int32_t> top_k;
+};
+
 struct GeneratorInfo {
   size_t vocab_size = 0;          // logits per position
   uint32_t max_context = 0;       // positions a sequence may use (prompt + output)
   uint32_t kv_block_tokens = 16;  // positions per KV block
   uint32_t kv_blocks = 0;         // blocks in the pool
   std::vector<int32_t> eos_ids;   // end-of-sequence tokens
+  SamplingDefaults sampling_defaults;
 };
 
 // One sequence's share of a step: new tokens at positions [start, start + n).

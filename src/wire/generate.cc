@@ -9,7 +9,7 @@
 //                      "seed" (absent: none), "stop": [str], "stop_token_ids": [int],
 //                      "ignore_eos", "logprobs", and where set: "presence_penalty",
 //                      "frequency_penalty", "repetition_penalty", "min_tokens",
-//                      "logit_bias": [[id, bias]]},
+//                      "logit_bias": [[id, bias]], "unsaid": SamplingDefault bits},
 //         "response_format": {"type": "json_object" | "json_schema" | "regex" | "choice",
 //                             "name": str, "schema": str       (json_schema)
 //                             "pattern": str                   (regex)
@@ -44,8 +44,12 @@ void AppendSampling(const SamplingParams& s, MsgpackWriter& w) {
   // carry none.
   const bool presence = s.presence_penalty != 0, frequency = s.frequency_penalty != 0,
              repetition = s.repetition_penalty != 1, bias = !s.logit_bias.empty(), min_tokens = s.min_tokens > 0,
-             top = s.top_logprobs > 0;
-  w.MapHeader(8 + s.seed.has_value() + presence + frequency + repetition + bias + min_tokens + top);
+             top = s.top_logprobs > 0, unsaid = s.unsaid != 0;
+  w.MapHeader(8 + s.seed.has_value() + presence + frequency + repetition + bias + min_tokens + top + unsaid);
+  if (unsaid) {
+    w.Str("unsaid");
+    w.Uint(s.unsaid);
+  }
   if (top) {
     w.Str("top_logprobs");
     w.Uint(s.top_logprobs);
@@ -120,6 +124,13 @@ Status ReadSampling(MsgpackReader& r, SamplingParams* s) {
     if (key == "repetition_penalty") return f.Float(&s->repetition_penalty);
     if (key == "min_tokens") return f.Int(&s->min_tokens);
     if (key == "top_logprobs") return f.Int(&s->top_logprobs);
+    if (key == "unsaid") {
+      uint32_t bits = 0;
+      SHOAL_RETURN_IF_ERROR(f.Int(&bits));
+      if (bits > kAllSamplingDefaults) return InvalidInput("sampling.unsaid: unknown fields " + std::to_string(bits));
+      s->unsaid = static_cast<uint8_t>(bits);
+      return Status::Ok();
+    }
     if (key == "logit_bias") {
       uint32_t n = 0;
       if (!r.ReadArrayHeader(&n)) return InvalidInput("sampling.logit_bias: expected an array");

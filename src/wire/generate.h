@@ -56,6 +56,16 @@ struct ToolChoice {
   std::string name;  // kFunction
 };
 
+// The sampling fields a model's generation_config.json may give defaults
+// for (SamplingParams::unsaid).
+enum SamplingDefault : uint8_t {
+  kDefaultTemperature = 1,
+  kDefaultTopP = 2,
+  kDefaultTopK = 4,
+  kDefaultRepetitionPenalty = 8,
+};
+inline constexpr uint8_t kAllSamplingDefaults = 15;
+
 struct SamplingParams {
   uint32_t max_tokens = 0;  // 0: until a stop or the model's context is full
   float temperature = 1.0f;  // 0: greedy
@@ -73,6 +83,10 @@ struct SamplingParams {
   float repetition_penalty = 1;
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias
   uint32_t min_tokens = 0;
+  // SamplingDefault bits of the fields the client left out: where the model
+  // has defaults of its own (generation_config.json), they replace the
+  // values above. 0: every value as it is here.
+  uint8_t unsaid = 0;
 
   bool adjusts_logits() const {
     return presence_penalty != 0 || frequency_penalty != 0 || repetition_penalty != 1 || !logit_bias.empty() ||

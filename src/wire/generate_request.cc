@@ -154,6 +154,12 @@ Status ReadToolChoice(const Json& v, ToolChoice* out) {
 FieldResult ReadSamplingField(const std::string& key, const Json& v, GenerateRequest* r) {
   SamplingParams& s = r->sampling;
   if (key == "max_tokens") return {ReadMaxTokens(v, "max_tokens", &s.max_tokens)};
+  // A field the client sends is its own; one it leaves out may take the
+  // model's default (SamplingParams::unsaid).
+  if (key == "temperature") s.unsaid &= ~kDefaultTemperature;
+  if (key == "top_p") s.unsaid &= ~kDefaultTopP;
+  if (key == "top_k") s.unsaid &= ~kDefaultTopK;
+  if (key == "repetition_penalty") s.unsaid &= ~kDefaultRepetitionPenalty;
   if (key == "temperature") return {ReadFloat(v, "temperature", &s.temperature)};
   if (key == "top_p") return {ReadFloat(v, "top_p", &s.top_p)};
   if (key == "top_k") {
@@ -289,6 +295,7 @@ Status ParseChatCompletions(std::string_view body, const ParseLimits& limits,
                             GenerateRequest* out) {
   *out = GenerateRequest{};
   out->kind = GenerateRequest::Kind::kChat;
+  out->sampling.unsaid = kAllSamplingDefaults;
   bool has_messages = false, has_stream_options = false, has_tool_choice = false, has_parallel = false;
   uint32_t max_completion_tokens = 0;
   std::vector<std::string> tool_names;
@@ -354,6 +361,7 @@ Status ParseCompletions(std::string_view body, const ParseLimits& limits, Genera
   *out = GenerateRequest{};
   out->kind = GenerateRequest::Kind::kCompletion;
   out->sampling.max_tokens = kCompletionsDefaultMaxTokens;
+  out->sampling.unsaid = kAllSamplingDefaults;
   bool has_prompt = false, has_stream_options = false;
   SHOAL_RETURN_IF_ERROR(ForEachField(body, [&](const std::string& key, const Json& v) -> Status {
     if (FieldResult f = ReadSamplingField(key, v, out); f.handled) return f.status;
@@ -405,6 +413,7 @@ Status ParseGenerate(std::string_view body, std::string_view model, const ParseL
                      GenerateRequest* out) {
   *out = GenerateRequest{};
   out->model = std::string(model);
+  out->sampling.unsaid = kAllSamplingDefaults;
   bool has_prompt = false, has_messages = false, has_template_fields = false;
   SHOAL_RETURN_IF_ERROR(ForEachField(body, [&](const std::string& key, const Json& v) -> Status {
     if (FieldResult f = ReadSamplingField(key, v, out); f.handled) return f.status;

@@ -197,6 +197,7 @@ bool GenerationEngine::Prepare(Sequence& s) {
       return fail(InvalidInput("stop_token_ids: " + std::to_string(id) + " is not a token of this model"));
     }
   }
+  ApplySamplingDefaults(info.sampling_defaults, &req.sampling);
   const wire::SamplingParams& p = req.sampling;
   for (auto [id, bias] : p.logit_bias) {
     if (static_cast<size_t>(id) >= info.vocab_size) {

@@ -29,6 +29,9 @@
 // INFERENCE_ERROR for the sequences in it. Long generations send +WPI every
 // half AckWait so JetStream does not redeliver them meanwhile.
 //
+// Sampling: the fields a request leaves out take the model's defaults
+// (GeneratorInfo::sampling_defaults, its generation_config.json).
+//
 // Logits: a request's penalties, logit_bias and min_tokens adjust a copy of
 // its row before the pick (runtime/logit_adjustments.h).
 //

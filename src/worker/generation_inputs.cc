@@ -53,4 +53,13 @@ Result<std::string> FormatGrammar(const wire::ResponseFormat& f, std::string* fi
   }
 }
 
+void ApplySamplingDefaults(const SamplingDefaults& d, wire::SamplingParams* p) {
+  if (d.temperature && (p->unsaid & wire::kDefaultTemperature)) p->temperature = *d.temperature;
+  if (d.top_p && (p->unsaid & wire::kDefaultTopP)) p->top_p = *d.top_p;
+  if (d.top_k && (p->unsaid & wire::kDefaultTopK)) p->top_k = *d.top_k;
+  if (d.repetition_penalty && (p->unsaid & wire::kDefaultRepetitionPenalty)) {
+    p->repetition_penalty = *d.repetition_penalty;
+  }
+}
+
 }  // namespace shoal::worker

@@ -24,4 +24,8 @@ std::string TemplateKwargs(const std::string& kwargs_json, const std::string& to
 // errors name.
 Result<std::string> FormatGrammar(const wire::ResponseFormat& f, std::string* field);
 
+// The model's defaults in place of the sampling fields the client left out
+// (p->unsaid); those it sent stay.
+void ApplySamplingDefaults(const SamplingDefaults& d, wire::SamplingParams* p);
+
 }  // namespace shoal::worker

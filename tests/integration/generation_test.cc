@@ -603,6 +603,21 @@ TEST_F(Generation, NStreamsEveryOutputWithItsIndex) {
   }
 }
 
+TEST_F(Generation, FieldsLeftOutTakeTheModelsGenerationConfig) {
+  // qwen3-tiny's generation_config.json: temperature 0.6, top_k 20, top_p 0.95.
+  auto sample = [](json extra) {
+    json body = {{"model", "qwen3"}, {"messages", {{{"role", "user"}, {"content", "Write about machines."}}}},
+                 {"max_tokens", 24}, {"seed", 5}, {"ignore_eos", true}};
+    body.update(extra);
+    return Post("/v1/chat/completions", body)["choices"][0]["message"]["content"].get<std::string>();
+  };
+  const std::string defaulted = sample(json::object());
+  EXPECT_EQ(sample({{"temperature", 0.6}, {"top_k", 20}, {"top_p", 0.95}}), defaulted);
+  // A field the client sends is its own, the others still the model's.
+  EXPECT_EQ(sample({{"temperature", 0.6}}), defaulted);
+  EXPECT_NE(sample({{"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}}), defaulted);
+}
+
 TEST_F(Generation, AClientThatHangsUpFreesItsSequence) {
   const auto before = worker_->generation("qwen3");
   ASSERT_TRUE(before.has_value());

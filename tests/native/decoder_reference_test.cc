@@ -339,6 +339,45 @@ TEST(DecoderEmbedderLoad, RefusesWhatDoesNotApply) {
   fs::remove_all(dir);
 }
 
+// generation_config.json's sampling defaults reach the generator (the
+// worker applies them to the fields a request leaves out); a value no
+// request could ask for is refused at load, naming the file and field.
+TEST(DecoderLoad, ReadsTheSamplingDefaultsOfGenerationConfig) {
+  const std::string models = SHOAL_TEST_MODELS;
+  auto load = [&](const std::string& path) {
+    auto spec = ModelSpec::Parse("id: t/x\nruntime: native\ntask: generate\npath: " + path + "\n");
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+    return FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{1});
+  };
+  auto qwen2 = load(models + "/qwen2-tiny");  // temperature 0.7, top_p 0.8, top_k 20, repetition_penalty 1.05
+  ASSERT_TRUE(qwen2.ok()) << qwen2.status().ToString();
+  const SamplingDefaults& d = (*qwen2)->generator()->info().sampling_defaults;
+  EXPECT_FLOAT_EQ(d.temperature.value_or(-1), 0.7f);
+  EXPECT_FLOAT_EQ(d.top_p.value_or(-1), 0.8f);
+  EXPECT_EQ(d.top_k.value_or(-1), 20);
+  EXPECT_FLOAT_EQ(d.repetition_penalty.value_or(-1), 1.05f);
+
+  const fs::path dir = fs::temp_directory_path() / ("shoal-genconfig-" + std::to_string(::getpid()));
+  fs::copy(models + "/qwen2-tiny", dir, fs::copy_options::recursive);
+  json g = json::parse(std::ifstream(dir / "generation_config.json"));
+  g.erase("temperature");
+  g.erase("repetition_penalty");
+  std::ofstream(dir / "generation_config.json") << g.dump();
+  auto partial = load(dir.string());
+  ASSERT_TRUE(partial.ok()) << partial.status().ToString();
+  EXPECT_FALSE((*partial)->generator()->info().sampling_defaults.temperature.has_value());
+  EXPECT_FALSE((*partial)->generator()->info().sampling_defaults.repetition_penalty.has_value());
+  EXPECT_EQ((*partial)->generator()->info().sampling_defaults.top_k, 20);
+  g["top_p"] = 1.5;
+  std::ofstream(dir / "generation_config.json") << g.dump();
+  auto bad = load(dir.string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kInvalidInput);
+  EXPECT_NE(bad.status().message().find("generation_config.json: top_p 1.5 is out of range"), std::string::npos)
+      << bad.status().ToString();
+  fs::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(TinyModels, DecoderReference,
                          ::testing::Values("llama-tiny", "qwen2-tiny", "qwen3-tiny"),
                          [](const auto& info) {

@@ -82,6 +82,7 @@ void ExpectSame(const GenerateRequest& a, const GenerateRequest& b) {
   EXPECT_EQ(x.stop_token_ids, y.stop_token_ids);
   EXPECT_EQ(x.ignore_eos, y.ignore_eos);
   EXPECT_EQ(x.logprobs, y.logprobs);
+  EXPECT_EQ(x.unsaid, y.unsaid);
   EXPECT_EQ(a.response_format.type, b.response_format.type);
   EXPECT_EQ(a.response_format.name, b.response_format.name);
   EXPECT_EQ(a.response_format.schema_json, b.response_format.schema_json);
@@ -338,7 +339,16 @@ TEST(ParseChatCompletions, Defaults) {
   EXPECT_FALSE(r.include_usage);
   EXPECT_FALSE(r.sampling.logprobs);
   EXPECT_TRUE(r.chat_template_kwargs_json.empty());
+  // Left out: the model's generation_config.json may fill them in.
+  EXPECT_EQ(r.sampling.unsaid, kAllSamplingDefaults);
   ExpectSame(r, RoundTrip(r));
+  // Sent (a null is not sent): the client's own.
+  r = Chat(R"({"model":"m","messages":[{"role":"user","content":"x"}],"temperature":1,"top_k":null,
+               "repetition_penalty":1})");
+  EXPECT_EQ(r.sampling.unsaid, kDefaultTopP | kDefaultTopK);
+  ExpectSame(r, RoundTrip(r));
+  EXPECT_EQ(Completion(R"({"model":"m","prompt":"x","top_p":1,"top_k":0})").sampling.unsaid,
+            kDefaultTemperature | kDefaultRepetitionPenalty);
 }
 
 TEST(ParseChatCompletions, NullsAreAbsentAndOneStopStringIsAList) {

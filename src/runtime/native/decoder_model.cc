@@ -58,6 +58,7 @@ Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelConfig& spec, const
                                              : std::min(kDefaultMaxContext, config->max_position_embeddings);
   info.kv_block_tokens = options.kv_block_tokens;
   info.eos_ids = config->eos_token_ids;
+  info.sampling_defaults = config->sampling_defaults;
   if (info.eos_ids.empty() && !m->chat_.eos_token.empty()) {
     if (auto id = m->tokenizer_->TokenToId(m->chat_.eos_token)) info.eos_ids.push_back(*id);
   }

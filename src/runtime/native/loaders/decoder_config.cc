@@ -33,6 +33,30 @@ void AddEosIds(const nlohmann::json& j, std::vector<int32_t>* out) {
   }
 }
 
+// The sampling defaults generation_config.json gives, each checked against
+// the range a request may ask for (a model's defaults are requests' values).
+Status ReadSamplingDefaults(const nlohmann::json& g, const std::string& path, SamplingDefaults* out) {
+  // A field's value where given; `ok` says whether it is in range, `range` how to say so.
+  auto number = [&](const char* key, bool (*ok)(double), const char* range) -> Result<std::optional<double>> {
+    if (!g.contains(key) || g[key].is_null()) return std::optional<double>();
+    if (!g[key].is_number() || !ok(g[key].get<double>())) {
+      return InvalidInput(path + ": " + key + " " + g[key].dump() + " is out of range (" + range + ")");
+    }
+    return std::optional<double>(g[key].get<double>());
+  };
+  SHOAL_ASSIGN_OR_RETURN(auto temperature, number("temperature", [](double v) { return v >= 0 && v <= 2; }, "0 to 2"));
+  SHOAL_ASSIGN_OR_RETURN(auto top_p, number("top_p", [](double v) { return v > 0 && v <= 1; }, "above 0, at most 1"));
+  SHOAL_ASSIGN_OR_RETURN(auto top_k, number("top_k", [](double v) { return v >= 0 && v <= 1e9 && v == std::floor(v); },
+                                            "an integer, 0 or more"));
+  SHOAL_ASSIGN_OR_RETURN(auto repetition, number("repetition_penalty", [](double v) { return v > 0 && v <= 2; },
+                                                 "above 0, at most 2"));
+  if (temperature) out->temperature = static_cast<float>(*temperature);
+  if (top_p) out->top_p = static_cast<float>(*top_p);
+  if (top_k) out->top_k = static_cast<int32_t>(*top_k);
+  if (repetition) out->repetition_penalty = static_cast<float>(*repetition);
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool IsDecoderConfig(const std::string& dir) {
@@ -107,7 +131,10 @@ Result<DecoderConfig> LoadDecoderConfig(const std::string& dir) {
   if (fs::exists(gen, ec)) {
     auto g = ReadJsonFile(gen.string());
     if (!g.ok()) return g.status();
-    if (g->is_object()) AddEosIds(*g, &c.eos_token_ids);
+    if (g->is_object()) {
+      AddEosIds(*g, &c.eos_token_ids);
+      SHOAL_RETURN_IF_ERROR(ReadSamplingDefaults(*g, gen.string(), &c.sampling_defaults));
+    }
   }
   if (c.hidden_size == 0 || c.intermediate_size == 0 || c.num_hidden_layers == 0 ||
       c.vocab_size == 0 || c.head_dim == 0 || c.head_dim % 2 != 0) {

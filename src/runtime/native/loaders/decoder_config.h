@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/generator.h"
 
 namespace shoal::native {
 
@@ -39,6 +40,10 @@ struct DecoderConfig {
   // Such a network embeds; it cannot generate.
   bool bidirectional = false;
   std::vector<int32_t> eos_token_ids;
+  // generation_config.json's temperature, top_p, top_k and
+  // repetition_penalty, where it gives them (as vLLM takes them: do_sample
+  // is not read).
+  SamplingDefaults sampling_defaults;
 };
 
 Result<DecoderConfig> LoadDecoderConfig(const std::string& dir);
