@@ -21,7 +21,10 @@ Status QueueDispatcher::Start(const queue::ConnectOptions& nats) {
   return channel_.Start(
       nats, [this](PendingRequest& p, size_t item, const queue::Message& msg) { OnPublishAck(p, item, msg); },
       [this](PendingRequest& p, const wire::ReplyHeader& h, std::string_view body, queue::Message msg) {
-        ApplyReply(*table_, p, h, body, std::move(msg));
+        // A failed output fails a generation; its other outputs (n > 1)
+        // would only generate for nobody.
+        const bool others_run = p.generation && h.error != Code::kOk && p.request.items.size() > 1;
+        if (ApplyReply(*table_, p, h, body, std::move(msg)) && others_run) Cancel(p);
       });
 }
 

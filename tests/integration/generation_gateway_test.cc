@@ -239,6 +239,20 @@ TEST_F(GenerationGatewayTest, AStreamOfNOutputsInterleavesChoicesAndEndsOnce) {
   EXPECT_EQ((*rest)[2], "[DONE]");
 }
 
+TEST_F(GenerationGatewayTest, AFailedOutputFailsTheRequestAndStopsTheOthers) {
+  auto pending = PostAsync("/v1/completions", R"({"model":"test/gen","prompt":"p","n":2})");
+  FakeGenerator::Work a = worker_->Take(), b = worker_->Take();
+  if (a.item > b.item) std::swap(a, b);
+  worker_->Send(a, 0, Chunk("x", {1}), false);
+  worker_->SendError(b, "INFERENCE_ERROR", "the step failed");
+  auto res = pending.get();
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], "INFERENCE_ERROR") << res->body;
+  // The pool's workers hear that the request is over, so output 0 stops.
+  const std::string notice = worker_->NextCancel();
+  EXPECT_TRUE(notice.starts_with(a.request_id + " ")) << "notice: '" << notice << "'";
+}
+
 TEST_F(GenerationGatewayTest, CompletionHasOpenAiCompletionLogprobs) {
   auto pending = PostAsync("/v1/completions",
                            R"({"model":"test/gen","prompt":"Once upon a time","logprobs":0})");
