@@ -68,9 +68,8 @@ bool OnGenerationResult(PendingTable& table, PendingRequest& p, const wire::Repl
   if (h.final) {
     o.last = std::move(c);
     o.finished = true;
-    --g.open;
   }
-  const bool done = g.open == 0;
+  const bool done = std::all_of(g.outputs.begin(), g.outputs.end(), [](const auto& x) { return x.finished; });
 
   if (!g.request.stream) {
     return done && table.Finish(p, GenerationResponse(p));

@@ -81,7 +81,6 @@ struct Generation {
   int64_t created_unix_s = 0;  // OpenAI "created"
   uint32_t attempts = 1;       // the highest attempt seen
   std::vector<GenerationOutput> outputs;  // request.n of them
-  size_t open = 0;                        // outputs not finished yet
 };
 
 // The cost put on a generation request before a tokenizer has seen it:

@@ -258,7 +258,6 @@ Status Router::PrepareGeneration(PendingRequest* p) const {
   // apart by index and shares the prompt's KV blocks among them.
   p->request.items.assign(g.request.n, {g.work, GenerationCost(g.request)});
   g.outputs.resize(g.request.n);
-  g.open = g.request.n;
   return Status::Ok();
 }
 
