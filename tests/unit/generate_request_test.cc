@@ -571,6 +571,8 @@ TEST(ParseGenerate, Errors) {
             "body: give either prompt or messages, not both");
   EXPECT_EQ(NativeError(R"({"prompt":"a","max_new_tokens":3})"),
             "body: unknown field 'max_new_tokens'");
+  // One output per native request (its response has one text).
+  EXPECT_EQ(NativeError(R"({"prompt":"a","n":2})"), "body: unknown field 'n'");
   EXPECT_EQ(NativeError(R"({"prompt":"a","chat_template_kwargs":{}})"),
             "body: add_generation_prompt and chat_template_kwargs go with messages, not prompt");
   EXPECT_EQ(NativeError(R"({"prompt":["a"]})"), "prompt: expected a string, got an array");
