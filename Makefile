@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-upstream bench-encoders bench-extract bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-upstream bench-encoders bench-extract bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -51,6 +51,11 @@ bench-llamacpp: build
 # to a JSON schema, concurrency 1, 8 and 32 (about five minutes).
 bench-generation-agents: build
 	$(BUILD)/bench/generation_agents_bench
+
+# Speculative decoding with and without drafts (an agreeing draft model, a
+# disagreeing one, prompt lookup), concurrency 1 and 8 (about three minutes).
+bench-speculative: build
+	$(BUILD)/bench/speculative_bench
 
 # Shoal in front of llama-server against llama-server alone: embeddings and
 # generation at the knee (about five minutes, plus llama-server's first build).

@@ -28,6 +28,7 @@ class BenchCluster {
 
   int port() const { return gateway_->port(); }
   const std::string& nats_url() const { return nats_->url(); }
+  const worker::Worker& worker() const { return *worker_; }
 
  private:
   BenchCluster() = default;

@@ -55,7 +55,7 @@ Status Smoke(Model& model, const ModelSpec& spec) {
     std::vector<int32_t> blocks;
     for (uint32_t b = 0; b * g->info().kv_block_tokens < ids->size(); ++b) blocks.push_back(static_cast<int32_t>(b));
     if (blocks.size() > g->info().kv_blocks) return InvalidInput(spec.id + ": the KV cache cannot hold a test prompt");
-    SequenceChunk chunk{.tokens = *ids, .start = 0, .blocks = blocks, .want_logits = true, .lora = {}};
+    SequenceChunk chunk{.tokens = *ids, .start = 0, .blocks = blocks, .logit_rows = 1, .lora = {}};
     std::vector<float> logits(g->info().vocab_size);
     SHOAL_RETURN_IF_ERROR(g->Forward({&chunk, 1}, logits.data(), 1));
     if (!AllFinite(logits)) return InvalidInput(spec.id + ": a test prompt gave non-finite logits");
@@ -145,6 +145,17 @@ Result<CatalogAdmin> CatalogAdmin::Connect(const std::string& nats_url,
 }
 
 Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimits& limits) {
+  // A draft model must be registered first (workers load it from the
+  // catalog with the model; its tokenizer is checked then).
+  if (spec.speculative.enabled() && !spec.speculative.ngram()) {
+    auto draft = Get(spec.speculative.draft);
+    if (!draft.ok()) {
+      return InvalidInput(spec.id + ": speculative.draft: " + draft.status().message() + " (register it first)");
+    }
+    if (draft->task != Task::kGenerate) {
+      return InvalidInput(spec.id + ": speculative.draft: '" + draft->id + "' does not generate");
+    }
+  }
   auto bytes = CheckModel(spec);
   if (!bytes.ok()) return bytes.status();
   spec.memory_bytes = *bytes;

@@ -223,6 +223,28 @@ Status ReadOutputs(const json& o, ModelSpec* spec) {
   return Status::Ok();
 }
 
+// `speculative: {draft: ID | ngram, k: N}`.
+Status ReadSpeculative(const json& o, ModelSpec* spec) {
+  auto it = o.find("speculative");
+  if (it == o.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return InvalidInput("speculative: expected a mapping {draft, k}");
+  for (auto f = it->begin(); f != it->end(); ++f) {
+    if (f.key() != "draft" && f.key() != "k") return InvalidInput("speculative: unknown field '" + f.key() + "'");
+  }
+  SpeculativeSpec& s = spec->speculative;
+  SHOAL_RETURN_IF_ERROR(ReadString(*it, "draft", &s.draft));
+  SHOAL_RETURN_IF_ERROR(ReadU32(*it, "k", "speculative.", &s.k));
+  if (s.draft.empty()) return InvalidInput("speculative.draft: missing (a generator's id, or ngram)");
+  if (Status st = s.ngram() ? Status::Ok() : ValidateModelId(s.draft); !st.ok()) {
+    return InvalidInput("speculative.draft: " + st.message());
+  }
+  if (s.k < 1 || s.k > SpeculativeSpec::kMaxK) {
+    return InvalidInput("speculative.k: " + std::to_string(s.k) + " is out of range (1.." +
+                        std::to_string(SpeculativeSpec::kMaxK) + ")");
+  }
+  return Status::Ok();
+}
+
 // `prompts:` a mapping of names to the text put before an input.
 Status ReadPrompts(const json& o, ModelSpec* spec) {
   auto it = o.find("prompts");
@@ -239,7 +261,8 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   if (!o.is_object()) return InvalidInput("model spec: expected a mapping");
   static const char* kKnown[] = {"id",       "runtime", "path",   "task",         "pool",    "description",
                                  "max_input_tokens", "batching", "queue", "pinned", "memory_bytes", "threads",
-                                 "loras", "tuned", "process", "matryoshka_dimensions", "prompts", "outputs"};
+                                 "loras", "tuned", "process", "matryoshka_dimensions", "prompts", "outputs",
+                                 "speculative"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
@@ -277,6 +300,7 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
     SHOAL_RETURN_IF_ERROR(ReadU32(*q, "max_deliver", "queue.", &spec->queue.max_deliver));
   }
 
+  SHOAL_RETURN_IF_ERROR(ReadSpeculative(o, spec));
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "threads", "", &spec->threads));
   SHOAL_RETURN_IF_ERROR(ReadLoras(o, spec));
   SHOAL_RETURN_IF_ERROR(ReadMatryoshka(o, spec));
@@ -294,6 +318,12 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   }
   if (spec->queue.ack_wait_ms < 100) return InvalidInput("queue.ack_wait_ms: at least 100");
   if (spec->queue.max_deliver == 0) return InvalidInput("queue.max_deliver: at least 1");
+  if (spec->speculative.enabled() && spec->task != Task::kGenerate) {
+    return InvalidInput("speculative: only a generator (task: generate) decodes speculatively");
+  }
+  if (spec->speculative.draft == spec->id) {
+    return InvalidInput("speculative.draft: a model cannot draft for itself (name a smaller generator, or ngram)");
+  }
 
   // Anything else must be the runtime's own section.
   for (auto it = o.begin(); it != o.end(); ++it) {
@@ -364,6 +394,7 @@ std::string ModelSpec::ToJson() const {
     }
     o["loras"] = std::move(list);
   }
+  if (speculative.enabled()) o["speculative"] = {{"draft", speculative.draft}, {"k", speculative.k}};
   if (!matryoshka_dimensions.empty()) o["matryoshka_dimensions"] = matryoshka_dimensions;
   if (!prompts.empty()) {
     json p = json::object();

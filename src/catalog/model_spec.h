@@ -23,6 +23,10 @@
 //   # target instead of the fixed max_batch_wait_ms (worker/batch_controller.h)
 //   #   batching: {..., adaptive: {target_ms: 50, min_wait_ms: 0, max_wait_ms: 20}}
 //   queue: {ack_wait_ms: 10000, max_deliver: 5}
+//   speculative: {draft: shoal/qwen3-draft, k: 4}  # generate: speculative
+//                                 # decoding with a draft model (a registered
+//                                 # generator with the same tokenizer) or
+//                                 # `draft: ngram` (prompt lookup)
 //   pinned: false                 # loaded at worker start, never evicted
 //   memory_bytes: 0               # what it holds loaded; measured when it is
 //                                 # registered (0: not yet known)
@@ -93,6 +97,19 @@ struct BatchingSpec {
   AdaptiveBatchingSpec adaptive;
 };
 
+// `speculative:` (generators): each step a drafter proposes up to `k`
+// tokens per sequence and the model checks them all in one batched step
+// (worker/drafter.h). `draft` names a registered generator sharing this
+// model's tokenizer, or is "ngram" (prompt lookup: no draft model).
+// Empty: no speculation.
+struct SpeculativeSpec {
+  static constexpr uint32_t kMaxK = 16;
+  std::string draft;
+  uint32_t k = 4;  // the most proposed per step; fewer while drafts are refused
+  bool enabled() const { return !draft.empty(); }
+  bool ngram() const { return draft == "ngram"; }
+};
+
 struct QueueSpec {
   uint32_t ack_wait_ms = 10000;  // JetStream redelivers after this without an ack
   uint32_t max_deliver = 5;      // then the message goes to the dead-letter stream
@@ -138,6 +155,7 @@ struct ModelSpec {
   uint32_t max_input_tokens = 512;
   BatchingSpec batching;
   QueueSpec queue;
+  SpeculativeSpec speculative;  // generate only
   bool pinned = false;
   uint64_t memory_bytes = 0;
   std::string runtime_options_json = "{}";  // the section named after the runtime

@@ -55,6 +55,10 @@ struct GeneratorInfo {
   uint32_t kv_blocks = 0;         // blocks in the pool
   std::vector<int32_t> eos_ids;   // end-of-sequence tokens
   SamplingDefaults sampling_defaults;
+  // A step over up to this many rows costs about what a step over one does
+  // (reading the weights dominates it): speculative decoding drafts only
+  // within it, so it never slows a batch that already fills a step.
+  uint32_t flat_cost_rows = 1;
 };
 
 // One sequence's share of a step: new tokens at positions [start, start + n).
@@ -63,7 +67,10 @@ struct SequenceChunk {
   uint32_t start = 0;
   // Block ids covering positions [0, start + tokens.size()).
   std::span<const int32_t> blocks;
-  bool want_logits = false;  // the logits after its last token come back
+  // Rows of logits that come back: after each of its last `logit_rows`
+  // tokens (0: none; 1: its next token's; more: a speculative step checking
+  // drafted tokens), at most tokens.size().
+  uint32_t logit_rows = 0;
   // The LoRA adapter the sequence runs under (one of the model's
   // UpdateLoras list); empty: the base model.
   std::string_view lora;
@@ -95,9 +102,9 @@ class Generator {
     return std::make_unique<Sampler>(config, seed);
   }
 
-  // One step: appends each chunk's tokens to its sequence's cache and, for
-  // chunks with want_logits, writes the next-token logits to `logits`
-  // (vocab_size floats per such chunk, in chunk order). Uses at most
+  // One step: appends each chunk's tokens to its sequence's cache and
+  // writes the logits each chunk asks for to `logits` (vocab_size floats
+  // per row: chunk by chunk, each chunk's rows in position order). Uses at most
   // `threads` cores.
   virtual Status Forward(std::span<const SequenceChunk> chunks, float* logits, int threads) = 0;
 };

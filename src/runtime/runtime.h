@@ -41,7 +41,7 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 12;
+inline constexpr int kRuntimeApiVersion = 13;
 
 struct EncodeInput {
   std::string_view text;

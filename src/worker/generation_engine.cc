@@ -16,42 +16,13 @@
 #include "wire/work_message.h"
 #include "worker/generation_inputs.h"
 #include "worker/generation_reply.h"
+#include "worker/generation_sequence.h"
+#include "worker/model_drafter.h"
+#include "worker/ngram_drafter.h"
 
 namespace shoal::worker {
 
-// One request in the engine: its work item, its tokens, where its keys and
-// values are, and what it has produced but not yet published.
-struct Sequence {
-  WorkItem item;
-  bool prepared = false;  // parsed and tokenized (once, even across preemptions)
-  std::vector<int32_t> tokens;  // the prompt, then what it generated
-  uint32_t prompt_len = 0;
-  uint32_t max_new = 0;
-  uint32_t computed = 0;   // positions whose keys/values are in the cache
-  uint32_t published = 0;  // blocks offered to the prefix cache
-  uint32_t cached_prompt = 0;
-  std::vector<int32_t> table;  // KV block ids
-  std::unique_ptr<Sampler> sampler;
-  std::unique_ptr<TextStream> text;
-  std::unique_ptr<structured::OutputConstraint> format;  // null: free text
-  std::unique_ptr<TokenPenalties> penalties;             // null: the logits as they are
-  std::unique_ptr<structured::ToolCallStream> tool_calls;  // null: no tools, or tool_choice none
-  structured::ToolCallSyntax tool_syntax{};
-  bool parallel_tool_calls = true;
-  std::unordered_set<int32_t> stop_ids;
-  bool logprobs = false;
-  uint32_t top_logprobs = 0;
-  bool admitted_once = false;
-  // Produced, not yet published.
-  wire::GenerationChunk pending;
-  uint32_t next_chunk = 0;
-  SteadyClock::time_point started{}, first_token{}, last_token{};
-  int64_t started_unix_us = 0;
-
-  uint32_t generated() const { return static_cast<uint32_t>(tokens.size()) - prompt_len; }
-};
-
-GenerationEngine::GenerationEngine(ServedModel* model, Generator* generator, natsConnection* nc,
+GenerationEngine::GenerationEngine(ServedModel* model, Generator* generator, Generator* draft, natsConnection* nc,
                                    queue::MsgReaper* reaper, BatchRunner* runner, const CancelledRequests* cancelled,
                                    std::string worker_id, int threads, std::function<void()> on_free)
     : model_(model),
@@ -66,6 +37,7 @@ GenerationEngine::GenerationEngine(ServedModel* model, Generator* generator, nat
       max_running_(std::max<uint32_t>(1, model->spec->batching.max_batch_requests)),
       step_tokens_(std::max<uint32_t>(1, model->spec->batching.max_batch_tokens)),
       blocks_(generator->info().kv_blocks, generator->info().kv_block_tokens),
+      draft_k_(model->spec->speculative.k),
       grammars_([generator] {
         std::vector<std::string> bytes(generator->info().vocab_size);
         for (size_t id = 0; id < bytes.size(); ++id) bytes[id] = generator->TokenBytes(static_cast<int32_t>(id));
@@ -73,6 +45,11 @@ GenerationEngine::GenerationEngine(ServedModel* model, Generator* generator, nat
       }) {
   stats_.kv_blocks_free = blocks_.available();
   stats_.kv_blocks_total = blocks_.total();
+  if (model->spec->speculative.ngram()) {
+    drafter_ = std::make_unique<NgramDrafter>();
+  } else if (draft) {
+    drafter_ = std::make_unique<ModelDrafter>(draft);
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -217,8 +194,9 @@ bool GenerationEngine::Prepare(Sequence& s) {
         s.tokens);
   }
   s.max_new = req.sampling.max_tokens > 0 ? req.sampling.max_tokens : info.max_context - s.prompt_len;
-  s.sampler = gen_->NewSampler({.temperature = req.sampling.temperature, .top_p = req.sampling.top_p, .top_k = req.sampling.top_k},
-                               SequenceSeed(req.sampling.seed, it.work.request_id, it.work.item));
+  s.seed = SequenceSeed(req.sampling.seed, it.work.request_id, it.work.item);
+  s.sampler = gen_->NewSampler(
+      {.temperature = req.sampling.temperature, .top_p = req.sampling.top_p, .top_k = req.sampling.top_k}, s.seed);
   s.text = std::make_unique<TextStream>(req.sampling.stop);
   if (!req.sampling.ignore_eos) s.stop_ids.insert(info.eos_ids.begin(), info.eos_ids.end());
   s.stop_ids.insert(req.sampling.stop_token_ids.begin(), req.sampling.stop_token_ids.end());
@@ -299,6 +277,7 @@ void GenerationEngine::Preempt(size_t index) {
   std::unique_ptr<Sequence> s = std::move(running_[index]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
   blocks_.Release(&s->table);
+  if (drafter_) drafter_->Release(&s->draft);
   s->computed = 0;
   s->published = 0;
   s->item.ticket.Requeue();
@@ -320,30 +299,47 @@ void GenerationEngine::Step() {
   }
   if (running_.empty()) return;
 
-  // Decoding sequences first (one token each), then prompt chunks within
-  // what is left of the step's token budget.
+  // Decoding sequences first (one token each, and their drafts), then
+  // prompt chunks within what is left of the step's token budget.
+  uint32_t budget = step_tokens_;
+  size_t decoding = 0;
+  for (const auto& s : running_) decoding += s->tokens.size() - s->computed == 1 ? 1 : 0;
+  // Drafts fill what a step can take at the cost of one row, no more.
+  const size_t flat = std::min<size_t>(budget, gen_->info().flat_cost_rows);
+  if (drafter_ && flat > decoding) Draft(static_cast<uint32_t>(flat - decoding));
   std::vector<SequenceChunk> chunks;
   std::vector<size_t> owner;  // running_ index per chunk
-  uint32_t budget = step_tokens_;
   for (int pass = 0; pass < 2 && budget > 0; ++pass) {
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Sequence& s = *running_[i];
       const uint32_t remaining = static_cast<uint32_t>(s.tokens.size()) - s.computed;
       if ((pass == 0) != (remaining == 1)) continue;
+      if (!s.drafted.empty()) {  // its last token and the drafts, a row of logits after each
+        s.feed.assign(1, s.tokens.back());
+        s.feed.insert(s.feed.end(), s.drafted.begin(), s.drafted.end());
+        budget -= std::min<uint32_t>(budget, static_cast<uint32_t>(s.feed.size()));
+        chunks.push_back({.tokens = s.feed,
+                          .start = s.computed,
+                          .blocks = s.table,
+                          .logit_rows = static_cast<uint32_t>(s.feed.size()),
+                          .lora = s.item.work.lora});
+        owner.push_back(i);
+        continue;
+      }
       const uint32_t n = std::min(remaining, budget);
       budget -= n;
       chunks.push_back({.tokens = std::span<const int32_t>(s.tokens).subspan(s.computed, n),
                         .start = s.computed,
                         .blocks = s.table,
-                        .want_logits = s.computed + n == s.tokens.size(),
+                        .logit_rows = s.computed + n == s.tokens.size() ? 1u : 0u,
                         .lora = s.item.work.lora});
       owner.push_back(i);
     }
   }
-  size_t wanted = 0;
-  for (const SequenceChunk& c : chunks) wanted += c.want_logits ? 1 : 0;
+  size_t rows = 0;
+  for (const SequenceChunk& c : chunks) rows += c.logit_rows;
   const size_t vocab = gen_->info().vocab_size;
-  logits_.resize(std::max<size_t>(1, wanted) * vocab);
+  logits_.resize(std::max<size_t>(1, rows) * vocab);
   const Status st = gen_->Forward(chunks, logits_.data(), threads_);
   model_->last_batch_ns.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
   {
@@ -353,8 +349,9 @@ void GenerationEngine::Step() {
 
   std::vector<size_t> done;  // running_ indices to finish, with outcomes below
   std::vector<std::pair<Outcome, Status>> outcomes;
-  size_t row = 0;
+  const float* row = logits_.data();
   const auto now = SteadyClock::now();
+  uint64_t drafted = 0, accepted = 0;
   for (size_t k = 0; k < chunks.size(); ++k) {
     Sequence& s = *running_[owner[k]];
     if (!st.ok()) {
@@ -362,41 +359,49 @@ void GenerationEngine::Step() {
       outcomes.emplace_back(Outcome::kInferenceFailed, Status(Code::kInferenceError, st.message()));
       continue;
     }
-    s.computed += static_cast<uint32_t>(chunks[k].tokens.size());
-    blocks_.Publish(s.tokens, s.item.work.lora, s.computed, s.table, &s.published);
-    if (!chunks[k].want_logits) continue;
-    float logprob = 0;
-    const float* row_logits = logits_.data() + row++ * vocab;
-    auto picked = Pick(s, row_logits, s.logprobs ? &logprob : nullptr);
-    if (!picked.ok()) {
-      done.push_back(owner[k]);
-      outcomes.emplace_back(Outcome::kInferenceFailed, picked.status());
-      continue;
-    }
-    const int32_t token = *picked;
-    if (s.generated() == 0) s.first_token = now;
-    s.last_token = now;
-    s.tokens.push_back(token);
-    s.pending.token_ids.push_back(token);
-    if (s.logprobs) s.pending.logprobs.push_back(logprob);
-    if (s.top_logprobs > 0) s.pending.top_logprobs.push_back(MostLikely(row_logits, s.top_logprobs));
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.tokens_generated;
-    }
+    // Of a speculative chunk only the last token's position is certain;
+    // each accepted draft below adds its own.
+    s.computed += s.drafted.empty() ? static_cast<uint32_t>(chunks[k].tokens.size()) : 1;
     wire::FinishReason finish = wire::FinishReason::kNone;
-    if (s.stop_ids.count(token)) {
-      finish = wire::FinishReason::kStop;  // its text (an end marker) is not output
-    } else {
-      std::string text = s.text->Push(gen_->TokenBytes(token));
-      s.pending.text += s.tool_calls ? s.tool_calls->Push(text) : text;
-      if (s.text->stopped() || (s.format && s.format->complete())) finish = wire::FinishReason::kStop;
+    Status failed;
+    uint32_t kept_drafts = 0;
+    // Row j follows the j-th token of the chunk's tail: it checks draft j,
+    // or (after the last draft, or for a plain chunk) picks freely.
+    for (uint32_t j = 0; j < chunks[k].logit_rows; ++j, row += vocab) {
+      float logprob = 0;
+      bool kept = false;
+      auto picked = j < s.drafted.size()
+                        ? PickOverDraft(s, row, s.drafted[j], s.drafted_q.empty() ? kCertainDraft : s.drafted_q[j], &kept,
+                                        s.logprobs ? &logprob : nullptr)
+                        : Pick(s, row, s.logprobs ? &logprob : nullptr);
+      if (!picked.ok()) {
+        failed = picked.status();
+        row += vocab * (chunks[k].logit_rows - j);
+        break;
+      }
+      finish = Take(s, *picked, logprob, row, now);
+      if (kept) {
+        ++kept_drafts;
+        ++s.computed;  // the draft's keys and values were right
+      }
+      if (finish != wire::FinishReason::kNone || (j < s.drafted.size() && !kept)) {
+        row += vocab * (chunks[k].logit_rows - j);
+        break;
+      }
     }
-    if (finish == wire::FinishReason::kNone &&
-        (s.generated() >= s.max_new || s.tokens.size() >= gen_->info().max_context)) {
-      finish = wire::FinishReason::kLength;
+    if (!s.drafted.empty()) {
+      s.draft.acceptance = 0.7 * s.draft.acceptance + 0.3 * kept_drafts / s.drafted.size();
+      drafter_->Rewind(&s.draft, s.computed);
+      drafted += s.drafted.size();
+      accepted += kept_drafts;
+      s.drafted.clear();
+      s.drafted_q.clear();
     }
-    if (finish != wire::FinishReason::kNone) {
+    blocks_.Publish(s.tokens, s.item.work.lora, s.computed, s.table, &s.published);
+    if (!failed.ok()) {
+      done.push_back(owner[k]);
+      outcomes.emplace_back(Outcome::kInferenceFailed, failed);
+    } else if (finish != wire::FinishReason::kNone) {
       s.pending.finish = finish;  // the final chunk goes out in Finish
       EndText(s);                 // may find tool calls, and say so
       done.push_back(owner[k]);
@@ -405,12 +410,37 @@ void GenerationEngine::Step() {
       Emit(s, false);
     }
   }
+  if (drafted > 0) {
+    std::lock_guard lock(mu_);
+    stats_.drafted_tokens += drafted;
+    stats_.accepted_tokens += accepted;
+  }
   // Highest index first, so the others stay valid.
   std::vector<size_t> order(done.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return done[a] > done[b]; });
   for (size_t i : order) Finish(done[i], outcomes[i].first, outcomes[i].second);
   if (!done.empty() && on_free_) on_free_();
+}
+
+wire::FinishReason GenerationEngine::Take(Sequence& s, int32_t token, float logprob, const float* row,
+                                          SteadyClock::time_point now) {
+  if (s.generated() == 0) s.first_token = now;
+  s.last_token = now;
+  s.tokens.push_back(token);
+  s.pending.token_ids.push_back(token);
+  if (s.logprobs) s.pending.logprobs.push_back(logprob);
+  if (s.top_logprobs > 0) s.pending.top_logprobs.push_back(MostLikely(row, s.top_logprobs));
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.tokens_generated;
+  }
+  if (s.stop_ids.count(token)) return wire::FinishReason::kStop;  // its text (an end marker) is not output
+  std::string text = s.text->Push(gen_->TokenBytes(token));
+  s.pending.text += s.tool_calls ? s.tool_calls->Push(text) : text;
+  if (s.text->stopped() || (s.format && s.format->complete())) return wire::FinishReason::kStop;
+  if (s.generated() >= s.max_new || s.tokens.size() >= gen_->info().max_context) return wire::FinishReason::kLength;
+  return wire::FinishReason::kNone;
 }
 
 Result<structured::ToolCallSyntax> GenerationEngine::CallSyntax() {
@@ -533,6 +563,7 @@ void GenerationEngine::Finish(size_t index, Outcome outcome, const Status& error
   std::unique_ptr<Sequence> s = std::move(running_[index]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
   blocks_.Release(&s->table);
+  if (drafter_) drafter_->Release(&s->draft);
   {
     // Before the reply: a client that has its answer sees the blocks back.
     std::lock_guard lock(mu_);

@@ -46,6 +46,17 @@
 // requests; each step's chunk names its sequence's adapter, and the prefix
 // cache keeps each adapter's blocks apart (its keys and values differ).
 //
+// Speculation (the profile's `speculative`, drafter.h): a decoding sequence
+// may feed its last token and up to k drafted ones in its chunk, with a row
+// of logits after each; the drafts its sampler accepts and one token of the
+// model's own are taken in order, as if decoded one by one (penalties,
+// formats, stops and logprobs alike), and its cache position falls back to
+// the last accepted one. k follows each sequence's acceptance rate. A
+// sampling sequence held to a format does not speculate (its masked
+// distribution is not the sampler's). Drafting and the pick over a draft
+// are in generation_speculation.cc; a request's state is a Sequence
+// (generation_sequence.h).
+//
 // Pull credit: FreeSlots() says how many more sequences it could start now
 // (free slots, while KV blocks remain for a typical prompt); the worker's
 // planner asks JetStream for that many and no more.
@@ -70,6 +81,7 @@
 #include "wire/generate.h"
 #include "worker/batch_runner.h"
 #include "worker/cancelled_requests.h"
+#include "worker/drafter.h"
 #include "worker/kv_blocks.h"
 #include "worker/sequence_engine.h"
 #include "worker/work_item.h"
@@ -80,12 +92,13 @@ struct Sequence;
 
 class GenerationEngine : public SequenceEngine {
  public:
-  // `model` owns `generator`; both outlive the engine (Stop before
-  // unloading). `threads`: cores one step may use. `on_free` runs on the
-  // engine thread when sequences finished (pull credit to ask for).
-  GenerationEngine(ServedModel* model, Generator* generator, natsConnection* nc, queue::MsgReaper* reaper,
-                   BatchRunner* runner, const CancelledRequests* cancelled, std::string worker_id, int threads,
-                   std::function<void()> on_free);
+  // `model` owns `generator` and `draft` (the speculative draft model;
+  // null: none); they outlive the engine (Stop before unloading).
+  // `threads`: cores one step may use. `on_free` runs on the engine thread
+  // when sequences finished (pull credit to ask for).
+  GenerationEngine(ServedModel* model, Generator* generator, Generator* draft, natsConnection* nc,
+                   queue::MsgReaper* reaper, BatchRunner* runner, const CancelledRequests* cancelled,
+                   std::string worker_id, int threads, std::function<void()> on_free);
   ~GenerationEngine() override;  // Stop(kShuttingDown)
 
   // Queues a delivered item (its model is this engine's).
@@ -110,9 +123,20 @@ class GenerationEngine : public SequenceEngine {
   // then `s` waits a step or more and adopts them from the prefix cache.
   bool AwaitsSharedPrefix(const Sequence& s) const;
   void Step();
+  // Drafts for the decoding sequences that speculate this step (within
+  // `budget` extra tokens and the free KV blocks); each gets its `drafted`.
+  void Draft(uint32_t budget);
+  // Takes a token the model chose for `s` (its row of logits `row`): output
+  // text, logprobs, stops. Returns why the sequence ends, if it does.
+  wire::FinishReason Take(Sequence& s, int32_t token, float logprob, const float* row, SteadyClock::time_point now);
   // The sequence's next token from its row of logits: adjusted (penalties,
   // bias, min_tokens), held to its format, sampled.
   Result<int32_t> Pick(Sequence& s, const float* logits, float* logprob);
+  // The same for a row after drafted token `drafted` (its draft
+  // distribution `q`): the draft when the sampler's rule accepts it
+  // (`*accepted`), else the model's own token.
+  Result<int32_t> PickOverDraft(Sequence& s, const float* logits, int32_t drafted, const std::vector<float>& q,
+                                bool* accepted, float* logprob);
   // The `n` most likely tokens of a row of logits, with the model's own
   // log-probabilities (top_logprobs).
   std::vector<wire::TopLogprob> MostLikely(const float* logits, uint32_t n);
@@ -139,6 +163,9 @@ class GenerationEngine : public SequenceEngine {
   const uint32_t max_running_;
   const uint32_t step_tokens_;
   KvBlocks blocks_;  // engine thread only
+  std::unique_ptr<Drafter> drafter_;  // null: no speculation; engine thread only
+  const uint32_t draft_k_;            // the most drafted per sequence and step
+  uint64_t draft_steps_ = 0;          // steps that drafted (engine thread only)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -10,6 +10,7 @@
 #include "queue/topology.h"
 #include "runtime/registry/registry.h"
 #include "worker/generation_engine.h"
+#include "worker/model_drafter.h"
 #include "worker/stream_relay.h"
 #include "worker/placement.h"
 
@@ -142,6 +143,7 @@ void ResidentModels::OnCatalog(const std::shared_ptr<const queue::CatalogSnapsho
       if (spec->pinned && !resident) load.push_back(id);
     }
     wanted_ = std::move(wanted);
+    catalog_ = snapshot;
   }
   for (const auto& [id, why] : unload) Unload(id, why);
   // Outside mu_ (UpdateLoras may read files); reconcile_mu_ keeps the
@@ -209,21 +211,56 @@ void ResidentModels::Load(const std::string& id) {
   };
   auto config = ModelConfig::FromSpec(*spec);
   auto model = config.ok() ? runtime->Load(*config, ctx) : Result<std::unique_ptr<Model>>(config.status());
+  Result<std::unique_ptr<Model>> draft = std::unique_ptr<Model>();
+  if (model.ok()) draft = LoadDraft(*spec, **model, ctx);
+  if (!draft.ok()) model = draft.status();
   const auto load_time = SteadyClock::now() - t0;
   parts_.metrics->Loaded(id, model.ok(), std::chrono::duration<double>(load_time).count());
   if (!model.ok()) {
     load_failures_.fetch_add(1);
     spdlog::error("worker: {} failed to load; its requests get MODEL_LOAD_FAILED until it is registered again: {}",
                   id, model.status().message());
-    Install(spec, nullptr, Status(Code::kModelLoadFailed, id + " failed to load: " + model.status().message()),
-            load_time);
+    Install(spec, nullptr, nullptr,
+            Status(Code::kModelLoadFailed, id + " failed to load: " + model.status().message()), load_time);
     return;
   }
-  Install(spec, std::move(model).value(), Status::Ok(), load_time);
+  Install(spec, std::move(model).value(), std::move(draft).value(), Status::Ok(), load_time);
+}
+
+Result<std::unique_ptr<Model>> ResidentModels::LoadDraft(const ModelSpec& spec, Model& target,
+                                                         const LoadContext& ctx) {
+  const SpeculativeSpec& s = spec.speculative;
+  if (!s.enabled()) return std::unique_ptr<Model>();
+  if (!target.generator()) {
+    return InvalidInput("speculative: the " + spec.runtime +
+                        " runtime batches its generation itself; speculative decoding runs on the generators the "
+                        "worker batches (the native runtime's)");
+  }
+  if (s.ngram()) return std::unique_ptr<Model>();
+  std::shared_ptr<const ModelSpec> draft_spec;
+  {
+    std::lock_guard lock(mu_);
+    if (catalog_) {
+      auto it = catalog_->find(s.draft);
+      if (it != catalog_->end()) draft_spec = it->second;
+    }
+  }
+  if (!draft_spec) return InvalidInput("speculative.draft: no model '" + s.draft + "' is registered");
+  Runtime* runtime = parts_.runtimes->For(*draft_spec);
+  if (!runtime) return InvalidInput("speculative.draft: this worker has no " + draft_spec->runtime + " runtime");
+  spdlog::info("worker: loading {} as the draft model of {}", s.draft, spec.id);
+  SHOAL_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::FromSpec(*draft_spec));
+  auto draft = runtime->Load(config, ctx);
+  if (!draft.ok()) return InvalidInput("speculative.draft: " + s.draft + ": " + draft.status().message());
+  if (!(*draft)->generator()) {
+    return InvalidInput("speculative.draft: '" + s.draft + "' is not a generator the worker batches");
+  }
+  SHOAL_RETURN_IF_ERROR(ModelDrafter::CheckCompatible(*target.generator(), *(*draft)->generator()));
+  return std::move(draft).value();
 }
 
 void ResidentModels::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_ptr<Model> model,
-                             Status load_error, SteadyClock::duration load_time) {
+                             std::unique_ptr<Model> draft, Status load_error, SteadyClock::duration load_time) {
   if (stopped_) return;  // loaded as the worker stopped: nothing will pull for it
   if (Status s = queue::EnsureConsumer(parts_.js, *spec); !s.ok()) {
     spdlog::error("worker: no consumer for {}: {}", spec->id, s.ToString());
@@ -235,6 +272,7 @@ void ResidentModels::Install(const std::shared_ptr<const ModelSpec>& spec, std::
   served->metrics = &parts_.metrics->For(spec->id);
   served->batching.Configure(spec->batching);
   served->model = std::move(model);
+  served->draft = std::move(draft);
   served->load_error = std::move(load_error);
   served->loaded_unix_us = UnixMicros();
   served->installed_at = now;
@@ -246,7 +284,8 @@ void ResidentModels::Install(const std::shared_ptr<const ModelSpec>& spec, std::
   if (served->model && served->model->generator()) {
     // Generators run their own continuous batch (generation_engine.h).
     served->engine = std::make_shared<GenerationEngine>(
-        served.get(), served->model->generator(), parts_.intake->connection(), parts_.reaper, parts_.runner,
+        served.get(), served->model->generator(), served->draft ? served->draft->generator() : nullptr,
+        parts_.intake->connection(), parts_.reaper, parts_.runner,
         parts_.cancelled, options_.worker_id, ThreadsFor(*spec), [intake = parts_.intake] { intake->PostPlan(); });
   } else if (served->model && served->model->streaming_generator()) {
     // Or their runtime's, which the relay streams from (stream_relay.h).
@@ -268,7 +307,8 @@ void ResidentModels::Install(const std::shared_ptr<const ModelSpec>& spec, std::
       ApplyLoras(*served, w->second->loras);
     }
     if (served->model) {
-      residency_.Loaded(spec->id, served->model->memory_bytes(), w->second->pinned,
+      residency_.Loaded(spec->id, served->model->memory_bytes() + (served->draft ? served->draft->memory_bytes() : 0),
+                        w->second->pinned,
                         std::chrono::duration_cast<std::chrono::nanoseconds>(load_time), now);
       thrashing = residency_.Thrashing(spec->id, now);
     }
@@ -277,7 +317,7 @@ void ResidentModels::Install(const std::shared_ptr<const ModelSpec>& spec, std::
   if (served->model) {
     spdlog::info("worker: serving {} (loaded in {} ms, {:.1f} MB)", spec->id,
                  std::chrono::duration_cast<std::chrono::milliseconds>(load_time).count(),
-                 served->model->memory_bytes() / 1e6);
+                 (served->model->memory_bytes() + (served->draft ? served->draft->memory_bytes() : 0)) / 1e6);
   }
   if (thrashing) {
     spdlog::warn("worker: {} is thrashing: loaded {}+ times in {} s; the memory budget is too small for the "

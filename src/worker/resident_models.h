@@ -121,8 +121,12 @@ class ResidentModels {
   bool Wants(const ModelSpec& spec) const;
   void QueueLoad(const std::string& id);
   void Load(const std::string& id);  // on the loader thread
-  void Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_ptr<Model> model, Status load_error,
-               SteadyClock::duration load_time);
+  // The draft model of a speculative generator (its profile's
+  // speculative.draft, from the catalog), checked against `target`; null
+  // when it speculates without one (prompt lookup) or not at all.
+  Result<std::unique_ptr<Model>> LoadDraft(const ModelSpec& spec, Model& target, const LoadContext& ctx);
+  void Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_ptr<Model> model,
+               std::unique_ptr<Model> draft, Status load_error, SteadyClock::duration load_time);
   void Unload(const std::string& id, std::string_view why);
   int ThreadsFor(const ModelSpec& spec) const;
 
@@ -133,6 +137,7 @@ class ResidentModels {
   std::mutex reconcile_mu_;  // one catalog reconciliation at a time
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const ModelSpec>> wanted_;  // guarded; what it serves
+  std::shared_ptr<const queue::CatalogSnapshot> catalog_;           // guarded; all of it (draft models)
   std::set<std::string> loading_;                                   // guarded; queued or loading
   Residency residency_;                                             // guarded
   std::atomic<uint64_t> load_failures_{0};

@@ -31,6 +31,7 @@ class SequenceEngine {
     uint64_t tokens_generated = 0;
     uint64_t preemptions = 0;
     uint64_t prefix_hit_blocks = 0;
+    uint64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative decoding
   };
 
   virtual ~SequenceEngine() = default;

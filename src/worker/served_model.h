@@ -50,6 +50,9 @@ struct ServedModel {
   // `loras` below follows.
   std::shared_ptr<const ModelSpec> spec;
   std::unique_ptr<Model> model;  // Encode may run on several executors at once
+  // A generator's speculative draft model (spec->speculative.draft), loaded
+  // with it and used by its engine alone; null: none.
+  std::unique_ptr<Model> draft;
   LoraNames loras;
   // The list last handed to UpdateLoras (ok or not), to tell a change of
   // `loras` in the catalog; guarded by ResidentModels' lock.

@@ -285,6 +285,44 @@ TEST(ModelSpec, RejectsBrokenLorasClearly) {
   EXPECT_TRUE(ValidateLoraName("A-z_0.9").ok());
 }
 
+TEST(ModelSpec, SpeculativeSurvivesTheRoundTrip) {
+  auto spec = ModelSpec::Parse("id: m\nruntime: native\ntask: generate\nspeculative: {draft: org/small, k: 6}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->speculative.draft, "org/small");
+  EXPECT_EQ(spec->speculative.k, 6u);
+  auto again = ModelSpec::Parse(spec->ToJson());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->speculative.draft, "org/small");
+  EXPECT_EQ(again->speculative.k, 6u);
+  auto ngram = ModelSpec::Parse("id: m\nruntime: native\ntask: generate\nspeculative: {draft: ngram}\n");
+  ASSERT_TRUE(ngram.ok());
+  EXPECT_TRUE(ngram->speculative.ngram());
+  EXPECT_EQ(ngram->speculative.k, 4u);
+  auto none = ModelSpec::Parse("id: m\nruntime: native\ntask: generate\n");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->speculative.enabled());
+  EXPECT_EQ(none->ToJson().find("speculative"), std::string::npos);
+}
+
+TEST(ModelSpec, RejectsBrokenSpeculationClearly) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"task: generate\nspeculative: ngram", "speculative: expected a mapping"},
+      {"task: generate\nspeculative: {k: 4}", "speculative.draft: missing"},
+      {"task: generate\nspeculative: {draft: ngram, k: 0}", "speculative.k: 0 is out of range (1..16)"},
+      {"task: generate\nspeculative: {draft: ngram, k: 17}", "out of range"},
+      {"task: generate\nspeculative: {draft: ngram, depth: 2}", "speculative: unknown field 'depth'"},
+      {"task: generate\nspeculative: {draft: 'a b'}", "model id"},
+      {"task: generate\nspeculative: {draft: m}", "cannot draft for itself"},
+      {"task: encode\nspeculative: {draft: ngram}", "only a generator"},
+  };
+  for (const auto& [text, want] : cases) {
+    auto spec = ModelSpec::Parse("id: m\nruntime: native\n" + text + "\n");
+    ASSERT_FALSE(spec.ok()) << text;
+    EXPECT_EQ(spec.status().code(), Code::kInvalidInput);
+    EXPECT_NE(spec.status().message().find(want), std::string::npos) << text << " -> " << spec.status().message();
+  }
+}
+
 TEST(ModelSpec, AModelRefSplitsOnTheFirstColon) {
   auto plain = SplitModelRef("org/embed-v1.5");
   EXPECT_EQ(plain.base, "org/embed-v1.5");

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "runtime/native/kernels/cpu/decoder_kernels.h"
+#include "runtime/native/kernels/cpu/few_rows_gemm.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
 
 namespace shoal::native {
@@ -59,6 +60,7 @@ Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelConfig& spec, const
   info.kv_block_tokens = options.kv_block_tokens;
   info.eos_ids = config->eos_token_ids;
   info.sampling_defaults = config->sampling_defaults;
+  info.flat_cost_rows = static_cast<uint32_t>(cpu::kFewRows);  // few_rows_gemm.h
   if (info.eos_ids.empty() && !m->chat_.eos_token.empty()) {
     if (auto id = m->tokenizer_->TokenToId(m->chat_.eos_token)) info.eos_ids.push_back(*id);
   }

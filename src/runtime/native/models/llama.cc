@@ -131,6 +131,9 @@ Status Llama::Check(std::span<const SequenceChunk> chunks) const {
     const SequenceChunk& ch = chunks[c];
     const size_t end = ch.start + ch.tokens.size();
     if (ch.tokens.empty()) return InvalidInput("step: chunk " + std::to_string(c) + " has no tokens");
+    if (ch.logit_rows > ch.tokens.size()) {
+      return InvalidInput("step: chunk " + std::to_string(c) + " asks for more rows of logits than it has tokens");
+    }
     if (end > context_) {
       return InvalidInput("step: positions up to " + std::to_string(end) + " exceed the context of " +
                           std::to_string(context_));
@@ -264,15 +267,15 @@ Status Llama::Step(std::span<const SequenceChunk> chunks, std::span<const LoraAd
   SHOAL_RETURN_IF_ERROR(RunLayers(chunks, adapters, &seqs, threads));
   const size_t H = config_.hidden_size;
   const float eps = config_.rms_norm_eps;
-  // The head runs on the last row of each chunk that wants logits.
+  // The head runs on the last logit_rows rows of each chunk.
   size_t wanted = 0;
-  last_.resize(chunks.size() * H);
+  for (const SequenceChunk& ch : chunks) wanted += ch.logit_rows;
+  last_.resize(wanted * H);
+  size_t out = 0;
   for (const cpu::AttentionSeq& s : seqs) {
-    const SequenceChunk& ch = chunks[&s - seqs.data()];
-    if (!ch.want_logits) continue;
-    cpu::RmsNorm(x_.data() + (s.row + s.count - 1) * H, H, last_.data() + wanted * H, H, 1, H, final_norm_,
-                 eps, 1);
-    ++wanted;
+    const uint32_t n = chunks[&s - seqs.data()].logit_rows;
+    cpu::RmsNorm(x_.data() + (s.row + s.count - n) * H, H, last_.data() + out * H, H, n, H, final_norm_, eps, 1);
+    out += n;
   }
   if (wanted > 0) {
     lm_head_->Forward(last_.data(), wanted, logits, cpu::Activation::kNone,

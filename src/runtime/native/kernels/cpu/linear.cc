@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "runtime/native/kernels/cpu/few_rows_gemm.h"
 #include "runtime/native/kernels/cpu/isa.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/kernels/cpu/vec_math.h"
@@ -176,6 +177,11 @@ class DnnlLinear final : public Linear {
     dnnl::reorder(src_m, weights_).execute(stream, src_m, weights_);
     stream.wait();
     (void)GetPrimitive(1, Activation::kNone, 1);  // fail the load, not a request
+    // W plain [in][out] f32 (what oneDNN picks on AVX2): steps of 2 to 8
+    // rows take FewRowsGemm, which streams W once whatever their count (one
+    // row stays with oneDNN's GEMV, which streams it faster still).
+    few_rows_ = dt_ == dt::f32 && !emulated_bf16_ && wei_md_ == memory::desc({k, n}, dt::f32, tag::ab) &&
+                out_ % 8 == 0 && FewRowsGemmAvailable();
     return Status::Ok();
   }
 
@@ -183,6 +189,11 @@ class DnnlLinear final : public Linear {
     if (rows == 0) return;
     threads = std::max(1, threads);
     OmpThreads scope(threads);
+    if (few_rows_ && rows >= 2 && rows <= kFewRows && act == Activation::kNone) {
+      FewRowsGemm(x, rows, in_, static_cast<const float*>(weights_.get_data_handle()), out_,
+                  bias_.empty() ? nullptr : bias_.data(), y, threads);
+      return;
+    }
     try {
       Run(x, rows, y, act, threads);
     } catch (const std::exception& e) {
@@ -298,6 +309,7 @@ class DnnlLinear final : public Linear {
   const size_t in_, out_;
   dt dt_;                       // what the primitive computes in (f32 where bf16 is emulated)
   bool emulated_bf16_ = false;  // bf16 asked for, on a CPU without a bf16 matmul
+  bool few_rows_ = false;       // few rows take FewRowsGemm (W plain f32, AVX2)
   memory::desc wei_md_;      // the blocked layout chosen at load
   memory weights_;           // owns the prepacked weights
   std::vector<float> bias_;  // [out] or empty
