@@ -411,6 +411,10 @@ void GenerationEngine::Step() {
     }
   }
   if (drafted > 0) {
+    if (model_->metrics) {
+      model_->metrics->drafts_accepted->Inc(static_cast<double>(accepted));
+      model_->metrics->drafts_rejected->Inc(static_cast<double>(drafted - accepted));
+    }
     std::lock_guard lock(mu_);
     stats_.drafted_tokens += drafted;
     stats_.accepted_tokens += accepted;

@@ -63,6 +63,9 @@ WorkerMetrics::WorkerMetrics()
       itl_(registry_.AddHistogram("shoal_worker_generation_itl_seconds",
                                   "Mean time between tokens, per sequence.", SecondsBuckets(), {"model"})),
       generated_(registry_.AddCounter("shoal_worker_generated_tokens_total", "Tokens generated.", {"model"})),
+      drafts_(registry_.AddCounter("shoal_worker_draft_tokens_total",
+                                   "Speculative decoding: tokens drafted, by whether the model accepted them.",
+                                   {"model", "outcome"})),
       lora_items_(registry_.AddCounter("shoal_worker_lora_items_total",
                                        "Items run under a LoRA adapter (the first 32 adapters of a model by "
                                        "name, later ones as \"other\").",
@@ -86,6 +89,8 @@ const ModelSeries& WorkerMetrics::For(const std::string& model) {
         .ttft_seconds = &ttft_.With({model}),
         .itl_seconds = &itl_.With({model}),
         .generated_tokens = &generated_.With({model}),
+        .drafts_accepted = &drafts_.With({model, "accepted"}),
+        .drafts_rejected = &drafts_.With({model, "rejected"}),
         .items = &items_,
         .loras = std::make_unique<LoraSeries>(&lora_items_, &lora_tokens_, model),
         .model = model,

@@ -26,6 +26,10 @@
 //   shoal_worker_generation_itl_seconds{model}     mean time between tokens,
 //                                                  per sequence
 //   shoal_worker_generated_tokens_total{model}     tokens generated
+//   shoal_worker_draft_tokens_total{model,outcome} speculative decoding: tokens
+//                                                  drafted, by outcome (accepted,
+//                                                  rejected); accepted / all is
+//                                                  the acceptance rate
 //   shoal_worker_lora_items_total{model,lora}      items run under a LoRA
 //                                                  adapter (succeeded; base
 //                                                  items are not counted here)
@@ -93,6 +97,8 @@ struct ModelSeries {
   Histogram* ttft_seconds;
   Histogram* itl_seconds;
   Counter* generated_tokens;
+  Counter* drafts_accepted;
+  Counter* drafts_rejected;
   Family<Counter>* items;  // by outcome: few values, looked up per settle
   std::unique_ptr<LoraSeries> loras;
   std::string model;
@@ -145,6 +151,7 @@ class WorkerMetrics {
   Family<Histogram>& ttft_;
   Family<Histogram>& itl_;
   Family<Counter>& generated_;
+  Family<Counter>& drafts_;
   Family<Counter>& lora_items_;
   Family<Counter>& lora_tokens_;
 

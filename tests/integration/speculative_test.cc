@@ -105,6 +105,12 @@ TEST_F(Speculative, GreedyOutputIsThePlainModelsTokenForToken) {
     // Fewer steps than tokens: several tokens came out of one step.
     EXPECT_LT(stats->steps, stats->tokens_generated) << model;
   }
+  // The same counts, as Prometheus reads them.
+  const std::string page = worker_->RenderMetrics();
+  EXPECT_NE(page.find("shoal_worker_draft_tokens_total{model=\"spec-copy\",outcome=\"accepted\"} " +
+                      std::to_string(worker_->generation("spec-copy")->accepted_tokens)),
+            std::string::npos)
+      << page.substr(page.find("shoal_worker_draft_tokens_total"), 600);
 }
 
 TEST_F(Speculative, AContinuousBatchOfSpeculatingSequencesMatchesOneAtATime) {
