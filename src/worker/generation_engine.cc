@@ -569,9 +569,11 @@ void GenerationEngine::Finish(size_t index, Outcome outcome, const Status& error
   blocks_.Release(&s->table);
   if (drafter_) drafter_->Release(&s->draft);
   {
-    // Before the reply: a client that has its answer sees the blocks back.
+    // Before the reply: a client that has its answer sees the blocks back
+    // and the sequence gone.
     std::lock_guard lock(mu_);
     stats_.kv_blocks_free = blocks_.available();
+    stats_.running = static_cast<int64_t>(running_.size());
   }
   if (outcome == Outcome::kSucceeded) {
     Emit(*s, true);

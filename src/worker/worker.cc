@@ -155,7 +155,18 @@ std::string Worker::RenderMetrics() {
   view.memory_used = r.used;
   view.memory_budget = r.budget;
   for (const auto& m : served_.All()) {
-    view.models.push_back({m->spec->id, m->queued.load(std::memory_order_relaxed), intake_->Peek(m->slot).backlog});
+    WorkerGaugeView::ModelView& v = view.models.emplace_back();
+    v.id = m->spec->id;
+    v.local_queue = m->queued.load(std::memory_order_relaxed);
+    v.stream_backlog = intake_->Peek(m->slot).backlog;
+    if (m->engine) {
+      const SequenceEngine::Stats s = m->engine->stats();
+      v.generates = true;
+      v.running = s.running;
+      v.waiting = s.waiting;
+      v.kv_blocks_free = s.kv_blocks_free;
+      v.kv_blocks_total = s.kv_blocks_total;
+    }
   }
   return metrics_.Render(view);
 }

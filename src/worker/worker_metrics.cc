@@ -51,6 +51,12 @@ WorkerMetrics::WorkerMetrics()
       local_queue_(registry_.AddGauge("shoal_worker_local_queue_items", "Items waiting in this worker.", {"model"})),
       backlog_(registry_.AddGauge("shoal_worker_stream_backlog",
                                   "Items waiting in the model's consumer, as last seen by this worker.", {"model"})),
+      sequences_(registry_.AddGauge("shoal_worker_generation_sequences",
+                                    "A generator's sequences in this worker's engine: running, waiting.",
+                                    {"model", "state"})),
+      kv_blocks_(registry_.AddGauge("shoal_worker_kv_blocks",
+                                    "A generator's KV cache blocks: free (cached ones included), total.",
+                                    {"model", "state"})),
       models_(registry_.AddGauge("shoal_worker_models", "Models by state: resident, loading, failed.", {"state"})),
       loads_(registry_.AddCounter("shoal_worker_model_loads_total", "Model loads, by result.", {"model", "result"})),
       load_seconds_(registry_.AddHistogram("shoal_worker_model_load_seconds", "Time to load a model.",
@@ -115,11 +121,23 @@ std::string WorkerMetrics::Render(const WorkerGaugeView& view) {
       local_queue_.With({id}).Set(0);
       backlog_.With({id}).Set(0);
     }
+    for (const std::string& id : engine_models_) {
+      for (const char* state : {"running", "waiting"}) sequences_.With({id, state}).Set(0);
+      for (const char* state : {"free", "total"}) kv_blocks_.With({id, state}).Set(0);
+    }
     for (const auto& m : view.models) {
       local_queue_.With({m.id}).Set(static_cast<double>(m.local_queue));
       backlog_.With({m.id}).Set(static_cast<double>(m.stream_backlog));
       if (std::find(gauge_models_.begin(), gauge_models_.end(), m.id) == gauge_models_.end()) {
         gauge_models_.push_back(m.id);
+      }
+      if (!m.generates) continue;
+      sequences_.With({m.id, "running"}).Set(static_cast<double>(m.running));
+      sequences_.With({m.id, "waiting"}).Set(static_cast<double>(m.waiting));
+      kv_blocks_.With({m.id, "free"}).Set(static_cast<double>(m.kv_blocks_free));
+      kv_blocks_.With({m.id, "total"}).Set(static_cast<double>(m.kv_blocks_total));
+      if (std::find(engine_models_.begin(), engine_models_.end(), m.id) == engine_models_.end()) {
+        engine_models_.push_back(m.id);
       }
     }
   }

@@ -17,6 +17,10 @@
 //   shoal_worker_local_queue_items{model}          items waiting in this worker
 //   shoal_worker_stream_backlog{model}             items waiting in the model's
 //                                                  consumer, as last seen here
+//   shoal_worker_generation_sequences{model,state} a generator's sequences:
+//                                                  running, waiting (its engine)
+//   shoal_worker_kv_blocks{model,state}            its KV cache blocks: free
+//                                                  (cached ones included), total
 //   shoal_worker_models{state}                     resident, loading, failed
 //   shoal_worker_model_loads_total{model,result}   loads (ok, failed)
 //   shoal_worker_model_load_seconds{model}         load time (histogram)
@@ -112,6 +116,8 @@ struct WorkerGaugeView {
     std::string id;
     int64_t local_queue = 0;
     int64_t stream_backlog = 0;
+    bool generates = false;  // a generation engine's: the fields below are set
+    int64_t running = 0, waiting = 0, kv_blocks_free = 0, kv_blocks_total = 0;
   };
   std::vector<ModelView> models;
   size_t resident = 0, loading = 0, failed = 0;
@@ -143,6 +149,8 @@ class WorkerMetrics {
   Family<Counter>& items_;
   Family<Gauge>& local_queue_;
   Family<Gauge>& backlog_;
+  Family<Gauge>& sequences_;
+  Family<Gauge>& kv_blocks_;
   Family<Gauge>& models_;
   Family<Counter>& loads_;
   Family<Histogram>& load_seconds_;
@@ -158,6 +166,7 @@ class WorkerMetrics {
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<ModelSeries>> series_;  // guarded by mu_
   std::vector<std::string> gauge_models_;  // models given a gauge so far; guarded by mu_
+  std::vector<std::string> engine_models_;  // generators given engine gauges so far; guarded by mu_
 };
 
 }  // namespace shoal::worker

@@ -111,6 +111,10 @@ TEST_F(Speculative, GreedyOutputIsThePlainModelsTokenForToken) {
                       std::to_string(worker_->generation("spec-copy")->accepted_tokens)),
             std::string::npos)
       << page.substr(page.find("shoal_worker_draft_tokens_total"), 600);
+  // And the engine's state: nothing runs now; 4096 positions in blocks of 8.
+  EXPECT_NE(page.find("shoal_worker_generation_sequences{model=\"plain\",state=\"running\"} 0"), std::string::npos);
+  EXPECT_NE(page.find("shoal_worker_kv_blocks{model=\"plain\",state=\"total\"} 512"), std::string::npos)
+      << page.substr(page.find("shoal_worker_kv_blocks"), 600);
 }
 
 TEST_F(Speculative, AContinuousBatchOfSpeculatingSequencesMatchesOneAtATime) {
