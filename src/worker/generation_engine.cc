@@ -351,7 +351,7 @@ void GenerationEngine::Step() {
   std::vector<std::pair<Outcome, Status>> outcomes;
   const float* row = logits_.data();
   const auto now = SteadyClock::now();
-  uint64_t drafted = 0, accepted = 0;
+  uint64_t taken = 0, drafted = 0, accepted = 0;
   for (size_t k = 0; k < chunks.size(); ++k) {
     Sequence& s = *running_[owner[k]];
     if (!st.ok()) {
@@ -369,22 +369,23 @@ void GenerationEngine::Step() {
     // or (after the last draft, or for a plain chunk) picks freely.
     for (uint32_t j = 0; j < chunks[k].logit_rows; ++j, row += vocab) {
       float logprob = 0;
-      bool kept = false;
-      auto picked = j < s.drafted.size()
-                        ? PickOverDraft(s, row, s.drafted[j], s.drafted_q.empty() ? kCertainDraft : s.drafted_q[j], &kept,
-                                        s.logprobs ? &logprob : nullptr)
-                        : Pick(s, row, s.logprobs ? &logprob : nullptr);
+      const bool checks = j < s.drafted.size();
+      DraftCheck draft;
+      if (checks) draft = {s.drafted[j], s.drafted_q.empty() ? &kCertainDraft : &s.drafted_q[j]};
+      auto picked = Pick(s, row, s.logprobs ? &logprob : nullptr, checks ? &draft : nullptr);
+      const bool kept = checks && draft.accepted;
       if (!picked.ok()) {
         failed = picked.status();
         row += vocab * (chunks[k].logit_rows - j);
         break;
       }
       finish = Take(s, *picked, logprob, row, now);
+      ++taken;
       if (kept) {
         ++kept_drafts;
         ++s.computed;  // the draft's keys and values were right
       }
-      if (finish != wire::FinishReason::kNone || (j < s.drafted.size() && !kept)) {
+      if (finish != wire::FinishReason::kNone || (checks && !kept)) {
         row += vocab * (chunks[k].logit_rows - j);
         break;
       }
@@ -410,12 +411,13 @@ void GenerationEngine::Step() {
       Emit(s, false);
     }
   }
-  if (drafted > 0) {
-    if (model_->metrics) {
-      model_->metrics->drafts_accepted->Inc(static_cast<double>(accepted));
-      model_->metrics->drafts_rejected->Inc(static_cast<double>(drafted - accepted));
-    }
+  if (drafted > 0 && model_->metrics) {
+    model_->metrics->drafts_accepted->Inc(static_cast<double>(accepted));
+    model_->metrics->drafts_rejected->Inc(static_cast<double>(drafted - accepted));
+  }
+  {
     std::lock_guard lock(mu_);
+    stats_.tokens_generated += taken;
     stats_.drafted_tokens += drafted;
     stats_.accepted_tokens += accepted;
   }
@@ -435,76 +437,12 @@ wire::FinishReason GenerationEngine::Take(Sequence& s, int32_t token, float logp
   s.pending.token_ids.push_back(token);
   if (s.logprobs) s.pending.logprobs.push_back(logprob);
   if (s.top_logprobs > 0) s.pending.top_logprobs.push_back(MostLikely(row, s.top_logprobs));
-  {
-    std::lock_guard lock(mu_);
-    ++stats_.tokens_generated;
-  }
   if (s.stop_ids.count(token)) return wire::FinishReason::kStop;  // its text (an end marker) is not output
   std::string text = s.text->Push(gen_->TokenBytes(token));
   s.pending.text += s.tool_calls ? s.tool_calls->Push(text) : text;
   if (s.text->stopped() || (s.format && s.format->complete())) return wire::FinishReason::kStop;
   if (s.generated() >= s.max_new || s.tokens.size() >= gen_->info().max_context) return wire::FinishReason::kLength;
   return wire::FinishReason::kNone;
-}
-
-Result<structured::ToolCallSyntax> GenerationEngine::CallSyntax() {
-  if (!tool_syntax_) {
-    const nlohmann::json probe = nlohmann::json::parse(structured::ProbeMessagesJson());
-    std::vector<ChatTurn> turns;
-    for (const nlohmann::json& m : probe) {
-      turns.push_back({m["role"], m["content"], m.contains("tool_calls") ? m["tool_calls"].dump() : "", ""});
-    }
-    auto rendered = gen_->RenderChat(turns, false, TemplateKwargs("", structured::ProbeToolsJson()));
-    tool_syntax_ = rendered.ok() ? structured::DetectToolCallSyntax(*rendered)
-                                 : Result<structured::ToolCallSyntax>(InvalidInput(
-                                       "tools: the model's chat template cannot render tool calls (" +
-                                       rendered.status().message() + ")"));
-  }
-  return *tool_syntax_;
-}
-
-Status GenerationEngine::PrepareToolCalls(Sequence& s, const wire::GenerateRequest& req) {
-  SHOAL_ASSIGN_OR_RETURN(structured::ToolCallSyntax syntax, CallSyntax());
-  s.tool_calls = std::make_unique<structured::ToolCallStream>(syntax);
-  s.tool_syntax = syntax;
-  s.parallel_tool_calls = req.parallel_tool_calls;
-  using Kind = wire::ToolChoice::Kind;
-  if (req.tool_choice.kind != Kind::kRequired && req.tool_choice.kind != Kind::kFunction) return Status::Ok();
-  // A call is required: the output is held to one (or several).
-  if (req.response_format.type != wire::ResponseFormat::Type::kText) {
-    return InvalidInput("response_format: cannot hold the output while tool_choice requires a call");
-  }
-  std::optional<std::string> only;
-  if (req.tool_choice.kind == Kind::kFunction) only = req.tool_choice.name;
-  SHOAL_ASSIGN_OR_RETURN(std::string gbnf, structured::ToolCallGrammar(syntax, req.tools_json, only,
-                                                                       req.parallel_tool_calls));
-  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<structured::TokenGrammar> grammar, grammars_.Get(gbnf, "tools"));
-  s.format = std::make_unique<structured::OutputConstraint>(std::move(grammar));
-  return Status::Ok();
-}
-
-void GenerationEngine::EndText(Sequence& s) {
-  std::string tail = s.text->Finish();
-  if (!s.tool_calls) {
-    s.pending.text += tail;
-    return;
-  }
-  s.pending.text += s.tool_calls->Push(tail);
-  const std::string& held = s.tool_calls->held();
-  auto parsed = structured::ParseToolCalls(s.tool_syntax, held, s.parallel_tool_calls);
-  if (!parsed || parsed->calls.empty()) {
-    s.pending.text += held;  // not a call after all, or a malformed one: the client gets the text
-    return;
-  }
-  s.pending.text += parsed->content;
-  for (size_t i = 0; i < parsed->calls.size(); ++i) {
-    // Unique within the request: output k > 0 (n > 1) adds its index.
-    const uint32_t output = s.item.work.item;
-    s.pending.tool_calls.push_back({"call_" + std::string(s.item.work.request_id) + "_" +
-                                        (output ? std::to_string(output) + "_" : "") + std::to_string(i),
-                                    std::move(parsed->calls[i].name), std::move(parsed->calls[i].arguments)});
-  }
-  s.pending.finish = wire::FinishReason::kToolCalls;
 }
 
 std::vector<wire::TopLogprob> GenerationEngine::MostLikely(const float* logits, uint32_t n) {
@@ -526,9 +464,9 @@ std::vector<wire::TopLogprob> GenerationEngine::MostLikely(const float* logits, 
   return out;
 }
 
-Result<int32_t> GenerationEngine::Pick(Sequence& s, const float* logits, float* logprob) {
+Result<int32_t> GenerationEngine::Pick(Sequence& s, const float* logits, float* logprob, DraftCheck* draft) {
   const size_t vocab = gen_->info().vocab_size;
-  if (!s.penalties && !s.format) return s.sampler->Next(logits, vocab, logprob);
+  if (!s.penalties && !s.format && !draft) return s.sampler->Next(logits, vocab, logprob);
   const float* next = logits;
   if (s.penalties) {
     adjusted_.assign(logits, logits + vocab);
@@ -539,9 +477,12 @@ Result<int32_t> GenerationEngine::Pick(Sequence& s, const float* logits, float* 
   if (s.format) {
     SHOAL_ASSIGN_OR_RETURN(token, s.format->Next(*s.sampler, next, vocab, s.stop_ids, nullptr));
     s.format->Accept(token, s.stop_ids);
+  } else if (draft && !s.sampler->greedy()) {  // never under a format: see Draft
+    token = s.sampler->Verify(next, vocab, draft->token, *draft->q, &draft->accepted);
   } else {
     token = s.sampler->Next(next, vocab, nullptr);
   }
+  if (draft && s.sampler->greedy()) draft->accepted = token == draft->token;
   if (s.penalties) s.penalties->Add(token);
   // The model's own log-probability, before the adjustments and the mask.
   if (logprob) *logprob = TokenLogProb(logits, vocab, token, *std::max_element(logits, logits + vocab));

@@ -53,9 +53,9 @@
 // formats, stops and logprobs alike), and its cache position falls back to
 // the last accepted one. k follows each sequence's acceptance rate. A
 // sampling sequence held to a format does not speculate (its masked
-// distribution is not the sampler's). Drafting and the pick over a draft
-// are in generation_speculation.cc; a request's state is a Sequence
-// (generation_sequence.h).
+// distribution is not the sampler's). Drafting is in
+// generation_speculation.cc, tool calls in generation_tool_calls.cc; a
+// request's state is a Sequence (generation_sequence.h).
 //
 // Pull credit: FreeSlots() says how many more sequences it could start now
 // (free slots, while KV blocks remain for a typical prompt); the worker's
@@ -129,19 +129,23 @@ class GenerationEngine : public SequenceEngine {
   // Takes a token the model chose for `s` (its row of logits `row`): output
   // text, logprobs, stops. Returns why the sequence ends, if it does.
   wire::FinishReason Take(Sequence& s, int32_t token, float logprob, const float* row, SteadyClock::time_point now);
+  // A drafted token a pick checks, and whether the pick kept it.
+  struct DraftCheck {
+    int32_t token = 0;
+    const std::vector<float>* q = nullptr;  // its draft distribution; empty: a certain draft
+    bool accepted = false;
+  };
   // The sequence's next token from its row of logits: adjusted (penalties,
-  // bias, min_tokens), held to its format, sampled.
-  Result<int32_t> Pick(Sequence& s, const float* logits, float* logprob);
-  // The same for a row after drafted token `drafted` (its draft
-  // distribution `q`): the draft when the sampler's rule accepts it
-  // (`*accepted`), else the model's own token.
-  Result<int32_t> PickOverDraft(Sequence& s, const float* logits, int32_t drafted, const std::vector<float>& q,
-                                bool* accepted, float* logprob);
+  // bias, min_tokens), held to its format, sampled — or, over a drafted
+  // token, the draft when the sampler's rule accepts it
+  // (Sampler::Verify; greedy: when it is the pick), else the model's own.
+  Result<int32_t> Pick(Sequence& s, const float* logits, float* logprob, DraftCheck* draft = nullptr);
   // The `n` most likely tokens of a row of logits, with the model's own
   // log-probabilities (top_logprobs).
   std::vector<wire::TopLogprob> MostLikely(const float* logits, uint32_t n);
-  // Tools: the model's call syntax (read once from its chat template), a
-  // sequence's call stream, and, when a call is required, its grammar.
+  // Tools (generation_tool_calls.cc): the model's call syntax (read once
+  // from its chat template), a sequence's call stream, and, when a call is
+  // required, its grammar.
   Result<structured::ToolCallSyntax> CallSyntax();
   Status PrepareToolCalls(Sequence& s, const wire::GenerateRequest& req);
   // The sequence's last text, and the calls in it when it may make some.

@@ -1,6 +1,6 @@
 // The generation engine's speculative decoding (generation_engine.h,
 // "Speculation"; drafter.h): which sequences draft how many tokens this
-// step, and the pick over a drafted token.
+// step. (Step checks the drafts, Pick keeps or refuses each.)
 #include <algorithm>
 
 #include "common/log.h"
@@ -27,7 +27,7 @@ void GenerationEngine::Draft(uint32_t budget) {
     // Room for the drafts' positions, leaving a block per running sequence.
     if (k == 0 || blocks_.available() <= running_.size() || !blocks_.Grow(&s.table, len + k)) continue;
     budget -= k;
-    asks.push_back({.tokens = s.tokens, .sampling = &s.sampler->config(), .seed = s.seed ^ 0x5bd1e995u,
+    asks.push_back({.tokens = s.tokens, .sampling = &s.sampler->config(), .seed = s.seed ^ 0x5bd1e995u /* the draft's own stream */,
                     .state = &s.draft, .k = k, .proposed = {}, .q = {}});
     askers.push_back(&s);
   }
@@ -41,27 +41,6 @@ void GenerationEngine::Draft(uint32_t budget) {
     askers[i]->drafted = std::move(asks[i].proposed);
     askers[i]->drafted_q = std::move(asks[i].q);
   }
-}
-
-Result<int32_t> GenerationEngine::PickOverDraft(Sequence& s, const float* logits, int32_t drafted,
-                                               const std::vector<float>& q, bool* accepted, float* logprob) {
-  if (s.sampler->greedy()) {  // the model's own pick, penalties and format and all
-    SHOAL_ASSIGN_OR_RETURN(int32_t token, Pick(s, logits, logprob));
-    *accepted = token == drafted;
-    return token;
-  }
-  // Sampling (never under a format: see Draft).
-  const size_t vocab = gen_->info().vocab_size;
-  const float* next = logits;
-  if (s.penalties) {
-    adjusted_.assign(logits, logits + vocab);
-    s.penalties->Apply(adjusted_.data(), vocab, s.generated(), s.stop_ids);
-    next = adjusted_.data();
-  }
-  const int32_t token = s.sampler->Verify(next, vocab, drafted, q, accepted);
-  if (s.penalties) s.penalties->Add(token);
-  if (logprob) *logprob = TokenLogProb(logits, vocab, token, *std::max_element(logits, logits + vocab));
-  return token;
 }
 
 }  // namespace shoal::worker
