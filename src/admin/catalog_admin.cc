@@ -145,8 +145,13 @@ Result<CatalogAdmin> CatalogAdmin::Connect(const std::string& nats_url,
 }
 
 Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimits& limits) {
-  // A draft model must be registered first (workers load it from the
-  // catalog with the model; its tokenizer is checked then).
+  // Speculation runs in the worker's generation engine, on the native
+  // runtime's generators; a draft model must be registered first (workers
+  // load it from the catalog with the model; its tokenizer is checked then).
+  if (spec.speculative.enabled() && spec.runtime != "native") {
+    return InvalidInput(spec.id + ": speculative: the " + spec.runtime +
+                        " runtime does not decode speculatively (the native runtime's generators do)");
+  }
   if (spec.speculative.enabled() && !spec.speculative.ngram()) {
     auto draft = Get(spec.speculative.draft);
     if (!draft.ok()) {

@@ -183,7 +183,7 @@ TEST_F(Speculative, ADraftWithAnotherTokenizerFailsTheModelsLoad) {
   EXPECT_NE(r["error"]["message"].get<std::string>().find("speculative.draft"), std::string::npos) << r;
 }
 
-TEST_F(Speculative, RegistrationRefusesADraftThatIsNotRegistered) {
+TEST_F(Speculative, RegistrationRefusesADraftThatIsNotRegisteredOrARuntimeThatCannotSpeculate) {
   HttpClient http(gateway_->port());
   const json spec = {{"id", "spec-orphan"}, {"runtime", "native"}, {"task", "generate"},
                      {"path", kModels + "/qwen3-tiny"}, {"speculative", {{"draft", "draft/none"}}}};
@@ -193,6 +193,13 @@ TEST_F(Speculative, RegistrationRefusesADraftThatIsNotRegistered) {
   const json body = json::parse(res->body);
   EXPECT_EQ(body["error"]["code"], "INVALID_INPUT");
   EXPECT_NE(body["error"]["message"].get<std::string>().find("speculative.draft"), std::string::npos) << body;
+  // Nor does a runtime that batches generation itself take the setting.
+  const json other = {{"id", "spec-elsewhere"}, {"runtime", "identity"}, {"task", "generate"},
+                      {"speculative", {{"draft", "ngram"}}}};
+  res = http.PostJson("/v1/admin/models", json{{"spec", other}}.dump());
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->status, 400) << res->body;
+  EXPECT_NE(res->body.find("does not decode speculatively"), std::string::npos) << res->body;
 }
 
 }  // namespace
