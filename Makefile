@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-upstream bench-encoders bench-extract bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -56,6 +56,11 @@ bench-generation-agents: build
 # disagreeing one, prompt lookup), concurrency 1 and 8 (about three minutes).
 bench-speculative: build
 	$(BUILD)/bench/speculative_bench
+
+# Interactive latency beside a flood of batch work, with and without
+# priority classes (about four minutes).
+bench-priority: build
+	$(BUILD)/bench/priority_bench
 
 # Shoal in front of llama-server against llama-server alone: embeddings and
 # generation at the knee (about five minutes, plus llama-server's first build).

@@ -69,6 +69,11 @@ Subcommand AddKeys(CLI::App& app) {
   create->add_option("--tokens-per-min", key->tokens_per_min,
                      "estimated tokens per minute, per gateway (0: unlimited)")
       ->capture_default_str();
+  auto priority = std::make_shared<std::string>("interactive");
+  create->add_option("--priority", *priority,
+                     "the queue class of its requests that send no X-Shoal-Priority: interactive or batch")
+      ->check(CLI::IsMember({"interactive", "batch"}))
+      ->capture_default_str();
 
   auto* ls = sub->add_subcommand("ls", "List the keys (never their secrets)");
   auto* rm = sub->add_subcommand("rm", "Remove a key: every gateway refuses it at once");
@@ -85,6 +90,7 @@ Subcommand AddKeys(CLI::App& app) {
                 return Fail(InvalidInput("--models: a key with no models and no --admin could do nothing"));
               }
               key->models = std::move(scope).value();
+              key->priority = *queue::ParsePriority(*priority);  // checked by IsMember
               auto issued = queue::IssueKey(bucket->kv.get(), *key);
               if (!issued.ok()) return Fail(issued.status());
               const queue::ApiKey& k = issued->key;
@@ -92,18 +98,19 @@ Subcommand AddKeys(CLI::App& app) {
               std::cerr << "created key " << k.name << " (models: " << Scope(k) << (k.admin ? ", admin" : "")
                         << ", requests/s: " << (k.rps ? std::to_string(k.rps) : "unlimited")
                         << ", tokens/min: " << (k.tokens_per_min ? std::to_string(k.tokens_per_min) : "unlimited")
+                        << ", priority: " << queue::PriorityName(k.priority)
                         << ").\nKeep the secret above: Shoal stores only its hash and cannot show it again.\n";
               return 0;
             }
             if (ls->parsed()) {
               auto keys = queue::ListKeys(bucket->kv.get());
               if (!keys.ok()) return Fail(keys.status());
-              std::printf("%-24s %-32s %-5s %-8s %-12s %s\n", "NAME", "MODELS", "ADMIN", "RPS", "TOKENS/MIN",
-                          "CREATED");
+              std::printf("%-24s %-32s %-5s %-8s %-12s %-11s %s\n", "NAME", "MODELS", "ADMIN", "RPS",
+                          "TOKENS/MIN", "PRIORITY", "CREATED");
               for (const auto& k : *keys) {
-                std::printf("%-24s %-32s %-5s %-8s %-12s %s\n", k.name.c_str(), Scope(k).c_str(),
+                std::printf("%-24s %-32s %-5s %-8s %-12s %-11s %s\n", k.name.c_str(), Scope(k).c_str(),
                             k.admin ? "yes" : "no", LimitText(k.rps).c_str(), LimitText(k.tokens_per_min).c_str(),
-                            Utc(k.created_unix_ms).c_str());
+                            std::string(queue::PriorityName(k.priority)).c_str(), Utc(k.created_unix_ms).c_str());
               }
               return 0;
             }

@@ -104,7 +104,8 @@ json LoraJson(std::string_view base, const LoraSpec& l) {
 json KeyInfo(const queue::ApiKey& k) {
   return json{{"name", k.name},   {"models", k.models},
               {"admin", k.admin}, {"rps", k.rps},
-              {"tokens_per_min", k.tokens_per_min}, {"created_unix_ms", k.created_unix_ms}};
+              {"tokens_per_min", k.tokens_per_min}, {"priority", queue::PriorityName(k.priority)},
+              {"created_unix_ms", k.created_unix_ms}};
 }
 
 Result<uint32_t> LimitField(const json& o, const char* field) {
@@ -121,9 +122,10 @@ Result<queue::ApiKey> KeyFromBody(const std::string& body) {
   auto o = ParseObject(body);
   if (!o.ok()) return o.status();
   for (auto it = o->begin(); it != o->end(); ++it) {
-    static constexpr std::string_view kFields[] = {"name", "models", "admin", "rps", "tokens_per_min"};
+    static constexpr std::string_view kFields[] = {"name", "models", "admin", "rps", "tokens_per_min", "priority"};
     if (std::find(std::begin(kFields), std::end(kFields), it.key()) == std::end(kFields)) {
-      return InvalidInput("unknown field '" + it.key() + "' (expected name, models, admin, rps, tokens_per_min)");
+      return InvalidInput("unknown field '" + it.key() +
+                          "' (expected name, models, admin, rps, tokens_per_min, priority)");
     }
   }
   queue::ApiKey key;
@@ -149,6 +151,12 @@ Result<queue::ApiKey> KeyFromBody(const std::string& body) {
   auto tokens = LimitField(*o, "tokens_per_min");
   if (!tokens.ok()) return tokens.status();
   key.tokens_per_min = *tokens;
+  if (auto priority = o->find("priority"); priority != o->end()) {
+    const std::optional<queue::Priority> p =
+        priority->is_string() ? queue::ParsePriority(priority->get<std::string>()) : std::nullopt;
+    if (!p) return InvalidInput("priority: expected \"interactive\" or \"batch\"");
+    key.priority = *p;
+  }
   return key;
 }
 

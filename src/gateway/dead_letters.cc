@@ -76,7 +76,7 @@ void DeadLetters::Handle(std::string_view advisory_json) {
 
   // 3. Out of the work queue.
   (void)queue::DeleteStreamMessage(js_, stream, seq);
-  auto model = queue::ModelIdFromToken(consumer);
+  auto model = queue::ModelIdFromConsumer(consumer);
   spdlog::warn("dead letters: rid={} item={} of {} moved to {} after {} deliveries", work.request_id, work.item,
                model.ok() ? *model : consumer, queue::kDeadLetterStream, deliveries);
 }

@@ -27,6 +27,7 @@
 #include "gateway/generation.h"
 #include "http/http.h"
 #include "queue/message.h"
+#include "queue/priority.h"
 #include "wire/encode_request.h"
 
 namespace shoal::gateway {
@@ -78,6 +79,8 @@ struct PendingRequest {
   // MessagePack: the body is transcoded once written.
   bool msgpack_response = false;
   SteadyClock::time_point received;
+  // Its class on the shared queue (X-Shoal-Priority, or its key's default).
+  queue::Priority priority = queue::Priority::kInteractive;
   SteadyClock::time_point deadline;
   int64_t deadline_unix_ms = 0;
   http::Responder respond;

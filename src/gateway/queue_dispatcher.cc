@@ -95,7 +95,8 @@ void QueueDispatcher::Republish(SteadyClock::time_point now, bool reconnected) {
     }
     if (unanswered.empty()) continue;
     const ModelSpec& spec = *p->model;
-    if (Status s = channel_.PublishItems(*p, queue::WorkSubject(spec.pool, spec.id), true, &unanswered); !s.ok()) {
+    if (Status s = channel_.PublishItems(*p, queue::WorkSubject(spec.pool, spec.id, p->priority), true,
+                                         &unanswered); !s.ok()) {
       table_->Finish(*p, http::ErrorResponse(s, p->id));
       continue;
     }
@@ -113,7 +114,7 @@ void QueueDispatcher::Publish(PendingRequest& p) {
   for (ItemResult& r : p.results) r.published_at = now;
   const ModelSpec& spec = *p.model;
   spdlog::debug("rid={} queued items={} pool={} model={}", p.id, p.results.size(), spec.pool, spec.id);
-  if (Status s = channel_.PublishItems(p, queue::WorkSubject(spec.pool, spec.id), /*jetstream_ack=*/true);
+  if (Status s = channel_.PublishItems(p, queue::WorkSubject(spec.pool, spec.id, p.priority), /*jetstream_ack=*/true);
       !s.ok()) {
     // Items already published may still run; their results will be ignored.
     table_->Finish(p, http::ErrorResponse(s, p.id));

@@ -283,6 +283,13 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
     }
     timeout = std::chrono::milliseconds(ms);
   }
+  if (!req.priority.empty()) {
+    const std::optional<queue::Priority> priority = queue::ParsePriority(req.priority);
+    if (!priority) return fail(InvalidInput("X-Shoal-Priority: expected interactive or batch"));
+    p->priority = *priority;
+  } else if (caller.key) {
+    p->priority = caller.key->priority;
+  }
 
   // Routes with the model in the path find it before reading the body. A
   // model may be "base:lora" (a LoRA adapter of base): the key's scope and

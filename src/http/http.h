@@ -22,6 +22,7 @@ struct Request {
   std::string content_type;
   std::string accept;
   std::string timeout_ms;  // X-Shoal-Timeout-Ms
+  std::string priority;        // X-Shoal-Priority
   std::string authorization;  // the Authorization header, as sent
   bool from_loopback = false; // the client connected over a loopback address
   std::string body;

@@ -350,6 +350,7 @@ awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context
     r.content_type = std::string(req[bhttp::field::content_type]);
     r.accept = std::string(req[bhttp::field::accept]);
     r.timeout_ms = std::string(req["X-Shoal-Timeout-Ms"]);
+    r.priority = std::string(req["X-Shoal-Priority"]);
     r.authorization = std::string(req[bhttp::field::authorization]);
     r.from_loopback = IsLoopback(Tcp(stream).socket());
     r.body = std::move(req.body());

@@ -129,6 +129,7 @@ std::string ApiKey::ToJson() const {
               {"admin", admin},
               {"rps", rps},
               {"tokens_per_min", tokens_per_min},
+              {"priority", PriorityName(priority)},
               {"created_unix_ms", created_unix_ms}}
       .dump();
 }
@@ -139,11 +140,12 @@ Result<ApiKey> ParseApiKey(std::string_view name, std::string_view text) {
   static constexpr std::string_view kFields[] = {"name", "sha256", "models", "admin",
                                                  "rps", "tokens_per_min", "created_unix_ms"};
   for (auto it = o.begin(); it != o.end(); ++it) {
-    if (std::find(std::begin(kFields), std::end(kFields), it.key()) == std::end(kFields)) {
+    if (std::find(std::begin(kFields), std::end(kFields), it.key()) == std::end(kFields) &&
+        it.key() != "priority") {
       return InvalidInput("unknown field '" + it.key() + "'");
     }
   }
-  for (std::string_view f : kFields) {
+  for (std::string_view f : kFields) {  // all but "priority", which keys made before it lack
     if (!o.contains(f)) return InvalidInput("missing field '" + std::string(f) + "'");
   }
   ApiKey key;
@@ -170,6 +172,12 @@ Result<ApiKey> ParseApiKey(std::string_view name, std::string_view text) {
   auto tokens = Limit(o, "tokens_per_min");
   if (!tokens.ok()) return tokens.status();
   key.tokens_per_min = *tokens;
+  if (o.contains("priority")) {
+    const std::optional<Priority> p =
+        o["priority"].is_string() ? ParsePriority(o["priority"].get<std::string>()) : std::nullopt;
+    if (!p) return InvalidInput("priority: expected \"interactive\" or \"batch\"");
+    key.priority = *p;
+  }
   if (!o["created_unix_ms"].is_number_integer()) return InvalidInput("created_unix_ms: expected an integer");
   key.created_unix_ms = o["created_unix_ms"].get<int64_t>();
   return key;

@@ -7,7 +7,10 @@
 // with what its holder may do:
 //
 //   {"name": "team-a", "sha256": "<64 hex digits>", "models": ["org/bge", ...] | ["*"],
-//    "admin": false, "rps": 10, "tokens_per_min": 60000, "created_unix_ms": 1700000000000}
+//    "admin": false, "rps": 10, "tokens_per_min": 60000, "priority": "interactive",
+//    "created_unix_ms": 1700000000000}
+//
+// ("priority" may be missing: keys made before it default to interactive.)
 //
 // An unsalted hash is enough because the secret is random: there is no
 // dictionary to try, and a fixed hash lets a gateway find a key from the
@@ -42,6 +45,7 @@
 #include "common/status.h"
 #include "queue/kv_watch.h"
 #include "queue/nats.h"
+#include "queue/priority.h"
 
 namespace shoal::queue {
 
@@ -69,6 +73,8 @@ struct ApiKey {
   bool admin = false;               // may use /v1/admin and /v1/cluster
   uint32_t rps = 0;                 // requests per second; 0: unlimited
   uint32_t tokens_per_min = 0;      // estimated tokens per minute; 0: unlimited
+  // The class of its requests that send no X-Shoal-Priority (priority.h).
+  Priority priority = Priority::kInteractive;
   int64_t created_unix_ms = 0;
 
   bool MayUse(std::string_view model_id) const;

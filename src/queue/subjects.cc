@@ -55,11 +55,32 @@ std::string WorkSubjectFilter(std::string_view pool) {
   return "shoal.work." + std::string(pool) + ".>";
 }
 
-std::string WorkSubject(std::string_view pool, std::string_view model_id) {
-  return "shoal.work." + std::string(pool) + "." + ModelToken(model_id);
+namespace {
+constexpr std::string_view kBatchSubjectSuffix = ".batch";
+constexpr std::string_view kBatchConsumerSuffix = "_batch";
+}  // namespace
+
+std::string WorkSubject(std::string_view pool, std::string_view model_id, Priority priority) {
+  std::string subject = "shoal.work." + std::string(pool) + "." + ModelToken(model_id);
+  if (priority == Priority::kBatch) subject += kBatchSubjectSuffix;
+  return subject;
 }
 
-std::string ConsumerName(std::string_view model_id) { return ModelToken(model_id); }
+std::string ConsumerName(std::string_view model_id, Priority priority) {
+  std::string name = ModelToken(model_id);
+  if (priority == Priority::kBatch) name += kBatchConsumerSuffix;
+  return name;
+}
+
+Result<std::string> ModelIdFromConsumer(std::string_view consumer) {
+  if (consumer.ends_with(kBatchConsumerSuffix)) consumer.remove_suffix(kBatchConsumerSuffix.size());
+  return ModelIdFromToken(consumer);
+}
+
+Result<std::string> ModelIdFromWorkSubjectTail(std::string_view tail) {
+  if (tail.ends_with(kBatchSubjectSuffix)) tail.remove_suffix(kBatchSubjectSuffix.size());
+  return ModelIdFromToken(tail);
+}
 
 std::string ReplySubject(std::string_view gateway_id, uint64_t request_seq) {
   return "_INBOX." + std::string(gateway_id) + "." + std::to_string(request_seq);

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "queue/priority.h"
 
 namespace shoal::queue {
 
@@ -24,8 +25,15 @@ Result<std::string> ModelIdFromToken(std::string_view token);
 
 std::string WorkStreamName(std::string_view pool);            // SHOAL_WORK_<pool>
 std::string WorkSubjectFilter(std::string_view pool);         // shoal.work.<pool>.>
-std::string WorkSubject(std::string_view pool, std::string_view model_id);
-std::string ConsumerName(std::string_view model_id);          // the model token
+// A model's work subject and durable consumer for a priority class
+// (queue/priority.h has the names).
+std::string WorkSubject(std::string_view pool, std::string_view model_id,
+                        Priority priority = Priority::kInteractive);
+std::string ConsumerName(std::string_view model_id, Priority priority = Priority::kInteractive);
+// The model id a work consumer serves (either class).
+Result<std::string> ModelIdFromConsumer(std::string_view consumer);
+// The model id of what follows shoal.work.<pool>. in a work subject.
+Result<std::string> ModelIdFromWorkSubjectTail(std::string_view tail);
 
 // Where a gateway lane collects results: _INBOX.<lane-id>.<request-seq>, and
 // the wildcard it subscribes to. (A lane is <gateway-id>-<n>.)

@@ -117,10 +117,12 @@ Status EnsureDeadLetterStream(jsCtx* js, int replicas) {
   return AddOrUpdateStream(js, &cfg);
 }
 
-Status EnsureConsumer(jsCtx* js, const ModelSpec& spec) {
+namespace {
+
+Status EnsureClassConsumer(jsCtx* js, const ModelSpec& spec, Priority priority) {
   const std::string stream = WorkStreamName(spec.pool);
-  const std::string durable = ConsumerName(spec.id);
-  const std::string filter = WorkSubject(spec.pool, spec.id);
+  const std::string durable = ConsumerName(spec.id, priority);
+  const std::string filter = WorkSubject(spec.pool, spec.id, priority);
   jsConsumerConfig cc;
   jsConsumerConfig_Init(&cc);
   cc.Durable = durable.c_str();
@@ -145,6 +147,13 @@ Status EnsureConsumer(jsCtx* js, const ModelSpec& spec) {
   if (s != NATS_OK) return JsError(s, code, "updating consumer " + durable);
   jsConsumerInfo_Destroy(ci);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status EnsureConsumer(jsCtx* js, const ModelSpec& spec) {
+  SHOAL_RETURN_IF_ERROR(EnsureClassConsumer(js, spec, Priority::kInteractive));
+  return EnsureClassConsumer(js, spec, Priority::kBatch);
 }
 
 Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms, int replicas) {
@@ -183,7 +192,7 @@ Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::stri
       const jsStreamStateSubject& sub = info->State.Subjects->List[i];
       std::string_view subject(sub.Subject);
       if (!subject.starts_with(prefix)) continue;
-      auto id = ModelIdFromToken(subject.substr(prefix.size()));
+      auto id = ModelIdFromWorkSubjectTail(subject.substr(prefix.size()));
       if (id.ok()) out[*id] += sub.Msgs;
     }
   }

@@ -10,7 +10,8 @@
 //                      hold for the whole stream and per model (one subject
 //                      per model, discard-new per subject: one model's
 //                      backlog cannot fill the stream for the others).
-//   <model-token>      durable pull consumer per (pool, model), explicit ack,
+//   <model-token>      durable pull consumers per (pool, model), one per
+//   <model-token>_batch priority class (queue/priority.h), explicit ack,
 //                      AckWait and MaxDeliver from the model's profile.
 //   SHOAL_DLQ          messages that exhausted MaxDeliver (dead letters).
 //   shoal_models       KV: the catalog.
@@ -53,7 +54,7 @@ Result<JsCtxPtr> NewJetStream(natsConnection* nc);
 // existing one as it is — so that they do not undo the gateways' limits.
 Status EnsureWorkStream(jsCtx* js, std::string_view pool, const StreamLimits& limits);
 Status EnsureWorkStreamExists(jsCtx* js, std::string_view pool, const StreamLimits& limits);
-Status EnsureConsumer(jsCtx* js, const ModelSpec& spec);
+Status EnsureConsumer(jsCtx* js, const ModelSpec& spec);     // both classes' consumers
 Status EnsureDeadLetterStream(jsCtx* js, int replicas = 0);  // replicas as StreamLimits'
 
 // Messages in a pool's work stream, per model id (models with none are

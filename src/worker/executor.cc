@@ -44,9 +44,17 @@ void Executor::Loop() {
       running_ = nullptr;
     }
     model.batching.Report(outcome);
+    if (outcome.cost > 0) {
+      const double per_cost = std::chrono::duration<double, std::nano>(outcome.service).count() / outcome.cost;
+      const double mean = model.service_ns_per_cost.load(std::memory_order_relaxed);
+      model.service_ns_per_cost.store(mean == 0 ? per_cost : 0.8 * mean + 0.2 * per_cost, std::memory_order_relaxed);
+    }
+    const bool interactive = std::any_of(batch.begin(), batch.end(), [](const WorkItem& it) {
+      return it.priority == queue::Priority::kInteractive;
+    });
     runner_->Release(batch);
     batch.clear();  // the items' tickets: no longer in flight
-    queue_->BatchDone();
+    queue_->BatchDone(interactive);
     if (on_batch_done_) on_batch_done_();
   }
 }

@@ -60,7 +60,13 @@ void GenerationEngine::Push(WorkItem item) {
   s->item = std::move(item);
   {
     std::lock_guard lock(mu_);
-    waiting_.push_back(std::move(s));
+    // Interactive sequences start before batch-class ones (queue/priority.h).
+    auto at = waiting_.end();
+    if (s->item.priority == queue::Priority::kInteractive) {
+      at = std::find_if(waiting_.begin(), waiting_.end(),
+                        [](const auto& w) { return w->item.priority == queue::Priority::kBatch; });
+    }
+    waiting_.insert(at, std::move(s));
   }
   cv_.notify_one();
 }
@@ -74,6 +80,17 @@ int64_t GenerationEngine::FreeSlots() const {
   if (stats_.kv_blocks_free < min_blocks) return 0;
   return std::max<int64_t>(0, static_cast<int64_t>(max_running_) - stats_.running -
                                   static_cast<int64_t>(waiting_.size()));
+}
+
+int64_t GenerationEngine::FreeInteractiveSlots() const {
+  std::lock_guard lock(mu_);
+  if (stop_) return 0;
+  if (running_batch_ == 0 && stats_.kv_blocks_free < 4) return 0;  // as FreeSlots
+  const auto waiting_interactive = std::count_if(waiting_.begin(), waiting_.end(), [](const auto& w) {
+    return w->item.priority == queue::Priority::kInteractive;
+  });
+  return std::max<int64_t>(0, static_cast<int64_t>(max_running_) - (stats_.running - running_batch_) -
+                                  static_cast<int64_t>(waiting_interactive));
 }
 
 GenerationEngine::Stats GenerationEngine::stats() const {
@@ -108,8 +125,7 @@ void GenerationEngine::Loop() {
     Admit();
     if (!running_.empty()) Step();
     std::lock_guard lock(mu_);
-    stats_.running = static_cast<int64_t>(running_.size());
-    stats_.kv_blocks_free = blocks_.available();
+    MirrorLocked();
   }
   // Stopping: nothing more runs; everything here goes back or is answered.
   Outcome outcome;
@@ -206,96 +222,24 @@ bool GenerationEngine::Prepare(Sequence& s) {
   return true;
 }
 
-bool GenerationEngine::AwaitsSharedPrefix(const Sequence& s) const {
-  const uint32_t block = blocks_.block_tokens();
-  // The blocks it could adopt (at least one token is always its own).
-  const size_t wanted = (s.tokens.size() - 1) / block * block;
-  for (const auto& r : running_) {
-    if (r->item.work.lora != s.item.work.lora || r->computed >= wanted) continue;
-    const size_t n = std::min(wanted, r->tokens.size());
-    if (n < block || !std::equal(s.tokens.begin(), s.tokens.begin() + block, r->tokens.begin())) continue;
-    const size_t shared = std::mismatch(s.tokens.begin(), s.tokens.begin() + n, r->tokens.begin()).first -
-                          s.tokens.begin();
-    if (shared / block * block > r->computed) return true;  // it is computing blocks this one would recompute
-  }
-  return false;
-}
-
-void GenerationEngine::Admit() {
-  std::vector<std::unique_ptr<Sequence>> deferred;  // waiting for a shared prefix, in line order
-  auto requeue_deferred = [&] {
-    std::lock_guard lock(mu_);
-    for (auto it = deferred.rbegin(); it != deferred.rend(); ++it) waiting_.push_front(std::move(*it));
-  };
-  while (running_.size() < max_running_) {
-    std::unique_ptr<Sequence> s;
-    {
-      std::lock_guard lock(mu_);
-      if (waiting_.empty()) break;
-      s = std::move(waiting_.front());
-      waiting_.pop_front();
-    }
-    if (!s->prepared && !Prepare(*s)) continue;
-    if (AwaitsSharedPrefix(*s)) {
-      deferred.push_back(std::move(s));
-      continue;
-    }
-    // Room for everything it has (its prompt, and after a preemption what
-    // it generated) plus the next position — a shared prefix comes cached —
-    // while a block per running sequence stays free: each may need one at
-    // the next step, and the newcomer would be preempted at once for it.
-    const uint32_t adopted = blocks_.AdoptPrefix(s->tokens, s->item.work.lora, &s->table);
-    if (!blocks_.Grow(&s->table, static_cast<uint32_t>(s->tokens.size()) + 1) ||
-        blocks_.available() < running_.size()) {
-      blocks_.Release(&s->table);
-      {
-        std::lock_guard lock(mu_);
-        waiting_.push_front(std::move(s));  // first in line when blocks free up
-      }
-      break;
-    }
-    s->computed = adopted;
-    s->published = adopted / blocks_.block_tokens();
-    if (!s->admitted_once) {
-      s->admitted_once = true;
-      s->cached_prompt = adopted;
-      s->started = SteadyClock::now();
-      s->started_unix_us = UnixMicros();
-      model_->items_run.fetch_add(1, std::memory_order_relaxed);
-    }
-    s->item.ticket.Start();
-    {
-      std::lock_guard lock(mu_);
-      stats_.prefix_hit_blocks += adopted / blocks_.block_tokens();
-    }
-    running_.push_back(std::move(s));
-  }
-  requeue_deferred();
-}
-
-void GenerationEngine::Preempt(size_t index) {
-  std::unique_ptr<Sequence> s = std::move(running_[index]);
-  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
-  blocks_.Release(&s->table);
-  if (drafter_) drafter_->Release(&s->draft);
-  s->computed = 0;
-  s->published = 0;
-  s->item.ticket.Requeue();
-  std::lock_guard lock(mu_);
-  ++stats_.preemptions;
-  waiting_.push_front(std::move(s));
-}
-
 void GenerationEngine::Step() {
   // Every sequence that is decoding needs a block for its next position;
-  // when there is none, the youngest sequence steps aside (Preempt).
+  // when there is none, the youngest sequence steps aside (Preempt) — the
+  // youngest batch-class one, when one is left to grow.
   for (size_t i = 0; i < running_.size();) {
     Sequence& s = *running_[i];
     if (blocks_.Grow(&s.table, static_cast<uint32_t>(s.tokens.size()))) {
       ++i;
       continue;
     }
-    Preempt(running_.size() - 1);  // the youngest; possibly this one
+    size_t victim = running_.size() - 1;  // possibly this one
+    for (size_t k = running_.size(); k-- > i;) {
+      if (running_[k]->item.priority == queue::Priority::kBatch) {
+        victim = k;
+        break;
+      }
+    }
+    Preempt(victim);
   }
   if (running_.empty()) return;
 
@@ -513,8 +457,7 @@ void GenerationEngine::Finish(size_t index, Outcome outcome, const Status& error
     // Before the reply: a client that has its answer sees the blocks back
     // and the sequence gone.
     std::lock_guard lock(mu_);
-    stats_.kv_blocks_free = blocks_.available();
-    stats_.running = static_cast<int64_t>(running_.size());
+    MirrorLocked();
   }
   if (outcome == Outcome::kSucceeded) {
     Emit(*s, true);

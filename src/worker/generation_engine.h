@@ -12,11 +12,16 @@
 // for their prompt; they leave when they finish, fail, expire or are
 // cancelled, and their blocks go back at once.
 //
+// Priority classes (queue/priority.h; generation_admission.cc): the line
+// keeps interactive sequences ahead of batch-class ones, and when slots or
+// blocks run out for an interactive sequence, the youngest batch-class one
+// steps aside for it (preempted, as below).
+//
 // KV memory (kv_blocks.h): blocks are taken as positions are reached. When
-// a step needs a block and none is left, the youngest running sequence is
-// preempted — its blocks released, its tokens kept — and goes back to the
-// front of the waiting line to be recomputed (what it already streamed
-// stays streamed). Prompts sharing a prefix reuse its published blocks; a
+// a step needs a block and none is left, the youngest running sequence (a
+// batch-class one first) is preempted — its blocks released, its tokens
+// kept — and goes back to the head of its class in the waiting line, to be
+// recomputed (what it already streamed stays streamed). Prompts sharing a prefix reuse its published blocks; a
 // sequence whose prefix another running one is still computing waits for
 // it rather than computing it too (this is how the n outputs of one request
 // share their prompt's KV blocks: each is an item of its own).
@@ -104,8 +109,11 @@ class GenerationEngine : public SequenceEngine {
   // Queues a delivered item (its model is this engine's).
   void Push(WorkItem item) override;
 
-  // Sequences it could start now (for the pull planner).
+  // Sequences it could start now (for the pull planner); interactive ones
+  // may also take the slots of running batch-class sequences, which step
+  // aside for them (Admit).
   int64_t FreeSlots() const override;
+  int64_t FreeInteractiveSlots() const override;
 
   // Stops the thread; what waits or runs is settled with `outcome`
   // (kShuttingDown: nak, redelivered elsewhere; kNotServedHere on unload).
@@ -152,7 +160,14 @@ class GenerationEngine : public SequenceEngine {
   void EndText(Sequence& s);
   void Emit(Sequence& s, bool final);
   void Finish(size_t index, Outcome outcome, const Status& error = Status::Ok());
+  // Back in line, at the head of its priority class, its blocks freed (it
+  // computes its tokens again when admitted).
   void Preempt(size_t index);
+  // Preempts the youngest batch-class running sequence, for interactive
+  // work; false when none runs.
+  bool YieldToInteractive();
+  // Copies running_'s counts and the free blocks into the mirrors (under mu_).
+  void MirrorLocked();
   void Sweep(SteadyClock::time_point now);  // deadlines, cancellations, +WPI
 
   ServedModel* model_;
@@ -178,6 +193,7 @@ class GenerationEngine : public SequenceEngine {
   Outcome stop_outcome_ = Outcome::kShuttingDown;  // guarded by mu_
   // Mirrors of engine-thread state, for FreeSlots and stats(): guarded by mu_.
   Stats stats_;
+  int64_t running_batch_ = 0;  // of stats_.running, batch-class sequences
 
   std::vector<std::unique_ptr<Sequence>> running_;  // engine thread only
   std::vector<float> logits_;                       // engine thread only

@@ -59,6 +59,7 @@ void Intake::OnDelivered(const queue::PullSubscriber::Delivery& d, queue::Messag
   std::shared_ptr<ServedModel> served = parts_.served->BySlot(d.slot);
   WorkItem item;
   const Status s = ParseWorkItem(std::move(msg), served, d, &item);
+  if (served && d.slot == served->batch_slot) item.priority = queue::Priority::kBatch;
   if (!served || served->retired) {
     if (!item.ack.empty()) runner_->Settle(item, Outcome::kNotServedHere);
     return parts_.reaper->Add(item.msg.release());
@@ -102,7 +103,7 @@ void Intake::Queue(WorkItem item) {
     return parts_.reaper->Add(item.msg.release());
   }
   ServedModel& model = *item.model;
-  item.ticket = ItemTicket(&model, std::move(*hold));
+  item.ticket = ItemTicket(&model, std::move(*hold), item.priority == queue::Priority::kBatch);
   if (model.engine && item.work.task == Task::kGenerate) {  // tokenize runs on the executors
     model.engine->Push(std::move(item));
   } else {
@@ -127,26 +128,50 @@ void Intake::Plan() {
   std::vector<std::shared_ptr<ServedModel>> served, generators;
   for (auto& m : parts_.served->All()) (m->engine ? generators : served).push_back(std::move(m));
   // A generator asks for as many sequences as it could start now; it runs
-  // beside the executors, so it is not part of their plan.
+  // beside the executors, so it is not part of their plan. Interactive work
+  // may take the places of batch-class sequences (they step aside for it);
+  // batch-class work comes only while no interactive work is known to wait.
   for (const auto& g : generators) {
-    if (const int64_t free = g->engine->FreeSlots(); free > 0 && !g->retired) pull_.Refill(g->slot, free);
+    if (g->retired) continue;
+    if (const int64_t free = g->engine->FreeInteractiveSlots(); free > 0) pull_.Refill(g->slot, free);
+    const int64_t free = g->engine->FreeSlots();
+    if (free > 0 && pull_.Peek(g->slot).backlog == 0) pull_.Refill(g->batch_slot, free);
   }
+  // One entry per model and priority class.
   const auto now = SteadyClock::now();
+  std::vector<std::pair<ServedModel*, int>> entries;  // (model, slot)
   std::vector<ModelPullState> state;
-  state.reserve(served.size());
-  for (const auto& m : served) state.push_back(PullStateOf(*m, now));
+  entries.reserve(2 * served.size());
+  state.reserve(2 * served.size());
+  for (const auto& m : served) {
+    const int64_t batch_queued = m->batch_queued.load(std::memory_order_relaxed);
+    const int64_t queued = m->queued.load(std::memory_order_relaxed);
+    entries.emplace_back(m.get(), m->slot);
+    state.push_back(PullStateOf(*m, m->slot, queued - batch_queued, now));
+    entries.emplace_back(m.get(), m->batch_slot);
+    state.push_back(PullStateOf(*m, m->batch_slot, batch_queued, now));
+    state.back().batch_class = true;
+    // Batch-class work runs in slices (local_queue.h): pull a slice, not a
+    // whole batch, so that little of it waits here ahead of interactive work.
+    const double mean_cost = m->mean_item_cost.load(std::memory_order_relaxed);
+    if (mean_cost > 0) {
+      const double slice_items = static_cast<double>(LocalQueue::BatchSliceCost(*m)) / mean_cost;
+      state.back().batch = std::clamp<int64_t>(static_cast<int64_t>(std::min(slice_items, 1e9)), 1, state.back().batch);
+    }
+  }
   const PullPlan plan = PlanPulls(state, options_.executors - parts_.queue->running());
-  for (size_t i = 0; i < served.size(); ++i) {
-    if (plan.probe[i]) pull_.Probe(served[i]->slot);
-    if (plan.want[i] > 0) Ask(*served[i], state[i], plan.want[i], now);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    auto [model, slot] = entries[i];
+    if (plan.probe[i]) pull_.Probe(slot);
+    if (plan.want[i] > 0) Ask(*model, slot, state[i], plan.want[i], now);
   }
 }
 
-ModelPullState Intake::PullStateOf(const ServedModel& m, SteadyClock::time_point now) {
+ModelPullState Intake::PullStateOf(const ServedModel& m, int slot, int64_t queued, SteadyClock::time_point now) {
   const BatchingSpec& b = m.spec->batching;
-  const queue::PullSubscriber::SlotView pull = pull_.Peek(m.slot);
+  const queue::PullSubscriber::SlotView pull = pull_.Peek(slot);
   ModelPullState st;
-  st.queued = m.queued.load(std::memory_order_relaxed);
+  st.queued = queued;
   st.backlog = pull.backlog;
   // Other workers take from the same backlog: what was heard a moment ago
   // is all that is worth trusting.
@@ -168,9 +193,9 @@ ModelPullState Intake::PullStateOf(const ServedModel& m, SteadyClock::time_point
   return st;
 }
 
-void Intake::Ask(ServedModel& m, const ModelPullState& st, int64_t want, SteadyClock::time_point now) {
+void Intake::Ask(ServedModel& m, int slot, const ModelPullState& st, int64_t want, SteadyClock::time_point now) {
   if (want == 1 && st.queued == 0) {
-    pull_.Refill(m.slot, 1, DoorbellExpiry(m, now));
+    pull_.Refill(slot, 1, DoorbellExpiry(m, now));
     return;
   }
   // A batch's worth. What the stream holds comes at once, so with a backlog
@@ -180,10 +205,11 @@ void Intake::Ask(ServedModel& m, const ModelPullState& st, int64_t want, SteadyC
   const auto expiry = st.backlog > 0 ? std::chrono::milliseconds(2)
                                      : std::chrono::milliseconds(std::max<uint32_t>(
                                            5, b.adaptive.enabled ? b.adaptive.max_wait_ms : b.max_batch_wait_ms));
-  if (pull_.Refill(m.slot, want, expiry) && st.backlog > 0 && st.queued > 0) {
+  if (pull_.Refill(slot, want, expiry) && st.backlog > 0 && st.queued > 0) {
     // The batch forming here should take what is on its way: up to a round
     // trip or two, until that many items are here.
-    m.fill_items.store(st.queued + std::min(st.backlog, want), std::memory_order_relaxed);
+    m.fill_items.store(m.queued.load(std::memory_order_relaxed) + std::min(st.backlog, want),
+                       std::memory_order_relaxed);
     m.fill_until_ns.store((now + std::chrono::milliseconds(2)).time_since_epoch().count(),
                           std::memory_order_relaxed);
   }

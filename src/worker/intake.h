@@ -12,7 +12,8 @@
 //                   whose messages it hands to Accept()
 //
 // What to pull is the PullPlanner's call (pull_planner.h): one predicted
-// batch per free executor for the models that need it most, a one-message
+// batch per free executor for the models that need it most — interactive
+// work before batch-class work, each model having a pull slot per class — a one-message
 // doorbell on the rest, nothing while every executor is busy — so work waits
 // in the shared stream for the first free device. Plans are made when work
 // arrives, a request ends, a batch finishes, and on the keeper's tick —
@@ -109,8 +110,12 @@ class Intake {
   // Takes a ticket for `item` and hands it to its model's engine or the
   // local queue; settles it instead when the worker is draining.
   void Queue(WorkItem item);
-  ModelPullState PullStateOf(const ServedModel& m, SteadyClock::time_point now);
-  void Ask(ServedModel& m, const ModelPullState& st, int64_t want, SteadyClock::time_point now);
+  // `m`'s pull state on `slot` (one of its priority classes), with `queued`
+  // of that class's items here.
+  ModelPullState PullStateOf(const ServedModel& m, int slot, int64_t queued,
+                             SteadyClock::time_point now);
+  void Ask(ServedModel& m, int slot, const ModelPullState& st, int64_t want,
+           SteadyClock::time_point now);
   std::chrono::milliseconds DoorbellExpiry(const ServedModel& m, SteadyClock::time_point now) const;
 
   struct Subscription {

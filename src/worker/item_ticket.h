@@ -1,7 +1,8 @@
 // ItemTicket: a work item's place in the worker's accounting, from the
 // moment the worker accepts it until it is settled. It counts the item in
-// its model's `queued` while the item waits (the local queue, a generation
-// engine's line) and in `in_flight` while it runs, and holds the worker's
+// its model's `queued` (and `batch_queued`, for batch-class work) while the
+// item waits (the local queue, a generation engine's line) and in
+// `in_flight` while it runs, and holds the worker's
 // item gate the whole time — so a drain waits on the gate (common/gate.h)
 // and no counter is changed by hand.
 //
@@ -25,19 +26,22 @@ class ItemTicket {
  public:
   ItemTicket() = default;
   // Counts an item queued on `model`, holding `hold` in the item gate.
-  ItemTicket(ServedModel* model, Gate::Holder hold) : model_(model), hold_(std::move(hold)), state_(kQueued) {
-    model_->queued.fetch_add(1, std::memory_order_relaxed);
+  ItemTicket(ServedModel* model, Gate::Holder hold, bool batch_class = false)
+      : model_(model), hold_(std::move(hold)), batch_(batch_class) {
+    Enter(kQueued);
   }
   ItemTicket(ItemTicket&& other) noexcept
       : model_(std::exchange(other.model_, nullptr)),
         hold_(std::move(other.hold_)),
-        state_(std::exchange(other.state_, kNone)) {}
+        state_(std::exchange(other.state_, kNone)),
+        batch_(other.batch_) {}
   ItemTicket& operator=(ItemTicket&& other) noexcept {
     if (this != &other) {
       Release();
       model_ = std::exchange(other.model_, nullptr);
       hold_ = std::move(other.hold_);
       state_ = std::exchange(other.state_, kNone);
+      batch_ = other.batch_;
     }
     return *this;
   }
@@ -53,15 +57,25 @@ class ItemTicket {
  private:
   enum State { kNone, kQueued, kInFlight };
 
-  std::atomic<int64_t>& Counter(State s) { return s == kQueued ? model_->queued : model_->in_flight; }
+  void Count(State s, int64_t delta) {
+    if (s == kQueued) {
+      model_->queued.fetch_add(delta, std::memory_order_relaxed);
+      if (batch_) model_->batch_queued.fetch_add(delta, std::memory_order_relaxed);
+    } else if (s == kInFlight) {
+      model_->in_flight.fetch_add(delta, std::memory_order_relaxed);
+    }
+  }
+  void Enter(State s) {
+    Count(s, 1);
+    state_ = s;
+  }
   void Move(State from, State to) {
     if (state_ != from) return;
-    Counter(from).fetch_sub(1, std::memory_order_relaxed);
-    Counter(to).fetch_add(1, std::memory_order_relaxed);
-    state_ = to;
+    Count(from, -1);
+    Enter(to);
   }
   void Release() {
-    if (state_ != kNone) Counter(state_).fetch_sub(1, std::memory_order_relaxed);
+    if (model_) Count(state_, -1);
     state_ = kNone;
     model_ = nullptr;
     hold_.reset();
@@ -70,6 +84,7 @@ class ItemTicket {
   ServedModel* model_ = nullptr;
   std::optional<Gate::Holder> hold_;
   State state_ = kNone;
+  bool batch_ = false;
 };
 
 }  // namespace shoal::worker

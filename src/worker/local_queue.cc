@@ -7,16 +7,33 @@ namespace shoal::worker {
 void LocalQueue::Push(WorkItem item) {
   {
     std::lock_guard lock(mu_);
-    by_model_[item.model.get()].push_back(std::move(item));
+    std::deque<WorkItem>& q = by_model_[item.model.get()];
+    // Interactive items go before the model's batch-class ones; each class
+    // keeps its arrival order.
+    auto at = q.end();
+    if (item.priority == queue::Priority::kInteractive) {
+      at = std::find_if(q.begin(), q.end(),
+                        [](const WorkItem& w) { return w.priority == queue::Priority::kBatch; });
+    }
+    q.insert(at, std::move(item));
     ++count_;
   }
   cv_.notify_one();
 }
 
+uint64_t LocalQueue::BatchSliceCost(const ServedModel& model) {
+  const double ns_per_cost = model.service_ns_per_cost.load(std::memory_order_relaxed);
+  if (ns_per_cost <= 0) return UINT64_MAX;  // not measured yet: the first batch measures it
+  return static_cast<uint64_t>(std::chrono::duration<double, std::nano>(kBatchSlice).count() / ns_per_cost);
+}
+
 size_t LocalQueue::BatchSize(const std::deque<WorkItem>& items, bool* full) {
   ServedModel& model = *items.front().model;
   const BatchingSpec& limits = model.spec->batching;
-  const uint64_t cost_cap = model.batching.CostCap();
+  uint64_t cost_cap = model.batching.CostCap();
+  if (items.front().priority == queue::Priority::kBatch) {  // then all are: interactive items come first
+    cost_cap = std::min(cost_cap, BatchSliceCost(model));
+  }
   size_t n = 0;
   uint64_t tokens = 0;
   *full = false;
@@ -43,15 +60,18 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
       --waiting_;
       continue;
     }
-    // Models in the order their oldest items arrived; the first whose batch
-    // is ready (full, or its wait is over) runs. A model still waiting for
-    // its batch to fill does not hold up another model's ready batch.
+    // Models with interactive items first, then in the order their oldest
+    // items arrived; the first whose batch is ready (full, or its wait is
+    // over) runs. A model still waiting for its batch to fill does not hold
+    // up another model's ready batch.
     std::vector<std::deque<WorkItem>*> order;
     for (auto& [model, q] : by_model_) {
       if (!q.empty()) order.push_back(&q);
     }
     std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
-      return a->front().received < b->front().received;
+      const WorkItem &x = a->front(), &y = b->front();
+      if (x.priority != y.priority) return x.priority == queue::Priority::kInteractive;
+      return x.received < y.received;
     });
     const auto now = SteadyClock::now();
     auto wake = SteadyClock::time_point::max();
@@ -59,6 +79,8 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
     size_t n = 0;
     bool full = false;
     for (std::deque<WorkItem>* q : order) {
+      // Batch-class work waits while interactive work runs (see the header).
+      if (q->front().priority == queue::Priority::kBatch && running_interactive_ > 0 && !closed_) continue;
       n = BatchSize(*q, &full);
       if (full || closed_) {
         items = q;
@@ -84,6 +106,7 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
       continue;  // re-evaluate: more items, another model, or time is up
     }
 
+    const bool interactive = items->front().priority == queue::Priority::kInteractive;
     std::vector<WorkItem> batch;
     batch.reserve(n);
     for (size_t i = 0; i < n; ++i) {
@@ -96,6 +119,7 @@ std::vector<WorkItem> LocalQueue::TakeBatch(bool* closed_full) {
     if (closed_full) *closed_full = full;
     count_ -= n;
     ++running_;
+    if (interactive) ++running_interactive_;
     totals_.most_running = std::max(totals_.most_running, running_);
     ++totals_.batches;
     totals_.items += n;
@@ -161,9 +185,13 @@ int LocalQueue::waiting() const {
   return waiting_;
 }
 
-void LocalQueue::BatchDone() {
-  std::lock_guard lock(mu_);
-  --running_;
+void LocalQueue::BatchDone(bool interactive) {
+  {
+    std::lock_guard lock(mu_);
+    --running_;
+    if (interactive) --running_interactive_;
+  }
+  cv_.notify_all();  // batch-class work may start now
 }
 
 size_t LocalQueue::size() const {

@@ -27,7 +27,8 @@ PullPlan PlanPulls(const std::vector<ModelPullState>& models, int idle_executors
   if (waiting_for_answers) return plan;
 
   // Candidates for a batch: something to run, and not already a full batch
-  // here. Score: how long its work may have waited × √(items in its batch).
+  // here; interactive ones first, then by score: how long its work may have
+  // waited × √(items in its batch).
   // The root leans toward fuller batches (throughput) without letting a hot
   // model's backlog outrank a cold model's wait for long (latency).
   std::vector<size_t> order;
@@ -40,7 +41,10 @@ PullPlan PlanPulls(const std::vector<ModelPullState>& models, int idle_executors
     score[i] = age_ms * std::sqrt(static_cast<double>(waiting));
     order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (models[a].batch_class != models[b].batch_class) return models[b].batch_class;
+    return score[a] > score[b];
+  });
   for (size_t k = 0; k < order.size() && free > 0; ++k, --free) {
     const ModelPullState& m = models[order[k]];
     want[order[k]] = m.batch - m.queued;

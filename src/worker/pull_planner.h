@@ -15,6 +15,10 @@
 //    batch).
 //    A cold model's score grows with its wait, so it is not starved beside
 //    a hot one; a hot model's batches fill from the backlog that builds.
+//  - Priority classes (queue/priority.h): each model has an entry per
+//    class, and interactive candidates are served before any batch-class
+//    one, so batch work takes only the executors interactive work leaves
+//    free (and interactive backlogs are probed before batch work is chosen).
 //  - With an executor still unspoken for, a doorbell of one message on every
 //    other model with nothing queued here: an idle worker hears of new work
 //    at once and learns the backlog from the delivery (pull_subscriber.h),
@@ -42,12 +46,14 @@
 
 namespace shoal::worker {
 
+// One model's work of one priority class.
 struct ModelPullState {
-  int64_t queued = 0;   // items in the local queue
-  int64_t backlog = 0;  // the stream's backlog for it, as last seen
-  bool known = true;    // `backlog` is recent, or a request is out that would hear of more
-  bool probing = false; // a probe is on its way
-  int64_t batch = 1;    // predicted items in one batch (≥ 1)
+  bool batch_class = false;  // batch priority: after every interactive candidate
+  int64_t queued = 0;        // its items in the local queue
+  int64_t backlog = 0;       // the stream's backlog for it, as last seen
+  bool known = true;         // `backlog` is recent, or a request is out that would hear of more
+  bool probing = false;      // a probe is on its way
+  int64_t batch = 1;         // predicted items in one batch (≥ 1)
   std::chrono::nanoseconds since_batch{0};  // how long its work may have waited
 };
 

@@ -279,7 +279,9 @@ void ResidentModels::Install(const std::shared_ptr<const ModelSpec>& spec, std::
   served->load_time = load_time;
   served->loras_given = spec->loras;
   if (served->model) ApplyLoras(*served, spec->loras);  // before any item can reach it
-  served->slot = parts_.intake->AddConsumer(queue::WorkStreamName(spec->pool), queue::ConsumerName(spec->id));
+  const std::string stream = queue::WorkStreamName(spec->pool);
+  served->slot = parts_.intake->AddConsumer(stream, queue::ConsumerName(spec->id, queue::Priority::kInteractive));
+  served->batch_slot = parts_.intake->AddConsumer(stream, queue::ConsumerName(spec->id, queue::Priority::kBatch));
   served->last_batch_ns = now.time_since_epoch().count();
   if (served->model && served->model->generator()) {
     // Generators run their own continuous batch (generation_engine.h).
@@ -338,6 +340,7 @@ void ResidentModels::Unload(const std::string& id, std::string_view why) {
   }
   served->retired = true;
   parts_.intake->DisableConsumer(served->slot);
+  parts_.intake->DisableConsumer(served->batch_slot);
   // What waits here goes back to the stream for whoever holds it next.
   for (auto& item : parts_.queue->TakeAllFor(served.get())) {
     parts_.runner->Settle(item, Outcome::kNotServedHere);

@@ -40,6 +40,10 @@ class SequenceEngine {
   virtual void Push(WorkItem item) = 0;
   // Sequences it could start now (pull credit).
   virtual int64_t FreeSlots() const = 0;
+  // Interactive sequences it could start now: an engine whose batch-class
+  // sequences step aside for interactive ones (queue/priority.h) counts
+  // their slots too.
+  virtual int64_t FreeInteractiveSlots() const { return FreeSlots(); }
   // Settles what waits or runs with `outcome` (kShuttingDown: nak,
   // redelivered elsewhere; kNotServedHere on unload) and returns once
   // nothing runs; later pushes are settled the same way.

@@ -63,8 +63,11 @@ struct ServedModel {
   int64_t loaded_unix_us = 0;  // when it was installed: items queued before it waited for the load
   SteadyClock::time_point installed_at{};  // for its minimum residence (worker_residency.cc)
   SteadyClock::duration load_time{};
-  int slot = -1;                 // PullSubscriber slot
-  std::atomic<int64_t> queued{0};     // items in the local queue
+  // PullSubscriber slots, one per priority class (queue/priority.h).
+  int slot = -1;        // interactive
+  int batch_slot = -1;  // batch
+  std::atomic<int64_t> queued{0};        // items in the local queue (or an engine's line)
+  std::atomic<int64_t> batch_queued{0};  // of which batch-class
   std::atomic<int64_t> in_flight{0};  // items in running batches
   std::atomic<bool> retired{false};   // left the catalog: pull no more
   // For the pull planner: mean item cost (EWMA over arrivals; written on the
@@ -80,6 +83,9 @@ struct ServedModel {
   uint64_t items_reported = 0;         // to the eviction policy; keeper thread only
   std::atomic<int64_t> fill_until_ns{0};
   std::atomic<int64_t> fill_items{0};
+  // Service time per unit of cost (EWMA over its batches; 0 until one ran):
+  // what sizes a slice of batch-class work (LocalQueue::kBatchSlice).
+  std::atomic<double> service_ns_per_cost{0};
   // The batch wait and cost cap: LocalQueue asks it, executors report to it
   // (it has its own lock). Configure it from `spec->batching` when served.
   BatchController batching;

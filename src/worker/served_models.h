@@ -1,5 +1,5 @@
 // ServedModels: the models a worker has installed — loaded, or failed to
-// load — by id and by pull slot. The residency part writes it (install,
+// load — by id and by pull slot (one per priority class). The residency part writes it (install,
 // unload); the intake reads it on every delivery and plan.
 //
 // Threading: thread-safe; `mu_` guards the maps and is never held while
@@ -23,8 +23,10 @@ class ServedModels {
   void Install(const std::shared_ptr<ServedModel>& m) {
     std::lock_guard lock(mu_);
     by_id_[m->spec->id] = m;
-    if (by_slot_.size() <= static_cast<size_t>(m->slot)) by_slot_.resize(m->slot + 1);
-    by_slot_[m->slot] = m;
+    for (int slot : {m->slot, m->batch_slot}) {
+      if (by_slot_.size() <= static_cast<size_t>(slot)) by_slot_.resize(slot + 1);
+      by_slot_[slot] = m;
+    }
   }
 
   // The model removed, or null when it was not installed.
@@ -35,6 +37,7 @@ class ServedModels {
     std::shared_ptr<ServedModel> m = std::move(it->second);
     by_id_.erase(it);
     by_slot_[m->slot] = nullptr;
+    by_slot_[m->batch_slot] = nullptr;
     return m;
   }
 

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "queue/message.h"
+#include "queue/priority.h"
 #include "queue/pull_subscriber.h"
 #include "wire/work_message.h"
 #include "worker/item_ticket.h"
@@ -36,6 +37,7 @@ struct WorkItem {
   ItemTicket ticket;
 
   wire::WorkHeader work;  // the message's header (wire/work_message.h)
+  queue::Priority priority = queue::Priority::kInteractive;  // its consumer's class
   // The item's body: a view into `msg` — or into `fetched` once an
   // offloaded item's bytes came back from the payload store.
   std::string_view payload;

@@ -159,6 +159,7 @@ std::string Worker::RenderMetrics() {
     v.id = m->spec->id;
     v.local_queue = m->queued.load(std::memory_order_relaxed);
     v.stream_backlog = intake_->Peek(m->slot).backlog;
+    v.batch_stream_backlog = intake_->Peek(m->batch_slot).backlog;
     if (m->engine) {
       const SequenceEngine::Stats s = m->engine->stats();
       v.generates = true;

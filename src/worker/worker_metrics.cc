@@ -49,8 +49,10 @@ WorkerMetrics::WorkerMetrics()
           SecondsBuckets(), {"model", "stage"})),
       items_(registry_.AddCounter("shoal_worker_items_total", "Items settled, by outcome.", {"model", "outcome"})),
       local_queue_(registry_.AddGauge("shoal_worker_local_queue_items", "Items waiting in this worker.", {"model"})),
-      backlog_(registry_.AddGauge("shoal_worker_stream_backlog",
-                                  "Items waiting in the model's consumer, as last seen by this worker.", {"model"})),
+      backlog_(registry_.AddGauge(
+          "shoal_worker_stream_backlog",
+          "Items waiting in the model's consumer of a priority class, as last seen by this worker.",
+          {"model", "priority"})),
       sequences_(registry_.AddGauge("shoal_worker_generation_sequences",
                                     "A generator's sequences in this worker's engine: running, waiting.",
                                     {"model", "state"})),
@@ -119,7 +121,7 @@ std::string WorkerMetrics::Render(const WorkerGaugeView& view) {
     // freeze at their last value.
     for (const std::string& id : gauge_models_) {
       local_queue_.With({id}).Set(0);
-      backlog_.With({id}).Set(0);
+      for (const char* priority : {"interactive", "batch"}) backlog_.With({id, priority}).Set(0);
     }
     for (const std::string& id : engine_models_) {
       for (const char* state : {"running", "waiting"}) sequences_.With({id, state}).Set(0);
@@ -127,7 +129,8 @@ std::string WorkerMetrics::Render(const WorkerGaugeView& view) {
     }
     for (const auto& m : view.models) {
       local_queue_.With({m.id}).Set(static_cast<double>(m.local_queue));
-      backlog_.With({m.id}).Set(static_cast<double>(m.stream_backlog));
+      backlog_.With({m.id, "interactive"}).Set(static_cast<double>(m.stream_backlog));
+      backlog_.With({m.id, "batch"}).Set(static_cast<double>(m.batch_stream_backlog));
       if (std::find(gauge_models_.begin(), gauge_models_.end(), m.id) == gauge_models_.end()) {
         gauge_models_.push_back(m.id);
       }

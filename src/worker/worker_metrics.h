@@ -15,8 +15,9 @@
 //                                                  (ack_policy.h: succeeded,
 //                                                  bad_input, expired, …)
 //   shoal_worker_local_queue_items{model}          items waiting in this worker
-//   shoal_worker_stream_backlog{model}             items waiting in the model's
-//                                                  consumer, as last seen here
+//   shoal_worker_stream_backlog{model,priority}    items waiting in the model's
+//                                                  consumer of that class, as
+//                                                  last seen here
 //   shoal_worker_generation_sequences{model,state} a generator's sequences:
 //                                                  running, waiting (its engine)
 //   shoal_worker_kv_blocks{model,state}            its KV cache blocks: free
@@ -115,8 +116,9 @@ struct WorkerGaugeView {
   struct ModelView {
     std::string id;
     int64_t local_queue = 0;
-    int64_t stream_backlog = 0;
-    bool generates = false;  // a generation engine's: the fields below are set
+    int64_t stream_backlog = 0;        // interactive
+    int64_t batch_stream_backlog = 0;  // batch-class
+    bool generates = false;            // a generation engine's: the fields below are set
     int64_t running = 0, waiting = 0, kv_blocks_free = 0, kv_blocks_total = 0;
   };
   std::vector<ModelView> models;

@@ -176,6 +176,31 @@ TEST_F(Auth, AdminRoutesNeedTheAdminScope) {
   EXPECT_TRUE(ListedModels(Call(port(), "GET", "/v1/models", "", Bearer(admin))).empty());
 }
 
+TEST_F(Auth, AKeysDefaultPriorityAppliesUnlessTheRequestSaysOtherwise) {
+  HttpResult made =
+      Call(port(), "POST", "/v1/admin/keys",
+           json{{"name", "batch-jobs"}, {"models", {"a/one"}}, {"priority", "batch"}}.dump(), Bearer(kAdminToken));
+  ASSERT_EQ(made.status, 201) << made.body;
+  EXPECT_EQ(json::parse(made.body)["priority"], "batch");
+  const std::string secret = json::parse(made.body)["secret"];
+  auto deliveries = [](queue::Priority p) { return cluster_->ConsumerDeliveries("a/one", "default", p); };
+  const uint64_t batch_before = deliveries(queue::Priority::kBatch);
+  const uint64_t interactive_before = deliveries(queue::Priority::kInteractive);
+  ASSERT_TRUE(Eventually([&] { return Call(port(), "POST", "/v1/embeddings", Embed("a/one"), Bearer(secret)).status; },
+                         200, std::chrono::seconds(2)));
+  EXPECT_GT(deliveries(queue::Priority::kBatch), batch_before);
+  EXPECT_EQ(deliveries(queue::Priority::kInteractive), interactive_before);
+  // The header overrides the key's default.
+  Headers headers = Bearer(secret);
+  headers["X-Shoal-Priority"] = "interactive";
+  EXPECT_EQ(Call(port(), "POST", "/v1/embeddings", Embed("a/one"), headers).status, 200);
+  EXPECT_EQ(deliveries(queue::Priority::kInteractive), interactive_before + 1);
+  EXPECT_EQ(Call(port(), "POST", "/v1/admin/keys", json{{"name", "y"}, {"priority", "urgent"}}.dump(),
+                 Bearer(kAdminToken))
+                .status,
+            400);
+}
+
 TEST_F(Auth, KeysMadeOverTheAdminApiWorkAndAreListedWithoutSecrets) {
   HttpResult made = Call(port(), "POST", "/v1/admin/keys",
                          json{{"name", "over-http"}, {"models", {"b/two"}}, {"rps", 100}}.dump(), Bearer(kAdminToken));

@@ -160,10 +160,11 @@ uint64_t TestCluster::StreamMessagesNamed(const std::string& name) {
   return n;
 }
 
-uint64_t TestCluster::ConsumerDeliveries(const std::string& model, const std::string& pool) {
+uint64_t TestCluster::ConsumerDeliveries(const std::string& model, const std::string& pool,
+                                         queue::Priority priority) {
   jsConsumerInfo* ci = nullptr;
   if (js_GetConsumerInfo(&ci, control_.js.get(), queue::WorkStreamName(pool).c_str(),
-                         queue::ConsumerName(model).c_str(), nullptr, nullptr) != NATS_OK) {
+                         queue::ConsumerName(model, priority).c_str(), nullptr, nullptr) != NATS_OK) {
     return 0;
   }
   const uint64_t n = ci->Delivered.Consumer;

@@ -12,6 +12,7 @@
 #include "gateway/gateway.h"
 #include "queue/control_plane.h"
 #include "queue/nats_server.h"
+#include "queue/priority.h"
 #include "worker/worker.h"
 
 namespace shoal::testing {
@@ -59,8 +60,10 @@ class TestCluster {
   // Messages waiting in a pool's work stream, or in any stream by name.
   uint64_t StreamMessages(const std::string& pool = "default");
   uint64_t StreamMessagesNamed(const std::string& stream);
-  // Messages a model's consumer has delivered so far, redeliveries included.
-  uint64_t ConsumerDeliveries(const std::string& model, const std::string& pool = "default");
+  // Messages a model's consumer (of a priority class) has delivered so far,
+  // redeliveries included.
+  uint64_t ConsumerDeliveries(const std::string& model, const std::string& pool = "default",
+                              queue::Priority priority = queue::Priority::kInteractive);
   // Waits (up to `timeout`) until the pool's work stream is empty; returns
   // what is left. Acks travel on a buffered connection and a killed worker's
   // unacked items come back after AckWait, so "empty" takes a moment.

@@ -75,6 +75,21 @@ TEST(Keys, AnEntryRoundTripsAndHoldsNoSecret) {
   EXPECT_EQ(back->rps, 10u);
   EXPECT_EQ(back->tokens_per_min, 60000u);
   EXPECT_EQ(back->created_unix_ms, 1700000000000);
+  EXPECT_EQ(back->priority, Priority::kInteractive);
+}
+
+TEST(Keys, ADefaultPriorityRoundTripsAndOlderEntriesHaveNone) {
+  ApiKey k = Sample();
+  k.priority = Priority::kBatch;
+  auto back = ParseApiKey("team-a", k.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->priority, Priority::kBatch);
+  // An entry written before keys had a priority: interactive.
+  json older = json::parse(k.ToJson());
+  older.erase("priority");
+  back = ParseApiKey("team-a", older.dump());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->priority, Priority::kInteractive);
 }
 
 TEST(Keys, MalformedEntriesAreRejected) {
@@ -116,6 +131,8 @@ TEST(Keys, MalformedEntriesAreRejected) {
       {"rps as a string", with("rps", "10")},
       {"tokens as a bool", with("tokens_per_min", true)},
       {"created as a string", with("created_unix_ms", "now")},
+      {"an unknown priority", with("priority", "urgent")},
+      {"priority as a number", with("priority", 1)},
       // A field this version does not know might restrict the key.
       {"unknown field", with("expires_unix_ms", 1)},
   };

@@ -25,10 +25,12 @@ Gate& Items() {
   return gate;
 }
 
-WorkItem Item(const std::shared_ptr<ServedModel>& m, uint32_t index, uint32_t cost) {
+WorkItem Item(const std::shared_ptr<ServedModel>& m, uint32_t index, uint32_t cost,
+             queue::Priority priority = queue::Priority::kInteractive) {
   WorkItem it;
   it.model = m;
-  it.ticket = ItemTicket(m.get(), *Items().TryEnter());
+  it.priority = priority;
+  it.ticket = ItemTicket(m.get(), *Items().TryEnter(), priority == queue::Priority::kBatch);
   it.work.item = index;
   it.work.cost = cost;
   it.received = SteadyClock::now();
@@ -244,6 +246,39 @@ TEST(LocalQueue, CloseHandsOutTheRestThenEnds) {
   EXPECT_EQ(q.TakeBatch().size(), 1u) << "closing stops the wait";
   closer.join();
   EXPECT_TRUE(q.TakeBatch().empty());
+}
+
+TEST(LocalQueue, InteractiveItemsGoFirst) {
+  LocalQueue q;
+  auto a = Model(3, 1000), b = Model(3, 1000);
+  using queue::Priority;
+  // Batch work for `a` arrived first, then interactive work for both.
+  for (uint32_t i = 0; i < 4; ++i) q.Push(Item(a, i, 1, Priority::kBatch));
+  q.Push(Item(b, 10, 1));
+  q.Push(Item(a, 11, 1));
+  EXPECT_EQ(a->batch_queued.load(), 4);
+  EXPECT_EQ(a->queued.load(), 5);
+  // Models with interactive work first, by their oldest interactive item:
+  // `b`, then `a`, whose batch takes its interactive item before its
+  // batch-class ones.
+  EXPECT_EQ(Indices(q.TakeBatch()), (std::vector<uint32_t>{10}));
+  std::vector<WorkItem> batch = q.TakeBatch();
+  EXPECT_EQ(Indices(batch), (std::vector<uint32_t>{11, 0, 1}));
+  EXPECT_EQ(a->batch_queued.load(), 2);
+  EXPECT_EQ(a->queued.load(), 2);
+  // Batch-class work waits while batches with interactive work run.
+  std::vector<WorkItem> rest;
+  std::thread taker([&] { rest = q.TakeBatch(); });
+  WaitForTakers(q, 1);
+  q.BatchDone(/*interactive=*/true);
+  // One interactive batch still runs: the taker waits again, nothing taken.
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(5);
+  while (q.waiting() < 1 && SteadyClock::now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(q.size(), 2u);
+  q.BatchDone(/*interactive=*/true);
+  taker.join();
+  EXPECT_EQ(Indices(rest), (std::vector<uint32_t>{2, 3}));
+  EXPECT_EQ(a->batch_queued.load(), 0);
 }
 
 TEST(LocalQueue, TakeAllForOneModel) {

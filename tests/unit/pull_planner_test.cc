@@ -77,6 +77,25 @@ TEST(PullPlanner, ProbesWhatItHasNotHeardOfAndChoosesOnceTheAnswersAreIn) {
   EXPECT_EQ(worker::PlanPulls({stale}, 0).probe, (std::vector<bool>{false}));
 }
 
+TEST(PullPlanner, InteractiveWorkIsChosenBeforeBatchWork) {
+  ModelPullState batch = M(0, 5000, 500);  // a flood of batch work, waiting long
+  batch.batch_class = true;
+  // One free executor: the interactive backlog, young and small, wins.
+  EXPECT_EQ(PlanPulls({batch, M(0, 2, 1)}, 1), (std::vector<int64_t>{0, 32}));
+  // Two: batch work fills the one interactive work leaves idle.
+  EXPECT_EQ(PlanPulls({batch, M(0, 2, 1)}, 2), (std::vector<int64_t>{32, 32}));
+  // No interactive work: batch work takes it, and the idle interactive
+  // consumer keeps no doorbell (every executor is spoken for).
+  EXPECT_EQ(PlanPulls({batch, M(0, 0, 1)}, 1), (std::vector<int64_t>{32, 0}));
+  // An interactive backlog not heard of lately is probed before batch work
+  // is chosen.
+  ModelPullState stale = M(0, 0, 1);
+  stale.known = false;
+  const PullPlan plan = worker::PlanPulls({batch, stale}, 1);
+  EXPECT_EQ(plan.probe, (std::vector<bool>{false, true}));
+  EXPECT_EQ(plan.want, (std::vector<int64_t>{0, 0}));
+}
+
 TEST(PullPlanner, PredictedBatchFollowsTheTokenBudget) {
   EXPECT_EQ(PredictedBatchItems(32, 16384, 0), 32) << "no cost seen yet";
   EXPECT_EQ(PredictedBatchItems(32, 16384, 100), 32);

@@ -27,6 +27,23 @@ TEST(Subjects, Names) {
   EXPECT_EQ(ReplySubject("gwabc", 42), "_INBOX.gwabc.42");
 }
 
+TEST(Subjects, EachPriorityClassHasItsSubjectAndConsumer) {
+  EXPECT_EQ(WorkSubject("default", "org/m.1", Priority::kBatch), "shoal.work.default.org_2Fm_2E1.batch");
+  EXPECT_EQ(ConsumerName("org/m.1"), "org_2Fm_2E1");
+  EXPECT_EQ(ConsumerName("org/m.1", Priority::kBatch), "org_2Fm_2E1_batch");
+  // Both name the model; no model's own token reads as a batch consumer.
+  for (Priority p : {Priority::kInteractive, Priority::kBatch}) {
+    EXPECT_EQ(*ModelIdFromConsumer(ConsumerName("org/m.1", p)), "org/m.1");
+    const std::string subject = WorkSubject("default", "org/m.1", p);
+    EXPECT_EQ(*ModelIdFromWorkSubjectTail(subject.substr(std::string("shoal.work.default.").size())), "org/m.1");
+  }
+  EXPECT_EQ(*ModelIdFromConsumer(ConsumerName("x_batch")), "x_batch");
+  EXPECT_EQ(ParsePriority("batch"), Priority::kBatch);
+  EXPECT_EQ(ParsePriority("interactive"), Priority::kInteractive);
+  EXPECT_FALSE(ParsePriority("BATCH"));
+  EXPECT_EQ(PriorityName(Priority::kBatch), "batch");
+}
+
 TEST(Subjects, Validation) {
   EXPECT_TRUE(ValidateModelId("org/name-v1.5").ok());
   EXPECT_FALSE(ValidateModelId("").ok());
