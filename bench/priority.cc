@@ -1,15 +1,21 @@
 // Priority classes (issue 24): what a flood of batch work does to
-// interactive latency. One embedder (MiniLM-L6 shape, native f32) through
-// the whole serving path (gateway → JetStream → worker); interactive
-// clients send one-sentence /v1/embeddings requests at a fixed rate (open
-// loop: latency counts from when a request was due) while, in turn:
+// interactive latency, through the whole serving path (gateway → JetStream
+// → worker), on two workloads:
+//   embed     an embedder (MiniLM-L6 shape, native f32): interactive
+//             one-sentence /v1/embeddings requests; the flood 32 sentences
+//             a request;
+//   generate  a generator (qwen3-bench, native f32, continuous batching):
+//             interactive completions of 16 tokens; the flood 128 tokens
+//             a request;
+// Interactive requests come at a fixed rate (open loop: latency counts
+// from when a request was due) while, in turn:
 //   alone        nothing else runs;
-//   batch flood  closed-loop clients keep 32-sentence requests in flight as
+//   batch flood  closed-loop clients keep the flood's requests in flight as
 //                X-Shoal-Priority: batch;
 //   one class    the same flood, sent without the header (what a queue
 //                without priority classes does).
-// Each figure is the median of --repeats rounds; the flood's items/s shows
-// that batch work still fills what interactive work leaves.
+// Each figure is the median of --repeats rounds; the flood's requests/s
+// shows that batch work still fills what interactive work leaves.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -29,11 +35,20 @@ struct Options {
   std::string source_dir = SHOAL_SOURCE_DIR;
   std::string out = std::string(SHOAL_SOURCE_DIR) + "/docs/bench/priority.json";
   std::string models_dir;
+  std::vector<std::string> workloads = {"embed", "generate"};
   int repeats = 3;
-  double rate = 20;       // interactive requests/s
   int flood_clients = 4;  // batch requests in flight
   int seconds = 10;       // measured, per round
   int threads = 2;
+};
+
+// One workload: its model, what an interactive request and a flood request
+// are, and the interactive rate.
+struct Workload {
+  std::string name;
+  std::string path;
+  std::string interactive_body, flood_body;
+  double rate = 0;
 };
 
 std::string EmbeddingsBody(int sentences, int seed) {
@@ -45,32 +60,41 @@ std::string EmbeddingsBody(int sentences, int seed) {
   return nlohmann::json{{"model", "bench/minilm"}, {"input", input}}.dump();
 }
 
+std::string CompletionBody(int tokens) {
+  return nlohmann::json{{"model", "bench/qwen3"},
+                        {"prompt", "Describe the old mill by the river as a short note."},
+                        {"max_tokens", tokens},
+                        {"temperature", 0},
+                        {"ignore_eos", true}}
+      .dump();
+}
+
 struct RoundResult {
   double p50_ms = 0, p99_ms = 0;
-  double flood_items_per_s = 0;
+  double flood_requests_per_s = 0;
   uint64_t errors = 0;
 };
 
 // One round: the interactive load, with a flood of `flood` class beside it
 // ("" for none, else "batch" or "interactive").
-RoundResult RunRound(const Options& o, int port, const std::string& flood) {
+RoundResult RunRound(const Options& o, int port, const Workload& w, const std::string& flood) {
   loadtest::LoadSpec interactive;
   interactive.port = port;
-  interactive.path = "/v1/embeddings";
+  interactive.path = w.path;
   interactive.content_type = "application/json";
-  interactive.body = EmbeddingsBody(1, 0);
+  interactive.body = w.interactive_body;
   interactive.connections = 8;
-  interactive.rate = o.rate;
+  interactive.rate = w.rate;
   interactive.warmup = std::chrono::milliseconds(1000);
   interactive.duration = std::chrono::seconds(o.seconds);
 
   loadtest::LoadSpec batch = interactive;
-  batch.body = EmbeddingsBody(32, 1000);
+  batch.body = w.flood_body;
   batch.connections = o.flood_clients;
   batch.rate = 0;  // closed loop
   batch.warmup = std::chrono::milliseconds(500);
   batch.duration = std::chrono::seconds(o.seconds + 1);
-  batch.drain = std::chrono::seconds(10);
+  batch.drain = std::chrono::seconds(30);
   if (flood == "batch") batch.headers.emplace_back("X-Shoal-Priority", "batch");
 
   RoundResult r;
@@ -82,51 +106,83 @@ RoundResult RunRound(const Options& o, int port, const std::string& flood) {
   r.p50_ms = measured.Percentile(50);
   r.p99_ms = measured.Percentile(99);
   r.errors = measured.errors + flooded.errors;
-  r.flood_items_per_s = flood.empty() ? 0 : flooded.ok_in_window * 32.0 / (o.seconds + 1);
+  r.flood_requests_per_s = flood.empty() ? 0 : flooded.ok_in_window / (o.seconds + 1.0);
   return r;
 }
 
-int Run(const Options& o) {
-  const std::string models = GenerateBenchModels(o.source_dir, o.models_dir, "priority", "minilm-l6");
-  if (models.empty()) return 1;
-  auto spec = admin::SpecFromDirectory(models + "/minilm-l6", "bench/minilm");
-  if (!spec.ok()) return std::fprintf(stderr, "%s\n", spec.status().ToString().c_str()), 1;
-  spec->pinned = true;
-  spec->batching.max_batch_requests = 32;
-  worker::WorkerOptions wo;
-  wo.threads_per_executor = o.threads;
-  const std::string dir = std::filesystem::temp_directory_path() / ("shoal-priority-bench-" + std::to_string(::getpid()));
-  auto cluster = BenchCluster::Start("priority", dir, {*spec}, wo);
-  if (!cluster) return 1;
-  const int port = cluster->port();
-
-  std::printf("Interactive latency beside batch work: MiniLM-L6 f32, %.0f interactive requests/s (1 sentence), "
-              "%d flood clients (32 sentences), %d s rounds, median of %d\n",
-              o.rate, o.flood_clients, o.seconds, o.repeats);
-  std::printf("%-12s %10s %10s %16s\n", "flood", "p50 ms", "p99 ms", "flood items/s");
-  std::map<std::string, double> figures;
+void Measure(const Options& o, int port, const Workload& w, std::map<std::string, double>* figures) {
+  std::printf("\n%s: %.0f interactive requests/s, %d flood clients, %d s rounds, median of %d\n", w.name.c_str(),
+              w.rate, o.flood_clients, o.seconds, o.repeats);
+  std::printf("%-12s %10s %10s %18s\n", "beside", "p50 ms", "p99 ms", "flood requests/s");
   const std::pair<const char*, const char*> cases[] = {{"alone", ""}, {"batch", "batch"}, {"one_class", "interactive"}};
   for (const auto& [name, flood] : cases) {
-    std::vector<double> p50, p99, items;
+    std::vector<double> p50, p99, rps;
     for (int i = 0; i < o.repeats; ++i) {
-      std::fprintf(stderr, "priority: %s, round %d/%d\n", name, i + 1, o.repeats);
-      const RoundResult r = RunRound(o, port, flood);
+      std::fprintf(stderr, "priority: %s, %s, round %d/%d\n", w.name.c_str(), name, i + 1, o.repeats);
+      const RoundResult r = RunRound(o, port, w, flood);
       if (r.errors) std::fprintf(stderr, "priority: %s: %llu errors\n", name, static_cast<unsigned long long>(r.errors));
       p50.push_back(r.p50_ms);
       p99.push_back(r.p99_ms);
-      items.push_back(r.flood_items_per_s);
+      rps.push_back(r.flood_requests_per_s);
     }
-    const std::string k = name;
-    figures[k + "_p50_ms"] = Median(p50);
-    figures[k + "_p99_ms"] = Median(p99);
-    if (*flood) figures[k + "_flood_items_per_s"] = Median(items);
-    std::printf("%-12s %10.1f %10.1f %16.0f\n", name, figures[k + "_p50_ms"], figures[k + "_p99_ms"], Median(items));
+    const std::string k = w.name + "_" + name;
+    (*figures)[k + "_p50_ms"] = Median(p50);
+    (*figures)[k + "_p99_ms"] = Median(p99);
+    if (*flood) (*figures)[k + "_flood_requests_per_s"] = Median(rps);
+    std::printf("%-12s %10.1f %10.1f %18.2f\n", name, (*figures)[k + "_p50_ms"], (*figures)[k + "_p99_ms"],
+                Median(rps));
     std::fflush(stdout);
   }
-  figures["interactive_p99_with_batch_over_without"] = figures["batch_p99_ms"] / figures["alone_p99_ms"];
-  figures["interactive_p99_one_class_over_without"] = figures["one_class_p99_ms"] / figures["alone_p99_ms"];
-  std::printf("interactive_p99_with_batch_over_without %.2f (one class: %.2f)\n",
-              figures["interactive_p99_with_batch_over_without"], figures["interactive_p99_one_class_over_without"]);
+  const std::string k = w.name + "_";
+  (*figures)[k + "interactive_p99_with_batch_over_without"] = (*figures)[k + "batch_p99_ms"] / (*figures)[k + "alone_p99_ms"];
+  (*figures)[k + "interactive_p99_one_class_over_without"] =
+      (*figures)[k + "one_class_p99_ms"] / (*figures)[k + "alone_p99_ms"];
+  std::printf("%s: interactive p99 with a batch flood over without %.2f (one class: %.2f)\n", w.name.c_str(),
+              (*figures)[k + "interactive_p99_with_batch_over_without"],
+              (*figures)[k + "interactive_p99_one_class_over_without"]);
+}
+
+int Run(const Options& o) {
+  const std::string models = GenerateBenchModels(o.source_dir, o.models_dir, "priority", "minilm-l6,qwen3-bench");
+  if (models.empty()) return 1;
+  auto embedder = admin::SpecFromDirectory(models + "/minilm-l6", "bench/minilm");
+  if (!embedder.ok()) return std::fprintf(stderr, "%s\n", embedder.status().ToString().c_str()), 1;
+  ModelSpec generator;
+  generator.id = "bench/qwen3";
+  generator.runtime = "native";
+  generator.task = Task::kGenerate;
+  generator.path = models + "/qwen3-bench";
+  generator.runtime_options_json = R"({"max_context": 1024, "precision": "f32"})";
+  std::vector<ModelSpec> specs = {*embedder, generator};
+  for (ModelSpec& spec : specs) {
+    spec.pinned = true;
+    spec.batching.max_batch_requests = 32;
+    spec.queue.ack_wait_ms = 60000;
+  }
+  specs[1].batching.max_batch_tokens = 512;
+  worker::WorkerOptions wo;
+  wo.threads_per_executor = o.threads;
+  const std::string dir = std::filesystem::temp_directory_path() / ("shoal-priority-bench-" + std::to_string(::getpid()));
+  auto cluster = BenchCluster::Start("priority", dir, specs, wo);
+  if (!cluster) return 1;
+  const int port = cluster->port();
+
+  std::printf("Interactive latency beside a flood of batch work, %d threads\n", o.threads);
+  const Workload workloads[] = {
+      {"embed", "/v1/embeddings", EmbeddingsBody(1, 0), EmbeddingsBody(32, 1000), 20},
+      {"generate", "/v1/completions", CompletionBody(16), CompletionBody(128), 4},
+  };
+  std::map<std::string, double> figures;
+  for (const Workload& w : workloads) {
+    if (std::find(o.workloads.begin(), o.workloads.end(), w.name) != o.workloads.end()) Measure(o, port, w, &figures);
+  }
+  // The headline: the worse of the workloads measured.
+  for (const Workload& w : workloads) {
+    const auto it = figures.find(w.name + "_interactive_p99_with_batch_over_without");
+    if (it == figures.end()) continue;
+    double& worst = figures["interactive_p99_with_batch_over_without"];
+    worst = std::max(worst, it->second);
+  }
   cluster.reset();
   WriteFigures(o.out, figures);
   return 0;
@@ -141,7 +197,7 @@ int main(int argc, char** argv) {
   app.add_option("--out", o.out, "where the figures go");
   app.add_option("--models", o.models_dir, "the generated bench models (default: <source>/build-models)");
   app.add_option("--repeats", o.repeats, "rounds per figure (median kept)");
-  app.add_option("--rate", o.rate, "interactive requests per second");
+  app.add_option("--workloads", o.workloads, "embed, generate")->delimiter(',');
   app.add_option("--flood-clients", o.flood_clients, "batch requests kept in flight");
   app.add_option("--seconds", o.seconds, "measured seconds per round");
   app.add_option("--threads", o.threads, "threads per executor");

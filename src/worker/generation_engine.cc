@@ -222,6 +222,10 @@ bool GenerationEngine::Prepare(Sequence& s) {
   return true;
 }
 
+bool GenerationEngine::Paused(const Sequence& s) const {
+  return batch_paused_ && s.item.priority == queue::Priority::kBatch;
+}
+
 void GenerationEngine::Step() {
   // Every sequence that is decoding needs a block for its next position;
   // when there is none, the youngest sequence steps aside (Preempt) — the
@@ -243,11 +247,16 @@ void GenerationEngine::Step() {
   }
   if (running_.empty()) return;
 
+  // While interactive sequences run, batch-class ones wait (they keep their
+  // blocks): their rows would slow every interactive step.
+  batch_paused_ = std::any_of(running_.begin(), running_.end(),
+                              [](const auto& r) { return r->item.priority == queue::Priority::kInteractive; });
+
   // Decoding sequences first (one token each, and their drafts), then
   // prompt chunks within what is left of the step's token budget.
   uint32_t budget = step_tokens_;
   size_t decoding = 0;
-  for (const auto& s : running_) decoding += s->tokens.size() - s->computed == 1 ? 1 : 0;
+  for (const auto& s : running_) decoding += !Paused(*s) && s->tokens.size() - s->computed == 1 ? 1 : 0;
   // Drafts fill what a step can take at the cost of one row, no more.
   const size_t flat = std::min<size_t>(budget, gen_->info().flat_cost_rows);
   if (drafter_ && flat > decoding) Draft(static_cast<uint32_t>(flat - decoding));
@@ -257,7 +266,7 @@ void GenerationEngine::Step() {
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Sequence& s = *running_[i];
       const uint32_t remaining = static_cast<uint32_t>(s.tokens.size()) - s.computed;
-      if ((pass == 0) != (remaining == 1)) continue;
+      if ((pass == 0) != (remaining == 1) || Paused(s)) continue;
       if (!s.drafted.empty()) {  // its last token and the drafts, a row of logits after each
         s.feed.assign(1, s.tokens.back());
         s.feed.insert(s.feed.end(), s.drafted.begin(), s.drafted.end());

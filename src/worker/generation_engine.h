@@ -15,7 +15,9 @@
 // Priority classes (queue/priority.h; generation_admission.cc): the line
 // keeps interactive sequences ahead of batch-class ones, and when slots or
 // blocks run out for an interactive sequence, the youngest batch-class one
-// steps aside for it (preempted, as below).
+// steps aside for it (preempted, as below); and batch-class sequences sit
+// out every step while interactive ones run, so a flood of batch work
+// neither takes an interactive request's place nor slows its steps.
 //
 // KV memory (kv_blocks.h): blocks are taken as positions are reached. When
 // a step needs a block and none is left, the youngest running sequence (a
@@ -131,6 +133,9 @@ class GenerationEngine : public SequenceEngine {
   // then `s` waits a step or more and adopts them from the prefix cache.
   bool AwaitsSharedPrefix(const Sequence& s) const;
   void Step();
+  // Whether `s` sits this step out: a batch-class sequence while
+  // interactive ones run (batch_paused_).
+  bool Paused(const Sequence& s) const;
   // Drafts for the decoding sequences that speculate this step (within
   // `budget` extra tokens and the free KV blocks); each gets its `drafted`.
   void Draft(uint32_t budget);
@@ -185,6 +190,7 @@ class GenerationEngine : public SequenceEngine {
   std::unique_ptr<Drafter> drafter_;  // null: no speculation; engine thread only
   const uint32_t draft_k_;            // the most drafted per sequence and step
   uint64_t draft_steps_ = 0;          // steps that drafted (engine thread only)
+  bool batch_paused_ = false;         // this step: interactive sequences run (engine thread only)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -16,7 +16,7 @@ void GenerationEngine::Draft(uint32_t budget) {
   std::vector<Sequence*> askers;
   for (const auto& r : running_) {
     Sequence& s = *r;
-    if (s.tokens.size() - s.computed != 1 || budget == 0) continue;
+    if (s.tokens.size() - s.computed != 1 || budget == 0 || Paused(s)) continue;
     // A sampling sequence held to a format: its masked distribution is not
     // the sampler's, so the acceptance rule would not keep it exact.
     if (s.format && !s.sampler->greedy()) continue;
