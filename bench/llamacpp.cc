@@ -28,6 +28,7 @@
 
 #include "admin/model_directory.h"
 #include "bench_cluster.h"
+#include "bench_options.h"
 #include "common/clock.h"
 #include "figures.h"
 #include "generation_load.h"
@@ -223,10 +224,8 @@ int Run(const Options& o) {
 int main(int argc, char** argv) {
   shoal::bench::Options o;
   CLI::App app{"llama.cpp through Shoal against llama.cpp alone"};
-  app.add_option("--out", o.out, "where the figures go");
-  app.add_option("--models", o.models_dir, "the generated bench models (default: <source>/build-models)");
+  shoal::bench::AddFigureOptions(app, &o.out, &o.models_dir, &o.repeats);
   app.add_option("--concurrency", o.concurrency, "client counts")->delimiter(',');
-  app.add_option("--repeats", o.repeats, "rounds per figure (median kept)");
   app.add_option("--new-tokens", o.new_tokens, "tokens per request");
   app.add_option("--threads", o.threads, "llama.cpp threads, in both");
   CLI11_PARSE(app, argc, argv);

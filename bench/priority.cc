@@ -25,6 +25,7 @@
 
 #include "admin/model_directory.h"
 #include "bench_cluster.h"
+#include "bench_options.h"
 #include "figures.h"
 #include "loadtest/load_generator.h"
 
@@ -194,9 +195,7 @@ int Run(const Options& o) {
 int main(int argc, char** argv) {
   shoal::bench::Options o;
   CLI::App app{"Interactive latency beside a flood of batch work, with and without priority classes"};
-  app.add_option("--out", o.out, "where the figures go");
-  app.add_option("--models", o.models_dir, "the generated bench models (default: <source>/build-models)");
-  app.add_option("--repeats", o.repeats, "rounds per figure (median kept)");
+  shoal::bench::AddFigureOptions(app, &o.out, &o.models_dir, &o.repeats);
   app.add_option("--workloads", o.workloads, "embed, generate")->delimiter(',');
   app.add_option("--flood-clients", o.flood_clients, "batch requests kept in flight");
   app.add_option("--seconds", o.seconds, "measured seconds per round");

@@ -29,6 +29,7 @@
 
 #include "admin/model_directory.h"
 #include "bench_cluster.h"
+#include "bench_options.h"
 #include "common/subprocess.h"
 #include "figures.h"
 #include "generation_load.h"
@@ -239,10 +240,8 @@ int Run(const Options& o) {
 int main(int argc, char** argv) {
   shoal::bench::Options o;
   CLI::App app{"Shoal in front of llama-server against llama-server alone"};
-  app.add_option("--out", o.out, "where the figures go");
-  app.add_option("--models", o.models_dir, "the generated bench models (default: <source>/build-models)");
+  shoal::bench::AddFigureOptions(app, &o.out, &o.models_dir, &o.repeats);
   app.add_option("--llama-server", o.llama_server, "the llama-server binary");
-  app.add_option("--repeats", o.repeats, "runs per figure (median kept)");
   app.add_option("--duration-s", o.duration_s, "seconds per embeddings run");
   app.add_option("--connections", o.connections, "embedding clients");
   app.add_option("--concurrency", o.concurrency, "generation client counts")->delimiter(',');
