@@ -71,6 +71,10 @@ Status Gateway::ConnectControlPlane() {
   admin_ = std::make_unique<AdminApi>(AdminOptions{options_.stream_limits}, control_.models.get(),
                                       keys_bucket_.get(), control_.js.get(),
                                       [this] { return catalog_->Snapshot(); }, workers_.get());
+  auto files = queue::FileStore::Open(control_.js.get(), control_.replicas);
+  if (!files.ok()) return files.status();
+  file_store_ = std::move(files).value();
+  files_ = std::make_unique<FilesApi>(file_store_.get());
   dead_letters_ = std::make_unique<DeadLetters>(control_.nc.get(), control_.js.get(), control_.replicas);
   return dead_letters_->Start();
 }
@@ -194,6 +198,10 @@ void Gateway::Serve(size_t lane, http::Request&& req, http::Responder respond) {
   }
   auto caller = auth_->Authenticate(req);
   if (!caller.ok()) return respond(http::ErrorResponse(caller.status(), ""));
+  if (FilesApi::Handles(req.path)) {
+    if (files_) return files_->Handle(std::move(req), std::move(respond), std::move(caller).value());
+    return respond(http::ErrorResponse(Status(Code::kNotFound, "no Files API without NATS (nowhere to keep files)"), ""));
+  }
   router_->Handle(lane, std::move(req), std::move(respond), *caller);
 }
 

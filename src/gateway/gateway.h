@@ -13,7 +13,8 @@
 // requests in flight: 503 OVERLOADED; admission.h), authentication (401/403,
 // or 503 when the keys cannot be read; auth.h), then the router — which
 // checks the key's model scope (403) and its rate limits (429;
-// rate_limiter.h) — or the admin API.
+// rate_limiter.h) — or the admin API (admin_api.h), or the Files API
+// (files_api.h; its files in JetStream, so any gateway serves them).
 #pragma once
 
 #include <atomic>
@@ -25,6 +26,7 @@
 
 #include "common/event_loop.h"
 #include "gateway/admin_api.h"
+#include "gateway/files_api.h"
 #include "gateway/admission.h"
 #include "gateway/auth.h"
 #include "gateway/dashboard.h"
@@ -128,6 +130,8 @@ class Gateway {
   std::unique_ptr<queue::KeyRing> keys_;   // auth keys only
   std::unique_ptr<DeadLetters> dead_letters_;
   std::unique_ptr<AdminApi> admin_;  // not without NATS
+  std::unique_ptr<queue::FileStore> file_store_;  // not without NATS
+  std::unique_ptr<FilesApi> files_;               // over file_store_
   std::mutex pools_mu_;
   std::set<std::string> pools_;  // work streams ensured; guarded by pools_mu_
 

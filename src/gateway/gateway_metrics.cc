@@ -16,13 +16,13 @@ GatewayMetrics::GatewayMetrics()
 
 std::string_view GatewayMetrics::RouteLabel(std::string_view path) {
   // Routes with a model in the path count under their prefix.
-  static constexpr std::string_view kPrefixes[] = {"/v1/encode/", "/v1/score/", "/v1/tokenize/", "/v1/generate/",
-                                                   "/v1/admin/"};
+  static constexpr std::string_view kPrefixes[] = {"/v1/encode/",   "/v1/score/", "/v1/extract/", "/v1/tokenize/",
+                                                   "/v1/generate/", "/v1/admin/", "/v1/files/"};
   for (std::string_view p : kPrefixes) {
     if (path.starts_with(p)) return p.substr(0, p.size() - 1);
   }
   static constexpr std::string_view kExact[] = {"/v1/embeddings", "/v1/rerank", "/v1/chat/completions",
-                                                "/v1/completions", "/v1/models", "/v1/cluster", "/v1/dashboard",
+                                                "/v1/completions", "/v1/models", "/v1/files", "/v1/cluster", "/v1/dashboard",
                                                 "/healthz", "/readyz", "/metrics"};
   for (std::string_view e : kExact) {
     if (path == e) return e;

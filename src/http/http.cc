@@ -26,6 +26,51 @@ std::string EdgeRequestId() {
 
 }  // namespace
 
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent- and '+'-decoding (application/x-www-form-urlencoded).
+std::string FormDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out.push_back(' ');
+    } else if (s[i] == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 && HexValue(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> ParseQuery(std::string_view query) {
+  std::map<std::string, std::string> params;
+  while (!query.empty()) {
+    const size_t amp = std::min(query.find('&'), query.size());
+    const std::string_view pair = query.substr(0, amp);
+    query.remove_prefix(std::min(amp + 1, query.size()));
+    if (pair.empty()) continue;
+    const size_t eq = std::min(pair.find('='), pair.size());
+    std::string name = FormDecode(pair.substr(0, eq));
+    std::string value = eq < pair.size() ? FormDecode(pair.substr(eq + 1)) : "";
+    if (!params.emplace(name, std::move(value)).second) {
+      return InvalidInput("query parameter '" + name + "' given twice");
+    }
+  }
+  return params;
+}
+
 Response JsonResponse(int status, std::string body) {
   Response r;
   r.status = status;

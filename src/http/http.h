@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@ namespace shoal::http {
 struct Request {
   std::string method;  // "GET", "POST", ...
   std::string path;    // without the query string, percent-decoded
+  std::string query;   // after the '?', as sent (ParseQuery decodes it)
   std::string content_type;
   std::string accept;
   std::string timeout_ms;  // X-Shoal-Timeout-Ms
@@ -58,6 +60,10 @@ struct Response {
 using Responder = std::function<void(Response)>;
 
 Response JsonResponse(int status, std::string body);
+
+// A query string's parameters ("a=1&b=x%20y"), percent- and '+'-decoded; a
+// name given twice is INVALID_INPUT.
+Result<std::map<std::string, std::string>> ParseQuery(std::string_view query);
 // The error contract: status from the code, JSON error body, Retry-After
 // (`retry_after_s` seconds) where the code asks for it, X-Shoal-Request-Id.
 // An empty `request_id` (an answer given before the router named the

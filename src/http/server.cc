@@ -346,7 +346,9 @@ awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context
     const unsigned version = req.version();
     Request r;
     r.method = std::string(req.method_string());
-    r.path = DecodePath(std::string_view(req.target().data(), req.target().size()));
+    const std::string_view target(req.target().data(), req.target().size());
+    r.path = DecodePath(target);
+    if (const size_t q = target.find('?'); q != std::string_view::npos) r.query = std::string(target.substr(q + 1));
     r.content_type = std::string(req[bhttp::field::content_type]);
     r.accept = std::string(req[bhttp::field::accept]);
     r.timeout_ms = std::string(req["X-Shoal-Timeout-Ms"]);

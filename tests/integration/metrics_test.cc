@@ -51,6 +51,8 @@ TEST(GatewayMetrics, RoutesAreABoundedSetOfLabels) {
   EXPECT_EQ(GatewayMetrics::RouteLabel("/v1/encode/org/model-v1.5"), "/v1/encode");
   EXPECT_EQ(GatewayMetrics::RouteLabel("/v1/chat/completions"), "/v1/chat/completions");
   EXPECT_EQ(GatewayMetrics::RouteLabel("/v1/admin/models/x"), "/v1/admin");
+  EXPECT_EQ(GatewayMetrics::RouteLabel("/v1/files/file-abc/content"), "/v1/files");
+  EXPECT_EQ(GatewayMetrics::RouteLabel("/v1/extract/org/ner"), "/v1/extract");
   EXPECT_EQ(GatewayMetrics::RouteLabel("/v1/embeddingsX"), "other");
   EXPECT_EQ(GatewayMetrics::RouteLabel("/"), "other");
 }
