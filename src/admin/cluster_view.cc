@@ -45,7 +45,7 @@ json ClusterView(const queue::CatalogSnapshot& catalog, const std::vector<queue:
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   for (const auto& w : sorted) out["workers"].push_back(WorkerJson(w, now_ms));
 
-  std::map<std::string, Result<std::map<std::string, uint64_t>>> waiting_by_pool;
+  std::map<std::string, Result<std::map<std::string, queue::WorkMessages>>> waiting_by_pool;
   for (const auto& [id, spec] : catalog) {
     if (!waiting_by_pool.count(spec->pool)) {
       waiting_by_pool.emplace(spec->pool, queue::WorkMessagesByModel(js, spec->pool));
@@ -58,12 +58,15 @@ json ClusterView(const queue::CatalogSnapshot& catalog, const std::vector<queue:
               {"pinned", spec->pinned},
               {"memory_bytes", spec->memory_bytes},
               {"waiting", nullptr},
+              {"waiting_batch", nullptr},
               {"resident_on", json::array()},
               {"loading_on", json::array()},
               {"failed_on", json::array()}};
     if (waiting.ok()) {
       auto it = waiting->find(id);
-      m["waiting"] = it == waiting->end() ? 0 : it->second;
+      const queue::WorkMessages n = it == waiting->end() ? queue::WorkMessages{} : it->second;
+      m["waiting"] = n.total();
+      m["waiting_batch"] = n.batch;
     }
     for (const auto& w : sorted) {
       if (Has(w.resident, id)) m["resident_on"].push_back(w.id);

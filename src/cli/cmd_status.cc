@@ -37,13 +37,16 @@ void Print(const json& view) {
                 w["pool"].get<std::string>().c_str(), memory.c_str(), w["resident"].size(), counters.c_str(),
                 Join(w["loading"]).c_str(), Join(w["failed"]).c_str(), Join(w["thrashing"]).c_str());
   }
-  std::printf("\nMODELS\n%-32s %-8s %-8s %-7s %-9s %s\n", "ID", "POOL", "MB", "PINNED", "WAITING", "LOADED ON");
+  std::printf("\nMODELS\n%-32s %-8s %-8s %-7s %-17s %s\n", "ID", "POOL", "MB", "PINNED", "WAITING", "LOADED ON");
   for (const auto& m : view["models"]) {
-    const std::string waiting = m["waiting"].is_null() ? "?" : std::to_string(m["waiting"].get<uint64_t>());
+    std::string waiting = m["waiting"].is_null() ? "?" : std::to_string(m["waiting"].get<uint64_t>());
+    if (m["waiting_batch"].is_number() && m["waiting_batch"].get<uint64_t>() > 0) {
+      waiting += " (" + std::to_string(m["waiting_batch"].get<uint64_t>()) + " batch)";
+    }
     std::string on = Join(m["resident_on"]);
     if (!m["loading_on"].empty()) on += " (loading on " + Join(m["loading_on"]) + ")";
     if (!m["failed_on"].empty()) on += " (FAILED on " + Join(m["failed_on"]) + ")";
-    std::printf("%-32s %-8s %-8s %-7s %-9s %s\n", m["id"].get<std::string>().c_str(),
+    std::printf("%-32s %-8s %-8s %-7s %-17s %s\n", m["id"].get<std::string>().c_str(),
                 m["pool"].get<std::string>().c_str(), Mb(m["memory_bytes"]).c_str(),
                 m["pinned"].get<bool>() ? "yes" : "no", waiting.c_str(), on.c_str());
   }

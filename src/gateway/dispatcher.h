@@ -43,6 +43,10 @@ class Dispatcher {
   // The largest message its transport takes (0: no limit): what an item
   // must fit, less its header.
   virtual int64_t MaxPayload() const { return 0; }
+
+  // Whether it queues by priority class (queue/priority.h); the router
+  // refuses a batch-class request to one that does not.
+  virtual bool HasPriorityClasses() const { return false; }
 };
 
 // What a lane gives the dispatcher it makes.

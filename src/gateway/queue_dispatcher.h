@@ -57,6 +57,7 @@ class QueueDispatcher final : public Dispatcher {
   Status Start(const queue::ConnectOptions& nats);
   // Largest message the connection's server accepts.
   int64_t MaxPayload() const override;
+  bool HasPriorityClasses() const override { return true; }
 
   void Submit(const std::shared_ptr<PendingRequest>& p) override;
   void Cancel(const PendingRequest& p) override;

@@ -290,6 +290,9 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   } else if (caller.key) {
     p->priority = caller.key->priority;
   }
+  if (p->priority == queue::Priority::kBatch && !lane.dispatcher->HasPriorityClasses()) {
+    return fail(InvalidInput("X-Shoal-Priority: this gateway's dispatch (a benchmark baseline) has no batch class"));
+  }
 
   // Routes with the model in the path find it before reading the body. A
   // model may be "base:lora" (a LoRA adapter of base): the key's scope and

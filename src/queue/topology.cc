@@ -174,7 +174,7 @@ Result<KvStorePtr> OpenBucket(jsCtx* js, std::string_view bucket, int64_t ttl_ms
   return KvStorePtr(kv);
 }
 
-Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::string_view pool) {
+Result<std::map<std::string, WorkMessages>> WorkMessagesByModel(jsCtx* js, std::string_view pool) {
   const std::string stream = WorkStreamName(pool);
   const std::string filter = WorkSubjectFilter(pool);
   jsOptions o;
@@ -185,15 +185,17 @@ Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::stri
   jsErrCode jerr = static_cast<jsErrCode>(0);
   const natsStatus s = js_GetStreamInfo(&info, js, stream.c_str(), &o, &jerr);
   if (s != NATS_OK) return FromNats(s, "stream info " + stream);
-  std::map<std::string, uint64_t> out;
+  std::map<std::string, WorkMessages> out;
   if (info->State.Subjects) {
     const std::string prefix = filter.substr(0, filter.size() - 1);  // without the '>'
     for (int i = 0; i < info->State.Subjects->Count; ++i) {
       const jsStreamStateSubject& sub = info->State.Subjects->List[i];
       std::string_view subject(sub.Subject);
       if (!subject.starts_with(prefix)) continue;
-      auto id = ModelIdFromWorkSubjectTail(subject.substr(prefix.size()));
-      if (id.ok()) out[*id] += sub.Msgs;
+      const std::string_view tail = subject.substr(prefix.size());
+      auto id = ModelIdFromWorkSubjectTail(tail);
+      if (!id.ok()) continue;
+      (tail == ModelToken(*id) ? out[*id].interactive : out[*id].batch) += sub.Msgs;
     }
   }
   jsStreamInfo_Destroy(info);

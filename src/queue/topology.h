@@ -57,11 +57,17 @@ Status EnsureWorkStreamExists(jsCtx* js, std::string_view pool, const StreamLimi
 Status EnsureConsumer(jsCtx* js, const ModelSpec& spec);     // both classes' consumers
 Status EnsureDeadLetterStream(jsCtx* js, int replicas = 0);  // replicas as StreamLimits'
 
+// A model's messages in its pool's work stream, per priority class.
+struct WorkMessages {
+  uint64_t interactive = 0;
+  uint64_t batch = 0;
+  uint64_t total() const { return interactive + batch; }
+};
 // Messages in a pool's work stream, per model id (models with none are
 // absent). WorkQueue retention keeps a message until it is acked, so this is
 // what waits plus what runs. One STREAM.INFO request with a subjects filter:
 // how a worker sees demand for the models it has not loaded.
-Result<std::map<std::string, uint64_t>> WorkMessagesByModel(jsCtx* js, std::string_view pool);
+Result<std::map<std::string, WorkMessages>> WorkMessagesByModel(jsCtx* js, std::string_view pool);
 
 // One message of a stream by its sequence number (NOT_FOUND once it is gone:
 // acked, or taken by another).

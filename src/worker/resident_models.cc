@@ -399,7 +399,7 @@ void ResidentModels::Place() {
     uint64_t most_waiting = 0;
     for (const auto& [id, spec] : wanted_) {
       const auto it = waiting->find(id);
-      const uint64_t n = it == waiting->end() ? 0 : it->second;
+      const uint64_t n = it == waiting->end() ? 0 : it->second.total();
       const std::shared_ptr<ServedModel> served = parts_.served->Find(id);
       if (!served) {
         if (loading_.count(id)) continue;

@@ -48,6 +48,13 @@ TEST(Priority, InteractiveWorkOvertakesABatchBacklog) {
   ASSERT_TRUE(WaitFor([&] { return worker->batch_totals().batches >= 1 && cluster.StreamMessages() >= 40; }));
 
   HttpClient http(gateway->port());
+  // The cluster view counts the backlog by class (shoal status prints it).
+  auto cluster_view = http.Get("/v1/cluster");
+  ASSERT_TRUE(cluster_view.ok());
+  const json model = json::parse(cluster_view->body)["models"][0];
+  EXPECT_GE(model["waiting_batch"].get<uint64_t>(), 20u) << model;
+  EXPECT_EQ(model["waiting"], model["waiting_batch"]) << "no interactive work waits yet";
+
   auto res = http.PostJson("/v1/encode/test/prio", NumberedItems(2, "interactive"));
   ASSERT_TRUE(res.ok());
   EXPECT_EQ(res->status, 200) << res->body;

@@ -117,6 +117,21 @@ TEST_F(PushDispatchTest, LeastOutstandingAvoidsTheBusyWorker) {
   slow.join();
 }
 
+TEST_F(PushDispatchTest, ABatchClassRequestIsRefusedNotQueuedAsInteractive) {
+  gateway::GatewayOptions options;
+  baselines::UseDispatch(DispatchMode::kPushRoundRobin, &options);
+  auto gw = cluster_.StartGateway(options);
+  ASSERT_TRUE(gw);
+  HttpClient http(gw->port());
+  auto res = http.PostJson("/v1/encode/test/embed", EncodeBody({"a"}), {{"X-Shoal-Priority", "batch"}});
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->status, 400) << res->body;
+  EXPECT_NE(res->body.find("X-Shoal-Priority"), std::string::npos) << res->body;
+  res = http.PostJson("/v1/encode/test/embed", EncodeBody({"a"}), {{"X-Shoal-Priority", "interactive"}});
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->status, 200) << res->body;
+}
+
 TEST_F(PushDispatchTest, UnservedModelIsNoCapacityAfterTheBoundedWait) {
   gateway::GatewayOptions options;
   baselines::UseDispatch(DispatchMode::kPushRoundRobin, &options);
