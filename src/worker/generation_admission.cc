@@ -5,6 +5,7 @@
 
 #include "worker/generation_engine.h"
 #include "worker/generation_sequence.h"
+#include "worker/priority_line.h"
 
 namespace shoal::worker {
 
@@ -96,11 +97,7 @@ void GenerationEngine::Preempt(size_t index) {
   s->item.ticket.Requeue();
   std::lock_guard lock(mu_);
   ++stats_.preemptions;
-  auto at = waiting_.begin();
-  if (s->item.priority == queue::Priority::kBatch) {
-    at = std::find_if(waiting_.begin(), waiting_.end(),
-                      [](const auto& w) { return w->item.priority == queue::Priority::kBatch; });
-  }
+  const auto at = PlaceInLine(waiting_, s->item.priority, /*head=*/true, PriorityOf);
   waiting_.insert(at, std::move(s));
   MirrorLocked();
 }

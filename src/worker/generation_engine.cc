@@ -19,6 +19,7 @@
 #include "worker/generation_sequence.h"
 #include "worker/model_drafter.h"
 #include "worker/ngram_drafter.h"
+#include "worker/priority_line.h"
 
 namespace shoal::worker {
 
@@ -60,12 +61,8 @@ void GenerationEngine::Push(WorkItem item) {
   s->item = std::move(item);
   {
     std::lock_guard lock(mu_);
-    // Interactive sequences start before batch-class ones (queue/priority.h).
-    auto at = waiting_.end();
-    if (s->item.priority == queue::Priority::kInteractive) {
-      at = std::find_if(waiting_.begin(), waiting_.end(),
-                        [](const auto& w) { return w->item.priority == queue::Priority::kBatch; });
-    }
+    // Interactive sequences start before batch-class ones.
+    const auto at = PlaceInLine(waiting_, s->item.priority, /*head=*/false, PriorityOf);
     waiting_.insert(at, std::move(s));
   }
   cv_.notify_one();

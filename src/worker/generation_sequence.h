@@ -63,4 +63,7 @@ struct Sequence {
 // The draft distribution of a draft that was certain (Sampler::Verify).
 inline const std::vector<float> kCertainDraft;
 
+// A waiting sequence's class, for PlaceInLine (priority_line.h).
+inline queue::Priority PriorityOf(const std::unique_ptr<Sequence>& s) { return s->item.priority; }
+
 }  // namespace shoal::worker

@@ -2,19 +2,15 @@
 
 #include <algorithm>
 
+#include "worker/priority_line.h"
+
 namespace shoal::worker {
 
 void LocalQueue::Push(WorkItem item) {
   {
     std::lock_guard lock(mu_);
     std::deque<WorkItem>& q = by_model_[item.model.get()];
-    // Interactive items go before the model's batch-class ones; each class
-    // keeps its arrival order.
-    auto at = q.end();
-    if (item.priority == queue::Priority::kInteractive) {
-      at = std::find_if(q.begin(), q.end(),
-                        [](const WorkItem& w) { return w.priority == queue::Priority::kBatch; });
-    }
+    const auto at = PlaceInLine(q, item.priority, /*head=*/false, [](const WorkItem& w) { return w.priority; });
     q.insert(at, std::move(item));
     ++count_;
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "queue/priority.h"
+
 namespace shoal::worker {
 namespace {
 
@@ -121,7 +123,9 @@ std::string WorkerMetrics::Render(const WorkerGaugeView& view) {
     // freeze at their last value.
     for (const std::string& id : gauge_models_) {
       local_queue_.With({id}).Set(0);
-      for (const char* priority : {"interactive", "batch"}) backlog_.With({id, priority}).Set(0);
+      for (auto p : {queue::Priority::kInteractive, queue::Priority::kBatch}) {
+        backlog_.With({id, std::string(queue::PriorityName(p))}).Set(0);
+      }
     }
     for (const std::string& id : engine_models_) {
       for (const char* state : {"running", "waiting"}) sequences_.With({id, state}).Set(0);
@@ -129,8 +133,10 @@ std::string WorkerMetrics::Render(const WorkerGaugeView& view) {
     }
     for (const auto& m : view.models) {
       local_queue_.With({m.id}).Set(static_cast<double>(m.local_queue));
-      backlog_.With({m.id, "interactive"}).Set(static_cast<double>(m.stream_backlog));
-      backlog_.With({m.id, "batch"}).Set(static_cast<double>(m.batch_stream_backlog));
+      backlog_.With({m.id, std::string(queue::PriorityName(queue::Priority::kInteractive))})
+          .Set(static_cast<double>(m.stream_backlog));
+      backlog_.With({m.id, std::string(queue::PriorityName(queue::Priority::kBatch))})
+          .Set(static_cast<double>(m.batch_stream_backlog));
       if (std::find(gauge_models_.begin(), gauge_models_.end(), m.id) == gauge_models_.end()) {
         gauge_models_.push_back(m.id);
       }
