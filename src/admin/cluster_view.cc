@@ -38,7 +38,8 @@ json WorkerJson(const queue::WorkerInfo& w, int64_t now_ms) {
 
 }  // namespace
 
-json ClusterView(const queue::CatalogSnapshot& catalog, const std::vector<queue::WorkerInfo>& workers, jsCtx* js) {
+json ClusterView(const queue::CatalogSnapshot& catalog, const std::vector<queue::WorkerInfo>& workers, jsCtx* js,
+                 const std::vector<queue::BatchRecord>& jobs) {
   const int64_t now_ms = UnixMillis();
   json out = {{"workers", json::array()}, {"models", json::array()}};
   std::vector<queue::WorkerInfo> sorted = workers;
@@ -74,6 +75,20 @@ json ClusterView(const queue::CatalogSnapshot& catalog, const std::vector<queue:
       if (Has(w.failed, id)) m["failed_on"].push_back(w.id);
     }
     out["models"].push_back(std::move(m));
+  }
+  out["batch_jobs"] = json::array();
+  for (const queue::BatchRecord& j : jobs) {
+    if (queue::Finished(j.status)) continue;
+    out["batch_jobs"].push_back({{"id", j.id},
+                                 {"status", queue::BatchStatusName(j.status)},
+                                 {"endpoint", j.endpoint},
+                                 {"owner", j.owner},
+                                 {"total", j.total},
+                                 {"completed", j.completed},
+                                 {"failed", j.failed},
+                                 {"created_at", j.created_at},
+                                 {"expires_at", j.expires_at},
+                                 {"runner", j.runner}});
   }
   return out;
 }

@@ -12,12 +12,16 @@
 //                 "in_flight", "batches", "batch_items", "heartbeat_age_ms"}],
 //    "models": [{"id", "pool", "runtime", "task", "pinned", "memory_bytes",
 //                "waiting", "resident_on": [...], "loading_on": [...],
-//                "failed_on": [...]}]}
+//                "failed_on": [...]}],
+//    "batch_jobs": [{"id", "status", "endpoint", "owner", "total",
+//                    "completed", "failed", "created_at", "expires_at",
+//                    "runner"}]}   (the Batch API's jobs not finished)
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "queue/batch_store.h"
 #include "queue/catalog_watch.h"
 #include "queue/nats.h"
 #include "queue/worker_registry.h"
@@ -25,8 +29,9 @@
 namespace shoal::admin {
 
 // `js` gives the per-model counts; a pool whose stream cannot be read shows
-// "waiting": null for its models.
+// "waiting": null for its models. `jobs`: the batch jobs to show (those
+// finished are left out).
 nlohmann::json ClusterView(const queue::CatalogSnapshot& catalog, const std::vector<queue::WorkerInfo>& workers,
-                           jsCtx* js);
+                           jsCtx* js, const std::vector<queue::BatchRecord>& jobs = {});
 
 }  // namespace shoal::admin

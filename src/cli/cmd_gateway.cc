@@ -17,6 +17,10 @@ void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* o) {
   sub->add_option("--max-in-flight", o->max_in_flight,
                   "requests in flight at once; past it, 503 OVERLOADED at once (0: unbounded)")
       ->capture_default_str();
+  sub->add_option("--batch-in-flight", o->batch_in_flight,
+                  "requests of batch jobs (/v1/batches) this gateway keeps in flight at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 }
 
 void AddHttpsOptions(CLI::App* sub, http::ServerOptions* http) {

@@ -1,12 +1,13 @@
 // shoal status: the cluster — workers, memory, resident / loading / failed
-// models, and what waits for each model — from the same sources the gateway's
-// GET /v1/cluster reads (catalog/cluster_view.h).
+// models, what waits for each model, and the batch jobs not finished — from
+// the same sources the gateway's GET /v1/cluster reads (admin/cluster_view.h).
 #include <cstdio>
 #include <iostream>
 
 #include "admin/catalog_admin.h"
 #include "admin/cluster_view.h"
 #include "cli/commands.h"
+#include "queue/batch_store.h"
 #include "queue/control_plane.h"
 
 namespace shoal::cli {
@@ -50,6 +51,17 @@ void Print(const json& view) {
                 m["pool"].get<std::string>().c_str(), Mb(m["memory_bytes"]).c_str(),
                 m["pinned"].get<bool>() ? "yes" : "no", waiting.c_str(), on.c_str());
   }
+  if (view["batch_jobs"].empty()) return;
+  std::printf("\nBATCH JOBS\n%-32s %-12s %-22s %-16s %s\n", "ID", "STATUS", "ENDPOINT", "OWNER",
+              "DONE / FAILED / TOTAL");
+  for (const auto& j : view["batch_jobs"]) {
+    const std::string owner = j["owner"].get<std::string>();
+    std::printf("%-32s %-12s %-22s %-16s %llu / %llu / %llu\n", j["id"].get<std::string>().c_str(),
+                j["status"].get<std::string>().c_str(), j["endpoint"].get<std::string>().c_str(),
+                owner.empty() ? "-" : owner.c_str(), static_cast<unsigned long long>(j["completed"].get<uint64_t>()),
+                static_cast<unsigned long long>(j["failed"].get<uint64_t>()),
+                static_cast<unsigned long long>(j["total"].get<uint64_t>()));
+  }
 }
 
 }  // namespace
@@ -77,7 +89,15 @@ Subcommand AddStatus(CLI::App& app) {
             }
             queue::CatalogSnapshot snapshot;
             for (const auto& s : *specs) snapshot[s.id] = std::make_shared<const ModelSpec>(s);
-            const json view = admin::ClusterView(snapshot, *workers, control->js.get());
+            std::vector<queue::BatchRecord> jobs;
+            auto batches = queue::BatchStore::Open(control->js.get());
+            auto listed = batches.ok() ? (*batches)->List() : Result<std::vector<queue::VersionedBatch>>(batches.status());
+            if (!listed.ok()) {
+              std::cerr << "error: batch jobs: " << listed.status().ToString() << "\n";
+              return 1;
+            }
+            for (auto& b : *listed) jobs.push_back(std::move(b.record));
+            const json view = admin::ClusterView(snapshot, *workers, control->js.get(), jobs);
             if (*as_json) {
               std::cout << view.dump(2) << "\n";
             } else {

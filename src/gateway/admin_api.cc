@@ -187,7 +187,8 @@ http::Response AdminApi::Serve(const http::Request& req) {
 
   if (req.path == kCluster) {
     if (req.method != "GET") return fail(InvalidInput("GET /v1/cluster"));
-    return http::JsonResponse(200, admin::ClusterView(*catalog_(), workers_->Live(), js_).dump());
+    const auto jobs = options_.batch_jobs ? options_.batch_jobs() : std::vector<queue::BatchRecord>();
+    return http::JsonResponse(200, admin::ClusterView(*catalog_(), workers_->Live(), js_, jobs).dump());
   }
   if (std::string_view(req.path).starts_with(kKeys)) {
     return ServeKeys(req, std::string_view(req.path).substr(kKeys.size()), request_id);

@@ -47,6 +47,7 @@
 
 #include "common/event_loop.h"
 #include "http/http.h"
+#include "queue/batch_store.h"
 #include "queue/catalog_watch.h"
 #include "queue/nats.h"
 #include "queue/topology.h"
@@ -56,6 +57,8 @@ namespace shoal::gateway {
 
 struct AdminOptions {
   queue::StreamLimits stream_limits;
+  // The batch jobs /v1/cluster shows; unset: none.
+  std::function<std::vector<queue::BatchRecord>()> batch_jobs;
 };
 
 class AdminApi {

@@ -48,6 +48,12 @@ struct Caller {
   std::shared_ptr<const queue::ApiKey> key;
 
   bool MayUse(std::string_view model_id) const { return !key || key->MayUse(model_id); }
+  // Who owns what it creates (files, batch jobs): its key's name; "" for
+  // no key.
+  std::string Owner() const { return key ? key->name : ""; }
+  // Whether it sees what every key created: an admin key, the admin
+  // token, or anyone when keys are off.
+  bool SeesAll() const { return !key || key->admin; }
 };
 
 class Authenticator {

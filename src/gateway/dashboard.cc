@@ -89,7 +89,8 @@ http::Response Dashboard::Serve(const http::Request& req) {
     return http::ErrorResponse(InvalidInput("GET /v1/dashboard"), "dash-" + RandomToken(8));
   json cluster = nullptr, totals = nullptr;
   if (sources_.workers && sources_.catalog) {
-    cluster = admin::ClusterView(*sources_.catalog(), sources_.workers->Live(), sources_.js);
+    cluster = admin::ClusterView(*sources_.catalog(), sources_.workers->Live(), sources_.js,
+                                 sources_.batch_jobs ? sources_.batch_jobs() : std::vector<queue::BatchRecord>());
     totals = Totals(cluster);
   }
   json gateway = {

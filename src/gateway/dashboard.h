@@ -43,6 +43,7 @@
 #include "common/event_loop.h"
 #include "gateway/dashboard_history.h"
 #include "http/http.h"
+#include "queue/batch_store.h"
 #include "queue/catalog_watch.h"
 #include "queue/nats.h"
 #include "queue/worker_registry.h"
@@ -65,6 +66,7 @@ struct DashboardSources {
   std::function<std::shared_ptr<const queue::CatalogSnapshot>()> catalog;
   queue::WorkerRegistry* workers = nullptr;
   jsCtx* js = nullptr;
+  std::function<std::vector<queue::BatchRecord>()> batch_jobs;  // unset: none
 };
 
 class Dashboard {

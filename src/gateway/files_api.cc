@@ -25,10 +25,6 @@ json FileObject(const queue::FileRecord& f) {
               {"status", "processed"}};  // OpenAI's (deprecated) field: a file here is whole once listed
 }
 
-// Who owns what `caller` uploads; who sees everything.
-std::string OwnerOf(const Caller& caller) { return caller.key ? caller.key->name : ""; }
-bool SeesAll(const Caller& caller) { return !caller.key || caller.key->admin; }
-
 // A batch input: every non-empty line a JSON object (what a job reads, line
 // by line; the job checks each line's request).
 Status CheckJsonl(std::string_view bytes) {
@@ -118,7 +114,7 @@ http::Response FilesApi::Upload(const http::Request& req, const Caller& caller, 
   queue::FileRecord record;
   record.filename = file->filename.empty() ? "upload.jsonl" : file->filename;
   record.purpose = purpose;
-  record.owner = OwnerOf(caller);
+  record.owner = caller.Owner();
   auto stored = store_->Add(std::move(record), file->data);
   if (!stored.ok()) return fail(stored.status());
   return http::JsonResponse(200, FileObject(*stored).dump());
@@ -155,7 +151,7 @@ http::Response FilesApi::List(const http::Request& req, const Caller& caller, co
   std::vector<queue::FileRecord>& all = *files;
   if (!ascending) std::reverse(all.begin(), all.end());
   std::erase_if(all, [&](const queue::FileRecord& f) {
-    return (!SeesAll(caller) && f.owner != OwnerOf(caller)) || (!purpose.empty() && f.purpose != purpose);
+    return (!caller.SeesAll() && f.owner != caller.Owner()) || (!purpose.empty() && f.purpose != purpose);
   });
   size_t from = 0;
   if (!after.empty()) {
@@ -177,7 +173,7 @@ http::Response FilesApi::List(const http::Request& req, const Caller& caller, co
 Result<queue::FileRecord> FilesApi::Find(std::string_view id, const Caller& caller) {
   auto file = store_->Find(id);
   if (!file.ok()) return file.status();
-  if (!SeesAll(caller) && file->owner != OwnerOf(caller)) {
+  if (!caller.SeesAll() && file->owner != caller.Owner()) {
     return Status(Code::kNotFound, "no file '" + std::string(id) + "'");  // as if absent: a key learns nothing
   }
   return file;

@@ -68,19 +68,49 @@ Status Gateway::ConnectControlPlane() {
     if (!ring.ok()) return ring.status();
     keys_ = std::move(ring).value();
   }
-  admin_ = std::make_unique<AdminApi>(AdminOptions{options_.stream_limits}, control_.models.get(),
+  admin_ = std::make_unique<AdminApi>(AdminOptions{options_.stream_limits, [this] { return BatchJobs(); }},
+                                      control_.models.get(),
                                       keys_bucket_.get(), control_.js.get(),
                                       [this] { return catalog_->Snapshot(); }, workers_.get());
   auto files = queue::FileStore::Open(control_.js.get(), control_.replicas);
   if (!files.ok()) return files.status();
   file_store_ = std::move(files).value();
   files_ = std::make_unique<FilesApi>(file_store_.get());
+  auto batches = queue::BatchStore::Open(control_.js.get(), control_.replicas);
+  if (!batches.ok()) return batches.status();
+  batch_store_ = std::move(batches).value();
+  batches_ = std::make_unique<BatchesApi>(batch_store_.get(), file_store_.get());
   dead_letters_ = std::make_unique<DeadLetters>(control_.nc.get(), control_.js.get(), control_.replicas);
   return dead_letters_->Start();
 }
 
 std::shared_ptr<const queue::CatalogSnapshot> Gateway::Catalog() const {
   return catalog_ ? catalog_->Snapshot() : options_.catalog;
+}
+
+Status Gateway::StartBatchRunner() {
+  // A job's requests enter a lane as the key that created the job would
+  // send them, without its rate limits (they run at batch priority).
+  auto submit = [this](http::Request req, Caller caller, http::Responder respond) {
+    const size_t lane = batch_lane_.fetch_add(1) % lanes_.size();
+    lanes_[lane]->loop.Post([this, lane, req = std::move(req), caller = std::move(caller),
+                             respond = std::move(respond)]() mutable {
+      router_->Handle(lane, std::move(req), std::move(respond), caller);
+    });
+  };
+  auto caller = [this](const std::string& owner) -> Result<Caller> {
+    if (owner.empty() || !keys_) return Caller{};
+    auto key = keys_->Named(owner);
+    if (!key.ok()) return key.status();
+    auto unlimited = std::make_shared<queue::ApiKey>(**key);
+    unlimited->rps = 0;
+    unlimited->tokens_per_min = 0;
+    return Caller{std::move(unlimited)};
+  };
+  batch_runner_ = std::make_unique<BatchRunner>(
+      BatchRunnerOptions{.runner_id = options_.id, .max_in_flight = std::max<size_t>(1, options_.batch_in_flight)},
+      batch_store_.get(), file_store_.get(), std::move(submit), std::move(caller));
+  return batch_runner_->Start();
 }
 
 Result<std::unique_ptr<Dispatcher>> Gateway::MakeDispatcher(const LaneSetup& lane) {
@@ -153,13 +183,15 @@ Status Gateway::Init() {
                        .ready = [this] { return Ready(); },
                        .catalog = catalog_fn,
                        .workers = workers_.get(),  // null without NATS: no cluster to show
-                       .js = control_.js.get()});
+                       .js = control_.js.get(),
+                       .batch_jobs = [this] { return BatchJobs(); }});
   dashboard_->Start();
   router_ = std::make_unique<Router>(
       RouterOptions{.limits = options_.limits,
                     .default_timeout = options_.default_timeout,
                     .inline_item_bytes = inline_item_bytes},
       catalog_fn, [this] { return Ready(); }, std::move(router_lanes), &limiter_);
+  if (batch_store_) SHOAL_RETURN_IF_ERROR(StartBatchRunner());
   auto server = http::Server::Start(options_.http, loops, [this](size_t lane, http::Request&& req, http::Responder r) {
     Serve(lane, std::move(req), std::move(r));
   });
@@ -175,7 +207,9 @@ Status Gateway::Init() {
 
 void Gateway::Serve(size_t lane, http::Request&& req, http::Responder respond) {
   // Scrapes, like probes, are open and never refused for load.
-  if (req.method == "GET" && req.path == "/metrics") return respond(metrics_.Render(InFlight()));
+  if (req.method == "GET" && req.path == "/metrics") {
+    return respond(metrics_.Render(InFlight(), batch_runner_ ? batch_runner_->MetricsText() : ""));
+  }
   // So is the dashboard's page: it holds no figures (it fetches /v1/dashboard).
   if (Dashboard::IsPage(req)) return respond(Dashboard::Page());
   respond = Observed(req, std::move(respond));
@@ -201,6 +235,10 @@ void Gateway::Serve(size_t lane, http::Request&& req, http::Responder respond) {
   if (FilesApi::Handles(req.path)) {
     if (files_) return files_->Handle(std::move(req), std::move(respond), std::move(caller).value());
     return respond(http::ErrorResponse(Status(Code::kNotFound, "no Files API without NATS (nowhere to keep files)"), ""));
+  }
+  if (BatchesApi::Handles(req.path)) {
+    if (batches_) return batches_->Handle(std::move(req), std::move(respond), std::move(caller).value());
+    return respond(http::ErrorResponse(Status(Code::kNotFound, "no Batch API without NATS (nowhere to keep jobs)"), ""));
   }
   router_->Handle(lane, std::move(req), std::move(respond), *caller);
 }
@@ -231,6 +269,10 @@ void Gateway::Sweep(Lane& lane) {
   lane.pending.Reap();
 }
 
+std::vector<queue::BatchRecord> Gateway::BatchJobs() const {
+  return batch_runner_ ? batch_runner_->Active() : std::vector<queue::BatchRecord>();
+}
+
 bool Gateway::Ready() const {
   // Serving, and (unless in-process) still connected to NATS.
   return ready_ && (!control_.nc || natsConnection_Status(control_.nc.get()) == NATS_CONN_STATUS_CONNECTED);
@@ -246,6 +288,8 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
   if (stopped_) return;
   stopped_ = true;
   ready_ = false;
+  // Batch jobs first: their leases go back, and whoever runs next resumes them.
+  if (batch_runner_) batch_runner_->Stop();
   // In-flight requests finish (answered and written) within the timeout.
   if (server_) {
     server_->StopAccepting();

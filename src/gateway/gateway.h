@@ -13,8 +13,10 @@
 // requests in flight: 503 OVERLOADED; admission.h), authentication (401/403,
 // or 503 when the keys cannot be read; auth.h), then the router — which
 // checks the key's model scope (403) and its rate limits (429;
-// rate_limiter.h) — or the admin API (admin_api.h), or the Files API
-// (files_api.h; its files in JetStream, so any gateway serves them).
+// rate_limiter.h) — or the admin API (admin_api.h), or the Files and Batch
+// APIs (files_api.h, batches_api.h; files and jobs in JetStream, so any
+// gateway serves them). Each gateway also runs batch jobs (batch_runner.h),
+// sending their requests through its own router at batch priority.
 #pragma once
 
 #include <atomic>
@@ -26,12 +28,14 @@
 
 #include "common/event_loop.h"
 #include "gateway/admin_api.h"
-#include "gateway/files_api.h"
 #include "gateway/admission.h"
 #include "gateway/auth.h"
+#include "gateway/batch_runner.h"
+#include "gateway/batches_api.h"
 #include "gateway/dashboard.h"
 #include "gateway/dead_letters.h"
 #include "gateway/dispatcher.h"
+#include "gateway/files_api.h"
 #include "gateway/gateway_metrics.h"
 #include "http/server.h"
 #include "gateway/payload_offloader.h"
@@ -80,6 +84,9 @@ struct GatewayOptions {
   // Requests in flight at once, over all lanes; past it 503 OVERLOADED.
   // 0: unbounded.
   size_t max_in_flight = 4096;
+  // Requests of batch jobs this gateway keeps in flight at once, over all
+  // the jobs it runs (batch_runner.h).
+  size_t batch_in_flight = 256;
 };
 
 class Gateway {
@@ -105,6 +112,8 @@ class Gateway {
       : options_(std::move(options)), admission_(options_.max_in_flight) {}
   Status Init();
   Status ConnectControlPlane();
+  // Runs batch jobs through the router (after Init has made it).
+  Status StartBatchRunner();
   // The lane's dispatcher: the baseline's, or the queue's.
   Result<std::unique_ptr<Dispatcher>> MakeDispatcher(const LaneSetup& lane);
   std::shared_ptr<const queue::CatalogSnapshot> Catalog() const;
@@ -116,6 +125,8 @@ class Gateway {
   void OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot);
   void Sweep(Lane& lane);
   size_t InFlight() const;
+  // The batch jobs not finished, cluster-wide (for /v1/cluster, the dashboard).
+  std::vector<queue::BatchRecord> BatchJobs() const;
   bool Ready() const;
 
   GatewayOptions options_;
@@ -132,6 +143,8 @@ class Gateway {
   std::unique_ptr<AdminApi> admin_;  // not without NATS
   std::unique_ptr<queue::FileStore> file_store_;  // not without NATS
   std::unique_ptr<FilesApi> files_;               // over file_store_
+  std::unique_ptr<queue::BatchStore> batch_store_;  // not without NATS
+  std::unique_ptr<BatchesApi> batches_;             // over batch_store_ and file_store_
   std::mutex pools_mu_;
   std::set<std::string> pools_;  // work streams ensured; guarded by pools_mu_
 
@@ -144,6 +157,9 @@ class Gateway {
   std::unique_ptr<Dashboard> dashboard_;
   // The queue's dispatchers only; before the lanes, whose dispatchers use it.
   std::unique_ptr<PayloadOffloader> offloader_;
+  // Before the lanes: their pending requests hold its answers' callbacks.
+  std::unique_ptr<BatchRunner> batch_runner_;  // not without NATS
+  std::atomic<size_t> batch_lane_{0};          // the lane its next request goes to
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<http::Server> server_;

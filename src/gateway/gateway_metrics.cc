@@ -17,12 +17,14 @@ GatewayMetrics::GatewayMetrics()
 std::string_view GatewayMetrics::RouteLabel(std::string_view path) {
   // Routes with a model in the path count under their prefix.
   static constexpr std::string_view kPrefixes[] = {"/v1/encode/",   "/v1/score/", "/v1/extract/", "/v1/tokenize/",
-                                                   "/v1/generate/", "/v1/admin/", "/v1/files/"};
+                                                   "/v1/generate/", "/v1/admin/", "/v1/files/",
+                                                   "/v1/batches/"};
   for (std::string_view p : kPrefixes) {
     if (path.starts_with(p)) return p.substr(0, p.size() - 1);
   }
   static constexpr std::string_view kExact[] = {"/v1/embeddings", "/v1/rerank", "/v1/chat/completions",
-                                                "/v1/completions", "/v1/models", "/v1/files", "/v1/cluster", "/v1/dashboard",
+                                                "/v1/completions", "/v1/models", "/v1/files", "/v1/batches", "/v1/cluster",
+                                                "/v1/dashboard",
                                                 "/healthz", "/readyz", "/metrics"};
   for (std::string_view e : kExact) {
     if (path == e) return e;
@@ -37,11 +39,12 @@ void GatewayMetrics::Observe(std::string_view route, const http::Response& r, do
   seconds_.With({label}).Observe(seconds);
 }
 
-http::Response GatewayMetrics::Render(size_t in_flight) {
+http::Response GatewayMetrics::Render(size_t in_flight, std::string_view more) {
   in_flight_.Set(static_cast<double>(in_flight));
   http::Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = registry_.Render();
+  r.body += more;
   return r;
 }
 

@@ -31,8 +31,9 @@ class GatewayMetrics {
   // after its request arrived.
   void Observe(std::string_view route, const http::Response& r, double seconds);
 
-  // The body of GET /metrics, with `in_flight` requests now.
-  http::Response Render(size_t in_flight);
+  // The body of GET /metrics, with `in_flight` requests now and `more`
+  // (series rendered elsewhere: batch jobs') after.
+  http::Response Render(size_t in_flight, std::string_view more = {});
 
   // The route label of a request path.
   static std::string_view RouteLabel(std::string_view path);

@@ -293,7 +293,7 @@ bool KeyRing::current() const {
   return ready_ && Following();
 }
 
-Result<std::shared_ptr<const ApiKey>> KeyRing::Find(std::string_view secret) const {
+Result<std::shared_ptr<const KeyRing::Index>> KeyRing::CurrentIndex() const {
   std::shared_ptr<const Index> index;
   bool ready;
   {
@@ -306,6 +306,21 @@ Result<std::shared_ptr<const ApiKey>> KeyRing::Find(std::string_view secret) con
                   "API keys are unavailable (the shoal_keys bucket cannot be read or watched); "
                   "requests are refused until they are");
   }
+  return index;
+}
+
+Result<std::shared_ptr<const ApiKey>> KeyRing::Named(std::string_view name) const {
+  auto index = CurrentIndex();
+  if (!index.ok()) return index.status();
+  const auto it = (*index)->by_name.find(name);
+  if (it == (*index)->by_name.end()) return Status(Code::kUnauthenticated, "key '" + std::string(name) + "' was revoked");
+  return it->second;
+}
+
+Result<std::shared_ptr<const ApiKey>> KeyRing::Find(std::string_view secret) const {
+  auto found = CurrentIndex();
+  if (!found.ok()) return found.status();
+  const std::shared_ptr<const Index>& index = *found;
   const KeyDigest digest = Sha256(secret);
   auto [begin, end] = index->by_prefix.equal_range(Prefix(digest));
   for (auto it = begin; it != end; ++it) {

@@ -115,6 +115,9 @@ class KeyRing {
   // The key whose secret is `secret`: 401 UNAUTHENTICATED when there is
   // none, 503 NO_CAPACITY while the ring is not current.
   Result<std::shared_ptr<const ApiKey>> Find(std::string_view secret) const;
+  // The key named `name` (a batch job runs as the key that created it):
+  // kUnauthenticated when there is none any more, kNoCapacity as Find.
+  Result<std::shared_ptr<const ApiKey>> Named(std::string_view name) const;
   bool current() const;
 
  private:
@@ -128,6 +131,8 @@ class KeyRing {
   };
 
   explicit KeyRing(natsConnection* nc) : nc_(nc) {}
+  // The index, once loaded and while followed; else kNoCapacity.
+  Result<std::shared_ptr<const Index>> CurrentIndex() const;
   void Apply(const KvChange& change);
   // The watch runs and its connection is up (no change can be missed).
   bool Following() const;

@@ -40,6 +40,7 @@ void KvWatch::Run() {
     }
     KvChange change;
     change.key = kvEntry_Key(e);
+    change.revision = kvEntry_Revision(e);
     const kvOperation op = kvEntry_Operation(e);
     change.deleted = op == kvOp_Delete || op == kvOp_Purge;
     if (!change.deleted) {

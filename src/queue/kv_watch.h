@@ -22,6 +22,7 @@ struct KvChange {
   std::string key;
   std::string value;  // empty when deleted
   bool deleted = false;
+  uint64_t revision = 0;  // the entry's (for a compare-and-set write after it)
 };
 
 class KvWatch {

@@ -210,6 +210,7 @@ TEST(Dashboard, ShowsTheClusterAndItsTrafficInABrowser) {
   EXPECT_EQ(Figure(*idle, "throughput"), 0);
   EXPECT_EQ(Figure(*idle, "responses-total"), 0);
   EXPECT_NE(idle->find("<path"), std::string::npos) << "the charts are drawn (an idle line at 0)";
+  EXPECT_NE(idle->find("no batch jobs running"), std::string::npos) << "the batch jobs' table is drawn";
 
   // Under load: wait until a sample of the gateway's history holds some of
   // it (the sampler closes an interval every 2 s), then look again while
