@@ -10,7 +10,8 @@
 namespace shoal::bench {
 
 std::unique_ptr<BenchCluster> BenchCluster::Start(const char* who, const std::string& dir,
-                                                  const std::vector<ModelSpec>& specs, worker::WorkerOptions wo) {
+                                                  const std::vector<ModelSpec>& specs, worker::WorkerOptions wo,
+                                                  gateway::GatewayOptions gateway_options) {
   auto fail = [&](const std::string& what, const Status& st) {
     std::fprintf(stderr, "%s: %s: %s\n", who, what.c_str(), st.ToString().c_str());
     return nullptr;
@@ -30,7 +31,7 @@ std::unique_ptr<BenchCluster> BenchCluster::Start(const char* who, const std::st
   auto worker = worker::Worker::Start(wo);
   if (!worker.ok()) return fail("worker", worker.status());
   c->worker_ = std::move(worker).value();
-  gateway::GatewayOptions go;
+  gateway::GatewayOptions go = std::move(gateway_options);
   go.nats_url = c->nats_->url();
   go.http.port = 0;
   auto gateway = gateway::Gateway::Start(go);

@@ -22,8 +22,10 @@ class BenchCluster {
   // Null when a part fails to start or a profile to register (said on
   // stderr, prefixed with `who`). `worker` gets the cluster's NATS URL; the
   // call returns once every profile is resident (or after 30 s).
+  // `gateway` gets the NATS URL and a free port.
   static std::unique_ptr<BenchCluster> Start(const char* who, const std::string& dir,
-                                             const std::vector<ModelSpec>& specs, worker::WorkerOptions worker);
+                                             const std::vector<ModelSpec>& specs, worker::WorkerOptions worker,
+                                             gateway::GatewayOptions gateway = {});
   ~BenchCluster();
 
   int port() const { return gateway_->port(); }

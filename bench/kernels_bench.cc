@@ -29,6 +29,7 @@
 #include <random>
 #include <vector>
 
+#include "runtime/native/kernels/cpu/few_rows_gemm.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 
 namespace {
@@ -183,6 +184,34 @@ void ShoalLinear(benchmark::State& st, cpu::Precision prec) {
 void BM_LinearF32(benchmark::State& st) { ShoalLinear(st, cpu::Precision::kF32); }
 void BM_LinearBf16(benchmark::State& st) { ShoalLinear(st, cpu::Precision::kBF16); }
 
+// FewRowsGemm as a decode step calls it: W plain [in][out], bias.
+void BM_FewRowsGemm(benchmark::State& st) {
+  const int64_t m = st.range(0), k = st.range(1), n = st.range(2);
+  const int threads = static_cast<int>(st.range(3));
+  if (!cpu::FewRowsGemmAvailable() || m > static_cast<int64_t>(cpu::kFewRows)) {
+    st.SkipWithError("no AVX2, or more rows than FewRowsGemm takes");
+    return;
+  }
+  omp_set_num_threads(threads);
+  const auto w = Random(k * n, 2), bias = Random(n, 3), x = Random(m * k, 1);
+  std::vector<float> y(m * n);
+  for (auto _ : st) {
+    cpu::FewRowsGemm(x.data(), m, k, w.data(), n, bias.data(), y.data(), threads);
+    benchmark::DoNotOptimize(y.data());
+  }
+  SetFlops(st, m, k, n);
+}
+
+// A generator's decode steps: a row per sequence, qwen3-bench's layers
+// (hidden 256: fused qkv 256→512, o 256→256, gate_up 256→1536, down
+// 768→256) and its 151,936-wide head, on 2 threads.
+void DecodeShapes(benchmark::internal::Benchmark* b) {
+  const int64_t shapes[][2] = {{256, 151936}, {256, 512}, {256, 256}, {256, 1536}, {768, 256}};
+  for (int64_t rows : {2, 8, 16, 32, 64})
+    for (const auto& s : shapes) b->Args({rows, s[0], s[1], 2});
+  b->ArgNames({"rows", "in", "out", "thr"})->UseRealTime()->MinWarmUpTime(0.1)->Unit(benchmark::kMillisecond);
+}
+
 void EncoderShapes(benchmark::internal::Benchmark* b) {
   const int64_t shapes[][2] = {{384, 1152}, {384, 384}, {384, 1536}, {1536, 384},
                                {768, 2304}, {768, 768}, {768, 3072}, {3072, 768}};
@@ -208,6 +237,9 @@ BENCHMARK(BM_DnnlSgemm)->Apply(Ceiling)->Name("Ceiling/DnnlSgemm");
 BENCHMARK(BM_OpenblasSgemm)->Apply(Ceiling)->Name("Ceiling/OpenblasSgemm");
 BENCHMARK(BM_DnnlMatmulBf16Blocked)->Apply(Ceiling)->Name("Ceiling/DnnlMatmulBf16Blocked");
 BENCHMARK(BM_OpenblasSbgemm)->Apply(Ceiling)->Name("Ceiling/OpenblasSbgemm");
+
+BENCHMARK(BM_DnnlMatmulF32Blocked)->Apply(DecodeShapes)->Name("Decode/DnnlMatmulF32Blocked");
+BENCHMARK(BM_FewRowsGemm)->Apply(DecodeShapes)->Name("Decode/FewRowsGemm");
 
 BENCHMARK(BM_DnnlSgemm)->Apply(EncoderShapes);
 BENCHMARK(BM_DnnlMatmulF32)->Apply(EncoderShapes);

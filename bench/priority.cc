@@ -13,7 +13,11 @@
 //   batch flood  closed-loop clients keep the flood's requests in flight as
 //                X-Shoal-Priority: batch;
 //   one class    the same flood, sent without the header (what a queue
-//                without priority classes does).
+//                without priority classes does);
+//   batch job    the same flood as a Batch API job (/v1/files, /v1/batches):
+//                the gateway's batch runner keeps as many of its lines in
+//                flight as the flood has clients; cancelled at the round's
+//                end, and drained before the next.
 // Each figure is the median of --repeats rounds; the flood's requests/s
 // shows that batch work still fills what interactive work leaves.
 #include <CLI/CLI.hpp>
@@ -70,6 +74,34 @@ std::string CompletionBody(int tokens) {
       .dump();
 }
 
+// POST `body` to `path`; the JSON answer of a 200.
+Result<nlohmann::json> PostForJson(int port, const std::string& path, const std::string& body,
+                                   const std::string& content_type = "application/json") {
+  auto a = loadtest::SendOnce("127.0.0.1", port, {path, content_type, body}, {}, std::chrono::seconds(60));
+  if (!a.ok()) return a.status();
+  if (a->status != 200) return Internal(path + ": " + std::to_string(a->status) + " " + a->body);
+  return nlohmann::json::parse(a->body);
+}
+
+// Uploads a batch input of `lines` copies of `body` for `path`; its file id.
+Result<std::string> UploadFloodFile(int port, const std::string& path, const std::string& body, int lines) {
+  const nlohmann::json request = nlohmann::json::parse(body);
+  std::string jsonl;
+  for (int i = 0; i < lines; ++i) {
+    jsonl += nlohmann::json{{"custom_id", "flood-" + std::to_string(i)}, {"method", "POST"}, {"url", path},
+                            {"body", request}}
+                 .dump() +
+             "\n";
+  }
+  const std::string boundary = "priority-bench-flood";
+  const std::string form = "--" + boundary + "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--" +
+                           boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"flood.jsonl\"\r\n\r\n" +
+                           jsonl + "\r\n--" + boundary + "--\r\n";
+  auto file = PostForJson(port, "/v1/files", form, "multipart/form-data; boundary=" + boundary);
+  if (!file.ok()) return file.status();
+  return (*file)["id"].get<std::string>();
+}
+
 struct RoundResult {
   double p50_ms = 0, p99_ms = 0;
   double flood_requests_per_s = 0;
@@ -77,8 +109,10 @@ struct RoundResult {
 };
 
 // One round: the interactive load, with a flood of `flood` class beside it
-// ("" for none, else "batch" or "interactive").
-RoundResult RunRound(const Options& o, int port, const Workload& w, const std::string& flood) {
+// ("" for none, else "batch" or "interactive"; "job": the Batch API job of
+// `flood_file`).
+RoundResult RunRound(const Options& o, int port, const Workload& w, const std::string& flood,
+                     const std::string& flood_file) {
   loadtest::LoadSpec interactive;
   interactive.port = port;
   interactive.path = w.path;
@@ -99,6 +133,31 @@ RoundResult RunRound(const Options& o, int port, const Workload& w, const std::s
   if (flood == "batch") batch.headers.emplace_back("X-Shoal-Priority", "batch");
 
   RoundResult r;
+  if (flood == "job") {
+    const auto started = SteadyClock::now();
+    auto job = PostForJson(port, "/v1/batches",
+                           nlohmann::json{{"input_file_id", flood_file}, {"endpoint", w.path},
+                                          {"completion_window", "24h"}}
+                               .dump());
+    if (!job.ok()) {
+      std::fprintf(stderr, "priority: %s\n", job.status().ToString().c_str());
+      return {.errors = 1};
+    }
+    const loadtest::LoadResult measured = loadtest::RunLoad(interactive);
+    const std::string cancel = "/v1/batches/" + (*job)["id"].get<std::string>() + "/cancel";
+    auto cancelled = PostForJson(port, cancel, "");
+    const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
+    r.p50_ms = measured.Percentile(50);
+    r.p99_ms = measured.Percentile(99);
+    r.errors = measured.errors + (cancelled.ok() ? 0 : 1);
+    if (cancelled.ok()) r.flood_requests_per_s = (*cancelled)["request_counts"]["completed"].get<double>() / seconds;
+    // The lines in flight finish before the next round.
+    while (cancelled.ok() && (*cancelled)["status"] != "cancelled") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      cancelled = PostForJson(port, cancel, "");
+    }
+    return r;
+  }
   loadtest::LoadResult flooded;
   std::thread flood_thread;
   if (!flood.empty()) flood_thread = std::thread([&] { flooded = loadtest::RunLoad(batch); });
@@ -115,12 +174,19 @@ void Measure(const Options& o, int port, const Workload& w, std::map<std::string
   std::printf("\n%s: %.0f interactive requests/s, %d flood clients, %d s rounds, median of %d\n", w.name.c_str(),
               w.rate, o.flood_clients, o.seconds, o.repeats);
   std::printf("%-12s %10s %10s %18s\n", "beside", "p50 ms", "p99 ms", "flood requests/s");
-  const std::pair<const char*, const char*> cases[] = {{"alone", ""}, {"batch", "batch"}, {"one_class", "interactive"}};
+  // Enough lines that no round's job runs out.
+  auto flood_file = UploadFloodFile(port, w.path, w.flood_body, 2000);
+  if (!flood_file.ok()) {
+    std::fprintf(stderr, "priority: %s\n", flood_file.status().ToString().c_str());
+    return;
+  }
+  const std::pair<const char*, const char*> cases[] = {
+      {"alone", ""}, {"batch", "batch"}, {"batch_job", "job"}, {"one_class", "interactive"}};
   for (const auto& [name, flood] : cases) {
     std::vector<double> p50, p99, rps;
     for (int i = 0; i < o.repeats; ++i) {
       std::fprintf(stderr, "priority: %s, %s, round %d/%d\n", w.name.c_str(), name, i + 1, o.repeats);
-      const RoundResult r = RunRound(o, port, w, flood);
+      const RoundResult r = RunRound(o, port, w, flood, *flood_file);
       if (r.errors) std::fprintf(stderr, "priority: %s: %llu errors\n", name, static_cast<unsigned long long>(r.errors));
       p50.push_back(r.p50_ms);
       p99.push_back(r.p99_ms);
@@ -136,10 +202,13 @@ void Measure(const Options& o, int port, const Workload& w, std::map<std::string
   }
   const std::string k = w.name + "_";
   (*figures)[k + "interactive_p99_with_batch_over_without"] = (*figures)[k + "batch_p99_ms"] / (*figures)[k + "alone_p99_ms"];
+  (*figures)[k + "interactive_p99_with_batch_job_over_without"] =
+      (*figures)[k + "batch_job_p99_ms"] / (*figures)[k + "alone_p99_ms"];
   (*figures)[k + "interactive_p99_one_class_over_without"] =
       (*figures)[k + "one_class_p99_ms"] / (*figures)[k + "alone_p99_ms"];
-  std::printf("%s: interactive p99 with a batch flood over without %.2f (one class: %.2f)\n", w.name.c_str(),
-              (*figures)[k + "interactive_p99_with_batch_over_without"],
+  std::printf("%s: interactive p99 over without: with a batch flood %.2f, with a batch job %.2f (one class: %.2f)\n",
+              w.name.c_str(), (*figures)[k + "interactive_p99_with_batch_over_without"],
+              (*figures)[k + "interactive_p99_with_batch_job_over_without"],
               (*figures)[k + "interactive_p99_one_class_over_without"]);
 }
 
@@ -164,7 +233,9 @@ int Run(const Options& o) {
   worker::WorkerOptions wo;
   wo.threads_per_executor = o.threads;
   const std::string dir = std::filesystem::temp_directory_path() / ("shoal-priority-bench-" + std::to_string(::getpid()));
-  auto cluster = BenchCluster::Start("priority", dir, specs, wo);
+  gateway::GatewayOptions go;
+  go.batch_in_flight = o.flood_clients;  // a job's flood as deep as the clients'
+  auto cluster = BenchCluster::Start("priority", dir, specs, wo, go);
   if (!cluster) return 1;
   const int port = cluster->port();
 
@@ -177,12 +248,15 @@ int Run(const Options& o) {
   for (const Workload& w : workloads) {
     if (std::find(o.workloads.begin(), o.workloads.end(), w.name) != o.workloads.end()) Measure(o, port, w, &figures);
   }
-  // The headline: the worse of the workloads measured.
+  // The headline: the worse of the workloads and of the two ways batch
+  // work comes (a flood of batch-class requests, a Batch API job).
   for (const Workload& w : workloads) {
-    const auto it = figures.find(w.name + "_interactive_p99_with_batch_over_without");
-    if (it == figures.end()) continue;
-    double& worst = figures["interactive_p99_with_batch_over_without"];
-    worst = std::max(worst, it->second);
+    for (const char* way : {"_interactive_p99_with_batch_over_without", "_interactive_p99_with_batch_job_over_without"}) {
+      const auto it = figures.find(w.name + way);
+      if (it == figures.end()) continue;
+      double& worst = figures["interactive_p99_with_batch_over_without"];
+      worst = std::max(worst, it->second);
+    }
   }
   cluster.reset();
   WriteFigures(o.out, figures);
