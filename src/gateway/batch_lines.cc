@@ -69,15 +69,8 @@ Status CheckBatchEndpoint(std::string_view endpoint) {
 Result<std::vector<BatchLine>> ParseBatchLines(std::string_view jsonl, std::string_view endpoint, size_t max_lines) {
   std::vector<BatchLine> lines;
   std::unordered_set<std::string> ids;
-  uint32_t number = 0;
   bool any_valid = false;
-  while (!jsonl.empty()) {
-    ++number;
-    const size_t eol = std::min(jsonl.find('\n'), jsonl.size());
-    std::string_view text = jsonl.substr(0, eol);
-    jsonl.remove_prefix(std::min(eol + 1, jsonl.size()));
-    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
+  SHOAL_RETURN_IF_ERROR(ForEachJsonlLine(jsonl, [&](uint32_t number, std::string_view text) {
     if (lines.size() == max_lines) {
       return InvalidInput("the input file holds more than " + std::to_string(max_lines) +
                           " requests, a batch's limit: split it");
@@ -91,7 +84,8 @@ Result<std::vector<BatchLine>> ParseBatchLines(std::string_view jsonl, std::stri
     if (!line.error.empty()) line.error = "line " + std::to_string(number) + ": " + line.error;
     any_valid = any_valid || line.error.empty();
     lines.push_back(std::move(line));
-  }
+    return Status::Ok();
+  }));
   if (lines.empty()) return InvalidInput("the input file holds no requests");
   if (!any_valid) return InvalidInput("no line of the input file is a request to send; " + lines.front().error);
   return lines;

@@ -13,6 +13,7 @@
 // job expired): "response": null, "error": {"code", "message"}.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,6 +22,24 @@
 #include "common/status.h"
 
 namespace shoal::gateway {
+
+// Calls `fn(number, text)` for each line of `jsonl` that is not blank
+// (numbered from 1, blank lines counted; a "\r\n" ending accepted) until
+// one returns an error, which it returns.
+template <class Fn>
+Status ForEachJsonlLine(std::string_view jsonl, Fn&& fn) {
+  uint32_t number = 0;
+  while (!jsonl.empty()) {
+    ++number;
+    const size_t eol = std::min(jsonl.find('\n'), jsonl.size());
+    std::string_view text = jsonl.substr(0, eol);
+    jsonl.remove_prefix(std::min(eol + 1, jsonl.size()));
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
+    SHOAL_RETURN_IF_ERROR(fn(number, text));
+  }
+  return Status::Ok();
+}
 
 // OpenAI's limit on the requests of one batch.
 inline constexpr size_t kMaxBatchRequests = 50000;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/ids.h"
+#include "gateway/batch_lines.h"
 #include "http/multipart.h"
 
 namespace shoal::gateway {
@@ -28,19 +29,10 @@ json FileObject(const queue::FileRecord& f) {
 // A batch input: every non-empty line a JSON object (what a job reads, line
 // by line; the job checks each line's request).
 Status CheckJsonl(std::string_view bytes) {
-  size_t line = 0;
-  while (!bytes.empty()) {
-    ++line;
-    const size_t eol = std::min(bytes.find('\n'), bytes.size());
-    std::string_view text = bytes.substr(0, eol);
-    bytes.remove_prefix(std::min(eol + 1, bytes.size()));
-    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
-    if (!json::parse(text, nullptr, /*allow_exceptions=*/false).is_object()) {
-      return InvalidInput("file: line " + std::to_string(line) + " is not a JSON object (a batch input is JSONL)");
-    }
-  }
-  return Status::Ok();
+  return ForEachJsonlLine(bytes, [](uint32_t number, std::string_view text) {
+    if (json::parse(text, nullptr, /*allow_exceptions=*/false).is_object()) return Status::Ok();
+    return InvalidInput("file: line " + std::to_string(number) + " is not a JSON object (a batch input is JSONL)");
+  });
 }
 
 }  // namespace
