@@ -207,7 +207,7 @@ void BM_FewRowsGemm(benchmark::State& st) {
 // 768→256) and its 151,936-wide head, on 2 threads.
 void DecodeShapes(benchmark::internal::Benchmark* b) {
   const int64_t shapes[][2] = {{256, 151936}, {256, 512}, {256, 256}, {256, 1536}, {768, 256}};
-  for (int64_t rows : {2, 8, 16, 32, 64})
+  for (int64_t rows : {1, 2, 4, 8, 16, 32, 64})
     for (const auto& s : shapes) b->Args({rows, s[0], s[1], 2});
   b->ArgNames({"rows", "in", "out", "thr"})->UseRealTime()->MinWarmUpTime(0.1)->Unit(benchmark::kMillisecond);
 }
