@@ -4,6 +4,16 @@
 
 namespace shoal {
 
+std::vector<std::string_view> AskedAdjustments(const LogitAdjustments& a) {
+  const bool asked[] = {a.presence_penalty != 0, a.frequency_penalty != 0, a.repetition_penalty != 1,
+                        !a.logit_bias.empty(), a.min_tokens > 0};
+  std::vector<std::string_view> out;
+  for (size_t i = 0; i < std::size(asked); ++i) {
+    if (asked[i]) out.push_back(kLogitAdjustmentNames[i]);
+  }
+  return out;
+}
+
 TokenPenalties::TokenPenalties(LogitAdjustments adjust, std::span<const int32_t> prompt) : adjust_(std::move(adjust)) {
   if (adjust_.repetition_penalty != 1) seen_.insert(prompt.begin(), prompt.end());
 }

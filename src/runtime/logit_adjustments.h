@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -39,6 +41,23 @@ struct LogitAdjustments {
            min_tokens > 0;
   }
 };
+
+// The adjustments by the names requests and the runtime protocol give them.
+inline constexpr std::string_view kLogitAdjustmentNames[] = {"presence_penalty", "frequency_penalty",
+                                                             "repetition_penalty", "logit_bias", "min_tokens"};
+// The names of those `a` asks for, in kLogitAdjustmentNames' order.
+std::vector<std::string_view> AskedAdjustments(const LogitAdjustments& a);
+// The first adjustment `a` asks for that is not among `applied` (names),
+// or "" when there is none.
+template <class Names>
+std::string FirstUnapplied(const LogitAdjustments& a, const Names& applied) {
+  for (std::string_view asked : AskedAdjustments(a)) {
+    bool found = false;
+    for (const auto& name : applied) found = found || std::string_view(name) == asked;
+    if (!found) return std::string(asked);
+  }
+  return "";
+}
 
 class TokenPenalties {
  public:

@@ -234,6 +234,10 @@ class Runtime {
   // job to (others they refuse with INVALID_INPUT): what a runtime process
   // announces in its hello.
   virtual std::vector<OutputFormat::Kind> output_formats() const { return {}; }
+  // The logit adjustments (kLogitAdjustmentNames) its streaming generators
+  // apply (a job asking for another fails with INVALID_INPUT): what a
+  // runtime process announces in its hello.
+  virtual std::vector<std::string> logit_adjustments() const { return {}; }
   // Whether its models count tokens themselves: apply max_input_tokens,
   // truncate when asked, report exact counts, stream token ids. Not so in
   // front of a server that says only text (upstream): such a runtime

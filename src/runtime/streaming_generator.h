@@ -25,6 +25,7 @@
 
 #include "common/status.h"
 #include "runtime/generator.h"
+#include "runtime/logit_adjustments.h"
 #include "runtime/sampler.h"
 
 namespace shoal {
@@ -60,6 +61,10 @@ struct GenerationJob {
   bool logprobs = false;  // the log-probability of each chosen token
   std::string lora;       // empty: the base model
   OutputFormat format;
+  // Penalties, biases and min_tokens (logit_adjustments.h). A generator
+  // that cannot apply one it is asked for fails the job with INVALID_INPUT
+  // naming it (Runtime::logit_adjustments).
+  LogitAdjustments adjustments;
 };
 
 struct GenerationUpdate {

@@ -58,16 +58,12 @@ Status ToJob(const WorkItem& it, const ServedModel& model, GenerationJob* job) {
     return InvalidInput("top_logprobs: model '" + model.spec->id + "' (runtime " + model.spec->runtime +
                         ") gives the chosen tokens' logprobs only; the native runtime gives alternatives");
   }
-  if (p.adjusts_logits()) {
-    // Not yet carried to runtimes that sample for themselves: refused, not dropped.
-    const char* field = p.presence_penalty != 0    ? "presence_penalty"
-                        : p.frequency_penalty != 0 ? "frequency_penalty"
-                        : p.repetition_penalty != 1 ? "repetition_penalty"
-                        : !p.logit_bias.empty()     ? "logit_bias"
-                                                    : "min_tokens";
-    return InvalidInput(std::string(field) + ": model '" + model.spec->id + "' (runtime " + model.spec->runtime +
-                        ") does not apply it; the native runtime does");
-  }
+  // The generator applies them, or fails the job naming the one it cannot.
+  job->adjustments = {.presence_penalty = p.presence_penalty,
+                      .frequency_penalty = p.frequency_penalty,
+                      .repetition_penalty = p.repetition_penalty,
+                      .logit_bias = p.logit_bias,
+                      .min_tokens = p.min_tokens};
   job->max_tokens = p.max_tokens;
   job->sampling = {.temperature = p.temperature, .top_p = p.top_p, .top_k = p.top_k};
   job->seed = SequenceSeed(p.seed, it.work.request_id, it.work.item);

@@ -193,14 +193,32 @@ TEST_F(LlamaCppServing, GgufDirectoriesServeThroughTheQueueAsTheNativeRuntimeDoe
   const json refused = Post(http, "/v1/generate/t/llama-tiny-gguf-f32",
                             {{"prompt", "x"}, {"response_format", {{"type", "choice"}, {"choices", {"a", "b"}}}}}, 400);
   EXPECT_NE(refused.dump().find("native runtime's"), std::string::npos) << refused.dump();
-  // So are tools and the logit adjustments, for now.
+  // So are tools, for now.
   const json tools = {{{"type", "function"}, {"function", {{"name", "f"}}}}};
   const json tooled = Post(http, "/v1/chat/completions", chat("t/llama-tiny-gguf-f32", {{"tools", tools}}), 400);
   EXPECT_NE(tooled.dump().find("tools: model 't/llama-tiny-gguf-f32' (runtime llamacpp) does not call tools"),
             std::string::npos) << tooled.dump();
-  const json penalized = Post(http, "/v1/chat/completions", chat("t/llama-tiny-gguf-f32", {{"presence_penalty", 1}}), 400);
-  EXPECT_NE(penalized.dump().find("presence_penalty: model 't/llama-tiny-gguf-f32' (runtime llamacpp) does not apply it"),
-            std::string::npos) << penalized.dump();
+
+  // The logit adjustments reach the sidecar over the protocol and its
+  // sampler applies them: greedy, each answer is the native runtime's with
+  // the same adjustment (the same weights, the same definitions).
+  const std::vector<std::pair<const char*, json>> adjustments = {
+      {"presence_penalty", 2.0},   {"frequency_penalty", 1.5}, {"repetition_penalty", 1.8},
+      {"logit_bias", {{"100", 100}, {"200", -100}}}, {"min_tokens", 16}};
+  for (const auto& [field, value] : adjustments) {
+    const json n = Post(http, "/v1/chat/completions", chat("t/llama-native", {{field, value}}));
+    const json l = Post(http, "/v1/chat/completions", chat("t/llama-tiny-gguf-f32", {{field, value}}));
+    ASSERT_FALSE(n["choices"].empty() || l["choices"].empty()) << field << " " << n.dump() << l.dump();
+    EXPECT_EQ(l["choices"][0]["message"]["content"], n["choices"][0]["message"]["content"]) << field;
+    EXPECT_EQ(l["usage"]["completion_tokens"], n["usage"]["completion_tokens"]) << field;
+  }
+  // A bias of 100 makes its token the greedy pick every time: not ignored.
+  const json biased = Post(http, "/v1/chat/completions", chat("t/llama-tiny-gguf-f32", {{"logit_bias", {{"100", 100}}}}));
+  EXPECT_NE(biased["choices"][0]["message"]["content"], text) << biased.dump();
+  // top_logprobs is still the native runtime's.
+  const json alternatives = Post(http, "/v1/chat/completions",
+                                 chat("t/llama-tiny-gguf-f32", {{"logprobs", true}, {"top_logprobs", 2}}), 400);
+  EXPECT_NE(alternatives.dump().find("top_logprobs"), std::string::npos) << alternatives.dump();
 }
 
 TEST_F(LlamaCppServing, StreamsSurviveTheSidecarsSigkillMidStream) {

@@ -276,6 +276,29 @@ TEST_F(Upstream, GenerationsStreamThroughAsTheUpstreamWritesThem) {
   const json long_prompt = Post(http, "/v1/completions", {{"model", "t/llama-up"}, {"prompt", words}, {"max_tokens", 4}}, 400);
   EXPECT_EQ(long_prompt["error"]["code"], "INVALID_INPUT") << long_prompt.dump();
   Post(http, "/v1/completions", {{"model", "t/llama-up"}, {"prompt", "a"}, {"max_tokens", 4}, {"logprobs", 1}}, 400);
+
+  // OpenAI's logit adjustments go on to the upstream, which applies them:
+  // the answer is the upstream's own to the same request.
+  for (const auto& [field, value] : {std::pair<const char*, json>{"presence_penalty", 1.5},
+                                     {"frequency_penalty", 1.0},
+                                     {"logit_bias", {{"100", 100}}}}) {
+    json adjusted_up = upstream_body, adjusted_shoal = completion;
+    adjusted_up[field] = value;
+    adjusted_shoal[field] = value;
+    adjusted_shoal["model"] = "t/llama-up";
+    auto adjusted_direct = direct.PostJson("/v1/completions", adjusted_up.dump());
+    ASSERT_TRUE(adjusted_direct.ok());
+    if (adjusted_direct->status != 200) continue;  // not valid UTF-8 (above): nothing to compare
+    EXPECT_EQ(Post(http, "/v1/completions", adjusted_shoal)["choices"][0]["text"],
+              json::parse(adjusted_direct->body)["choices"][0]["text"])
+        << field;
+  }
+  // vLLM's are not OpenAI's: refused, not sent to a server that may ignore them.
+  json repeated = completion;
+  repeated["model"] = "t/llama-up";
+  repeated["repetition_penalty"] = 1.3;
+  const json not_openai = Post(http, "/v1/completions", repeated, 400);
+  EXPECT_NE(not_openai.dump().find("repetition_penalty"), std::string::npos) << not_openai.dump();
 }
 
 TEST_F(Upstream, ItemsWaitOutAnUpstreamThatIsDownAndNoneIsLost) {

@@ -138,6 +138,8 @@ TEST(RuntimeProtocol, GenerationMessagesReadBackAndAsAnotherDecoderSeesThem) {
   job.stop_token_ids = {7, 11};
   job.ignore_eos = true;
   job.logprobs = true;
+  job.adjustments = {.presence_penalty = 0.5f, .repetition_penalty = 1.25f, .logit_bias = {{9, -100.0f}, {3, 2.5f}},
+                     .min_tokens = 4};
   const std::string frame = GenerateJobRequest(12, "qwen#1", job);
   // An independent MessagePack decoder sees the documented fields.
   const auto j = nlohmann::json::from_msgpack(frame);
@@ -146,6 +148,8 @@ TEST(RuntimeProtocol, GenerationMessagesReadBackAndAsAnotherDecoderSeesThem) {
   EXPECT_EQ(j["job"]["messages"][1]["content"], "héllo");
   EXPECT_EQ(j["job"]["seed"].get<uint64_t>(), 0xfedcba9876543210ull);
   EXPECT_FALSE(j["job"].contains("prompt"));
+  EXPECT_EQ(j["job"]["adjustments"]["logit_bias_ids"], nlohmann::json({9, 3}));
+  EXPECT_EQ(j["job"]["adjustments"]["min_tokens"], 4);
   Request q;
   ASSERT_TRUE(ReadRequest(frame, &q).ok());
   GenerationJob back;
@@ -161,6 +165,15 @@ TEST(RuntimeProtocol, GenerationMessagesReadBackAndAsAnotherDecoderSeesThem) {
   EXPECT_EQ(back.stop, job.stop);
   EXPECT_EQ(back.stop_token_ids, job.stop_token_ids);
   EXPECT_TRUE(back.ignore_eos && back.logprobs && !back.add_generation_prompt);
+  EXPECT_FLOAT_EQ(back.adjustments.presence_penalty, 0.5f);
+  EXPECT_EQ(back.adjustments.frequency_penalty, 0.0f);
+  EXPECT_FLOAT_EQ(back.adjustments.repetition_penalty, 1.25f);
+  EXPECT_EQ(back.adjustments.logit_bias, job.adjustments.logit_bias);
+  EXPECT_EQ(back.adjustments.min_tokens, 4u);
+  // A job asking for nothing carries no adjustments at all.
+  GenerationJob plain;
+  plain.prompt = "x";
+  EXPECT_FALSE(nlohmann::json::from_msgpack(GenerateJobRequest(1, "m", plain))["job"].contains("adjustments"));
 
   const std::string cancel = CancelRequest(13, 12);  // the request's views point into it
   Request c;

@@ -28,6 +28,9 @@ class LlamaCppRuntime final : public Runtime {
   std::vector<OutputFormat::Kind> output_formats() const override {
     return {OutputFormat::Kind::kJsonObject, OutputFormat::Kind::kJsonSchema};  // its grammar sampler
   }
+  std::vector<std::string> logit_adjustments() const override {  // Shoal's TokenPenalties on its logits
+    return {std::begin(kLogitAdjustmentNames), std::end(kLogitAdjustmentNames)};
+  }
 };
 
 }  // namespace shoal::llamacpp

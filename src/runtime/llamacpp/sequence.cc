@@ -39,7 +39,33 @@ Sequence::Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prom
       tokens_(std::move(prompt)),
       sampler_(MakeSampler(job_.sampling, job_.seed)),
       format_(std::move(format)),
-      text_(job_.stop) {}
+      text_(job_.stop) {
+  if (!job_.adjustments.any()) return;
+  penalties_ = std::make_unique<TokenPenalties>(job_.adjustments, tokens_);
+  if (job_.adjustments.min_tokens > 0) {
+    held_back_ = stop_ids_;
+    if (!job_.ignore_eos) {
+      for (int32_t t = 0, n = llama_vocab_n_tokens(vocab_); t < n; ++t) {
+        if (llama_vocab_is_eog(vocab_, t)) held_back_.insert(t);
+      }
+    }
+  }
+}
+
+llama_token_data_array Sequence::Candidates(const float* logits) {
+  const int32_t n = llama_vocab_n_tokens(vocab_);
+  candidates_.resize(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) candidates_[static_cast<size_t>(i)] = {i, logits[i], 0.0f};
+  return llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
+}
+
+int32_t Sequence::SampleFree(const float* logits) {
+  llama_token_data_array all = Candidates(logits);
+  llama_sampler_apply(sampler_.get(), &all);
+  const int32_t token = all.data[all.selected].id;
+  llama_sampler_accept(sampler_.get(), token);
+  return token;
+}
 
 // llama.cpp's grammar is costly over a whole vocabulary (it decodes every
 // candidate's text), and most tokens a model prefers fit the format: the
@@ -53,12 +79,7 @@ Sequence::Sequence(uint64_t handle, GenerationJob job, std::vector<int32_t> prom
 // one).
 Result<int32_t> Sequence::SampleHeld(const float* logits) {
   constexpr size_t kLikely[] = {64, 4096};  // greedy: checked before the whole vocabulary
-  const int32_t n = llama_vocab_n_tokens(vocab_);
-  auto all = [&] {
-    candidates_.resize(static_cast<size_t>(n));
-    for (int32_t i = 0; i < n; ++i) candidates_[static_cast<size_t>(i)] = {i, logits[i], 0.0f};
-    return llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
-  };
+  auto all = [&] { return Candidates(logits); };
   try {
     llama_token_data_array free = all();
     llama_sampler_apply(sampler_.get(), &free);
@@ -109,7 +130,14 @@ Result<int32_t> Sequence::SampleHeld(const float* logits) {
 }
 
 bool Sequence::Sample(llama_context* ctx, int32_t row) {
-  const float* logits = llama_get_logits_ith(ctx, row);
+  const float* const model_logits = llama_get_logits_ith(ctx, row);
+  const float* logits = model_logits;
+  if (penalties_) {
+    adjusted_.assign(model_logits, model_logits + llama_vocab_n_tokens(vocab_));
+    penalties_->Apply(adjusted_.data(), adjusted_.size(), static_cast<uint32_t>(tokens_.size()) - prompt_tokens_,
+                      held_back_);
+    logits = adjusted_.data();
+  }
   int32_t token;
   if (format_) {
     auto held = SampleHeld(logits);
@@ -118,19 +146,22 @@ bool Sequence::Sample(llama_context* ctx, int32_t row) {
       return true;
     }
     token = *held;
+  } else if (penalties_) {
+    token = SampleFree(logits);
   } else {
     token = llama_sampler_sample(sampler_.get(), ctx, row);
   }
+  if (penalties_) penalties_->Add(token);
   tokens_.push_back(token);
   pending_.token_ids.push_back(token);
   if (job_.logprobs) {
     // The model's own log-probability: log-softmax of the raw logits.
     const int32_t vocab = llama_vocab_n_tokens(vocab_);
-    float max = logits[0];
-    for (int32_t i = 1; i < vocab; ++i) max = std::max(max, logits[i]);
+    float max = model_logits[0];
+    for (int32_t i = 1; i < vocab; ++i) max = std::max(max, model_logits[i]);
     double z = 0;
-    for (int32_t i = 0; i < vocab; ++i) z += std::exp(static_cast<double>(logits[i]) - max);
-    pending_.logprobs.push_back(static_cast<float>(logits[token] - max - std::log(z)));
+    for (int32_t i = 0; i < vocab; ++i) z += std::exp(static_cast<double>(model_logits[i]) - max);
+    pending_.logprobs.push_back(static_cast<float>(model_logits[token] - max - std::log(z)));
   }
   std::string reason;
   if ((!job_.ignore_eos && llama_vocab_is_eog(vocab_, token)) || stop_ids_.count(token)) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -45,8 +46,12 @@ class Sequence {
   void End(Status status, std::string reason);
 
  private:
+  // Every token of the vocabulary with its logit, in candidates_.
+  llama_token_data_array Candidates(const float* logits);
   // The next token under the format (a Status when none can continue it).
   Result<int32_t> SampleHeld(const float* logits);
+  // The next token from `logits` (adjusted: not the context's own).
+  int32_t SampleFree(const float* logits);
   void Emit(bool final);
 
   const uint64_t handle_;
@@ -60,7 +65,12 @@ class Sequence {
   uint32_t cached_ = 0;
   SamplerPtr sampler_;
   SamplerPtr format_;                          // null: text
-  std::vector<llama_token_data> candidates_;  // SampleHeld's scratch
+  std::vector<llama_token_data> candidates_;  // Candidates' scratch
+  // The job's penalties, biases and min_tokens on the logits before a
+  // token is picked (null: none asked); the tokens min_tokens holds back.
+  std::unique_ptr<TokenPenalties> penalties_;
+  std::unordered_set<int32_t> held_back_;
+  std::vector<float> adjusted_;  // the adjusted logits' scratch
   TextStream text_;  // whole characters, stop strings held back (runtime/text_stream.h)
   GenerationUpdate pending_;
 };

@@ -83,6 +83,26 @@ void CheckGeneration(Peer& p, const std::string& handle, const RuntimeHello& hel
   }
   add(c.ok() ? Pass("greedy generation repeats", "the same 8 tokens") : Fail("greedy generation repeats", c.ToString()));
 
+  // A logit bias, when the hello lists it: +100 on the last token it
+  // wrote makes that token the greedy pick every time.
+  const bool biases = std::find(hello.adjustments.begin(), hello.adjustments.end(), "logit_bias") != hello.adjustments.end();
+  if (biases && hello.counts_tokens && !first->tokens.empty()) {
+    GenerationJob biased = job;
+    const int32_t token = first->tokens.back();
+    biased.adjustments.logit_bias = {{token, 100.0f}};
+    const uint64_t b = ++id;
+    c = p.Send(GenerateJobRequest(b, handle, biased));
+    auto got = c.ok() ? AwaitGeneration(p, b, timeout) : Result<Generated>(c);
+    c = got.status();
+    if (c.ok() && std::count(got->tokens.begin(), got->tokens.end(), token) != 8) {
+      c = Internal("with token " + std::to_string(token) + " at +100, it wrote " + std::to_string(got->tokens.size()) +
+                   " tokens, " + std::to_string(std::count(got->tokens.begin(), got->tokens.end(), token)) +
+                   " of them that one");
+    }
+    add(c.ok() ? Pass("logit_bias", "token " + std::to_string(token) + " at +100: 8 times")
+               : Fail("logit_bias", c.ToString()));
+  }
+
   // Cancel: a generation to the end of the context, cancelled after its first chunk.
   job.max_tokens = 0;
   const uint64_t g = ++id, cancel = ++id;

@@ -44,6 +44,9 @@ struct RuntimeHello {
   // "formats": the output formats its generations can be held to besides
   // text ("json_object", "json_schema"); Shoal sends no job with another.
   std::vector<std::string> formats;
+  // "adjustments": the logit adjustments its generations apply
+  // (kLogitAdjustmentNames); Shoal sends no job asking for another.
+  std::vector<std::string> adjustments;
   // "counts_tokens": false: its models apply no token limits, refuse
   // truncate, and stream text without token ids (Runtime::counts_tokens).
   bool counts_tokens = true;

@@ -56,7 +56,8 @@ std::string GenerateJobRequest(uint64_t id, std::string_view model, const Genera
   w.Str(model);
   w.Str("job");
   const bool formatted = j.format.kind != OutputFormat::Kind::kText;
-  w.MapHeader(13 + formatted);
+  const LogitAdjustments& a = j.adjustments;
+  w.MapHeader(13 + formatted + a.any());
   if (j.chat) {
     w.Str("messages");
     w.ArrayHeader(static_cast<uint32_t>(j.messages.size()));
@@ -112,8 +113,61 @@ std::string GenerateJobRequest(uint64_t id, std::string_view model, const Genera
       w.Str(j.format.schema_json);
     }
   }
+  if (a.any()) {
+    w.Str("adjustments");
+    w.MapHeader(6);
+    w.Str("presence_penalty");
+    w.Float64(a.presence_penalty);
+    w.Str("frequency_penalty");
+    w.Float64(a.frequency_penalty);
+    w.Str("repetition_penalty");
+    w.Float64(a.repetition_penalty);
+    std::vector<int32_t> ids;
+    std::vector<float> biases;
+    for (auto [id, bias] : a.logit_bias) {
+      ids.push_back(id);
+      biases.push_back(bias);
+    }
+    w.Str("logit_bias_ids");
+    WriteInts(w, ids);
+    w.Str("logit_bias_values");
+    w.Float32Array(biases.data(), biases.size());
+    w.Str("min_tokens");
+    w.Uint(a.min_tokens);
+  }
   return out;
 }
+
+namespace {
+Status ReadAdjustments(MsgpackReader& r, LogitAdjustments* a) {
+  MsgpackFields f(r, "job.adjustments");
+  std::vector<int32_t> ids;
+  std::vector<float> biases;
+  SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view k) -> Status {
+    if (k == "presence_penalty") return f.Float(&a->presence_penalty);
+    if (k == "frequency_penalty") return f.Float(&a->frequency_penalty);
+    if (k == "repetition_penalty") return f.Float(&a->repetition_penalty);
+    if (k == "logit_bias_ids") return f.Ints(&ids);
+    if (k == "logit_bias_values") return f.Floats(&biases);
+    if (k == "min_tokens") return f.Int(&a->min_tokens);
+    return f.Skip();
+  }));
+  if (ids.size() != biases.size()) return InvalidInput("job.adjustments: logit_bias_ids and logit_bias_values differ in length");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!(biases[i] >= -100 && biases[i] <= 100)) return InvalidInput("job.adjustments.logit_bias_values: in [-100, 100]");
+    a->logit_bias.emplace_back(ids[i], biases[i]);
+  }
+  // The ranges requests are held to (wire/generate_json.cc).
+  if (!(a->presence_penalty >= -2 && a->presence_penalty <= 2) ||
+      !(a->frequency_penalty >= -2 && a->frequency_penalty <= 2)) {
+    return InvalidInput("job.adjustments: presence_penalty and frequency_penalty are in [-2, 2]");
+  }
+  if (!(a->repetition_penalty > 0 && a->repetition_penalty <= 2)) {
+    return InvalidInput("job.adjustments.repetition_penalty: in (0, 2]");
+  }
+  return Status::Ok();
+}
+}  // namespace
 
 Status ReadGenerationJob(std::string_view raw, GenerationJob* j) {
   MsgpackReader r(raw);
@@ -170,6 +224,7 @@ Status ReadGenerationJob(std::string_view raw, GenerationJob* j) {
       }
       return InvalidInput("job.response_format.type: '" + type + "' is not a format");
     }
+    if (key == "adjustments") return ReadAdjustments(r, &j->adjustments);
     return f.Skip();
   }));
   if (j->chat == has_prompt) return InvalidInput("job: exactly one of prompt and messages");

@@ -181,7 +181,7 @@ std::string EmptyReply(uint64_t id) {
 std::string HelloReply(uint64_t id, const RuntimeHello& h) {
   std::string out;
   MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
-  w.MapHeader(9);
+  w.MapHeader(10);
   w.Str("protocol");
   w.Uint(h.protocol);
   w.Str("runtime");
@@ -200,6 +200,9 @@ std::string HelloReply(uint64_t id, const RuntimeHello& h) {
   w.Str("formats");
   w.ArrayHeader(static_cast<uint32_t>(h.formats.size()));
   for (const std::string& f : h.formats) w.Str(f);
+  w.Str("adjustments");
+  w.ArrayHeader(static_cast<uint32_t>(h.adjustments.size()));
+  for (const std::string& a : h.adjustments) w.Str(a);
   w.Str("counts_tokens");
   w.Bool(h.counts_tokens);
   return out;
@@ -319,6 +322,7 @@ Status ReadHello(std::string_view ok, RuntimeHello* h) {
     if (key == "lora") return f.Bool(&h->lora);
     if (key == "memory_bytes") return f.Int(&h->memory_bytes);
     if (key == "formats") return f.Strings(&h->formats);
+    if (key == "adjustments") return f.Strings(&h->adjustments);
     if (key == "counts_tokens") return f.Bool(&h->counts_tokens);
     if (key == "input") {
       std::string_view input;

@@ -139,15 +139,20 @@ class RemoteModel : public Model, public StreamingGenerator {
       j->Fail(c.status());
       return handle;
     }
+    // A runtime that does not know a field would ignore it: only what its
+    // hello listed is sent.
+    const RuntimeHello hello = process_->last_hello();
     if (job.format.kind != OutputFormat::Kind::kText) {
-      // A runtime that does not know the field would write text.
-      const RuntimeHello hello = process_->last_hello();
       const std::string_view want = FormatName(job.format.kind);
       if (std::find(hello.formats.begin(), hello.formats.end(), want) == hello.formats.end()) {
         j->Fail(InvalidInput("response_format: runtime '" + hello.runtime + "' cannot hold its output to " +
                              std::string(want)));
         return handle;
       }
+    }
+    if (const std::string missing = FirstUnapplied(job.adjustments, hello.adjustments); !missing.empty()) {
+      j->Fail(InvalidInput(missing + ": runtime '" + hello.runtime + "' does not apply it"));
+      return handle;
     }
     j->client = c->client;
     j->request_id = c->client->NextId();

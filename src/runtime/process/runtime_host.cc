@@ -118,6 +118,7 @@ bool RuntimeHost::ServeConnection(int fd) {
       }
       hello.lora = true;
       for (OutputFormat::Kind f : runtime_->output_formats()) hello.formats.emplace_back(FormatName(f));
+      hello.adjustments = runtime_->logit_adjustments();
       hello.counts_tokens = runtime_->counts_tokens();
       conn->Send(HelloReply(q->id, hello));
       continue;

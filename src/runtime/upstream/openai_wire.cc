@@ -80,7 +80,12 @@ Status ReadEmbeddings(std::string_view body, std::span<const EncodeInput* const>
   return Status::Ok();
 }
 
+std::vector<std::string> UpstreamAdjustments() { return {"presence_penalty", "frequency_penalty", "logit_bias"}; }
+
 Result<GenerationCall> GenerationRequest(std::string_view model, const GenerationJob& job) {
+  if (const std::string missing = FirstUnapplied(job.adjustments, UpstreamAdjustments()); !missing.empty()) {
+    return InvalidInput(missing + ": not an OpenAI field, so not passed to an upstream server that may ignore it");
+  }
   if (job.logprobs) {
     return InvalidInput("logprobs: an upstream model does not stream per-token log-probabilities to Shoal");
   }
@@ -95,6 +100,14 @@ Result<GenerationCall> GenerationRequest(std::string_view model, const Generatio
   if (!job.stop.empty()) b["stop"] = job.stop;
   if (!job.stop_token_ids.empty()) b["stop_token_ids"] = job.stop_token_ids;
   if (job.ignore_eos) b["ignore_eos"] = true;
+  const LogitAdjustments& a = job.adjustments;
+  if (a.presence_penalty != 0) b["presence_penalty"] = a.presence_penalty;
+  if (a.frequency_penalty != 0) b["frequency_penalty"] = a.frequency_penalty;
+  if (!a.logit_bias.empty()) {
+    json bias = json::object();  // OpenAI's: token ids as the keys
+    for (auto [id, value] : a.logit_bias) bias[std::to_string(id)] = value;
+    b["logit_bias"] = std::move(bias);
+  }
   GenerationCall call;
   if (job.chat) {
     json messages = json::array();

@@ -40,6 +40,9 @@ struct GenerationCall {
   std::string path;
   std::string body;
 };
+// The logit adjustments an upstream generation passes on (OpenAI's).
+std::vector<std::string> UpstreamAdjustments();
+
 Result<GenerationCall> GenerationRequest(std::string_view model, const GenerationJob& job);
 
 // One event of such a stream, read.

@@ -142,4 +142,6 @@ Result<std::unique_ptr<Model>> UpstreamRuntime::Load(const ModelConfig& config, 
   return std::unique_ptr<Model>(std::make_unique<UpstreamModel>(config, std::move(endpoint)));
 }
 
+std::vector<std::string> UpstreamRuntime::logit_adjustments() const { return upstream::UpstreamAdjustments(); }
+
 }  // namespace shoal

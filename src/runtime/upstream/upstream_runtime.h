@@ -35,6 +35,10 @@ class UpstreamRuntime final : public Runtime {
   // No output_formats: response_format goes on to the server with messages
   // only (OpenAI's completions have none), so not every job can be held.
   bool counts_tokens() const override { return false; }  // the server says text
+  // OpenAI's own, passed on as the request's fields: every
+  // OpenAI-compatible server applies them. vLLM's repetition_penalty and
+  // min_tokens are not OpenAI's (llama-server, for one, ignores them).
+  std::vector<std::string> logit_adjustments() const override;
   Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
 };
 
