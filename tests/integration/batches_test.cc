@@ -8,8 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <csignal>
 #include <set>
 
+#include "common/subprocess.h"
 #include "queue/keys.h"
 #include "support/gateway_calls.h"
 #include "support/http_client.h"
@@ -231,6 +235,39 @@ TEST(Batches, AJobResumesOnAnotherGatewayWithoutRunningItsAnsweredLinesAgain) {
   const uint64_t items = worker->batch_totals().items;
   EXPECT_GE(items, 60u);
   EXPECT_LE(items, 60u + options.batch_in_flight) << "lines answered before the stop ran again";
+}
+
+TEST(Batches, AJobOutlivesAGatewayKilledMidJob) {
+  TestCluster cluster;
+  cluster.Register(IdentityProfile("t/slow", "identity: {dim: 4, us_per_batch: 20000}\n"
+                                             "batching: {max_batch_requests: 1}\n"));
+  auto worker = cluster.StartWorker();
+  cluster.WaitForWorkers("t/slow", 1);
+  // The job's first gateway is a process of its own, killed with SIGKILL:
+  // it gives nothing back, its lease has to lapse.
+  auto port = FreeLoopbackPort();
+  ASSERT_TRUE(port.ok());
+  auto doomed = Subprocess::Spawn({SHOAL_BINARY, "gateway", "--nats", cluster.nats_url(), "--port",
+                                   std::to_string(*port), "--batch-in-flight", "4"},
+                                  cluster.dir() + "/doomed-gateway.log");
+  ASSERT_TRUE(doomed.ok());
+  ASSERT_TRUE(WaitFor([&] { return PortAcceptsConnections(*port); }));
+  const std::string input = UploadBatchInput(*port, EmbeddingLines(300, "t/slow"));
+  const std::string id = CreateBatch(*port, input, "/v1/embeddings")["id"];
+  ASSERT_TRUE(WaitFor([&] {
+    return json::parse(Call(*port, "GET", "/v1/batches/" + id).body)["request_counts"]["completed"].get<int>() >= 10;
+  }));
+  const int killed = doomed->Stop(SIGKILL, std::chrono::seconds(5));
+  EXPECT_TRUE(WIFSIGNALED(killed) && WTERMSIG(killed) == SIGKILL) << killed;
+
+  auto second = cluster.StartGateway();
+  ASSERT_TRUE(second);
+  const json done = WaitForBatch(second->port(), id, "completed", {}, std::chrono::seconds(90));
+  EXPECT_EQ(done["request_counts"], json({{"total", 300}, {"completed", 300}, {"failed", 0}}));
+  EXPECT_EQ(BatchFileLines(second->port(), done["output_file_id"]).size(), 300u);
+  // Resumed where its results stopped: what ran twice is at most what was
+  // in flight, and what was answered but not yet kept when the first died.
+  EXPECT_LE(worker->batch_totals().items, 300u + 8u);
 }
 
 TEST(Batches, CancelledAndExpiredJobsKeepWhatWasAnswered) {
