@@ -424,6 +424,8 @@ void BatchRunner::Finish(Job& job, BatchStatus status) {
         return;
       }
       *id = stored->id;
+      // Kept at once: a runner that resumes the job finds the file instead of writing another.
+      if (Write(job) == Written::kNotOurs) return Drop(r.id);
     }
   }
   queue::BatchRecord final = r;
