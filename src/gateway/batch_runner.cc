@@ -93,18 +93,17 @@ void BatchRunner::Stop() {
   loop_.Stop();
 }
 
-std::vector<BatchRunner::Progress> BatchRunner::Running() const {
-  std::lock_guard lock(progress_mu_);
-  return progress_;
-}
-
 std::vector<queue::BatchRecord> BatchRunner::Active() const {
   std::lock_guard lock(progress_mu_);
   return active_;
 }
 
 std::string BatchRunner::MetricsText() const {
-  const std::vector<Progress> running = Running();
+  std::vector<Progress> running;
+  {
+    std::lock_guard lock(progress_mu_);
+    running = progress_;
+  }
   std::string out =
       "# HELP shoal_batch_jobs_running Batch jobs this gateway runs now.\n"
       "# TYPE shoal_batch_jobs_running gauge\n"
@@ -461,8 +460,7 @@ void BatchRunner::PublishProgress() {
   std::vector<Progress> progress;
   std::vector<queue::BatchRecord> active;
   for (const auto& [id, job] : jobs_) {
-    progress.push_back({id, job->record.endpoint, std::string(queue::BatchStatusName(job->record.status)),
-                        job->record.total, job->record.completed, job->record.failed, job->in_flight});
+    progress.push_back({id, job->record.total, job->record.completed, job->record.failed, job->in_flight});
   }
   for (const auto& [id, batch] : known_) {
     if (queue::Finished(batch.record.status)) continue;

@@ -25,7 +25,8 @@
 //
 // Threading: the runner works on a thread of its own (an EventLoop: the
 // KV and file calls block); the watch of shoal_batches posts to it, and so
-// do the answers, from the lanes. Running() from any thread.
+// do the answers, from the lanes. Active() and MetricsText() from any
+// thread.
 #pragma once
 
 #include <chrono>
@@ -74,14 +75,6 @@ class BatchRunner {
   // dropped (their lines run again wherever the job resumes).
   void Stop();
 
-  struct Progress {
-    std::string id;
-    std::string endpoint;
-    std::string status;
-    uint64_t total = 0, completed = 0, failed = 0, in_flight = 0;
-  };
-  // The jobs this runner runs now.
-  std::vector<Progress> Running() const;
   // Every job not finished, cluster-wide, as the watch last saw it (the
   // ones this runner runs, as they are now): for /v1/cluster and the
   // dashboard.
@@ -93,6 +86,11 @@ class BatchRunner {
 
  private:
   struct Job;
+  // A job this runner runs, as the metrics show it.
+  struct Progress {
+    std::string id;
+    uint64_t total = 0, completed = 0, failed = 0, in_flight = 0;
+  };
 
   // Follows shoal_batches: every record, then each change, to OnRecord.
   Result<std::unique_ptr<queue::KvWatch>> Watch();
