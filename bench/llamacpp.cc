@@ -171,9 +171,10 @@ int Run(const Options& o) {
       alone.Round();  // warm: a context's first decodes allocate its graphs
       RunRound(port, id, kPrompt, c, 1, 8);  // and Shoal's, at this batch size
       for (int i = 0; i < o.repeats; ++i) {
-        std::fprintf(stderr, "llamacpp: %s concurrency %d, round %d/%d\n", t.c_str(), c, i + 1, o.repeats);
         shoal.push_back(RunRound(port, id, kPrompt, c, 1, o.new_tokens).tokens_per_s);
         bare.push_back(alone.Round());
+        std::fprintf(stderr, "llamacpp: %s concurrency %d, round %d/%d: shoal %.1f, bare %.1f tok/s\n", t.c_str(), c,
+                     i + 1, o.repeats, shoal.back(), bare.back());
       }
       const double s = Median(shoal), b = Median(bare);
       std::printf("%-5s %-5d %14.1f %14.1f %6.2fx\n", t.c_str(), c, s, b, s / b);
