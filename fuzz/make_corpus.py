@@ -167,10 +167,35 @@ def chat_seeds():
             put("chat_template", t)
 
 
+def image_seeds():
+    """Small images of every format and variant the decoders handle (PIL writes them)."""
+    import io
+    from PIL import Image
+    px = bytes((x * 37 + y * 11 + c * 90) % 256 for y in range(6) for x in range(8) for c in range(3))
+    rgb = Image.frombytes("RGB", (8, 6), px)
+    rgba = rgb.copy()
+    rgba.putalpha(Image.frombytes("L", (8, 6), bytes(range(0, 240, 5))))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    variants = [
+        (rgb, "PNG", {}), (rgba, "PNG", {}), (rgb.quantize(8), "PNG", {"transparency": 2}),
+        (rgb.convert("1"), "PNG", {}), (rgb, "PNG", {"exif": exif.tobytes()}),
+        (rgb, "JPEG", {"quality": 80}), (rgb, "JPEG", {"progressive": True}), (rgb.convert("CMYK"), "JPEG", {}),
+        (rgb.convert("L"), "JPEG", {}), (rgb, "JPEG", {"exif": exif.tobytes()}),
+        (rgb, "WEBP", {"quality": 70}), (rgb, "WEBP", {"lossless": True}), (rgba, "WEBP", {}),
+        (rgb.quantize(16), "GIF", {}), (rgb.quantize(16), "GIF", {"save_all": True, "append_images": [rgb.quantize(4)]}),
+    ]
+    for i, (img, fmt, kw) in enumerate(variants):
+        buf = io.BytesIO()
+        img.save(buf, fmt, **kw)
+        put("image_decode", buf.getvalue(), f"seed-{i:02d}.{fmt.lower()}")
+
+
 if __name__ == "__main__":
     msgpack_seeds()
     json_seeds()
     model_seeds()
     chat_seeds()
+    image_seeds()
     for t in sorted(os.listdir(CORPUS)):
         print(t, len(os.listdir(os.path.join(CORPUS, t))), file=sys.stderr)
