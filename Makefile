@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-images bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -76,6 +76,11 @@ bench-encoders: build
 # bench models' first build).
 bench-extract: build
 	$(BUILD)/bench/extract_bench --out docs/bench/extract.json
+
+# Decoding and preparing a 1 MP JPEG for CLIP, against PIL and numpy (about
+# half a minute).
+bench-images: build
+	$(BUILD)/bench/images_bench
 
 # Pulling workers against a pushing router on a fleet of models (about seven minutes).
 bench-fleet: build

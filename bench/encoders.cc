@@ -26,6 +26,7 @@
 #include <random>
 
 #include "figures.h"
+#include "run_peer.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/hf_config.h"
 #include "runtime/native/models/cpu_encoder.h"
@@ -60,29 +61,6 @@ double TimeIt(Fn&& fn, double seconds) {
     t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return Median(t);
-}
-
-// Runs a peer; its result is the JSON object on its last line of stdout.
-nlohmann::json RunPeer(const std::string& cmd) {
-  std::fprintf(stderr, "  $ %s\n", cmd.c_str());
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {};
-  std::string last, line;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) {
-    line += buf;
-    if (line.ends_with('\n')) {
-      if (line.size() > 1) last = line;
-      line.clear();
-    }
-  }
-  if (!line.empty()) last = line;
-  std::fprintf(stderr, "  %s", last.c_str());  // the peer's figures and thread setting
-  if (pclose(p) != 0) {
-    std::fprintf(stderr, "  peer failed: %s\n", cmd.c_str());
-    return {};
-  }
-  return nlohmann::json::parse(last, nullptr, false);
 }
 
 // FLOPs of one forward pass over `batch` sequences of `seq` tokens (full

@@ -147,7 +147,8 @@ Result<ImageProcessor> ImageProcessor::FromConfig(const json& c) {
 }
 
 PixelValues ImageProcessor::Apply(const Image& image) const {
-  Image img = image;
+  const Image* img = &image;  // each step's output, without copying the input
+  Image resized, cropped;
   if (resize_) {
     uint32_t h = height_, w = width_;
     if (shortest_edge_) {  // transformers' get_resize_output_image_size, default_to_square=False
@@ -156,15 +157,15 @@ PixelValues ImageProcessor::Apply(const Image& image) const {
       h = image.width <= image.height ? scaled : height_;
       w = image.width <= image.height ? height_ : scaled;
     }
-    img = Resize(img, w, h, resample_);
+    if (w != img->width || h != img->height) img = &(resized = Resize(*img, w, h, resample_));
   }
-  if (crop_) img = CenterCrop(img, crop_height_, crop_width_);
-  PixelValues out{img.height, img.width, std::vector<float>(size_t{3} * img.height * img.width)};
-  const size_t plane = size_t{img.height} * img.width;
+  if (crop_) img = &(cropped = CenterCrop(*img, crop_height_, crop_width_));
+  PixelValues out{img->height, img->width, std::vector<float>(size_t{3} * img->height * img->width)};
+  const size_t plane = size_t{img->height} * img->width;
   for (size_t i = 0; i < plane; ++i) {
     for (size_t c = 0; c < 3; ++c) {
-      float v = static_cast<float>(img.rgb[i * 3 + c]);
-      if (rescale_) v = static_cast<float>(img.rgb[i * 3 + c] * rescale_factor_);
+      float v = static_cast<float>(img->rgb[i * 3 + c]);
+      if (rescale_) v = static_cast<float>(img->rgb[i * 3 + c] * rescale_factor_);
       if (normalize_) v = (v - mean_[c]) / std_[c];
       out.chw[c * plane + i] = v;
     }

@@ -99,35 +99,42 @@ uint8_t Clip8(int32_t v) {
 Image ResizeWidth(const Image& in, uint32_t width, Kernel kernel) {
   const Taps t = ComputeTaps(in.width, width, kernel);
   Image out = BlankImage(width, in.height);
+  constexpr int32_t kHalf = 1 << (kPrecisionBits - 1);
   for (uint32_t y = 0; y < in.height; ++y) {
-    for (uint32_t x = 0; x < width; ++x) {
+    const uint8_t* row = in.Pixel(0, y);
+    uint8_t* dst = out.Pixel(0, y);
+    for (uint32_t x = 0; x < width; ++x, dst += 3) {
       const int32_t* k = &t.weights[static_cast<size_t>(x) * t.taps];
-      const uint8_t* src = in.Pixel(static_cast<uint32_t>(t.first[x]), y);
-      int32_t acc[3] = {1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1)};
-      for (int i = 0; i < t.count[x]; ++i) {
-        for (int c = 0; c < 3; ++c) acc[c] += src[i * 3 + c] * k[i];
+      const uint8_t* src = row + static_cast<size_t>(t.first[x]) * 3;
+      int32_t r = kHalf, g = kHalf, b = kHalf;
+      for (int i = 0, n = t.count[x]; i < n; ++i, src += 3) {
+        r += src[0] * k[i];
+        g += src[1] * k[i];
+        b += src[2] * k[i];
       }
-      uint8_t* dst = out.Pixel(x, y);
-      for (int c = 0; c < 3; ++c) dst[c] = Clip8(acc[c]);
+      dst[0] = Clip8(r), dst[1] = Clip8(g), dst[2] = Clip8(b);
     }
   }
   return out;
 }
 
-// The vertical pass: each row from a window of rows.
+// The vertical pass: each row from a window of rows, a whole row of sums
+// at a time (the loop over its samples vectorizes).
 Image ResizeHeight(const Image& in, uint32_t height, Kernel kernel) {
   const Taps t = ComputeTaps(in.height, height, kernel);
   Image out = BlankImage(in.width, height);
   const size_t row = static_cast<size_t>(in.width) * 3;
+  std::vector<int32_t> acc(row);
   for (uint32_t y = 0; y < height; ++y) {
     const int32_t* k = &t.weights[static_cast<size_t>(y) * t.taps];
-    const uint8_t* src = in.Pixel(0, static_cast<uint32_t>(t.first[y]));
-    uint8_t* dst = out.Pixel(0, y);
-    for (size_t s = 0; s < row; ++s) {
-      int32_t acc = 1 << (kPrecisionBits - 1);
-      for (int i = 0; i < t.count[y]; ++i) acc += src[i * row + s] * k[i];
-      dst[s] = Clip8(acc);
+    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
+    for (int i = 0; i < t.count[y]; ++i) {
+      const uint8_t* src = in.Pixel(0, static_cast<uint32_t>(t.first[y] + i));
+      const int32_t w = k[i];
+      for (size_t s = 0; s < row; ++s) acc[s] += src[s] * w;
     }
+    uint8_t* dst = out.Pixel(0, y);
+    for (size_t s = 0; s < row; ++s) dst[s] = Clip8(acc[s]);
   }
   return out;
 }
@@ -159,7 +166,8 @@ Image Resize(const Image& in, uint32_t width, uint32_t height, Resample filter) 
   if (width == in.width && height == in.height) return in;
   if (filter == Resample::kNearest) return ResizeNearest(in, width, height);
   const Kernel kernel = KernelOf(filter);
-  const Image wide = width == in.width ? in : ResizeWidth(in, width, kernel);
+  if (width == in.width) return ResizeHeight(in, height, kernel);
+  Image wide = ResizeWidth(in, width, kernel);
   return height == in.height ? wide : ResizeHeight(wide, height, kernel);
 }
 
