@@ -191,11 +191,23 @@ def image_seeds():
         put("image_decode", buf.getvalue(), f"seed-{i:02d}.{fmt.lower()}")
 
 
+def pdf_seeds():
+    """PDFs written by tests/reference/pdf_reference.py's hand-made writer."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("pdf_reference", os.path.join(ROOT, "tests", "reference", "pdf_reference.py"))
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    put("pdf", ref.pdf(ref.PAGES, rotate=[0, 90]), "seed-text.pdf")
+    put("pdf", ref.pdf([[(10, 10, 12, "a")]] * 3, media=(100, 100)), "seed-three-pages.pdf")
+    put("pdf", ref.pdf([[(10, 10, 12, "big")]], media=(100000, 100000)), "seed-huge-page.pdf")
+
+
 if __name__ == "__main__":
     msgpack_seeds()
     json_seeds()
     model_seeds()
     chat_seeds()
     image_seeds()
+    pdf_seeds()
     for t in sorted(os.listdir(CORPUS)):
         print(t, len(os.listdir(os.path.join(CORPUS, t))), file=sys.stderr)
