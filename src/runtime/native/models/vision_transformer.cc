@@ -1,0 +1,287 @@
+#include "runtime/native/models/vision_transformer.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "runtime/native/loaders/weight_reader.h"
+
+namespace shoal::native {
+
+using nlohmann::json;
+
+struct VisionTransformer::Layer {
+  const float* norm1_gamma = nullptr;
+  const float* norm1_beta = nullptr;
+  std::unique_ptr<cpu::Linear> qkv;  // q | k | v: [H] → [3H]
+  std::unique_ptr<cpu::Linear> out;  // [H] → [H]
+  const float* norm2_gamma = nullptr;
+  const float* norm2_beta = nullptr;
+  std::unique_ptr<cpu::Linear> fc1;  // [H] → [I]
+  std::unique_ptr<cpu::Linear> fc2;  // [I] → [H]
+};
+
+namespace {
+
+// The checkpoint's names for one family's tensors.
+struct VisionNames {
+  std::string body;                 // "vision_model." / "vit."
+  std::string patch, class_token, positions, pre_norm, final_norm, head;
+  std::string layer;                // before the layer's number
+  std::string norm1, q, k, v, out, norm2, fc1, fc2;
+};
+
+VisionNames NamesOf(VisionConfig::Family f) {
+  if (f == VisionConfig::Family::kClip) {
+    return {"vision_model.", "embeddings.patch_embedding", "embeddings.class_embedding",
+            "embeddings.position_embedding.weight", "pre_layrnorm", "post_layernorm", "visual_projection",
+            "encoder.layers.", "layer_norm1", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+            "self_attn.out_proj", "layer_norm2", "mlp.fc1", "mlp.fc2"};
+  }
+  return {"vit.", "embeddings.patch_embeddings.projection", "embeddings.cls_token", "embeddings.position_embeddings",
+          "", "layernorm", "classifier", "encoder.layer.", "layernorm_before", "attention.attention.query",
+          "attention.attention.key", "attention.attention.value", "attention.output.dense", "layernorm_after",
+          "intermediate.dense", "output.dense"};
+}
+
+Status ConfigError(const std::string& key, const std::string& why) {
+  return InvalidInput("config.json: " + key + ": " + why);
+}
+
+// A positive whole number, or `fallback` when the key is absent (Hugging
+// Face writes only the values that differ from a config class's defaults).
+Result<uint32_t> Count(const json& c, const std::string& where, const char* key, uint32_t fallback) {
+  if (!c.contains(key)) return fallback;
+  if (!c[key].is_number_integer() || c[key].get<int64_t>() < 1 || c[key].get<int64_t>() > (1 << 20)) {
+    return ConfigError(where + key, "expected a positive whole number");
+  }
+  return static_cast<uint32_t>(c[key].get<int64_t>());
+}
+
+// x · σ(1.702 x), in place.
+void QuickGelu(float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
+}
+
+}  // namespace
+
+Result<VisionConfig> VisionConfig::FromJson(const json& c) {
+  if (!c.is_object()) return InvalidInput("config.json: expected a JSON object");
+  std::string arch;
+  if (c.contains("architectures") && c["architectures"].is_array() && !c["architectures"].empty() &&
+      c["architectures"][0].is_string()) {
+    arch = c["architectures"][0].get<std::string>();
+  }
+  VisionConfig v;
+  const json* body = &c;
+  std::string where;
+  // Each family's defaults, as its transformers config class has them.
+  uint32_t hidden = 768, inter = 3072, heads = 12, layers = 12, image = 224, patch = 16;
+  std::string act = "gelu";
+  double eps = 1e-12;
+  if (arch == "CLIPModel" || arch == "CLIPVisionModelWithProjection") {
+    v.family = Family::kClip;
+    if (arch == "CLIPModel") {
+      if (!c.contains("vision_config") || !c["vision_config"].is_object()) {
+        return ConfigError("vision_config", "a CLIPModel needs its vision_config");
+      }
+      body = &c["vision_config"];
+      where = "vision_config.";
+    }
+    patch = 32, act = "quick_gelu", eps = 1e-5;
+    SHOAL_ASSIGN_OR_RETURN(v.projection_dim, Count(c, "", "projection_dim", 512));
+    if (arch != "CLIPModel") {
+      SHOAL_ASSIGN_OR_RETURN(v.projection_dim, Count(*body, where, "projection_dim", 512));
+    }
+  } else if (arch == "ViTForImageClassification") {
+    v.family = Family::kVit;
+    if (c.contains("qkv_bias") && c["qkv_bias"] != true) return ConfigError("qkv_bias", "only true is supported");
+    if (!c.contains("id2label") || !c["id2label"].is_object() || c["id2label"].empty()) {
+      return ConfigError("id2label", "a classifier needs its labels");
+    }
+    v.labels.resize(c["id2label"].size());
+    for (const auto& [id, label] : c["id2label"].items()) {
+      size_t pos = 0;
+      const unsigned long n = id.empty() ? ~0ul : std::stoul(id, &pos);
+      if (pos != id.size() || n >= v.labels.size() || !label.is_string()) {
+        return ConfigError("id2label", "expected ids 0.." + std::to_string(v.labels.size() - 1) + " with names");
+      }
+      v.labels[n] = label.get<std::string>();
+    }
+  } else {
+    return ConfigError("architectures", "'" + arch +
+                                            "' is not an image model Shoal runs natively (CLIPModel, "
+                                            "CLIPVisionModelWithProjection, ViTForImageClassification)");
+  }
+  const json& b = *body;
+  SHOAL_ASSIGN_OR_RETURN(v.hidden_size, Count(b, where, "hidden_size", hidden));
+  SHOAL_ASSIGN_OR_RETURN(v.intermediate_size, Count(b, where, "intermediate_size", inter));
+  SHOAL_ASSIGN_OR_RETURN(v.num_attention_heads, Count(b, where, "num_attention_heads", heads));
+  SHOAL_ASSIGN_OR_RETURN(v.num_hidden_layers, Count(b, where, "num_hidden_layers", layers));
+  SHOAL_ASSIGN_OR_RETURN(v.image_size, Count(b, where, "image_size", image));
+  SHOAL_ASSIGN_OR_RETURN(v.patch_size, Count(b, where, "patch_size", patch));
+  SHOAL_ASSIGN_OR_RETURN(v.num_channels, Count(b, where, "num_channels", 3));
+  if (b.contains("hidden_act")) {
+    if (!b["hidden_act"].is_string()) return ConfigError(where + "hidden_act", "expected a name");
+    act = b["hidden_act"].get<std::string>();
+  }
+  if (act != "quick_gelu" && act != "gelu") {
+    return ConfigError(where + "hidden_act", "'" + act + "' is not supported (quick_gelu, gelu)");
+  }
+  v.quick_gelu = act == "quick_gelu";
+  if (b.contains("layer_norm_eps")) {
+    if (!b["layer_norm_eps"].is_number()) return ConfigError(where + "layer_norm_eps", "expected a number");
+    eps = b["layer_norm_eps"].get<double>();
+  }
+  v.layer_norm_eps = static_cast<float>(eps);
+  if (v.image_size % v.patch_size != 0) {
+    return ConfigError(where + "image_size", std::to_string(v.image_size) + " is not a multiple of patch_size " +
+                                                 std::to_string(v.patch_size));
+  }
+  if (v.hidden_size % v.num_attention_heads != 0) {
+    return ConfigError(where + "hidden_size", "not a multiple of num_attention_heads");
+  }
+  return v;
+}
+
+VisionTransformer::~VisionTransformer() = default;
+
+Result<std::unique_ptr<VisionTransformer>> VisionTransformer::Load(const std::string& dir,
+                                                                   const VisionConfig& config,
+                                                                   cpu::Precision precision,
+                                                                   const std::function<void(double)>& progress) {
+  std::unique_ptr<VisionTransformer> m(new VisionTransformer());
+  m->config_ = config;
+  SHOAL_ASSIGN_OR_RETURN(m->weights_, SafeTensors::OpenDir(dir));
+  WeightReader r(*m->weights_, &m->converted_, precision);
+  const VisionNames n = NamesOf(config.family);
+  const bool clip = config.family == VisionConfig::Family::kClip;
+  const int64_t H = config.hidden_size, C = config.num_channels, P = config.patch_size;
+  const size_t h = config.hidden_size, inter = config.intermediate_size;
+  const std::string b = n.body;
+  auto norm = [&](const std::string& name, const float** gamma, const float** beta) -> Status {
+    SHOAL_ASSIGN_OR_RETURN(*gamma, r.Tensor(name + ".weight", {H}));
+    SHOAL_ASSIGN_OR_RETURN(*beta, r.Tensor(name + ".bias", {H}));
+    return Status::Ok();
+  };
+  SHOAL_ASSIGN_OR_RETURN(const float* kernel, r.Tensor(b + n.patch + ".weight", {H, C, P, P}));
+  const float* patch_bias = nullptr;
+  if (!clip) {
+    SHOAL_ASSIGN_OR_RETURN(patch_bias, r.Tensor(b + n.patch + ".bias", {H}));
+  }
+  SHOAL_ASSIGN_OR_RETURN(m->patch_, cpu::Linear::Create(kernel, cpu::WeightLayout::kOutIn, C * P * P, h,
+                                                        patch_bias, precision));
+  const int64_t rows = config.patches() + 1;
+  SHOAL_ASSIGN_OR_RETURN(m->class_embedding_,
+                         clip ? r.Tensor(b + n.class_token, {H}) : r.Tensor(b + n.class_token, {1, 1, H}));
+  SHOAL_ASSIGN_OR_RETURN(m->positions_,
+                         clip ? r.Tensor(b + n.positions, {rows, H}) : r.Tensor(b + n.positions, {1, rows, H}));
+  if (clip) SHOAL_RETURN_IF_ERROR(norm(b + n.pre_norm, &m->pre_norm_gamma_, &m->pre_norm_beta_));
+  SHOAL_RETURN_IF_ERROR(norm(b + n.final_norm, &m->final_norm_gamma_, &m->final_norm_beta_));
+  if (clip) {
+    SHOAL_ASSIGN_OR_RETURN(const float* proj, r.Tensor(n.head + ".weight", {config.projection_dim, H}));
+    SHOAL_ASSIGN_OR_RETURN(m->head_, cpu::Linear::Create(proj, cpu::WeightLayout::kOutIn, h,
+                                                         config.projection_dim, nullptr, precision));
+  } else {
+    SHOAL_ASSIGN_OR_RETURN(m->head_, r.Linear({n.head}, {config.labels.size()}, h));
+  }
+  m->layers_.resize(config.num_hidden_layers);
+  for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
+    Layer& L = m->layers_[i];
+    const std::string l = b + n.layer + std::to_string(i) + ".";
+    SHOAL_RETURN_IF_ERROR(norm(l + n.norm1, &L.norm1_gamma, &L.norm1_beta));
+    SHOAL_ASSIGN_OR_RETURN(L.qkv, r.Linear({l + n.q, l + n.k, l + n.v}, {h, h, h}, h));
+    SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear({l + n.out}, {h}, h));
+    SHOAL_RETURN_IF_ERROR(norm(l + n.norm2, &L.norm2_gamma, &L.norm2_beta));
+    SHOAL_ASSIGN_OR_RETURN(L.fc1, r.Linear({l + n.fc1}, {inter}, h));
+    SHOAL_ASSIGN_OR_RETURN(L.fc2, r.Linear({l + n.fc2}, {h}, inter));
+    m->linear_bytes_ += L.qkv->memory_bytes() + L.out->memory_bytes() + L.fc1->memory_bytes() +
+                        L.fc2->memory_bytes();
+    if (progress) progress(static_cast<double>(i + 1) / config.num_hidden_layers);
+  }
+  m->linear_bytes_ += m->patch_->memory_bytes() + m->head_->memory_bytes();
+  return m;
+}
+
+size_t VisionTransformer::output_dim() const {
+  return config_.family == VisionConfig::Family::kClip ? config_.projection_dim : config_.labels.size();
+}
+
+size_t VisionTransformer::memory_bytes() const {
+  return (static_cast<size_t>(config_.patches() + 2) * config_.hidden_size) * sizeof(float) + linear_bytes_;
+}
+
+Status VisionTransformer::Forward(std::span<const image::PixelValues> images, std::vector<float>* out,
+                                  int threads) const {
+  const VisionConfig& c = config_;
+  const size_t side = c.image_size, P = c.patch_size, grid = side / P, C = c.num_channels;
+  for (size_t i = 0; i < images.size(); ++i) {
+    const image::PixelValues& px = images[i];
+    if (px.width != side || px.height != side || px.chw.size() != C * side * side) {
+      return InvalidInput("images[" + std::to_string(i) + "]: " + std::to_string(px.width) + " × " +
+                          std::to_string(px.height) + " pixel values; the model takes " + std::to_string(side) +
+                          " × " + std::to_string(side));
+    }
+  }
+  const size_t B = images.size(), N = grid * grid, S = N + 1, T = B * S;
+  const size_t H = c.hidden_size, I = c.intermediate_size, K = C * P * P;
+  const float eps = c.layer_norm_eps;
+  const cpu::Activation none = cpu::Activation::kNone;
+
+  // Patches as rows of C·P·P pixels (the convolution's kernel order: channel,
+  // row, column), through the patch matrix.
+  std::vector<float> cols(B * N * K), patches(B * N * H);
+  for (size_t b = 0; b < B; ++b) {
+    const float* px = images[b].chw.data();
+    for (size_t gy = 0; gy < grid; ++gy) {
+      for (size_t gx = 0; gx < grid; ++gx) {
+        float* row = &cols[((b * N) + gy * grid + gx) * K];
+        for (size_t ch = 0; ch < C; ++ch) {
+          for (size_t py = 0; py < P; ++py) {
+            std::memcpy(row + (ch * P + py) * P, px + (ch * side + gy * P + py) * side + gx * P, P * sizeof(float));
+          }
+        }
+      }
+    }
+  }
+  patch_->Forward(cols.data(), B * N, patches.data(), none, threads);
+
+  // Each image: its class token, then its patches, plus the position table.
+  std::vector<float> x(T * H);
+  for (size_t b = 0; b < B; ++b) {
+    float* seq = &x[b * S * H];
+    std::memcpy(seq, class_embedding_, H * sizeof(float));
+    std::memcpy(seq + H, &patches[b * N * H], N * H * sizeof(float));
+    for (size_t k = 0; k < S * H; ++k) seq[k] += positions_[k];
+  }
+  if (pre_norm_gamma_) cpu::LayerNorm(x.data(), nullptr, T, H, pre_norm_gamma_, pre_norm_beta_, eps, threads);
+
+  std::vector<uint32_t> offsets(B + 1);
+  for (size_t b = 0; b <= B; ++b) offsets[b] = static_cast<uint32_t>(b * S);
+  const int heads = static_cast<int>(c.num_attention_heads), head_dim = static_cast<int>(H / heads);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const cpu::Activation gelu = c.quick_gelu ? none : cpu::Activation::kGelu;
+  std::vector<float> h(T * H), qkv(T * 3 * H), ctx(T * H), delta(T * H), mid(T * I);
+  for (const Layer& L : layers_) {
+    cpu::ResidualLayerNorm(x.data(), nullptr, h.data(), T, H, L.norm1_gamma, L.norm1_beta, eps, threads);
+    L.qkv->Forward(h.data(), T, qkv.data(), none, threads);
+    cpu::Attention(qkv.data(), qkv.data() + H, qkv.data() + 2 * H, 3 * H, ctx.data(), offsets, heads, head_dim,
+                   scale, threads);
+    L.out->Forward(ctx.data(), T, delta.data(), none, threads);
+    cpu::ResidualLayerNorm(x.data(), delta.data(), h.data(), T, H, L.norm2_gamma, L.norm2_beta, eps, threads);
+    L.fc1->Forward(h.data(), T, mid.data(), gelu, threads);
+    if (c.quick_gelu) QuickGelu(mid.data(), T * I);
+    L.fc2->Forward(mid.data(), T, delta.data(), none, threads);
+    for (size_t k = 0; k < T * H; ++k) x[k] += delta[k];
+  }
+
+  // The class tokens: normalized (post_layernorm, or ViT's final LayerNorm,
+  // which is per row), then the projection or the classifier.
+  std::vector<float> cls(B * H);
+  for (size_t b = 0; b < B; ++b) std::memcpy(&cls[b * H], &x[b * S * H], H * sizeof(float));
+  cpu::LayerNorm(cls.data(), nullptr, B, H, final_norm_gamma_, final_norm_beta_, eps, threads);
+  out->resize(B * output_dim());
+  head_->Forward(cls.data(), B, out->data(), none, threads);
+  return Status::Ok();
+}
+
+}  // namespace shoal::native
