@@ -28,6 +28,15 @@ bool AllFinite(const std::vector<float>& v) {
   return !v.empty();
 }
 
+// An 8 × 8 PNG of a colour gradient: the test input of a model that takes
+// images.
+constexpr std::string_view kTestImage(
+    "\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x08\x00\x00\x00\x08"
+    "\x08\x02\x00\x00\x00\x4b\x6d\x29\xdc\x00\x00\x00\x1b\x49\x44\x41\x54\x78\xda\x63\x64\x60\x60\x50"
+    "\x60\x10\xc0\x44\x2c\x0c\x0a\x02\x0c\x0c\x58\xd0\xe0\x94\x00\x00\x85\xae\x05\xce\x78\x65\xa6\xbd"
+    "\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82",
+    84);
+
 // One small request through the loaded model: a model whose weights load but
 // compute garbage (NaN from a corrupt tensor) is refused too.
 // A runtime that schedules its own sequences: one greedy token.
@@ -72,6 +81,7 @@ Status Smoke(Model& model, const ModelSpec& spec) {
   if (spec.task == Task::kExtract) {
     ExtractInput in{.text = "Ada Lovelace wrote in London", .truncate = true, .lora = {}, .aggregation = {},
                     .top_k = 0};
+    if (model.takes_images()) in = {.image = kTestImage};
     ExtractOutput out;
     SHOAL_RETURN_IF_ERROR(model.Extract({&in, 1}, {&out, 1}));
     SHOAL_RETURN_IF_ERROR(out.status);
@@ -96,6 +106,7 @@ Status Smoke(Model& model, const ModelSpec& spec) {
                  .lora = {},
                  .outputs = spec.encode_outputs(),
                  .role = InputRole::kDocument};
+  if (model.takes_images()) in.text = {}, in.image = kTestImage;
   EncodeOutput out;
   SHOAL_RETURN_IF_ERROR(model.Encode({&in, 1}, {&out, 1}));
   SHOAL_RETURN_IF_ERROR(out.status);

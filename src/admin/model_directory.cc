@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 // sequence classifier that names several labels (id2label, num_labels) or
 // is multi-label, extracts; another sequence classifier is a reranker
 // (score); a causal LM generates, unless sentence-transformers saved it
-// (modules.json: a decoder embedder such as Qwen3-Embedding).
+// (modules.json: a decoder embedder such as Qwen3-Embedding); an image
+// classifier extracts; the rest (image towers too) encode.
 Result<Task> TaskFromConfig(const fs::path& config_path) {
   std::ifstream in(config_path);
   if (!in) return InvalidInput("cannot read " + config_path.string());
@@ -31,7 +32,9 @@ Result<Task> TaskFromConfig(const fs::path& config_path) {
     for (const auto& name : *a) {
       if (!name.is_string()) continue;
       const std::string arch = name.get<std::string>();
-      if (arch.ends_with("ForTokenClassification")) return Task::kExtract;
+      if (arch.ends_with("ForTokenClassification") || arch.ends_with("ForImageClassification")) {
+        return Task::kExtract;
+      }
       if (arch.ends_with("ForSequenceClassification")) {
         size_t labels = 1;
         if (auto m = config.find("id2label"); m != config.end() && m->is_object()) labels = m->size();

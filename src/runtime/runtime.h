@@ -41,7 +41,7 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 13;
+inline constexpr int kRuntimeApiVersion = 14;
 
 struct EncodeInput {
   std::string_view text;
@@ -51,6 +51,9 @@ struct EncodeInput {
   // Token ids to run as they are (special tokens included) instead of
   // `text`; only for a model whose takes_token_ids() says so.
   std::span<const int32_t> ids;
+  // An encoded image (JPEG, PNG, WebP, GIF) instead of `text`; only for a
+  // model whose takes_images() says so. The runtime decodes it.
+  std::string_view image;
   // What to produce: OutputKind bits, among the model's encode_outputs().
   OutputKinds outputs = static_cast<OutputKinds>(OutputKind::kDense);
   // Query or document, for a model that encodes them differently (ColBERT
@@ -100,6 +103,7 @@ struct ScoreOutput {
 
 struct ExtractInput {
   std::string_view text;
+  std::string_view image;  // instead of text, for a model that takes_images()
   bool truncate = false;
   std::string_view lora;
   // Token classifiers only (absent: simple); a text classifier refuses it.
@@ -170,6 +174,10 @@ class Model {
   // Whether Encode takes token ids (EncodeInput::ids) as well as text. The
   // worker refuses id inputs to a model that does not (INVALID_INPUT).
   virtual bool takes_token_ids() const { return false; }
+  // Whether its inputs may be images (EncodeInput::image, ExtractInput::image),
+  // and whether they may be text; the worker refuses the other kind.
+  virtual bool takes_images() const { return false; }
+  virtual bool takes_text() const { return true; }
   // The outputs Encode produces (OutputKind bits); the worker refuses an
   // input asking for another (INVALID_INPUT).
   virtual OutputKinds encode_outputs() const { return static_cast<OutputKinds>(OutputKind::kDense); }

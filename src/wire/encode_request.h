@@ -5,8 +5,9 @@
 // extract_request.h extract requests, into the same WorkRequest.
 //
 // Native body (POST /v1/encode/{model}), MessagePack (default) or JSON:
-//   {"items": [{"text": "..."}, ...], "truncate": false, "normalize": true,
-//    "lora": "adapter"}
+//   {"items": [{"text": "..."} | {"image": <bytes>}, ...], "truncate": false,
+//    "normalize": true, "lora": "adapter"}
+//   (an image: MessagePack bin, or in JSON a base64 string or base64 data URL)
 //   and, as dense_output.h defines them, "dimensions": n (one of the
 //   model's Matryoshka dimensions) and "dtype": "float32" | "float16" |
 //   "int8" | "uint8" | "binary" | "ubinary"; "output": "dense" | "sparse" |
@@ -14,6 +15,8 @@
 //   "query" | "document", "sparse_top_k": n, "sparse_tokens": true.
 // OpenAI body (POST /v1/embeddings), JSON:
 //   {"model": "...", "input": "..." | ["...", ...] | [id, ...] | [[id, ...], ...],
+//    (among the strings, image parts: {"type": "image_url", "image_url":
+//    {"url": "data:image/png;base64,..."}})
 //    "encoding_format": "float" | "base64", "dimensions": n}
 // Cohere body (POST /v1/embed, /v2/embed), JSON:
 //   {"model": "...", "texts": ["...", ...], "input_type": "search_query" |
@@ -115,6 +118,10 @@ struct ParseLimits {
 // The cost the gateway puts on an item before any tokenizer has seen it:
 // roughly four bytes of text per token.
 uint32_t EstimateTokens(size_t text_bytes);
+
+// The cost of an image item, in the same units: its pixels are not looked
+// at here, and a ViT-B/16 at 224² is 197 positions.
+inline constexpr uint32_t kImageItemCost = 256;
 
 // `body` must outlive the request (its items may be views into it).
 Status ParseEncodeMsgpack(std::string_view body, const ParseLimits& limits, WorkRequest* out);

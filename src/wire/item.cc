@@ -19,6 +19,13 @@ void AppendIdsItem(std::span<const int32_t> ids, std::string* out) {
   for (int32_t id : ids) w.Int(id);
 }
 
+void AppendImageItem(std::string_view bytes, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(1);
+  w.Str("image");
+  w.Bin(bytes);
+}
+
 void AppendPairItem(std::string_view text, std::string_view pair, std::string* out) {
   MsgpackWriter w(out);
   w.MapHeader(2);
@@ -41,7 +48,7 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
   MsgpackReader r(msgpack);
   uint32_t fields;
   if (!r.ReadMapHeader(&fields)) return MsgpackExpected("item", "a map", r);
-  bool has_text = false, has_pair = false, has_ids = false;
+  bool has_text = false, has_pair = false, has_ids = false, has_image = false;
   auto read_str = [&](std::string_view name, std::string_view* v) -> Status {
     if (r.ReadStr(v)) return Status::Ok();
     return MsgpackExpected("item." + std::string(name), "a string", r);
@@ -56,6 +63,10 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
       MsgpackFields ids(r, "item.ids");
       SHOAL_RETURN_IF_ERROR(ids.Ints(&out->ids));
       has_ids = true;
+    } else if (key == "image" && (task == Task::kEncode || task == Task::kExtract)) {
+      if (!r.ReadBin(&out->image)) return MsgpackExpected("item.image", "binary (the encoded image)", r);
+      if (out->image.empty()) return InvalidInput("item.image: empty");
+      has_image = true;
     } else if (key == "text_pair" && task == Task::kScore) {
       SHOAL_RETURN_IF_ERROR(read_str(key, &out->text_pair));
       has_pair = true;
@@ -68,9 +79,9 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
                           std::string(TaskName(task)));
     }
   }
-  if (has_ids && has_text) return InvalidInput("item: both text and ids");
+  if (has_text + has_ids + has_image > 1) return InvalidInput("item: more than one of text, ids and image");
   if (has_ids && out->ids.empty()) return InvalidInput("item.ids: empty");
-  if (!has_text && !has_ids) return InvalidInput("item.text: missing");
+  if (!has_text && !has_ids && !has_image) return InvalidInput("item.text: missing");
   if (task == Task::kScore && !has_pair) return InvalidInput("item.text_pair: missing");
   if (!r.AtEnd()) return InvalidInput("item: trailing bytes after the item");
   return Status::Ok();

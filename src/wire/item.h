@@ -3,7 +3,9 @@
 // MessagePack.
 //
 //   item    encode, extract {"text": str}; encode {"ids": [int...]} (token
-//           ids, run as they are); score {"text": str, "text_pair": str};
+//           ids, run as they are); encode, extract {"image": bin} (an encoded
+//           image, JPEG/PNG/WebP/GIF, decoded by the worker's runtime); score
+//           {"text": str, "text_pair": str};
 //           tokenize {"text": str, "add_special_tokens": bool}
 //   result  encode {"dense": [float32...], "sparse": {"indices": [uint...],
 //           "values": [float32...], "tokens": [str...]}, "multivector":
@@ -35,6 +37,7 @@ struct ItemFields {
   std::string_view text;
   std::string_view text_pair;  // score only
   std::vector<int32_t> ids;    // encode only: token ids instead of text
+  std::string_view image;      // encode, extract: an encoded image instead of text
   bool add_special_tokens = true;  // tokenize only
 };
 
@@ -42,14 +45,16 @@ struct ItemFields {
 void AppendTextItem(std::string_view text, std::string* out);
 // {"ids": [id...]}.
 void AppendIdsItem(std::span<const int32_t> ids, std::string* out);
+// {"image": bytes} (MessagePack bin).
+void AppendImageItem(std::string_view bytes, std::string* out);
 // {"text": text, "text_pair": pair}.
 void AppendPairItem(std::string_view text, std::string_view pair, std::string* out);
 // {"text": text, "add_special_tokens": add_special_tokens}.
 void AppendTokenizeItem(std::string_view text, bool add_special_tokens, std::string* out);
 
-// Reads an item; "text" is required (an encode item may have "ids"
-// instead), and what else may appear depends on the task. Errors name the
-// field.
+// Reads an item; "text" is required (an encode item may have "ids", an
+// encode or extract item "image" instead), and what else may appear depends
+// on the task. Errors name the field.
 Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out);
 
 // DecodeItem for an encode item: just its text.

@@ -1,31 +1,38 @@
 #include "wire/native_body.h"
 
+#include "wire/encode_request.h"
+
 #include "wire/item.h"
 
 namespace shoal::wire {
 namespace {
 
-// One MessagePack item, {"text": str}: kept as a view of its bytes.
+// One MessagePack item, {"text": str} or {"image": bin}: kept as a view of
+// its bytes.
 Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limits, RequestItem* item) {
   const size_t start = r.offset();
   uint32_t fields;
   if (!r.ReadMapHeader(&fields)) return MsgpackExpected(Field("items", index), "a map", r);
-  std::string_view text;
-  bool has_text = false;
+  std::string_view text, image;
   for (uint32_t f = 0; f < fields; ++f) {
     std::string_view key;
     if (!r.ReadStr(&key)) return MsgpackExpected(Field("items", index), "a field name (a string)", r);
-    if (key != "text") {
+    if (key == "text") {
+      if (!r.ReadStr(&text)) return MsgpackExpected(Field("items", index, ".text"), "a string", r);
+      item->cost = EstimateTokens(text.size());
+    } else if (key == "image") {
+      if (!r.ReadBin(&image)) return MsgpackExpected(Field("items", index, ".image"), "binary (the encoded image)", r);
+      if (image.empty()) return InvalidInput(Field("items", index, ".image") + ": empty");
+      item->cost = kImageItemCost;
+    } else {
       return InvalidInput(Field("items", index) + ": unknown field '" + std::string(key) + "'");
     }
-    if (!r.ReadStr(&text)) return MsgpackExpected(Field("items", index, ".text"), "a string", r);
-    has_text = true;
   }
-  if (!has_text) return InvalidInput(Field("items", index, ".text") + ": missing");
+  if (fields == 0) return InvalidInput(Field("items", index, ".text") + ": missing");
+  if (fields > 1) return InvalidInput(Field("items", index) + ": one text or one image, not both");
   const std::string_view raw = r.buffer().substr(start, r.offset() - start);
   SHOAL_RETURN_IF_ERROR(CheckItemSize(Field("items", index), raw.size(), limits));
   item->payload = raw;
-  item->cost = EstimateTokens(text.size());
   return Status::Ok();
 }
 
@@ -83,22 +90,23 @@ Status ParseNativeJson(std::string& body, const ParseLimits& limits, WorkRequest
         if (auto e = std::move(el_result).get(el)) return JsonMalformed(e);
         od::object item;
         if (el.get_object().get(item)) return JsonExpected(Field("items", i), "an object", el);
-        bool has_text = false;
+        size_t inputs = 0;
         for (auto f_result : item) {
           od::field f;
           if (auto e = std::move(f_result).get(f)) return JsonMalformed(e);
           std::string_view k;
           if (auto e = f.unescaped_key().get(k)) return JsonMalformed(e);
-          if (k != "text") {
+          if (k != "text" && k != "image") {
             return InvalidInput(Field("items", i) + ": unknown field '" + std::string(k) + "'");
           }
-          od::value tv = f.value();
+          if (++inputs > 1) return InvalidInput(Field("items", i) + ": one text or one image, not both");
+          const std::string field = Field("items", i, k == "image" ? ".image" : ".text");
           std::string_view text;
-          SHOAL_RETURN_IF_ERROR(ReadJsonString(tv, Field("items", i, ".text"), &text));
-          SHOAL_RETURN_IF_ERROR(AddJsonText(Field("items", i), text, limits, storage.get(), &pending));
-          has_text = true;
+          SHOAL_RETURN_IF_ERROR(ReadJsonString(f.value(), field, &text));
+          SHOAL_RETURN_IF_ERROR(k == "image" ? AddJsonImage(field, text, limits, storage.get(), &pending)
+                                             : AddJsonText(Field("items", i), text, limits, storage.get(), &pending));
         }
-        if (!has_text) return InvalidInput(Field("items", i, ".text") + ": missing");
+        if (inputs == 0) return InvalidInput(Field("items", i, ".text") + ": missing");
         ++i;
       }
       has_items = true;

@@ -1,7 +1,9 @@
 // The body the native item routes share (POST /v1/encode/{model},
 // /v1/extract/{model}), MessagePack or JSON:
-//   {"items": [{"text": "..."}, ...], "truncate": false, "lora": "adapter",
-//    ...the route's own fields}
+//   {"items": [{"text": "..."} | {"image": <bytes>}, ...], "truncate": false,
+//    "lora": "adapter", ...the route's own fields}
+// (an image is MessagePack bin, or in JSON base64 or a base64 data URL; its
+// cost is kImageItemCost)
 // The route reads its own fields through `other`, which refuses the ones it
 // does not know (UnknownField). A MessagePack item is kept as a view into
 // the body; a JSON item is re-encoded once. Internal to src/wire.

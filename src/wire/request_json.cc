@@ -1,4 +1,6 @@
 #include "wire/request_json.h"
+
+#include "common/base64.h"
 #include "wire/item.h"
 
 namespace shoal::wire {
@@ -146,6 +148,24 @@ Status AddJsonText(std::string_view field, std::string_view text, const ParseLim
                    std::string* storage, std::vector<PendingItem>* pending) {
   return AddItem(field, EstimateTokens(text.size()), limits, storage, pending,
                  [&](std::string* out) { AppendTextItem(text, out); });
+}
+
+Status AddJsonImage(std::string_view field, std::string_view text, const ParseLimits& limits, std::string* storage,
+                    std::vector<PendingItem>* pending) {
+  if (text.substr(0, 5) == "data:") {  // data:[<media type>][;base64],<data>: only base64 carries bytes
+    const size_t comma = text.find(',');
+    if (comma == std::string_view::npos || text.substr(0, comma).find(";base64") == std::string_view::npos) {
+      return InvalidInput(std::string(field) + ": a data URL must be base64 (data:image/png;base64,...)");
+    }
+    text.remove_prefix(comma + 1);
+  }
+  std::string bytes;
+  if (!DecodeBase64(text, &bytes)) {
+    return InvalidInput(std::string(field) + ": expected an image as base64 or a base64 data URL");
+  }
+  if (bytes.empty()) return InvalidInput(std::string(field) + ": empty");
+  return AddItem(field, kImageItemCost, limits, storage, pending,
+                 [&](std::string* out) { AppendImageItem(bytes, out); });
 }
 
 }  // namespace shoal::wire

@@ -58,6 +58,12 @@ Status AddItem(std::string_view field, uint32_t cost, const ParseLimits& limits,
 Status AddJsonText(std::string_view field, std::string_view text, const ParseLimits& limits,
                    std::string* storage, std::vector<PendingItem>* pending);
 
+// AddItem for an image item ({"image": bytes}) from a JSON string's text:
+// base64, or a data URL with base64 data (its media type is not read: the
+// format is the bytes' own signature, checked where the image is decoded).
+Status AddJsonImage(std::string_view field, std::string_view text, const ParseLimits& limits, std::string* storage,
+                    std::vector<PendingItem>* pending);
+
 // Moves `storage` into `out` and points out->items into it.
 void FinishItems(std::unique_ptr<std::string> storage, const std::vector<PendingItem>& pending,
                  WorkRequest* out);

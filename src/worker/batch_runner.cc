@@ -24,6 +24,7 @@ EncodeInput MakeInput(const WorkItem& it, const wire::ItemFields& f, EncodeOutpu
           .normalize = it.work.normalize,
           .lora = it.work.lora,
           .ids = f.ids,
+          .image = f.image,
           .outputs = it.work.outputs != 0 ? it.work.outputs : static_cast<OutputKinds>(OutputKind::kDense),
           .role = it.work.role,
           .sparse_top_k = it.work.sparse_top_k,
@@ -33,7 +34,11 @@ ScoreInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ScoreOutput*
   return {.text = f.text, .text_pair = f.text_pair, .truncate = it.work.truncate, .lora = it.work.lora};
 }
 ExtractInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ExtractOutput*) {
-  return {.text = f.text, .truncate = it.work.truncate, .lora = it.work.lora, .aggregation = it.work.aggregation,
+  return {.text = f.text,
+          .image = f.image,
+          .truncate = it.work.truncate,
+          .lora = it.work.lora,
+          .aggregation = it.work.aggregation,
           .top_k = it.work.top_k};
 }
 TokenizeInput MakeInput(const WorkItem&, const wire::ItemFields& f, TokenizeOutput*) {
@@ -134,6 +139,12 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
       Settle(it, Outcome::kBadInput,
              InvalidInput("input: model '" + served.spec->id + "' takes text only (its runtime '" +
                           served.spec->runtime + "' runs no token-id inputs)"));
+      continue;
+    }
+    if (!fields.image.empty() ? !served.model->takes_images() : !served.model->takes_text()) {
+      Settle(it, Outcome::kBadInput,
+             InvalidInput("input: model '" + served.spec->id + "' takes " +
+                          (fields.image.empty() ? "images, not text" : "text, not images")));
       continue;
     }
     if (task == Task::kEncode && it.work.outputs != 0 && (it.work.outputs & ~served.model->encode_outputs()) != 0) {

@@ -16,7 +16,7 @@ struct Applies {
 };
 using enum NativeModelKind;
 const Applies kApplies[] = {
-    {"precision", {kEncoder, kDecoderEmbedder, kGenerator, kUseLite}},
+    {"precision", {kEncoder, kDecoderEmbedder, kGenerator, kUseLite, kVision}},
     {"pooling", {kEncoder, kDecoderEmbedder}},
     {"attention", {kDecoderEmbedder}},
     {"lora_budget_mb", {kEncoder, kGenerator}},
@@ -31,6 +31,7 @@ std::string_view KindName(NativeModelKind kind) {
     case kDecoderEmbedder: return "a decoder embedder";
     case kGenerator: return "a generator";
     case kUseLite: return "USE-Lite";
+    case kVision: return "an image model";
   }
   return "?";
 }

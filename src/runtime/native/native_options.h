@@ -35,7 +35,7 @@ struct NativeOptions {
 };
 
 // What a model directory holds, as far as its options go.
-enum class NativeModelKind { kEncoder, kDecoderEmbedder, kGenerator, kUseLite };
+enum class NativeModelKind { kEncoder, kDecoderEmbedder, kGenerator, kUseLite, kVision };
 
 // An option that does not apply to `kind` (max_context on an encoder,
 // attention on a generator) is INVALID_INPUT naming it, not ignored.

@@ -15,6 +15,7 @@
 #include "runtime/native/native_options.h"
 #include "runtime/native/tokenizers/tokenizer.h"
 #include "runtime/native/use_lite_model.h"
+#include "runtime/native/vision_model.h"
 
 namespace shoal {
 
@@ -58,24 +59,31 @@ Result<std::unique_ptr<Model>> NativeRuntime::Load(const ModelConfig& spec, cons
                         " holds neither config.json (Hugging Face) nor model.json + vocab.json (USE-Lite)");
   }
   const bool decoder = hugging_face && native::IsDecoderConfig(spec.path);
+  const bool vision = hugging_face && !decoder && native::IsVisionConfig(spec.path);
   using Kind = native::NativeModelKind;
   // A decoder registered to encode is an embedder.
   const Kind kind = use_lite  ? Kind::kUseLite
+                    : vision  ? Kind::kVision
                     : decoder ? (spec.task == Task::kEncode ? Kind::kDecoderEmbedder : Kind::kGenerator)
                               : Kind::kEncoder;
   auto options = native::ParseNativeOptions(spec.options, kind);
   if (!options.ok()) return options.status();
-  if (options->cuda_device >= 0 && (decoder || use_lite)) {
+  if (options->cuda_device >= 0 && (decoder || use_lite || vision)) {
     return InvalidInput("native.device: the CUDA backend runs BERT-family encoders; " + spec.id + " is " +
-                        (decoder ? "a decoder" : "USE-Lite") + ", which runs on the CPU (device: cpu)");
+                        (decoder ? "a decoder" : vision ? "an image model" : "USE-Lite") +
+                        ", which runs on the CPU (device: cpu)");
   }
   spdlog::info("native: loading {} ({}) from {}", spec.id,
-               decoder ? "Llama family" : hugging_face ? "encoder" : "Universal Sentence Encoder Lite",
+               decoder  ? "Llama family"
+               : vision ? "image tower"
+               : hugging_face ? "encoder"
+                              : "Universal Sentence Encoder Lite",
                spec.path);
   const auto t0 = SteadyClock::now();
   auto model = kind == Kind::kDecoderEmbedder ? native::DecoderEmbedder::Load(spec, *options, ctx)
                : kind == Kind::kGenerator    ? native::DecoderModel::Load(spec, *options, ctx)
                : kind == Kind::kEncoder      ? native::EncoderModel::Load(spec, *options, ctx)
+               : kind == Kind::kVision       ? native::VisionModel::Load(spec, *options, ctx)
                                              : native::UseLiteModel::Load(spec, ctx.threads);
   if (!model.ok()) return model.status();
   spdlog::info("native: {} loaded in {} ms, {:.1f} MB, {} thread(s) per batch", spec.id,

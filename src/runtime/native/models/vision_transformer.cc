@@ -107,6 +107,7 @@ Result<VisionConfig> VisionConfig::FromJson(const json& c) {
       }
       v.labels[n] = label.get<std::string>();
     }
+    v.multi_label = c.contains("problem_type") && c["problem_type"] == "multi_label_classification";
   } else {
     return ConfigError("architectures", "'" + arch +
                                             "' is not an image model Shoal runs natively (CLIPModel, "

@@ -47,6 +47,7 @@ struct VisionConfig {
   float layer_norm_eps = 1e-5f;
   uint32_t projection_dim = 0;      // CLIP: the embedding's size
   std::vector<std::string> labels;  // ViT: id2label, by id
+  bool multi_label = false;         // ViT: problem_type multi_label_classification (a sigmoid per label)
 
   // From config.json: CLIP's vision_config (and projection_dim), or a ViT's
   // own fields. Anything Shoal would run otherwise than the checkpoint was

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base64.h"
 #include "runtime/native/tokenizers/precompiled_charsmap.h"
 #include "runtime/native/tokenizers/regex.h"
 

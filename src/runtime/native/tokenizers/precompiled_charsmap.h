@@ -38,7 +38,4 @@ class PrecompiledCharsmap {
   std::string replacements_;
 };
 
-// RFC 4648 base64 (padding optional); false on any other byte.
-bool DecodeBase64(std::string_view text, std::string* out);
-
 }  // namespace shoal::native::tok
