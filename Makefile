@@ -77,8 +77,8 @@ bench-encoders: build
 bench-extract: build
 	$(BUILD)/bench/extract_bench --out docs/bench/extract.json
 
-# Decoding and preparing a 1 MP JPEG for CLIP, against PIL and numpy (about
-# half a minute).
+# Decoding and preparing a 1 MP JPEG for CLIP, against PIL and numpy; then a
+# ViT-B/16 image tower against PyTorch and ONNX Runtime (about five minutes).
 bench-images: build
 	$(BUILD)/bench/images_bench
 

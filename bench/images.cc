@@ -8,19 +8,29 @@
 // thread each, the same file, in this run; --images per round, --repeats
 // rounds, the median round kept. Decoding alone is timed too.
 //
-// The forward pass this is set against comes with the image towers (CLIP,
-// SigLIP, ViT: issue 25's next parts).
+// Then the image tower itself (`vit_b32_vs_ort`): a ViT-B/16-shaped
+// classifier (scripts/make-test-vision-models --bench: 224² in 16 × 16
+// patches, 768 wide, 12 layers, seeded F32 weights) on batches of 32 images,
+// Shoal's native tower (models/vision_transformer.h) against PyTorch
+// (bench/images/vit_peer.py: Debian's torch, eager, the faster of its two
+// thread settings) and ONNX Runtime (bench/images/ort_peer.mjs on that
+// module's ONNX export, the faster of 1 and 2 intra-op threads), all f32,
+// 2 threads for Shoal; --tower-repeats timed batches each after a warm-up,
+// the median kept. The decode + preprocess time per image is then set
+// against the tower's time per image.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "figures.h"
 #include "image/decode.h"
 #include "image/processor.h"
 #include "run_peer.h"
+#include "runtime/native/models/vision_transformer.h"
 
 namespace shoal::bench {
 namespace {
@@ -30,12 +40,81 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::string source_dir = SHOAL_SOURCE_DIR;
   std::string out = std::string(SHOAL_SOURCE_DIR) + "/docs/bench/images.json";
+  std::string models_dir;
   int images = 50;
   int repeats = 5;
+  int batch = 32;
+  int tower_repeats = 3;
+  bool tower = true;
 };
 
 double MsPerImage(Clock::time_point t0, int images) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / images;
+}
+
+// The ViT-B/16 tower: Shoal, PyTorch, ONNX Runtime; adds its figures.
+bool Tower(const Options& o, double preprocess_ms, std::map<std::string, double>* figures) {
+  namespace fs = std::filesystem;
+  const std::string models = o.models_dir.empty() ? o.source_dir + "/build-models" : o.models_dir;
+  std::fprintf(stderr, "images: generating vit-b16-bench in %s (once)\n", models.c_str());
+  if (std::system((o.source_dir + "/scripts/make-test-vision-models " + models + " --bench >&2").c_str()) != 0) {
+    return false;
+  }
+  const std::string dir = models + "/vit-b16-bench", onnx = models + "/vit-b16-bench-onnx/model.onnx";
+  const std::string peer = "/usr/bin/python3 " + o.source_dir + "/bench/images/vit_peer.py";
+  if (fs::last_write_time(dir + "/model.safetensors") > (fs::exists(onnx) ? fs::last_write_time(onnx) : fs::file_time_type::min())) {
+    std::fprintf(stderr, "images: exporting it to ONNX (once)\n");
+    fs::create_directories(fs::path(onnx).parent_path());
+    if (std::system((peer + " export " + dir + " " + onnx + " >&2").c_str()) != 0) return false;
+  }
+
+  std::ifstream cf(dir + "/config.json");
+  auto config = native::VisionConfig::FromJson(nlohmann::json::parse(cf));
+  if (!config.ok()) return std::fprintf(stderr, "%s\n", config.status().ToString().c_str()), false;
+  auto tower = native::VisionTransformer::Load(dir, *config, native::cpu::Precision::kF32);
+  if (!tower.ok()) return std::fprintf(stderr, "%s\n", tower.status().ToString().c_str()), false;
+  const uint32_t side = config->image_size;
+  std::vector<image::PixelValues> pixels(o.batch, {side, side, std::vector<float>(3u * side * side)});
+  uint32_t seed = 1;
+  for (auto& p : pixels) {
+    for (float& v : p.chw) v = static_cast<float>((seed = seed * 1103515245u + 12345u) >> 8) / (1u << 24) * 4 - 2;
+  }
+  std::vector<float> out;
+  std::vector<double> shoal;
+  (void)(*tower)->Forward(pixels, &out, 2);  // warm-up
+  for (int r = 0; r < o.tower_repeats; ++r) {
+    const auto t0 = Clock::now();
+    if (!(*tower)->Forward(pixels, &out, 2).ok()) return false;
+    shoal.push_back(o.batch / std::chrono::duration<double>(Clock::now() - t0).count());
+    std::fprintf(stderr, "images: Shoal's tower, batch %d/%d: %.2f images/s\n", r + 1, o.tower_repeats, shoal.back());
+  }
+  tower->reset();
+
+  const std::string args = " " + std::to_string(o.batch) + " " + std::to_string(o.tower_repeats);
+  double torch = 0;
+  int torch_threads = 0;
+  for (int threads : {1, 2}) {  // OpenBLAS at 2 either way
+    const nlohmann::json t = RunPeer("OPENBLAS_NUM_THREADS=2 " + peer + " torch " + dir + args + " " +
+                                     std::to_string(threads));
+    if (!t.is_object()) return false;
+    const double rate = Median(t["images_per_s"].get<std::vector<double>>());
+    if (rate > torch) torch = rate, torch_threads = threads;
+  }
+  const nlohmann::json ort = RunPeer("node " + o.source_dir + "/bench/images/ort_peer.mjs " + onnx + args);
+  if (!ort.is_object()) return false;
+  const double s = Median(shoal), r = Median(ort["images_per_s"].get<std::vector<double>>());
+  std::printf("ViT-B/16 at 224x224, batch %d, f32, median of %d batches (images/s)\n", o.batch, o.tower_repeats);
+  std::printf("  Shoal %.2f (2 threads), PyTorch %.2f (%d + OpenBLAS 2), ONNX Runtime %.2f (%d intra-op)\n", s, torch,
+              torch_threads, r, ort["threads"].get<int>());
+  std::printf("  Shoal / ONNX Runtime %.2fx, Shoal / PyTorch %.2fx; decode + preprocess is %.0f %% of the tower's "
+              "time per image\n", s / r, s / torch, 100.0 * preprocess_ms / (1000.0 / s));
+  (*figures)["vit_b32_images_per_s"] = s;
+  (*figures)["vit_b32_torch_images_per_s"] = torch;
+  (*figures)["vit_b32_ort_images_per_s"] = r;
+  (*figures)["vit_b32_vs_ort"] = s / r;
+  (*figures)["vit_b32_vs_torch"] = s / torch;
+  (*figures)["preprocess_over_tower"] = preprocess_ms / (1000.0 / s);
+  return true;
 }
 
 int Run(const Options& o) {
@@ -81,11 +160,13 @@ int Run(const Options& o) {
   std::printf("%-26s %10s %10s %8s\n", "", "Shoal ms", "PIL ms", "PIL/Shoal");
   std::printf("%-26s %10.2f %10.2f %7.2fx\n", "decode", sd, pd, pd / sd);
   std::printf("%-26s %10.2f %10.2f %7.2fx\n", "decode + preprocess", st, pt, pt / st);
-  WriteFigures(o.out, {{"preprocess_ms_per_1mp", st},
-                       {"pil_preprocess_ms_per_1mp", pt},
-                       {"preprocess_speedup_vs_pil", pt / st},
-                       {"decode_ms_per_1mp", sd},
-                       {"pil_decode_ms_per_1mp", pd}});
+  std::map<std::string, double> figures = {{"preprocess_ms_per_1mp", st},
+                                           {"pil_preprocess_ms_per_1mp", pt},
+                                           {"preprocess_speedup_vs_pil", pt / st},
+                                           {"decode_ms_per_1mp", sd},
+                                           {"pil_decode_ms_per_1mp", pd}};
+  if (o.tower && !Tower(o, st, &figures)) return 1;
+  WriteFigures(o.out, figures);
   return 0;
 }
 
@@ -98,6 +179,10 @@ int main(int argc, char** argv) {
   app.add_option("--out", o.out, "where the figures go");
   app.add_option("--images", o.images, "images per round");
   app.add_option("--repeats", o.repeats, "rounds (median kept)");
+  app.add_option("--models", o.models_dir, "the generated bench models (default: <source>/build-models)");
+  app.add_option("--batch", o.batch, "images per tower batch");
+  app.add_option("--tower-repeats", o.tower_repeats, "timed tower batches per engine (median kept)");
+  app.add_flag("!--no-tower", o.tower, "the preprocessing figures only");
   CLI11_PARSE(app, argc, argv);
   return shoal::bench::Run(o);
 }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admin/model_directory.h"
+#include "common/file.h"
 #include "runtime/registry/registry.h"
 #include "runtime/runtime.h"
 #include "support/http_client.h"
@@ -29,9 +30,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string FileBytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
+// The file's bytes ("" when it cannot be read: the comparison then fails).
+std::string Bytes(const fs::path& p) {
+  auto bytes = ReadFile(p.string());
+  return bytes.ok() ? *bytes : "";
 }
 
 std::string Base64(std::string_view bytes) {
@@ -103,8 +105,8 @@ class ImageServing : public ::testing::Test {
 };
 
 TEST_F(ImageServing, ClipEmbedsImagesSentAsBase64DataUrlsBinaryAndThroughThePayloadStore) {
-  const std::string small = FileBytes(dir_ / "small.png"), photo = FileBytes(dir_ / "photo.jpg"),
-                    big = FileBytes(dir_ / "big.png");
+  const std::string small = Bytes(dir_ / "small.png"), photo = Bytes(dir_ / "photo.jpg"),
+                    big = Bytes(dir_ / "big.png");
   auto direct = Direct("t/clip-vision");
   ASSERT_TRUE(direct);
   std::vector<EncodeInput> in(3);
@@ -150,7 +152,7 @@ TEST_F(ImageServing, ClipEmbedsImagesSentAsBase64DataUrlsBinaryAndThroughThePayl
 }
 
 TEST_F(ImageServing, OpenAiEmbeddingsTakeImageUrlPartsAsDataUrls) {
-  const std::string photo = FileBytes(dir_ / "photo.jpg");
+  const std::string photo = Bytes(dir_ / "photo.jpg");
   auto direct = Direct("t/clip-vision");
   ASSERT_TRUE(direct);
   EncodeInput in{.image = photo};
@@ -172,7 +174,7 @@ TEST_F(ImageServing, OpenAiEmbeddingsTakeImageUrlPartsAsDataUrls) {
 }
 
 TEST_F(ImageServing, AVitClassifierLabelsImagesOnExtract) {
-  const std::string photo = FileBytes(dir_ / "photo.jpg");
+  const std::string photo = Bytes(dir_ / "photo.jpg");
   auto direct = Direct("t/vit");
   ASSERT_TRUE(direct);
   ExtractInput in{.image = photo};
@@ -195,7 +197,7 @@ TEST_F(ImageServing, AVitClassifierLabelsImagesOnExtract) {
 
 TEST_F(ImageServing, BadImagesAndTheWrongKindOfInputAreInvalidInput) {
   auto message = [](const json& j) { return j["error"]["message"].get<std::string>(); };
-  const std::string small = FileBytes(dir_ / "small.png");
+  const std::string small = Bytes(dir_ / "small.png");
   const json corrupt =
       Post("/v1/encode/t/clip-vision", json{{"items", {{{"image", Base64(small.substr(0, 60))}}}}}.dump(), 400);
   EXPECT_EQ(corrupt["error"]["code"], "INVALID_INPUT");

@@ -6,9 +6,10 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "common/file.h"
 
 #include "image/decode.h"
 #include "image/orientation.h"
@@ -21,9 +22,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string ReadBytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
+// The file's bytes ("" when it cannot be read: the comparison then fails).
+std::string Bytes(const fs::path& p) {
+  auto bytes = ReadFile(p.string());
+  return bytes.ok() ? *bytes : "";
 }
 
 class ImageReference : public ::testing::Test {
@@ -32,12 +34,12 @@ class ImageReference : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("shoal-image-ref-" + std::to_string(::getpid()));
     const std::string cmd = std::string("/usr/bin/python3 ") + SHOAL_IMAGE_REFERENCE + " " + dir_.string();
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    manifest_ = json::parse(ReadBytes(dir_ / "manifest.json"));
+    manifest_ = json::parse(Bytes(dir_ / "manifest.json"));
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
   static Image Decoded(const std::string& name) {
-    Result<Image> img = DecodeImage(ReadBytes(dir_ / "samples" / name));
+    Result<Image> img = DecodeImage(Bytes(dir_ / "samples" / name));
     EXPECT_TRUE(img.ok()) << name << ": " << img.status().ToString();
     return img.ok() ? std::move(img).value() : Image{};
   }
@@ -48,7 +50,7 @@ class ImageReference : public ::testing::Test {
       return "size " + std::to_string(got.width) + "x" + std::to_string(got.height) + ", want " +
              std::to_string(width) + "x" + std::to_string(height);
     }
-    const std::string want = ReadBytes(want_file);
+    const std::string want = Bytes(want_file);
     if (want.size() != got.rgb.size()) return "reference has " + std::to_string(want.size()) + " bytes";
     size_t differ = 0, first = 0;
     int worst = 0;
@@ -89,12 +91,12 @@ TEST_F(ImageReference, TheExifOrientationTurnsTheImageUpright) {
 TEST_F(ImageReference, BadImagesAreInvalidInputSayingWhy) {
   ASSERT_EQ(manifest_["refused"].size(), 9u);
   for (const auto& name : manifest_["refused"]) {
-    Result<Image> img = DecodeImage(ReadBytes(dir_ / "samples" / name.get<std::string>()));
+    Result<Image> img = DecodeImage(Bytes(dir_ / "samples" / name.get<std::string>()));
     ASSERT_FALSE(img.ok()) << name;
     EXPECT_EQ(img.status().code(), Code::kInvalidInput) << name << ": " << img.status().ToString();
     std::printf("%-16s %s\n", name.get<std::string>().c_str(), img.status().message().c_str());
   }
-  auto message = [&](const char* name) { return DecodeImage(ReadBytes(dir_ / "samples" / name)).status().message(); };
+  auto message = [&](const char* name) { return DecodeImage(Bytes(dir_ / "samples" / name)).status().message(); };
   EXPECT_NE(message("bomb.png").find("400000000 pixels; the limit is 50000000"), std::string::npos);
   EXPECT_NE(message("wide.png").find("aspect ratio of 100000:1"), std::string::npos);
   EXPECT_NE(message("truncated.jpg").find("JPEG"), std::string::npos);
@@ -104,10 +106,10 @@ TEST_F(ImageReference, BadImagesAreInvalidInputSayingWhy) {
   // Limits are the caller's: a lower pixel bound refuses what the default takes.
   ImageLimits small;
   small.max_pixels = 1000;
-  EXPECT_EQ(DecodeImage(ReadBytes(dir_ / "samples/photo.png"), small).status().code(), Code::kInvalidInput);
+  EXPECT_EQ(DecodeImage(Bytes(dir_ / "samples/photo.png"), small).status().code(), Code::kInvalidInput);
   small = ImageLimits{};
   small.max_bytes = 100;
-  EXPECT_EQ(DecodeImage(ReadBytes(dir_ / "samples/photo.png"), small).status().code(), Code::kInvalidInput);
+  EXPECT_EQ(DecodeImage(Bytes(dir_ / "samples/photo.png"), small).status().code(), Code::kInvalidInput);
 }
 
 TEST_F(ImageReference, ResizeEqualsPilForEveryFilter) {
@@ -121,13 +123,13 @@ TEST_F(ImageReference, ResizeEqualsPilForEveryFilter) {
 
 TEST_F(ImageReference, ProcessorsGiveTransformersPixelValues) {
   for (const auto& [config, images] : manifest_["pixels"].items()) {
-    Result<ImageProcessor> p = ImageProcessor::FromConfig(json::parse(ReadBytes(dir_ / "configs" / (config + ".json"))));
+    Result<ImageProcessor> p = ImageProcessor::FromConfig(json::parse(Bytes(dir_ / "configs" / (config + ".json"))));
     ASSERT_TRUE(p.ok()) << config << ": " << p.status().ToString();
     for (const auto& [name, size] : images.items()) {
       const PixelValues got = p->Apply(Decoded(name));
       ASSERT_EQ(got.height, size[0].get<uint32_t>()) << config << " " << name;
       ASSERT_EQ(got.width, size[1].get<uint32_t>()) << config << " " << name;
-      const std::string want = ReadBytes(dir_ / "pixels" / config / (name + ".f32"));
+      const std::string want = Bytes(dir_ / "pixels" / config / (name + ".f32"));
       ASSERT_EQ(want.size(), got.chw.size() * sizeof(float)) << config << " " << name;
       const auto* w = reinterpret_cast<const float*>(want.data());
       size_t differ = 0;

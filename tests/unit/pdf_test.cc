@@ -7,9 +7,10 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "common/file.h"
 
 #include "document/pdf.h"
 
@@ -19,9 +20,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string PdfBytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
+// The file's bytes ("" when it cannot be read: the comparison then fails).
+std::string Bytes(const fs::path& p) {
+  auto bytes = ReadFile(p.string());
+  return bytes.ok() ? *bytes : "";
 }
 
 class PdfReference : public ::testing::Test {
@@ -30,16 +32,16 @@ class PdfReference : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("shoal-pdf-ref-" + std::to_string(::getpid()));
     const std::string cmd = std::string("/usr/bin/python3 ") + SHOAL_PDF_REFERENCE + " " + dir_.string();
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    manifest_ = json::parse(PdfBytes(dir_ / "manifest.json"));
+    manifest_ = json::parse(Bytes(dir_ / "manifest.json"));
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
   static std::unique_ptr<PdfDocument> OpenPdf(const std::string& name, const PdfLimits& limits = {}) {
-    auto doc = PdfDocument::Open(PdfBytes(dir_ / name), limits);
+    auto doc = PdfDocument::Open(Bytes(dir_ / name), limits);
     EXPECT_TRUE(doc.ok()) << name << ": " << doc.status().ToString();
     return doc.ok() ? std::move(doc).value() : nullptr;
   }
-  static Status OpenError(const std::string& name) { return PdfDocument::Open(PdfBytes(dir_ / name)).status(); }
+  static Status OpenError(const std::string& name) { return PdfDocument::Open(Bytes(dir_ / name)).status(); }
 
   static inline fs::path dir_;
   static inline json manifest_;
@@ -56,7 +58,7 @@ TEST_F(PdfReference, PagesRenderAsPdftoppmRendersThem) {
     ASSERT_TRUE(img.ok()) << key << ": " << img.status().ToString();
     ASSERT_EQ(img->width, size[0].get<uint32_t>()) << key;
     ASSERT_EQ(img->height, size[1].get<uint32_t>()) << key;
-    const std::string want = PdfBytes(dir_ / ("render-" + key + ".rgb"));
+    const std::string want = Bytes(dir_ / ("render-" + key + ".rgb"));
     ASSERT_EQ(want.size(), img->rgb.size()) << key;
     size_t differ = 0, ink = 0;
     for (size_t i = 0; i < want.size(); ++i) {
@@ -130,7 +132,7 @@ TEST_F(PdfReference, BadPdfsAreInvalidInputSayingWhy) {
   EXPECT_EQ(doc->Words(-1).status().code(), Code::kInvalidInput);
   PdfLimits small;
   small.max_bytes = 100;
-  EXPECT_EQ(PdfDocument::Open(PdfBytes(dir_ / "text.pdf"), small).status().code(), Code::kInvalidInput);
+  EXPECT_EQ(PdfDocument::Open(Bytes(dir_ / "text.pdf"), small).status().code(), Code::kInvalidInput);
 }
 
 }  // namespace
