@@ -1,5 +1,6 @@
 // Image items through the whole serving path — gateway, (payload store),
-// JetStream, worker, the native runtime's image towers: CLIP's vision tower
+// JetStream, worker, the native runtime's image towers: CLIP's (and
+// SigLIP's) vision tower
 // on /v1/encode (JSON base64, a data URL, MessagePack bin, an image over the
 // 1 MB offload threshold) and /v1/embeddings (OpenAI-style image_url parts),
 // a ViT classifier on /v1/extract, and the refusals
@@ -60,8 +61,8 @@ class ImageServing : public ::testing::Test {
     ASSERT_GT(fs::file_size(dir_ / "big.png"), 1000u * 1000u);
 
     cluster_ = new TestCluster();
-    for (auto [name, id] : {std::pair{"clip-vision-tiny", "t/clip-vision"}, {"vit-classifier-tiny", "t/vit"},
-                            {"bert-tiny-mean", "t/bert"}}) {
+    for (auto [name, id] : {std::pair{"clip-vision-tiny", "t/clip-vision"}, {"siglip-vision-tiny", "t/siglip"},
+                            {"vit-classifier-tiny", "t/vit"}, {"bert-tiny-mean", "t/bert"}}) {
       auto spec = admin::SpecFromDirectory(kModels + "/" + name, id);
       ASSERT_TRUE(spec.ok()) << spec.status().ToString();
       spec->pinned = true;
@@ -71,7 +72,7 @@ class ImageServing : public ::testing::Test {
     EXPECT_EQ(specs_["t/clip-vision"].task, Task::kEncode);
     EXPECT_EQ(specs_["t/vit"].task, Task::kExtract);  // inferred from ViTForImageClassification
     worker_ = cluster_->StartWorker().release();
-    for (const char* m : {"t/clip-vision", "t/vit", "t/bert"}) cluster_->WaitForWorkers(m, 1);
+    for (const char* m : {"t/clip-vision", "t/siglip", "t/vit", "t/bert"}) cluster_->WaitForWorkers(m, 1);
     gateway_ = cluster_->StartGateway().release();
   }
   static void TearDownTestSuite() {
@@ -149,6 +150,20 @@ TEST_F(ImageServing, ClipEmbedsImagesSentAsBase64DataUrlsBinaryAndThroughThePayl
   ASSERT_EQ(res->status, 200) << res->body.substr(0, 300);
   const auto packed = json::parse(res->body)["items"][0]["dense"].get<std::vector<float>>();
   for (size_t k = 0; k < packed.size(); ++k) EXPECT_NEAR(packed[k], want[1].dense[k], 1e-6);
+}
+
+TEST_F(ImageServing, SiglipEmbedsThroughItsPoolingHead) {
+  const std::string photo = Bytes(dir_ / "photo.jpg");
+  auto direct = Direct("t/siglip");
+  ASSERT_TRUE(direct);
+  EncodeInput in{.image = photo};
+  EncodeOutput want;
+  ASSERT_TRUE(direct->Encode({&in, 1}, {&want, 1}).ok());
+  const json j = Post("/v1/encode/t/siglip", json{{"items", {{{"image", Base64(photo)}}}}}.dump());
+  const auto got = j["items"][0]["dense"].get<std::vector<float>>();
+  ASSERT_EQ(got.size(), 48u) << j.dump().substr(0, 300);  // the hidden size: SigLIP has no projection
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want.dense[k], 1e-6);
+  EXPECT_EQ(j["usage"]["tokens"], 16);  // the patches, no class token
 }
 
 TEST_F(ImageServing, OpenAiEmbeddingsTakeImageUrlPartsAsDataUrls) {

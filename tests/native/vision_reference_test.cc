@@ -2,8 +2,8 @@
 // against an independent float64 forward pass (tests/reference/
 // vision_reference.py, torch tensor operations written from the
 // architectures) on the seeded models scripts/make-test-vision-models
-// writes: CLIP's vision model with its projection (F32) and a ViT image
-// classifier (F16 weights). Images of several sizes go through the model's
+// writes: CLIP's vision model with its projection (F32), SigLIP's with its
+// attention-pooling head (BF16 weights) and a ViT image classifier (F16). Images of several sizes go through the model's
 // own image processor (image/processor.h, itself checked against PIL and
 // numpy in tests/unit/image_test.cc) and run as one packed batch.
 #include <gtest/gtest.h>
@@ -110,7 +110,8 @@ TEST_P(VisionReferenceTest, BatchedImagesEqualTheFloat64Reference) {
   EXPECT_NE(s.message().find("images[0]"), std::string::npos) << s.message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Towers, VisionReferenceTest, ::testing::Values("clip-vision-tiny", "vit-classifier-tiny"));
+INSTANTIATE_TEST_SUITE_P(Towers, VisionReferenceTest,
+                         ::testing::Values("clip-vision-tiny", "siglip-vision-tiny", "vit-classifier-tiny"));
 
 TEST(VisionConfig, WhatItCannotRunIsRefusedNamingTheField) {
   auto error = [](const char* text) {
@@ -118,7 +119,9 @@ TEST(VisionConfig, WhatItCannotRunIsRefusedNamingTheField) {
     EXPECT_FALSE(c.ok()) << text;
     return c.ok() ? std::string() : c.status().message();
   };
-  EXPECT_NE(error(R"({"architectures": ["SiglipModel"]})").find("SiglipModel"), std::string::npos);
+  EXPECT_NE(error(R"({"architectures": ["Dinov2Model"]})").find("Dinov2Model"), std::string::npos);
+  EXPECT_NE(error(R"({"architectures": ["SiglipVisionModel"], "vision_use_head": false})").find("vision_use_head"),
+            std::string::npos);
   EXPECT_NE(error(R"({"architectures": ["CLIPVisionModelWithProjection"], "hidden_act": "relu"})").find("hidden_act"),
             std::string::npos);
   EXPECT_NE(error(R"({"architectures": ["CLIPVisionModelWithProjection"], "image_size": 30, "patch_size": 8})")
@@ -136,7 +139,7 @@ TEST(VisionConfig, WhatItCannotRunIsRefusedNamingTheField) {
   EXPECT_EQ(clip->hidden_size, 768u);
   EXPECT_EQ(clip->patch_size, 32u);
   EXPECT_EQ(clip->projection_dim, 512u);
-  EXPECT_TRUE(clip->quick_gelu);
+  EXPECT_EQ(clip->act, VisionConfig::Act::kQuickGelu);
   EXPECT_EQ(clip->patches(), 49u);
 }
 

@@ -27,7 +27,7 @@ bool IsVisionConfig(const std::string& dir) {
     return false;
   }
   const auto& arch = (*config)["architectures"][0];
-  return arch == "CLIPVisionModelWithProjection" || arch == "ViTForImageClassification";
+  return arch == "CLIPVisionModelWithProjection" || arch == "SiglipVisionModel" || arch == "ViTForImageClassification";
 }
 
 Result<std::unique_ptr<Model>> VisionModel::Load(const ModelConfig& spec, const NativeOptions& options,
@@ -35,7 +35,7 @@ Result<std::unique_ptr<Model>> VisionModel::Load(const ModelConfig& spec, const 
   const std::filesystem::path dir(spec.path);
   SHOAL_ASSIGN_OR_RETURN(const nlohmann::json config, ReadJsonFile(dir / "config.json"));
   SHOAL_ASSIGN_OR_RETURN(const VisionConfig vision, VisionConfig::FromJson(config));
-  const Task want = vision.family == VisionConfig::Family::kClip ? Task::kEncode : Task::kExtract;
+  const Task want = vision.family == VisionConfig::Family::kVit ? Task::kExtract : Task::kEncode;
   if (spec.task != want) {
     return InvalidInput("task: " + spec.id + " is " +
                         (want == Task::kEncode ? "an image embedder (task encode)" : "an image classifier (task extract)") +
@@ -86,7 +86,7 @@ Status VisionModel::Run(std::span<const std::string_view> images, std::vector<St
 }
 
 Status VisionModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOutput> out) {
-  if (tower_->config().family != VisionConfig::Family::kClip) {
+  if (tower_->config().family == VisionConfig::Family::kVit) {
     return InvalidInput("model '" + config_.id + "' classifies images (task extract); it does not encode");
   }
   std::vector<std::string_view> images;
@@ -95,7 +95,7 @@ Status VisionModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOutp
   std::vector<float> vectors;
   SHOAL_RETURN_IF_ERROR(Run(images, &statuses, &vectors));
   const size_t dim = tower_->output_dim();
-  const uint32_t positions = tower_->config().patches() + 1;
+  const uint32_t positions = tower_->config().positions();
   for (size_t i = 0; i < in.size(); ++i) {
     out[i] = EncodeOutput{};
     out[i].status = statuses[i];
@@ -136,7 +136,7 @@ Status VisionModel::Extract(std::span<const ExtractInput> in, std::span<ExtractO
       continue;
     }
     out[i].labels = RankLabels({logits.data() + i * L, L}, c.labels, c.multi_label, in[i].top_k);
-    out[i].tokens = c.patches() + 1;
+    out[i].tokens = c.positions();
   }
   return Status::Ok();
 }

@@ -3,14 +3,15 @@
 // ExtractInput::image), decoded and prepared here as the model's
 // preprocessor_config.json says (image/decode.h, image/processor.h), then
 // run as one batch:
-//   - CLIP's vision tower encodes: the image's embedding (unit length when
-//     the input asks to normalize), on /v1/encode and /v1/embeddings;
+//   - CLIP's and SigLIP's vision towers encode: the image's embedding (unit
+//     length when the input asks to normalize), on /v1/encode and
+//     /v1/embeddings;
 //   - a ViT image classifier extracts: its labels with softmax scores, best
 //     first, top_k of them when asked, on /v1/extract.
 // A text input is refused (it takes images only); an image that does not
 // decode, or passes the image limits, fails alone with INVALID_INPUT naming
 // why. Images are not tokens: `tokens` reports the positions the tower saw
-// (patches + 1), `truncate` changes nothing.
+// (the patches, and a class token but in SigLIP), `truncate` changes nothing.
 //
 // Threading: immutable after Load; calls may run concurrently.
 #pragma once

@@ -31,6 +31,11 @@ struct VisionNames {
 };
 
 VisionNames NamesOf(VisionConfig::Family f) {
+  if (f == VisionConfig::Family::kSiglip) {
+    return {"vision_model.", "embeddings.patch_embedding", "", "embeddings.position_embedding.weight", "",
+            "post_layernorm", "head.", "encoder.layers.", "layer_norm1", "self_attn.q_proj", "self_attn.k_proj",
+            "self_attn.v_proj", "self_attn.out_proj", "layer_norm2", "mlp.fc1", "mlp.fc2"};
+  }
   if (f == VisionConfig::Family::kClip) {
     return {"vision_model.", "embeddings.patch_embedding", "embeddings.class_embedding",
             "embeddings.position_embedding.weight", "pre_layrnorm", "post_layernorm", "visual_projection",
@@ -92,6 +97,19 @@ Result<VisionConfig> VisionConfig::FromJson(const json& c) {
     if (arch != "CLIPModel") {
       SHOAL_ASSIGN_OR_RETURN(v.projection_dim, Count(*body, where, "projection_dim", 512));
     }
+  } else if (arch == "SiglipModel" || arch == "SiglipVisionModel") {
+    v.family = Family::kSiglip;
+    if (arch == "SiglipModel") {
+      if (!c.contains("vision_config") || !c["vision_config"].is_object()) {
+        return ConfigError("vision_config", "a SiglipModel needs its vision_config");
+      }
+      body = &c["vision_config"];
+      where = "vision_config.";
+    }
+    if (body->contains("vision_use_head") && (*body)["vision_use_head"] != true) {
+      return ConfigError(where + "vision_use_head", "only true (the pooling head gives the embedding)");
+    }
+    act = "gelu_pytorch_tanh", eps = 1e-6;
   } else if (arch == "ViTForImageClassification") {
     v.family = Family::kVit;
     if (c.contains("qkv_bias") && c["qkv_bias"] != true) return ConfigError("qkv_bias", "only true is supported");
@@ -111,7 +129,8 @@ Result<VisionConfig> VisionConfig::FromJson(const json& c) {
   } else {
     return ConfigError("architectures", "'" + arch +
                                             "' is not an image model Shoal runs natively (CLIPModel, "
-                                            "CLIPVisionModelWithProjection, ViTForImageClassification)");
+                                            "CLIPVisionModelWithProjection, SiglipModel, SiglipVisionModel, "
+                                            "ViTForImageClassification)");
   }
   const json& b = *body;
   SHOAL_ASSIGN_OR_RETURN(v.hidden_size, Count(b, where, "hidden_size", hidden));
@@ -125,10 +144,16 @@ Result<VisionConfig> VisionConfig::FromJson(const json& c) {
     if (!b["hidden_act"].is_string()) return ConfigError(where + "hidden_act", "expected a name");
     act = b["hidden_act"].get<std::string>();
   }
-  if (act != "quick_gelu" && act != "gelu") {
-    return ConfigError(where + "hidden_act", "'" + act + "' is not supported (quick_gelu, gelu)");
+  if (act == "quick_gelu") {
+    v.act = Act::kQuickGelu;
+  } else if (act == "gelu") {
+    v.act = Act::kGelu;
+  } else if (act == "gelu_pytorch_tanh" || act == "gelu_new") {
+    v.act = Act::kGeluTanh;
+  } else {
+    return ConfigError(where + "hidden_act",
+                       "'" + act + "' is not supported (quick_gelu, gelu, gelu_pytorch_tanh, gelu_new)");
   }
-  v.quick_gelu = act == "quick_gelu";
   if (b.contains("layer_norm_eps")) {
     if (!b["layer_norm_eps"].is_number()) return ConfigError(where + "layer_norm_eps", "expected a number");
     eps = b["layer_norm_eps"].get<double>();
@@ -156,6 +181,7 @@ Result<std::unique_ptr<VisionTransformer>> VisionTransformer::Load(const std::st
   WeightReader r(*m->weights_, &m->converted_, precision);
   const VisionNames n = NamesOf(config.family);
   const bool clip = config.family == VisionConfig::Family::kClip;
+  const bool siglip = config.family == VisionConfig::Family::kSiglip;
   const int64_t H = config.hidden_size, C = config.num_channels, P = config.patch_size;
   const size_t h = config.hidden_size, inter = config.intermediate_size;
   const std::string b = n.body;
@@ -171,14 +197,22 @@ Result<std::unique_ptr<VisionTransformer>> VisionTransformer::Load(const std::st
   }
   SHOAL_ASSIGN_OR_RETURN(m->patch_, cpu::Linear::Create(kernel, cpu::WeightLayout::kOutIn, C * P * P, h,
                                                         patch_bias, precision));
-  const int64_t rows = config.patches() + 1;
-  SHOAL_ASSIGN_OR_RETURN(m->class_embedding_,
-                         clip ? r.Tensor(b + n.class_token, {H}) : r.Tensor(b + n.class_token, {1, 1, H}));
-  SHOAL_ASSIGN_OR_RETURN(m->positions_,
-                         clip ? r.Tensor(b + n.positions, {rows, H}) : r.Tensor(b + n.positions, {1, rows, H}));
+  // CLIP and SigLIP keep an nn.Embedding of positions, ViT a [1, positions, H] parameter.
+  const int64_t rows = config.positions();
+  SHOAL_ASSIGN_OR_RETURN(m->positions_, config.family == VisionConfig::Family::kVit
+                                            ? r.Tensor(b + n.positions, {1, rows, H})
+                                            : r.Tensor(b + n.positions, {rows, H}));
+  if (config.class_token()) {
+    SHOAL_ASSIGN_OR_RETURN(m->class_embedding_,
+                           clip ? r.Tensor(b + n.class_token, {H}) : r.Tensor(b + n.class_token, {1, 1, H}));
+  }
   if (clip) SHOAL_RETURN_IF_ERROR(norm(b + n.pre_norm, &m->pre_norm_gamma_, &m->pre_norm_beta_));
   SHOAL_RETURN_IF_ERROR(norm(b + n.final_norm, &m->final_norm_gamma_, &m->final_norm_beta_));
-  if (clip) {
+  if (siglip) {
+    SHOAL_ASSIGN_OR_RETURN(m->pooling_, AttentionPoolingHead::Load(r, b + n.head, h, inter,
+                                                                   static_cast<int>(config.num_attention_heads),
+                                                                   config.layer_norm_eps, precision));
+  } else if (clip) {
     SHOAL_ASSIGN_OR_RETURN(const float* proj, r.Tensor(n.head + ".weight", {config.projection_dim, H}));
     SHOAL_ASSIGN_OR_RETURN(m->head_, cpu::Linear::Create(proj, cpu::WeightLayout::kOutIn, h,
                                                          config.projection_dim, nullptr, precision));
@@ -199,16 +233,22 @@ Result<std::unique_ptr<VisionTransformer>> VisionTransformer::Load(const std::st
                         L.fc2->memory_bytes();
     if (progress) progress(static_cast<double>(i + 1) / config.num_hidden_layers);
   }
-  m->linear_bytes_ += m->patch_->memory_bytes() + m->head_->memory_bytes();
+  m->linear_bytes_ += m->patch_->memory_bytes() + (m->head_ ? m->head_->memory_bytes() : 0) +
+                      (m->pooling_ ? m->pooling_->memory_bytes() : 0);
   return m;
 }
 
 size_t VisionTransformer::output_dim() const {
-  return config_.family == VisionConfig::Family::kClip ? config_.projection_dim : config_.labels.size();
+  switch (config_.family) {
+    case VisionConfig::Family::kClip: return config_.projection_dim;
+    case VisionConfig::Family::kSiglip: return config_.hidden_size;
+    case VisionConfig::Family::kVit: return config_.labels.size();
+  }
+  return 0;
 }
 
 size_t VisionTransformer::memory_bytes() const {
-  return (static_cast<size_t>(config_.patches() + 2) * config_.hidden_size) * sizeof(float) + linear_bytes_;
+  return (static_cast<size_t>(config_.positions() + 1) * config_.hidden_size) * sizeof(float) + linear_bytes_;
 }
 
 Status VisionTransformer::Forward(std::span<const image::PixelValues> images, std::vector<float>* out,
@@ -223,7 +263,7 @@ Status VisionTransformer::Forward(std::span<const image::PixelValues> images, st
                           " × " + std::to_string(side));
     }
   }
-  const size_t B = images.size(), N = grid * grid, S = N + 1, T = B * S;
+  const size_t B = images.size(), N = grid * grid, S = c.positions(), T = B * S;
   const size_t H = c.hidden_size, I = c.intermediate_size, K = C * P * P;
   const float eps = c.layer_norm_eps;
   const cpu::Activation none = cpu::Activation::kNone;
@@ -246,12 +286,13 @@ Status VisionTransformer::Forward(std::span<const image::PixelValues> images, st
   }
   patch_->Forward(cols.data(), B * N, patches.data(), none, threads);
 
-  // Each image: its class token, then its patches, plus the position table.
+  // Each image: its class token (not SigLIP's), then its patches, plus the
+  // position table.
   std::vector<float> x(T * H);
   for (size_t b = 0; b < B; ++b) {
     float* seq = &x[b * S * H];
-    std::memcpy(seq, class_embedding_, H * sizeof(float));
-    std::memcpy(seq + H, &patches[b * N * H], N * H * sizeof(float));
+    if (class_embedding_) std::memcpy(seq, class_embedding_, H * sizeof(float));
+    std::memcpy(seq + (S - N) * H, &patches[b * N * H], N * H * sizeof(float));
     for (size_t k = 0; k < S * H; ++k) seq[k] += positions_[k];
   }
   if (pre_norm_gamma_) cpu::LayerNorm(x.data(), nullptr, T, H, pre_norm_gamma_, pre_norm_beta_, eps, threads);
@@ -260,7 +301,9 @@ Status VisionTransformer::Forward(std::span<const image::PixelValues> images, st
   for (size_t b = 0; b <= B; ++b) offsets[b] = static_cast<uint32_t>(b * S);
   const int heads = static_cast<int>(c.num_attention_heads), head_dim = static_cast<int>(H / heads);
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const cpu::Activation gelu = c.quick_gelu ? none : cpu::Activation::kGelu;
+  const cpu::Activation act = c.act == VisionConfig::Act::kGelu       ? cpu::Activation::kGelu
+                              : c.act == VisionConfig::Act::kGeluTanh ? cpu::Activation::kGeluTanh
+                                                                      : none;  // quick_gelu, below
   std::vector<float> h(T * H), qkv(T * 3 * H), ctx(T * H), delta(T * H), mid(T * I);
   for (const Layer& L : layers_) {
     cpu::ResidualLayerNorm(x.data(), nullptr, h.data(), T, H, L.norm1_gamma, L.norm1_beta, eps, threads);
@@ -269,18 +312,23 @@ Status VisionTransformer::Forward(std::span<const image::PixelValues> images, st
                    scale, threads);
     L.out->Forward(ctx.data(), T, delta.data(), none, threads);
     cpu::ResidualLayerNorm(x.data(), delta.data(), h.data(), T, H, L.norm2_gamma, L.norm2_beta, eps, threads);
-    L.fc1->Forward(h.data(), T, mid.data(), gelu, threads);
-    if (c.quick_gelu) QuickGelu(mid.data(), T * I);
+    L.fc1->Forward(h.data(), T, mid.data(), act, threads);
+    if (c.act == VisionConfig::Act::kQuickGelu) QuickGelu(mid.data(), T * I);
     L.fc2->Forward(mid.data(), T, delta.data(), none, threads);
     for (size_t k = 0; k < T * H; ++k) x[k] += delta[k];
   }
 
+  out->resize(B * output_dim());
+  if (pooling_) {  // SigLIP: every row normalized, then pooled by the head
+    cpu::LayerNorm(x.data(), nullptr, T, H, final_norm_gamma_, final_norm_beta_, eps, threads);
+    pooling_->Forward(x.data(), offsets, out->data(), threads);
+    return Status::Ok();
+  }
   // The class tokens: normalized (post_layernorm, or ViT's final LayerNorm,
   // which is per row), then the projection or the classifier.
   std::vector<float> cls(B * H);
   for (size_t b = 0; b < B; ++b) std::memcpy(&cls[b * H], &x[b * S * H], H * sizeof(float));
   cpu::LayerNorm(cls.data(), nullptr, B, H, final_norm_gamma_, final_norm_beta_, eps, threads);
-  out->resize(B * output_dim());
   head_->Forward(cls.data(), B, out->data(), none, threads);
   return Status::Ok();
 }

@@ -3,6 +3,9 @@
 //   - CLIP's (CLIPModel, CLIPVisionModelWithProjection): the vision model
 //     and visual_projection — an image's embedding in the space CLIP's text
 //     tower shares;
+//   - SigLIP's (SiglipModel, SiglipVisionModel): the vision model and its
+//     attention-pooling head (models/attention_pooling_head.h) — the image
+//     embedding SiglipModel.get_image_features gives;
 //   - ViTForImageClassification's: logits over config.json's id2label.
 //
 // Both are the same ViT: the image cut into patch × patch squares, each a
@@ -13,7 +16,9 @@
 // (pre_layrnorm), uses quick_gelu (x · σ(1.702 x)) where ViT uses GELU (erf),
 // has no patch bias, and takes the class token through post_layernorm and
 // the projection; ViT takes it through its final LayerNorm and the
-// classifier. Inputs are the image processor's pixel values
+// classifier. SigLIP has no class token: its patches go through
+// post_layernorm and the pooling head, its MLPs use GELU's tanh form.
+// Inputs are the image processor's pixel values
 // (image/processor.h) at config.json's image_size.
 //
 // A batch runs packed: every image's (patches + 1) rows in one GEMM per
@@ -35,15 +40,17 @@
 #include "image/processor.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/safetensors.h"
+#include "runtime/native/models/attention_pooling_head.h"
 
 namespace shoal::native {
 
 struct VisionConfig {
-  enum class Family { kClip, kVit };
+  enum class Family { kClip, kVit, kSiglip };
+  enum class Act { kQuickGelu, kGelu, kGeluTanh };
   Family family = Family::kClip;
   uint32_t hidden_size = 0, intermediate_size = 0, num_attention_heads = 0, num_hidden_layers = 0;
   uint32_t image_size = 0, patch_size = 0, num_channels = 3;
-  bool quick_gelu = false;  // else GELU (erf)
+  Act act = Act::kGelu;  // quick_gelu, gelu (erf), gelu_pytorch_tanh
   float layer_norm_eps = 1e-5f;
   uint32_t projection_dim = 0;      // CLIP: the embedding's size
   std::vector<std::string> labels;  // ViT: id2label, by id
@@ -56,6 +63,8 @@ struct VisionConfig {
   static Result<VisionConfig> FromJson(const nlohmann::json& config);
 
   uint32_t patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+  bool class_token() const { return family != Family::kSiglip; }
+  uint32_t positions() const { return patches() + (class_token() ? 1 : 0); }
 };
 
 class VisionTransformer {
@@ -82,11 +91,12 @@ class VisionTransformer {
   std::unique_ptr<SafeTensors> weights_;
   std::vector<std::vector<float>> converted_;
   std::unique_ptr<cpu::Linear> patch_;  // [C·P·P] → [H], the convolution's kernel as a matrix
-  const float* class_embedding_ = nullptr;
-  const float* positions_ = nullptr;   // [patches + 1, H]
+  const float* class_embedding_ = nullptr;  // CLIP, ViT
+  const float* positions_ = nullptr;        // [positions, H]
   const float* pre_norm_gamma_ = nullptr, *pre_norm_beta_ = nullptr;    // CLIP only
   const float* final_norm_gamma_ = nullptr, *final_norm_beta_ = nullptr;  // post_layernorm / layernorm
   std::unique_ptr<cpu::Linear> head_;  // visual_projection (no bias) or classifier
+  std::unique_ptr<AttentionPoolingHead> pooling_;  // SigLIP
   std::vector<Layer> layers_;
   size_t linear_bytes_ = 0;
 };
