@@ -106,7 +106,10 @@ Status Smoke(Model& model, const ModelSpec& spec) {
                  .lora = {},
                  .outputs = spec.encode_outputs(),
                  .role = InputRole::kDocument};
-  if (model.takes_images()) in.text = {}, in.image = kTestImage;
+  if (model.takes_images()) {
+    in.text = {};
+    in.image = kTestImage;
+  }
   EncodeOutput out;
   SHOAL_RETURN_IF_ERROR(model.Encode({&in, 1}, {&out, 1}));
   SHOAL_RETURN_IF_ERROR(out.status);

@@ -16,9 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "admin/model_directory.h"
-#include "common/file.h"
 #include "runtime/registry/registry.h"
 #include "runtime/runtime.h"
+#include "support/files.h"
 #include "support/http_client.h"
 #include "support/test_cluster.h"
 #include "support/test_models.h"
@@ -32,10 +32,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // The file's bytes ("" when it cannot be read: the comparison then fails).
-std::string Bytes(const fs::path& p) {
-  auto bytes = ReadFile(p.string());
-  return bytes.ok() ? *bytes : "";
-}
+std::string Bytes(const fs::path& p) { return shoal::testing::FileText(p.string()); }
 
 std::string Base64(std::string_view bytes) {
   std::string out;

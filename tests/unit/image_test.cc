@@ -9,12 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "common/file.h"
-
 #include "image/decode.h"
 #include "image/orientation.h"
 #include "image/processor.h"
 #include "image/resample.h"
+#include "support/files.h"
 
 namespace shoal::image {
 namespace {
@@ -23,10 +22,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // The file's bytes ("" when it cannot be read: the comparison then fails).
-std::string Bytes(const fs::path& p) {
-  auto bytes = ReadFile(p.string());
-  return bytes.ok() ? *bytes : "";
-}
+std::string Bytes(const fs::path& p) { return shoal::testing::FileText(p.string()); }
 
 class ImageReference : public ::testing::Test {
  protected:

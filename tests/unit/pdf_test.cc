@@ -10,9 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "common/file.h"
-
 #include "document/pdf.h"
+#include "support/files.h"
 
 namespace shoal::document {
 namespace {
@@ -21,10 +20,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // The file's bytes ("" when it cannot be read: the comparison then fails).
-std::string Bytes(const fs::path& p) {
-  auto bytes = ReadFile(p.string());
-  return bytes.ok() ? *bytes : "";
-}
+std::string Bytes(const fs::path& p) { return shoal::testing::FileText(p.string()); }
 
 class PdfReference : public ::testing::Test {
  protected:

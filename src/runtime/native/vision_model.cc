@@ -18,6 +18,15 @@ Result<nlohmann::json> ReadJsonFile(const std::filesystem::path& path) {
   return j;
 }
 
+// The inputs' images (an empty one: a text input).
+template <class In>
+std::vector<std::string_view> ImagesOf(std::span<const In> in) {
+  std::vector<std::string_view> images;
+  images.reserve(in.size());
+  for (const In& x : in) images.push_back(x.image);
+  return images;
+}
+
 }  // namespace
 
 bool IsVisionConfig(const std::string& dir) {
@@ -89,11 +98,9 @@ Status VisionModel::Encode(std::span<const EncodeInput> in, std::span<EncodeOutp
   if (tower_->config().family == VisionConfig::Family::kVit) {
     return InvalidInput("model '" + config_.id + "' classifies images (task extract); it does not encode");
   }
-  std::vector<std::string_view> images;
-  for (const EncodeInput& x : in) images.push_back(x.image);
   std::vector<Status> statuses;
   std::vector<float> vectors;
-  SHOAL_RETURN_IF_ERROR(Run(images, &statuses, &vectors));
+  SHOAL_RETURN_IF_ERROR(Run(ImagesOf(in), &statuses, &vectors));
   const size_t dim = tower_->output_dim();
   const uint32_t positions = tower_->config().positions();
   for (size_t i = 0; i < in.size(); ++i) {
@@ -121,11 +128,9 @@ Status VisionModel::Extract(std::span<const ExtractInput> in, std::span<ExtractO
   if (c.family != VisionConfig::Family::kVit) {
     return InvalidInput("model '" + config_.id + "' embeds images (task encode); it does not classify them");
   }
-  std::vector<std::string_view> images;
-  for (const ExtractInput& x : in) images.push_back(x.image);
   std::vector<Status> statuses;
   std::vector<float> logits;
-  SHOAL_RETURN_IF_ERROR(Run(images, &statuses, &logits));
+  SHOAL_RETURN_IF_ERROR(Run(ImagesOf(in), &statuses, &logits));
   const size_t L = c.labels.size();
   for (size_t i = 0; i < in.size(); ++i) {
     out[i] = ExtractOutput{};
