@@ -1,0 +1,87 @@
+// Image items as the gateway reads them: MessagePack bin, JSON base64 or a
+// base64 data URL on the native routes, OpenAI-style image_url parts on
+// /v1/embeddings, and the errors that name the field at fault.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "wire/encode_request.h"
+#include "wire/item.h"
+#include "wire/msgpack_writer.h"
+
+namespace shoal::wire {
+namespace {
+
+TEST(ParseEncode, ImageItemsComeAsBinaryBase64OrDataUrls) {
+  // MessagePack: bin, forwarded byte for byte; its cost is an image's.
+  std::string body;
+  MsgpackWriter w(&body);
+  w.MapHeader(1);
+  w.Str("items");
+  w.ArrayHeader(2);
+  w.MapHeader(1);
+  w.Str("image");
+  w.Bin(std::string_view("\x89PNG\0\1", 6));
+  w.MapHeader(1);
+  w.Str("text");
+  w.Str("a cat");
+  WorkRequest req;
+  ASSERT_TRUE(ParseEncodeMsgpack(body, {}, &req).ok());
+  ASSERT_EQ(req.items.size(), 2u);
+  EXPECT_EQ(req.items[0].cost, kImageItemCost);
+  ItemFields f;
+  ASSERT_TRUE(DecodeItem(req.items[0].payload, Task::kEncode, &f).ok());
+  EXPECT_EQ(f.image, std::string_view("\x89PNG\0\1", 6));
+  EXPECT_TRUE(f.text.empty());
+  ASSERT_TRUE(DecodeItem(req.items[0].payload, Task::kExtract, &f).ok());
+  EXPECT_EQ(DecodeItem(req.items[0].payload, Task::kScore, &f).message(), "item: unknown field 'image' for score");
+
+  // JSON: base64, or a base64 data URL; the same bytes either way.
+  std::string json = R"({"items": [{"image": "iVBORw0K"}, {"image": "data:image/png;base64,iVBORw0K"}]})";
+  WorkRequest j;
+  ASSERT_TRUE(ParseEncodeJson(json, {}, &j).ok());
+  ItemFields a, b;
+  ASSERT_TRUE(DecodeItem(j.items[0].payload, Task::kEncode, &a).ok());
+  ASSERT_TRUE(DecodeItem(j.items[1].payload, Task::kEncode, &b).ok());
+  EXPECT_EQ(a.image, std::string_view("\x89PNG\r\n", 6));
+  EXPECT_EQ(a.image, b.image);
+
+  auto error = [](std::string text) {
+    WorkRequest r;
+    return ParseEncodeJson(text, {}, &r).message();
+  };
+  EXPECT_EQ(error(R"({"items": [{"image": "not base64!"}]})"),
+            "items[0].image: expected an image as base64 or a base64 data URL");
+  EXPECT_EQ(error(R"({"items": [{"image": "data:image/png,rawbytes"}]})"),
+            "items[0].image: a data URL must be base64 (data:image/png;base64,...)");
+  EXPECT_EQ(error(R"({"items": [{"image": ""}]})"), "items[0].image: empty");
+  EXPECT_EQ(error(R"({"items": [{"image": 7}]})").substr(0, 16), "items[0].image: ");
+  EXPECT_EQ(error(R"({"items": [{"text": "a", "image": "iVBORw0K"}]})"), "items[0]: one text or one image, not both");
+}
+
+TEST(ParseOpenAiEmbeddings, ImagePartsGoAmongTheTexts) {
+  std::string body = R"({"model": "m", "input": ["a cat", {"type": "image_url",
+      "image_url": {"url": "data:image/png;base64,iVBORw0K"}}]})";
+  WorkRequest req;
+  ASSERT_TRUE(ParseOpenAiEmbeddings(body, {}, &req).ok());
+  ASSERT_EQ(req.items.size(), 2u);
+  ItemFields f;
+  ASSERT_TRUE(DecodeItem(req.items[1].payload, Task::kEncode, &f).ok());
+  EXPECT_EQ(f.image.size(), 6u);
+  auto error = [](std::string text) {
+    WorkRequest r;
+    return ParseOpenAiEmbeddings(text, {}, &r).message();
+  };
+  EXPECT_EQ(error(R"({"model": "m", "input": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]})"),
+            "input[0].image_url.url: only data: URLs (Shoal fetches nothing; send the image inline)");
+  EXPECT_EQ(error(R"({"model": "m", "input": [{"type": "text", "text": "a"}]})"),
+            "input[0].type: 'text' is not image_url");
+  EXPECT_EQ(error(R"({"model": "m", "input": [{"type": "image_url"}]})"), "input[0].image_url.url: missing");
+  EXPECT_EQ(error(R"({"model": "m", "input": [{"image_url": {"url": "data:;base64,AA"}}]})"),
+            "input[0].type: missing");
+  EXPECT_EQ(error(R"({"model": "m", "input": [[1, 2], {"type": "image_url", "image_url": {"url": "data:;base64,AA"}}]})"),
+            "input[1]: input mixes texts and token ids, or ids and arrays of ids");
+}
+
+}  // namespace
+}  // namespace shoal::wire
