@@ -16,13 +16,18 @@ Status Truncated(ImageFormat f) {
 }
 
 // JPEG: markers from SOI until a start-of-frame (C0–CF but C4 DHT, C8 JPG,
-// CC DAC), whose payload holds precision, height, width.
+// CC DAC), whose payload holds precision, height, width; every marker but
+// the stand-alone ones carries its length.
 Result<ImageHeader> Jpeg(const unsigned char* p, size_t n) {
   size_t i = 2;
   while (true) {
     while (i < n && p[i] == 0xFF) ++i;  // fill bytes, and the marker's own FF
     if (i + 3 > n) return Truncated(ImageFormat::kJpeg);
     const unsigned char m = p[i];
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {  // TEM and RSTn stand alone: no length follows
+      ++i;
+      continue;
+    }
     if (m == 0xD9 || m == 0xDA) return InvalidInput("JPEG image has no frame header before its scan");
     const uint32_t len = Be16(p + i + 1);
     if (len < 2) return InvalidInput("JPEG image has a marker segment of length " + std::to_string(len));

@@ -84,6 +84,16 @@ TEST_F(ImageReference, TheExifOrientationTurnsTheImageUpright) {
   EXPECT_EQ(Decoded("exif-8.webp").width, 61u);
 }
 
+TEST_F(ImageReference, AStandAloneMarkerBeforeTheFrameIsSkipped) {
+  // A restart marker (FF D0, no length) between SOI and the frame header:
+  // libjpeg and PIL read past it, so the header walk does too.
+  const std::string jpeg = Bytes(dir_ / "samples/photo-q90.jpg");
+  const std::string marked = jpeg.substr(0, 2) + "\xFF\xD0" + jpeg.substr(2);
+  Result<Image> a = DecodeImage(jpeg), b = DecodeImage(marked);
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().ToString();
+  EXPECT_EQ(a->rgb, b->rgb);
+}
+
 TEST_F(ImageReference, BadImagesAreInvalidInputSayingWhy) {
   ASSERT_EQ(manifest_["refused"].size(), 9u);
   for (const auto& name : manifest_["refused"]) {
