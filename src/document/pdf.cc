@@ -112,6 +112,7 @@ Result<image::Image> PdfDocument::Render(int page, double dpi) const {
                         std::to_string(limits_.max_page_pixels));
   }
   const std::unique_ptr<poppler::page> p(doc_->create_page(page));
+  if (!p) return InvalidInput(PageName(page) + " cannot be read");
   poppler::page_renderer renderer;
   renderer.set_render_hint(poppler::page_renderer::antialiasing, true);
   renderer.set_render_hint(poppler::page_renderer::text_antialiasing, true);
