@@ -26,6 +26,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "bench_options.h"
 #include "figures.h"
 #include "image/decode.h"
 #include "image/processor.h"
@@ -175,11 +176,9 @@ int Run(const Options& o) {
 
 int main(int argc, char** argv) {
   shoal::bench::Options o;
-  CLI::App app{"what preparing an image costs, against PIL"};
-  app.add_option("--out", o.out, "where the figures go");
+  CLI::App app{"what preparing an image costs, against PIL; an image tower against PyTorch and ONNX Runtime"};
+  shoal::bench::AddFigureOptions(app, &o.out, &o.models_dir, &o.repeats);
   app.add_option("--images", o.images, "images per round");
-  app.add_option("--repeats", o.repeats, "rounds (median kept)");
-  app.add_option("--models", o.models_dir, "the generated bench models (default: <source>/build-models)");
   app.add_option("--batch", o.batch, "images per tower batch");
   app.add_option("--tower-repeats", o.tower_repeats, "timed tower batches per engine (median kept)");
   app.add_flag("!--no-tower", o.tower, "the preprocessing figures only");
