@@ -131,6 +131,8 @@ TEST(VisionConfig, WhatItCannotRunIsRefusedNamingTheField) {
                 .find("qkv_bias"),
             std::string::npos);
   EXPECT_NE(error(R"({"architectures": ["ViTForImageClassification"]})").find("id2label"), std::string::npos);
+  EXPECT_NE(error(R"({"architectures": ["ViTForImageClassification"], "id2label": {"cat": "0"}})").find("id2label"),
+            std::string::npos);  // a label id that is not a number: an error, not an exception
   EXPECT_NE(error(R"({"architectures": ["CLIPModel"]})").find("vision_config"), std::string::npos);
   // What a config leaves out is the class's default, as Hugging Face saves
   // only what differs: a CLIPModel's vision_config of a ViT-B/32.

@@ -1,5 +1,6 @@
 #include "runtime/native/models/vision_transformer.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -118,9 +119,9 @@ Result<VisionConfig> VisionConfig::FromJson(const json& c) {
     }
     v.labels.resize(c["id2label"].size());
     for (const auto& [id, label] : c["id2label"].items()) {
-      size_t pos = 0;
-      const unsigned long n = id.empty() ? ~0ul : std::stoul(id, &pos);
-      if (pos != id.size() || n >= v.labels.size() || !label.is_string()) {
+      size_t n = 0;
+      const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), n);
+      if (ec != std::errc() || end != id.data() + id.size() || n >= v.labels.size() || !label.is_string()) {
         return ConfigError("id2label", "expected ids 0.." + std::to_string(v.labels.size() - 1) + " with names");
       }
       v.labels[n] = label.get<std::string>();
