@@ -164,8 +164,8 @@ PixelValues ImageProcessor::Apply(const Image& image) const {
   const size_t plane = size_t{img->height} * img->width;
   for (size_t i = 0; i < plane; ++i) {
     for (size_t c = 0; c < 3; ++c) {
-      float v = static_cast<float>(img->rgb[i * 3 + c]);
-      if (rescale_) v = static_cast<float>(img->rgb[i * 3 + c] * rescale_factor_);
+      const uint8_t u = img->rgb[i * 3 + c];
+      float v = rescale_ ? static_cast<float>(u * rescale_factor_) : static_cast<float>(u);
       if (normalize_) v = (v - mean_[c]) / std_[c];
       out.chw[c * plane + i] = v;
     }

@@ -73,14 +73,41 @@ Status AddIds(const std::string& field, const std::vector<int32_t>& ids, const P
                  [&](std::string* out) { AppendIdsItem(ids, out); });
 }
 
-// An OpenAI-style image part: {"type": "image_url", "image_url": {"url":
-// "data:image/...;base64,..."}} ("detail" may only be "auto": nothing else
-// is done with it). An http(s) URL is refused: Shoal fetches nothing.
+// An image part's "image_url": {"url": "data:...;base64,...", "detail": "auto"}.
+Status ReadImageUrl(od::value v, const std::string& field, const ParseLimits& limits, std::string* storage,
+                    std::vector<PendingItem>* pending) {
+  od::object image_url;
+  if (v.get_object().get(image_url)) return InvalidInput(field + ": expected {\"url\": ...}");
+  bool has_url = false;
+  for (auto f_result : image_url) {
+    od::field f;
+    if (auto e = std::move(f_result).get(f)) return JsonMalformed(e);
+    std::string_view k;
+    if (auto e = f.unescaped_key().get(k)) return JsonMalformed(e);
+    const std::string where = field + "." + std::string(k);
+    std::string_view text;
+    if (k != "url" && k != "detail") return InvalidInput(field + ": unknown field '" + std::string(k) + "'");
+    SHOAL_RETURN_IF_ERROR(ReadJsonString(f.value(), where, &text));
+    if (k == "detail") {
+      if (text != "auto") return InvalidInput(where + ": only \"auto\" (the model's own input size)");
+      continue;
+    }
+    if (text.substr(0, 5) != "data:") {
+      return InvalidInput(where + ": only data: URLs (Shoal fetches nothing; send the image inline)");
+    }
+    SHOAL_RETURN_IF_ERROR(AddJsonImage(where, text, limits, storage, pending));
+    has_url = true;
+  }
+  return has_url ? Status::Ok() : InvalidInput(field + ".url: missing");
+}
+
+// An OpenAI-style image part: {"type": "image_url", "image_url": {...}}
+// (ReadImageUrl). An http(s) URL is refused: Shoal fetches nothing.
 Status ReadImagePart(od::value v, const std::string& field, const ParseLimits& limits, std::string* storage,
                      std::vector<PendingItem>* pending) {
   od::object part;
   if (v.get_object().get(part)) return JsonExpected(field, "an image part", v);
-  bool typed = false, has_url = false;
+  bool typed = false, has_image = false;
   for (auto f_result : part) {
     od::field f;
     if (auto e = std::move(f_result).get(f)) return JsonMalformed(e);
@@ -92,36 +119,14 @@ Status ReadImagePart(od::value v, const std::string& field, const ParseLimits& l
       if (type != "image_url") return InvalidInput(field + ".type: '" + std::string(type) + "' is not image_url");
       typed = true;
     } else if (k == "image_url") {
-      od::object image_url;
-      if (f.value().get_object().get(image_url)) return InvalidInput(field + ".image_url: expected {\"url\": ...}");
-      for (auto g_result : image_url) {
-        od::field g;
-        if (auto e = std::move(g_result).get(g)) return JsonMalformed(e);
-        std::string_view gk;
-        if (auto e = g.unescaped_key().get(gk)) return JsonMalformed(e);
-        const std::string where = field + ".image_url." + std::string(gk);
-        if (gk == "url") {
-          std::string_view text;
-          SHOAL_RETURN_IF_ERROR(ReadJsonString(g.value(), where, &text));
-          if (text.substr(0, 5) != "data:") {
-            return InvalidInput(where + ": only data: URLs (Shoal fetches nothing; send the image inline)");
-          }
-          SHOAL_RETURN_IF_ERROR(AddJsonImage(where, text, limits, storage, pending));
-          has_url = true;
-        } else if (gk == "detail") {
-          std::string_view detail;
-          SHOAL_RETURN_IF_ERROR(ReadJsonString(g.value(), where, &detail));
-          if (detail != "auto") return InvalidInput(where + ": only \"auto\" (the model's own input size)");
-        } else {
-          return InvalidInput(field + ".image_url: unknown field '" + std::string(gk) + "'");
-        }
-      }
+      SHOAL_RETURN_IF_ERROR(ReadImageUrl(f.value(), field + ".image_url", limits, storage, pending));
+      has_image = true;
     } else {
       return InvalidInput(field + ": unknown field '" + std::string(k) + "'");
     }
   }
   if (!typed) return InvalidInput(field + ".type: missing");
-  if (!has_url) return InvalidInput(field + ".image_url.url: missing");
+  if (!has_image) return InvalidInput(field + ".image_url.url: missing");
   return Status::Ok();
 }
 
@@ -149,7 +154,8 @@ Status ReadOpenAiInput(od::value v, const ParseLimits& limits, std::string* stor
     if (auto e = std::move(el_result).get(el)) return JsonMalformed(e);
     od::json_type et;
     if (el.type().get(et)) return InvalidInput(Field("input", i) + ": malformed JSON");
-    if (et == od::json_type::object) et = od::json_type::string;  // an image part goes with texts
+    const bool image_part = et == od::json_type::object;
+    if (image_part) et = od::json_type::string;  // an image part goes with texts
     if (i == 0) first = et;
     const std::string field = Field("input", i);
     if (et != first) return InvalidInput(field + ": input mixes texts and token ids, or ids and arrays of ids");
@@ -170,7 +176,7 @@ Status ReadOpenAiInput(od::value v, const ParseLimits& limits, std::string* stor
         ids.push_back(id);
       }
       SHOAL_RETURN_IF_ERROR(AddIds(field, ids, limits, storage, pending));
-    } else if (od::json_type raw; !el.type().get(raw) && raw == od::json_type::object) {
+    } else if (image_part) {
       SHOAL_RETURN_IF_ERROR(ReadImagePart(el, field, limits, storage, pending));
     } else {
       std::string_view text;

@@ -84,29 +84,25 @@ Result<VisionConfig> VisionConfig::FromJson(const json& c) {
   uint32_t hidden = 768, inter = 3072, heads = 12, layers = 12, image = 224, patch = 16;
   std::string act = "gelu";
   double eps = 1e-12;
+  // A two-tower model keeps its image tower's fields in vision_config; a
+  // vision-only class keeps them at the top.
+  auto vision_config = [&](const std::string& two_towers) -> Status {
+    if (arch != two_towers) return Status::Ok();
+    if (!c.contains("vision_config") || !c["vision_config"].is_object()) {
+      return ConfigError("vision_config", "a " + two_towers + " needs its vision_config");
+    }
+    body = &c["vision_config"];
+    where = "vision_config.";
+    return Status::Ok();
+  };
   if (arch == "CLIPModel" || arch == "CLIPVisionModelWithProjection") {
     v.family = Family::kClip;
-    if (arch == "CLIPModel") {
-      if (!c.contains("vision_config") || !c["vision_config"].is_object()) {
-        return ConfigError("vision_config", "a CLIPModel needs its vision_config");
-      }
-      body = &c["vision_config"];
-      where = "vision_config.";
-    }
+    SHOAL_RETURN_IF_ERROR(vision_config("CLIPModel"));
     patch = 32, act = "quick_gelu", eps = 1e-5;
-    SHOAL_ASSIGN_OR_RETURN(v.projection_dim, Count(c, "", "projection_dim", 512));
-    if (arch != "CLIPModel") {
-      SHOAL_ASSIGN_OR_RETURN(v.projection_dim, Count(*body, where, "projection_dim", 512));
-    }
+    SHOAL_ASSIGN_OR_RETURN(v.projection_dim, Count(c, "", "projection_dim", 512));  // top level in both
   } else if (arch == "SiglipModel" || arch == "SiglipVisionModel") {
     v.family = Family::kSiglip;
-    if (arch == "SiglipModel") {
-      if (!c.contains("vision_config") || !c["vision_config"].is_object()) {
-        return ConfigError("vision_config", "a SiglipModel needs its vision_config");
-      }
-      body = &c["vision_config"];
-      where = "vision_config.";
-    }
+    SHOAL_RETURN_IF_ERROR(vision_config("SiglipModel"));
     if (body->contains("vision_use_head") && (*body)["vision_use_head"] != true) {
       return ConfigError(where + "vision_use_head", "only true (the pooling head gives the embedding)");
     }
