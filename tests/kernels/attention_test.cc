@@ -31,10 +31,12 @@ std::vector<uint32_t> Offsets(const std::vector<uint32_t>& lengths) {
 // window > 0: a row sees only the rows at most `window` away (local attention).
 // keys[s] > 0: sequence s's rows from keys[s] on are queries only.
 // bias(h, j − i) (or empty): added to head h's scaled scores.
+// causal: a row sees only itself and the rows before it.
 using BiasOf = std::function<double(size_t, ptrdiff_t)>;
 std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<uint32_t>& off,
                               size_t heads, size_t dim, double scale, size_t window = 0,
-                              const std::vector<uint32_t>& keys = {}, const BiasOf& bias_of = {}) {
+                              const std::vector<uint32_t>& keys = {}, const BiasOf& bias_of = {},
+                              bool causal = false) {
   const size_t hd = heads * dim, ld = 3 * hd;
   std::vector<double> out(off.back() * hd, 0.0);
   for (size_t s = 0; s + 1 < off.size(); ++s) {
@@ -49,7 +51,7 @@ std::vector<double> Reference(const std::vector<float>& qkv, const std::vector<u
           for (size_t c = 0; c < dim; ++c)
             d += static_cast<double>(qkv[(b + i) * ld + h * dim + c]) *
                  qkv[(b + j) * ld + hd + h * dim + c];
-          const bool far = window > 0 && (i > j ? i - j : j - i) > window;
+          const bool far = (window > 0 && (i > j ? i - j : j - i) > window) || (causal && j > i);
           const double bias = bias_of ? bias_of(h, static_cast<ptrdiff_t>(j) - static_cast<ptrdiff_t>(i)) : 0.0;
           p[j] = far || j >= nkeys ? -INFINITY : d * scale + bias;
           mx = std::max(mx, p[j]);
@@ -122,6 +124,28 @@ TEST(Attention, SlidingWindowMatchesReference) {
           EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f)
               << isa << " first_len=" << c.lengths[0] << " window=" << window << " threads=" << threads;
         }
+      }
+    }
+  });
+}
+
+// Causal attention (CLIP's text tower): every length, both kernel paths.
+TEST(Attention, CausalMatchesReference) {
+  const Case cases[] = {{{1, 2, 9, 40}, 2, 16}, {{77, 3}, 4, 32}, {{200}, 2, 24}};
+  ForEachIsa([&](const char* isa) {
+    uint32_t seed = 450;
+    for (const Case& c : cases) {
+      const auto off = Offsets(c.lengths);
+      const size_t hd = static_cast<size_t>(c.heads) * c.head_dim;
+      const auto qkv = RandomVector(off.back() * 3 * hd, seed++, -2.0f, 2.0f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+      const auto ref = Reference(qkv, off, c.heads, c.head_dim, scale, 0, {}, {}, /*causal=*/true);
+      for (int threads : {1, 2}) {
+        std::vector<float> out(off.back() * hd, NAN);
+        Attention(qkv.data(), qkv.data() + hd, qkv.data() + 2 * hd, 3 * hd, out.data(), off, c.heads, c.head_dim,
+                  scale, threads, 0, {}, nullptr, /*causal=*/true);
+        EXPECT_LE(testing::MaxAbsDiff(out, ref), 2e-5f)
+            << isa << " first_len=" << c.lengths[0] << " threads=" << threads;
       }
     }
   });

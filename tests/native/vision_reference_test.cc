@@ -141,7 +141,7 @@ TEST(VisionConfig, WhatItCannotRunIsRefusedNamingTheField) {
   EXPECT_EQ(clip->hidden_size, 768u);
   EXPECT_EQ(clip->patch_size, 32u);
   EXPECT_EQ(clip->projection_dim, 512u);
-  EXPECT_EQ(clip->act, VisionConfig::Act::kQuickGelu);
+  EXPECT_EQ(clip->act, BlockActivation::kQuickGelu);
   EXPECT_EQ(clip->patches(), 49u);
 }
 

@@ -10,43 +10,30 @@ namespace shoal::native {
 
 using nlohmann::json;
 
-struct VisionTransformer::Layer {
-  const float* norm1_gamma = nullptr;
-  const float* norm1_beta = nullptr;
-  std::unique_ptr<cpu::Linear> qkv;  // q | k | v: [H] → [3H]
-  std::unique_ptr<cpu::Linear> out;  // [H] → [H]
-  const float* norm2_gamma = nullptr;
-  const float* norm2_beta = nullptr;
-  std::unique_ptr<cpu::Linear> fc1;  // [H] → [I]
-  std::unique_ptr<cpu::Linear> fc2;  // [I] → [H]
-};
-
 namespace {
 
 // The checkpoint's names for one family's tensors.
 struct VisionNames {
-  std::string body;                 // "vision_model." / "vit."
+  std::string body;  // "vision_model." / "vit."
   std::string patch, class_token, positions, pre_norm, final_norm, head;
-  std::string layer;                // before the layer's number
-  std::string norm1, q, k, v, out, norm2, fc1, fc2;
+  BlockNames blocks;
 };
 
 VisionNames NamesOf(VisionConfig::Family f) {
   if (f == VisionConfig::Family::kSiglip) {
     return {"vision_model.", "embeddings.patch_embedding", "", "embeddings.position_embedding.weight", "",
-            "post_layernorm", "head.", "encoder.layers.", "layer_norm1", "self_attn.q_proj", "self_attn.k_proj",
-            "self_attn.v_proj", "self_attn.out_proj", "layer_norm2", "mlp.fc1", "mlp.fc2"};
+            "post_layernorm", "head.", ClipBlockNames("vision_model.")};
   }
   if (f == VisionConfig::Family::kClip) {
     return {"vision_model.", "embeddings.patch_embedding", "embeddings.class_embedding",
             "embeddings.position_embedding.weight", "pre_layrnorm", "post_layernorm", "visual_projection",
-            "encoder.layers.", "layer_norm1", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-            "self_attn.out_proj", "layer_norm2", "mlp.fc1", "mlp.fc2"};
+            ClipBlockNames("vision_model.")};
   }
   return {"vit.", "embeddings.patch_embeddings.projection", "embeddings.cls_token", "embeddings.position_embeddings",
-          "", "layernorm", "classifier", "encoder.layer.", "layernorm_before", "attention.attention.query",
-          "attention.attention.key", "attention.attention.value", "attention.output.dense", "layernorm_after",
-          "intermediate.dense", "output.dense"};
+          "", "layernorm", "classifier",
+          {"vit.encoder.layer.", "layernorm_before", "attention.attention.query", "attention.attention.key",
+           "attention.attention.value", "attention.output.dense", "layernorm_after", "intermediate.dense",
+           "output.dense"}};
 }
 
 Status ConfigError(const std::string& key, const std::string& why) {
@@ -61,11 +48,6 @@ Result<uint32_t> Count(const json& c, const std::string& where, const char* key,
     return ConfigError(where + key, "expected a positive whole number");
   }
   return static_cast<uint32_t>(c[key].get<int64_t>());
-}
-
-// x · σ(1.702 x), in place.
-void QuickGelu(float* x, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
 }
 
 }  // namespace
@@ -141,16 +123,7 @@ Result<VisionConfig> VisionConfig::FromJson(const json& c) {
     if (!b["hidden_act"].is_string()) return ConfigError(where + "hidden_act", "expected a name");
     act = b["hidden_act"].get<std::string>();
   }
-  if (act == "quick_gelu") {
-    v.act = Act::kQuickGelu;
-  } else if (act == "gelu") {
-    v.act = Act::kGelu;
-  } else if (act == "gelu_pytorch_tanh" || act == "gelu_new") {
-    v.act = Act::kGeluTanh;
-  } else {
-    return ConfigError(where + "hidden_act",
-                       "'" + act + "' is not supported (quick_gelu, gelu, gelu_pytorch_tanh, gelu_new)");
-  }
+  SHOAL_ASSIGN_OR_RETURN(v.act, ParseBlockActivation(act, where + "hidden_act"));
   if (b.contains("layer_norm_eps")) {
     if (!b["layer_norm_eps"].is_number()) return ConfigError(where + "layer_norm_eps", "expected a number");
     eps = b["layer_norm_eps"].get<double>();
@@ -216,22 +189,11 @@ Result<std::unique_ptr<VisionTransformer>> VisionTransformer::Load(const std::st
   } else {
     SHOAL_ASSIGN_OR_RETURN(m->head_, r.Linear({n.head}, {config.labels.size()}, h));
   }
-  m->layers_.resize(config.num_hidden_layers);
-  for (uint32_t i = 0; i < config.num_hidden_layers; ++i) {
-    Layer& L = m->layers_[i];
-    const std::string l = b + n.layer + std::to_string(i) + ".";
-    SHOAL_RETURN_IF_ERROR(norm(l + n.norm1, &L.norm1_gamma, &L.norm1_beta));
-    SHOAL_ASSIGN_OR_RETURN(L.qkv, r.Linear({l + n.q, l + n.k, l + n.v}, {h, h, h}, h));
-    SHOAL_ASSIGN_OR_RETURN(L.out, r.Linear({l + n.out}, {h}, h));
-    SHOAL_RETURN_IF_ERROR(norm(l + n.norm2, &L.norm2_gamma, &L.norm2_beta));
-    SHOAL_ASSIGN_OR_RETURN(L.fc1, r.Linear({l + n.fc1}, {inter}, h));
-    SHOAL_ASSIGN_OR_RETURN(L.fc2, r.Linear({l + n.fc2}, {h}, inter));
-    m->linear_bytes_ += L.qkv->memory_bytes() + L.out->memory_bytes() + L.fc1->memory_bytes() +
-                        L.fc2->memory_bytes();
-    if (progress) progress(static_cast<double>(i + 1) / config.num_hidden_layers);
-  }
-  m->linear_bytes_ += m->patch_->memory_bytes() + (m->head_ ? m->head_->memory_bytes() : 0) +
-                      (m->pooling_ ? m->pooling_->memory_bytes() : 0);
+  const BlockShape shape{h, inter, config.num_hidden_layers, static_cast<int>(config.num_attention_heads),
+                         config.act, config.layer_norm_eps};
+  SHOAL_ASSIGN_OR_RETURN(m->blocks_, PreNormBlocks::Load(r, n.blocks, shape, progress));
+  m->linear_bytes_ = m->blocks_->memory_bytes() + m->patch_->memory_bytes() +
+                     (m->head_ ? m->head_->memory_bytes() : 0) + (m->pooling_ ? m->pooling_->memory_bytes() : 0);
   return m;
 }
 
@@ -261,7 +223,7 @@ Status VisionTransformer::Forward(std::span<const image::PixelValues> images, st
     }
   }
   const size_t B = images.size(), N = grid * grid, S = c.positions(), T = B * S;
-  const size_t H = c.hidden_size, I = c.intermediate_size, K = C * P * P;
+  const size_t H = c.hidden_size, K = C * P * P;
   const float eps = c.layer_norm_eps;
   const cpu::Activation none = cpu::Activation::kNone;
 
@@ -296,24 +258,7 @@ Status VisionTransformer::Forward(std::span<const image::PixelValues> images, st
 
   std::vector<uint32_t> offsets(B + 1);
   for (size_t b = 0; b <= B; ++b) offsets[b] = static_cast<uint32_t>(b * S);
-  const int heads = static_cast<int>(c.num_attention_heads), head_dim = static_cast<int>(H / heads);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const cpu::Activation act = c.act == VisionConfig::Act::kGelu       ? cpu::Activation::kGelu
-                              : c.act == VisionConfig::Act::kGeluTanh ? cpu::Activation::kGeluTanh
-                                                                      : none;  // quick_gelu, below
-  std::vector<float> h(T * H), qkv(T * 3 * H), ctx(T * H), delta(T * H), mid(T * I);
-  for (const Layer& L : layers_) {
-    cpu::ResidualLayerNorm(x.data(), nullptr, h.data(), T, H, L.norm1_gamma, L.norm1_beta, eps, threads);
-    L.qkv->Forward(h.data(), T, qkv.data(), none, threads);
-    cpu::Attention(qkv.data(), qkv.data() + H, qkv.data() + 2 * H, 3 * H, ctx.data(), offsets, heads, head_dim,
-                   scale, threads);
-    L.out->Forward(ctx.data(), T, delta.data(), none, threads);
-    cpu::ResidualLayerNorm(x.data(), delta.data(), h.data(), T, H, L.norm2_gamma, L.norm2_beta, eps, threads);
-    L.fc1->Forward(h.data(), T, mid.data(), act, threads);
-    if (c.act == VisionConfig::Act::kQuickGelu) QuickGelu(mid.data(), T * I);
-    L.fc2->Forward(mid.data(), T, delta.data(), none, threads);
-    for (size_t k = 0; k < T * H; ++k) x[k] += delta[k];
-  }
+  blocks_->Forward(x.data(), offsets, /*causal=*/false, threads);
 
   out->resize(B * output_dim());
   if (pooling_) {  // SigLIP: every row normalized, then pooled by the head

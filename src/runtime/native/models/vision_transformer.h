@@ -41,16 +41,16 @@
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/safetensors.h"
 #include "runtime/native/models/attention_pooling_head.h"
+#include "runtime/native/models/pre_norm_blocks.h"
 
 namespace shoal::native {
 
 struct VisionConfig {
   enum class Family { kClip, kVit, kSiglip };
-  enum class Act { kQuickGelu, kGelu, kGeluTanh };
   Family family = Family::kClip;
   uint32_t hidden_size = 0, intermediate_size = 0, num_attention_heads = 0, num_hidden_layers = 0;
   uint32_t image_size = 0, patch_size = 0, num_channels = 3;
-  Act act = Act::kGelu;  // quick_gelu, gelu (erf), gelu_pytorch_tanh
+  BlockActivation act = BlockActivation::kGelu;
   float layer_norm_eps = 1e-5f;
   uint32_t projection_dim = 0;      // CLIP: the embedding's size
   std::vector<std::string> labels;  // ViT: id2label, by id
@@ -84,7 +84,6 @@ class VisionTransformer {
   Status Forward(std::span<const image::PixelValues> images, std::vector<float>* out, int threads) const;
 
  private:
-  struct Layer;
   VisionTransformer() = default;
 
   VisionConfig config_;
@@ -97,7 +96,7 @@ class VisionTransformer {
   const float* final_norm_gamma_ = nullptr, *final_norm_beta_ = nullptr;  // post_layernorm / layernorm
   std::unique_ptr<cpu::Linear> head_;  // visual_projection (no bias) or classifier
   std::unique_ptr<AttentionPoolingHead> pooling_;  // SigLIP
-  std::vector<Layer> layers_;
+  std::unique_ptr<PreNormBlocks> blocks_;
   size_t linear_bytes_ = 0;
 };
 

@@ -14,7 +14,8 @@
 // long ones the same sgemm calls with a scalar softmax.
 // Local (sliding-window) attention, when the window is narrower than the
 // sequence, runs the sgemm path with the scores outside the window zeroed
-// after the max is taken over the window alone.
+// after the max is taken over the window alone; causal attention the same,
+// the window being the row's past.
 // ALiBi (jina-embeddings-v2) runs the sgemm path with −slope·|i − j| added to
 // the scores.
 // DisentangledAttention (DeBERTa) runs the sgemm path with its two relative-
@@ -180,12 +181,14 @@ float SoftmaxRowPortable(float* row, size_t n) {
 
 // Softmax of `len` rows of `keys` scores (row stride lp) in place, left
 // unnormalized, inv[i] = 1 / the row's sum. window > 0: row i keeps only
-// the columns at most `window` from i; the others get probability 0 (and a
-// row with no key in its window, all of them: its output is zero).
-void SoftmaxRows(float* sc, size_t len, size_t keys, size_t lp, size_t window, float* inv, bool avx) {
+// the columns at most `window` from i; causal: only the columns up to i; the
+// others get probability 0 (and a row with no key left, all of them: its
+// output is zero).
+void SoftmaxRows(float* sc, size_t len, size_t keys, size_t lp, size_t window, bool causal, float* inv, bool avx) {
   for (size_t i = 0; i < len; ++i) {
     float* row = sc + i * lp;
-    const size_t hi = window > 0 ? std::min(keys, i + window + 1) : keys;
+    size_t hi = window > 0 ? std::min(keys, i + window + 1) : keys;
+    if (causal) hi = std::min(hi, i + 1);
     const size_t lo = std::min(window > 0 && i > window ? i - window : 0, hi);
     std::fill(row, row + lo, 0.0f);
     std::fill(row + hi, row + keys, 0.0f);
@@ -198,9 +201,9 @@ void SoftmaxRows(float* sc, size_t len, size_t keys, size_t lp, size_t window, f
 }
 
 // Two sgemm calls per head (single-threaded: see the top of the file), on any
-// ISA (oneDNN dispatches its own kernels). A window masks S before the
-// softmax (the full L·L products are still computed).
-void HeadGemm(const Head& h, Scratch& s, bool avx, size_t window) {
+// ISA (oneDNN dispatches its own kernels). A window or causality masks S
+// before the softmax (the full L·L products are still computed).
+void HeadGemm(const Head& h, Scratch& s, bool avx, size_t window, bool causal) {
   const size_t len = h.len, keys = h.keys, dim = h.dim, lp = Pad16(keys);
   s.scores.resize(len * lp);
   s.kt.resize(len);
@@ -216,7 +219,7 @@ void HeadGemm(const Head& h, Scratch& s, bool avx, size_t window) {
       for (size_t j = 0; j < keys; ++j) row[j] += b[j];
     }
   }
-  SoftmaxRows(sc, len, keys, lp, window, inv, avx);
+  SoftmaxRows(sc, len, keys, lp, window, causal, inv, avx);
   dnnl_sgemm('N', 'N', L, D, K, 1.0f, sc, static_cast<dnnl_dim_t>(lp), h.v, ld, 0.0f, h.out,
              static_cast<dnnl_dim_t>(h.ld_out));
   for (size_t i = 0; i < len; ++i) {
@@ -256,7 +259,7 @@ void HeadDisentangled(const Head& h, const float* pos_q, const float* pos_k, siz
       if (pos_q != nullptr) row[j] += p2c[j * rel + r];
     }
   }
-  SoftmaxRows(sc, len, keys, lp, 0, inv, avx);
+  SoftmaxRows(sc, len, keys, lp, 0, false, inv, avx);
   dnnl_sgemm('N', 'N', L, D, K, 1.0f, sc, static_cast<dnnl_dim_t>(lp), h.v, ld, 0.0f, h.out,
              static_cast<dnnl_dim_t>(h.ld_out));
   for (size_t i = 0; i < len; ++i) {
@@ -330,15 +333,17 @@ void ForEachHead(const float* q, const float* k, const float* v, size_t ld, floa
 
 void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
-               int threads, size_t window, std::span<const uint32_t> keys, const RelativeBias* bias) {
+               int threads, size_t window, std::span<const uint32_t> keys, const RelativeBias* bias,
+               bool causal) {
   const bool avx = UseAvx512();
   ForEachHead(q, k, v, ld, out, offsets, heads, head_dim, scale, threads, keys, [&](Head h, size_t hd) {
     h.bias = bias ? bias->at(hd) : nullptr;
-    // A window narrower than the sequence masks scores, a bias adds to
-    // them: only the sgemm path does.
+    // A window narrower than the sequence or causality masks scores, a
+    // bias adds to them: only the sgemm path does.
     const size_t masked = window > 0 && h.len > window + 1 ? window : 0;
-    if (h.len >= kGemmMinLen || masked > 0 || h.bias) {
-      HeadGemm(h, t_scratch, avx, masked);
+    const bool past_only = causal && h.len > 1;
+    if (h.len >= kGemmMinLen || masked > 0 || h.bias || past_only) {
+      HeadGemm(h, t_scratch, avx, masked, past_only);
     } else if (avx) {
       HeadAvx512(h, t_scratch);
     } else {

@@ -97,10 +97,11 @@ struct RelativeBias {
 // are keys and values (0: all of them); every row is still a query —
 // ColBERT's query expansion, whose [MASK] rows nothing attends to.
 // bias (optional): a relative-position bias on every score after the scale.
+// causal: row i sees rows 0..i of its sequence alone (CLIP's text tower).
 void Attention(const float* q, const float* k, const float* v, size_t ld, float* out,
                std::span<const uint32_t> offsets, int heads, int head_dim, float scale,
                int threads, size_t window = 0, std::span<const uint32_t> keys = {},
-               const RelativeBias* bias = nullptr);
+               const RelativeBias* bias = nullptr, bool causal = false);
 
 // DeBERTa-v2/v3's disentangled self-attention: as Attention (no window),
 // with two more terms in each score,
