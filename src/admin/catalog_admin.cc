@@ -119,6 +119,15 @@ Status Smoke(Model& model, const ModelSpec& spec) {
                       std::all_of(out.sparse.values.begin(), out.sparse.values.end(),
                                   [](float x) { return std::isfinite(x); });
   if (!finite) return InvalidInput(spec.id + ": a test sentence encoded to non-finite numbers");
+  if (spec.image_text_score != ImageTextScore::kNone) {  // its text tower, through a score
+    ScoreInput pair{.text = "what is shoal", .image = kTestImage, .truncate = true};
+    ScoreOutput scored;
+    SHOAL_RETURN_IF_ERROR(model.Score({&pair, 1}, {&scored, 1}));
+    SHOAL_RETURN_IF_ERROR(scored.status);
+    if (scored.logits.size() != 1 || !AllFinite(scored.logits)) {
+      return InvalidInput(spec.id + ": a test text and image scored no finite number");
+    }
+  }
   return Status::Ok();
 }
 

@@ -15,19 +15,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
+Result<nlohmann::json> ReadConfig(const fs::path& config_path) {
+  std::ifstream in(config_path);
+  if (!in) return InvalidInput("cannot read " + config_path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  auto config = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return InvalidInput(config_path.string() + ": not a JSON object");
+  return config;
+}
+
 // The task config.json's architectures imply: a token classifier, or a
 // sequence classifier that names several labels (id2label, num_labels) or
 // is multi-label, extracts; another sequence classifier is a reranker
 // (score); a causal LM generates, unless sentence-transformers saved it
 // (modules.json: a decoder embedder such as Qwen3-Embedding); an image
 // classifier extracts; the rest (image towers too) encode.
-Result<Task> TaskFromConfig(const fs::path& config_path) {
-  std::ifstream in(config_path);
-  if (!in) return InvalidInput("cannot read " + config_path.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  const auto config = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) return InvalidInput(config_path.string() + ": not a JSON object");
+Task TaskFromConfig(const nlohmann::json& config, const fs::path& dir) {
   if (auto a = config.find("architectures"); a != config.end() && a->is_array()) {
     for (const auto& name : *a) {
       if (!name.is_string()) continue;
@@ -46,11 +50,21 @@ Result<Task> TaskFromConfig(const fs::path& config_path) {
       }
       if (arch.ends_with("ForCausalLM")) {
         std::error_code ec;
-        return fs::exists(config_path.parent_path() / "modules.json", ec) ? Task::kEncode : Task::kGenerate;
+        return fs::exists(dir / "modules.json", ec) ? Task::kEncode : Task::kGenerate;
       }
     }
   }
   return Task::kEncode;
+}
+
+// A two-tower image–text model scores a text against images too: CLIP's
+// logits through a softmax over the candidates, SigLIP's through a sigmoid.
+ImageTextScore ImageTextScoreFromConfig(const nlohmann::json& config) {
+  const auto a = config.find("architectures");
+  if (a == config.end() || !a->is_array() || a->empty()) return ImageTextScore::kNone;
+  if ((*a)[0] == "CLIPModel") return ImageTextScore::kSoftmax;
+  if ((*a)[0] == "SiglipModel") return ImageTextScore::kSigmoid;
+  return ImageTextScore::kNone;
 }
 
 // The JSON of `path`; null when there is no such file.
@@ -180,12 +194,12 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
       if (!task.ok()) return task.status();
       spec.task = *task;
     } else if (!use_lite) {
-      auto task = TaskFromConfig(config);
-      if (!task.ok()) return task.status();
-      spec.task = *task;
+      SHOAL_ASSIGN_OR_RETURN(const nlohmann::json json, ReadConfig(config));
+      spec.task = TaskFromConfig(json, dir);
       if (spec.task == Task::kEncode) {
         SHOAL_RETURN_IF_ERROR(ReadPrompts(dir, &spec));
         SHOAL_RETURN_IF_ERROR(ReadOutputs(dir, &spec));
+        spec.image_text_score = ImageTextScoreFromConfig(json);
       }
     }
   }

@@ -6,7 +6,8 @@
 // a TorchScript model.pt, model.torchscript or traced_model.pt: pytorch),
 // and the task from config.json's architectures (a *ForSequenceClassification
 // head is a cross-encoder: `score`; a *ForCausalLM a generator: `generate`;
-// anything else `encode`).
+// anything else `encode`; a CLIPModel or SiglipModel also scores a text
+// against images, `image_text_score`).
 //
 // This only names the model; whether its files are complete and consistent is
 // the runtime's to say (catalog_admin.h loads it before it is registered).

@@ -262,7 +262,7 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   static const char* kKnown[] = {"id",       "runtime", "path",   "task",         "pool",    "description",
                                  "max_input_tokens", "batching", "queue", "pinned", "memory_bytes", "threads",
                                  "loras", "tuned", "process", "matryoshka_dimensions", "prompts", "outputs",
-                                 "speculative"};
+                                 "speculative", "image_text_score"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
@@ -306,6 +306,11 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   SHOAL_RETURN_IF_ERROR(ReadMatryoshka(o, spec));
   SHOAL_RETURN_IF_ERROR(ReadPrompts(o, spec));
   SHOAL_RETURN_IF_ERROR(ReadOutputs(o, spec));
+  std::string image_text_score;
+  SHOAL_RETURN_IF_ERROR(ReadString(o, "image_text_score", &image_text_score));
+  if (image_text_score == "sigmoid") spec->image_text_score = ImageTextScore::kSigmoid;
+  else if (image_text_score == "softmax") spec->image_text_score = ImageTextScore::kSoftmax;
+  else if (!image_text_score.empty()) return InvalidInput("image_text_score: '" + image_text_score + "' is neither sigmoid nor softmax");
 
   SHOAL_RETURN_IF_ERROR(ValidateModelId(spec->id));
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
@@ -320,6 +325,9 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   if (spec->queue.max_deliver == 0) return InvalidInput("queue.max_deliver: at least 1");
   if (spec->speculative.enabled() && spec->task != Task::kGenerate) {
     return InvalidInput("speculative: only a generator (task: generate) decodes speculatively");
+  }
+  if (spec->image_text_score != ImageTextScore::kNone && spec->task != Task::kEncode) {
+    return InvalidInput("image_text_score: only an image–text embedder (task: encode) scores images");
   }
   if (spec->speculative.draft == spec->id) {
     return InvalidInput("speculative.draft: a model cannot draft for itself (name a smaller generator, or ngram)");
@@ -407,6 +415,9 @@ std::string ModelSpec::ToJson() const {
       if (Has(outputs, k)) list.push_back(std::string(OutputKindName(k)));
     }
     o["outputs"] = std::move(list);
+  }
+  if (image_text_score != ImageTextScore::kNone) {
+    o["image_text_score"] = image_text_score == ImageTextScore::kSigmoid ? "sigmoid" : "softmax";
   }
   if (!tuned.json.empty()) o["tuned"] = json::parse(tuned.json);
   return o.dump();

@@ -37,6 +37,11 @@
 //                                 # before the input, by name (sentence-
 //                                 # transformers' prompts; Cohere's input_type
 //                                 # picks one)
+//   image_text_score: softmax     # encode: a two-tower image–text model
+//                                 # (CLIPModel: softmax, SiglipModel:
+//                                 # sigmoid) that also answers /v1/score, a
+//                                 # text against images; how its logits
+//                                 # become scores. Set at registration
 //   outputs: [dense, sparse]      # encode: what it produces (dense vectors,
 //                                 # SPLADE's sparse ones, ColBERT's vector per
 //                                 # token); a request's `output` picks among
@@ -136,6 +141,13 @@ struct LoraSpec {
   uint64_t memory_bytes = 0;  // what it holds loaded; measured when registered
 };
 
+// `image_text_score:` — how a two-tower image–text model's logits (scale ·
+// cosine, + bias) become /v1/score's scores: a sigmoid each (SigLIP, trained
+// so), or a softmax over the request's candidates (CLIP, trained
+// contrastively: its logits mean something only against each other).
+// kNone: the model does not score images.
+enum class ImageTextScore : uint8_t { kNone, kSigmoid, kSoftmax };
+
 // Where a model runs (`process:`): in the worker's process, or in a runtime
 // process behind the runtime protocol (docs/runtime-protocol.md) — shared by
 // the runtime's models on that worker, or its own, for isolation.
@@ -164,6 +176,7 @@ struct ModelSpec {
   std::vector<uint32_t> matryoshka_dimensions;  // encode: sizes `dimensions` may ask for
   std::vector<std::pair<std::string, std::string>> prompts;  // encode: name -> prefix
   OutputKinds outputs = 0;  // encode: what it produces (0: dense alone)
+  ImageTextScore image_text_score = ImageTextScore::kNone;  // encode only
   TunedSection tuned;
 
   // The adapter of that name; null when the model has none.

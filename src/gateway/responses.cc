@@ -204,18 +204,29 @@ Result<std::string> CohereEmbedBody(const PendingRequest& p, uint64_t tokens) {
 }
 
 // A pair's relevance: the first logit, through a sigmoid unless the caller
-// asked for raw logits (sentence-transformers' CrossEncoder default).
+// asked for raw logits (sentence-transformers' CrossEncoder default) — or,
+// for CLIP, a softmax over the request's pairs (what its zero-shot
+// classification gives: its logits mean something only against each other).
 Result<std::vector<float>> Scores(const PendingRequest& p) {
   std::vector<float> scores;
   scores.reserve(p.results.size());
   for (const auto& r : p.results) {
     bool first = true;
     SHOAL_RETURN_IF_ERROR(wire::ForEachFloat(r.payload, "logits", [&](float x) {
-      if (first) scores.push_back(p.request.raw_scores ? x : 1.0f / (1.0f + std::exp(-x)));
+      if (first) scores.push_back(x);
       first = false;
     }));
     if (first) return Internal("result: no logits");
   }
+  if (p.request.raw_scores) return scores;
+  if (p.model->image_text_score == ImageTextScore::kSoftmax && !scores.empty()) {
+    const float mx = *std::max_element(scores.begin(), scores.end());
+    double sum = 0;
+    for (float& s : scores) sum += (s = std::exp(s - mx));
+    for (float& s : scores) s = static_cast<float>(s / sum);
+    return scores;
+  }
+  for (float& s : scores) s = 1.0f / (1.0f + std::exp(-s));
   return scores;
 }
 

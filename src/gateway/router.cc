@@ -323,9 +323,11 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   auto lora = ResolveLora(*p->model, ref, generates ? p->generation->request.lora : p->request.lora);
   if (!lora.ok()) return fail(lora.status());
   p->request.lora = std::move(lora).value();  // the work header's "lora" (lane_channel.cc)
-  // Tokenizing works for any model; the other tasks need a model of theirs.
+  // Tokenizing works for any model; the other tasks need a model of theirs
+  // (an image–text embedder scores too).
   const Task needs = generates ? Task::kGenerate : p->request.task;
-  if (needs != Task::kTokenize && p->model->task != needs) {
+  const bool scores_images = needs == Task::kScore && p->model->image_text_score != ImageTextScore::kNone;
+  if (needs != Task::kTokenize && p->model->task != needs && !scores_images) {
     return fail(InvalidInput("model '" + p->model->id + "' does not " + std::string(TaskName(needs)) +
                              " (task: " + std::string(TaskName(p->model->task)) + ")"));
   }

@@ -41,7 +41,7 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 14;
+inline constexpr int kRuntimeApiVersion = 15;
 
 struct EncodeInput {
   std::string_view text;
@@ -90,6 +90,9 @@ struct EncodeOutput {
 struct ScoreInput {
   std::string_view text;       // the query
   std::string_view text_pair;  // the document
+  // An encoded image instead of text_pair: a two-tower image–text model
+  // (takes_images() and takes_text()) scores `text` against it.
+  std::string_view image;
   bool truncate = false;
   std::string_view lora;       // the adapter to run under; empty: the base model
 };
@@ -174,8 +177,9 @@ class Model {
   // Whether Encode takes token ids (EncodeInput::ids) as well as text. The
   // worker refuses id inputs to a model that does not (INVALID_INPUT).
   virtual bool takes_token_ids() const { return false; }
-  // Whether its inputs may be images (EncodeInput::image, ExtractInput::image),
-  // and whether they may be text; the worker refuses the other kind.
+  // Whether its inputs may be images (EncodeInput::image, ExtractInput::image,
+  // ScoreInput::image), and whether they may be text; the worker refuses an
+  // item of a kind the model does not take.
   virtual bool takes_images() const { return false; }
   virtual bool takes_text() const { return true; }
   // The outputs Encode produces (OutputKind bits); the worker refuses an

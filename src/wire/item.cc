@@ -26,6 +26,15 @@ void AppendImageItem(std::string_view bytes, std::string* out) {
   w.Bin(bytes);
 }
 
+void AppendTextImageItem(std::string_view text, std::string_view image, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(2);
+  w.Str("text");
+  w.Str(text);
+  w.Str("image");
+  w.Bin(image);
+}
+
 void AppendPairItem(std::string_view text, std::string_view pair, std::string* out) {
   MsgpackWriter w(out);
   w.MapHeader(2);
@@ -63,7 +72,7 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
       MsgpackFields ids(r, "item.ids");
       SHOAL_RETURN_IF_ERROR(ids.Ints(&out->ids));
       has_ids = true;
-    } else if (key == "image" && (task == Task::kEncode || task == Task::kExtract)) {
+    } else if (key == "image" && task != Task::kTokenize) {
       if (!r.ReadBin(&out->image)) return MsgpackExpected("item.image", "binary (the encoded image)", r);
       if (out->image.empty()) return InvalidInput("item.image: empty");
       has_image = true;
@@ -79,10 +88,14 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
                           std::string(TaskName(task)));
     }
   }
-  if (has_text + has_ids + has_image > 1) return InvalidInput("item: more than one of text, ids and image");
+  if (task == Task::kScore) {  // a text and what it is scored against: a text or an image
+    if (!has_text) return InvalidInput("item.text: missing");
+    if (has_pair == has_image) return InvalidInput(has_pair ? "item: both text_pair and image" : "item.text_pair: missing");
+  } else {
+    if (has_text + has_ids + has_image > 1) return InvalidInput("item: more than one of text, ids and image");
+    if (!has_text && !has_ids && !has_image) return InvalidInput("item.text: missing");
+  }
   if (has_ids && out->ids.empty()) return InvalidInput("item.ids: empty");
-  if (!has_text && !has_ids && !has_image) return InvalidInput("item.text: missing");
-  if (task == Task::kScore && !has_pair) return InvalidInput("item.text_pair: missing");
   if (!r.AtEnd()) return InvalidInput("item: trailing bytes after the item");
   return Status::Ok();
 }

@@ -5,7 +5,8 @@
 //   item    encode, extract {"text": str}; encode {"ids": [int...]} (token
 //           ids, run as they are); encode, extract {"image": bin} (an encoded
 //           image, JPEG/PNG/WebP/GIF, decoded by the worker's runtime); score
-//           {"text": str, "text_pair": str};
+//           {"text": str, "text_pair": str} or {"text": str, "image": bin}
+//           (an image–text model's pair);
 //           tokenize {"text": str, "add_special_tokens": bool}
 //   result  encode {"dense": [float32...], "sparse": {"indices": [uint...],
 //           "values": [float32...], "tokens": [str...]}, "multivector":
@@ -37,7 +38,7 @@ struct ItemFields {
   std::string_view text;
   std::string_view text_pair;  // score only
   std::vector<int32_t> ids;    // encode only: token ids instead of text
-  std::string_view image;      // encode, extract: an encoded image instead of text
+  std::string_view image;      // an encoded image: instead of text (encode, extract), of text_pair (score)
   bool add_special_tokens = true;  // tokenize only
 };
 
@@ -47,14 +48,17 @@ void AppendTextItem(std::string_view text, std::string* out);
 void AppendIdsItem(std::span<const int32_t> ids, std::string* out);
 // {"image": bytes} (MessagePack bin).
 void AppendImageItem(std::string_view bytes, std::string* out);
+// {"text": text, "image": bytes}: a score item for an image–text model.
+void AppendTextImageItem(std::string_view text, std::string_view image, std::string* out);
 // {"text": text, "text_pair": pair}.
 void AppendPairItem(std::string_view text, std::string_view pair, std::string* out);
 // {"text": text, "add_special_tokens": add_special_tokens}.
 void AppendTokenizeItem(std::string_view text, bool add_special_tokens, std::string* out);
 
 // Reads an item; "text" is required (an encode item may have "ids", an
-// encode or extract item "image" instead), and what else may appear depends
-// on the task. Errors name the field.
+// encode or extract item "image" instead; a score item has "text_pair" or
+// "image" besides), and what else may appear depends on the task. Errors
+// name the field.
 Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out);
 
 // DecodeItem for an encode item: just its text.

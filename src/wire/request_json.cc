@@ -150,8 +150,7 @@ Status AddJsonText(std::string_view field, std::string_view text, const ParseLim
                  [&](std::string* out) { AppendTextItem(text, out); });
 }
 
-Status AddJsonImage(std::string_view field, std::string_view text, const ParseLimits& limits, std::string* storage,
-                    std::vector<PendingItem>* pending) {
+Status DecodeJsonImage(std::string_view field, std::string_view text, std::string* bytes) {
   if (text.substr(0, 5) == "data:") {  // data:[<media type>][;base64],<data>: only base64 carries bytes
     const size_t comma = text.find(',');
     if (comma == std::string_view::npos || text.substr(0, comma).find(";base64") == std::string_view::npos) {
@@ -159,11 +158,17 @@ Status AddJsonImage(std::string_view field, std::string_view text, const ParseLi
     }
     text.remove_prefix(comma + 1);
   }
-  std::string bytes;
-  if (!DecodeBase64(text, &bytes)) {
+  if (!DecodeBase64(text, bytes)) {
     return InvalidInput(std::string(field) + ": expected an image as base64 or a base64 data URL");
   }
-  if (bytes.empty()) return InvalidInput(std::string(field) + ": empty");
+  if (bytes->empty()) return InvalidInput(std::string(field) + ": empty");
+  return Status::Ok();
+}
+
+Status AddJsonImage(std::string_view field, std::string_view text, const ParseLimits& limits, std::string* storage,
+                    std::vector<PendingItem>* pending) {
+  std::string bytes;
+  SHOAL_RETURN_IF_ERROR(DecodeJsonImage(field, text, &bytes));
   return AddItem(field, kImageItemCost, limits, storage, pending,
                  [&](std::string* out) { AppendImageItem(bytes, out); });
 }

@@ -58,9 +58,13 @@ Status AddItem(std::string_view field, uint32_t cost, const ParseLimits& limits,
 Status AddJsonText(std::string_view field, std::string_view text, const ParseLimits& limits,
                    std::string* storage, std::vector<PendingItem>* pending);
 
-// AddItem for an image item ({"image": bytes}) from a JSON string's text:
-// base64, or a data URL with base64 data (its media type is not read: the
-// format is the bytes' own signature, checked where the image is decoded).
+// An image's bytes from a JSON string's text: base64, or a data URL with
+// base64 data (its media type is not read: the format is the bytes' own
+// signature, checked where the image is decoded). Errors name `field`.
+Status DecodeJsonImage(std::string_view field, std::string_view text, std::string* bytes);
+
+// AddItem for an image item ({"image": bytes}) from a JSON string's text, as
+// DecodeJsonImage reads it.
 Status AddJsonImage(std::string_view field, std::string_view text, const ParseLimits& limits, std::string* storage,
                     std::vector<PendingItem>* pending);
 

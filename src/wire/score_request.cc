@@ -9,30 +9,68 @@ namespace {
 // The pairs of a score or rerank request, collected while parsing (the
 // fields may come in any order), then turned into items. Views point into
 // the JSON parser's buffer, valid until the thread's next parse.
+// An image–text model's pairs have an image on one side: the query's
+// (scored against each text) or each candidate's (against the text query).
 struct Pairs {
   std::string_view query;
+  std::string query_image;  // the query's bytes, when it is an image
   bool has_query = false;
   std::vector<std::string_view> texts;
+  std::vector<std::string> images;  // instead of texts: their bytes
+  bool has_images = false;
   const char* texts_field = "texts";
 };
 
-Status ReadQuery(od::value v, Pairs* pairs) {
-  SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "query", &pairs->query));
+// "query": a text; where images may be scored, also {"image": base64}.
+Status ReadQuery(od::value v, bool images, Pairs* pairs) {
   pairs->has_query = true;
+  od::json_type t;
+  if (v.type().get(t)) return InvalidInput("query: malformed JSON");
+  if (!images || t != od::json_type::object) return ReadJsonString(v, "query", &pairs->query);
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return JsonMalformed(e);
+  for (auto f_result : obj) {
+    od::field f;
+    if (auto e = std::move(f_result).get(f)) return JsonMalformed(e);
+    std::string_view k;
+    if (auto e = f.unescaped_key().get(k)) return JsonMalformed(e);
+    if (k != "image") return InvalidInput("query: unknown field '" + std::string(k) + "' (a query is a text or {\"image\": ...})");
+    std::string_view text;
+    SHOAL_RETURN_IF_ERROR(ReadJsonString(f.value(), "query.image", &text));
+    SHOAL_RETURN_IF_ERROR(DecodeJsonImage("query.image", text, &pairs->query_image));
+  }
+  if (pairs->query_image.empty()) return InvalidInput("query.image: missing");
   return Status::Ok();
 }
 
 Status MakePairItems(const Pairs& pairs, const ParseLimits& limits, WorkRequest* out) {
   if (!pairs.has_query) return InvalidInput("query: missing");
-  SHOAL_RETURN_IF_ERROR(CheckItemCount(pairs.texts_field, pairs.texts.size(), limits));
+  if (pairs.has_images && !pairs.query_image.empty()) {
+    return InvalidInput("images: an image query is scored against texts, not images");
+  }
+  const char* field = pairs.has_images ? "images" : pairs.texts_field;
+  const size_t n = pairs.has_images ? pairs.images.size() : pairs.texts.size();
+  SHOAL_RETURN_IF_ERROR(CheckItemCount(field, n, limits));
   auto storage = std::make_unique<std::string>();
   std::vector<PendingItem> pending;
-  for (size_t i = 0; i < pairs.texts.size(); ++i) {
-    const std::string_view text = pairs.texts[i];
-    SHOAL_RETURN_IF_ERROR(AddItem(Field(pairs.texts_field, i), EstimateTokens(pairs.query.size() + text.size()),
-                                  limits, storage.get(), &pending, [&](std::string* s) {
-                                    AppendPairItem(pairs.query, text, s);
-                                  }));
+  for (size_t i = 0; i < n; ++i) {
+    if (pairs.has_images) {
+      SHOAL_RETURN_IF_ERROR(AddItem(Field(field, i), EstimateTokens(pairs.query.size()) + kImageItemCost, limits,
+                                    storage.get(), &pending, [&](std::string* s) {
+                                      AppendTextImageItem(pairs.query, pairs.images[i], s);
+                                    }));
+    } else if (!pairs.query_image.empty()) {
+      SHOAL_RETURN_IF_ERROR(AddItem(Field(field, i), EstimateTokens(pairs.texts[i].size()) + kImageItemCost, limits,
+                                    storage.get(), &pending, [&](std::string* s) {
+                                      AppendTextImageItem(pairs.texts[i], pairs.query_image, s);
+                                    }));
+    } else {
+      const std::string_view text = pairs.texts[i];
+      SHOAL_RETURN_IF_ERROR(AddItem(Field(field, i), EstimateTokens(pairs.query.size() + text.size()), limits,
+                                    storage.get(), &pending, [&](std::string* s) {
+                                      AppendPairItem(pairs.query, text, s);
+                                    }));
+    }
   }
   FinishItems(std::move(storage), pending, out);
   out->task = Task::kScore;
@@ -87,12 +125,19 @@ Status ParseScoreJson(std::string& body, const ParseLimits& limits, WorkRequest*
   Pairs pairs;
   bool has_texts = false;
   Status s = ForEachJsonField(body, [&](std::string_view key, od::value v) -> Status {
-    if (key == "query") return ReadQuery(v, &pairs);
+    if (key == "query") return ReadQuery(v, /*images=*/true, &pairs);
     if (key == "texts") {
       has_texts = true;
       return ForEachJsonText(v, "texts", [&](const std::string&, std::string_view text) {
         pairs.texts.push_back(text);
         return Status::Ok();
+      });
+    }
+    if (key == "images") {
+      pairs.has_images = true;
+      return ForEachJsonText(v, "images", [&](const std::string& field, std::string_view text) {
+        if (pairs.images.size() >= limits.max_items) return CheckItemCount("images", pairs.images.size() + 1, limits);
+        return DecodeJsonImage(field, text, &pairs.images.emplace_back());
       });
     }
     if (key == "truncate") return ReadJsonBool(v, "truncate", &out->options.truncate);
@@ -101,7 +146,9 @@ Status ParseScoreJson(std::string& body, const ParseLimits& limits, WorkRequest*
     return InvalidInput("body: unknown field '" + std::string(key) + "'");
   });
   SHOAL_RETURN_IF_ERROR(s);
-  if (!has_texts) return InvalidInput("texts: missing");
+  if (has_texts == pairs.has_images) {
+    return InvalidInput(has_texts ? "texts and images: send one of them" : "texts: missing");
+  }
   return MakePairItems(pairs, limits, out);
 }
 
@@ -112,7 +159,7 @@ Status ParseRerankJson(std::string& body, const ParseLimits& limits, WorkRequest
   int64_t top_n = 0;
   Status s = ForEachJsonField(body, [&](std::string_view key, od::value v) -> Status {
     if (key == "model") return ReadModel(v, out);
-    if (key == "query") return ReadQuery(v, &pairs);
+    if (key == "query") return ReadQuery(v, /*images=*/false, &pairs);
     if (key == "documents") {
       has_documents = true;
       od::array arr;

@@ -31,7 +31,8 @@ EncodeInput MakeInput(const WorkItem& it, const wire::ItemFields& f, EncodeOutpu
           .sparse_tokens = it.work.sparse_tokens};
 }
 ScoreInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ScoreOutput*) {
-  return {.text = f.text, .text_pair = f.text_pair, .truncate = it.work.truncate, .lora = it.work.lora};
+  return {.text = f.text, .text_pair = f.text_pair, .image = f.image, .truncate = it.work.truncate,
+          .lora = it.work.lora};
 }
 ExtractInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ExtractOutput*) {
   return {.text = f.text,
@@ -141,7 +142,9 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
                           served.spec->runtime + "' runs no token-id inputs)"));
       continue;
     }
-    if (!fields.image.empty() ? !served.model->takes_images() : !served.model->takes_text()) {
+    // A score item's image comes with a text: both kinds must be taken.
+    if ((!fields.image.empty() && !served.model->takes_images()) ||
+        ((fields.image.empty() || task == Task::kScore) && !served.model->takes_text())) {
       Settle(it, Outcome::kBadInput,
              InvalidInput("input: model '" + served.spec->id + "' takes " +
                           (fields.image.empty() ? "images, not text" : "text, not images")));

@@ -3,10 +3,12 @@
 // SigLIP's) vision tower
 // on /v1/encode (JSON base64, a data URL, MessagePack bin, an image over the
 // 1 MB offload threshold) and /v1/embeddings (OpenAI-style image_url parts),
-// a ViT classifier on /v1/extract, and the refusals
-// (a corrupt image, text to an image model, an image to a text model). What
-// comes back equals the runtime called directly; the towers themselves are
-// held to a float64 reference in tests/native/vision_reference_test.cc.
+// a ViT classifier on /v1/extract, two-tower CLIP and SigLIP models (texts
+// and images on /v1/encode, a text against images and an image against
+// texts on /v1/score), and the refusals (a corrupt image, text to an image
+// model, an image to a text model). What comes back equals the runtime
+// called directly; the towers themselves are held to float64 references in
+// tests/native/vision_reference_test.cc and image_text_reference_test.cc.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -59,7 +61,8 @@ class ImageServing : public ::testing::Test {
 
     cluster_ = new TestCluster();
     for (auto [name, id] : {std::pair{"clip-vision-tiny", "t/clip-vision"}, {"siglip-vision-tiny", "t/siglip"},
-                            {"vit-classifier-tiny", "t/vit"}, {"bert-tiny-mean", "t/bert"}}) {
+                            {"vit-classifier-tiny", "t/vit"}, {"bert-tiny-mean", "t/bert"}, {"clip-tiny", "t/clip"},
+                            {"siglip-tiny", "t/siglip-two"}, {"cross-encoder-tiny", "t/reranker"}}) {
       auto spec = admin::SpecFromDirectory(kModels + "/" + name, id);
       ASSERT_TRUE(spec.ok()) << spec.status().ToString();
       spec->pinned = true;
@@ -68,8 +71,11 @@ class ImageServing : public ::testing::Test {
     }
     EXPECT_EQ(specs_["t/clip-vision"].task, Task::kEncode);
     EXPECT_EQ(specs_["t/vit"].task, Task::kExtract);  // inferred from ViTForImageClassification
+    EXPECT_EQ(specs_["t/clip"].image_text_score, ImageTextScore::kSoftmax);  // from CLIPModel
+    EXPECT_EQ(specs_["t/siglip-two"].image_text_score, ImageTextScore::kSigmoid);
+    EXPECT_EQ(specs_["t/clip-vision"].image_text_score, ImageTextScore::kNone);
     worker_ = cluster_->StartWorker().release();
-    for (const char* m : {"t/clip-vision", "t/siglip", "t/vit", "t/bert"}) cluster_->WaitForWorkers(m, 1);
+    for (const auto& [id, spec] : specs_) cluster_->WaitForWorkers(id, 1);
     gateway_ = cluster_->StartGateway().release();
   }
   static void TearDownTestSuite() {
@@ -205,6 +211,73 @@ TEST_F(ImageServing, AVitClassifierLabelsImagesOnExtract) {
   double sum = 0;
   for (const json& l : all["items"][0]["labels"]) sum += l["score"].get<double>();
   EXPECT_NEAR(sum, 1.0, 1e-5);  // softmax over the four labels
+}
+
+TEST_F(ImageServing, TwoTowerModelsEmbedTextsAndImagesAndScoreOneAgainstTheOther) {
+  const std::string small = Bytes(dir_ / "small.png"), photo = Bytes(dir_ / "photo.jpg");
+  const std::vector<std::string> texts = {"a photo of a cat", "a red dog", "blue fish"};
+  for (const char* id : {"t/clip", "t/siglip-two"}) {
+    SCOPED_TRACE(id);
+    auto direct = Direct(id);
+    ASSERT_TRUE(direct);
+    // Texts and images in one request, as the runtime embeds them.
+    const json got = Post(std::string("/v1/encode/") + id,
+                          json{{"items", {{{"text", texts[0]}}, {{"image", Base64(small)}}}}}.dump());
+    std::vector<EncodeInput> in = {{.text = texts[0]}, {.image = small}};
+    std::vector<EncodeOutput> want(2);
+    ASSERT_TRUE(direct->Encode(in, want).ok());
+    for (size_t i = 0; i < 2; ++i) {
+      const auto v = got["items"][i]["dense"].get<std::vector<float>>();
+      ASSERT_EQ(v.size(), want[i].dense.size());
+      for (size_t k = 0; k < v.size(); ++k) EXPECT_NEAR(v[k], want[i].dense[k], 1e-6);
+    }
+    // OpenAI's route: a text and an image part side by side.
+    const json openai = Post("/v1/embeddings", json{{"model", id},
+                                                    {"input", {texts[0], {{"type", "image_url"},
+                                                                          {"image_url", {{"url", "data:image/png;base64," + Base64(small)}}}}}}}
+                                                   .dump());
+    ASSERT_EQ(openai["data"].size(), 2u);
+
+    // A text against images: the runtime's logits, then the model's own
+    // activation (CLIP: softmax over the images; SigLIP: a sigmoid each).
+    const json raw = Post(std::string("/v1/score/") + id,
+                          json{{"query", texts[0]}, {"images", {Base64(small), Base64(photo)}}, {"raw_scores", true}}.dump());
+    std::vector<ScoreInput> pairs = {{.text = texts[0], .image = small}, {.text = texts[0], .image = photo}};
+    std::vector<ScoreOutput> logits(2);
+    ASSERT_TRUE(direct->Score(pairs, logits).ok());
+    ASSERT_EQ(raw["scores"].size(), 2u);
+    for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(raw["scores"][i].get<double>(), logits[i].logits[0], 1e-5);
+    const json scores =
+        Post(std::string("/v1/score/") + id, json{{"query", texts[0]}, {"images", {Base64(small), Base64(photo)}}}.dump());
+    const double a = logits[0].logits[0], b = logits[1].logits[0];
+    if (std::string(id) == "t/clip") {
+      EXPECT_NEAR(scores["scores"][0].get<double>(), 1 / (1 + std::exp(b - a)), 1e-5);
+      EXPECT_NEAR(scores["scores"][0].get<double>() + scores["scores"][1].get<double>(), 1.0, 1e-5);
+    } else {
+      EXPECT_NEAR(scores["scores"][0].get<double>(), 1 / (1 + std::exp(-a)), 1e-5);
+      EXPECT_NEAR(scores["scores"][1].get<double>(), 1 / (1 + std::exp(-b)), 1e-5);
+    }
+    // An image against texts (zero-shot labelling): one score per text.
+    const json labels = Post(std::string("/v1/score/") + id,
+                             json{{"query", {{"image", Base64(photo)}}}, {"texts", texts}, {"raw_scores", true}}.dump());
+    ASSERT_EQ(labels["scores"].size(), texts.size());
+    std::vector<ScoreInput> by_text;
+    for (const std::string& t : texts) by_text.push_back({.text = t, .image = photo});
+    std::vector<ScoreOutput> want_labels(texts.size());
+    ASSERT_TRUE(direct->Score(by_text, want_labels).ok());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      EXPECT_NEAR(labels["scores"][i].get<double>(), want_labels[i].logits[0], 1e-5);
+    }
+  }
+  // Two texts to an image–text model, images to a cross-encoder, images to
+  // a model that does not score: each refused.
+  auto message = [](const json& j) { return j["error"]["message"].get<std::string>(); };
+  const json texts_only = Post("/v1/score/t/clip", R"({"query": "a", "texts": ["b"]})", 400);
+  EXPECT_NE(message(texts_only).find("not two texts"), std::string::npos) << texts_only.dump();
+  const json reranker = Post("/v1/score/t/reranker", json{{"query", "a"}, {"images", {Base64(small)}}}.dump(), 400);
+  EXPECT_NE(message(reranker).find("takes text, not images"), std::string::npos) << reranker.dump();
+  const json vision_only = Post("/v1/score/t/clip-vision", json{{"query", "a"}, {"images", {Base64(small)}}}.dump(), 400);
+  EXPECT_NE(message(vision_only).find("does not score"), std::string::npos) << vision_only.dump();
 }
 
 TEST_F(ImageServing, BadImagesAndTheWrongKindOfInputAreInvalidInput) {

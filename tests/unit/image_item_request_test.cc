@@ -6,6 +6,7 @@
 #include <string>
 
 #include "wire/encode_request.h"
+#include "wire/score_request.h"
 #include "wire/item.h"
 #include "wire/msgpack_writer.h"
 
@@ -34,7 +35,9 @@ TEST(ParseEncode, ImageItemsComeAsBinaryBase64OrDataUrls) {
   EXPECT_EQ(f.image, std::string_view("\x89PNG\0\1", 6));
   EXPECT_TRUE(f.text.empty());
   ASSERT_TRUE(DecodeItem(req.items[0].payload, Task::kExtract, &f).ok());
-  EXPECT_EQ(DecodeItem(req.items[0].payload, Task::kScore, &f).message(), "item: unknown field 'image' for score");
+  EXPECT_EQ(DecodeItem(req.items[0].payload, Task::kScore, &f).message(), "item.text: missing")
+      << "a score item's image goes with a text";
+  EXPECT_EQ(DecodeItem(req.items[0].payload, Task::kTokenize, &f).message(), "item: unknown field 'image' for tokenize");
 
   // JSON: base64, or a base64 data URL; the same bytes either way.
   std::string json = R"({"items": [{"image": "iVBORw0K"}, {"image": "data:image/png;base64,iVBORw0K"}]})";
@@ -57,6 +60,61 @@ TEST(ParseEncode, ImageItemsComeAsBinaryBase64OrDataUrls) {
   EXPECT_EQ(error(R"({"items": [{"image": ""}]})"), "items[0].image: empty");
   EXPECT_EQ(error(R"({"items": [{"image": 7}]})").substr(0, 16), "items[0].image: ");
   EXPECT_EQ(error(R"({"items": [{"text": "a", "image": "iVBORw0K"}]})"), "items[0]: one text or one image, not both");
+}
+
+// /v1/score for an image–text model: a text query against images, or an
+// image query against texts; each pair one item with a text and an image.
+TEST(ParseScore, ImageTextPairs) {
+  std::string body = R"({"query": "a cat", "images": ["iVBORw0K", "data:image/png;base64,iVBORw0K"]})";
+  WorkRequest req;
+  ASSERT_TRUE(ParseScoreJson(body, {}, &req).ok());
+  ASSERT_EQ(req.items.size(), 2u);
+  EXPECT_EQ(req.task, Task::kScore);
+  for (const auto& item : req.items) {
+    ItemFields f;
+    ASSERT_TRUE(DecodeItem(item.payload, Task::kScore, &f).ok());
+    EXPECT_EQ(f.text, "a cat");
+    EXPECT_EQ(f.image, std::string_view("\x89PNG\r\n", 6));
+    EXPECT_TRUE(f.text_pair.empty());
+    EXPECT_GT(item.cost, kImageItemCost);
+  }
+  body = R"({"query": {"image": "iVBORw0K"}, "texts": ["a cat", "a dog"], "raw_scores": true})";
+  WorkRequest by_image;
+  ASSERT_TRUE(ParseScoreJson(body, {}, &by_image).ok());
+  ASSERT_EQ(by_image.items.size(), 2u);
+  ItemFields f;
+  ASSERT_TRUE(DecodeItem(by_image.items[1].payload, Task::kScore, &f).ok());
+  EXPECT_EQ(f.text, "a dog");
+  EXPECT_EQ(f.image.size(), 6u);
+
+  auto error = [](std::string text) {
+    WorkRequest r;
+    return ParseScoreJson(text, {}, &r).message();
+  };
+  EXPECT_EQ(error(R"({"query": "a", "texts": ["b"], "images": ["iVBORw0K"]})"), "texts and images: send one of them");
+  EXPECT_EQ(error(R"({"query": {"image": "iVBORw0K"}, "images": ["iVBORw0K"]})"),
+            "images: an image query is scored against texts, not images");
+  EXPECT_EQ(error(R"({"query": {"url": "x"}, "texts": ["b"]})"),
+            "query: unknown field 'url' (a query is a text or {\"image\": ...})");
+  EXPECT_EQ(error(R"({"query": {}, "texts": ["b"]})"), "query.image: missing");
+  EXPECT_EQ(error(R"({"query": "a", "images": ["not base64!"]})"),
+            "images[0]: expected an image as base64 or a base64 data URL");
+  // Rerank queries stay texts.
+  std::string rerank = R"({"model": "m", "query": {"image": "iVBORw0K"}, "documents": ["a"]})";
+  WorkRequest r;
+  EXPECT_EQ(ParseRerankJson(rerank, {}, &r).message().substr(0, 7), "query: ");
+
+  // A score item has a text_pair or an image, not both.
+  std::string both;
+  MsgpackWriter w(&both);
+  w.MapHeader(3);
+  w.Str("text");
+  w.Str("a");
+  w.Str("text_pair");
+  w.Str("b");
+  w.Str("image");
+  w.Bin("\x89PNG");
+  EXPECT_EQ(DecodeItem(both, Task::kScore, &f).message(), "item: both text_pair and image");
 }
 
 TEST(ParseOpenAiEmbeddings, ImagePartsGoAmongTheTexts) {

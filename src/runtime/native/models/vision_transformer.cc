@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/native/loaders/config_fields.h"
 #include "runtime/native/loaders/weight_reader.h"
 
 namespace shoal::native {
@@ -36,29 +37,11 @@ VisionNames NamesOf(VisionConfig::Family f) {
            "output.dense"}};
 }
 
-Status ConfigError(const std::string& key, const std::string& why) {
-  return InvalidInput("config.json: " + key + ": " + why);
-}
-
-// A positive whole number, or `fallback` when the key is absent (Hugging
-// Face writes only the values that differ from a config class's defaults).
-Result<uint32_t> Count(const json& c, const std::string& where, const char* key, uint32_t fallback) {
-  if (!c.contains(key)) return fallback;
-  if (!c[key].is_number_integer() || c[key].get<int64_t>() < 1 || c[key].get<int64_t>() > (1 << 20)) {
-    return ConfigError(where + key, "expected a positive whole number");
-  }
-  return static_cast<uint32_t>(c[key].get<int64_t>());
-}
-
 }  // namespace
 
 Result<VisionConfig> VisionConfig::FromJson(const json& c) {
   if (!c.is_object()) return InvalidInput("config.json: expected a JSON object");
-  std::string arch;
-  if (c.contains("architectures") && c["architectures"].is_array() && !c["architectures"].empty() &&
-      c["architectures"][0].is_string()) {
-    arch = c["architectures"][0].get<std::string>();
-  }
+  const std::string arch = ConfigArchitecture(c);
   VisionConfig v;
   const json* body = &c;
   std::string where;
@@ -81,7 +64,7 @@ Result<VisionConfig> VisionConfig::FromJson(const json& c) {
     v.family = Family::kClip;
     SHOAL_RETURN_IF_ERROR(vision_config("CLIPModel"));
     patch = 32, act = "quick_gelu", eps = 1e-5;
-    SHOAL_ASSIGN_OR_RETURN(v.projection_dim, Count(c, "", "projection_dim", 512));  // top level in both
+    SHOAL_ASSIGN_OR_RETURN(v.projection_dim, ConfigCount(c, "", "projection_dim", 512));  // top level in both
   } else if (arch == "SiglipModel" || arch == "SiglipVisionModel") {
     v.family = Family::kSiglip;
     SHOAL_RETURN_IF_ERROR(vision_config("SiglipModel"));
@@ -112,22 +95,16 @@ Result<VisionConfig> VisionConfig::FromJson(const json& c) {
                                             "ViTForImageClassification)");
   }
   const json& b = *body;
-  SHOAL_ASSIGN_OR_RETURN(v.hidden_size, Count(b, where, "hidden_size", hidden));
-  SHOAL_ASSIGN_OR_RETURN(v.intermediate_size, Count(b, where, "intermediate_size", inter));
-  SHOAL_ASSIGN_OR_RETURN(v.num_attention_heads, Count(b, where, "num_attention_heads", heads));
-  SHOAL_ASSIGN_OR_RETURN(v.num_hidden_layers, Count(b, where, "num_hidden_layers", layers));
-  SHOAL_ASSIGN_OR_RETURN(v.image_size, Count(b, where, "image_size", image));
-  SHOAL_ASSIGN_OR_RETURN(v.patch_size, Count(b, where, "patch_size", patch));
-  SHOAL_ASSIGN_OR_RETURN(v.num_channels, Count(b, where, "num_channels", 3));
-  if (b.contains("hidden_act")) {
-    if (!b["hidden_act"].is_string()) return ConfigError(where + "hidden_act", "expected a name");
-    act = b["hidden_act"].get<std::string>();
-  }
+  SHOAL_ASSIGN_OR_RETURN(v.hidden_size, ConfigCount(b, where, "hidden_size", hidden));
+  SHOAL_ASSIGN_OR_RETURN(v.intermediate_size, ConfigCount(b, where, "intermediate_size", inter));
+  SHOAL_ASSIGN_OR_RETURN(v.num_attention_heads, ConfigCount(b, where, "num_attention_heads", heads));
+  SHOAL_ASSIGN_OR_RETURN(v.num_hidden_layers, ConfigCount(b, where, "num_hidden_layers", layers));
+  SHOAL_ASSIGN_OR_RETURN(v.image_size, ConfigCount(b, where, "image_size", image));
+  SHOAL_ASSIGN_OR_RETURN(v.patch_size, ConfigCount(b, where, "patch_size", patch));
+  SHOAL_ASSIGN_OR_RETURN(v.num_channels, ConfigCount(b, where, "num_channels", 3));
+  SHOAL_ASSIGN_OR_RETURN(act, ConfigString(b, where, "hidden_act", act));
   SHOAL_ASSIGN_OR_RETURN(v.act, ParseBlockActivation(act, where + "hidden_act"));
-  if (b.contains("layer_norm_eps")) {
-    if (!b["layer_norm_eps"].is_number()) return ConfigError(where + "layer_norm_eps", "expected a number");
-    eps = b["layer_norm_eps"].get<double>();
-  }
+  SHOAL_ASSIGN_OR_RETURN(eps, ConfigNumber(b, where, "layer_norm_eps", eps));
   v.layer_norm_eps = static_cast<float>(eps);
   if (v.image_size % v.patch_size != 0) {
     return ConfigError(where + "image_size", std::to_string(v.image_size) + " is not a multiple of patch_size " +

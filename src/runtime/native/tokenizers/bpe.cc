@@ -6,7 +6,8 @@
 // table, so a merge step is one probe. Short words (almost all of them) merge
 // with a linear scan over a small array, long ones through a heap. Byte-level
 // vocabularies are not applied to the text: each raw byte maps straight to the
-// id of its one-character token (byte_ids_).
+// id of its one-character token (byte_ids_) — or, with a prefix or suffix
+// (CLIP's "</w>"), to that of the affixed character.
 //
 // Supported fields: vocab, merges ("a b" strings or [a, b] arrays), unk_token,
 // fuse_unk, byte_fallback (<0xXX> tokens), ignore_merges (Llama-3),
@@ -177,9 +178,18 @@ class BpeModel final : public Model {
   void InitialSymbols(std::string_view piece, std::vector<Symbol>& syms) const {
     bool prev_unk = false;
     const auto n = static_cast<uint32_t>(piece.size());
+    const bool affixes = !prefix_.empty() || !suffix_.empty();
+    thread_local std::string key;
     if (byte_level_) {
       for (uint32_t i = 0; i < n; ++i) {
         int32_t id = byte_ids_[static_cast<unsigned char>(piece[i])];
+        if (affixes) {  // CLIP: the word's last byte carries end_of_word_suffix
+          key.clear();
+          if (i > 0) key += prefix_;
+          AppendUtf8(key, kByteLevelTable.cp[static_cast<unsigned char>(piece[i])]);
+          if (i + 1 == n) key += suffix_;
+          id = vocab_.Find(key).value_or(-1);
+        }
         if (id >= 0) {
           syms.push_back({id, i, i + 1});
           prev_unk = false;
@@ -189,8 +199,6 @@ class BpeModel final : public Model {
       }
       return;
     }
-    const bool affixes = !prefix_.empty() || !suffix_.empty();
-    thread_local std::string key;
     for (uint32_t i = 0; i < n;) {
       const auto len = static_cast<uint32_t>(Utf8Length(static_cast<unsigned char>(piece[i])));
       const uint32_t j = std::min(i + len, n);
