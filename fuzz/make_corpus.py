@@ -91,7 +91,9 @@ def json_seeds():
         1: ['{"model": "shoal/identity", "input": "text", "encoding_format": "float"}',
             '{"model": "shoal/identity", "input": ["a", "b"], "encoding_format": "base64"}',
             '{"model": "m", "input": [[1, 2]]}'],
-        2: ['{"query": "where is the mill", "texts": ["the old mill", "fish swim"], "truncate": false, "raw_scores": false}'],
+        2: ['{"query": "where is the mill", "texts": ["the old mill", "fish swim"], "truncate": false, "raw_scores": false}',
+            '{"query": "a cat", "images": ["iVBORw0KGgo=", "data:image/png;base64,iVBORw0KGgo="]}',
+            '{"query": {"image": "iVBORw0KGgo="}, "texts": ["a cat", "a dog"], "raw_scores": true}'],
         3: ['{"model": "my/reranker", "query": "...", "documents": ["text", {"text": "...", "id": "doc-7"}], '
             '"top_n": 3, "return_documents": false, "truncate": false, "raw_scores": false}',
             '{"model": "r", "query": "q", "documents": [{"text": "a", "id": 7}, {"text": "b", "id": {"x": [1]}}], "return_documents": true}'],

@@ -4,6 +4,9 @@
 // Native score (POST /v1/score/{model}), one item per (query, text) pair:
 //   {"query": "...", "texts": ["...", ...], "truncate": false, "raw_scores": false,
 //    "lora": "adapter"}
+// or, for an image–text model, one item per (text, image) pair:
+//   {"query": "...", "images": [base64 | data URL, ...]}
+//   {"query": {"image": base64 | data URL}, "texts": ["...", ...]}
 // Cohere rerank (POST /v1/rerank):
 //   {"model": "...", "query": "...", "documents": ["..." | {"text": "...", "id": ...}],
 //    "top_n": 3, "return_documents": false, "truncate": false, "raw_scores": false}
