@@ -26,6 +26,9 @@ struct ModelConfig {
   uint32_t max_batch_tokens = 16384;
   uint32_t max_batch_requests = 64;
   RuntimeOptions options;  // the profile's section named after the runtime
+  // Load it as a bare graph, a pipeline model's stage (OCR's detector):
+  // Model::Run alone, no task of its own.
+  bool graph = false;
 
   // The config of `spec`, its runtime's section parsed (INVALID_INPUT when
   // the section is not a mapping of values).

@@ -25,6 +25,10 @@ Status Model::Tokenize(std::span<const TokenizeInput>, std::span<TokenizeOutput>
   return Unsupported(*this, "tokenize", out);
 }
 
+Status Model::Run(std::span<const Tensor>, std::vector<Tensor>*) {
+  return InvalidInput("model '" + config().id + "' is not a graph (it was not loaded as a pipeline's stage)");
+}
+
 Status Model::UpdateLoras(std::span<const LoraConfig> loras) {
   if (loras.empty()) return Status::Ok();
   return InvalidInput("model '" + config().id + "' runs no LoRA adapters (its runtime has none)");

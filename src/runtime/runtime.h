@@ -41,7 +41,7 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 15;
+inline constexpr int kRuntimeApiVersion = 16;
 
 struct EncodeInput {
   std::string_view text;
@@ -159,6 +159,14 @@ struct TokenizeOutput {
   std::vector<Token> tokens;
 };
 
+// A tensor in or out of a graph (Model::Run): float32 values, row-major,
+// of `shape`, under the graph's name for it.
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -173,6 +181,11 @@ class Model {
   virtual Status Score(std::span<const ScoreInput> in, std::span<ScoreOutput> out);
   virtual Status Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out);
   virtual Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out);
+  // A model loaded as a bare graph (ModelConfig::graph: a pipeline's stage)
+  // runs its inputs through the graph once and answers every output the
+  // graph has. An input the graph does not take, or of a shape it cannot
+  // run, is INVALID_INPUT; the other models fail it so too.
+  virtual Status Run(std::span<const Tensor> inputs, std::vector<Tensor>* outputs);
 
   // Whether Encode takes token ids (EncodeInput::ids) as well as text. The
   // worker refuses id inputs to a model that does not (INVALID_INPUT).

@@ -2,6 +2,8 @@
 // protocol (docs/runtime-protocol.md, version 1) with the "tokens" input
 // mode: Shoal tokenizes and sends token ids; this process pads them into one
 // int64 batch, runs the graph with onnxruntime-node, pools and normalizes.
+// It also loads bare graphs ("graphs": a pipeline's stages, such as OCR's
+// detector) and runs them on the float32 tensors Shoal sends (op "run").
 //
 //   node src/runtime/onnx/runtime.mjs                 serve fd $SHOAL_RUNTIME_FD (3)
 //   node src/runtime/onnx/runtime.mjs --listen PATH   serve each connection on a Unix socket
@@ -49,7 +51,8 @@ function modelWorker() {
         return;
       }
       try {
-        const [reply, transfer] = msg.kind === 'load' ? [await load(msg), []] : await run(msg);
+        const [reply, transfer] = msg.kind === 'load' ? [await load(msg), []]
+          : msg.kind === 'graph' ? await runGraph(msg) : await run(msg);
         parentPort.postMessage({ seq: msg.seq, ...reply }, transfer);
       } catch (e) {
         const code = e.shoal ?? (msg.kind === 'load' ? 'MODEL_LOAD_FAILED' : 'INFERENCE_ERROR');
@@ -60,11 +63,20 @@ function modelWorker() {
     });
   });
 
-  async function load({ file, threads, task, pooling, padId }) {
+  async function load({ file, threads, task, pooling, padId, graph }) {
     const session = await ort.InferenceSession.create(file, {
       intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all',
       executionMode: 'sequential', logSeverityLevel: 3,
     });
+    if (graph) {
+      const bad = session.inputMetadata.find((meta) => meta.isTensor && meta.type !== 'float32');
+      if (bad) {
+        await session.release();
+        throw coded('INVALID_INPUT', `${file}: the graph's input '${bad.name}' is ${bad.type}; a graph takes float32`);
+      }
+      m = { session, graph: true };
+      return { ok: {} };
+    }
     const check = () => {
       for (const meta of session.inputMetadata) {
         if (!FEEDS.includes(meta.name)) {
@@ -124,6 +136,18 @@ function modelWorker() {
     });
     const bins = vectors.map(le32);
     return [{ ok: { items: bins } }, bins.map((x) => x.buffer)];
+  }
+
+  // A bare graph's run: float32 tensors in, every output out (as float32).
+  async function runGraph({ inputs }) {
+    const feeds = {};
+    for (const t of inputs) feeds[t.name] = new ort.Tensor('float32', t.data, t.shape);
+    const out = await m.session.run(feeds);
+    const outputs = m.session.outputNames.map((name) => {
+      const data = Float32Array.from(floats(out[name]));
+      return { name, shape: out[name].dims.map(Number), data: new Uint8Array(data.buffer) };
+    });
+    return [{ ok: { outputs } }, outputs.map((t) => t.data.buffer)];
   }
 
   // Over the item's real tokens: row 0 (cls) or the mean of its rows.
@@ -237,7 +261,8 @@ async function load(q) {
   const c = q.config;
   if (typeof q.model !== 'string' || q.model === '') return fail('INVALID_INPUT', 'load: no model handle');
   if (!isMap(c) || typeof c.path !== 'string' || c.path === '') return fail('INVALID_INPUT', 'load: the config has no path');
-  if (c.task !== 'encode' && c.task !== 'score') {
+  const graph = c.graph === true;
+  if (!graph && c.task !== 'encode' && c.task !== 'score') {
     return fail('INVALID_INPUT', `runtime onnx does not run task '${c.task}' (tasks: encode, score)`);
   }
   const options = c.options ?? {};
@@ -252,7 +277,7 @@ async function load(q) {
     if (options.pooling !== 'cls' && options.pooling !== 'mean') {
       return fail('INVALID_INPUT', `onnx option 'pooling' is '${options.pooling}'; it takes cls or mean`);
     }
-    if (c.task !== 'encode') return fail('INVALID_INPUT', "onnx option 'pooling' is for encode models only");
+    if (c.task !== 'encode' || graph) return fail('INVALID_INPUT', "onnx option 'pooling' is for encode models only");
   }
   const threads = q.threads ?? 0;
   if (!Number.isInteger(threads) || threads < 0) return fail('INVALID_INPUT', `load: threads ${threads} is not a count`);
@@ -279,7 +304,7 @@ async function load(q) {
 
   const padId = Number.isInteger(config.pad_token_id) ? config.pad_token_id : 0;
   const worker = new ModelWorker();
-  const r = await worker.call({ kind: 'load', file, threads, task: c.task, pooling, padId });
+  const r = await worker.call({ kind: 'load', file, threads, task: c.task, pooling, padId, graph });
   if (r.error) {
     worker.worker.terminate();
     return r.error.code === 'INFERENCE_ERROR' ? fail('MODEL_LOAD_FAILED', `${file}: ${r.error.message}`) : r;
@@ -293,13 +318,39 @@ async function load(q) {
   const positive = (v) => (Number.isInteger(v) && v > 0 ? v : 0);
   const old = models.get(q.model);
   models.set(q.model, {
-    id: c.id ?? q.model, task: c.task, bytes, worker, maxTokens,
+    id: c.id ?? q.model, task: graph ? 'run' : c.task, bytes, worker, maxTokens,
     vocab: positive(config.vocab_size), typeVocab: positive(config.type_vocab_size),
   });
   old?.worker.close();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   process.stderr.write(`onnx: loaded ${c.id ?? q.model} from ${file} in ${seconds.toFixed(2)} s\n`);
-  return { ok: { memory_bytes: bytes, max_tokens: maxTokens } };
+  return { ok: graph ? { memory_bytes: bytes } : { memory_bytes: bytes, max_tokens: maxTokens } };
+}
+
+// A bare graph's run: [{name, shape, data: bin of LE float32}] in and out.
+async function runGraph(q) {
+  const m = models.get(q.model);
+  if (!m) return fail('MODEL_NOT_FOUND', `no model '${q.model}' is loaded`);
+  if (m.task !== 'run') return fail('INVALID_INPUT', `model '${q.model}' is not a graph; it serves ${m.task}`);
+  if (!Array.isArray(q.inputs)) return fail('INVALID_INPUT', 'run: inputs must be a list');
+  const inputs = [];
+  for (const t of q.inputs) {
+    if (!isMap(t) || typeof t.name !== 'string' || !Array.isArray(t.shape) || !(t.data instanceof Uint8Array)) {
+      return fail('INVALID_INPUT', 'run: an input is not {name, shape, data}');
+    }
+    if (!t.shape.every((d) => Number.isInteger(d) && d >= 0)) return fail('INVALID_INPUT', `run: ${t.name}: a bad shape`);
+    const count = t.shape.reduce((a, d) => a * d, 1);
+    if (t.data.length !== count * 4) {
+      return fail('INVALID_INPUT', `run: ${t.name}: ${t.data.length} bytes for ${count} float32 values`);
+    }
+    // A copy: aligned, and transferable to the model's worker.
+    const data = new Float32Array(count);
+    new Uint8Array(data.buffer).set(t.data);
+    inputs.push({ name: t.name, shape: t.shape, data });
+  }
+  const r = await m.worker.call({ kind: 'graph', inputs });
+  if (r.error) return fail('INFERENCE_ERROR', r.error.message);
+  return r;
 }
 
 // One item's input for the worker, or {error} when it fails alone.
@@ -386,7 +437,7 @@ function serve(socket, onStop) {
       }
       greeted = true;
       return reply(id, { ok: { protocol: 1, runtime: 'onnx', version: `onnxruntime-node ${ortVersion}`,
-        tasks: ['encode', 'score'], lora: false, memory_bytes: 0, input: 'tokens' } });
+        tasks: ['encode', 'score'], lora: false, memory_bytes: 0, input: 'tokens', graphs: true } });
     }
     if (!greeted) {
       reply(id, fail('INVALID_INPUT', 'say hello first'));
@@ -407,6 +458,7 @@ function serve(socket, onStop) {
         });
       case 'load': return track(id, load(q));
       case 'encode': case 'score': return track(id, batch(q));
+      case 'run': return track(id, runGraph(q));
       case 'unload': {
         const m = models.get(q.model);
         if (!m) return reply(id, fail('MODEL_NOT_FOUND', `no model '${q.model}' is loaded`));

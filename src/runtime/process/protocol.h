@@ -50,6 +50,9 @@ struct RuntimeHello {
   // "counts_tokens": false: its models apply no token limits, refuse
   // truncate, and stream text without token ids (Runtime::counts_tokens).
   bool counts_tokens = true;
+  // "graphs": it loads bare graphs (ModelConfig::graph) and runs them (op
+  // "run"); Shoal loads none into a runtime that does not say so.
+  bool graphs = false;
 };
 
 // A job's format as the protocol names it ("text", "json_object", "json_schema").
@@ -81,7 +84,7 @@ struct Request {
   uint32_t threads = 1;            // load: cores one call may use
   uint64_t target = 0;             // cancel: the generate request to end
   // Raw MessagePack of the op's structured fields (empty when absent).
-  std::string_view config, items, loras, lora, job;
+  std::string_view config, items, loras, lora, job, inputs;
 };
 Status ReadRequest(std::string_view frame, Request* r);
 
@@ -96,6 +99,8 @@ std::string ExtractRequest(uint64_t id, std::string_view model, std::span<const 
 std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const TokenizeInput> in);
 // An encode or score batch of token ids (`task`: kEncode or kScore).
 std::string TokenBatchRequest(uint64_t id, Task task, std::string_view model, std::span<const TokenInput> in);
+// A graph's run (protocol_graph.cc): named float32 tensors in.
+std::string RunRequest(uint64_t id, std::string_view model, std::span<const Tensor> inputs);
 // memory, health, stop: no fields but the op.
 std::string PlainRequest(uint64_t id, std::string_view op);
 // Generation (protocol_generate.cc): a job for a model; the end of one.
@@ -112,6 +117,8 @@ Status ReadScoreInputs(std::string_view raw, std::vector<ScoreInput>* in);
 Status ReadExtractInputs(std::string_view raw, std::vector<ExtractInput>* in);
 Status ReadTokenizeInputs(std::string_view raw, std::vector<TokenizeInput>* in);
 Status ReadGenerationJob(std::string_view raw, GenerationJob* job);
+// A run's "inputs", or a run reply's "outputs": [{"name", "shape", "data"}].
+Status ReadTensors(std::string_view raw, std::string_view where, std::vector<Tensor>* tensors);
 
 // ---- Replies (written by a runtime, read by Shoal) ----
 
@@ -137,6 +144,8 @@ std::string EncodeReply(uint64_t id, std::span<const EncodeOutput> out);
 std::string ScoreReply(uint64_t id, std::span<const ScoreOutput> out);
 std::string ExtractReply(uint64_t id, std::span<const ExtractOutput> out);
 std::string TokenizeReply(uint64_t id, std::span<const TokenizeOutput> out);
+// run: {"outputs": [...]}.
+std::string RunReply(uint64_t id, std::span<const Tensor> outputs);
 // memory: the process's resident bytes and each model's.
 struct MemoryReport {
   uint64_t rss_bytes = 0;
@@ -159,6 +168,7 @@ Status ReadEncodeOutputs(std::string_view ok, std::span<EncodeOutput> out);
 Status ReadScoreOutputs(std::string_view ok, std::span<ScoreOutput> out);
 Status ReadExtractOutputs(std::string_view ok, std::span<ExtractOutput> out);
 Status ReadTokenizeOutputs(std::string_view ok, std::span<TokenizeOutput> out);
+Status ReadRunOutputs(std::string_view ok, std::vector<Tensor>* outputs);
 Status ReadMemory(std::string_view ok, MemoryReport* report);
 Status ReadHealth(std::string_view ok, uint32_t* models);
 Status ReadChunk(std::string_view chunk, GenerationUpdate* update);

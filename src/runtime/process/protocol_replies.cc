@@ -181,7 +181,7 @@ std::string EmptyReply(uint64_t id) {
 std::string HelloReply(uint64_t id, const RuntimeHello& h) {
   std::string out;
   MsgpackWriter w = ReplyEnvelope(&out, id, "ok");
-  w.MapHeader(10);
+  w.MapHeader(11);
   w.Str("protocol");
   w.Uint(h.protocol);
   w.Str("runtime");
@@ -205,6 +205,8 @@ std::string HelloReply(uint64_t id, const RuntimeHello& h) {
   for (const std::string& a : h.adjustments) w.Str(a);
   w.Str("counts_tokens");
   w.Bool(h.counts_tokens);
+  w.Str("graphs");
+  w.Bool(h.graphs);
   return out;
 }
 
@@ -324,6 +326,7 @@ Status ReadHello(std::string_view ok, RuntimeHello* h) {
     if (key == "formats") return f.Strings(&h->formats);
     if (key == "adjustments") return f.Strings(&h->adjustments);
     if (key == "counts_tokens") return f.Bool(&h->counts_tokens);
+    if (key == "graphs") return f.Bool(&h->graphs);
     if (key == "input") {
       std::string_view input;
       SHOAL_RETURN_IF_ERROR(f.Str(&input));

@@ -18,7 +18,11 @@ using wire::MsgpackReader;
 using wire::MsgpackWriter;
 
 void WriteConfig(MsgpackWriter& w, const ModelConfig& c) {
-  w.MapHeader(7);
+  w.MapHeader(c.graph ? 8 : 7);
+  if (c.graph) {  // only when set: a runtime that knows no graphs sees the config it knew
+    w.Str("graph");
+    w.Bool(true);
+  }
   w.Str("id");
   w.Str(c.id);
   w.Str("task");
@@ -91,6 +95,7 @@ Status ReadRequest(std::string_view frame, Request* q) {
     if (key == "loras") return raw(&q->loras);
     if (key == "lora") return raw(&q->lora);
     if (key == "job") return raw(&q->job);
+    if (key == "inputs") return raw(&q->inputs);
     if (key == "target") return f.Int(&q->target);
     return f.Skip();
   }));
@@ -280,6 +285,7 @@ Status ReadConfig(std::string_view raw, std::string_view section, ModelConfig* c
     if (key == "max_input_tokens") return f.Int(&c->max_input_tokens);
     if (key == "max_batch_tokens") return f.Int(&c->max_batch_tokens);
     if (key == "max_batch_requests") return f.Int(&c->max_batch_requests);
+    if (key == "graph") return f.Bool(&c->graph);
     if (key == "options") {
       MsgpackFields o(r, "config.options");
       return o.ForEach([&](std::string_view name) -> Status {

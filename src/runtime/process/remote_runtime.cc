@@ -118,6 +118,20 @@ class RemoteModel : public Model, public StreamingGenerator {
         in, out, [&](uint64_t id) { return ExtractRequest(id, handle_, in); },
         [&](std::string_view ok) { return ReadExtractOutputs(ok, out); });
   }
+  Status Run(std::span<const Tensor> inputs, std::vector<Tensor>* outputs) override {
+    if (!config_.graph) return Model::Run(inputs, outputs);
+    auto c = Ready();
+    if (!c.ok()) return c.status();
+    const uint64_t id = c->client->NextId();
+    auto reply = c->client->Call(id, RunRequest(id, handle_, inputs), timeouts_.call);
+    if (!reply.ok()) return reply.status();
+    outputs->clear();
+    if (Status s = ReadRunOutputs(reply->ok(), outputs); !s.ok()) {
+      process_->Kill(c->generation, "protocol", "its reply to a run does not fit: " + s.message());
+      return RuntimeGone(s.message());
+    }
+    return Status::Ok();
+  }
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override {
     if (feed_) return feed_->Tokenize(in, out);
     return Batch(
@@ -286,8 +300,12 @@ Result<std::unique_ptr<Model>> RemoteRuntime::Load(const ModelConfig& config, co
   for (int attempt = 0;; ++attempt) {
     auto c = process_->Connect();
     if (!c.ok()) return c.status();
+    if (config.graph && !process_->last_hello().graphs) {
+      process_->StopIfIdle();
+      return InvalidInput("runtime '" + name_ + "' runs no bare graphs (its hello does not say \"graphs\")");
+    }
     std::unique_ptr<TokenFeed> feed;
-    if (process_->last_hello().takes_tokens) {
+    if (process_->last_hello().takes_tokens && !config.graph) {  // a graph's inputs are tensors
       auto opened = TokenFeed::Open(config);
       if (!opened.ok()) {
         process_->StopIfIdle();
