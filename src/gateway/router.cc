@@ -331,6 +331,11 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
     return fail(InvalidInput("model '" + p->model->id + "' does not " + std::string(TaskName(needs)) +
                              " (task: " + std::string(TaskName(p->model->task)) + ")"));
   }
+  // An OCR pipeline's lines are the one extract output a request names.
+  if (needs == Task::kExtract && p->request.extract.ocr && p->model->runtime != "ocr") {
+    return fail(InvalidInput("output: model '" + p->model->id + "' reads no text from images (ocr: a model of "
+                             "runtime ocr)"));
+  }
   if (generates) {
     if (Status s = PrepareGeneration(p.get()); !s.ok()) return fail(s);
   } else if (needs == Task::kEncode) {

@@ -26,6 +26,7 @@
 // would notice.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -131,10 +132,20 @@ struct LabelScore {
   float score = 0;
 };
 
+// A line of text an OCR pipeline read: the text, the recognizer's
+// confidence (the mean probability of its characters), and its box in the
+// image's pixels — four corners (x, y) clockwise from the top-left.
+struct TextLine {
+  std::string text;
+  float confidence = 0;
+  std::array<std::array<float, 2>, 4> box{};
+};
+
 struct ExtractOutput {
   Status status;
   std::vector<Entity> entities;   // token classifiers, in text order ("O" left out)
   std::vector<LabelScore> labels; // text classifiers, best first
+  std::optional<std::vector<TextLine>> lines;  // OCR pipelines, in reading order (present when none)
   uint32_t tokens = 0;
   bool truncated = false;  // entities then cover the kept part of the text only
 };

@@ -74,6 +74,24 @@ Status OptionReader::Count(std::string_view key, uint64_t min, uint64_t max, uin
   return Status::Ok();
 }
 
+Status OptionReader::Number(std::string_view key, double min, double max, double* v) {
+  const RuntimeOptions::Value* found = Find(key);
+  if (!found) return Status::Ok();
+  double x = 0;
+  if (const auto* d = std::get_if<double>(found)) {
+    x = *d;
+  } else if (const auto* n = std::get_if<int64_t>(found)) {
+    x = static_cast<double>(*n);
+  } else {
+    return Invalid(key, "expected a number");
+  }
+  if (!(x >= min && x <= max)) {
+    return Invalid(key, "expected a number from " + std::to_string(min) + " to " + std::to_string(max));
+  }
+  *v = x;
+  return Status::Ok();
+}
+
 Status OptionReader::Count(std::string_view key, uint64_t min, uint64_t max, uint32_t* v) {
   uint64_t wide = *v;
   SHOAL_RETURN_IF_ERROR(Count(key, min, std::min<uint64_t>(max, UINT32_MAX), &wide));

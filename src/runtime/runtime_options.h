@@ -56,6 +56,8 @@ class OptionReader {
   Status Count(std::string_view key, uint64_t min, uint64_t max, uint64_t* v);
   Status Count(std::string_view key, uint64_t min, uint64_t max, uint32_t* v);
   Status Bool(std::string_view key, bool* v);
+  // An integer or a number within [min, max].
+  Status Number(std::string_view key, double min, double max, double* v);
   // An option nobody read: INVALID_INPUT "<section>: unknown option 'key'".
   Status Finish() const;
 

@@ -86,6 +86,9 @@ struct CohereEmbedOptions {
 struct ExtractOptions {
   std::optional<Aggregation> aggregation;  // token classifiers
   uint32_t top_k = 0;                      // text classifiers; 0: all labels
+  // "output": "ocr" — lines of text read from images; only an OCR pipeline
+  // (runtime ocr) gives them, and it gives nothing else.
+  bool ocr = false;
 };
 
 struct WorkRequest {

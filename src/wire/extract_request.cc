@@ -20,6 +20,12 @@ Status SetTopK(bool is_int, int64_t n, WorkRequest* out) {
   return Status::Ok();
 }
 
+Status SetOutput(std::string_view name, WorkRequest* out) {
+  if (name != "ocr") return InvalidInput("output: '" + std::string(name) + "' is not an extract output (ocr)");
+  out->extract.ocr = true;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ParseExtractMsgpack(std::string_view body, const ParseLimits& limits, WorkRequest* out) {
@@ -34,6 +40,11 @@ Status ParseExtractMsgpack(std::string_view body, const ParseLimits& limits, Wor
       int64_t n = 0;
       const bool is_int = r.ReadInt(&n);
       return SetTopK(is_int, n, out);
+    }
+    if (key == "output") {
+      std::string_view name;
+      if (!r.ReadStr(&name)) return MsgpackExpected("output", "a string", r);
+      return SetOutput(name, out);
     }
     return UnknownField(key);
   });
@@ -51,6 +62,11 @@ Status ParseExtractJson(std::string& body, const ParseLimits& limits, WorkReques
       int64_t n = 0;
       const bool is_int = !v.get_int64().get(n);
       return SetTopK(is_int, n, out);
+    }
+    if (key == "output") {
+      std::string_view name;
+      SHOAL_RETURN_IF_ERROR(ReadJsonString(v, "output", &name));
+      return SetOutput(name, out);
     }
     return UnknownField(key);
   });

@@ -14,7 +14,9 @@
 //           asked); score {"logits": [float32...]};
 //           extract {"entities": [{"label", "score", "start", "end", "text"}...]}
 //           (a token classifier; start/end in code points) or {"labels":
-//           [{"label", "score"}...]} (a text classifier, best first);
+//           [{"label", "score"}...]} (a text classifier, best first) or
+//           {"lines": [{"text", "confidence", "box": [[x, y] × 4]}...]} (an
+//           OCR pipeline, in reading order; confidence and coordinates float32);
 //           tokenize {"tokens": [{"id", "text", "special", "start", "stop"}...]}
 //           (start/stop nil for added special tokens)
 #pragma once
@@ -109,6 +111,9 @@ void AppendEntitiesResult(const Entities& entities, std::string* out);
 // {"labels": [{"label", "score"}...]}.
 template <class Labels>
 void AppendLabelsResult(const Labels& labels, std::string* out);
+// {"lines": [{"text", "confidence", "box"}...]}.
+template <class Lines>
+void AppendLinesResult(const Lines& lines, std::string* out);
 // The arrays alone, for a map the caller writes (the runtime protocol's).
 template <class Entities>
 void WriteEntities(const Entities& entities, MsgpackWriter& w);
@@ -199,6 +204,24 @@ void AppendLabelsResult(const Labels& labels, std::string* out) {
   w.MapHeader(1);
   w.Str("labels");
   WriteLabels(labels, w);
+}
+
+template <class Lines>
+void AppendLinesResult(const Lines& lines, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(1);
+  w.Str("lines");
+  w.ArrayHeader(static_cast<uint32_t>(lines.size()));
+  for (const auto& l : lines) {
+    w.MapHeader(3);
+    w.Str("text");
+    w.Str(l.text);
+    w.Str("confidence");
+    w.Float32(l.confidence);
+    w.Str("box");
+    w.ArrayHeader(static_cast<uint32_t>(l.box.size()));
+    for (const auto& corner : l.box) w.Float32Array(corner.data(), corner.size());
+  }
 }
 
 template <class Fn>

@@ -68,8 +68,11 @@ void AppendResult(const In&, const ScoreOutput& o, std::string* out) {
 }
 template <class In>
 void AppendResult(const In&, const ExtractOutput& o, std::string* out) {
-  // A token classifier answers entities (perhaps none); a text classifier labels.
-  if (o.labels.empty()) {
+  // An OCR pipeline answers lines, a token classifier entities (perhaps
+  // none of either); a text classifier labels.
+  if (o.lines) {
+    wire::AppendLinesResult(*o.lines, out);
+  } else if (o.labels.empty()) {
     wire::AppendEntitiesResult(o.entities, out);
   } else {
     wire::AppendLabelsResult(o.labels, out);

