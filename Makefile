@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-images bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-images bench-ocr bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -81,6 +81,11 @@ bench-extract: build
 # ViT-B/16 image tower against PyTorch and ONNX Runtime (about five minutes).
 bench-images: build
 	$(BUILD)/bench/images_bench
+
+# OCR of an A4 page through the serving path: pages per second and character
+# accuracy (about a minute).
+bench-ocr: build
+	$(BUILD)/bench/ocr_bench
 
 # Pulling workers against a pushing router on a fleet of models (about seven minutes).
 bench-fleet: build

@@ -62,7 +62,7 @@ Result<std::unique_ptr<Model>> OcrModel::Load(const ModelConfig& config, const L
   m->config_ = config;
   // DB's training shrinks text regions; PaddleOCR grows them back by 1.5,
   // which on Shoal's rendered pages cuts lines so tight that the recognizer
-  // drops the spaces between words (83 % of characters right at 1.5, 92 %
+  // drops the spaces between words (89 % of characters right at 1.5, 99 %
   // at 2.0: tests/integration/ocr_test.cc). 2.0 is the default here.
   m->detection_.unclip_ratio = 2.0;
   OptionReader o(config.options);
@@ -138,8 +138,19 @@ Status OcrModel::Recognize(std::span<const image::Image> lines, std::vector<Reco
   std::iota(order.begin(), order.end(), 0);
   const auto aspect = [&](size_t i) { return static_cast<double>(lines[i].width) / std::max(lines[i].height, 1u); };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return aspect(a) < aspect(b); });
-  for (size_t start = 0; start < order.size(); start += batch_) {
-    const size_t n = std::min<size_t>(batch_, order.size() - start);
+  // A batch is as wide as its widest line: at most batch_ lines, and at most
+  // kBatchWidth columns of 48 rows in all (the recognizer's activations grow
+  // with both; 8 lines of a full A4 line's 1440 columns stay within its
+  // runtime process's memory).
+  constexpr double kBatchWidth = 8 * 1440;
+  for (size_t start = 0, n = 0; start < order.size(); start += n) {
+    n = 0;
+    double width = 0;
+    while (start + n < order.size() && n < batch_) {
+      width = std::max(width, 48 * std::max(aspect(order[start + n]), 320.0 / 48));
+      if (n > 0 && width * static_cast<double>(n + 1) > kBatchWidth) break;
+      ++n;
+    }
     std::vector<const image::Image*> chunk;
     for (size_t k = 0; k < n; ++k) chunk.push_back(&lines[order[start + k]]);
     std::vector<Tensor> out;
@@ -157,8 +168,46 @@ Status OcrModel::Recognize(std::span<const image::Image> lines, std::vector<Reco
   return Status::Ok();
 }
 
+Status OcrModel::Detect(const image::Image& img, std::vector<Quad>* boxes) const {
+  PlaneBatch planes = DetectorBatch(img, limit_side_);
+  const uint32_t map_w = planes.width, map_h = planes.height;
+  std::vector<Tensor> det;
+  SHOAL_RETURN_IF_ERROR(detector_->Run(std::vector<Tensor>{Input(std::move(planes))}, &det));
+  SHOAL_ASSIGN_OR_RETURN(const Tensor prob, OneOutput(std::move(det), 4, "detector"));
+  if (prob.shape[2] != map_h || prob.shape[3] != map_w) {
+    return Status(Code::kInferenceError, "ocr: the detector's map is not the size of its input");
+  }
+  for (const TextBox& box : FindTextBoxes(prob.values, map_w, map_h, img.width, img.height, detection_)) {
+    boxes->push_back(box.quad);
+  }
+  return Status::Ok();
+}
+
+Status OcrModel::Read(std::vector<image::Image>* lines, std::vector<RecognizedText>* texts) const {
+  if (classifier_) SHOAL_RETURN_IF_ERROR(Upright(lines));
+  SHOAL_RETURN_IF_ERROR(Recognize(*lines, texts));
+  // The classifier proposes, the recognizer disposes: a line read with too
+  // little confidence is read again turned half a turn (the classifier,
+  // squeezing a long line into 192 columns, misjudges some on noisy pages),
+  // and the surer reading is kept.
+  std::vector<size_t> doubtful;
+  std::vector<image::Image> turned;
+  for (size_t k = 0; k < texts->size(); ++k) {
+    if ((*texts)[k].confidence >= drop_score_) continue;
+    doubtful.push_back(k);
+    turned.push_back(Rotate180((*lines)[k]));
+  }
+  if (turned.empty()) return Status::Ok();
+  std::vector<RecognizedText> again;
+  SHOAL_RETURN_IF_ERROR(Recognize(turned, &again));
+  for (size_t j = 0; j < doubtful.size(); ++j) {
+    if (again[j].confidence > (*texts)[doubtful[j]].confidence) (*texts)[doubtful[j]] = std::move(again[j]);
+  }
+  return Status::Ok();
+}
+
 Status OcrModel::Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out) {
-  // Detection, image by image; every line of the batch cut out.
+  // Detection, image by image; every line of the batch cut out, then read together.
   std::vector<image::Image> lines;
   std::vector<std::pair<size_t, Quad>> line_of;  // the input and box of each line
   for (size_t i = 0; i < in.size(); ++i) {
@@ -177,24 +226,17 @@ Status OcrModel::Extract(std::span<const ExtractInput> in, std::span<ExtractOutp
       out[i].status = img.status();
       continue;
     }
-    PlaneBatch planes = DetectorBatch(*img, limit_side_);
-    const uint32_t map_w = planes.width, map_h = planes.height;
-    std::vector<Tensor> det;
-    SHOAL_RETURN_IF_ERROR(detector_->Run(std::vector<Tensor>{Input(std::move(planes))}, &det));
-    SHOAL_ASSIGN_OR_RETURN(const Tensor prob, OneOutput(std::move(det), 4, "detector"));
-    if (prob.shape[2] != map_h || prob.shape[3] != map_w) {
-      return Status(Code::kInferenceError, "ocr: the detector's map is not the size of its input");
-    }
+    std::vector<Quad> boxes;
+    SHOAL_RETURN_IF_ERROR(Detect(*img, &boxes));
     out[i].lines.emplace();
-    for (const TextBox& box : FindTextBoxes(prob.values, map_w, map_h, img->width, img->height, detection_)) {
-      lines.push_back(CropTextLine(*img, box.quad));
-      line_of.emplace_back(i, box.quad);
+    for (const Quad& box : boxes) {
+      lines.push_back(CropTextLine(*img, box));
+      line_of.emplace_back(i, box);
     }
   }
   if (lines.empty()) return Status::Ok();
-  if (classifier_) SHOAL_RETURN_IF_ERROR(Upright(&lines));
   std::vector<RecognizedText> texts;
-  SHOAL_RETURN_IF_ERROR(Recognize(lines, &texts));
+  SHOAL_RETURN_IF_ERROR(Read(&lines, &texts));
   for (size_t k = 0; k < texts.size(); ++k) {
     if (texts[k].confidence < drop_score_ || texts[k].text.empty()) continue;
     const auto& [i, quad] = line_of[k];

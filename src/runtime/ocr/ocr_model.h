@@ -16,9 +16,11 @@
 // A batch of images runs stage by stage: each image through the detector
 // (its own size), then every line of every image through the classifier
 // and the recognizer together, in batches of lines of similar shape — each
-// stage batched on its own across the requests of the batch. An image's
+// stage batched on its own across the requests of the batch. A line read
+// under drop_score is read once more turned half a turn, and the surer
+// reading kept (the classifier misjudges some long lines). An image's
 // answer is its lines in reading order with their confidences and boxes;
-// lines under drop_score are left out.
+// lines still under drop_score are left out.
 //
 // Threading: immutable after Load; Extract may run from several threads
 // at once (the stages' runtime pipelines their calls).
@@ -52,6 +54,11 @@ class OcrModel final : public Model {
  private:
   OcrModel() = default;
 
+  // The boxes of the image's lines, in reading order (the detector).
+  Status Detect(const image::Image& image, std::vector<Quad>* boxes) const;
+  // Each line's text: turned upright as the classifier says, read, and a
+  // doubtful reading tried once more the other way up.
+  Status Read(std::vector<image::Image>* lines, std::vector<RecognizedText>* texts) const;
   // The recognizer's reading of each line, in batches of similar widths.
   Status Recognize(std::span<const image::Image> lines, std::vector<RecognizedText>* texts) const;
   // Lines the classifier finds upside down, turned.
