@@ -153,14 +153,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
 
-  // An item's views lie inside it (text, or an image instead).
+  // An item's views lie inside it (text, or an image or a document instead).
   auto inside = [&](std::string_view v) {
     return v.empty() || (v.data() >= buf.data() && v.data() + v.size() <= buf.data() + buf.size());
   };
   for (shoal::Task task : {shoal::Task::kEncode, shoal::Task::kScore, shoal::Task::kExtract, shoal::Task::kTokenize}) {
     ItemFields f;
     if (DecodeItem(buf, task, &f).ok()) {
-      FUZZ_CHECK(inside(f.text) && inside(f.text_pair) && inside(f.image));
+      FUZZ_CHECK(inside(f.text) && inside(f.text_pair) && inside(f.image) && inside(f.document) && inside(f.pages));
     }
   }
   size_t n = 0;

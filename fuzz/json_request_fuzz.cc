@@ -15,6 +15,7 @@
 #include "wire/encode_request.h"
 #include "wire/generate.h"
 #include "wire/generate_request.h"
+#include "wire/extract_request.h"
 #include "wire/score_request.h"
 #include "wire/item.h"
 
@@ -22,7 +23,7 @@ namespace {
 
 using namespace shoal::wire;
 
-constexpr int kParsers = 8;
+constexpr int kParsers = 9;
 
 void CheckItems(const WorkRequest& req, const ParseLimits& limits) {
   FUZZ_CHECK(req.items.size() <= limits.max_items);
@@ -84,6 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 5: if (ParseChatCompletions(body, limits, &gen).ok()) CheckRoundTrip(gen); break;
     case 6: if (ParseCompletions(body, limits, &gen).ok()) CheckRoundTrip(gen); break;
     case 7: if (ParseGenerate(body, "fuzz-model", limits, &gen).ok()) CheckRoundTrip(gen); break;
+    case 8: if (ParseExtractJson(body, limits, &req).ok()) CheckItems(req, limits); break;
   }
   return 0;
 }

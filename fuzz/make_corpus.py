@@ -121,6 +121,10 @@ def json_seeds():
     for which, bodies in seeds.items():
         for b in bodies:
             put("json_request", bytes([which]) + b.encode())
+    # Extract (parser 8): texts, an image, a PDF with its pages.
+    for b in ['{"items": [{"text": "Ada Lovelace met Charles Babbage"}], "aggregation": "first"}',
+              '{"items": [{"image": "iVBORw0KGgo="}, {"document": "JVBERi0x", "pages": "1-3,7"}], "output": "ocr"}']:
+        put("json_request", bytes([8]) + b.encode())
 
 
 def model_seeds():

@@ -108,6 +108,10 @@ struct ScoreOutput {
 struct ExtractInput {
   std::string_view text;
   std::string_view image;  // instead of text, for a model that takes_images()
+  // A PDF instead of text, for a model that takes_documents(), and the
+  // pages to read ("1-3,7"; empty: all).
+  std::string_view document;
+  std::string_view pages;
   bool truncate = false;
   std::string_view lora;
   // Token classifiers only (absent: simple); a text classifier refuses it.
@@ -139,6 +143,7 @@ struct TextLine {
   std::string text;
   float confidence = 0;
   std::array<std::array<float, 2>, 4> box{};
+  uint32_t page = 0;  // a document's page (1-based), its box in the page as rendered; 0: an image
 };
 
 struct ExtractOutput {
@@ -206,6 +211,8 @@ class Model {
   // item of a kind the model does not take.
   virtual bool takes_images() const { return false; }
   virtual bool takes_text() const { return true; }
+  // Whether its inputs may be PDFs (ExtractInput::document).
+  virtual bool takes_documents() const { return false; }
   // The outputs Encode produces (OutputKind bits); the worker refuses an
   // input asking for another (INVALID_INPUT).
   virtual OutputKinds encode_outputs() const { return static_cast<OutputKinds>(OutputKind::kDense); }

@@ -1,6 +1,7 @@
 // Extract requests (POST /v1/extract/{model}), MessagePack (default) or
 // JSON, parsed into WorkRequest items like encode requests are:
-//   {"items": [{"text": "..."}, ...], "truncate": false, "lora": "adapter",
+//   {"items": [{"text": "..."} | {"image": ...} | {"document": ..., "pages": "1-3"}, ...],
+//    "truncate": false, "lora": "adapter",
 //    "aggregation": "none" | "simple" | "first" | "average" | "max",
 //    "top_k": n, "output": "ocr"}
 // aggregation is for token classifiers (NER; default simple), top_k for

@@ -26,6 +26,17 @@ void AppendImageItem(std::string_view bytes, std::string* out) {
   w.Bin(bytes);
 }
 
+void AppendDocumentItem(std::string_view bytes, std::string_view pages, std::string* out) {
+  MsgpackWriter w(out);
+  w.MapHeader(pages.empty() ? 1 : 2);
+  w.Str("document");
+  w.Bin(bytes);
+  if (!pages.empty()) {
+    w.Str("pages");
+    w.Str(pages);
+  }
+}
+
 void AppendTextImageItem(std::string_view text, std::string_view image, std::string* out) {
   MsgpackWriter w(out);
   w.MapHeader(2);
@@ -57,7 +68,8 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
   MsgpackReader r(msgpack);
   uint32_t fields;
   if (!r.ReadMapHeader(&fields)) return MsgpackExpected("item", "a map", r);
-  bool has_text = false, has_pair = false, has_ids = false, has_image = false;
+  bool has_text = false, has_pair = false, has_ids = false, has_image = false, has_document = false,
+       has_pages = false;
   auto read_str = [&](std::string_view name, std::string_view* v) -> Status {
     if (r.ReadStr(v)) return Status::Ok();
     return MsgpackExpected("item." + std::string(name), "a string", r);
@@ -76,6 +88,13 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
       if (!r.ReadBin(&out->image)) return MsgpackExpected("item.image", "binary (the encoded image)", r);
       if (out->image.empty()) return InvalidInput("item.image: empty");
       has_image = true;
+    } else if (key == "document" && task == Task::kExtract) {
+      if (!r.ReadBin(&out->document)) return MsgpackExpected("item.document", "binary (the PDF's bytes)", r);
+      if (out->document.empty()) return InvalidInput("item.document: empty");
+      has_document = true;
+    } else if (key == "pages" && task == Task::kExtract) {
+      SHOAL_RETURN_IF_ERROR(read_str(key, &out->pages));
+      has_pages = true;
     } else if (key == "text_pair" && task == Task::kScore) {
       SHOAL_RETURN_IF_ERROR(read_str(key, &out->text_pair));
       has_pair = true;
@@ -92,8 +111,11 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
     if (!has_text) return InvalidInput("item.text: missing");
     if (has_pair == has_image) return InvalidInput(has_pair ? "item: both text_pair and image" : "item.text_pair: missing");
   } else {
-    if (has_text + has_ids + has_image > 1) return InvalidInput("item: more than one of text, ids and image");
-    if (!has_text && !has_ids && !has_image) return InvalidInput("item.text: missing");
+    if (has_text + has_ids + has_image + has_document > 1) {
+      return InvalidInput("item: more than one of text, ids, image and document");
+    }
+    if (!has_text && !has_ids && !has_image && !has_document) return InvalidInput("item.text: missing");
+    if (has_pages && !has_document) return InvalidInput("item.pages: only with a document");
   }
   if (has_ids && out->ids.empty()) return InvalidInput("item.ids: empty");
   if (!r.AtEnd()) return InvalidInput("item: trailing bytes after the item");

@@ -4,7 +4,9 @@
 //
 //   item    encode, extract {"text": str}; encode {"ids": [int...]} (token
 //           ids, run as they are); encode, extract {"image": bin} (an encoded
-//           image, JPEG/PNG/WebP/GIF, decoded by the worker's runtime); score
+//           image, JPEG/PNG/WebP/GIF, decoded by the worker's runtime);
+//           extract {"document": bin, "pages": str} (a PDF; pages "1-3,7",
+//           absent: all); score
 //           {"text": str, "text_pair": str} or {"text": str, "image": bin}
 //           (an image–text model's pair);
 //           tokenize {"text": str, "add_special_tokens": bool}
@@ -16,7 +18,8 @@
 //           (a token classifier; start/end in code points) or {"labels":
 //           [{"label", "score"}...]} (a text classifier, best first) or
 //           {"lines": [{"text", "confidence", "box": [[x, y] × 4]}...]} (an
-//           OCR pipeline, in reading order; confidence and coordinates float32);
+//           OCR pipeline, in reading order, "page": uint too for a document's
+//           lines; confidence and coordinates float32);
 //           tokenize {"tokens": [{"id", "text", "special", "start", "stop"}...]}
 //           (start/stop nil for added special tokens)
 #pragma once
@@ -41,6 +44,8 @@ struct ItemFields {
   std::string_view text_pair;  // score only
   std::vector<int32_t> ids;    // encode only: token ids instead of text
   std::string_view image;      // an encoded image: instead of text (encode, extract), of text_pair (score)
+  std::string_view document;   // extract: a PDF instead of text
+  std::string_view pages;      // its pages ("1-3,7"; empty: all)
   bool add_special_tokens = true;  // tokenize only
 };
 
@@ -50,6 +55,8 @@ void AppendTextItem(std::string_view text, std::string* out);
 void AppendIdsItem(std::span<const int32_t> ids, std::string* out);
 // {"image": bytes} (MessagePack bin).
 void AppendImageItem(std::string_view bytes, std::string* out);
+// {"document": bytes} and, when not empty, "pages": pages (a PDF, extract).
+void AppendDocumentItem(std::string_view bytes, std::string_view pages, std::string* out);
 // {"text": text, "image": bytes}: a score item for an image–text model.
 void AppendTextImageItem(std::string_view text, std::string_view image, std::string* out);
 // {"text": text, "text_pair": pair}.
@@ -213,7 +220,11 @@ void AppendLinesResult(const Lines& lines, std::string* out) {
   w.Str("lines");
   w.ArrayHeader(static_cast<uint32_t>(lines.size()));
   for (const auto& l : lines) {
-    w.MapHeader(3);
+    w.MapHeader(l.page > 0 ? 4 : 3);
+    if (l.page > 0) {
+      w.Str("page");
+      w.Uint(l.page);
+    }
     w.Str("text");
     w.Str(l.text);
     w.Str("confidence");

@@ -7,29 +7,39 @@
 namespace shoal::wire {
 namespace {
 
-// One MessagePack item, {"text": str} or {"image": bin}: kept as a view of
-// its bytes.
+// One MessagePack item, {"text": str}, {"image": bin} or {"document": bin,
+// "pages": str}: kept as a view of its bytes.
 Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limits, RequestItem* item) {
   const size_t start = r.offset();
   uint32_t fields;
   if (!r.ReadMapHeader(&fields)) return MsgpackExpected(Field("items", index), "a map", r);
-  std::string_view text, image;
+  std::string_view text, image, pages;
+  uint32_t inputs = 0;
+  bool document = false, has_pages = false;
   for (uint32_t f = 0; f < fields; ++f) {
     std::string_view key;
     if (!r.ReadStr(&key)) return MsgpackExpected(Field("items", index), "a field name (a string)", r);
     if (key == "text") {
       if (!r.ReadStr(&text)) return MsgpackExpected(Field("items", index, ".text"), "a string", r);
       item->cost = EstimateTokens(text.size());
-    } else if (key == "image") {
-      if (!r.ReadBin(&image)) return MsgpackExpected(Field("items", index, ".image"), "binary (the encoded image)", r);
-      if (image.empty()) return InvalidInput(Field("items", index, ".image") + ": empty");
+      ++inputs;
+    } else if (key == "image" || key == "document") {
+      const std::string field = Field("items", index, "." + std::string(key));
+      if (!r.ReadBin(&image)) return MsgpackExpected(field, "binary (the file's bytes)", r);
+      if (image.empty()) return InvalidInput(field + ": empty");
       item->cost = kImageItemCost;
+      ++inputs;
+      document = document || key == "document";
+    } else if (key == "pages") {
+      if (!r.ReadStr(&pages)) return MsgpackExpected(Field("items", index, ".pages"), "a string (\"1-3,7\")", r);
+      has_pages = true;
     } else {
       return InvalidInput(Field("items", index) + ": unknown field '" + std::string(key) + "'");
     }
   }
-  if (fields == 0) return InvalidInput(Field("items", index, ".text") + ": missing");
-  if (fields > 1) return InvalidInput(Field("items", index) + ": one text or one image, not both");
+  if (inputs == 0) return InvalidInput(Field("items", index, ".text") + ": missing");
+  if (inputs > 1) return InvalidInput(Field("items", index) + ": one text, image or document, not more");
+  if (has_pages && !document) return InvalidInput(Field("items", index, ".pages") + ": only with a document");
   const std::string_view raw = r.buffer().substr(start, r.offset() - start);
   SHOAL_RETURN_IF_ERROR(CheckItemSize(Field("items", index), raw.size(), limits));
   item->payload = raw;
@@ -91,22 +101,37 @@ Status ParseNativeJson(std::string& body, const ParseLimits& limits, WorkRequest
         od::object item;
         if (el.get_object().get(item)) return JsonExpected(Field("items", i), "an object", el);
         size_t inputs = 0;
+        std::string_view document, pages;
+        bool has_document = false, has_pages = false;
         for (auto f_result : item) {
           od::field f;
           if (auto e = std::move(f_result).get(f)) return JsonMalformed(e);
           std::string_view k;
           if (auto e = f.unescaped_key().get(k)) return JsonMalformed(e);
-          if (k != "text" && k != "image") {
+          if (k != "text" && k != "image" && k != "document" && k != "pages") {
             return InvalidInput(Field("items", i) + ": unknown field '" + std::string(k) + "'");
           }
-          if (++inputs > 1) return InvalidInput(Field("items", i) + ": one text or one image, not both");
-          const std::string field = Field("items", i, k == "image" ? ".image" : ".text");
+          const std::string field = Field("items", i, "." + std::string(k));
           std::string_view text;
           SHOAL_RETURN_IF_ERROR(ReadJsonString(f.value(), field, &text));
-          SHOAL_RETURN_IF_ERROR(k == "image" ? AddJsonImage(field, text, limits, storage.get(), &pending)
-                                             : AddJsonText(Field("items", i), text, limits, storage.get(), &pending));
+          if (k == "pages") {
+            pages = text, has_pages = true;
+            continue;
+          }
+          if (++inputs > 1) return InvalidInput(Field("items", i) + ": one text, image or document, not more");
+          if (k == "document") {
+            document = text, has_document = true;  // added once its pages are known
+          } else {
+            SHOAL_RETURN_IF_ERROR(k == "image" ? AddJsonImage(field, text, limits, storage.get(), &pending)
+                                               : AddJsonText(Field("items", i), text, limits, storage.get(), &pending));
+          }
         }
         if (inputs == 0) return InvalidInput(Field("items", i, ".text") + ": missing");
+        if (has_pages && !has_document) return InvalidInput(Field("items", i, ".pages") + ": only with a document");
+        if (has_document) {
+          SHOAL_RETURN_IF_ERROR(
+              AddJsonDocument(Field("items", i, ".document"), document, pages, limits, storage.get(), &pending));
+        }
         ++i;
       }
       has_items = true;

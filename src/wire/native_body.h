@@ -1,9 +1,10 @@
 // The body the native item routes share (POST /v1/encode/{model},
 // /v1/extract/{model}), MessagePack or JSON:
-//   {"items": [{"text": "..."} | {"image": <bytes>}, ...], "truncate": false,
-//    "lora": "adapter", ...the route's own fields}
-// (an image is MessagePack bin, or in JSON base64 or a base64 data URL; its
-// cost is kImageItemCost)
+//   {"items": [{"text": "..."} | {"image": <bytes>} | {"document": <bytes>, "pages": "1-3"}, ...],
+//    "truncate": false, "lora": "adapter", ...the route's own fields}
+// (an image or a document is MessagePack bin, or in JSON base64 or a base64
+// data URL; its cost is kImageItemCost; a document is an extract item, which
+// the worker refuses on encode)
 // The route reads its own fields through `other`, which refuses the ones it
 // does not know (UnknownField). A MessagePack item is kept as a view into
 // the body; a JSON item is re-encoded once. Internal to src/wire.

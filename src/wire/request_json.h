@@ -58,15 +58,21 @@ Status AddItem(std::string_view field, uint32_t cost, const ParseLimits& limits,
 Status AddJsonText(std::string_view field, std::string_view text, const ParseLimits& limits,
                    std::string* storage, std::vector<PendingItem>* pending);
 
-// An image's bytes from a JSON string's text: base64, or a data URL with
-// base64 data (its media type is not read: the format is the bytes' own
-// signature, checked where the image is decoded). Errors name `field`.
+// An image's (or a document's) bytes from a JSON string's text: base64, or
+// a data URL with base64 data (its media type is not read: the format is
+// the bytes' own signature, checked where the file is decoded). Errors name
+// `field`.
 Status DecodeJsonImage(std::string_view field, std::string_view text, std::string* bytes);
 
 // AddItem for an image item ({"image": bytes}) from a JSON string's text, as
 // DecodeJsonImage reads it.
 Status AddJsonImage(std::string_view field, std::string_view text, const ParseLimits& limits, std::string* storage,
                     std::vector<PendingItem>* pending);
+
+// AddItem for a document item ({"document": bytes, "pages": range}) from a
+// JSON string's text (base64 or a base64 data URL, as an image's).
+Status AddJsonDocument(std::string_view field, std::string_view text, std::string_view pages,
+                       const ParseLimits& limits, std::string* storage, std::vector<PendingItem>* pending);
 
 // Moves `storage` into `out` and points out->items into it.
 void FinishItems(std::unique_ptr<std::string> storage, const std::vector<PendingItem>& pending,

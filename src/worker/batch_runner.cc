@@ -37,6 +37,8 @@ ScoreInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ScoreOutput*
 ExtractInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ExtractOutput*) {
   return {.text = f.text,
           .image = f.image,
+          .document = f.document,
+          .pages = f.pages,
           .truncate = it.work.truncate,
           .lora = it.work.lora,
           .aggregation = it.work.aggregation,
@@ -145,9 +147,14 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
                           served.spec->runtime + "' runs no token-id inputs)"));
       continue;
     }
+    if (!fields.document.empty() && !served.model->takes_documents()) {
+      Settle(it, Outcome::kBadInput,
+             InvalidInput("input: model '" + served.spec->id + "' takes no documents (PDFs go to an OCR pipeline)"));
+      continue;
+    }
     // A score item's image comes with a text: both kinds must be taken.
     if ((!fields.image.empty() && !served.model->takes_images()) ||
-        ((fields.image.empty() || task == Task::kScore) && !served.model->takes_text())) {
+        (fields.document.empty() && (fields.image.empty() || task == Task::kScore) && !served.model->takes_text())) {
       Settle(it, Outcome::kBadInput,
              InvalidInput("input: model '" + served.spec->id + "' takes " +
                           (fields.image.empty() ? "images, not text" : "text, not images")));

@@ -292,7 +292,7 @@ TEST_F(ImageServing, BadImagesAndTheWrongKindOfInputAreInvalidInput) {
   const json image = Post("/v1/encode/t/bert", json{{"items", {{{"image", Base64(small)}}}}}.dump(), 400);
   EXPECT_NE(message(image).find("takes text, not images"), std::string::npos) << image.dump();
   const json both = Post("/v1/encode/t/clip-vision", json{{"items", {{{"text", "a"}, {"image", Base64(small)}}}}}.dump(), 400);
-  EXPECT_NE(message(both).find("items[0]: one text or one image"), std::string::npos) << both.dump();
+  EXPECT_NE(message(both).find("items[0]: one text, image or document"), std::string::npos) << both.dump();
   const json not64 = Post("/v1/encode/t/clip-vision", R"({"items":[{"image":"not base64!"}]})", 400);
   EXPECT_NE(message(not64).find("items[0].image"), std::string::npos) << not64.dump();
   const json url = Post("/v1/encode/t/clip-vision", R"({"items":[{"image":"data:image/png,abc"}]})", 400);

@@ -76,6 +76,9 @@ page("tilted", "DejaVuSans.ttf", 28, texts[0:2], turn=2, clean=False)
 page("noisy", "DejaVuSerif.ttf", 28, texts[3:5], noise=40, clean=False)
 page("dense", "DejaVuSans.ttf", 22, texts, spacing=1.3)
 json.dump(pages, open(f"{out}/pages.json", "w"))
+# A scanned document: two of the pages as a PDF of images (150 dpi).
+first, second = (Image.open(f"{out}/{p}.png") for p in ("sans-28", "serif-24"))
+first.save(f"{out}/scan.pdf", save_all=True, append_images=[second], resolution=150.0)
 )";
     std::ofstream(dir_ / "make.py") << script;
     ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir_ / "make.py").string() + " " + dir_.string()).c_str()), 0);
@@ -141,6 +144,40 @@ TEST_F(Ocr, ReadsRenderedTextBackInReadingOrder) {
   EXPECT_GE(all, 0.90);
 }
 
+// A PDF's pages, rendered by poppler and read as images: all of them, or
+// those `pages` names; each line says its page. A broken PDF and a page past
+// the end fail their item alone.
+TEST_F(Ocr, ReadsTheChosenPagesOfAPdf) {
+  ModelRuntimes runtimes;
+  auto model = runtimes.For(Spec())->Load(*ModelConfig::FromSpec(Spec()), LoadContext{2});
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_TRUE((*model)->takes_documents());
+  const std::string pdf = FileText((dir_ / "scan.pdf").string());
+  std::vector<ExtractInput> in = {{.document = pdf}, {.document = pdf, .pages = "2"},
+                                  {.document = pdf.substr(0, pdf.size() / 3)}, {.document = pdf, .pages = "3"}};
+  std::vector<ExtractOutput> out(in.size());
+  ASSERT_TRUE((*model)->Extract(in, out).ok());
+  ASSERT_TRUE(out[0].status.ok()) << out[0].status.ToString();
+  std::vector<std::string> want = pages_[0].lines;  // sans-28, then serif-24
+  want.insert(want.end(), pages_[1].lines.begin(), pages_[1].lines.end());
+  ASSERT_EQ(out[0].lines->size(), want.size());
+  std::string read, written;
+  for (size_t k = 0; k < want.size(); ++k) {
+    EXPECT_EQ((*out[0].lines)[k].page, k < pages_[0].lines.size() ? 1u : 2u) << k;
+    read += (*out[0].lines)[k].text + "\n";
+    written += want[k] + "\n";
+  }
+  const double accuracy = CharacterAccuracy(written, read);
+  std::printf("two scanned PDF pages: %.4f of characters right\n", accuracy);
+  EXPECT_GE(accuracy, 0.95);
+  ASSERT_TRUE(out[1].status.ok()) << out[1].status.ToString();
+  ASSERT_EQ(out[1].lines->size(), pages_[1].lines.size());
+  for (const TextLine& l : *out[1].lines) EXPECT_EQ(l.page, 2u);
+  EXPECT_EQ(out[2].status.code(), Code::kInvalidInput) << "a truncated PDF";
+  EXPECT_EQ(out[3].status.code(), Code::kInvalidInput) << "a page past the end";
+  EXPECT_NE(out[3].status.message().find("3"), std::string::npos) << out[3].status.message();
+}
+
 // Through the serving path: registered, loaded by a worker (its stages in
 // the worker's ONNX Runtime process), an image on /v1/extract as base64 and
 // as MessagePack bin, and what is refused.
@@ -180,6 +217,18 @@ TEST_F(Ocr, ReadsImagesSentThroughTheGateway) {
   EXPECT_NE(error("/v1/extract/t/ocr", {{"items", {{{"image", b64}}}}, {"top_k", 2}}).find("top_k"),
             std::string::npos);
   EXPECT_NE(error("/v1/extract/t/ocr", {{"items", {{{"image", b64}}}}, {"output", "labels"}}).find("output"),
+            std::string::npos);
+  // A PDF, its second page alone: its lines say their page.
+  std::string pdf64;
+  wire::AppendBase64(FileText((dir_ / "scan.pdf").string()), &pdf64);
+  auto doc = http.PostJson("/v1/extract/t/ocr", json{{"items", {{{"document", pdf64}, {"pages", "2"}}}}}.dump());
+  ASSERT_TRUE(doc.ok());
+  ASSERT_EQ(doc->status, 200) << doc->body;
+  const json doc_lines = json::parse(doc->body)["items"][0]["lines"];
+  ASSERT_EQ(doc_lines.size(), pages_[1].lines.size()) << doc->body;
+  EXPECT_EQ(doc_lines[0]["page"], 2);
+  EXPECT_EQ(doc_lines[0]["text"], pages_[1].lines[0]);
+  EXPECT_NE(error("/v1/extract/t/ocr", {{"items", {{{"text", "a"}, {"pages", "2"}}}}}).find("only with a document"),
             std::string::npos);
 }
 

@@ -336,7 +336,7 @@ TEST(ParseOpenAiEmbeddings, TokenIdInputs) {
   w.ArrayHeader(1);
   w.Int(1);
   ItemFields b;
-  EXPECT_EQ(DecodeItem(both, Task::kEncode, &b).message(), "item: more than one of text, ids and image");
+  EXPECT_EQ(DecodeItem(both, Task::kEncode, &b).message(), "item: more than one of text, ids, image and document");
 }
 
 TEST(ParseEncodeJson, ASurrogatePairIsOneCharacter) {

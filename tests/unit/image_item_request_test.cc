@@ -6,6 +6,7 @@
 #include <string>
 
 #include "wire/encode_request.h"
+#include "wire/extract_request.h"
 #include "wire/score_request.h"
 #include "wire/item.h"
 #include "wire/msgpack_writer.h"
@@ -59,7 +60,7 @@ TEST(ParseEncode, ImageItemsComeAsBinaryBase64OrDataUrls) {
             "items[0].image: a data URL must be base64 (data:image/png;base64,...)");
   EXPECT_EQ(error(R"({"items": [{"image": ""}]})"), "items[0].image: empty");
   EXPECT_EQ(error(R"({"items": [{"image": 7}]})").substr(0, 16), "items[0].image: ");
-  EXPECT_EQ(error(R"({"items": [{"text": "a", "image": "iVBORw0K"}]})"), "items[0]: one text or one image, not both");
+  EXPECT_EQ(error(R"({"items": [{"text": "a", "image": "iVBORw0K"}]})"), "items[0]: one text, image or document, not more");
 }
 
 // /v1/score for an image–text model: a text query against images, or an
@@ -115,6 +116,48 @@ TEST(ParseScore, ImageTextPairs) {
   w.Str("image");
   w.Bin("\x89PNG");
   EXPECT_EQ(DecodeItem(both, Task::kScore, &f).message(), "item: both text_pair and image");
+}
+
+// Document items (PDFs, for an OCR pipeline on /v1/extract): base64 or
+// binary, with the pages to read.
+TEST(ParseExtract, DocumentItemsCarryTheirPages) {
+  std::string json = R"({"items": [{"pages": "1-2", "document": "JVBERi0x"}, {"document": "data:application/pdf;base64,JVBERi0x"}]})";
+  WorkRequest req;
+  ASSERT_TRUE(ParseExtractJson(json, {}, &req).ok());
+  ASSERT_EQ(req.items.size(), 2u);
+  ItemFields a, b;
+  ASSERT_TRUE(DecodeItem(req.items[0].payload, Task::kExtract, &a).ok());
+  ASSERT_TRUE(DecodeItem(req.items[1].payload, Task::kExtract, &b).ok());
+  EXPECT_EQ(a.document, "%PDF-1");
+  EXPECT_EQ(a.pages, "1-2");
+  EXPECT_EQ(b.document, "%PDF-1");
+  EXPECT_TRUE(b.pages.empty());
+  EXPECT_EQ(DecodeItem(req.items[0].payload, Task::kEncode, &a).message(), "item: unknown field 'document' for encode");
+
+  std::string body;
+  MsgpackWriter w(&body);
+  w.MapHeader(1);
+  w.Str("items");
+  w.ArrayHeader(1);
+  w.MapHeader(2);
+  w.Str("document");
+  w.Bin("%PDF-1");
+  w.Str("pages");
+  w.Str("3");
+  WorkRequest m;
+  ASSERT_TRUE(ParseExtractMsgpack(body, {}, &m).ok());
+  ItemFields f;
+  ASSERT_TRUE(DecodeItem(m.items[0].payload, Task::kExtract, &f).ok());
+  EXPECT_EQ(f.pages, "3");
+
+  auto error = [](std::string text) {
+    WorkRequest r;
+    return ParseExtractJson(text, {}, &r).message();
+  };
+  EXPECT_EQ(error(R"({"items": [{"text": "a", "pages": "1"}]})"), "items[0].pages: only with a document");
+  EXPECT_EQ(error(R"({"items": [{"image": "JVBERi0x", "document": "JVBERi0x"}]})"),
+            "items[0]: one text, image or document, not more");
+  EXPECT_EQ(error(R"({"items": [{"document": ""}]})"), "items[0].document: empty");
 }
 
 TEST(ParseOpenAiEmbeddings, ImagePartsGoAmongTheTexts) {

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "common/log.h"
+#include "document/pdf.h"
 #include "image/decode.h"
 #include "ocr/crop.h"
 #include "ocr/stage_inputs.h"
@@ -80,6 +81,10 @@ Result<std::unique_ptr<Model>> OcrModel::Load(const ModelConfig& config, const L
   SHOAL_RETURN_IF_ERROR(o.Number("unclip_ratio", 0, 10, &m->detection_.unclip_ratio));
   SHOAL_RETURN_IF_ERROR(o.Number("drop_score", 0, 1, &m->drop_score_));
   SHOAL_RETURN_IF_ERROR(o.Count("batch", 1, 256, &m->batch_));
+  SHOAL_RETURN_IF_ERROR(o.Number("dpi", 18, 600, &m->dpi_));
+  uint32_t max_pages = 20;
+  SHOAL_RETURN_IF_ERROR(o.Count("max_pages", 1, 1000, &max_pages));
+  m->pdf_limits_.max_pages = static_cast<int>(max_pages);
   SHOAL_RETURN_IF_ERROR(o.Finish());
   m->detection_.threshold = static_cast<float>(threshold);
   m->detection_.box_threshold = static_cast<float>(box_threshold);
@@ -168,6 +173,21 @@ Status OcrModel::Recognize(std::span<const image::Image> lines, std::vector<Reco
   return Status::Ok();
 }
 
+Status OcrModel::ForEachPage(const ExtractInput& in,
+                             const std::function<Status(uint32_t, const image::Image&)>& each) const {
+  if (in.document.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(const image::Image img, image::DecodeImage(in.image, limits_));
+    return each(0, img);
+  }
+  SHOAL_ASSIGN_OR_RETURN(const auto pdf, document::PdfDocument::Open(in.document, pdf_limits_));
+  SHOAL_ASSIGN_OR_RETURN(const std::vector<int> selected, pdf->Select(in.pages));
+  for (int page : selected) {
+    SHOAL_ASSIGN_OR_RETURN(const image::Image img, pdf->Render(page, dpi_));
+    SHOAL_RETURN_IF_ERROR(each(static_cast<uint32_t>(page + 1), img));
+  }
+  return Status::Ok();
+}
+
 Status OcrModel::Detect(const image::Image& img, std::vector<Quad>* boxes) const {
   PlaneBatch planes = DetectorBatch(img, limit_side_);
   const uint32_t map_w = planes.width, map_h = planes.height;
@@ -207,13 +227,18 @@ Status OcrModel::Read(std::vector<image::Image>* lines, std::vector<RecognizedTe
 }
 
 Status OcrModel::Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out) {
-  // Detection, image by image; every line of the batch cut out, then read together.
+  // Detection, page by page; every line of the batch cut out, then read together.
+  struct LineOf {
+    size_t input;
+    uint32_t page;
+    Quad box;
+  };
   std::vector<image::Image> lines;
-  std::vector<std::pair<size_t, Quad>> line_of;  // the input and box of each line
+  std::vector<LineOf> line_of;
   for (size_t i = 0; i < in.size(); ++i) {
     out[i] = ExtractOutput{};
-    if (in[i].image.empty()) {
-      out[i].status = InvalidInput("input: model '" + config_.id + "' reads images, not text");
+    if (in[i].image.empty() && in[i].document.empty()) {
+      out[i].status = InvalidInput("input: model '" + config_.id + "' reads images and documents, not text");
       continue;
     }
     if (in[i].aggregation || in[i].top_k) {
@@ -221,29 +246,38 @@ Status OcrModel::Extract(std::span<const ExtractInput> in, std::span<ExtractOutp
                                    config_.id + "' reads lines of text; it groups no entities and ranks no labels");
       continue;
     }
-    Result<image::Image> img = image::DecodeImage(in[i].image, limits_);
-    if (!img.ok()) {
-      out[i].status = img.status();
+    // A page at a time: only its lines outlive it. A failed detector call
+    // fails the batch; a page that does not decode or render, the item.
+    Status batch_failure;
+    const size_t first_line = lines.size();
+    const Status s = ForEachPage(in[i], [&](uint32_t page, const image::Image& img) -> Status {
+      std::vector<Quad> boxes;
+      if (Status d = Detect(img, &boxes); !d.ok()) return batch_failure = d;
+      for (const Quad& box : boxes) {
+        lines.push_back(CropTextLine(img, box));
+        line_of.push_back({i, page, box});
+      }
+      return Status::Ok();
+    });
+    SHOAL_RETURN_IF_ERROR(batch_failure);
+    if (!s.ok()) {  // the item's lines so far go with it
+      lines.resize(first_line);
+      line_of.resize(first_line);
+      out[i].status = s;
       continue;
     }
-    std::vector<Quad> boxes;
-    SHOAL_RETURN_IF_ERROR(Detect(*img, &boxes));
     out[i].lines.emplace();
-    for (const Quad& box : boxes) {
-      lines.push_back(CropTextLine(*img, box));
-      line_of.emplace_back(i, box);
-    }
   }
   if (lines.empty()) return Status::Ok();
   std::vector<RecognizedText> texts;
   SHOAL_RETURN_IF_ERROR(Read(&lines, &texts));
   for (size_t k = 0; k < texts.size(); ++k) {
     if (texts[k].confidence < drop_score_ || texts[k].text.empty()) continue;
-    const auto& [i, quad] = line_of[k];
-    TextLine line{std::move(texts[k].text), texts[k].confidence, {}};
-    for (size_t c = 0; c < 4; ++c) line.box[c] = {static_cast<float>(quad[c].x), static_cast<float>(quad[c].y)};
-    out[i].tokens += static_cast<uint32_t>(line.text.size());
-    out[i].lines->push_back(std::move(line));
+    const LineOf& at = line_of[k];
+    TextLine line{std::move(texts[k].text), texts[k].confidence, {}, at.page};
+    for (size_t c = 0; c < 4; ++c) line.box[c] = {static_cast<float>(at.box[c].x), static_cast<float>(at.box[c].y)};
+    out[at.input].tokens += static_cast<uint32_t>(line.text.size());
+    out[at.input].lines->push_back(std::move(line));
   }
   return Status::Ok();
 }

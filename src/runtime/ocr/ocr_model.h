@@ -10,8 +10,12 @@
 //   ocr: {detector: ch_PP-OCRv4_det_infer.onnx, classifier: ch_ppocr_mobile_v2.0_cls_infer.onnx,
 //         recognizer: ch_PP-OCRv4_rec_infer.onnx, keys: ppocr_keys_v1.txt, engine: onnx,
 //         limit_side: 960, threshold: 0.3, box_threshold: 0.6, unclip_ratio: 2.0,
-//         drop_score: 0.5, batch: 8}
+//         drop_score: 0.5, batch: 8, dpi: 300, max_pages: 20}
 // (those are the defaults; classifier "" runs none).
+//
+// An input is an image, or a PDF (ExtractInput::document): its pages (all,
+// or those `pages` names, at most max_pages) rendered at `dpi` by poppler
+// (document/pdf.h), each read as an image; a line then says its page.
 //
 // A batch of images runs stage by stage: each image through the detector
 // (its own size), then every line of every image through the classifier
@@ -29,6 +33,7 @@
 #include <functional>
 #include <memory>
 
+#include "document/pdf.h"
 #include "image/limits.h"
 #include "ocr/recognition.h"
 #include "ocr/text_detection.h"
@@ -48,12 +53,16 @@ class OcrModel final : public Model {
   size_t memory_bytes() const override;
   bool takes_images() const override { return true; }
   bool takes_text() const override { return false; }
+  bool takes_documents() const override { return true; }
 
   Status Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out) override;
 
  private:
   OcrModel() = default;
 
+  // Calls `each` with the images an input stands for, one at a time: its
+  // image (page 0), or its document's pages rendered (1-based numbers).
+  Status ForEachPage(const ExtractInput& in, const std::function<Status(uint32_t, const image::Image&)>& each) const;
   // The boxes of the image's lines, in reading order (the detector).
   Status Detect(const image::Image& image, std::vector<Quad>* boxes) const;
   // Each line's text: turned upright as the classifier says, read, and a
@@ -72,6 +81,8 @@ class OcrModel final : public Model {
   uint32_t limit_side_ = 960;
   double drop_score_ = 0.5;
   uint32_t batch_ = 8;
+  double dpi_ = 300;  // Tesseract's advice for OCR; 150 lost spaces between words in the test's scans
+  document::PdfLimits pdf_limits_;
 };
 
 }  // namespace shoal::ocr
