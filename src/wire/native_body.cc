@@ -13,7 +13,7 @@ Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limit
   const size_t start = r.offset();
   uint32_t fields;
   if (!r.ReadMapHeader(&fields)) return MsgpackExpected(Field("items", index), "a map", r);
-  std::string_view text, image, pages;
+  std::string_view text, bytes, pages;
   uint32_t inputs = 0;
   bool document = false, has_pages = false;
   for (uint32_t f = 0; f < fields; ++f) {
@@ -25,11 +25,11 @@ Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limit
       ++inputs;
     } else if (key == "image" || key == "document") {
       const std::string field = Field("items", index, "." + std::string(key));
-      if (!r.ReadBin(&image)) return MsgpackExpected(field, "binary (the file's bytes)", r);
-      if (image.empty()) return InvalidInput(field + ": empty");
+      if (!r.ReadBin(&bytes)) return MsgpackExpected(field, "binary (the file's bytes)", r);
+      if (bytes.empty()) return InvalidInput(field + ": empty");
       item->cost = kImageItemCost;
       ++inputs;
-      document = document || key == "document";
+      if (key == "document") document = true;
     } else if (key == "pages") {
       if (!r.ReadStr(&pages)) return MsgpackExpected(Field("items", index, ".pages"), "a string (\"1-3,7\")", r);
       has_pages = true;

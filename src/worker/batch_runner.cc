@@ -152,12 +152,15 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
              InvalidInput("input: model '" + served.spec->id + "' takes no documents (PDFs go to an OCR pipeline)"));
       continue;
     }
-    // A score item's image comes with a text: both kinds must be taken.
-    if ((!fields.image.empty() && !served.model->takes_images()) ||
-        (fields.document.empty() && (fields.image.empty() || task == Task::kScore) && !served.model->takes_text())) {
+    // The kinds the item holds (a score item's image comes with a text),
+    // each of which the model must take.
+    const bool has_image = !fields.image.empty();
+    const bool has_text = fields.document.empty() && (!has_image || task == Task::kScore);
+    const bool image_refused = has_image && !served.model->takes_images();
+    if (image_refused || (has_text && !served.model->takes_text())) {
       Settle(it, Outcome::kBadInput,
              InvalidInput("input: model '" + served.spec->id + "' takes " +
-                          (fields.image.empty() ? "images, not text" : "text, not images")));
+                          (image_refused ? "text, not images" : "images, not text")));
       continue;
     }
     if (task == Task::kEncode && it.work.outputs != 0 && (it.work.outputs & ~served.model->encode_outputs()) != 0) {

@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "catalog/model_spec.h"
 #include "image/decode.h"
@@ -25,6 +24,7 @@
 #include "runtime/native/models/text_transformer.h"
 #include "runtime/native/native_runtime.h"
 #include "runtime/native/tokenizers/tokenizer.h"
+#include "support/files.h"
 
 namespace shoal::native {
 namespace {
@@ -35,13 +35,6 @@ using nlohmann::json;
 json ReadJsonAt(const fs::path& p) {
   std::ifstream f(p);
   return json::parse(f);
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 double Cosine(const std::vector<double>& a, const std::vector<double>& b) {
@@ -80,7 +73,7 @@ class ImageTextReferenceTest : public ::testing::TestWithParam<const char*> {
     std::ofstream(tmp_ / "png.py") << script;
     const std::string cmd = "/usr/bin/python3 " + (tmp_ / "png.py").string() + " " + (tmp_ / "image.png").string();
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    return Slurp(tmp_ / "image.png");
+    return testing::FileText((tmp_ / "image.png").string());
   }
 
   // The image reference's embedding of `png`, prepared by the model's processor.
