@@ -162,8 +162,8 @@ Status ReadLoras(const json& o, ModelSpec* spec) {
     const std::string where = "loras[" + std::to_string(i) + "].";
     if (!e.is_object()) return InvalidInput("loras[" + std::to_string(i) + "]: expected a mapping {name, path}");
     for (auto f = e.begin(); f != e.end(); ++f) {
-      if (f.key() != "name" && f.key() != "path" && f.key() != "memory_bytes") {
-        return InvalidInput(where + f.key() + ": unknown field (name, path, memory_bytes)");
+      if (f.key() != "name" && f.key() != "path" && f.key() != "artifact" && f.key() != "memory_bytes") {
+        return InvalidInput(where + f.key() + ": unknown field (name, path, artifact, memory_bytes)");
       }
     }
     LoraSpec lora;
@@ -171,11 +171,12 @@ Status ReadLoras(const json& o, ModelSpec* spec) {
     if (name == e.end() || !name->is_string()) return InvalidInput(where + "name: expected a string");
     lora.name = name->get<std::string>();
     if (Status s = ValidateLoraName(lora.name); !s.ok()) return InvalidInput(where + "name: " + s.message());
-    auto path = e.find("path");
-    if (path == e.end() || !path->is_string() || path->get<std::string>().empty()) {
-      return InvalidInput(where + "path: expected the adapter's directory");
+    SHOAL_RETURN_IF_ERROR(ReadString(e, "path", &lora.path));
+    SHOAL_RETURN_IF_ERROR(ReadString(e, "artifact", &lora.artifact));
+    if (lora.path.empty() && lora.artifact.empty()) {
+      return InvalidInput(where + "path: expected the adapter's directory (or its artifact in the model store)");
     }
-    lora.path = path->get<std::string>();
+    if (!lora.artifact.empty()) SHOAL_RETURN_IF_ERROR(ValidateArtifactDigest(lora.artifact));
     if (auto m = e.find("memory_bytes"); m != e.end()) {
       if (!m->is_number_integer() || m->get<int64_t>() < 0) {
         return InvalidInput(where + "memory_bytes: expected a non-negative integer");
@@ -262,10 +263,12 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   static const char* kKnown[] = {"id",       "runtime", "path",   "task",         "pool",    "description",
                                  "max_input_tokens", "batching", "queue", "pinned", "memory_bytes", "threads",
                                  "loras", "tuned", "process", "matryoshka_dimensions", "prompts", "outputs",
-                                 "speculative", "image_text_score"};
+                                 "speculative", "image_text_score", "artifact"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
+  SHOAL_RETURN_IF_ERROR(ReadString(o, "artifact", &spec->artifact));
+  if (!spec->artifact.empty()) SHOAL_RETURN_IF_ERROR(ValidateArtifactDigest(spec->artifact));
   std::string process;
   SHOAL_RETURN_IF_ERROR(ReadString(o, "process", &process));
   if (!process.empty()) {
@@ -392,13 +395,17 @@ std::string ModelSpec::ToJson() const {
                                  {"max_wait_ms", batching.adaptive.max_wait_ms}};
   }
   if (!path.empty()) o["path"] = path;
+  if (!artifact.empty()) o["artifact"] = artifact;
   if (process != RuntimeProcess::kDefault) o["process"] = std::string(RuntimeProcessName(process));
   o[runtime] = json::parse(runtime_options_json);
   if (threads > 0) o["threads"] = threads;
   if (!loras.empty()) {
     json list = json::array();
     for (const LoraSpec& l : loras) {
-      list.push_back({{"name", l.name}, {"path", l.path}, {"memory_bytes", l.memory_bytes}});
+      json e{{"name", l.name}, {"memory_bytes", l.memory_bytes}};
+      if (!l.path.empty()) e["path"] = l.path;
+      if (!l.artifact.empty()) e["artifact"] = l.artifact;
+      list.push_back(std::move(e));
     }
     o["loras"] = std::move(list);
   }
@@ -475,7 +482,9 @@ Result<ModelSpec> ModelSpec::LoadFile(const std::string& path, std::string_view 
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(path).parent_path();
   if (!spec->path.empty()) spec->path = fs::weakly_canonical(fs::absolute(dir / spec->path)).string();
-  for (LoraSpec& l : spec->loras) l.path = fs::weakly_canonical(fs::absolute(dir / l.path)).string();
+  for (LoraSpec& l : spec->loras) {
+    if (!l.path.empty()) l.path = fs::weakly_canonical(fs::absolute(dir / l.path)).string();
+  }
   return spec;
 }
 

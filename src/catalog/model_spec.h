@@ -13,6 +13,11 @@
 //                                 # built-in runtimes)
 //   path: ../models/bge-small     # the model directory (native runtime);
 //                                 # relative to the profile file
+//   artifact: sha256:<hex>        # the model's files in the model store
+//                                 # (`shoal models push`, store/): workers
+//                                 # fetch them into their cache, checked,
+//                                 # and load from there; `path` is then
+//                                 # only where they were pushed from
 //   task: encode                  # encode, score (cross-encoders), or generate
 //                                 # (decoders; batching then bounds the running batch)
 //   pool: default                 # the work stream it is queued on
@@ -138,6 +143,7 @@ struct TunedSection {
 struct LoraSpec {
   std::string name;           // [A-Za-z0-9._-], at most 64 characters, unique per base
   std::string path;           // the adapter directory (absolute)
+  std::string artifact;       // "sha256:<hex>": its files in the model store ("" none)
   uint64_t memory_bytes = 0;  // what it holds loaded; measured when registered
 };
 
@@ -161,6 +167,7 @@ struct ModelSpec {
   std::string runtime;
   RuntimeProcess process = RuntimeProcess::kDefault;  // kDefault: the runtime's own choice
   std::string path;  // absolute once loaded from a file
+  std::string artifact;  // "sha256:<hex>": its files in the model store ("" none: `path` on every worker)
   Task task = Task::kEncode;  // encode, score or generate
   std::string pool = "default";
   std::string description;

@@ -1,5 +1,7 @@
 #include "catalog/names.h"
 
+#include <algorithm>
+
 #include <cctype>
 
 namespace shoal {
@@ -36,6 +38,15 @@ Status ValidateLoraName(std::string_view name) {
       return InvalidInput("LoRA name may hold only [A-Za-z0-9._-]: '" + std::string(name) + "'");
     }
   }
+  return Status::Ok();
+}
+
+Status ValidateArtifactDigest(std::string_view digest) {
+  constexpr std::string_view kPrefix = "sha256:";
+  const std::string_view hex = digest.substr(std::min(digest.size(), kPrefix.size()));
+  const bool ok = digest.starts_with(kPrefix) && hex.size() == 64 &&
+                  std::all_of(hex.begin(), hex.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'); });
+  if (!ok) return InvalidInput("artifact: expected \"sha256:\" and 64 lowercase hex digits, got '" + std::string(digest) + "'");
   return Status::Ok();
 }
 

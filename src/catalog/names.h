@@ -16,6 +16,9 @@ Status ValidateModelId(std::string_view id);
 Status ValidatePoolName(std::string_view pool);
 // LoRA names: 1..64 bytes of [A-Za-z0-9._-].
 Status ValidateLoraName(std::string_view name);
+// Model artifacts in the model store (store/manifest.h): "sha256:" and 64
+// lowercase hex digits, the digest of the model's manifest.
+Status ValidateArtifactDigest(std::string_view digest);
 
 // What a request names: "base" or "base:lora". Model ids hold no ':'
 // (names.cc), so the first ':' splits; `lora` is empty without one

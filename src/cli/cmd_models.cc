@@ -1,11 +1,13 @@
-// shoal models add|ls|rm|pin|unpin|add-lora|remove-lora: the catalog, self-service.
+// shoal models add|push|ls|rm|pin|unpin|add-lora|remove-lora: the catalog, self-service.
 #include <cstdio>
 #include <iostream>
 
 #include "admin/catalog_admin.h"
 #include "admin/model_directory.h"
 #include "cli/commands.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "store/model_store.h"
 
 namespace shoal::cli {
 namespace {
@@ -15,6 +17,37 @@ std::string Megabytes(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
   return buf;
+}
+
+// Pushes `dir` to the model store with a progress line every half second;
+// returns its digest.
+Result<std::string> PushDirectory(store::ModelStore& store, const std::string& dir) {
+  auto last = SteadyClock::now() - std::chrono::seconds(1);
+  auto pushed = store.Push(dir, [&](std::string_view stage, uint64_t done, uint64_t total) {
+    const auto now = SteadyClock::now();
+    if (now - last >= std::chrono::milliseconds(500) || done == total) {
+      last = now;
+      std::printf("%s %s: %.0f %% (%.1f of %.1f MB)\n", std::string(stage).c_str(), dir.c_str(),
+                  total ? 100.0 * done / total : 100.0, done / 1e6, total / 1e6);
+      std::fflush(stdout);
+    }
+    return Status::Ok();
+  });
+  if (!pushed.ok()) return pushed.status();
+  std::printf("pushed %s as %s: %zu files, %.1f MB sent, %.1f MB already in the store\n", dir.c_str(),
+              pushed->digest.c_str(), pushed->manifest.files.size(), pushed->bytes_sent / 1e6,
+              pushed->bytes_present / 1e6);
+  return pushed->digest;
+}
+
+// Pushes the model of `spec` (its path) and the adapters its profile names;
+// records their digests in `spec`.
+Status PushModel(store::ModelStore& store, ModelSpec* spec) {
+  SHOAL_ASSIGN_OR_RETURN(spec->artifact, PushDirectory(store, spec->path));
+  for (LoraSpec& l : spec->loras) {
+    SHOAL_ASSIGN_OR_RETURN(l.artifact, PushDirectory(store, l.path));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -38,6 +71,15 @@ Subcommand AddModels(CLI::App& app) {
   add->add_option("--id", *id, "the model id (one path only; default: the profile's, or the directory's name)");
   add->add_flag("--pin", *pin, "keep it loaded on every worker that serves it");
 
+  // The model store (store/model_store.h): files uploaded by digest, the
+  // model registered with its manifest digest; workers anywhere fetch it.
+  auto* push = sub->add_subcommand(
+      "push", "Upload a model directory to the model store and register it: workers on any machine fetch it");
+  auto push_dir = std::make_shared<std::string>();
+  push->add_option("dir", *push_dir, "the model directory (Hugging Face layout, optional shoal.yaml)")->required();
+  push->add_option("--id", *id, "the model id (default: the profile's, or the directory's name)");
+  push->add_flag("--pin", *pin, "keep it loaded on every worker that serves it");
+
   auto* ls = sub->add_subcommand("ls", "List the catalog");
   auto* rm = sub->add_subcommand("rm", "Remove a model from the catalog");
   auto* pin_cmd = sub->add_subcommand("pin", "Keep a model loaded: never evicted");
@@ -56,6 +98,8 @@ Subcommand AddModels(CLI::App& app) {
   add_lora->add_option("dir", *lora_dir, "the adapter directory (adapter_config.json, adapter_model.safetensors)")
       ->required();
   add_lora->add_option("--name", *lora_name, "the adapter's name: requests say \"BASE:NAME\"")->required();
+  auto lora_push = std::make_shared<bool>(false);
+  add_lora->add_flag("--push", *lora_push, "upload the adapter to the model store first (workers fetch it)");
   remove_lora->add_option("name", *lora_name, "the adapter's name")->required();
 
   return {sub, [=] {
@@ -78,6 +122,21 @@ Subcommand AddModels(CLI::App& app) {
               }
               return 0;
             }
+            if (push->parsed()) {
+              auto store = store::ModelStore::Connect({.url = *nats, .security = *security, .name = "shoal models push"},
+                                                      *replicas);
+              if (!store.ok()) return Fail(store.status());
+              auto spec = admin::SpecFromPath(*push_dir, *id);
+              if (!spec.ok()) return Fail(spec.status());
+              if (*pin) spec->pinned = true;
+              if (Status s = PushModel(**store, &*spec); !s.ok()) return Fail(s);
+              std::cout << "checking " << spec->id << " (" << spec->runtime << ", loading it once)...\n" << std::flush;
+              auto stored = admin->Register(std::move(spec).value(), queue::StreamLimits{.replicas = *replicas});
+              if (!stored.ok()) return Fail(stored.status());
+              std::cout << "added " << stored->id << " (" << stored->artifact << "): " << TaskName(stored->task)
+                        << ", " << Megabytes(stored->memory_bytes) << (stored->pinned ? ", pinned" : "") << "\n";
+              return 0;
+            }
             if (ls->parsed()) {
               auto specs = admin->List();
               if (!specs.ok()) return Fail(specs.status());
@@ -90,7 +149,16 @@ Subcommand AddModels(CLI::App& app) {
             }
             if (add_lora->parsed()) {
               std::cout << "checking LoRA " << *lora_name << " of " << *target << "...\n" << std::flush;
-              auto stored = admin->AddLora(*target, LoraSpec{.name = *lora_name, .path = *lora_dir, .memory_bytes = 0});
+              LoraSpec lora{.name = *lora_name, .path = *lora_dir, .artifact = {}, .memory_bytes = 0};
+              if (*lora_push) {
+                auto store = store::ModelStore::Connect(
+                    {.url = *nats, .security = *security, .name = "shoal models add-lora"}, *replicas);
+                if (!store.ok()) return Fail(store.status());
+                auto pushed = PushDirectory(**store, lora.path);
+                if (!pushed.ok()) return Fail(pushed.status());
+                lora.artifact = std::move(pushed).value();
+              }
+              auto stored = admin->AddLora(*target, std::move(lora));
               if (!stored.ok()) return Fail(stored.status());
               std::cout << "added " << *target << ":" << stored->name << " (" << stored->path << ", "
                         << Megabytes(stored->memory_bytes) << ")\n";

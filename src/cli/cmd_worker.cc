@@ -28,7 +28,7 @@ Result<uint64_t> ParseByteSize(const std::string& text) {
   } else if (!unit.empty()) {
     return InvalidInput("not a size: '" + text + "' (e.g. 512M, 4G)");
   }
-  if (value <= 0) return InvalidInput("a memory budget must be positive: '" + text + "'");
+  if (value <= 0) return InvalidInput("a size must be positive: '" + text + "'");
   return static_cast<uint64_t>(value * scale);
 }
 
@@ -52,6 +52,16 @@ void AddResidencyOptions(CLI::App* sub, worker::WorkerOptions* o) {
          },
          "what goes first under memory pressure: cost-aware (default), lru, count");
   sub->add_option("--max-models", o->max_models, "with --eviction count: the most models loaded at once");
+  sub->add_option("--cache-dir", o->cache_dir,
+                  "where models from the model store are fetched to (default: ~/.cache/shoal/models)");
+  sub->add_option_function<std::string>(
+         "--cache-bytes",
+         [o](const std::string& text) {
+           auto bytes = ParseByteSize(text);
+           if (!bytes.ok()) throw CLI::ValidationError("--cache-bytes", bytes.status().message());
+           o->cache_bytes = *bytes;
+         },
+         "disk the model cache may take, e.g. 50G (default: 20G); least recently used models go first");
 }
 
 Subcommand AddWorker(CLI::App& app) {

@@ -1,5 +1,6 @@
 #include "common/base64.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace shoal {
@@ -37,6 +38,19 @@ bool DecodeBase64(std::string_view text, std::string* out) {
     }
   }
   return padding <= 2;
+}
+
+std::string EncodeBase64Url(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t v = 0;
+    for (size_t k = 0; k < 3; ++k) v = (v << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0);
+    for (size_t k = 0; k < 4; ++k) out.push_back(k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 63] : '=');
+  }
+  return out;
 }
 
 }  // namespace shoal

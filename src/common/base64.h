@@ -1,6 +1,7 @@
 // Base64 (RFC 4648), decoding: what JSON carries binary in (a tokenizer's
 // precompiled charsmap, an image in a request). Encoding is the JSON
-// writer's (wire/json_writer.h).
+// writer's (wire/json_writer.h), but for the URL-safe alphabet that NATS
+// object stores name objects and digests in.
 #pragma once
 
 #include <string>
@@ -10,5 +11,9 @@ namespace shoal {
 
 // The standard alphabet, padding optional; false on any other byte.
 bool DecodeBase64(std::string_view text, std::string* out);
+
+// The URL-safe alphabet ('-' and '_' for '+' and '/'), with padding, as Go's
+// base64.URLEncoding writes it.
+std::string EncodeBase64Url(std::string_view bytes);
 
 }  // namespace shoal

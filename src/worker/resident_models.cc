@@ -30,7 +30,7 @@ bool SameModel(const ModelSpec& a, const ModelSpec& b) {
 
 bool SameLoras(const std::vector<LoraSpec>& a, const std::vector<LoraSpec>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const LoraSpec& x, const LoraSpec& y) {
-    return x.name == y.name && x.path == y.path && x.memory_bytes == y.memory_bytes;
+    return x.name == y.name && x.path == y.path && x.artifact == y.artifact && x.memory_bytes == y.memory_bytes;
   });
 }
 
@@ -38,9 +38,10 @@ bool SameLoras(const std::vector<LoraSpec>& a, const std::vector<LoraSpec>& b) {
 // them, lets its items name them (ServedModel::loras). A refusal is logged,
 // not fatal: the model serves the base and the adapters it had before.
 // The caller records `loras` in served.loras_given (under the residency lock once
-// the model is shared).
-void ApplyLoras(ServedModel& served, const std::vector<LoraSpec>& loras) {
-  if (Status s = served.model->UpdateLoras(LoraConfigs(loras)); !s.ok()) {
+// the model is shared). Adapters from the model store are fetched first.
+void ApplyLoras(ServedModel& served, const std::vector<LoraSpec>& loras, ModelFiles& files) {
+  auto local = files.LocalizeLoras(loras, &served.files);
+  if (Status s = local.ok() ? served.model->UpdateLoras(LoraConfigs(*local)) : local.status(); !s.ok()) {
     spdlog::error("worker: {}: its {} LoRA adapter(s) were refused, requests for new ones fail: {}", served.spec->id,
                   loras.size(), s.ToString());
     return;
@@ -149,7 +150,7 @@ void ResidentModels::OnCatalog(const std::shared_ptr<const queue::CatalogSnapsho
   // Outside mu_ (UpdateLoras may read files); reconcile_mu_ keeps the
   // updates of one model in catalog order, and Install hands a model its
   // list before it is visible here.
-  for (const auto& [served, spec] : relora) ApplyLoras(*served, spec->loras);
+  for (const auto& [served, spec] : relora) ApplyLoras(*served, spec->loras, *parts_.files);
   for (const auto& id : load) QueueLoad(id);
   parts_.changed();  // the gateways learn at once which models this worker serves
 }
@@ -209,10 +210,12 @@ void ResidentModels::Load(const std::string& id) {
     last_report = now;
     spdlog::info("worker: loading {}: {:.0f} %", id, 100 * done);
   };
-  auto config = ModelConfig::FromSpec(*spec);
+  FileLeases files;  // the cache entries it loads from, kept while it is loaded
+  auto local = parts_.files->Localize(*spec, &files);
+  auto config = local.ok() ? ModelConfig::FromSpec(*local) : Result<ModelConfig>(local.status());
   auto model = config.ok() ? runtime->Load(*config, ctx) : Result<std::unique_ptr<Model>>(config.status());
   Result<std::unique_ptr<Model>> draft = std::unique_ptr<Model>();
-  if (model.ok()) draft = LoadDraft(*spec, **model, ctx);
+  if (model.ok()) draft = LoadDraft(*spec, **model, ctx, &files);
   if (!draft.ok()) model = draft.status();
   const auto load_time = SteadyClock::now() - t0;
   parts_.metrics->Loaded(id, model.ok(), std::chrono::duration<double>(load_time).count());
@@ -221,14 +224,14 @@ void ResidentModels::Load(const std::string& id) {
     spdlog::error("worker: {} failed to load; its requests get MODEL_LOAD_FAILED until it is registered again: {}",
                   id, model.status().message());
     Install(spec, nullptr, nullptr,
-            Status(Code::kModelLoadFailed, id + " failed to load: " + model.status().message()), load_time);
+            Status(Code::kModelLoadFailed, id + " failed to load: " + model.status().message()), load_time, {});
     return;
   }
-  Install(spec, std::move(model).value(), std::move(draft).value(), Status::Ok(), load_time);
+  Install(spec, std::move(model).value(), std::move(draft).value(), Status::Ok(), load_time, std::move(files));
 }
 
 Result<std::unique_ptr<Model>> ResidentModels::LoadDraft(const ModelSpec& spec, Model& target,
-                                                         const LoadContext& ctx) {
+                                                         const LoadContext& ctx, FileLeases* files) {
   const SpeculativeSpec& s = spec.speculative;
   if (!s.enabled()) return std::unique_ptr<Model>();
   if (!target.generator()) {
@@ -249,7 +252,8 @@ Result<std::unique_ptr<Model>> ResidentModels::LoadDraft(const ModelSpec& spec, 
   Runtime* runtime = parts_.runtimes->For(*draft_spec);
   if (!runtime) return InvalidInput("speculative.draft: this worker has no " + draft_spec->runtime + " runtime");
   spdlog::info("worker: loading {} as the draft model of {}", s.draft, spec.id);
-  SHOAL_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::FromSpec(*draft_spec));
+  SHOAL_ASSIGN_OR_RETURN(ModelSpec local, parts_.files->Localize(*draft_spec, files));
+  SHOAL_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::FromSpec(local));
   auto draft = runtime->Load(config, ctx);
   if (!draft.ok()) return InvalidInput("speculative.draft: " + s.draft + ": " + draft.status().message());
   if (!(*draft)->generator()) {
@@ -260,7 +264,8 @@ Result<std::unique_ptr<Model>> ResidentModels::LoadDraft(const ModelSpec& spec, 
 }
 
 void ResidentModels::Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_ptr<Model> model,
-                             std::unique_ptr<Model> draft, Status load_error, SteadyClock::duration load_time) {
+                             std::unique_ptr<Model> draft, Status load_error, SteadyClock::duration load_time,
+                             FileLeases files) {
   if (stopped_) return;  // loaded as the worker stopped: nothing will pull for it
   if (Status s = queue::EnsureConsumer(parts_.js, *spec); !s.ok()) {
     spdlog::error("worker: no consumer for {}: {}", spec->id, s.ToString());
@@ -273,12 +278,13 @@ void ResidentModels::Install(const std::shared_ptr<const ModelSpec>& spec, std::
   served->batching.Configure(spec->batching);
   served->model = std::move(model);
   served->draft = std::move(draft);
+  served->files = std::move(files);
   served->load_error = std::move(load_error);
   served->loaded_unix_us = UnixMicros();
   served->installed_at = now;
   served->load_time = load_time;
   served->loras_given = spec->loras;
-  if (served->model) ApplyLoras(*served, spec->loras);  // before any item can reach it
+  if (served->model) ApplyLoras(*served, spec->loras, *parts_.files);  // before any item can reach it
   const std::string stream = queue::WorkStreamName(spec->pool);
   served->slot = parts_.intake->AddConsumer(stream, queue::ConsumerName(spec->id, queue::Priority::kInteractive));
   served->batch_slot = parts_.intake->AddConsumer(stream, queue::ConsumerName(spec->id, queue::Priority::kBatch));
@@ -306,7 +312,7 @@ void ResidentModels::Install(const std::shared_ptr<const ModelSpec>& spec, std::
     // the model is visible to OnCatalog (which takes it from here).
     if (served->model && !SameLoras(served->loras_given, w->second->loras)) {
       served->loras_given = w->second->loras;
-      ApplyLoras(*served, w->second->loras);
+      ApplyLoras(*served, w->second->loras, *parts_.files);
     }
     if (served->model) {
       residency_.Loaded(spec->id, served->model->memory_bytes() + (served->draft ? served->draft->memory_bytes() : 0),

@@ -52,6 +52,7 @@
 #include "worker/cancelled_requests.h"
 #include "worker/intake.h"
 #include "worker/local_queue.h"
+#include "worker/model_files.h"
 #include "worker/residency_policy.h"
 #include "worker/served_models.h"
 #include "worker/worker_metrics.h"
@@ -95,6 +96,7 @@ class ResidentModels {
     jsCtx* js;                               // consumers; the stream's per-model counts
     const queue::WorkerRegistry* registry;  // the other workers, for placement
     ModelRuntimes* runtimes;                 // where each model loads (in this process or a runtime process)
+    ModelFiles* files;                       // where its files are (a path, or the model cache)
     std::function<void()> changed;           // what it serves or holds changed (a heartbeat)
   };
 
@@ -124,9 +126,10 @@ class ResidentModels {
   // The draft model of a speculative generator (its profile's
   // speculative.draft, from the catalog), checked against `target`; null
   // when it speculates without one (prompt lookup) or not at all.
-  Result<std::unique_ptr<Model>> LoadDraft(const ModelSpec& spec, Model& target, const LoadContext& ctx);
+  Result<std::unique_ptr<Model>> LoadDraft(const ModelSpec& spec, Model& target, const LoadContext& ctx,
+                                           FileLeases* files);
   void Install(const std::shared_ptr<const ModelSpec>& spec, std::unique_ptr<Model> model,
-               std::unique_ptr<Model> draft, Status load_error, SteadyClock::duration load_time);
+               std::unique_ptr<Model> draft, Status load_error, SteadyClock::duration load_time, FileLeases files);
   void Unload(const std::string& id, std::string_view why);
   int ThreadsFor(const ModelSpec& spec) const;
 

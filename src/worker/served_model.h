@@ -15,6 +15,7 @@
 #include "catalog/model_spec.h"
 #include "runtime/runtime.h"
 #include "worker/batch_controller.h"
+#include "worker/model_files.h"
 #include "worker/worker_metrics.h"
 
 namespace shoal::worker {
@@ -57,6 +58,9 @@ struct ServedModel {
   // The list last handed to UpdateLoras (ok or not), to tell a change of
   // `loras` in the catalog; guarded by ResidentModels' lock.
   std::vector<LoraSpec> loras_given;
+  // The model cache's entries its files (and its adapters' and draft's) are
+  // read from (model_files.h); kept while it is loaded.
+  FileLeases files;
   // Set, and `model` null, when it failed to load: its items are answered
   // with this (MODEL_LOAD_FAILED) and acked.
   Status load_error;

@@ -32,6 +32,16 @@ Status Worker::Init() {
       options_.payload_store.empty() ? queue::DefaultPayloadStoreUrl() : options_.payload_store);
   if (!payloads.ok()) return payloads.status();  // fail closed, as the gateway does
   payloads_ = std::move(payloads).value();
+  SHOAL_ASSIGN_OR_RETURN(model_store_, store::ModelStore::Connect({.url = options_.nats_url,
+                                                                    .security = options_.nats_security,
+                                                                    .name = "shoal-worker-store " + options_.id},
+                                                                   options_.stream_limits.replicas));
+  SHOAL_ASSIGN_OR_RETURN(
+      model_cache_,
+      store::ModelCache::Open({.dir = options_.cache_dir.empty() ? store::DefaultModelCacheDir() : options_.cache_dir,
+                               .budget_bytes = options_.cache_bytes},
+                              model_store_.get()));
+  model_files_ = std::make_unique<ModelFiles>(model_cache_.get());
   auto registry = queue::WorkerRegistry::Open(control_.workers.get());
   if (!registry.ok()) return registry.status();
   registry_ = std::move(registry).value();
@@ -71,6 +81,7 @@ Status Worker::Init() {
                             .js = control_.js.get(),
                             .registry = registry_.get(),
                             .runtimes = runtimes_.get(),
+                            .files = model_files_.get(),
                             .changed = [this] { Heartbeat(); }});
   auto catalog = queue::CatalogWatch::Open(control_.models.get(), [this](auto snap) { residency_->OnCatalog(snap); });
   if (!catalog.ok()) return catalog.status();

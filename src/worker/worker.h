@@ -44,6 +44,7 @@
 #include "worker/generation_engine.h"
 #include "worker/intake.h"
 #include "worker/local_queue.h"
+#include "worker/model_files.h"
 #include "runtime/registry/registry.h"
 #include "worker/metrics_endpoint.h"
 #include "worker/resident_models.h"
@@ -79,6 +80,11 @@ struct WorkerOptions {
   // served, 0: any free port (Worker::metrics_port says which).
   int metrics_port = -1;
   std::string metrics_host = "127.0.0.1";
+  // The model cache (store/model_cache.h): where models pushed to the model
+  // store are fetched to and loaded from, and the disk it may take.
+  // Empty dir: store::DefaultModelCacheDir().
+  std::string cache_dir;
+  uint64_t cache_bytes = 20ull << 30;
   // How runtime processes run (models with `process: shared` or `own`);
   // `metrics` is set by the worker.
   RuntimeProcessSettings runtime_processes;
@@ -129,6 +135,9 @@ class Worker {
   LocalQueue queue_;
   queue::MsgReaper reaper_;  // reaped by the keeper
   std::unique_ptr<queue::PayloadStore> payloads_;  // before runner_, which reads from it
+  std::unique_ptr<store::ModelStore> model_store_;  // pushed models: their store, their
+  std::unique_ptr<store::ModelCache> model_cache_;  // copies on this disk, and where a
+  std::unique_ptr<ModelFiles> model_files_;         // model's files are (before residency_)
   worker::ServedModels served_;
   std::unique_ptr<Intake> intake_;
   std::unique_ptr<BatchRunner> runner_;  // on the intake's connection

@@ -109,6 +109,13 @@ std::string NetnsNatsCluster::urls() const {
   return out;
 }
 
+std::string NetnsNatsCluster::url(int node) const { return "nats://" + Ip(node) + ":4222"; }
+
+std::vector<std::string> NetnsNatsCluster::OnHost(int node, std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"ip", "netns", "exec", Netns(node)});
+  return argv;
+}
+
 std::string NetnsNatsCluster::ServerName(int node) { return Netns(node); }
 
 int NetnsNatsCluster::NodeNamed(const std::string& name) const {

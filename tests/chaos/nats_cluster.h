@@ -42,6 +42,9 @@ class NetnsNatsCluster {
   ~NetnsNatsCluster();
 
   std::string urls() const;                   // nats://10.213.77.1:4222,...
+  std::string url(int node) const;            // that node's alone
+  // `argv` run inside node `node`'s namespace: a process of that host.
+  static std::vector<std::string> OnHost(int node, std::vector<std::string> argv);
   static std::string ServerName(int node);    // shoal-chaos-n<node+1>
   int NodeNamed(const std::string& server_name) const;  // -1 if none
 

@@ -1,5 +1,7 @@
 #include "support/test_cluster.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -100,6 +102,7 @@ std::unique_ptr<worker::Worker> TestCluster::StartWorkerWith(worker::WorkerOptio
   o.nats_url = url_;
   if (o.nats_security.ca_file.empty() && o.nats_security.user.empty()) o.nats_security = secure_.client;
   if (o.payload_store.empty()) o.payload_store = payload_dir();
+  if (o.cache_dir.empty()) o.cache_dir = dir_ + "/model-cache";
   auto w = worker::Worker::Start(o);
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   return w.ok() ? std::move(w).value() : nullptr;
@@ -119,6 +122,9 @@ std::unique_ptr<gateway::Gateway> TestCluster::StartGateway(gateway::GatewayOpti
 
 Subprocess TestCluster::SpawnWorker(const std::vector<std::string>& extra_args) {
   std::vector<std::string> argv = {SHOAL_BINARY, "worker", "--nats", url_, "--payload-store", payload_dir()};
+  if (std::find(extra_args.begin(), extra_args.end(), "--cache-dir") == extra_args.end()) {
+    argv.insert(argv.end(), {"--cache-dir", dir_ + "/model-cache"});
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   auto p = Subprocess::Spawn(argv, dir_ + "/worker.log");
   EXPECT_TRUE(p.ok()) << p.status().ToString();
