@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-images bench-ocr bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-images bench-ocr bench-store bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -90,6 +90,11 @@ bench-ocr: build
 # Pulling workers against a pushing router on a fleet of models (about seven minutes).
 bench-fleet: build
 	$(BUILD)/bench/pull_vs_push_bench --out docs/bench/pull-vs-push.json
+
+# The model store: a 100 MB model from push to its first answer, cold and
+# cached, and the fetch rate (about a minute; docs/bench/fleet.json).
+bench-store: build
+	$(BUILD)/bench/model_store_bench --out docs/bench/fleet.json
 
 bench-residency: build
 	$(BUILD)/bench/residency_bench --out docs/bench/residency.json

@@ -29,7 +29,7 @@ class BenchCluster {
   ~BenchCluster();
 
   int port() const { return gateway_->port(); }
-  const std::string& nats_url() const { return nats_->url(); }
+  std::string nats_url() const { return nats_->url(); }
   const worker::Worker& worker() const { return *worker_; }
 
  private:

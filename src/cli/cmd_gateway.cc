@@ -80,6 +80,7 @@ Subcommand AddGateway(CLI::App& app) {
       ->envname("SHOAL_ADMIN_TOKEN");
   AddAdmissionOptions(sub, opts.get());
   AddPayloadStoreOption(sub, &opts->payload_store);
+  AddModelCacheOptions(sub, &opts->cache_dir, &opts->cache_bytes);
   sub->add_option("--offload-bytes", opts->offload_bytes,
                   "items larger than this go to the payload store (so do all that do not fit a NATS message)")
       ->capture_default_str();

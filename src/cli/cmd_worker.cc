@@ -52,14 +52,27 @@ void AddResidencyOptions(CLI::App* sub, worker::WorkerOptions* o) {
          },
          "what goes first under memory pressure: cost-aware (default), lru, count");
   sub->add_option("--max-models", o->max_models, "with --eviction count: the most models loaded at once");
-  sub->add_option("--cache-dir", o->cache_dir,
+  AddModelCacheOptions(sub, &o->cache_dir, &o->cache_bytes);
+  sub->add_option_function<std::string>(
+         "--cache-verify",
+         [o](const std::string& name) {
+           auto verify = store::ParseCacheVerify(name);
+           if (!verify.ok()) throw CLI::ValidationError("--cache-verify", verify.status().message());
+           o->cache_verify = *verify;
+         },
+         "when a cached model's files are hashed again before it loads: changed (default: when a file's size, "
+         "inode, mtime or ctime moved) or always");
+}
+
+void AddModelCacheOptions(CLI::App* sub, std::string* dir, uint64_t* bytes) {
+  sub->add_option("--cache-dir", *dir,
                   "where models from the model store are fetched to (default: ~/.cache/shoal/models)");
   sub->add_option_function<std::string>(
          "--cache-bytes",
-         [o](const std::string& text) {
-           auto bytes = ParseByteSize(text);
-           if (!bytes.ok()) throw CLI::ValidationError("--cache-bytes", bytes.status().message());
-           o->cache_bytes = *bytes;
+         [bytes](const std::string& text) {
+           auto size = ParseByteSize(text);
+           if (!size.ok()) throw CLI::ValidationError("--cache-bytes", size.status().message());
+           *bytes = *size;
          },
          "disk the model cache may take, e.g. 50G (default: 20G); least recently used models go first");
 }

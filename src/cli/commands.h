@@ -70,6 +70,10 @@ void AddHttpsOptions(CLI::App* sub, http::ServerOptions* http);
 // message wait while queued. Gateways and workers of a cluster name the same.
 void AddPayloadStoreOption(CLI::App* sub, std::string* url);
 
+// --cache-dir, --cache-bytes: the model cache models from the model store
+// are fetched to (store/model_cache.h); shared by `worker` and `gateway`.
+void AddModelCacheOptions(CLI::App* sub, std::string* dir, uint64_t* bytes);
+
 // The profiles directory: the flag's value, else ./models, else the source
 // tree's models/ (a binary run from build/).
 std::string DefaultModelsDir();

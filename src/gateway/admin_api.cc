@@ -11,6 +11,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "queue/keys.h"
+#include "store/model_cache.h"
 
 namespace shoal::gateway {
 namespace {
@@ -21,7 +22,9 @@ constexpr std::string_view kModels = "/v1/admin/models";
 constexpr std::string_view kCluster = "/v1/cluster";
 constexpr std::string_view kKeys = "/v1/admin/keys";
 
-http::Response SpecResponse(int status, const ModelSpec& spec) { return http::JsonResponse(status, spec.ToJson()); }
+http::Response SpecResponse(int status, const ModelSpec& spec) {
+  return http::JsonResponse(status, spec.ToJson());
+}
 
 Result<json> ParseObject(const std::string& body) {
   json o = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -29,28 +32,53 @@ Result<json> ParseObject(const std::string& body) {
   return o;
 }
 
+// The local directory of a model in the model store (fetched and checked).
+using FetchArtifact = std::function<Result<std::string>(const std::string& digest)>;
+
 // POST /v1/admin/models: the spec to register.
-Result<ModelSpec> SpecFromBody(const std::string& body) {
+Result<ModelSpec> SpecFromBody(const std::string& body, const FetchArtifact& fetch) {
   auto o = ParseObject(body);
   if (!o.ok()) return o.status();
   for (auto it = o->begin(); it != o->end(); ++it) {
-    if (it.key() != "path" && it.key() != "id" && it.key() != "pinned" && it.key() != "spec") {
-      return InvalidInput("unknown field '" + it.key() + "' (expected path, id, pinned, or spec)");
+    if (it.key() != "path" && it.key() != "artifact" && it.key() != "id" && it.key() != "pinned" &&
+        it.key() != "spec") {
+      return InvalidInput("unknown field '" + it.key() +
+                          "' (expected path, artifact, id, pinned, or spec)");
     }
   }
-  if (o->contains("spec") == o->contains("path")) return InvalidInput("give either 'path' or 'spec'");
+  if (o->contains("spec") + o->contains("path") + o->contains("artifact") != 1) {
+    return InvalidInput("give one of 'path', 'artifact' or 'spec'");
+  }
   if (o->contains("spec")) {
     if (o->size() != 1) return InvalidInput("'spec' is the whole profile: give nothing beside it");
     return ModelSpec::Parse((*o)["spec"].dump());
   }
-  const json& path = (*o)["path"];
-  if (!path.is_string() || path.get<std::string>().empty()) return InvalidInput("path: expected a string");
   std::string id;
   if (auto it = o->find("id"); it != o->end()) {
     if (!it->is_string()) return InvalidInput("id: expected a string");
     id = it->get<std::string>();
   }
-  auto spec = admin::SpecFromPath(path.get<std::string>(), id);
+  Result<ModelSpec> spec = InvalidInput("unreachable");
+  if (auto artifact = o->find("artifact"); artifact != o->end()) {
+    if (!artifact->is_string()) return InvalidInput("artifact: expected \"sha256:<hex>\"");
+    const std::string digest = artifact->get<std::string>();
+    SHOAL_RETURN_IF_ERROR(ValidateArtifactDigest(digest));
+    if (id.empty()) return InvalidInput("id: a model from the model store needs one");
+    auto dir = fetch(digest);
+    if (!dir.ok()) {
+      // A digest the store lacks is the caller's mistake, not a missing route.
+      const Code code =
+          dir.status().code() == Code::kNotFound ? Code::kInvalidInput : dir.status().code();
+      return Status(code, "artifact: " + dir.status().message());
+    }
+    spec = admin::SpecFromDirectory(*dir, id);
+    if (spec.ok()) spec->artifact = digest;
+  } else {
+    const json& path = (*o)["path"];
+    if (!path.is_string() || path.get<std::string>().empty())
+      return InvalidInput("path: expected a string");
+    spec = admin::SpecFromPath(path.get<std::string>(), id);
+  }
   if (!spec.ok()) return spec.status();
   if (auto it = o->find("pinned"); it != o->end()) {
     if (!it->is_boolean()) return InvalidInput("pinned: expected true or false");
@@ -97,14 +125,18 @@ Result<LoraSpec> LoraFromBody(const std::string& body) {
 }
 
 json LoraJson(std::string_view base, const LoraSpec& l) {
-  return json{{"model", base}, {"name", l.name}, {"path", l.path}, {"memory_bytes", l.memory_bytes}};
+  return json{
+      {"model", base}, {"name", l.name}, {"path", l.path}, {"memory_bytes", l.memory_bytes}};
 }
 
 // What the admin API shows of a key: never its secret, nor its hash.
 json KeyInfo(const queue::ApiKey& k) {
-  return json{{"name", k.name},   {"models", k.models},
-              {"admin", k.admin}, {"rps", k.rps},
-              {"tokens_per_min", k.tokens_per_min}, {"priority", queue::PriorityName(k.priority)},
+  return json{{"name", k.name},
+              {"models", k.models},
+              {"admin", k.admin},
+              {"rps", k.rps},
+              {"tokens_per_min", k.tokens_per_min},
+              {"priority", queue::PriorityName(k.priority)},
               {"created_unix_ms", k.created_unix_ms}};
 }
 
@@ -112,7 +144,8 @@ Result<uint32_t> LimitField(const json& o, const char* field) {
   auto it = o.find(field);
   if (it == o.end()) return 0u;
   if (!it->is_number_unsigned() || it->get<uint64_t>() > UINT32_MAX) {
-    return InvalidInput(std::string(field) + ": expected a whole number from 0 (unlimited) to 2^32-1");
+    return InvalidInput(std::string(field) +
+                        ": expected a whole number from 0 (unlimited) to 2^32-1");
   }
   return static_cast<uint32_t>(it->get<uint64_t>());
 }
@@ -122,7 +155,8 @@ Result<queue::ApiKey> KeyFromBody(const std::string& body) {
   auto o = ParseObject(body);
   if (!o.ok()) return o.status();
   for (auto it = o->begin(); it != o->end(); ++it) {
-    static constexpr std::string_view kFields[] = {"name", "models", "admin", "rps", "tokens_per_min", "priority"};
+    static constexpr std::string_view kFields[] = {"name", "models",         "admin",
+                                                   "rps",  "tokens_per_min", "priority"};
     if (std::find(std::begin(kFields), std::end(kFields), it.key()) == std::end(kFields)) {
       return InvalidInput("unknown field '" + it.key() +
                           "' (expected name, models, admin, rps, tokens_per_min, priority)");
@@ -134,7 +168,8 @@ Result<queue::ApiKey> KeyFromBody(const std::string& body) {
   key.name = name->get<std::string>();
   key.models = {"*"};
   if (auto models = o->find("models"); models != o->end()) {
-    if (!models->is_array()) return InvalidInput("models: expected an array of model ids, or [\"*\"]");
+    if (!models->is_array())
+      return InvalidInput("models: expected an array of model ids, or [\"*\"]");
     key.models.clear();
     for (const auto& m : *models) {
       if (!m.is_string()) return InvalidInput("models: expected an array of model ids, or [\"*\"]");
@@ -162,8 +197,8 @@ Result<queue::ApiKey> KeyFromBody(const std::string& body) {
 
 }  // namespace
 
-AdminApi::AdminApi(AdminOptions options, kvStore* models, kvStore* keys, jsCtx* js, CatalogFn catalog,
-                   queue::WorkerRegistry* workers)
+AdminApi::AdminApi(AdminOptions options, kvStore* models, kvStore* keys, jsCtx* js,
+                   CatalogFn catalog, queue::WorkerRegistry* workers)
     : options_(std::move(options)),
       models_(models),
       keys_(keys),
@@ -175,7 +210,9 @@ AdminApi::AdminApi(AdminOptions options, kvStore* models, kvStore* keys, jsCtx* 
 
 AdminApi::~AdminApi() { loop_.Stop(); }
 
-bool AdminApi::Handles(std::string_view path) { return path.starts_with("/v1/admin/") || path == kCluster; }
+bool AdminApi::Handles(std::string_view path) {
+  return path.starts_with("/v1/admin/") || path == kCluster;
+}
 
 void AdminApi::Handle(http::Request&& req, http::Responder respond) {
   loop_.Post([this, req = std::move(req), respond = std::move(respond)] { respond(Serve(req)); });
@@ -187,15 +224,18 @@ http::Response AdminApi::Serve(const http::Request& req) {
 
   if (req.path == kCluster) {
     if (req.method != "GET") return fail(InvalidInput("GET /v1/cluster"));
-    const auto jobs = options_.batch_jobs ? options_.batch_jobs() : std::vector<queue::BatchRecord>();
-    return http::JsonResponse(200, admin::ClusterView(*catalog_(), workers_->Live(), js_, jobs).dump());
+    const auto jobs =
+        options_.batch_jobs ? options_.batch_jobs() : std::vector<queue::BatchRecord>();
+    return http::JsonResponse(200,
+                              admin::ClusterView(*catalog_(), workers_->Live(), js_, jobs).dump());
   }
   if (std::string_view(req.path).starts_with(kKeys)) {
     return ServeKeys(req, std::string_view(req.path).substr(kKeys.size()), request_id);
   }
   admin::CatalogAdmin admin(models_, js_);
   std::string_view path = req.path;
-  if (!path.starts_with(kModels)) return fail(Status(Code::kNotFound, "no admin route " + req.path));
+  if (!path.starts_with(kModels))
+    return fail(Status(Code::kNotFound, "no admin route " + req.path));
   path.remove_prefix(kModels.size());
 
   if (path.empty() || path == "/") {
@@ -207,10 +247,18 @@ http::Response AdminApi::Serve(const http::Request& req) {
       return http::JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
     }
     if (req.method == "POST") {
-      auto spec = SpecFromBody(req.body);
+      std::unique_ptr<store::CacheLease>
+          files;  // a model from the store: its files, held while it is checked
+      auto spec = SpecFromBody(req.body, [&](const std::string& digest) -> Result<std::string> {
+        if (!options_.model_cache) return InvalidInput("this gateway has no model cache");
+        spdlog::info("admin: fetching {} to check it", digest);
+        SHOAL_ASSIGN_OR_RETURN(files, options_.model_cache->Acquire(digest));
+        return files->path();
+      });
       if (!spec.ok()) return fail(spec.status());
       const bool existed = admin.Get(spec->id).ok();
-      spdlog::info("admin: registering {} from {}", spec->id, spec->path.empty() ? spec->runtime : spec->path);
+      spdlog::info("admin: registering {} from {}", spec->id,
+                   spec->path.empty() ? spec->runtime : spec->path);
       auto stored = admin.Register(std::move(spec).value(), options_.stream_limits);
       if (!stored.ok()) return fail(stored.status());
       spdlog::info("admin: {} registered ({:.1f} MB{})", stored->id, stored->memory_bytes / 1e6,
@@ -224,7 +272,8 @@ http::Response AdminApi::Serve(const http::Request& req) {
   const std::string id(path.substr(1));
   if (auto lora = MatchLoraPath(id)) {
     const auto snapshot = catalog_();
-    if (req.method == "POST" || !snapshot->count(id)) return ServeLoras(req, lora->base, lora->name, request_id);
+    if (req.method == "POST" || !snapshot->count(id))
+      return ServeLoras(req, lora->base, lora->name, request_id);
   }
   if (req.method == "GET") {
     auto spec = admin.Get(id);
@@ -248,8 +297,8 @@ http::Response AdminApi::Serve(const http::Request& req) {
   return fail(InvalidInput(req.method + " " + req.path + ": use GET, PATCH or DELETE"));
 }
 
-http::Response AdminApi::ServeLoras(const http::Request& req, const std::string& base, const std::string& name,
-                                  const std::string& request_id) {
+http::Response AdminApi::ServeLoras(const http::Request& req, const std::string& base,
+                                    const std::string& name, const std::string& request_id) {
   auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
   admin::CatalogAdmin admin(models_, js_);
   if (name.empty()) {
@@ -260,17 +309,20 @@ http::Response AdminApi::ServeLoras(const http::Request& req, const std::string&
       for (const auto& l : spec->loras) data.push_back(LoraJson(base, l));
       return http::JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
     }
-    if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use GET or POST"));
+    if (req.method != "POST")
+      return fail(InvalidInput(req.method + " " + req.path + ": use GET or POST"));
     auto lora = LoraFromBody(req.body);
     if (!lora.ok()) return fail(lora.status());
     spdlog::info("admin: adding LoRA {} to {} from {}", lora->name, base, lora->path);
     auto stored = admin.AddLora(base, std::move(lora).value());
     if (!stored.ok()) return fail(stored.status());
     AwaitCatalog(base, stored->name, true);
-    spdlog::info("admin: LoRA {}:{} registered ({:.1f} MB)", base, stored->name, stored->memory_bytes / 1e6);
+    spdlog::info("admin: LoRA {}:{} registered ({:.1f} MB)", base, stored->name,
+                 stored->memory_bytes / 1e6);
     return http::JsonResponse(201, LoraJson(base, *stored).dump());
   }
-  if (req.method != "DELETE") return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
+  if (req.method != "DELETE")
+    return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
   if (Status s = admin.RemoveLora(base, name); !s.ok()) return fail(s);
   AwaitCatalog(base, name, false);
   spdlog::info("admin: LoRA {}:{} removed", base, name);
@@ -290,7 +342,8 @@ void AdminApi::AwaitCatalog(const std::string& base, const std::string& name, bo
   }
 }
 
-http::Response AdminApi::ServeKeys(const http::Request& req, std::string_view rest, const std::string& request_id) {
+http::Response AdminApi::ServeKeys(const http::Request& req, std::string_view rest,
+                                   const std::string& request_id) {
   auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
   if (rest.empty() || rest == "/") {
     if (req.method == "GET") {
@@ -314,7 +367,8 @@ http::Response AdminApi::ServeKeys(const http::Request& req, std::string_view re
   }
   if (rest.front() != '/') return fail(Status(Code::kNotFound, "no admin route " + req.path));
   const std::string name(rest.substr(1));
-  if (req.method != "DELETE") return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
+  if (req.method != "DELETE")
+    return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
   if (Status s = queue::RevokeKey(keys_, name); !s.ok()) return fail(s);
   spdlog::info("admin: key {} removed", name);
   return http::JsonResponse(200, json{{"name", name}, {"deleted", true}}.dump());

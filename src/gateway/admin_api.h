@@ -5,6 +5,9 @@
 //            {"path": "<dir or profile>", "id"?: "...", "pinned"?: bool}
 //            a model directory in the Hugging Face layout (its shoal.yaml,
 //            if any, is the profile) or a profile file; or
+//            {"artifact": "sha256:<hex>", "id": "...", "pinned"?: bool}
+//            a model pushed to the model store (store/model_store.h),
+//            fetched into this gateway's model cache to be checked; or
 //            {"spec": {<a profile, as JSON>}}
 //          → 201 with the stored spec (memory_bytes measured), 400 with the
 //            runtime's reason when the model is broken
@@ -52,6 +55,7 @@
 #include "queue/nats.h"
 #include "queue/topology.h"
 #include "queue/worker_registry.h"
+#include "store/model_cache.h"
 
 namespace shoal::gateway {
 
@@ -59,6 +63,9 @@ struct AdminOptions {
   queue::StreamLimits stream_limits;
   // The batch jobs /v1/cluster shows; unset: none.
   std::function<std::vector<queue::BatchRecord>()> batch_jobs;
+  // Where models registered by artifact are fetched to be checked (not
+  // owned); null: such registrations are refused.
+  store::ModelCache* model_cache = nullptr;
 };
 
 class AdminApi {

@@ -68,7 +68,13 @@ Status Gateway::ConnectControlPlane() {
     if (!ring.ok()) return ring.status();
     keys_ = std::move(ring).value();
   }
-  admin_ = std::make_unique<AdminApi>(AdminOptions{options_.stream_limits, [this] { return BatchJobs(); }},
+  SHOAL_ASSIGN_OR_RETURN(model_store_, store::ModelStore::Open(control_.js.get(), control_.replicas));
+  SHOAL_ASSIGN_OR_RETURN(
+      model_cache_,
+      store::ModelCache::Open({.dir = options_.cache_dir.empty() ? store::DefaultModelCacheDir() : options_.cache_dir,
+                               .budget_bytes = options_.cache_bytes},
+                              model_store_.get()));
+  admin_ = std::make_unique<AdminApi>(AdminOptions{options_.stream_limits, [this] { return BatchJobs(); }, model_cache_.get()},
                                       control_.models.get(),
                                       keys_bucket_.get(), control_.js.get(),
                                       [this] { return catalog_->Snapshot(); }, workers_.get());

@@ -87,6 +87,10 @@ struct GatewayOptions {
   // Requests of batch jobs this gateway keeps in flight at once, over all
   // the jobs it runs (batch_runner.h).
   size_t batch_in_flight = 256;
+  // The model cache the admin API checks models from the model store in
+  // (store/model_cache.h); empty dir: store::DefaultModelCacheDir().
+  std::string cache_dir;
+  uint64_t cache_bytes = 20ull << 30;
 };
 
 class Gateway {
@@ -140,6 +144,8 @@ class Gateway {
   queue::KvStorePtr keys_bucket_;          // shoal_keys; not without NATS
   std::unique_ptr<queue::KeyRing> keys_;   // auth keys only
   std::unique_ptr<DeadLetters> dead_letters_;
+  std::unique_ptr<store::ModelStore> model_store_;  // the admin API's, for models registered
+  std::unique_ptr<store::ModelCache> model_cache_;  // by artifact (not without NATS)
   std::unique_ptr<AdminApi> admin_;  // not without NATS
   std::unique_ptr<queue::FileStore> file_store_;  // not without NATS
   std::unique_ptr<FilesApi> files_;               // over file_store_

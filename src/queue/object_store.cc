@@ -267,6 +267,12 @@ Status ObjectStore::Read(const ObjectInfo& info, const ChunkSink& sink, ReadPosi
   natsStatus s = js_SubscribeSync(&raw, js_, subject.c_str(), nullptr, &options.so, &code);
   if (s != NATS_OK) return JsStatus(s, code, "reading " + info.name);
   SubscriptionPtr sub(raw);
+  // Unsubscribed before it is destroyed, so that no chunk still on its way
+  // reaches a freed subscription (cnats' reader thread would).
+  struct Unsubscriber {
+    natsSubscription* s;
+    ~Unsubscriber() { natsSubscription_Unsubscribe(s); }
+  } unsubscribe{sub.get()};
   // The server may run ahead of the disk: room for the whole object.
   natsSubscription_SetPendingLimits(sub.get(), -1, -1);
   ReadPosition at = from;

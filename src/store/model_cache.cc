@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "catalog/names.h"
@@ -21,6 +23,7 @@ namespace shoal::store {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
 // An flock on a file, released with the object.
 class FileLock {
@@ -47,6 +50,15 @@ class FileLock {
   int fd_;
 };
 
+// What identifies a file's bytes without reading them (see the header).
+std::string StampOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return std::to_string(st.st_size) + ":" + std::to_string(st.st_ino) + ":" +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
+         std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
+}
+
 struct Entry {
   std::string hex;
   uint64_t bytes = 0;
@@ -69,6 +81,12 @@ Status WriteWhole(const std::string& path, std::string_view bytes) {
 
 CacheLease::~CacheLease() { ::close(fd_); }
 
+Result<CacheVerify> ParseCacheVerify(std::string_view name) {
+  if (name == "changed") return CacheVerify::kChanged;
+  if (name == "always") return CacheVerify::kAlways;
+  return InvalidInput("cache verification '" + std::string(name) + "': expected changed or always");
+}
+
 std::string DefaultModelCacheDir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
     return std::string(xdg) + "/shoal/models";
@@ -77,13 +95,19 @@ std::string DefaultModelCacheDir() {
   return "/var/cache/shoal/models";
 }
 
+// Its directories (again at each use: an operator may have emptied it).
+static Status MakeDirectories(const std::string& dir) {
+  std::error_code ec;
+  for (const char* sub : {"models", "manifests", "stamps", "leases", "partial"}) {
+    fs::create_directories(fs::path(dir) / sub, ec);
+    if (ec) return InvalidInput("cannot make the model cache " + dir + ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<ModelCache>> ModelCache::Open(CacheOptions options, ModelStore* store) {
   if (options.dir.empty()) return InvalidInput("the model cache needs a directory");
-  std::error_code ec;
-  for (const char* sub : {"models", "manifests", "leases", "partial"}) {
-    fs::create_directories(fs::path(options.dir) / sub, ec);
-    if (ec) return InvalidInput("cannot make the model cache " + options.dir + ": " + ec.message());
-  }
+  SHOAL_RETURN_IF_ERROR(MakeDirectories(options.dir));
   options.dir = fs::absolute(options.dir).string();
   return std::unique_ptr<ModelCache>(new ModelCache(std::move(options), store));
 }
@@ -141,6 +165,7 @@ Status ModelCache::MakeRoom(std::string_view keep_hex, uint64_t bytes) {
     if (!held.ok()) continue;  // in use
     fs::remove_all(options_.dir + "/models/" + e.hex, ec);
     fs::remove(options_.dir + "/manifests/" + e.hex + ".json", ec);
+    fs::remove(options_.dir + "/stamps/" + e.hex + ".json", ec);
     fs::remove(lease, ec);
     used -= e.bytes;
     spdlog::info("model cache: removed sha256:{} ({:.1f} MB, least recently used) to make room",
@@ -174,14 +199,30 @@ Status ModelCache::Verify(std::string_view hex, const ModelManifest& manifest,
   }
   for (const auto& p : strays) fs::remove(p, ec);
 
+  const std::string stamps_path = options_.dir + "/stamps/" + std::string(hex) + ".json";
+  json stamps = json::object();
+  if (auto text = ReadFile(stamps_path); text.ok())
+    stamps = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!stamps.is_object()) stamps = json::object();
+  json checked = json::object();  // the stamps written back
+
   const uint64_t total = manifest.bytes();
   uint64_t before = 0;
   for (const ManifestFile& f : manifest.files) {
     const fs::path path = root / f.path;
     if (fs::exists(path, ec)) {
-      const bool same_size = fs::file_size(path, ec) == f.bytes;
-      auto hex_now = same_size ? Sha256OfFile(path.string()) : Result<std::string>(std::string());
-      if (hex_now.ok() && *hex_now == f.sha256) {
+      const std::string stamp = StampOf(path.string());
+      const bool unchanged = options_.verify == CacheVerify::kChanged && !stamp.empty() &&
+                             stamps.contains(f.path) && stamps[f.path] == stamp;
+      bool whole = unchanged;
+      if (!unchanged && fs::file_size(path, ec) == f.bytes) {
+        auto hex_now = Sha256OfFile(path.string());
+        whole = hex_now.ok() && *hex_now == f.sha256;
+        std::lock_guard lock(stats_mu_);
+        stats_.bytes_hashed += f.bytes;
+      }
+      if (whole) {
+        checked[f.path] = stamp;
         before += f.bytes;
         if (progress) SHOAL_RETURN_IF_ERROR(progress("verifying", before, total));
         continue;
@@ -203,19 +244,21 @@ Status ModelCache::Verify(std::string_view hex, const ModelManifest& manifest,
     fs::create_directories(path.parent_path(), ec);
     fs::rename(partial, path, ec);
     if (ec) return Status(Code::kInternal, "placing " + path.string() + ": " + ec.message());
+    checked[f.path] = StampOf(path.string());  // its bytes were hashed as they came
     before += f.bytes;
     *fetched = true;
     std::lock_guard lock(stats_mu_);
     stats_.bytes_fetched += r.bytes_fetched;
     stats_.bytes_resumed += r.bytes_resumed;
   }
-  return Status::Ok();
+  return WriteWhole(stamps_path, checked.dump());
 }
 
 Result<std::unique_ptr<CacheLease>> ModelCache::Acquire(std::string_view digest,
                                                         const Progress& progress) {
   SHOAL_RETURN_IF_ERROR(ValidateArtifactDigest(digest));
   const std::string hex(DigestHex(digest));
+  SHOAL_RETURN_IF_ERROR(MakeDirectories(options_.dir));
   SHOAL_ASSIGN_OR_RETURN(FileLock dir_lock, FileLock::Take(options_.dir + "/lock", LOCK_EX));
   SHOAL_ASSIGN_OR_RETURN(ModelManifest manifest, LoadManifest(digest));
   if (manifest.bytes() > options_.budget_bytes) {

@@ -7,17 +7,23 @@
 //   <dir>/manifests/<hex>.json   its manifest, written once the entry is
 //                                whole (rewritten at each use: its mtime
 //                                is the last use)
+//   <dir>/stamps/<hex>.json      each file's identity when its SHA-256 was
+//                                last checked: size, inode, mtime, ctime
 //   <dir>/leases/<hex>           flock'd shared by every holder of the entry
 //   <dir>/partial/<file hex>     fetches under way, with their .resume records
 //
-// Acquire(digest) gives a directory to load from: every file's SHA-256 is
-// checked against the manifest first — a file that is missing or differs
-// (a corrupted disk, a hand edit) is fetched again, and files the manifest
-// does not name are removed — so bytes whose digest differs are never
-// loaded. The Lease keeps the entry on disk (a shared flock on its lease
-// file) until it goes; room for a new entry is made by removing the least
-// recently used entries no process holds. A model larger than the budget,
-// or one that fits only by removing entries in use, is refused (NO_CAPACITY).
+// Acquire(digest) gives a directory to load from, checked against the
+// manifest first: a file that is missing or whose bytes differ (a corrupted
+// disk, a hand edit) is fetched again, and files the manifest does not name
+// are removed, so bytes whose digest differs are never loaded. A file's
+// SHA-256 is computed again unless its stamp is unchanged (kChanged, the
+// default): any write, truncation, rename or touch through the kernel moves
+// a file's ctime, which no user can set back, so an unchanged stamp means
+// the bytes hashed before. kAlways hashes every file at every load (for
+// disks that may rot under the file system), at the cost of reading it. The Lease keeps the entry
+// on disk (a shared flock on its lease file) until it goes; room for a new entry is made by
+// removing the least recently used entries no process holds. A model larger than the budget, or one
+// that fits only by removing entries in use, is refused (NO_CAPACITY).
 //
 // Threading: thread-safe; Acquire blocks (hashing, fetching) and runs one at
 // a time per cache directory, across processes.
@@ -34,9 +40,13 @@
 
 namespace shoal::store {
 
+enum class CacheVerify : uint8_t { kChanged, kAlways };
+Result<CacheVerify> ParseCacheVerify(std::string_view name);  // "changed", "always"
+
 struct CacheOptions {
   std::string dir;
   uint64_t budget_bytes = 20ull << 30;
+  CacheVerify verify = CacheVerify::kChanged;
 };
 
 // Counters for metrics and tests.
@@ -46,6 +56,7 @@ struct CacheStats {
   uint64_t bytes_fetched = 0;
   uint64_t bytes_resumed = 0;  // kept from interrupted fetches
   uint64_t corrupt_files = 0;  // cached files whose bytes differed, fetched again
+  uint64_t bytes_hashed = 0;   // cached files checked by their SHA-256
   uint64_t evicted = 0;        // entries removed for room
 };
 

@@ -39,7 +39,8 @@ Status Worker::Init() {
   SHOAL_ASSIGN_OR_RETURN(
       model_cache_,
       store::ModelCache::Open({.dir = options_.cache_dir.empty() ? store::DefaultModelCacheDir() : options_.cache_dir,
-                               .budget_bytes = options_.cache_bytes},
+                               .budget_bytes = options_.cache_bytes,
+                               .verify = options_.cache_verify},
                               model_store_.get()));
   model_files_ = std::make_unique<ModelFiles>(model_cache_.get());
   auto registry = queue::WorkerRegistry::Open(control_.workers.get());

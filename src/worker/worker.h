@@ -85,6 +85,7 @@ struct WorkerOptions {
   // Empty dir: store::DefaultModelCacheDir().
   std::string cache_dir;
   uint64_t cache_bytes = 20ull << 30;
+  store::CacheVerify cache_verify = store::CacheVerify::kChanged;
   // How runtime processes run (models with `process: shared` or `own`);
   // `metrics` is set by the worker.
   RuntimeProcessSettings runtime_processes;

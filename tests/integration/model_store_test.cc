@@ -257,24 +257,33 @@ TEST_F(ModelStoreTest, TheCacheChecksEveryFileRefetchesAndEvicts) {
   EXPECT_LE((*cache)->UsedBytes(), room);
 }
 
-// A model pushed from a directory that is then deleted, served by a worker
-// that has only its cache, answers exactly as the same files registered by
-// path do.
+// A model pushed from a directory that is then deleted, and a LoRA adapter
+// pushed the same way, served by a worker that has only its cache, answer
+// exactly as the same files registered by path do.
 TEST_F(ModelStoreTest, APushedModelIsServedFromTheCache) {
   const std::string dir = CopyModel("bert-tiny-mean", Scratch("pushed-from"));
+  const std::string adapter = CopyModel("loras/bert-tiny-mean/a1", Scratch("adapter-from"));
   auto pushed = store_->Push(dir);
-  ASSERT_TRUE(pushed.ok());
+  auto pushed_adapter = store_->Push(adapter);
+  ASSERT_TRUE(pushed.ok() && pushed_adapter.ok());
   admin::CatalogAdmin catalog(cluster_.control_plane().models.get(), js());
   auto spec = admin::SpecFromDirectory(dir, "pushed");
   ASSERT_TRUE(spec.ok());
   spec->artifact = pushed->digest;
   spec->pinned = true;
   ASSERT_TRUE(catalog.Register(*spec).ok());
+  auto lora = catalog.AddLora(
+      "pushed", LoraSpec{.name = "a1", .path = adapter, .artifact = pushed_adapter->digest});
+  ASSERT_TRUE(lora.ok()) << lora.status().ToString();
   auto local = admin::SpecFromDirectory(kModels + "/bert-tiny-mean", "local");
   ASSERT_TRUE(local.ok());
   local->pinned = true;
   ASSERT_TRUE(catalog.Register(*local).ok());
+  ASSERT_TRUE(
+      catalog.AddLora("local", LoraSpec{.name = "a1", .path = kModels + "/loras/bert-tiny-mean/a1"})
+          .ok());
   fs::remove_all(dir);
+  fs::remove_all(adapter);
 
   worker::WorkerOptions wo;
   wo.cache_dir = Scratch("worker-cache");
@@ -282,15 +291,55 @@ TEST_F(ModelStoreTest, APushedModelIsServedFromTheCache) {
   ASSERT_NE(worker, nullptr);
   auto gateway = cluster_.StartGateway();
   cluster_.WaitForWorkers("pushed", 1);
-  auto from_store =
-      Call(gateway->port(), "POST", "/v1/embeddings", Embed("pushed", "the cache serves"));
-  auto from_path =
-      Call(gateway->port(), "POST", "/v1/embeddings", Embed("local", "the cache serves"));
-  ASSERT_EQ(from_store.status, 200) << from_store.body;
-  ASSERT_EQ(from_path.status, 200) << from_path.body;
-  EXPECT_EQ(json::parse(from_store.body)["data"], json::parse(from_path.body)["data"]);
+  std::vector<json> answers;
+  for (const std::string suffix : {"", ":a1"}) {
+    auto from_store = Call(gateway->port(), "POST", "/v1/embeddings",
+                           Embed("pushed" + suffix, "the cache serves"));
+    auto from_path = Call(gateway->port(), "POST", "/v1/embeddings",
+                          Embed("local" + suffix, "the cache serves"));
+    ASSERT_EQ(from_store.status, 200) << from_store.body;
+    ASSERT_EQ(from_path.status, 200) << from_path.body;
+    answers.push_back(json::parse(from_store.body)["data"]);
+    EXPECT_EQ(answers.back(), json::parse(from_path.body)["data"]) << suffix;
+  }
+  EXPECT_NE(answers[0], answers[1]);  // the adapter is applied
   EXPECT_TRUE(fs::exists(wo.cache_dir + "/models/" + std::string(store::DigestHex(pushed->digest)) +
                          "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(wo.cache_dir + "/models/" +
+                         std::string(store::DigestHex(pushed_adapter->digest)) +
+                         "/adapter_config.json"));
+}
+
+// The admin API registers a model already in the store by its digest: the
+// gateway fetches and checks it as it checks a path.
+TEST_F(ModelStoreTest, TheAdminApiRegistersAModelByItsArtifact) {
+  auto pushed = store_->Push(CopyModel("bert-tiny-mean", Scratch("pushed-elsewhere")));
+  ASSERT_TRUE(pushed.ok());
+  fs::remove_all(Scratch("pushed-elsewhere"));
+  auto gateway = cluster_.StartGateway();
+  const int port = gateway->port();
+  auto registered =
+      Call(port, "POST", "/v1/admin/models",
+           json{{"artifact", pushed->digest}, {"id", "team/from-store"}, {"pinned", true}}.dump());
+  ASSERT_EQ(registered.status, 201) << registered.body;
+  const json spec = json::parse(registered.body);
+  EXPECT_EQ(spec["artifact"], pushed->digest);
+  EXPECT_EQ(spec["runtime"], "native");
+  EXPECT_GT(spec["memory_bytes"].get<uint64_t>(), 0u);
+
+  const std::string unknown = "sha256:" + std::string(64, 'e');
+  for (const json& bad :
+       {json{{"artifact", unknown}, {"id", "x"}}, json{{"artifact", pushed->digest}},
+        json{{"artifact", "sha256:short"}, {"id", "x"}},
+        json{{"artifact", pushed->digest}, {"id", "x"}, {"path", "/tmp"}}}) {
+    auto refused = Call(port, "POST", "/v1/admin/models", bad.dump());
+    EXPECT_EQ(refused.status, 400) << bad.dump() << ": " << refused.body;
+  }
+
+  auto worker = cluster_.StartWorker();
+  cluster_.WaitForWorkers("team/from-store", 1);
+  auto answer = Call(port, "POST", "/v1/embeddings", Embed("team/from-store"));
+  EXPECT_EQ(answer.status, 200) << answer.body;
 }
 
 }  // namespace

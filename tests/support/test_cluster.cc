@@ -115,6 +115,7 @@ std::unique_ptr<gateway::Gateway> TestCluster::StartGateway(gateway::GatewayOpti
   }
   options.http.port = 0;
   if (options.payload_store.empty()) options.payload_store = payload_dir();
+  if (options.cache_dir.empty()) options.cache_dir = dir_ + "/gateway-cache";
   auto g = gateway::Gateway::Start(options);
   EXPECT_TRUE(g.ok()) << g.status().ToString();
   return g.ok() ? std::move(g).value() : nullptr;
