@@ -196,6 +196,9 @@ Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimi
     lora.memory_bytes = *lora_bytes;
   }
   SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStreamExists(js_, spec.pool, limits));
+  // Its consumers exist before any worker does, so that monitoring (and
+  // KEDA's nats-jetstream scaler) finds them whether or not a worker runs.
+  SHOAL_RETURN_IF_ERROR(queue::EnsureConsumer(js_, spec));
   SHOAL_RETURN_IF_ERROR(queue::PutModel(models_, spec));
   return spec;
 }

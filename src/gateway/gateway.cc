@@ -192,6 +192,11 @@ Status Gateway::Init() {
                        .js = control_.js.get(),
                        .batch_jobs = [this] { return BatchJobs(); }});
   dashboard_->Start();
+  if (workers_) {
+    queue_gauges_ = std::make_unique<QueueGauges>(QueueGaugeSources{
+        .catalog = catalog_fn, .workers = workers_.get(), .nc = control_.nc.get(), .js = control_.js.get()});
+    queue_gauges_->Start();
+  }
   router_ = std::make_unique<Router>(
       RouterOptions{.limits = options_.limits,
                     .default_timeout = options_.default_timeout,
@@ -214,7 +219,8 @@ Status Gateway::Init() {
 void Gateway::Serve(size_t lane, http::Request&& req, http::Responder respond) {
   // Scrapes, like probes, are open and never refused for load.
   if (req.method == "GET" && req.path == "/metrics") {
-    return respond(metrics_.Render(InFlight(), batch_runner_ ? batch_runner_->MetricsText() : ""));
+    return respond(metrics_.Render(InFlight(), (batch_runner_ ? batch_runner_->MetricsText() : "") +
+                                                   (queue_gauges_ ? queue_gauges_->Text() : "")));
   }
   // So is the dashboard's page: it holds no figures (it fetches /v1/dashboard).
   if (Dashboard::IsPage(req)) return respond(Dashboard::Page());
@@ -313,6 +319,7 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
   // Those answers reach their sockets before the loops stop.
   if (server_) server_->Drain(SteadyClock::now() + std::chrono::seconds(1));
   if (dashboard_) dashboard_->Stop();
+  if (queue_gauges_) queue_gauges_->Stop();
   admin_.reset();
   dead_letters_.reset();
   catalog_.reset();

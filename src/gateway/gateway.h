@@ -33,6 +33,7 @@
 #include "gateway/batch_runner.h"
 #include "gateway/batches_api.h"
 #include "gateway/dashboard.h"
+#include "gateway/queue_gauges.h"
 #include "gateway/dead_letters.h"
 #include "gateway/dispatcher.h"
 #include "gateway/files_api.h"
@@ -161,6 +162,9 @@ class Gateway {
   // GET / and /v1/dashboard; its sampler stops in Drain, before the
   // registry and catalog it reads go.
   std::unique_ptr<Dashboard> dashboard_;
+  // The backlog and capacity gauges of GET /metrics (not without NATS);
+  // stopped with the dashboard.
+  std::unique_ptr<QueueGauges> queue_gauges_;
   // The queue's dispatchers only; before the lanes, whose dispatchers use it.
   std::unique_ptr<PayloadOffloader> offloader_;
   // Before the lanes: their pending requests hold its answers' callbacks.

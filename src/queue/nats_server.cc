@@ -63,6 +63,13 @@ Result<std::unique_ptr<NatsServer>> NatsServer::Start(const NatsServerOptions& o
   }
   std::vector<std::string> argv = {"nats-server", "--jetstream", "--store_dir", options.data_dir,
                                    "--addr",      "127.0.0.1",   "--port",      std::to_string(port)};
+  int monitoring_port = options.monitoring_port;
+  if (monitoring_port == 0) {
+    auto free = FreeLoopbackPort();
+    if (!free.ok()) return free.status();
+    monitoring_port = *free;
+  }
+  if (monitoring_port > 0) argv.insert(argv.end(), {"--http_port", std::to_string(monitoring_port)});
   if (!options.tls_cert_file.empty() || !options.users.empty()) {
     auto config = WriteConfig(options);
     if (!config.ok()) return config.status();
@@ -74,6 +81,7 @@ Result<std::unique_ptr<NatsServer>> NatsServer::Start(const NatsServerOptions& o
       {"GOGC=400", "GOMAXPROCS=" + std::to_string(std::max(1u, cores / 2))});
   if (!process.ok()) return process.status();
   std::unique_ptr<NatsServer> server(new NatsServer(std::move(process).value(), port, !options.tls_cert_file.empty()));
+  server->monitoring_port_ = monitoring_port;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   while (!PortAcceptsConnections(port)) {
     if (!server->process_.Running()) {

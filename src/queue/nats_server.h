@@ -20,6 +20,9 @@ struct NatsServerOptions {
   std::string tls_key_file;
   // Non-empty: clients must log in as one of these (user, password).
   std::vector<std::pair<std::string, std::string>> users;
+  // The HTTP monitoring endpoint (/varz, /jsz: what KEDA's nats-jetstream
+  // scaler reads), on 127.0.0.1: -1 none, 0 a free port.
+  int monitoring_port = -1;
 };
 
 class NatsServer {
@@ -30,6 +33,7 @@ class NatsServer {
 
   std::string url() const { return (tls_ ? "tls://127.0.0.1:" : "nats://127.0.0.1:") + std::to_string(port_); }
   int port() const { return port_; }
+  int monitoring_port() const { return monitoring_port_; }  // -1: none
   pid_t pid() const { return process_.pid(); }
 
   // SIGTERM, then SIGKILL after `grace`.
@@ -38,6 +42,7 @@ class NatsServer {
  private:
   NatsServer(Subprocess process, int port, bool tls) : process_(std::move(process)), port_(port), tls_(tls) {}
   Subprocess process_;
+  int monitoring_port_ = -1;
   int port_;
   bool tls_;
 };

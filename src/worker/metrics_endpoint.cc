@@ -6,7 +6,8 @@
 namespace shoal::worker {
 
 Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const std::string& host, int port,
-                                                                std::function<std::string()> render) {
+                                                                std::function<std::string()> render,
+                                                                std::function<bool()> ready) {
   std::unique_ptr<MetricsEndpoint> e(new MetricsEndpoint());
   e->loop_.Start();
   http::ServerOptions options;
@@ -15,17 +16,28 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const std::strin
   options.io_threads = 1;
   options.max_body_bytes = 4096;  // scrapes have no body
   auto server = http::Server::Start(
-      options, {&e->loop_}, [render = std::move(render)](size_t, http::Request&& req, http::Responder respond) {
+      options, {&e->loop_},
+      [render = std::move(render), ready = std::move(ready)](size_t, http::Request&& req,
+                                                             http::Responder respond) {
         if (req.method == "GET" && req.path == "/metrics") {
           http::Response r;
           r.content_type = "text/plain; version=0.0.4; charset=utf-8";
           r.body = render();
           return respond(std::move(r));
         }
-        if (req.method == "GET" && req.path == "/healthz") return respond(http::JsonResponse(200, "{\"status\":\"ok\"}"));
-        respond(http::ErrorResponse(Status(Code::kNotFound, "a worker serves GET /metrics and /healthz only"), ""));
+        if (req.method == "GET" && req.path == "/healthz")
+          return respond(http::JsonResponse(200, "{\"status\":\"ok\"}"));
+        if (req.method == "GET" && req.path == "/readyz") {
+          if (ready()) return respond(http::JsonResponse(200, "{\"status\":\"ready\"}"));
+          return respond(
+              http::ErrorResponse(Status(Code::kNoCapacity, "draining: takes no more work"), ""));
+        }
+        respond(http::ErrorResponse(
+            Status(Code::kNotFound, "a worker serves GET /metrics, /healthz and /readyz only"),
+            ""));
       });
-  if (!server.ok()) return Status(server.status().code(), "metrics endpoint: " + server.status().message());
+  if (!server.ok())
+    return Status(server.status().code(), "metrics endpoint: " + server.status().message());
   e->server_ = std::move(server).value();
   return e;
 }

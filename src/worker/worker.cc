@@ -90,8 +90,9 @@ Status Worker::Init() {
   residency_->OnCatalog(catalog_->Snapshot());  // the watch may have run it already; it is idempotent
   keeper_ = std::thread([this] { KeeperLoop(); });
   if (options_.metrics_port >= 0) {
-    auto endpoint = MetricsEndpoint::Start(options_.metrics_host, options_.metrics_port,
-                                           [this] { return RenderMetrics(); });
+    auto endpoint = MetricsEndpoint::Start(
+        options_.metrics_host, options_.metrics_port, [this] { return RenderMetrics(); },
+        [this] { return !draining_.load(); });
     if (!endpoint.ok()) return endpoint.status();
     metrics_endpoint_ = std::move(endpoint).value();
     spdlog::info("worker {}: metrics at http://{}:{}/metrics", options_.id, options_.metrics_host,

@@ -84,7 +84,12 @@ TEST(WorkerMetrics, CountsBatchesStagesAndResidency) {
   EXPECT_EQ(value("shoal_worker_stage_seconds_count{model=\"test/embed\",stage=\"tokenize\"}"), batches);
   EXPECT_EQ(value("shoal_worker_stage_seconds_count{model=\"test/embed\",stage=\"inference\"}"), batches);
   EXPECT_GT(value("shoal_worker_memory_bytes{device=\"cpu\",kind=\"budget\"}"), 0);
-  // Anything else on the port is a documented 404.
+  // The probes orchestrators use, and anything else a documented 404.
+  for (const char* probe : {"/healthz", "/readyz"}) {
+    auto r = HttpClient(fleet.worker->metrics_port()).Get(probe);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 200) << probe;
+  }
   auto other = HttpClient(fleet.worker->metrics_port()).Get("/v1/encode/test/embed");
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(other->status, 404);

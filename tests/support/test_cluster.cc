@@ -24,12 +24,13 @@ std::string IdentityProfile(const std::string& id, const std::string& extra) {
   return yaml + extra;
 }
 
-queue::NatsServerOptions TestCluster::ServerOptions(int port) const {
+queue::NatsServerOptions TestCluster::ServerOptions(int port, int monitoring_port) const {
   return {.data_dir = dir_ + "/nats",
           .port = port,
           .tls_cert_file = secure_.tls_cert_file,
           .tls_key_file = secure_.tls_key_file,
-          .users = secure_.users};
+          .users = secure_.users,
+          .monitoring_port = monitoring_port};
 }
 
 TestCluster::TestCluster(SecureNats secure) : secure_(std::move(secure)) {
@@ -38,7 +39,7 @@ TestCluster::TestCluster(SecureNats secure) : secure_(std::move(secure)) {
   setenv("SHOAL_RUNTIME_HOST", SHOAL_BINARY, 0);
   char tmpl[] = "/tmp/shoal-test-XXXXXX";
   dir_ = mkdtemp(tmpl);
-  auto nats = queue::NatsServer::Start(ServerOptions(0));
+  auto nats = queue::NatsServer::Start(ServerOptions(0, 0));
   if (!nats.ok()) {
     ADD_FAILURE() << nats.status().ToString();
     return;
@@ -59,7 +60,7 @@ void TestCluster::StopNats() {
 }
 
 void TestCluster::StartNats() {
-  auto nats = queue::NatsServer::Start(ServerOptions(nats_->port()));
+  auto nats = queue::NatsServer::Start(ServerOptions(nats_->port(), nats_->monitoring_port()));
   ASSERT_TRUE(nats.ok()) << nats.status().ToString();
   nats_ = std::move(nats).value();
   auto control = queue::ControlPlane::Connect(url_, "test", secure_.client);

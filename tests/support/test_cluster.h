@@ -32,6 +32,8 @@ class TestCluster {
   ~TestCluster();
 
   const std::string& nats_url() const { return url_; }
+  // nats-server's HTTP monitoring endpoint (/jsz, /varz) on 127.0.0.1.
+  int nats_monitoring_port() const { return nats_->monitoring_port(); }
   queue::ControlPlane& control_plane() { return control_; }
 
   // Stops nats-server (SIGTERM) and, with Start, brings it back on the same
@@ -71,7 +73,7 @@ class TestCluster {
                               std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
  private:
-  queue::NatsServerOptions ServerOptions(int port) const;
+  queue::NatsServerOptions ServerOptions(int port, int monitoring_port) const;
 
   SecureNats secure_;
   std::string dir_;
