@@ -2,7 +2,10 @@
 // pushed to the model store (ModelSpec::artifact, LoraSpec::artifact) — its
 // entry in the worker's model cache (store/model_cache.h), fetched and
 // checked file by file before anything loads from it. The leases keep those
-// entries on disk while the model that uses them is loaded.
+// entries on disk while the model that uses them is loaded. A fetch the
+// connection cut is resumed a few times (1, 2, 3 s apart) before the load
+// fails; a model that fails to load answers MODEL_LOAD_FAILED until it is
+// registered again (resident_models.h).
 //
 // Threading: any thread; calls block while files are fetched or checked.
 #pragma once
@@ -35,6 +38,7 @@ class ModelFiles {
                                               FileLeases* leases);
 
  private:
+  static constexpr int kFetchRetries = 3;
   // The local directory of artifact `digest` (for `what`, in log lines).
   Result<std::string> Directory(const std::string& digest, const std::string& what,
                                 FileLeases* leases);
