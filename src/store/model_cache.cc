@@ -190,7 +190,7 @@ Status ModelCache::Verify(std::string_view hex, const ModelManifest& manifest,
   // Files the manifest does not name would be seen by the runtime: remove them.
   std::vector<fs::path> strays;
   for (auto it = fs::recursive_directory_iterator(root, ec);
-       it != fs::recursive_directory_iterator(); ++it) {
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string relative = fs::relative(it->path(), root, ec).generic_string();
     if (it->is_directory(ec)) continue;
     const bool named = std::any_of(manifest.files.begin(), manifest.files.end(),
