@@ -5,8 +5,11 @@
 #include "common/log.h"
 
 namespace shoal::queue {
+
 namespace {
 
+constexpr int64_t kPingIntervalMs = 2000;
+constexpr int kMaxPingsOut = 2;
 constexpr int64_t kLockSpinCount = 0;
 
 void OnDisconnected(natsConnection* nc, void* closure) {
@@ -132,6 +135,13 @@ Result<ConnectionPtr> Connect(const ConnectOptions& options) {
   natsOptions_SetTimeout(opts.get(), options.connect_timeout_ms);
   natsOptions_SetMaxReconnect(opts.get(), -1);
   natsOptions_SetReconnectWait(opts.get(), 250);
+  // A server whose machine is cut off sends no reset: the connection would
+  // look alive until cnats' default pings (every 2 min) went unanswered,
+  // and everything on it would wait that long (make chaos,
+  // worker_partition). Pinged every 2 s, it is declared stale after two
+  // unanswered pings and the client moves to another server of the cluster.
+  natsOptions_SetPingInterval(opts.get(), kPingIntervalMs);
+  natsOptions_SetMaxPingsOut(opts.get(), kMaxPingsOut);
   natsOptions_SetRetryOnFailedConnect(opts.get(), options.retry_initial_connect, nullptr, nullptr);
   natsOptions_SetDisconnectedCB(opts.get(), OnDisconnected, name->data());
   natsOptions_SetReconnectedCB(opts.get(), OnReconnected, name->data());

@@ -168,6 +168,12 @@ Status NetnsNatsCluster::StartNode(int i) {
   return Status::Ok();
 }
 
+Status NetnsNatsCluster::Partition(int node) {
+  return Sh("ip link set " + HostVeth(node) + " down", dir_ + "/network.log");
+}
+
+Status NetnsNatsCluster::Heal(int node) { return Sh("ip link set " + HostVeth(node) + " up", dir_ + "/network.log"); }
+
 void NetnsNatsCluster::Kill(int node) {
   auto& s = servers_[static_cast<size_t>(node)];
   if (s) s->Stop(SIGKILL, std::chrono::milliseconds(0));

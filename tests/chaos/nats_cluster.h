@@ -49,6 +49,10 @@ class NetnsNatsCluster {
   int NodeNamed(const std::string& server_name) const;  // -1 if none
 
   void Kill(int node);       // SIGKILL
+  // Takes node `node`'s link to the bridge down (its host leaves the
+  // network: the server and every process in its namespace), and up again.
+  Status Partition(int node);
+  Status Heal(int node);
   Status Restart(int node);  // same configuration and data; waits until it listens
   bool Running(int node);
 

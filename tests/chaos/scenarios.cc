@@ -162,6 +162,16 @@ class Fleet {
     return Subprocess::Spawn(argv, dir_ + "/" + id + ".log");
   }
 
+  // A worker on a host of its own: `argv_prefix` runs it there (e.g. in a
+  // network namespace), and it reaches NATS at `nats` alone.
+  Result<Subprocess> WorkerOn(const std::string& id, const std::vector<std::string>& argv_prefix,
+                              const std::string& nats) {
+    std::vector<std::string> argv = argv_prefix;
+    argv.insert(argv.end(), {o_.shoal_binary, "worker", "--id", id, "--nats", nats});
+    if (replicas_ > 0) argv.insert(argv.end(), {"--replicas", std::to_string(replicas_)});
+    return Subprocess::Spawn(argv, dir_ + "/" + id + ".log");
+  }
+
   Result<Subprocess> Gateway(const std::string& id, int port) {
     std::vector<std::string> argv = {o_.shoal_binary, "gateway", "--id", id, "--port", std::to_string(port)};
     for (auto& a : NatsArgs()) argv.push_back(a);
@@ -653,11 +663,63 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
   return r;
 }
 
+// A worker's host cut off from the cluster under load: the host of one
+// nats-server (not the work stream's leader) runs a worker that reaches NATS
+// through that server alone; its link is taken down for 20 s (ten times the
+// profile's 2 s ack_wait, and longer than a silent connection may go
+// unnoticed) and brought back. What that worker held is
+// redelivered to the other worker; what it finishes during the cut cannot be
+// acked and is answered again elsewhere, which its client never sees twice
+// (the gateway keeps one result per item).
+ScenarioResult WorkerPartition(const ScenarioOptions& o) {
+  ScenarioResult r;
+  r.name = "worker_partition";
+  if (std::string why = NetnsNatsCluster::WhyUnavailable(); !why.empty()) {
+    r.skipped = true;
+    r.skip_reason = why;
+    return r;
+  }
+  r.dir = MakeDir(o, r.name);
+  Ticker ticker(o, r.name);
+  ticker.Phase("starting a 3-node JetStream cluster in network namespaces");
+  CHAOS_ASSIGN(cluster, NetnsNatsCluster::Start(r.dir + "/cluster"));
+  Fleet fleet(o, r.dir, cluster->urls(), NetnsNatsCluster::kNodes);
+  CHAOS_TRY(fleet.Register());
+  CHAOS_TRY(fleet.Connect());
+  CHAOS_ASSIGN(info, GetStreamCluster(fleet.js(), queue::WorkStreamName("default")));
+  int host = 0;
+  while (host < NetnsNatsCluster::kNodes && NetnsNatsCluster::ServerName(host) == info.leader) ++host;
+  ticker.Phase("worker-a beside the cluster, worker-b on " + NetnsNatsCluster::ServerName(host) + "'s host");
+  CHAOS_ASSIGN(worker_a, fleet.Worker("worker-a"));
+  CHAOS_ASSIGN(worker_b, fleet.WorkerOn("worker-b", NetnsNatsCluster::OnHost(host, {}), cluster->url(host)));
+  CHAOS_TRY(fleet.WaitForWorker("worker-a"));
+  CHAOS_TRY(fleet.WaitForWorker("worker-b"));
+  CHAOS_ASSIGN(port, Port());
+  CHAOS_ASSIGN(gateway, fleet.Gateway("gateway", port));
+  CHAOS_TRY(fleet.WaitReady(port, "gateway"));
+
+  LoadDriver driver(Load(o, {port}, r.name));
+  CHAOS_TRY(WarmUp(o, driver, ticker));
+  const auto fault = Clock::now();
+  CHAOS_TRY(cluster->Partition(host));
+  ticker.Phase(NetnsNatsCluster::ServerName(host) + "'s host cut off (worker-b and its server); 20 s");
+  CHAOS_TRY(Sleep(o, 20));
+  CHAOS_TRY(cluster->Heal(host));
+  ticker.Phase("link back; waiting for worker-b to serve again");
+  CHAOS_TRY(fleet.WaitForWorker("worker-b"));
+  CHAOS_TRY(Sleep(o, o.after_s));
+  Finish(driver, fleet, fault, ticker, &r);
+  worker_a.Stop(SIGTERM, std::chrono::seconds(5));
+  worker_b.Stop(SIGTERM, std::chrono::seconds(5));
+  gateway.Stop(SIGTERM, std::chrono::seconds(5));
+  return r;
+}
+
 }  // namespace
 
 std::vector<std::string> ScenarioNames() {
   return {"worker_kill",   "runtime_process_kill", "sidecar_kill",      "llamacpp_kill", "nats_restart",
-          "gateway_restart", "gateway_kill",       "nats_cluster_kill"};
+          "gateway_restart", "gateway_kill",       "nats_cluster_kill", "worker_partition"};
 }
 
 ScenarioResult RunScenario(const std::string& name, const ScenarioOptions& o) {
@@ -669,6 +731,7 @@ ScenarioResult RunScenario(const std::string& name, const ScenarioOptions& o) {
   if (name == "gateway_restart") return GatewayRestart(o, false);
   if (name == "gateway_kill") return GatewayRestart(o, true);
   if (name == "nats_cluster_kill") return NatsClusterKill(o);
+  if (name == "worker_partition") return WorkerPartition(o);
   ScenarioResult r;
   r.name = name;
   r.error = "no scenario named '" + name + "'";

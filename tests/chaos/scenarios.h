@@ -27,6 +27,10 @@
 //                      the work stream's leader is SIGKILLed and brought
 //                      back 5 s later. Skipped, with the reason, when network
 //                      namespaces are not available (not root).
+//   worker_partition   the same cluster; a worker on the host of a server
+//                      that is not the work stream's leader, reaching NATS
+//                      through it alone; the host's link goes down for 20 s
+//                      and comes back (skipped as above).
 //
 // Threading: a scenario runs on the caller's thread (plus its clients').
 #pragma once
