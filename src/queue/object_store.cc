@@ -177,6 +177,7 @@ Status ObjectStore::PurgeChunks(std::string_view nuid) {
 Result<ObjectInfo> ObjectStore::Put(std::string_view name, const Source& source,
                                     const PutProgress& progress, uint32_t chunk_bytes) {
   if (name.empty()) return InvalidInput("an object needs a name");
+  if (chunk_bytes == 0) return InvalidInput("chunks of 0 bytes");
   auto previous = Info(name);
   if (!previous.ok() && previous.status().code() != Code::kNotFound) return previous.status();
 
