@@ -140,10 +140,16 @@ Subcommand AddModels(CLI::App& app) {
             if (ls->parsed()) {
               auto specs = admin->List();
               if (!specs.ok()) return Fail(specs.status());
-              std::printf("%-32s %-9s %-7s %-10s %-11s %s\n", "ID", "RUNTIME", "TASK", "POOL", "MEMORY", "PINNED");
+              std::printf("%-32s %-9s %-7s %-10s %-11s %-6s %s\n", "ID", "RUNTIME", "TASK", "POOL", "MEMORY", "PINNED",
+                          "FILES");
               for (const auto& s : *specs) {
-                std::printf("%-32s %-9s %-7s %-10s %-11s %s\n", s.id.c_str(), s.runtime.c_str(), std::string(TaskName(s.task)).c_str(),
-                            s.pool.c_str(), Megabytes(s.memory_bytes).c_str(), s.pinned ? "yes" : "no");
+                // Where workers read its files: the model store (its digest, shortened) or a path.
+                const std::string files = !s.artifact.empty() ? s.artifact.substr(0, 19) + "…"
+                                          : !s.path.empty()   ? s.path
+                                                              : "-";
+                std::printf("%-32s %-9s %-7s %-10s %-11s %-6s %s\n", s.id.c_str(), s.runtime.c_str(),
+                            std::string(TaskName(s.task)).c_str(), s.pool.c_str(), Megabytes(s.memory_bytes).c_str(),
+                            s.pinned ? "yes" : "no", files.c_str());
               }
               return 0;
             }

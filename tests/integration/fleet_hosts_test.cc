@@ -126,6 +126,11 @@ TEST_F(FleetHostsTest, APushedModelIsServedOnOtherHostsAndACorruptCacheIsMended)
       << FileText(Host(kA) + "/push.log");
   EXPECT_NE(FileText(Host(kA) + "/push.log").find("pushed " + source + " as sha256:"),
             std::string::npos);
+  ASSERT_EQ(Shoal(kA, {"models", "--nats", cluster_->url(kA), "ls"}, Host(kA) + "/ls.log"), 0);
+  const std::string listing = FileText(Host(kA) + "/ls.log");
+  const size_t row = listing.find(kPushed);
+  ASSERT_NE(row, std::string::npos) << listing;
+  EXPECT_NE(listing.find("sha256:", row), std::string::npos) << listing;  // its files: the model store
   fs::remove_all(source);
   // The same bytes by path, as the reference its answers must match.
   const std::string profile = (dir_ / "reference.yaml").string();
