@@ -594,14 +594,19 @@ Result<StreamCluster> GetStreamCluster(jsCtx* js, const std::string& stream) {
   return c;
 }
 
+// Marks `r` skipped, with the reason, where network namespaces cannot be made.
+bool SkippedWithoutNetns(ScenarioResult* r) {
+  const std::string why = NetnsNatsCluster::WhyUnavailable();
+  if (why.empty()) return false;
+  r->skipped = true;
+  r->skip_reason = why;
+  return true;
+}
+
 ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
   ScenarioResult r;
   r.name = "nats_cluster_kill";
-  if (std::string why = NetnsNatsCluster::WhyUnavailable(); !why.empty()) {
-    r.skipped = true;
-    r.skip_reason = why;
-    return r;
-  }
+  if (SkippedWithoutNetns(&r)) return r;
   r.dir = MakeDir(o, r.name);
   Ticker ticker(o, r.name);
   ticker.Phase("starting a 3-node JetStream cluster in network namespaces");
@@ -674,11 +679,7 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
 ScenarioResult WorkerPartition(const ScenarioOptions& o) {
   ScenarioResult r;
   r.name = "worker_partition";
-  if (std::string why = NetnsNatsCluster::WhyUnavailable(); !why.empty()) {
-    r.skipped = true;
-    r.skip_reason = why;
-    return r;
-  }
+  if (SkippedWithoutNetns(&r)) return r;
   r.dir = MakeDir(o, r.name);
   Ticker ticker(o, r.name);
   ticker.Phase("starting a 3-node JetStream cluster in network namespaces");
