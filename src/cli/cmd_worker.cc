@@ -32,53 +32,50 @@ Result<uint64_t> ParseByteSize(const std::string& text) {
   return static_cast<uint64_t>(value * scale);
 }
 
+// --name VALUE, read by `parse` (which returns a Result) into *out; what
+// `parse` refuses is the option's validation error.
+template <typename T, typename Parse>
+void AddParsedOption(CLI::App* sub, const std::string& name, T* out, Parse parse,
+                     const std::string& help) {
+  sub->add_option_function<std::string>(
+      name,
+      [name, out, parse](const std::string& text) {
+        auto value = parse(text);
+        if (!value.ok()) throw CLI::ValidationError(name, value.status().message());
+        *out = *value;
+      },
+      help);
+}
+
 }  // namespace
 
 void AddResidencyOptions(CLI::App* sub, worker::WorkerOptions* o) {
-  sub->add_option_function<std::string>(
-         "--memory-budget",
-         [o](const std::string& text) {
-           auto bytes = ParseByteSize(text);
-           if (!bytes.ok()) throw CLI::ValidationError("--memory-budget", bytes.status().message());
-           o->memory_budget = *bytes;
-         },
-         "memory the loaded models may take, e.g. 4G (default: half of this machine's memory)");
-  sub->add_option_function<std::string>(
-         "--eviction",
-         [o](const std::string& name) {
-           auto kind = worker::ParseEvictionPolicyKind(name);
-           if (!kind.ok()) throw CLI::ValidationError("--eviction", kind.status().message());
-           o->eviction = *kind;
-         },
-         "what goes first under memory pressure: cost-aware (default), lru, count");
-  sub->add_option("--max-models", o->max_models, "with --eviction count: the most models loaded at once");
+  AddParsedOption(
+      sub, "--memory-budget", &o->memory_budget, ParseByteSize,
+      "memory the loaded models may take, e.g. 4G (default: half of this machine's memory)");
+  AddParsedOption(sub, "--eviction", &o->eviction, worker::ParseEvictionPolicyKind,
+                  "what goes first under memory pressure: cost-aware (default), lru, count");
+  sub->add_option("--max-models", o->max_models,
+                  "with --eviction count: the most models loaded at once");
   AddModelCacheOptions(sub, &o->cache_dir, &o->cache_bytes);
-  sub->add_option_function<std::string>(
-         "--cache-verify",
-         [o](const std::string& name) {
-           auto verify = store::ParseCacheVerify(name);
-           if (!verify.ok()) throw CLI::ValidationError("--cache-verify", verify.status().message());
-           o->cache_verify = *verify;
-         },
-         "when a cached model's files are hashed again before it loads: changed (default: when a file's size, "
-         "inode, mtime or ctime moved) or always");
+  AddParsedOption(sub, "--cache-verify", &o->cache_verify, store::ParseCacheVerify,
+                  "when a cached model's files are hashed again before it loads: changed (default: "
+                  "when a file's "
+                  "size, inode, mtime or ctime moved) or always");
 }
 
 void AddModelCacheOptions(CLI::App* sub, std::string* dir, uint64_t* bytes) {
-  sub->add_option("--cache-dir", *dir,
-                  "where models from the model store are fetched to (default: ~/.cache/shoal/models)");
-  sub->add_option_function<std::string>(
-         "--cache-bytes",
-         [bytes](const std::string& text) {
-           auto size = ParseByteSize(text);
-           if (!size.ok()) throw CLI::ValidationError("--cache-bytes", size.status().message());
-           *bytes = *size;
-         },
-         "disk the model cache may take, e.g. 50G (default: 20G); least recently used models go first");
+  sub->add_option(
+      "--cache-dir", *dir,
+      "where models from the model store are fetched to (default: ~/.cache/shoal/models)");
+  AddParsedOption(sub, "--cache-bytes", bytes, ParseByteSize,
+                  "disk the model cache may take, e.g. 50G (default: 20G); least recently used "
+                  "models go first");
 }
 
 Subcommand AddWorker(CLI::App& app) {
-  auto* sub = app.add_subcommand("worker", "Run a worker: pull, batch and run work for a pool's models");
+  auto* sub =
+      app.add_subcommand("worker", "Run a worker: pull, batch and run work for a pool's models");
   auto opts = std::make_shared<worker::WorkerOptions>();
   opts->nats_url = "nats://127.0.0.1:4222";
   sub->add_option("--nats", opts->nats_url, "NATS URL (tls://... for TLS)")->capture_default_str();
@@ -86,7 +83,8 @@ Subcommand AddWorker(CLI::App& app) {
   AddNatsReplicasOption(sub, &opts->stream_limits.replicas);
   sub->add_option("--pool", opts->pool, "the pool whose models it serves")->capture_default_str();
   sub->add_option("--model", opts->models, "serve only this model (repeatable)");
-  sub->add_option("--executors", opts->executors, "batches run at once (devices)")->capture_default_str();
+  sub->add_option("--executors", opts->executors, "batches run at once (devices)")
+      ->capture_default_str();
   sub->add_option("--threads", opts->threads_per_executor,
                   "cores each executor's batch may use (0: the machine's cores / executors)")
       ->capture_default_str();
@@ -94,12 +92,14 @@ Subcommand AddWorker(CLI::App& app) {
   sub->add_option("--metrics-port", opts->metrics_port,
                   "serve GET /metrics (Prometheus) on this port (0: any free port; -1: off)")
       ->capture_default_str();
-  sub->add_option("--metrics-host", opts->metrics_host, "address for --metrics-port")->capture_default_str();
+  sub->add_option("--metrics-host", opts->metrics_host, "address for --metrics-port")
+      ->capture_default_str();
   AddResidencyOptions(sub, opts.get());
   AddPayloadStoreOption(sub, &opts->payload_store);
   auto accept_push = std::make_shared<bool>(false);
   sub->add_flag("--accept-push", *accept_push,
-                "benchmark baseline: also take items a pushing gateway (--dispatch push-rr|push-lo) sends here");
+                "benchmark baseline: also take items a pushing gateway (--dispatch "
+                "push-rr|push-lo) sends here");
   return {sub, [opts, accept_push] {
             BlockStopSignals();
             auto w = worker::Worker::Start(*opts);

@@ -19,4 +19,19 @@ Result<std::string> ReadFile(const std::string& path) {
   return text;
 }
 
+Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr)
+    return Status(Code::kInternal, "cannot write " + tmp + ": " + std::strerror(errno));
+  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  if (std::fclose(f) != 0 || !written) {
+    return Status(Code::kInternal, "cannot write " + tmp + ": " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status(Code::kInternal, "cannot rename " + tmp + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 }  // namespace shoal

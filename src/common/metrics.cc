@@ -6,10 +6,8 @@
 #include <cmath>
 
 namespace shoal {
-namespace {
 
-// Prometheus label values: backslash, double quote and newline escaped.
-void AppendEscaped(const std::string& v, std::string* out) {
+void AppendEscapedLabelValue(std::string_view v, std::string* out) {
   for (const char c : v) {
     if (c == '\\') out->append("\\\\");
     else if (c == '"') out->append("\\\"");
@@ -17,6 +15,8 @@ void AppendEscaped(const std::string& v, std::string* out) {
     else out->push_back(c);
   }
 }
+
+namespace {
 
 void AppendNumber(double v, std::string* out) {
   if (std::isinf(v)) {
@@ -39,7 +39,7 @@ void AppendSample(const std::string& name, const std::vector<std::string>& label
     for (size_t i = 0; i < labels.size(); ++i) {
       if (i) out->push_back(',');
       out->append(labels[i]).append("=\"");
-      AppendEscaped(values[i], out);
+      AppendEscapedLabelValue(values[i], out);
       out->push_back('"');
     }
     if (!extra.empty()) out->append(labels.empty() ? "" : ",").append(extra);

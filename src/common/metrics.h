@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shoal {
@@ -86,6 +87,10 @@ class Family {
   mutable std::mutex mu_;
   std::map<std::vector<std::string>, std::unique_ptr<Metric>> series_;  // guarded by mu_
 };
+
+// A Prometheus label value as the text format writes it: backslash, double
+// quote and newline escaped (for pages rendered outside a registry).
+void AppendEscapedLabelValue(std::string_view v, std::string* out);
 
 class MetricsRegistry {
  public:

@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "queue/priority.h"
 #include "queue/subjects.h"
 #include "queue/topology.h"
@@ -37,21 +38,14 @@ Result<int64_t> ParseStreamTime(const std::string& t) {
   return ms;
 }
 
-void Gauge(std::string* out, const char* name, const char* help) {
+void GaugeHeader(std::string* out, const char* name, const char* help) {
   *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
 }
 
-// A label value as Prometheus' text format escapes it.
+// A label value, escaped.
 std::string Label(std::string_view v) {
   std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
+  AppendEscapedLabelValue(v, &out);
   return out;
 }
 
@@ -151,12 +145,13 @@ void QueueGauges::Sample() {
   }
 
   std::string text;
-  Gauge(&text, "shoal_queue_items",
-        "A model's work in its pool's stream, waiting or being worked on (KEDA's nats-jetstream "
-        "lag).");
+  GaugeHeader(
+      &text, "shoal_queue_items",
+      "A model's work in its pool's stream, waiting or being worked on (KEDA's nats-jetstream "
+      "lag).");
   text += items;
-  Gauge(&text, "shoal_queue_oldest_item_age_seconds",
-        "Since the oldest of a model's queued items was queued.");
+  GaugeHeader(&text, "shoal_queue_oldest_item_age_seconds",
+              "Since the oldest of a model's queued items was queued.");
   text += ages;
   const std::pair<const char*, const char*> pool_gauges[] = {
       {"shoal_pool_queue_items", "The pool's whole backlog in its work stream."},
@@ -167,7 +162,7 @@ void QueueGauges::Sample() {
       {"shoal_pool_memory_used_bytes", "Memory the pool's loaded models take."},
       {"shoal_pool_memory_budget_bytes", "Memory the pool's workers may give models."}};
   for (size_t g = 0; g < std::size(pool_gauges); ++g) {
-    Gauge(&text, pool_gauges[g].first, pool_gauges[g].second);
+    GaugeHeader(&text, pool_gauges[g].first, pool_gauges[g].second);
     for (const auto& [pool, p] : pools) {
       const uint64_t values[] = {p.items,
                                  static_cast<uint64_t>(p.workers),

@@ -108,6 +108,12 @@ Status FromNats(natsStatus s, std::string_view what) {
   return Status(connection ? Code::kNoCapacity : Code::kInternal, msg);
 }
 
+Status FromJetStream(natsStatus s, jsErrCode code, std::string_view what) {
+  Status st = FromNats(s, what);
+  if (code != 0) return Status(st.code(), st.message() + " [js " + std::to_string(code) + "]");
+  return st;
+}
+
 Result<ConnectionPtr> Connect(const ConnectOptions& options) {
   // cnats spins up to 2000 times on a contended lock before sleeping; on a
   // machine with few cores that spinning competes with the very thread it

@@ -44,6 +44,8 @@ using KvStorePtr = std::unique_ptr<kvStore, KvStoreDeleter>;
 // A cnats status as a Shoal Status (kNoCapacity for connection trouble,
 // kInternal otherwise), with cnats' last error text.
 Status FromNats(natsStatus s, std::string_view what);
+// The same for a JetStream call, with its error code when it gave one.
+Status FromJetStream(natsStatus s, jsErrCode code, std::string_view what);
 
 // How a process proves who it is to NATS and protects its connections;
 // every connection it makes carries the same. Empty fields are unused. A

@@ -14,12 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-Status JsStatus(natsStatus s, jsErrCode code, std::string_view what) {
-  Status st = FromNats(s, what);
-  if (code != 0) return Status(st.code(), st.message() + " [js " + std::to_string(code) + "]");
-  return st;
-}
-
 bool ValidBucket(std::string_view b) {
   return !b.empty() && std::all_of(b.begin(), b.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
@@ -142,7 +136,7 @@ Result<std::unique_ptr<ObjectStore>> ObjectStore::Open(jsCtx* js, std::string bu
   if (s == NATS_OK) {
     jsStreamInfo_Destroy(si);
   } else if (code != JSStreamNameExistErr) {
-    return JsStatus(s, code, "object store stream " + store->stream_);
+    return FromJetStream(s, code, "object store stream " + store->stream_);
   }
   return store;
 }
@@ -161,7 +155,7 @@ Status ObjectStore::PublishInfo(const ObjectInfo& info) {
   jsErrCode code = static_cast<jsErrCode>(0);
   const natsStatus s = js_PublishMsg(&ack, js_, msg.get(), nullptr, &code);
   jsPubAck_Destroy(ack);
-  return s == NATS_OK ? Status::Ok() : JsStatus(s, code, "storing the info of " + info.name);
+  return s == NATS_OK ? Status::Ok() : FromJetStream(s, code, "storing the info of " + info.name);
 }
 
 Status ObjectStore::PurgeChunks(std::string_view nuid) {
@@ -171,7 +165,7 @@ Status ObjectStore::PurgeChunks(std::string_view nuid) {
   o.Stream.Purge.Subject = subject.c_str();
   jsErrCode code = static_cast<jsErrCode>(0);
   const natsStatus s = js_PurgeStream(js_, stream_.c_str(), &o, &code);
-  return s == NATS_OK ? Status::Ok() : JsStatus(s, code, "purging chunks " + subject);
+  return s == NATS_OK ? Status::Ok() : FromJetStream(s, code, "purging chunks " + subject);
 }
 
 Result<ObjectInfo> ObjectStore::Put(std::string_view name, const Source& source,
@@ -210,7 +204,7 @@ Result<ObjectInfo> ObjectStore::Put(std::string_view name, const Source& source,
     jsPubAck_Destroy(ack);
     if (s != NATS_OK)
       return fail(
-          JsStatus(s, code, "storing chunk " + std::to_string(info.chunks) + " of " + info.name));
+          FromJetStream(s, code, "storing chunk " + std::to_string(info.chunks) + " of " + info.name));
     hash.Update(std::string_view(buffer.data(), filled));
     info.size += filled;
     ++info.chunks;
@@ -244,7 +238,7 @@ Result<ObjectInfo> ObjectStore::Info(std::string_view name) {
     if (code == JSNoMessageFoundErr || s == NATS_NOT_FOUND) {
       return Status(Code::kNotFound, "no object '" + std::string(name) + "' in " + bucket_);
     }
-    return JsStatus(s, code, "reading the info of " + std::string(name));
+    return FromJetStream(s, code, "reading the info of " + std::string(name));
   }
   auto info = ParseObjectInfo(
       std::string_view(natsMsg_GetData(msg.get()), natsMsg_GetDataLength(msg.get())));
@@ -266,7 +260,7 @@ Status ObjectStore::Read(const ObjectInfo& info, const ChunkSink& sink, ReadPosi
   natsSubscription* raw = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
   natsStatus s = js_SubscribeSync(&raw, js_, subject.c_str(), nullptr, &options.so, &code);
-  if (s != NATS_OK) return JsStatus(s, code, "reading " + info.name);
+  if (s != NATS_OK) return FromJetStream(s, code, "reading " + info.name);
   SubscriptionPtr sub(raw);
   // Unsubscribed before it is destroyed, so that no chunk still on its way
   // reaches a freed subscription (cnats' reader thread would).

@@ -4,6 +4,8 @@
 
 #include <ctime>
 
+#include "common/sha256.h"
+
 namespace shoal::queue {
 namespace {
 

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "common/hex.h"
+#include "common/sha256.h"
 
 namespace shoal::queue {
 namespace {
@@ -21,13 +22,6 @@ std::string Hmac(std::string_view key, std::string_view data) {
 }
 
 }  // namespace
-
-std::string Sha256Hex(std::string_view data) {
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), d, &n, EVP_sha256(), nullptr);
-  return LowerHex(d, n);
-}
 
 std::string UriEncode(std::string_view s, bool keep_slash) {
   static constexpr char kDigits[] = "0123456789ABCDEF";

@@ -34,9 +34,6 @@ struct SigV4Request {
 // The Authorization header's value.
 std::string SigV4Authorization(const SigV4Request& request, const SigV4Credentials& credentials);
 
-// Lower-case hex SHA-256 of `data`.
-std::string Sha256Hex(std::string_view data);
-
 // RFC 3986 percent-encoding as SigV4 wants it: unreserved characters stay,
 // '/' stays when `keep_slash` (paths), everything else becomes %XX.
 std::string UriEncode(std::string_view s, bool keep_slash);

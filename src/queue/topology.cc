@@ -10,12 +10,6 @@ namespace {
 
 constexpr int64_t kNsPerMs = 1'000'000;
 
-Status JsError(natsStatus s, jsErrCode code, std::string_view what) {
-  Status st = FromNats(s, what);
-  if (code != 0) return Status(st.code(), st.message() + " [js " + std::to_string(code) + "]");
-  return st;
-}
-
 Status AddOrUpdateStream(jsCtx* js, jsStreamConfig* cfg) {
   jsStreamInfo* si = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
@@ -24,18 +18,18 @@ Status AddOrUpdateStream(jsCtx* js, jsStreamConfig* cfg) {
     jsStreamInfo_Destroy(si);
     return Status::Ok();
   }
-  if (code != JSStreamNameExistErr) return JsError(s, code, std::string("stream ") + cfg->Name);
+  if (code != JSStreamNameExistErr) return FromJetStream(s, code, std::string("stream ") + cfg->Name);
   if (cfg->Replicas == 0) {
     // Not asked (StreamLimits::replicas): keep the stream's own. nats-server
     // reads 0 as 1, which would scale a replicated stream down.
     s = js_GetStreamInfo(&si, js, cfg->Name, nullptr, &code);
-    if (s != NATS_OK) return JsError(s, code, std::string("stream info ") + cfg->Name);
+    if (s != NATS_OK) return FromJetStream(s, code, std::string("stream info ") + cfg->Name);
     cfg->Replicas = si->Config->Replicas;
     jsStreamInfo_Destroy(si);
     si = nullptr;
   }
   s = js_UpdateStream(&si, js, cfg, nullptr, &code);
-  if (s != NATS_OK) return JsError(s, code, std::string("updating stream ") + cfg->Name);
+  if (s != NATS_OK) return FromJetStream(s, code, std::string("updating stream ") + cfg->Name);
   jsStreamInfo_Destroy(si);
   return Status::Ok();
 }
@@ -99,7 +93,7 @@ Status EnsureWorkStreamExists(jsCtx* js, std::string_view pool, const StreamLimi
     return Status::Ok();
   }
   if (code == JSStreamNameExistErr) return Status::Ok();  // someone's limits stand
-  return JsError(s, code, "stream " + c.name);
+  return FromJetStream(s, code, "stream " + c.name);
 }
 
 Status EnsureDeadLetterStream(jsCtx* js, int replicas) {
@@ -141,10 +135,10 @@ Status EnsureClassConsumer(jsCtx* js, const ModelSpec& spec, Priority priority) 
     return Status::Ok();
   }
   if (code != JSConsumerNameExistErr && code != JSConsumerExistingActiveErr) {
-    return JsError(s, code, "consumer " + durable + " on " + stream);
+    return FromJetStream(s, code, "consumer " + durable + " on " + stream);
   }
   s = js_UpdateConsumer(&ci, js, stream.c_str(), &cc, nullptr, &code);
-  if (s != NATS_OK) return JsError(s, code, "updating consumer " + durable);
+  if (s != NATS_OK) return FromJetStream(s, code, "updating consumer " + durable);
   jsConsumerInfo_Destroy(ci);
   return Status::Ok();
 }

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -57,24 +56,6 @@ std::string StampOf(const std::string& path) {
   return std::to_string(st.st_size) + ":" + std::to_string(st.st_ino) + ":" +
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
          std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
-}
-
-struct Entry {
-  std::string hex;
-  uint64_t bytes = 0;
-  fs::file_time_type used;
-};
-
-Status WriteWhole(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return Status(Code::kInternal, "writing " + tmp);
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  return ec ? Status(Code::kInternal, "renaming " + tmp + ": " + ec.message()) : Status::Ok();
 }
 
 }  // namespace
@@ -124,31 +105,31 @@ Result<ModelManifest> ModelCache::LoadManifest(std::string_view digest) {
   return store_->Manifest(digest);
 }
 
-uint64_t ModelCache::UsedBytes() const {
-  uint64_t used = 0;
+std::vector<ModelCache::Entry> ModelCache::Entries() const {
+  std::vector<Entry> entries;
   std::error_code ec;
   for (const auto& f : fs::directory_iterator(options_.dir + "/manifests", ec)) {
     if (f.path().extension() != ".json") continue;
-    if (auto text = ReadFile(f.path().string()); text.ok()) {
-      if (auto m = ParseManifest(*text); m.ok()) used += m->bytes();
-    }
+    auto text = ReadFile(f.path().string());
+    auto manifest = text.ok() ? ParseManifest(*text) : Result<ModelManifest>(text.status());
+    entries.push_back(Entry{f.path().stem().string(), manifest.ok() ? manifest->bytes() : 0,
+                            fs::last_write_time(f.path(), ec)});
   }
+  return entries;
+}
+
+uint64_t ModelCache::UsedBytes() const {
+  uint64_t used = 0;
+  for (const Entry& e : Entries()) used += e.bytes;
   return used;
 }
 
 Status ModelCache::MakeRoom(std::string_view keep_hex, uint64_t bytes) {
-  std::vector<Entry> entries;
+  std::vector<Entry> entries = Entries();
+  std::erase_if(entries, [&](const Entry& e) { return e.hex == keep_hex; });
   uint64_t used = 0;
+  for (const Entry& e : entries) used += e.bytes;
   std::error_code ec;
-  for (const auto& f : fs::directory_iterator(options_.dir + "/manifests", ec)) {
-    const std::string hex = f.path().stem().string();
-    if (f.path().extension() != ".json" || hex == keep_hex) continue;
-    auto text = ReadFile(f.path().string());
-    auto manifest = text.ok() ? ParseManifest(*text) : Result<ModelManifest>(text.status());
-    const uint64_t n = manifest.ok() ? manifest->bytes() : 0;
-    entries.push_back(Entry{hex, n, fs::last_write_time(f.path(), ec)});
-    used += n;
-  }
   // A directory without its manifest is a fetch that died half-way: its
   // files are not counted, so they go (resumable fetches live in partial/).
   for (const auto& d : fs::directory_iterator(options_.dir + "/models", ec)) {
@@ -251,7 +232,7 @@ Status ModelCache::Verify(std::string_view hex, const ModelManifest& manifest,
     stats_.bytes_fetched += r.bytes_fetched;
     stats_.bytes_resumed += r.bytes_resumed;
   }
-  return WriteWhole(stamps_path, checked.dump());
+  return WriteFileAtomically(stamps_path, checked.dump());
 }
 
 Result<std::unique_ptr<CacheLease>> ModelCache::Acquire(std::string_view digest,
@@ -274,7 +255,7 @@ Result<std::unique_ptr<CacheLease>> ModelCache::Acquire(std::string_view digest,
   // Written last: an entry with its manifest is whole. Rewriting it also
   // marks the entry used now (LRU).
   SHOAL_RETURN_IF_ERROR(
-      WriteWhole(options_.dir + "/manifests/" + hex + ".json", manifest.ToJson()));
+      WriteFileAtomically(options_.dir + "/manifests/" + hex + ".json", manifest.ToJson()));
   {
     std::lock_guard lock(stats_mu_);
     ++(fetched ? stats_.fetches : stats_.hits);

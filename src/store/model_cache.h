@@ -30,10 +30,12 @@
 #pragma once
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "store/model_store.h"
@@ -93,6 +95,13 @@ class ModelCache {
  private:
   ModelCache(CacheOptions options, ModelStore* store)
       : options_(std::move(options)), store_(store) {}
+  // An entry on disk: its digest's hex, its bytes, its last use.
+  struct Entry {
+    std::string hex;
+    uint64_t bytes = 0;
+    std::filesystem::file_time_type used;
+  };
+  std::vector<Entry> Entries() const;
   Result<ModelManifest> LoadManifest(std::string_view digest);
   Status MakeRoom(std::string_view keep_hex, uint64_t bytes);
   Status Verify(std::string_view hex, const ModelManifest& manifest, const Progress& progress,

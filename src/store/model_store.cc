@@ -50,18 +50,8 @@ std::optional<ResumeRecord> ReadResumeRecord(const std::string& path) {
 }
 
 Status WriteResumeRecord(const std::string& path, const ResumeRecord& r) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << json{{"nuid", r.nuid},
-                {"next_seq", r.at.next_seq},
-                {"chunks", r.at.chunks},
-                {"bytes", r.at.bytes}}
-               .dump();
-    if (!out) return OsError("writing " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return OsError("renaming " + tmp);
-  return Status::Ok();
+  return WriteFileAtomically(
+      path, json{{"nuid", r.nuid}, {"next_seq", r.at.next_seq}, {"chunks", r.at.chunks}, {"bytes", r.at.bytes}}.dump());
 }
 
 // Hashes the first `bytes` of `path` (what an interrupted fetch kept).

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/sha256.h"
 #include "queue/local_payload_store.h"
 #include "queue/payload_store.h"
 #include "queue/sigv4.h"
