@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-images bench-ocr bench-store bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-images bench-ocr bench-store bench-traces bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -96,6 +96,11 @@ bench-fleet: build
 bench-store: build
 	$(BUILD)/bench/model_store_bench --out docs/bench/fleet.json
 
+# What tracing costs the serving path: off, traced, traced to a hung
+# collector (about two minutes; docs/bench/traces.json).
+bench-traces: build
+	$(BUILD)/bench/traces_bench --out docs/bench/traces.json
+
 bench-residency: build
 	$(BUILD)/bench/residency_bench --out docs/bench/residency.json
 
@@ -121,7 +126,7 @@ bench-lora: build
 # root, else skipped) losing a node, all under load; fails if any request is
 # lost. About 70 s. See docs/operations.md "Chaos".
 chaos: build
-	$(BUILD)/tests/shoal_chaos --out docs/bench/overload-chaos.json
+	$(BUILD)/tests/shoal_chaos --out docs/bench/overload-chaos.json --fleet-out docs/bench/fleet.json
 
 clean:
 	rm -rf $(BUILD)

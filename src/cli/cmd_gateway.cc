@@ -23,6 +23,19 @@ void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* o) {
       ->capture_default_str();
 }
 
+void AddTraceOptions(CLI::App* sub, std::string* otlp_endpoint, double* trace_sample) {
+  sub->add_option("--otlp-endpoint", *otlp_endpoint,
+                  "export trace spans to this OpenTelemetry collector (OTLP/HTTP JSON; a base URL such as "
+                  "http://collector:4318, /v1/traces appended; default: $OTEL_EXPORTER_OTLP_ENDPOINT, "
+                  "else no traces)");
+  if (trace_sample) {
+    sub->add_option("--trace-sample", *trace_sample,
+                    "the share of requests without a sampled traceparent that start a trace (0 to 1)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
+  }
+}
+
 void AddHttpsOptions(CLI::App* sub, http::ServerOptions* http) {
   auto* cert = sub->add_option("--tls-cert", http->tls_cert_file,
                                "serve HTTPS with this certificate chain (PEM; with --tls-key)");
@@ -81,6 +94,7 @@ Subcommand AddGateway(CLI::App& app) {
   AddAdmissionOptions(sub, opts.get());
   AddPayloadStoreOption(sub, &opts->payload_store);
   AddModelCacheOptions(sub, &opts->cache_dir, &opts->cache_bytes);
+  AddTraceOptions(sub, &opts->otlp_endpoint, &opts->trace_sample);
   sub->add_option("--offload-bytes", opts->offload_bytes,
                   "items larger than this go to the payload store (so do all that do not fit a NATS message)")
       ->capture_default_str();

@@ -67,6 +67,7 @@ int Up(UpOptions& o) {
   if (o.payload_store.empty()) o.payload_store = std::filesystem::absolute(o.data_dir + "/payloads").string();
   o.worker.payload_store = o.gateway.payload_store = o.payload_store;
   o.worker.nats_url = url;
+  o.worker.otlp_endpoint = o.gateway.otlp_endpoint;
   o.worker.nats_security = o.nats_security;
   auto w = worker::Worker::Start(o.worker);
   if (!w.ok()) {
@@ -143,6 +144,7 @@ Subcommand AddUp(CLI::App& app) {
       ->envname("SHOAL_ADMIN_TOKEN");
   AddAdmissionOptions(sub, &o->gateway);
   AddPayloadStoreOption(sub, &o->payload_store);
+  AddTraceOptions(sub, &o->gateway.otlp_endpoint, &o->gateway.trace_sample);
   return {sub, [o] { return Up(*o); }};
 }
 

@@ -96,6 +96,7 @@ Subcommand AddWorker(CLI::App& app) {
       ->capture_default_str();
   AddResidencyOptions(sub, opts.get());
   AddPayloadStoreOption(sub, &opts->payload_store);
+  AddTraceOptions(sub, &opts->otlp_endpoint, nullptr);
   auto accept_push = std::make_shared<bool>(false);
   sub->add_flag("--accept-push", *accept_push,
                 "benchmark baseline: also take items a pushing gateway (--dispatch "

@@ -50,6 +50,10 @@ void AddResidencyOptions(CLI::App* sub, worker::WorkerOptions* options);
 // usage error (the process does not start).
 void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* options);
 
+// --otlp-endpoint and (with `trace_sample`) --trace-sample: where spans go
+// and how many requests start a trace; shared by `gateway`, `worker`, `up`.
+void AddTraceOptions(CLI::App* sub, std::string* otlp_endpoint, double* trace_sample);
+
 // --nats-ca, --nats-cert, --nats-key, --nats-user, --nats-password
 // (SHOAL_NATS_PASSWORD), --nats-creds: TLS and credentials for every NATS
 // connection of the subcommand (nats_options.cc).

@@ -22,21 +22,34 @@ void LogAnswer(std::string_view path, const http::Response& r, double seconds) {
 }
 }  // namespace
 
-http::Responder Gateway::Observed(const http::Request& req, http::Responder respond) {
-  // The dashboard's history leaves out probes and its own polls, which
-  // would show an open dashboard as traffic.
+http::Responder Gateway::Observed(http::Request& req, http::Responder respond) {
+  // The dashboard's history (and traces) leave out probes and its own
+  // polls, which would show an open dashboard as traffic.
   const bool in_history = !Router::IsProbe(req) && !Dashboard::Handles(req.path);
   std::string path = spdlog::should_log(spdlog::level::debug) ? req.path : std::string();
+  std::optional<trace::Span> span = tracer_ && in_history ? tracer_->Begin(&req) : std::nullopt;
   return [this, route = GatewayMetrics::RouteLabel(req.path), path = std::move(path), in_history,
-          received = req.received, seen = false, respond = std::move(respond)](http::Response r) mutable {
+          received = req.received, span = std::move(span), head = http::Response(), seen = false,
+          respond = std::move(respond)](http::Response r) mutable {
     if (!seen) {  // a stream's head is its first part
       seen = true;
       const double seconds = std::chrono::duration<double>(SteadyClock::now() - received).count();
       metrics_.Observe(route, r, seconds);
       if (in_history) dashboard_->Record(r.status, seconds);
       if (!path.empty()) LogAnswer(path, r, seconds);
+      if (span) {
+        r.headers.emplace_back("X-Shoal-Trace-Id", TraceIdHex(span->trace_id));
+        head.status = r.status;
+        head.headers = r.headers;
+        head.error_code = r.error_code;
+      }
     }
+    const bool last = !r.more;
     respond(std::move(r));
+    if (span && last) {
+      tracer_->End(std::move(*span), head);
+      span.reset();
+    }
   };
 }
 
@@ -143,6 +156,11 @@ Status Gateway::Init() {
                             std::chrono::minutes(5);
     offloader_ = std::make_unique<PayloadOffloader>(std::move(store).value(), options_.offload_bytes, orphan_age);
   }
+  if (auto traces = trace::ExporterOptionsFromEnvironment(options_.otlp_endpoint, {"shoal-gateway", options_.id});
+      !traces.endpoint.empty()) {
+    spans_ = std::make_unique<trace::SpanExporter>(std::move(traces), &metrics_.registry());
+    tracer_ = std::make_unique<RequestTracer>(spans_.get(), options_.trace_sample);
+  }
   const Router::CatalogFn catalog_fn = [this] { return Catalog(); };
   size_t inline_item_bytes = options_.limits.max_item_bytes;
   std::vector<RouterLane> router_lanes;
@@ -168,11 +186,16 @@ Status Gateway::Init() {
       inline_item_bytes = std::min(inline_item_bytes, fits);
       if (offloader_) {
         offloader_->CapInlineLimit(fits);
-        lane->pending.set_on_finish([o = offloader_.get()](const PendingRequest& p) { o->Release(p); });
       } else {
         options_.limits.max_item_bytes = std::min(options_.limits.max_item_bytes, fits);
       }
     }
+    // What a request holds outside the gateway ends with it; its stages
+    // are spans once it is over.
+    lane->pending.set_on_finish([o = offloader_.get(), t = tracer_.get()](const PendingRequest& p) {
+      if (o) o->Release(p);
+      if (t) t->RecordStages(p);
+    });
     lane->loop.Every(kSweepPeriod, [this, l = lane.get()] { Sweep(*l); });
     router_lanes.push_back({lane_id, lane->dispatcher.get(), &lane->pending});
     loops.push_back(&lane->loop);
@@ -327,8 +350,9 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
   server_.reset();
   for (auto& lane : lanes_) lane->loop.Stop();
   // After the loops: no request finishes any more, and the deletes queued
-  // by those that did run now.
+  // by those that did run now; the last spans go to the collector.
   offloader_.reset();
+  if (spans_) spans_->Stop();
   spdlog::info("gateway {} stopped", options_.id);
 }
 

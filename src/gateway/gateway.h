@@ -42,6 +42,7 @@
 #include "gateway/payload_offloader.h"
 #include "gateway/pending.h"
 #include "gateway/rate_limiter.h"
+#include "gateway/request_tracer.h"
 #include "gateway/router.h"
 #include "queue/catalog_watch.h"
 #include "queue/control_plane.h"
@@ -92,6 +93,11 @@ struct GatewayOptions {
   // (store/model_cache.h); empty dir: store::DefaultModelCacheDir().
   std::string cache_dir;
   uint64_t cache_bytes = 20ull << 30;
+  // Traces (request_tracer.h): the OTLP/HTTP collector (a base URL, as
+  // OTEL_EXPORTER_OTLP_ENDPOINT; empty: that variable's, else none), and
+  // the share of requests without a traceparent that start a trace.
+  std::string otlp_endpoint;
+  double trace_sample = 1.0;
 };
 
 class Gateway {
@@ -126,7 +132,9 @@ class Gateway {
   void Serve(size_t lane, http::Request&& req, http::Responder respond);
   // `respond`, and when the response head goes out: counted in the metrics
   // and the dashboard's history, and logged at debug level.
-  http::Responder Observed(const http::Request& req, http::Responder respond);
+  // A traced request (request_tracer.h) gets its trace here, and its span
+  // ends with the response's last part.
+  http::Responder Observed(http::Request& req, http::Responder respond);
   void OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot);
   void Sweep(Lane& lane);
   size_t InFlight() const;
@@ -165,6 +173,10 @@ class Gateway {
   // The backlog and capacity gauges of GET /metrics (not without NATS);
   // stopped with the dashboard.
   std::unique_ptr<QueueGauges> queue_gauges_;
+  // Traces, when a collector is configured; before the lanes, whose
+  // requests record spans as they finish.
+  std::unique_ptr<trace::SpanExporter> spans_;
+  std::unique_ptr<RequestTracer> tracer_;
   // The queue's dispatchers only; before the lanes, whose dispatchers use it.
   std::unique_ptr<PayloadOffloader> offloader_;
   // Before the lanes: their pending requests hold its answers' callbacks.

@@ -35,6 +35,9 @@ class GatewayMetrics {
   // (series rendered elsewhere: batch jobs') after.
   http::Response Render(size_t in_flight, std::string_view more = {});
 
+  // For series registered elsewhere (the span exporter's).
+  MetricsRegistry& registry() { return registry_; }
+
   // The route label of a request path.
   static std::string_view RouteLabel(std::string_view path);
 

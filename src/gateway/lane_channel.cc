@@ -73,6 +73,8 @@ Status LaneChannel::PublishItems(PendingRequest& p, const std::string& subject, 
   h.role = p.request.options.role;
   h.sparse_top_k = p.request.options.sparse_top_k;
   h.sparse_tokens = p.request.options.sparse_tokens;
+  const std::string trace = p.trace.valid() ? FormatTraceparent(p.trace) : std::string();
+  h.trace = trace;
   const size_t n = only ? only->size() : p.request.items.size();
   for (size_t k = 0; k < n; ++k) {
     const size_t i = only ? (*only)[k] : k;

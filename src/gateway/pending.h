@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/trace_context.h"
 #include "catalog/model_spec.h"
 #include "gateway/generation.h"
 #include "http/http.h"
@@ -92,6 +93,15 @@ struct PendingRequest {
 
   std::unique_ptr<Generation> generation;  // generation requests only
   bool streaming = false;                  // the head of a streamed response went out
+
+  // A traced request (trace.valid()): the gateway's span for it (the parent
+  // of its work's spans), and when each stage ended (request_spans.h).
+  TraceContext trace;
+  SteadyClock::time_point submitted_at{};   // parsed and admitted: to the dispatcher
+  SteadyClock::time_point offloaded_at{};   // its payloads stored (offloaded items only)
+  SteadyClock::time_point waited_from{};    // no worker served its model yet (if so)
+  SteadyClock::time_point published_at{};   // its items went to the queue
+  SteadyClock::time_point results_in_at{};  // its last result arrived
 };
 
 // The model as a response names it: its id, or "base:lora" under an adapter.

@@ -51,6 +51,7 @@ void QueueDispatcher::Submit(const std::shared_ptr<PendingRequest>& p) {
   if (offloader_ && offloader_->Needs(*p)) {
     offloader_->Offload(p, loop_, [this, p](Status s) {
       if (!s.ok()) return (void)table_->Finish(*p, http::ErrorResponse(s, p->id));
+      p->offloaded_at = SteadyClock::now();
       Queue(p);
     });
     return;
@@ -64,6 +65,7 @@ void QueueDispatcher::Queue(const std::shared_ptr<PendingRequest>& p) {
     return;
   }
   if (HasCapacity(p->model->id)) return Publish(*p);
+  p->waited_from = SteadyClock::now();
   waiting_.Add(p);
 }
 
@@ -111,6 +113,7 @@ void QueueDispatcher::Republish(SteadyClock::time_point now, bool reconnected) {
 void QueueDispatcher::Publish(PendingRequest& p) {
   p.published = true;
   const auto now = SteadyClock::now();
+  p.published_at = now;
   for (ItemResult& r : p.results) r.published_at = now;
   const ModelSpec& spec = *p.model;
   spdlog::debug("rid={} queued items={} pool={} model={}", p.id, p.results.size(), spec.pool, spec.id);

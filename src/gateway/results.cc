@@ -63,7 +63,10 @@ bool ApplyReply(PendingTable& table, PendingRequest& p, const wire::ReplyHeader&
   r.queue_us = h.queue_us;
   r.inference_us = h.inference_us;
   r.attempt = h.attempt;
-  if (--p.remaining == 0) table.Finish(p, ComposeResponse(p));
+  if (--p.remaining == 0) {
+    p.results_in_at = SteadyClock::now();
+    table.Finish(p, ComposeResponse(p));
+  }
   return true;
 }
 

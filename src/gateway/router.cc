@@ -361,6 +361,8 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   spdlog::debug("rid={} accepted path={} model={} items={} timeout_ms={}", p->id, req.path, ResponseModel(*p),
                 p->request.items.size(),
                 std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+  p->trace = req.trace;
+  p->submitted_at = SteadyClock::now();
   lane.dispatcher->Submit(p);
 }
 

@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/trace_context.h"
 
 namespace shoal::http {
 
@@ -25,6 +26,10 @@ struct Request {
   std::string accept;
   std::string timeout_ms;  // X-Shoal-Timeout-Ms
   std::string priority;        // X-Shoal-Priority
+  std::string traceparent;     // W3C trace context, as sent
+  // The gateway's span for this request when it is traced (invalid: not
+  // traced): the parent of every span the request's work records.
+  TraceContext trace;
   std::string authorization;  // the Authorization header, as sent
   bool from_loopback = false; // the client connected over a loopback address
   std::string body;

@@ -353,6 +353,7 @@ awaitable<void> Serve(Stream& stream, size_t lane, const SessionContext& context
     r.accept = std::string(req[bhttp::field::accept]);
     r.timeout_ms = std::string(req["X-Shoal-Timeout-Ms"]);
     r.priority = std::string(req["X-Shoal-Priority"]);
+    r.traceparent = std::string(req["traceparent"]);
     r.authorization = std::string(req[bhttp::field::authorization]);
     r.from_loopback = IsLoopback(Tcp(stream).socket());
     r.body = std::move(req.body());

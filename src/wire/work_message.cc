@@ -60,7 +60,7 @@ class HeaderWriter {
 }  // namespace
 
 void AppendWork(const WorkHeader& h, std::string_view body, std::string* out) {
-  out->reserve(out->size() + 96 + h.request_id.size() + h.reply.size() + h.lora.size() + h.payload_key.size() +
+  out->reserve(out->size() + 96 + h.request_id.size() + h.reply.size() + h.lora.size() + h.payload_key.size() + h.trace.size() +
                body.size());
   {
     HeaderWriter w(out);
@@ -82,6 +82,7 @@ void AppendWork(const WorkHeader& h, std::string_view body, std::string* out) {
     if (h.sparse_top_k > 0) w.Key("sparse_top_k").Uint(h.sparse_top_k);
     if (h.sparse_tokens) w.Key("sparse_tokens").Bool(true);
     if (!h.payload_key.empty()) w.Key("payload").Str(h.payload_key);
+    if (!h.trace.empty()) w.Key("trace").Str(h.trace);
   }
   out->append(body);
 }
@@ -123,6 +124,7 @@ Status ReadWork(std::string_view message, WorkHeader* h, std::string_view* body)
     if (key == "sparse_top_k") return f.Int(&h->sparse_top_k);
     if (key == "sparse_tokens") return f.Bool(&h->sparse_tokens);
     if (key == "payload") return f.Str(&h->payload_key);
+    if (key == "trace") return f.Str(&h->trace);
     return f.Skip();
   }));
   if (h->request_id.empty() || h->reply.empty()) {

@@ -21,7 +21,10 @@
 //            "sparse_top_k": uint and "sparse_tokens": true (encode,
 //            sparse; absent: every weight, no token strings),
 //            "payload": str (the item waits in the payload store under
-//            this key, queue/payload_store.h; the body is then empty)}
+//            this key, queue/payload_store.h; the body is then empty),
+//            "trace": str (a W3C traceparent: the request is traced, and
+//            the worker's spans are children of the gateway's span it
+//            names; absent: not traced)}
 //   body    the item as MessagePack: {"text"} to encode or extract from;
 //           {"text", "text_pair"} to score; {"text", "add_special_tokens"} to
 //           tokenize; for generate, the request (wire/generate.h)
@@ -94,6 +97,7 @@ struct WorkHeader {
   uint32_t sparse_top_k = 0;      // encode, sparse: the k largest weights (0: all)
   bool sparse_tokens = false;     // encode, sparse: each index's vocabulary piece too
   std::string_view payload_key;   // non-empty: the body waits in the payload store
+  std::string_view trace;         // non-empty: a traceparent (common/trace_context.h)
 };
 
 // Appends the header, then `body`.

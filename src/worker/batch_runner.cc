@@ -115,6 +115,7 @@ void BatchRunner::Run(std::vector<WorkItem>& batch) {
   // Items worth running (not expired, decodable), grouped by task.
   TaskGroup groups[static_cast<int>(Task::kExtract) + 1];
   for (WorkItem& it : batch) {
+    if (spans_ && ItemSpans::Traced(it)) spans_->Queue(it, start_wall_us);
     if (it.work.deadline_unix_ms > 0 && now_ms >= it.work.deadline_unix_ms) {
       Settle(it, Outcome::kExpired);
       continue;
@@ -194,8 +195,17 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
   const auto t0 = SteadyClock::now();
   const Status batch_status = Call(*served.model, std::span<const In>(inputs), std::span<Out>(outputs));
   const int64_t inference_us = MicrosSince(t0);
+  const int64_t tokenize_us = std::min(ThisCallStages().tokenize_us, inference_us);
+  if (spans_) {
+    const auto tokenized = t0 + std::chrono::microseconds(tokenize_us);
+    const auto ran = t0 + std::chrono::microseconds(inference_us);
+    for (const WorkItem* it : g.items) {
+      if (!ItemSpans::Traced(*it)) continue;
+      spans_->Stage(*it, "tokenize", t0, tokenized, g.items.size());
+      spans_->Stage(*it, "inference", tokenized, ran, g.items.size(), batch_status);
+    }
+  }
   if (const ModelSeries* m = served.metrics) {
-    const int64_t tokenize_us = std::min(ThisCallStages().tokenize_us, inference_us);
     m->tokenize_seconds->Observe(tokenize_us / 1e6);
     m->inference_seconds->Observe((inference_us - tokenize_us) / 1e6);
     for (const WorkItem* it : g.items) {
@@ -230,6 +240,7 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
              out.status);
       continue;
     }
+    const auto result_started = SteadyClock::now();
     wire::ReplyHeader h = ResultHeader(it);
     Describe(out, &h);
     h.queue_us = std::max<int64_t>(0, start_wall_us - it.enqueued_us);
@@ -250,6 +261,7 @@ void BatchRunner::RunGroup(ServedModel& served, const TaskGroup& g, int64_t star
                   it.work.request_id, it.work.item, served.spec->id, g.items.size(), h.queue_us / 1e3,
                   inference_us / 1e3, it.delivered);
     PublishResult(it, h, reply, header_bytes);
+    if (spans_ && ItemSpans::Traced(it)) spans_->Stage(it, "result", result_started, SteadyClock::now());
     Ack(it, DispositionFor(Outcome::kSucceeded).action, {});
     if (served.metrics) {
       served.metrics->Settled(Outcome::kSucceeded);
@@ -308,6 +320,7 @@ bool BatchRunner::Fetch(WorkItem& item) {
   const auto t0 = SteadyClock::now();
   const Status s = payloads_->Get(key, bytes.get());
   if (item.model && item.model->metrics) item.model->metrics->payload_seconds->Observe(MicrosSince(t0) / 1e6);
+  if (spans_ && ItemSpans::Traced(item)) spans_->Stage(item, "payload fetch", t0, SteadyClock::now(), 0, s);
   if (s.code() == Code::kNotFound) {
     // Its request ended (answered, failed or timed out) — or this worker
     // reads another store than the gateway writes: say so once per item.

@@ -37,6 +37,7 @@
 #include "queue/payload_store.h"
 #include "worker/ack_policy.h"
 #include "worker/cancelled_requests.h"
+#include "worker/item_spans.h"
 #include "worker/work_item.h"
 
 namespace shoal::worker {
@@ -46,9 +47,19 @@ struct TaskGroup;
 class BatchRunner {
  public:
   // `cancelled` and `payloads` (optional) outlive the runner.
+  // `spans` (optional) records traced items' stages (item_spans.h).
   BatchRunner(natsConnection* nc, queue::MsgReaper* reaper, std::string worker_id,
-              const CancelledRequests* cancelled = nullptr, queue::PayloadStore* payloads = nullptr)
-      : nc_(nc), reaper_(reaper), worker_id_(std::move(worker_id)), cancelled_(cancelled), payloads_(payloads) {}
+              const CancelledRequests* cancelled = nullptr, queue::PayloadStore* payloads = nullptr,
+              const ItemSpans* spans = nullptr)
+      : nc_(nc),
+        reaper_(reaper),
+        worker_id_(std::move(worker_id)),
+        cancelled_(cancelled),
+        payloads_(payloads),
+        spans_(spans) {}
+
+  // Null when this worker exports no traces.
+  const ItemSpans* spans() const { return spans_; }
 
   void Run(std::vector<WorkItem>& batch);
 
@@ -94,6 +105,7 @@ class BatchRunner {
   const std::string worker_id_;
   const CancelledRequests* cancelled_;
   queue::PayloadStore* payloads_;
+  const ItemSpans* spans_;
 };
 
 }  // namespace shoal::worker

@@ -56,7 +56,13 @@ Status Worker::Init() {
       Intake::Parts{.served = &served_, .queue = &queue_, .cancelled = &cancelled_, .items = &items_,
                     .reaper = &reaper_});
   SHOAL_RETURN_IF_ERROR(intake_->Connect());
-  runner_ = std::make_unique<BatchRunner>(intake_->connection(), &reaper_, options_.id, &cancelled_, payloads_.get());
+  if (auto traces = trace::ExporterOptionsFromEnvironment(options_.otlp_endpoint, {"shoal-worker", options_.id});
+      !traces.endpoint.empty()) {
+    span_exporter_ = std::make_unique<trace::SpanExporter>(std::move(traces), &metrics_.registry());
+    spans_ = std::make_unique<ItemSpans>(span_exporter_.get(), options_.id);
+  }
+  runner_ = std::make_unique<BatchRunner>(intake_->connection(), &reaper_, options_.id, &cancelled_, payloads_.get(),
+                                          spans_.get());
   SHOAL_RETURN_IF_ERROR(intake_->Start(runner_.get()));
   for (int i = 0; i < options_.executors; ++i) {
     executors_.push_back(std::make_unique<Executor>(&queue_, runner_.get(), [this] { intake_->PostPlan(); }));
@@ -237,6 +243,7 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
   if (intake_) intake_->Close();
   intake_.reset();
   reaper_.Reap();
+  if (span_exporter_) span_exporter_->Stop();  // the last spans go out
   spdlog::info("worker {} stopped", options_.id);
 }
 

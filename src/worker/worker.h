@@ -41,6 +41,7 @@
 #include "worker/batch_runner.h"
 #include "worker/cancelled_requests.h"
 #include "worker/executor.h"
+#include "worker/item_spans.h"
 #include "worker/generation_engine.h"
 #include "worker/intake.h"
 #include "worker/local_queue.h"
@@ -86,6 +87,9 @@ struct WorkerOptions {
   std::string cache_dir;
   uint64_t cache_bytes = 20ull << 30;
   store::CacheVerify cache_verify = store::CacheVerify::kChanged;
+  // Where traced items' spans go (item_spans.h): an OTLP/HTTP collector's
+  // base URL; empty: OTEL_EXPORTER_OTLP_ENDPOINT's, else none.
+  std::string otlp_endpoint;
   // How runtime processes run (models with `process: shared` or `own`);
   // `metrics` is set by the worker.
   RuntimeProcessSettings runtime_processes;
@@ -136,6 +140,8 @@ class Worker {
   LocalQueue queue_;
   queue::MsgReaper reaper_;  // reaped by the keeper
   std::unique_ptr<queue::PayloadStore> payloads_;  // before runner_, which reads from it
+  std::unique_ptr<trace::SpanExporter> span_exporter_;  // before runner_, which records
+  std::unique_ptr<ItemSpans> spans_;                    // into it (null: no traces)
   std::unique_ptr<store::ModelStore> model_store_;  // pushed models: their store, their
   std::unique_ptr<store::ModelCache> model_cache_;  // copies on this disk, and where a
   std::unique_ptr<ModelFiles> model_files_;         // model's files are (before residency_)

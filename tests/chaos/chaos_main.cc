@@ -3,13 +3,15 @@
 // exits 1 if any request was lost (or a scenario could not run); skipped
 // scenarios (no network namespaces here) are reported, not failed.
 //
-//   shoal_chaos [--only NAME[,NAME]] [--out FILE] [--json] [--clients N]
-//               [--warm S] [--after S] [--keep] [--shoal PATH]
+//   shoal_chaos [--only NAME[,NAME]] [--out FILE] [--fleet-out FILE] [--json]
+//               [--clients N] [--warm S] [--after S] [--keep] [--shoal PATH]
 //
 // --out merges the figures into FILE (a flat JSON object shared with the
 // overload benchmark; bench/figures.h MergeFigures): chaos_scenarios,
 // chaos_lost_total, and per scenario chaos_<name>_{sent,completed,failed,
-// lost,recovery_s}.
+// lost,recovery_s}. --fleet-out merges the cluster scenarios' into the
+// fleet benchmark's file as it names them: leader_loss_recovery_s
+// (nats_cluster_kill) and partition_lost (worker_partition).
 #include <signal.h>
 #include <unistd.h>
 
@@ -43,7 +45,7 @@ std::vector<std::string> Split(const std::string& s) {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: shoal_chaos [--only NAME[,NAME]] [--out FILE] [--json] [--clients N] [--warm S] "
+               "usage: shoal_chaos [--only NAME[,NAME]] [--out FILE] [--fleet-out FILE] [--json] [--clients N] [--warm S] "
                "[--after S] [--keep] [--shoal PATH]\nscenarios:");
   for (const auto& n : shoal::chaos::ScenarioNames()) std::fprintf(stderr, " %s", n.c_str());
   std::fprintf(stderr, "\n");
@@ -57,13 +59,14 @@ int main(int argc, char** argv) {
   ScenarioOptions o;
   o.shoal_binary = SHOAL_BINARY;
   std::vector<std::string> names = ScenarioNames();
-  std::string out;
+  std::string out, fleet_out;
   bool json = false, keep = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--only") names = Split(value());
     else if (a == "--out") out = value();
+    else if (a == "--fleet-out") fleet_out = value();
     else if (a == "--json") json = true;
     else if (a == "--keep") keep = true;
     else if (a == "--clients") o.clients = std::atoi(value().c_str());
@@ -115,7 +118,7 @@ int main(int argc, char** argv) {
   // The table.
   std::printf("\n| scenario | sent | completed | failed (explicit) | lost | recovery s | redelivered |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
-  std::map<std::string, double> figures;
+  std::map<std::string, double> figures, fleet;
   int64_t lost_total = 0;
   int run = 0;
   bool failed = false;
@@ -142,6 +145,8 @@ int main(int argc, char** argv) {
     figures[k + "failed"] = static_cast<double>(t.failed_explicit);
     figures[k + "lost"] = static_cast<double>(t.lost);
     figures[k + "recovery_s"] = t.recovery_s;
+    if (r.name == "nats_cluster_kill") fleet["leader_loss_recovery_s"] = t.recovery_s;
+    if (r.name == "worker_partition") fleet["partition_lost"] = static_cast<double>(t.lost);
   }
   figures["chaos_scenarios"] = run;
   figures["chaos_lost_total"] = static_cast<double>(lost_total);
@@ -168,6 +173,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", j.dump(2).c_str());
   }
   if (!out.empty() && !g_interrupted) shoal::bench::MergeFigures(out, figures);
+  if (!fleet_out.empty() && !fleet.empty() && !g_interrupted) shoal::bench::MergeFigures(fleet_out, fleet);
   if (failed || g_interrupted) {
     std::printf("logs kept in %s\n", o.dir.c_str());
   } else if (!keep) {

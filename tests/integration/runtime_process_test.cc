@@ -265,8 +265,11 @@ TEST(RuntimeSupervision, ExtractInARuntimeProcessAnswersAsInThisOne) {
 
 TEST(RuntimeProcessServing, ThroughTheQueueWithItsProcessKilledUnderLoadLosesNothing) {
   TestCluster cluster;
+  // Batches of 40 ms back to back (8 clients, 4 a batch): the process is
+  // nearly always inside one, so the kill lands in a batch even on a loaded
+  // machine (at 10 ms, a run under `ctest -j2` once found it between two).
   cluster.Register(IdentityProfile("test/remote", "process: shared\n"
-                                                  "identity: {dim: 8, us_per_batch: 10000}\n"
+                                                  "identity: {dim: 8, us_per_batch: 40000}\n"
                                                   "batching: {max_batch_requests: 4}\n"));
   worker::WorkerOptions wo;
   wo.runtime_processes.health_every = std::chrono::milliseconds(50);

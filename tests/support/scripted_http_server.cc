@@ -12,8 +12,8 @@ namespace shoal::testing {
 namespace {
 
 // Reads one request (headers, then Content-Length bytes of body) into its
-// path and body; the path is "" when the connection closed first.
-void ReadRequest(int fd, std::string* path, std::string* body) {
+// path, head and body; the path is "" when the connection closed first.
+void ReadRequest(int fd, std::string* path, std::string* head, std::string* body) {
   std::string in;
   char buf[4096];
   size_t header_end = std::string::npos;
@@ -34,6 +34,7 @@ void ReadRequest(int fd, std::string* path, std::string* body) {
   const size_t sp1 = in.find(' ');
   const size_t sp2 = in.find(' ', sp1 + 1);
   *path = in.substr(sp1 + 1, sp2 - sp1 - 1);
+  *head = in.substr(0, header_end);
   *body = in.substr(header_end + 4);
 }
 
@@ -71,8 +72,12 @@ void ScriptedHttpServer::Serve() {
     if (::poll(&p, 1, 20) <= 0) continue;  // wakes to see stop_
     const int fd = ::accept(listen_fd_, nullptr, nullptr);
     if (fd < 0) continue;
-    std::string path, body;
-    ReadRequest(fd, &path, &body);
+    std::string path, head, body;
+    ReadRequest(fd, &path, &head, &body);
+    {
+      std::lock_guard lock(mu_);
+      received_.push_back({path, head, body});
+    }
     ++requests_;
     auto it = replies_.end();
     for (auto r = replies_.lower_bound(path + "|"); r != replies_.end() && r->first.rfind(path + "|", 0) == 0; ++r) {

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,16 @@ class ScriptedHttpServer {
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
   int requests() const { return requests_.load(); }
 
+  // The requests read so far, in order: path, head (request line and
+  // headers, as sent) and body.
+  struct Received {
+    std::string path, head, body;
+  };
+  std::vector<Received> received() const {
+    std::lock_guard lock(mu_);
+    return received_;
+  }
+
   // A complete response with `status`, a content type and `body`.
   static std::string Reply(int status, const std::string& content_type, const std::string& body);
 
@@ -43,6 +54,8 @@ class ScriptedHttpServer {
   std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
   std::vector<int> held_;  // connections of hung requests
+  mutable std::mutex mu_;
+  std::vector<Received> received_;  // guarded by mu_
   std::thread thread_;
 };
 

@@ -39,6 +39,7 @@ TEST(WorkMessage, RoundTripsEveryField) {
   h.normalize = false;
   h.lora = "support-v2";
   h.payload_key = "gw1-0-42.7";
+  h.trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   std::string message;
   AppendWork(h, "body bytes", &message);
   WorkHeader back;
@@ -54,6 +55,7 @@ TEST(WorkMessage, RoundTripsEveryField) {
   EXPECT_FALSE(back.normalize);
   EXPECT_EQ(back.lora, "support-v2");
   EXPECT_EQ(back.payload_key, "gw1-0-42.7");
+  EXPECT_EQ(back.trace, h.trace);
   EXPECT_EQ(body, "body bytes");
   EXPECT_FALSE(back.aggregation);
   EXPECT_EQ(back.top_k, 0u);
