@@ -88,9 +88,11 @@ Status DeleteHeartbeat(kvStore* workers, std::string_view worker_id) {
 }
 
 Result<std::unique_ptr<WorkerRegistry>> WorkerRegistry::Open(kvStore* workers,
-                                                             std::chrono::milliseconds stale_after) {
+                                                             std::chrono::milliseconds stale_after,
+                                                             std::chrono::milliseconds silence_grace) {
   std::unique_ptr<WorkerRegistry> r(new WorkerRegistry());
   r->stale_after_ = stale_after;
+  r->silence_grace_ = silence_grace;
   WorkerRegistry* self = r.get();
   auto watch = KvWatch::Start(workers, [self](const KvChange& c) { self->Apply(c); }, nullptr);
   if (!watch.ok()) return watch.status();
@@ -111,8 +113,16 @@ void WorkerRegistry::Apply(const KvChange& change) {
   }
   // An entry replayed at watch start may be old: date it by its own stamp.
   const int64_t age_ms = std::max<int64_t>(0, UnixMillis() - info->ts_ms);
-  workers_[change.key] = {std::move(info).value(),
-                          SteadyClock::now() - std::chrono::milliseconds(age_ms)};
+  const auto at = SteadyClock::now() - std::chrono::milliseconds(age_ms);
+  latest_ = std::max(latest_, at);
+  workers_[change.key] = {std::move(info).value(), at};
+}
+
+bool WorkerRegistry::IsLive(SteadyClock::time_point heard, SteadyClock::time_point latest, SteadyClock::time_point now,
+                            std::chrono::milliseconds stale_after, std::chrono::milliseconds silence_grace) {
+  const auto silence = now - latest;
+  const bool bucket_silent = silence >= stale_after && silence < stale_after + silence_grace;
+  return (bucket_silent ? latest : now) - heard < stale_after;
 }
 
 bool WorkerRegistry::AnyServing(std::string_view model_id) const {

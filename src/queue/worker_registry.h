@@ -6,6 +6,17 @@
 // watcher is not told when an entry ages out, so liveness is decided here: a
 // worker is live while its last heartbeat arrived within `stale_after`.
 //
+// Unless the whole bucket fell silent: when no heartbeat at all has arrived
+// for `stale_after`, the bucket is more likely stalled (its stream electing
+// a leader after a server died, or this process cut off from it) than every
+// worker dead at once, so workers are judged as of the last heartbeat heard,
+// for up to `silence_grace` more. Requests then wait in the work stream
+// instead of failing NO_CAPACITY while a JetStream cluster recovers. The
+// cost: when the only worker dies without deleting its heartbeat, it counts
+// as live for stale_after + silence_grace rather than stale_after (its items
+// wait in the stream for a replacement or their deadline). A worker that
+// stops cleanly deletes its heartbeat and is gone at once.
+//
 // Threading: updates arrive on the KvWatch thread; queries from any thread
 // take `mu_`.
 #pragma once
@@ -66,7 +77,13 @@ inline constexpr auto kHeartbeatInterval = std::chrono::milliseconds(1000);
 class WorkerRegistry {
  public:
   static Result<std::unique_ptr<WorkerRegistry>> Open(
-      kvStore* workers, std::chrono::milliseconds stale_after = 4 * kHeartbeatInterval);
+      kvStore* workers, std::chrono::milliseconds stale_after = 4 * kHeartbeatInterval,
+      std::chrono::milliseconds silence_grace = std::chrono::seconds(15));
+
+  // Whether a worker last heard at `heard` is live at `now`, the latest
+  // heartbeat of any worker having arrived at `latest` (see above).
+  static bool IsLive(SteadyClock::time_point heard, SteadyClock::time_point latest, SteadyClock::time_point now,
+                     std::chrono::milliseconds stale_after, std::chrono::milliseconds silence_grace);
 
   // Whether some live worker serves `model_id` (loaded or on demand).
   bool AnyServing(std::string_view model_id) const;
@@ -79,11 +96,15 @@ class WorkerRegistry {
   };
   WorkerRegistry() = default;
   void Apply(const KvChange& change);
-  bool IsLive(const Seen& s, SteadyClock::time_point now) const { return now - s.at < stale_after_; }
+  bool IsLive(const Seen& s, SteadyClock::time_point now) const {
+    return IsLive(s.at, latest_, now, stale_after_, silence_grace_);
+  }
 
   std::chrono::milliseconds stale_after_{};
+  std::chrono::milliseconds silence_grace_{};
   mutable std::mutex mu_;
   std::map<std::string, Seen> workers_;  // guarded by mu_
+  SteadyClock::time_point latest_{};     // the newest heartbeat's; guarded by mu_
   std::unique_ptr<KvWatch> watch_;       // last: stops first
 };
 
