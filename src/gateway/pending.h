@@ -95,7 +95,7 @@ struct PendingRequest {
   bool streaming = false;                  // the head of a streamed response went out
 
   // A traced request (trace.valid()): the gateway's span for it (the parent
-  // of its work's spans), and when each stage ended (request_spans.h).
+  // of its work's spans), and when each stage ended (request_tracer.h).
   TraceContext trace;
   SteadyClock::time_point submitted_at{};   // parsed and admitted: to the dispatcher
   SteadyClock::time_point offloaded_at{};   // its payloads stored (offloaded items only)

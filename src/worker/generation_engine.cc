@@ -454,15 +454,6 @@ void GenerationEngine::Emit(Sequence& s, bool final) {
   c = wire::GenerationChunk();
 }
 
-void GenerationEngine::RecordSpans(const Sequence& s) const {
-  const ItemSpans* spans = runner_->spans();
-  if (!spans || !ItemSpans::Traced(s.item)) return;
-  spans->Queue(s.item, s.started_unix_us);
-  if (s.generated() == 0) return;
-  spans->Stage(s.item, "prefill", s.started, s.first_token);
-  spans->Stage(s.item, "decode", s.first_token, s.last_token);
-}
-
 void GenerationEngine::Finish(size_t index, Outcome outcome, const Status& error) {
   std::unique_ptr<Sequence> s = std::move(running_[index]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
@@ -476,7 +467,9 @@ void GenerationEngine::Finish(size_t index, Outcome outcome, const Status& error
   }
   if (outcome == Outcome::kSucceeded) {
     Emit(*s, true);
-    RecordSpans(*s);
+    if (const ItemSpans* spans = runner_->spans(); spans && ItemSpans::Traced(s->item)) {
+      spans->Generation(s->item, s->started_unix_us, s->started, s->first_token, s->last_token, s->generated());
+    }
     runner_->Complete(s->item);
   } else {
     runner_->Settle(s->item, outcome, error);

@@ -164,8 +164,6 @@ class GenerationEngine : public SequenceEngine {
   // The sequence's last text, and the calls in it when it may make some.
   void EndText(Sequence& s);
   void Emit(Sequence& s, bool final);
-  // A traced generation's queue, prefill and decode spans (item_spans.h).
-  void RecordSpans(const Sequence& s) const;
   void Finish(size_t index, Outcome outcome, const Status& error = Status::Ok());
   // Back in line, at the head of its priority class, its blocks freed (it
   // computes its tokens again when admitted).

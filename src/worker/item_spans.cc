@@ -3,7 +3,7 @@
 namespace shoal::worker {
 namespace {
 
-// The item's span under its request's, with what names it; null parent
+// The item's span under its request's, with what names it; false
 // when its traceparent does not parse (a worker trusts nothing on the queue).
 bool StartSpan(const WorkItem& item, const char* name, trace::SpanKind kind, int64_t start_ns,
                int64_t end_ns, const std::string& worker_id, trace::Span* out) {
@@ -46,6 +46,15 @@ void ItemSpans::Stage(const WorkItem& item, const char* name, SteadyClock::time_
     s.status_message = error.ToString();
   }
   exporter_->Record(std::move(s));
+}
+
+void ItemSpans::Generation(const WorkItem& item, int64_t started_unix_us,
+                           SteadyClock::time_point started, SteadyClock::time_point first_token,
+                           SteadyClock::time_point last_token, size_t generated) const {
+  Queue(item, started_unix_us);
+  if (generated == 0) return;
+  Stage(item, "prefill", started, first_token);
+  Stage(item, "decode", first_token, last_token);
 }
 
 }  // namespace shoal::worker

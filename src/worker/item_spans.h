@@ -7,7 +7,9 @@
 //   tokenize       its batch's tokenizing (the model call's first part)
 //   inference      the rest of its batch's model call
 //   result         its result encoded and handed to the connection
-//   prefill, decode  a generation's, instead of tokenize and inference
+//   prefill, decode  a generation's, instead of tokenize and inference (in
+//                    the native engine, or relayed to a runtime that
+//                    batches itself: llama.cpp, upstream)
 //
 // A batch's stages are shared by its items: each traced item gets its own
 // copy, with the batch's size as an attribute. An item that is not traced
@@ -39,6 +41,11 @@ class ItemSpans {
   void Stage(const WorkItem& item, const char* name, SteadyClock::time_point start,
              SteadyClock::time_point end, size_t batch_items = 0,
              const Status& error = Status::Ok()) const;
+  // A finished generation's queue, prefill (start to first token) and
+  // decode (first to last token): the native engine's and the relay's.
+  void Generation(const WorkItem& item, int64_t started_unix_us, SteadyClock::time_point started,
+                  SteadyClock::time_point first_token, SteadyClock::time_point last_token,
+                  size_t generated) const;
 
  private:
   trace::SpanExporter* const exporter_;

@@ -200,6 +200,10 @@ void StreamRelay::Publish(Job& job, GenerationUpdate& u) {
 void StreamRelay::End(const std::shared_ptr<Job>& job, Outcome outcome, const Status& error) {
   model_->last_batch_ns.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
   if (outcome == Outcome::kSucceeded) {
+    if (const ItemSpans* spans = runner_->spans(); spans && ItemSpans::Traced(job->item)) {
+      spans->Generation(job->item, job->started_unix_us, job->started_at, job->first_token, job->last_token,
+                        job->generated);
+    }
     runner_->Complete(job->item);
   } else {
     runner_->Settle(job->item, outcome, error);

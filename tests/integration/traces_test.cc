@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -225,6 +226,38 @@ TEST_F(Traces, AGenerationsPrefillAndDecodeAreSpans) {
   ASSERT_TRUE(prefill && decode);
   EXPECT_LE(prefill->end(), decode->start() + 1000);  // decoding follows the first token
   EXPECT_EQ(decode->attribute("shoal.model"), "trace/llama");
+}
+
+TEST_F(Traces, AGenerationRelayedToLlamaCppIsTracedToo) {
+  const std::string dir = std::string(kModels) + "/llama-tiny-gguf-f32";
+  const auto sidecar = std::filesystem::path(SHOAL_BINARY).parent_path() / "shoal-llamacpp";
+  if (!std::filesystem::exists(dir) || !std::filesystem::exists(sidecar)) {
+    GTEST_SKIP() << "no shoal-llamacpp or GGUF fixtures (scripts/make-test-gguf)";
+  }
+  ScriptedHttpServer collector(
+      {{"/v1/traces", ScriptedHttpServer::Reply(200, "application/json", "{}")}});
+  StartServing(
+      "http://127.0.0.1:" + std::to_string(collector.port()), 1000 * 1000, "trace/gguf",
+      "id: trace/gguf\nruntime: llamacpp\ntask: generate\npath: " + dir + "\npinned: true\n");
+  const HttpResult r = Call(gateway_->port(), "POST", "/v1/completions",
+                            json{{"model", "trace/gguf"},
+                                 {"prompt", "The school of fish"},
+                                 {"max_tokens", 6},
+                                 {"temperature", 0}}
+                                .dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string trace_id = r.Header("x-shoal-trace-id");
+  std::vector<ExportedSpan> spans;
+  std::multiset<std::string> worker_names;
+  ASSERT_TRUE(WaitFor([&] {
+    spans = OfTrace(Spans(collector), trace_id);
+    worker_names.clear();
+    for (const auto& s : spans) {
+      if (s.service == "shoal-worker") worker_names.insert(s.span["name"]);
+    }
+    return worker_names.size() >= 3;
+  }));
+  EXPECT_EQ(worker_names, (std::multiset<std::string>{"queue", "prefill", "decode"}));
 }
 
 TEST_F(Traces, AHungCollectorHoldsUpNoAnswer) {
