@@ -29,7 +29,7 @@ http::Responder Gateway::Observed(http::Request& req, http::Responder respond) {
   std::string path = spdlog::should_log(spdlog::level::debug) ? req.path : std::string();
   std::optional<trace::Span> span = tracer_ && in_history ? tracer_->Begin(&req) : std::nullopt;
   return [this, route = GatewayMetrics::RouteLabel(req.path), path = std::move(path), in_history,
-          received = req.received, span = std::move(span), head = http::Response(), seen = false,
+          received = req.received, span = std::move(span), seen = false,
           respond = std::move(respond)](http::Response r) mutable {
     if (!seen) {  // a stream's head is its first part
       seen = true;
@@ -37,17 +37,12 @@ http::Responder Gateway::Observed(http::Request& req, http::Responder respond) {
       metrics_.Observe(route, r, seconds);
       if (in_history) dashboard_->Record(r.status, seconds);
       if (!path.empty()) LogAnswer(path, r, seconds);
-      if (span) {
-        r.headers.emplace_back("X-Shoal-Trace-Id", TraceIdHex(span->trace_id));
-        head.status = r.status;
-        head.headers = r.headers;
-        head.error_code = r.error_code;
-      }
+      if (span) RequestTracer::Answered(*span, &r);
     }
     const bool last = !r.more;
     respond(std::move(r));
     if (span && last) {
-      tracer_->End(std::move(*span), head);
+      tracer_->End(std::move(*span));
       span.reset();
     }
   };
@@ -158,7 +153,7 @@ Status Gateway::Init() {
   }
   if (auto traces = trace::ExporterOptionsFromEnvironment(options_.otlp_endpoint, {"shoal-gateway", options_.id});
       !traces.endpoint.empty()) {
-    spans_ = std::make_unique<trace::SpanExporter>(std::move(traces), &metrics_.registry());
+    spans_ = std::make_unique<trace::SpanExporter>(std::move(traces), metrics_.registry());
     tracer_ = std::make_unique<RequestTracer>(spans_.get(), options_.trace_sample);
   }
   const Router::CatalogFn catalog_fn = [this] { return Catalog(); };

@@ -46,19 +46,23 @@ std::optional<trace::Span> RequestTracer::Begin(http::Request* req) const {
   return span;
 }
 
-void RequestTracer::End(trace::Span span, const http::Response& head) const {
-  span.end_unix_ns = std::max(trace::UnixNanos(), span.start_unix_ns);
-  span.attributes.push_back({"http.response.status_code", int64_t{head.status}});
-  for (const auto& [name, value] : head.headers) {
+void RequestTracer::Answered(trace::Span& span, http::Response* head) {
+  span.attributes.push_back({"http.response.status_code", int64_t{head->status}});
+  for (const auto& [name, value] : head->headers) {
     if (name == "X-Shoal-Request-Id") span.attributes.push_back({"shoal.request_id", value});
   }
-  if (!head.error_code.empty())
-    span.attributes.push_back({"error.type", std::string(head.error_code)});
+  if (!head->error_code.empty())
+    span.attributes.push_back({"error.type", std::string(head->error_code)});
   // A server span is an error for a 5xx only: a 4xx is the client's.
-  if (head.status >= 500) {
+  if (head->status >= 500) {
     span.error = true;
-    span.status_message = std::string(head.error_code);
+    span.status_message = std::string(head->error_code);
   }
+  head->headers.emplace_back("X-Shoal-Trace-Id", TraceIdHex(span.trace_id));
+}
+
+void RequestTracer::End(trace::Span span) const {
+  span.end_unix_ns = std::max(trace::UnixNanos(), span.start_unix_ns);
   exporter_->Record(std::move(span));
 }
 

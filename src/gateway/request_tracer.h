@@ -32,10 +32,13 @@ class RequestTracer {
       : exporter_(exporter), sample_ratio_(sample_ratio) {}
 
   // Whether `req` is traced: if so, sets req->trace and returns its SERVER
-  // span, to be finished by End.
+  // span, to be finished by Answered and End.
   std::optional<trace::Span> Begin(http::Request* req) const;
-  // The request's span, when the last part of `head`'s response went out.
-  void End(trace::Span span, const http::Response& head) const;
+  // The response's head is going out: what it says goes on the span, and
+  // the trace id on the head (X-Shoal-Trace-Id).
+  static void Answered(trace::Span& span, http::Response* head);
+  // The response's last part went out.
+  void End(trace::Span span) const;
   // The stages of a request the router took, when it finished.
   void RecordStages(const PendingRequest& p) const;
 

@@ -3,6 +3,7 @@
 // (opentelemetry/proto/trace/v1/trace.proto).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -94,23 +94,17 @@ ExporterOptions ExporterOptionsFromEnvironment(std::string flag_endpoint, Resour
   return o;
 }
 
-SpanExporter::SpanExporter(ExporterOptions options, MetricsRegistry* metrics)
+SpanExporter::SpanExporter(ExporterOptions options, MetricsRegistry& metrics)
     : options_(std::move(options)) {
-  if (metrics) {
-    auto& family = metrics->AddCounter(
-        "shoal_trace_spans_total",
-        "Spans finished, by what became of them: exported to the OTLP collector, "
-        "dropped (the export queue was full), failed (the collector refused them "
-        "or could not be reached).",
-        {"outcome"});
-    exported_ = &family.With({"exported"});
-    dropped_ = &family.With({"dropped"});
-    failed_ = &family.With({"failed"});
-  } else {
-    exported_ = &own_exported_;
-    dropped_ = &own_dropped_;
-    failed_ = &own_failed_;
-  }
+  auto& spans =
+      metrics.AddCounter("shoal_trace_spans_total",
+                         "Spans finished, by what became of them: exported to the OTLP collector, "
+                         "dropped (the export queue was full), failed (the collector refused them "
+                         "or could not be reached).",
+                         {"outcome"});
+  exported_ = &spans.With({"exported"});
+  dropped_ = &spans.With({"dropped"});
+  failed_ = &spans.With({"failed"});
   static const CURLcode init = curl_global_init(CURL_GLOBAL_DEFAULT);
   (void)init;
   curl_ = curl_easy_init();

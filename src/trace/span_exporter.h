@@ -55,9 +55,9 @@ ExporterOptions ExporterOptionsFromEnvironment(std::string flag_endpoint, Resour
 
 class SpanExporter {
  public:
-  // `metrics` (optional) gets shoal_trace_spans_total{outcome}: exported,
-  // dropped (queue full), failed (the collector refused or was unreachable).
-  SpanExporter(ExporterOptions options, MetricsRegistry* metrics);
+  // `metrics` gets shoal_trace_spans_total{outcome}: exported, dropped
+  // (queue full), failed (the collector refused or was unreachable).
+  SpanExporter(ExporterOptions options, MetricsRegistry& metrics);
   ~SpanExporter();
 
   void Record(Span span);
@@ -76,11 +76,10 @@ class SpanExporter {
   void LogLosses(bool now = false);
 
   const ExporterOptions options_;
-  Counter* exported_ = nullptr;
-  Counter* dropped_ = nullptr;
-  Counter* failed_ = nullptr;
-  Counter own_exported_, own_dropped_, own_failed_;  // without a registry
-  void* curl_ = nullptr;                             // CURL*, the export thread's
+  Counter* exported_;
+  Counter* dropped_;
+  Counter* failed_;
+  void* curl_ = nullptr;  // CURL*, the export thread's
 
   std::mutex mu_;
   std::condition_variable wake_;

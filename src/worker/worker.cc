@@ -58,7 +58,7 @@ Status Worker::Init() {
   SHOAL_RETURN_IF_ERROR(intake_->Connect());
   if (auto traces = trace::ExporterOptionsFromEnvironment(options_.otlp_endpoint, {"shoal-worker", options_.id});
       !traces.endpoint.empty()) {
-    span_exporter_ = std::make_unique<trace::SpanExporter>(std::move(traces), &metrics_.registry());
+    span_exporter_ = std::make_unique<trace::SpanExporter>(std::move(traces), metrics_.registry());
     spans_ = std::make_unique<ItemSpans>(span_exporter_.get(), options_.id);
   }
   runner_ = std::make_unique<BatchRunner>(intake_->connection(), &reaper_, options_.id, &cancelled_, payloads_.get(),

@@ -162,7 +162,7 @@ TEST(SpanExporter, SendsBatchesTheCollectorAccepts) {
   o.max_batch = 4;
   o.interval = std::chrono::milliseconds(50);
   MetricsRegistry metrics;
-  trace::SpanExporter exporter(o, &metrics);
+  trace::SpanExporter exporter(o, metrics);
   for (int i = 0; i < 10; ++i) exporter.Record(TestSpan("stage", false));
   size_t spans = 0;
   ASSERT_TRUE(testing::WaitFor([&] {
@@ -194,7 +194,7 @@ TEST(SpanExporter, RetriesWhatTheProtocolCallsRetryableThenCountsItFailed) {
   trace::ExporterOptions o = To(collector);
   o.interval = std::chrono::milliseconds(10);
   MetricsRegistry metrics;
-  trace::SpanExporter exporter(o, &metrics);
+  trace::SpanExporter exporter(o, metrics);
   exporter.Record(TestSpan("stage", false));
   ASSERT_TRUE(testing::WaitFor(
       [&] { return metrics.Render().find("outcome=\"failed\"} 1") != std::string::npos; }));
@@ -210,7 +210,7 @@ TEST(SpanExporter, AHungCollectorNeverBlocksRecordingAndStopIsBounded) {
   o.timeout = std::chrono::seconds(60);  // longer than the test: only Stop may cut it
   o.stop_timeout = std::chrono::milliseconds(200);
   MetricsRegistry metrics;
-  auto exporter = std::make_unique<trace::SpanExporter>(o, &metrics);
+  auto exporter = std::make_unique<trace::SpanExporter>(o, metrics);
   ASSERT_TRUE(testing::WaitFor([&] {
     exporter->Record(TestSpan("stage", false));
     return collector.requests() >= 1;  // a batch is stuck in a request
