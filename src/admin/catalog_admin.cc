@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <future>
 
+#include "admin/provenance.h"
+#include "common/clock.h"
 #include "queue/catalog_watch.h"
 #include "runtime/generator.h"
 #include "runtime/runtime.h"
@@ -27,15 +29,6 @@ bool AllFinite(const std::vector<float>& v) {
   }
   return !v.empty();
 }
-
-// An 8 × 8 PNG of a colour gradient: the test input of a model that takes
-// images.
-constexpr std::string_view kTestImage(
-    "\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x08\x00\x00\x00\x08"
-    "\x08\x02\x00\x00\x00\x4b\x6d\x29\xdc\x00\x00\x00\x1b\x49\x44\x41\x54\x78\xda\x63\x64\x60\x60\x50"
-    "\x60\x10\xc0\x44\x2c\x0c\x0a\x02\x0c\x0c\x58\xd0\xe0\x94\x00\x00\x85\xae\x05\xce\x78\x65\xa6\xbd"
-    "\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82",
-    84);
 
 // One small request through the loaded model: a model whose weights load but
 // compute garbage (NaN from a corrupt tensor) is refused too.
@@ -139,7 +132,7 @@ Result<ModelSpec> ParseEntry(kvEntry* e) {
 
 }  // namespace
 
-Result<uint64_t> CheckModel(const ModelSpec& spec) {
+Result<ModelCheck> CheckModel(const ModelSpec& spec) {
   if (RunsInItsOwnProcess(spec.runtime) && spec.process == RuntimeProcess::kWorker) {
     return InvalidInput(spec.id + ": runtime '" + spec.runtime + "' runs in a runtime process of its own "
                         "(process: shared or own), not in the worker's");
@@ -153,7 +146,9 @@ Result<uint64_t> CheckModel(const ModelSpec& spec) {
   if (Status s = Smoke(**model, spec); !s.ok()) {
     return Status(Code::kInvalidInput, spec.id + ": test request failed: " + s.message());
   }
-  return static_cast<uint64_t>((*model)->memory_bytes());
+  auto probes = RunProbes(**model, spec);
+  if (!probes.ok()) return Status(Code::kInvalidInput, spec.id + ": " + probes.status().message());
+  return ModelCheck{.memory_bytes = static_cast<uint64_t>((*model)->memory_bytes()), .probes = std::move(*probes)};
 }
 
 Result<CatalogAdmin> CatalogAdmin::Connect(const std::string& nats_url,
@@ -163,11 +158,14 @@ Result<CatalogAdmin> CatalogAdmin::Connect(const std::string& nats_url,
   if (!control.ok()) return control.status();
   a.owned_ = std::move(control).value();
   a.models_ = a.owned_.models.get();
+  a.versions_ = a.owned_.versions.get();
   a.js_ = a.owned_.js.get();
   return a;
 }
 
-Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimits& limits) {
+Result<VersionView> CatalogAdmin::Register(ModelSpec spec, const RegisterOptions& options) {
+  SHOAL_RETURN_IF_ERROR(ValidateModelId(spec.id));
+  if (spec.version != 0) return InvalidInput("version: the catalog numbers versions; a profile names none");
   // Speculation runs in the worker's generation engine, on the native
   // runtime's generators; a draft model must be registered first (workers
   // load it from the catalog with the model; its tokenizer is checked then).
@@ -184,9 +182,11 @@ Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimi
       return InvalidInput(spec.id + ": speculative.draft: '" + draft->id + "' does not generate");
     }
   }
-  auto bytes = CheckModel(spec);
-  if (!bytes.ok()) return bytes.status();
-  spec.memory_bytes = *bytes;
+  auto license = SettleLicense(spec.path, options.license, options.require_license);
+  if (!license.ok()) return license.status();
+  auto check = CheckModel(spec);
+  if (!check.ok()) return check.status();
+  spec.memory_bytes = check->memory_bytes;
   // Adapters the profile names are checked and measured as AddLora does.
   auto base = ModelConfig::FromSpec(spec);
   if (!base.ok()) return Status(Code::kInvalidInput, spec.id + ": " + base.status().message());
@@ -195,12 +195,38 @@ Result<ModelSpec> CatalogAdmin::Register(ModelSpec spec, const queue::StreamLimi
     if (!lora_bytes.ok()) return Status(Code::kInvalidInput, spec.id + ": " + lora_bytes.status().message());
     lora.memory_bytes = *lora_bytes;
   }
-  SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStreamExists(js_, spec.pool, limits));
-  // Its consumers exist before any worker does, so that monitoring (and
-  // KEDA's nats-jetstream scaler) finds them whether or not a worker runs.
-  SHOAL_RETURN_IF_ERROR(queue::EnsureConsumer(js_, spec));
-  SHOAL_RETURN_IF_ERROR(queue::PutModel(models_, spec));
-  return spec;
+  ModelVersion v{.version = 0, .spec = spec, .record = {}};
+  PromotionRecord& r = v.record;
+  r.source = !spec.artifact.empty() ? "artifact:" + spec.artifact : !spec.path.empty() ? "path:" + spec.path : "spec";
+  SHOAL_RETURN_IF_ERROR(RecordFiles(spec.path, &r));
+  r.license = license->license;
+  r.license_source = license->source;
+  r.owner = options.owner;
+  r.registered_unix_ms = UnixMillis();
+  r.memory_bytes = spec.memory_bytes;
+  r.capacity = check->probes.capacity;
+  r.golden_json = std::move(check->probes.golden_json);
+  SHOAL_RETURN_IF_ERROR(queue::EnsureWorkStreamExists(js_, spec.pool, options.limits));
+  bool created = false;
+  auto number = AddVersion(std::move(v), &created);
+  if (!number.ok()) return number.status();
+  const uint32_t n = *number;
+  auto head = ChangeHead(
+      spec.id,
+      [&](VersionHead& h) {
+        if (created && h.StateOf(n) == VersionState::kRetired) {  // new: a candidate first
+          h.AddCandidate(n);
+          h.Log(UnixMillis(), "registered", n, options.owner);
+        }
+        if (!options.candidate && h.serving != n) {
+          h.Promote(n);
+          h.Log(UnixMillis(), "promoted", n, options.owner);
+        }
+        return Status::Ok();
+      },
+      options.limits);
+  if (!head.ok()) return head.status();
+  return Version(spec.id, n);
 }
 
 Result<ModelSpec> CatalogAdmin::Get(std::string_view id) {
@@ -210,7 +236,7 @@ Result<ModelSpec> CatalogAdmin::Get(std::string_view id) {
 
 Result<ModelSpec> CatalogAdmin::Get(std::string_view id, uint64_t* revision) {
   kvEntry* e = nullptr;
-  const natsStatus s = kvStore_Get(&e, models_, std::string(id).c_str());
+  const natsStatus s = kvStore_Get(&e, models_, queue::CatalogKey(id).c_str());
   if (s == NATS_NOT_FOUND) return Status(Code::kModelNotFound, "model '" + std::string(id) + "' is not in the catalog");
   if (s != NATS_OK) return queue::FromNats(s, "catalog get");
   *revision = kvEntry_Revision(e);
@@ -291,10 +317,6 @@ Result<ModelSpec> CatalogAdmin::SetPinned(std::string_view id, bool pinned) {
   return spec;
 }
 
-Status CatalogAdmin::Remove(std::string_view id) {
-  if (auto spec = Get(id); !spec.ok()) return spec.status();
-  return queue::DeleteModel(models_, id);
-}
 
 Result<std::vector<ModelSpec>> CatalogAdmin::List() {
   kvKeysList keys;
@@ -303,6 +325,7 @@ Result<std::vector<ModelSpec>> CatalogAdmin::List() {
   if (s == NATS_NOT_FOUND) return out;  // an empty bucket
   if (s != NATS_OK) return queue::FromNats(s, "catalog keys");
   for (int i = 0; i < keys.Count; ++i) {
+    if (std::string_view(keys.Keys[i]).find('=') != std::string_view::npos) continue;  // a kept version
     kvEntry* e = nullptr;
     if (kvStore_Get(&e, models_, keys.Keys[i]) != NATS_OK) continue;  // removed meanwhile
     if (auto spec = ParseEntry(e); spec.ok()) out.push_back(std::move(spec).value());

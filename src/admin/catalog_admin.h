@@ -22,19 +22,54 @@
 // one base are all kept. Workers hand a loaded base its new list without
 // reloading it (worker_residency.cc).
 //
+// Versions (catalog/model_version.h): every registration of an id is a
+// version with its promotion record — files and digests, license, owner,
+// time, memory, a capacity estimate and golden outputs on the probe set
+// (probes.h), all taken while the model is loaded for its check. A
+// registration whose profile and files equal a version the id already
+// serves or keeps is that version again, not a new one (`shoal up`
+// registers its profiles at every start). A new version serves at once
+// unless registered as a candidate; Promote and Rollback move the serving
+// version; the head of the id records each move in one compare-and-set
+// (retried on a race), and the catalog is then made to say what the head
+// says (Publish): the serving version under the id, the rollback target and
+// the candidates under "id@N" (workers load them only when asked for). If
+// a process dies between the two, the next change to the id publishes
+// again. Pinning and LoRA adapters belong to the id: they stay through
+// promotions and rollbacks. An id registered before versions existed
+// becomes version 1 at its first change (adopted).
+//
 // Threading: one CatalogAdmin per thread (cnats KV calls are blocking).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "admin/probes.h"
 #include "catalog/model_spec.h"
+#include "catalog/model_version.h"
 #include "queue/control_plane.h"
 #include "queue/nats.h"
 #include "queue/topology.h"
 
 namespace shoal::admin {
+
+// What a registration says besides the profile.
+struct RegisterOptions {
+  queue::StreamLimits limits;
+  std::string owner;            // who registers (provenance.h)
+  std::string license;          // the registrant's statement ("" none)
+  bool require_license = false;  // refuse a model without one (the catalog's policy)
+  bool candidate = false;        // keep the serving version; this one waits for a promotion
+};
+
+// A version and where it stands.
+struct VersionView {
+  ModelVersion version;
+  VersionState state = VersionState::kRetired;
+};
 
 class CatalogAdmin {
  public:
@@ -43,14 +78,28 @@ class CatalogAdmin {
   static Result<CatalogAdmin> Connect(const std::string& nats_url,
                                       const queue::NatsSecurity& security = {}, int replicas = 0);
   // Over the caller's bucket and JetStream context (not owned).
-  CatalogAdmin(kvStore* models, jsCtx* js) : models_(models), js_(js) {}
+  CatalogAdmin(kvStore* models, kvStore* versions, jsCtx* js) : models_(models), versions_(versions), js_(js) {}
 
-  // Checks `spec` (see above), records its memory, ensures its pool's work
-  // stream, writes it. Returns the spec as stored.
-  Result<ModelSpec> Register(ModelSpec spec, const queue::StreamLimits& limits = {});
+  // Checks `spec` (see above), records its version, ensures its pool's work
+  // stream and consumers, publishes it. Returns the version and its state.
+  Result<VersionView> Register(ModelSpec spec, const RegisterOptions& options = {});
+  // The serving spec of `id`.
   Result<ModelSpec> Get(std::string_view id);
+  // Every model's serving spec.
   Result<std::vector<ModelSpec>> List();
+
+  // The versions of `id`, oldest first, and its head (MODEL_NOT_FOUND
+  // without the id).
+  Result<std::vector<VersionView>> Versions(std::string_view id, VersionHead* head = nullptr);
+  // Version `version` of `id` (0: the serving one).
+  Result<VersionView> Version(std::string_view id, uint32_t version);
+  // `version` serves; `by` is logged. MODEL_NOT_FOUND without it.
+  Result<VersionView> Promote(std::string_view id, uint32_t version, const std::string& by);
+  // The version that served before serves again (INVALID_INPUT when there
+  // is none); the one it replaces stays as a candidate.
+  Result<VersionView> Rollback(std::string_view id, const std::string& by);
   Result<ModelSpec> SetPinned(std::string_view id, bool pinned);
+  // Removes `id`: its catalog entries, its versions and their records.
   Status Remove(std::string_view id);
 
   // Registers adapter `lora` (name and path; a relative path is taken from
@@ -69,13 +118,35 @@ class CatalogAdmin {
   Result<ModelSpec> Get(std::string_view id, uint64_t* revision);
   // Writes `spec` if its entry is still at `revision`; false when it moved on.
   Result<bool> Replace(const ModelSpec& spec, uint64_t revision);
+
+  // catalog_versions.cc: the head of `id` and its KV revision (0: none
+  // yet; an id registered before versions is adopted as version 1).
+  Result<VersionHead> LoadHead(std::string_view id, uint64_t* revision);
+  // Writes `head` if it is still at `revision` (0: if there is none).
+  Result<bool> StoreHead(std::string_view id, const VersionHead& head, uint64_t revision);
+  Result<ModelVersion> LoadVersion(std::string_view id, uint32_t version);
+  // Applies `change` to the head until it is stored (re-reading it after a
+  // race), then publishes; an error from `change` gives up.
+  Result<VersionHead> ChangeHead(std::string_view id, const std::function<Status(VersionHead&)>& change,
+                                 const queue::StreamLimits& limits = {});
+  // Makes the catalog say what `head` says (see above).
+  Status Publish(std::string_view id, const VersionHead& head, const queue::StreamLimits& limits);
+  // Stores `v` as a new version of its id (*created), or finds one equal
+  // to it that the id serves or keeps; returns its number.
+  Result<uint32_t> AddVersion(ModelVersion v, bool* created);
+
   queue::ControlPlane owned_;  // when connected by Connect
   kvStore* models_ = nullptr;
+  kvStore* versions_ = nullptr;
   jsCtx* js_ = nullptr;
 };
 
 // The check behind Register, alone: load with the spec's runtime, run one
-// small request. Returns the bytes the loaded model holds.
-Result<uint64_t> CheckModel(const ModelSpec& spec);
+// small request, then the probe set. Returns what it measured.
+struct ModelCheck {
+  uint64_t memory_bytes = 0;  // what the loaded model holds
+  ProbeRun probes;
+};
+Result<ModelCheck> CheckModel(const ModelSpec& spec);
 
 }  // namespace shoal::admin

@@ -56,7 +56,7 @@ class Reader {
 
 }  // namespace
 
-Result<std::string> GgufArchitecture(const std::string& path) {
+Result<std::string> GgufString(const std::string& path, std::string_view wanted) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidInput("cannot read " + path);
   Reader r(in);
@@ -72,14 +72,20 @@ Result<std::string> GgufArchitecture(const std::string& path) {
     std::string key;
     uint32_t type = 0;
     if (!r.String(&key) || !r.Read(&type)) break;
-    if (key == "general.architecture" && type == kString) {
-      std::string arch;
-      if (!r.String(&arch)) break;
-      return arch;
+    if (key == wanted && type == kString) {
+      std::string value;
+      if (!r.String(&value)) break;
+      return value;
     }
     if (!r.SkipValue(type)) break;
   }
-  return InvalidInput(path + ": the GGUF header names no general.architecture");
+  return Status(Code::kNotFound, path + ": the GGUF header names no " + std::string(wanted));
+}
+
+Result<std::string> GgufArchitecture(const std::string& path) {
+  auto arch = GgufString(path, "general.architecture");
+  if (!arch.ok() && arch.status().code() == Code::kNotFound) return InvalidInput(arch.status().message());
+  return arch;
 }
 
 }  // namespace shoal::admin

@@ -263,7 +263,7 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   static const char* kKnown[] = {"id",       "runtime", "path",   "task",         "pool",    "description",
                                  "max_input_tokens", "batching", "queue", "pinned", "memory_bytes", "threads",
                                  "loras", "tuned", "process", "matryoshka_dimensions", "prompts", "outputs",
-                                 "speculative", "image_text_score", "artifact"};
+                                 "speculative", "image_text_score", "artifact", "version"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
@@ -282,6 +282,7 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   SHOAL_RETURN_IF_ERROR(ReadString(o, "pool", &spec->pool));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "description", &spec->description));
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "max_input_tokens", "", &spec->max_input_tokens));
+  SHOAL_RETURN_IF_ERROR(ReadU32(o, "version", "", &spec->version));
   if (auto p = o.find("pinned"); p != o.end()) {
     if (!p->is_boolean()) return InvalidInput("pinned: expected true or false");
     spec->pinned = p->get<bool>();
@@ -315,7 +316,11 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   else if (image_text_score == "softmax") spec->image_text_score = ImageTextScore::kSoftmax;
   else if (!image_text_score.empty()) return InvalidInput("image_text_score: '" + image_text_score + "' is neither sigmoid nor softmax");
 
-  SHOAL_RETURN_IF_ERROR(ValidateModelId(spec->id));
+  SHOAL_RETURN_IF_ERROR(ValidateServedName(spec->id));
+  if (auto ref = SplitVersionRef(spec->id); ref->version != 0 && ref->version != spec->version) {
+    return InvalidInput("version: '" + spec->id + "' is version " + std::to_string(ref->version) + ", not " +
+                        std::to_string(spec->version));
+  }
   if (spec->runtime.empty()) return InvalidInput("runtime: missing");
   if (!ParseTask(task, &spec->task) || spec->task == Task::kTokenize) {
     return InvalidInput("task: '" + task + "' is not supported (supported: encode, score, extract, generate)");
@@ -396,6 +401,7 @@ std::string ModelSpec::ToJson() const {
   }
   if (!path.empty()) o["path"] = path;
   if (!artifact.empty()) o["artifact"] = artifact;
+  if (version != 0) o["version"] = version;
   if (process != RuntimeProcess::kDefault) o["process"] = std::string(RuntimeProcessName(process));
   o[runtime] = json::parse(runtime_options_json);
   if (threads > 0) o["threads"] = threads;

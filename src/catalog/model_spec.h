@@ -18,6 +18,10 @@
 //                                 # fetch them into their cache, checked,
 //                                 # and load from there; `path` is then
 //                                 # only where they were pushed from
+//   version: 3                    # which version of the id this is
+//                                 # (catalog/model_version.h): set by the
+//                                 # catalog when it registers or promotes
+//                                 # one, never in a profile file
 //   task: encode                  # encode, score (cross-encoders), or generate
 //                                 # (decoders; batching then bounds the running batch)
 //   pool: default                 # the work stream it is queued on
@@ -168,6 +172,7 @@ struct ModelSpec {
   RuntimeProcess process = RuntimeProcess::kDefault;  // kDefault: the runtime's own choice
   std::string path;  // absolute once loaded from a file
   std::string artifact;  // "sha256:<hex>": its files in the model store ("" none: `path` on every worker)
+  uint32_t version = 0;  // its version of the id (1, 2, ...); 0: not yet registered
   Task task = Task::kEncode;  // encode, score or generate
   std::string pool = "default";
   std::string description;

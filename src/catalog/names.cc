@@ -56,4 +56,31 @@ ModelRef SplitModelRef(std::string_view model) {
   return {model.substr(0, colon), model.substr(colon + 1), true};
 }
 
+Result<VersionRef> SplitVersionRef(std::string_view name) {
+  const size_t at = name.rfind('@');
+  if (at == std::string_view::npos) return VersionRef{name, 0};
+  const std::string_view digits = name.substr(at + 1);
+  uint64_t version = 0;
+  for (char c : digits) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) || version > (uint64_t{1} << 31)) {
+      version = 0;
+      break;
+    }
+    version = version * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (version == 0 || version > (uint64_t{1} << 31)) {
+    return InvalidInput("'" + std::string(name) + "': a version is 'model@N', N a whole number from 1");
+  }
+  return VersionRef{name.substr(0, at), static_cast<uint32_t>(version)};
+}
+
+std::string VersionedName(std::string_view id, uint32_t version) {
+  return std::string(id) + "@" + std::to_string(version);
+}
+
+Status ValidateServedName(std::string_view name) {
+  SHOAL_ASSIGN_OR_RETURN(VersionRef ref, SplitVersionRef(name));
+  return ValidateModelId(ref.id);
+}
+
 }  // namespace shoal

@@ -4,6 +4,8 @@
 // trust them — the NATS names derived from them included (queue/subjects.h).
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "common/status.h"
@@ -29,5 +31,20 @@ struct ModelRef {
   bool has_colon = false;
 };
 ModelRef SplitModelRef(std::string_view model);
+
+// Versions of a model (catalog/model_version.h): "id@N" names version N
+// (1, 2, ...) of model `id`; a bare id, the version that serves. Model ids
+// hold no '@', so the last '@' splits. The catalog keeps a version other
+// than the serving one, while it may be asked for (a candidate, the
+// rollback target), as a model of its own under that name.
+struct VersionRef {
+  std::string_view id;
+  uint32_t version = 0;  // 0: the serving version
+};
+// INVALID_INPUT for "id@", "id@0", "id@x" and versions past 2^31.
+Result<VersionRef> SplitVersionRef(std::string_view name);
+std::string VersionedName(std::string_view id, uint32_t version);  // "id@N"
+// A model id, or "id@N": what the catalog may hold a spec under.
+Status ValidateServedName(std::string_view name);
 
 }  // namespace shoal

@@ -23,6 +23,11 @@ void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* o) {
       ->capture_default_str();
 }
 
+void AddRequireLicenseOption(CLI::App* sub, bool* require_license) {
+  sub->add_flag("--require-license", *require_license,
+                "refuse to register a model whose files state no license unless its registrant does");
+}
+
 void AddTraceOptions(CLI::App* sub, std::string* otlp_endpoint, double* trace_sample) {
   sub->add_option("--otlp-endpoint", *otlp_endpoint,
                   "export trace spans to this OpenTelemetry collector (OTLP/HTTP JSON; a base URL such as "
@@ -94,6 +99,7 @@ Subcommand AddGateway(CLI::App& app) {
   AddAdmissionOptions(sub, opts.get());
   AddPayloadStoreOption(sub, &opts->payload_store);
   AddModelCacheOptions(sub, &opts->cache_dir, &opts->cache_bytes);
+  AddRequireLicenseOption(sub, &opts->require_license);
   AddTraceOptions(sub, &opts->otlp_endpoint, &opts->trace_sample);
   sub->add_option("--offload-bytes", opts->offload_bytes,
                   "items larger than this go to the payload store (so do all that do not fit a NATS message)")

@@ -1,9 +1,13 @@
-// shoal models add|push|ls|rm|pin|unpin|add-lora|remove-lora: the catalog, self-service.
+// shoal models add|push|ls|rm|pin|unpin|add-lora|remove-lora|versions|show|promote|rollback:
+// the catalog, self-service.
 #include <cstdio>
+#include <ctime>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "admin/catalog_admin.h"
 #include "admin/model_directory.h"
+#include "admin/provenance.h"
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -50,6 +54,53 @@ Status PushModel(store::ModelStore& store, ModelSpec* spec) {
   return Status::Ok();
 }
 
+std::string Time(int64_t unix_ms) {
+  if (unix_ms == 0) return "-";
+  const std::time_t t = unix_ms / 1000;
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", std::gmtime(&t));
+  return buf;
+}
+
+std::string Capacity(const CapacityEstimate& c) {
+  if (c.per_second <= 0) return "-";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.1f %s/s (batch %u)", c.per_second, c.unit.c_str(), c.batch);
+  return buf;
+}
+
+void PrintAdded(const admin::VersionView& v) {
+  const ModelSpec& s = v.version.spec;
+  std::cout << "added " << s.id << " version " << s.version << " (" << VersionStateName(v.state) << "): "
+            << TaskName(s.task) << ", " << Megabytes(s.memory_bytes) << (s.pinned ? ", pinned" : "")
+            << (v.version.record.license.empty() ? "" : ", license " + v.version.record.license) << "\n";
+}
+
+// `shoal models show`: a version and its promotion record.
+void PrintVersion(const admin::VersionView& v) {
+  const ModelSpec& s = v.version.spec;
+  const PromotionRecord& r = v.version.record;
+  std::printf("%s version %u: %s\n", s.id.c_str(), v.version.version, std::string(VersionStateName(v.state)).c_str());
+  std::printf("  runtime      %s (%s)\n", s.runtime.c_str(), std::string(TaskName(s.task)).c_str());
+  std::printf("  source       %s\n", r.source.c_str());
+  std::printf("  files        %zu, %s\n", r.files.size(), r.files_digest.empty() ? "-" : r.files_digest.c_str());
+  std::printf("  license      %s%s\n", r.license.empty() ? "-" : r.license.c_str(),
+              r.license_source.empty() ? "" : (" (" + r.license_source + ")").c_str());
+  std::printf("  owner        %s\n", r.owner.empty() ? "-" : r.owner.c_str());
+  std::printf("  registered   %s\n", Time(r.registered_unix_ms).c_str());
+  std::printf("  memory       %s\n", Megabytes(r.memory_bytes).c_str());
+  std::printf("  capacity     %s on %s\n", Capacity(r.capacity).c_str(),
+              r.capacity.hardware_class.empty() ? "-" : r.capacity.hardware_class.c_str());
+  const auto golden = nlohmann::json::parse(r.golden_json.empty() ? "null" : r.golden_json, nullptr, false);
+  if (golden.is_object()) {
+    std::printf("  golden       %zu outputs on %s\n", golden["outputs"].size(),
+                golden["probe_set"].get<std::string>().c_str());
+  }
+  for (const RecordedFile& f : r.files) {
+    std::printf("    %-40s %12llu  %s\n", f.path.c_str(), static_cast<unsigned long long>(f.bytes), f.sha256.c_str());
+  }
+}
+
 }  // namespace
 
 Subcommand AddModels(CLI::App& app) {
@@ -70,6 +121,16 @@ Subcommand AddModels(CLI::App& app) {
   add->add_option("paths", *paths, "model directories or profile files")->required();
   add->add_option("--id", *id, "the model id (one path only; default: the profile's, or the directory's name)");
   add->add_flag("--pin", *pin, "keep it loaded on every worker that serves it");
+  // What a registration records besides the profile (admin/provenance.h).
+  auto license = std::make_shared<std::string>();
+  auto require_license = std::make_shared<bool>(false);
+  auto candidate = std::make_shared<bool>(false);
+  auto add_record_options = [&](CLI::App* c) {
+    c->add_option("--license", *license, "the model's license, where its files state none (an SPDX id)");
+    AddRequireLicenseOption(c, require_license.get());
+    c->add_flag("--candidate", *candidate, "a new version waits for `shoal models promote` instead of serving");
+  };
+  add_record_options(add);
 
   // The model store (store/model_store.h): files uploaded by digest, the
   // model registered with its manifest digest; workers anywhere fetch it.
@@ -79,13 +140,28 @@ Subcommand AddModels(CLI::App& app) {
   push->add_option("dir", *push_dir, "the model directory (Hugging Face layout, optional shoal.yaml)")->required();
   push->add_option("--id", *id, "the model id (default: the profile's, or the directory's name)");
   push->add_flag("--pin", *pin, "keep it loaded on every worker that serves it");
+  add_record_options(push);
 
   auto* ls = sub->add_subcommand("ls", "List the catalog");
+
+
   auto* rm = sub->add_subcommand("rm", "Remove a model from the catalog");
   auto* pin_cmd = sub->add_subcommand("pin", "Keep a model loaded: never evicted");
   auto* unpin_cmd = sub->add_subcommand("unpin", "Let a model be evicted under memory pressure");
   auto target = std::make_shared<std::string>();
   for (auto* c : {rm, pin_cmd, unpin_cmd}) c->add_option("id", *target, "model id")->required();
+
+  // Versions (catalog/model_version.h): every registration is one.
+  auto* versions = sub->add_subcommand("versions", "A model's versions: which serves, the rollback target, candidates");
+  auto* show = sub->add_subcommand("show", "A version's promotion record: files, license, owner, capacity, golden outputs");
+  auto* promote = sub->add_subcommand("promote", "Make a version the one that serves");
+  auto* rollback = sub->add_subcommand("rollback", "Serve the version that served before the current one again");
+  auto version = std::make_shared<uint32_t>(0);
+  versions->add_option("id", *target, "model id")->required();
+  show->add_option("id", *target, "model id, or id@VERSION (default: the serving version)")->required();
+  promote->add_option("id", *target, "model id")->required();
+  promote->add_option("version", *version, "the version to serve")->required();
+  rollback->add_option("id", *target, "model id")->required();
 
   // LoRA adapters of a model in the catalog (catalog_admin.h): checked by
   // the base's runtime, measured, added to its spec; workers that hold the
@@ -108,6 +184,11 @@ Subcommand AddModels(CLI::App& app) {
             }
             auto admin = admin::CatalogAdmin::Connect(*nats, *security, *replicas);
             if (!admin.ok()) return Fail(admin.status());
+            const admin::RegisterOptions record_options{.limits = {.replicas = *replicas},
+                                                        .owner = admin::CommandLineOwner(),
+                                                        .license = *license,
+                                                        .require_license = *require_license,
+                                                        .candidate = *candidate};
             if (add->parsed()) {
               for (const auto& path : *paths) {
                 auto spec = admin::SpecFromPath(path, *id);
@@ -115,11 +196,44 @@ Subcommand AddModels(CLI::App& app) {
                 if (*pin) spec->pinned = true;
                 std::cout << "checking " << spec->id << " (" << spec->runtime << ", loading it once)...\n"
                           << std::flush;
-                auto stored = admin->Register(std::move(spec).value(), queue::StreamLimits{.replicas = *replicas});
+                auto stored = admin->Register(std::move(spec).value(), record_options);
                 if (!stored.ok()) return Fail(stored.status());
-                std::cout << "added " << stored->id << ": " << TaskName(stored->task) << ", "
-                          << Megabytes(stored->memory_bytes) << (stored->pinned ? ", pinned" : "") << "\n";
+                PrintAdded(*stored);
               }
+              return 0;
+            }
+            if (versions->parsed()) {
+              VersionHead head;
+              auto list = admin->Versions(*target, &head);
+              if (!list.ok()) return Fail(list.status());
+              std::printf("%-8s %-16s %-20s %-11s %-14s %s\n", "VERSION", "STATE", "REGISTERED", "MEMORY", "LICENSE",
+                          "SOURCE");
+              for (const auto& v : *list) {
+                const PromotionRecord& r = v.version.record;
+                std::printf("%-8u %-16s %-20s %-11s %-14s %s\n", v.version.version,
+                            std::string(VersionStateName(v.state)).c_str(), Time(r.registered_unix_ms).c_str(),
+                            Megabytes(r.memory_bytes).c_str(), r.license.empty() ? "-" : r.license.c_str(),
+                            r.source.c_str());
+              }
+              for (const VersionEvent& e : head.log) {
+                std::printf("  %s  %-12s %u%s\n", Time(e.unix_ms).c_str(), e.action.c_str(), e.version,
+                            e.by.empty() ? "" : ("  by " + e.by).c_str());
+              }
+              return 0;
+            }
+            if (show->parsed()) {
+              auto ref = SplitVersionRef(*target);
+              if (!ref.ok()) return Fail(ref.status());
+              auto v = admin->Version(ref->id, ref->version);
+              if (!v.ok()) return Fail(v.status());
+              PrintVersion(*v);
+              return 0;
+            }
+            if (promote->parsed() || rollback->parsed()) {
+              auto now = promote->parsed() ? admin->Promote(*target, *version, admin::CommandLineOwner())
+                                           : admin->Rollback(*target, admin::CommandLineOwner());
+              if (!now.ok()) return Fail(now.status());
+              std::cout << *target << ": version " << now->version.version << " serves\n";
               return 0;
             }
             if (push->parsed()) {
@@ -131,23 +245,23 @@ Subcommand AddModels(CLI::App& app) {
               if (*pin) spec->pinned = true;
               if (Status s = PushModel(**store, &*spec); !s.ok()) return Fail(s);
               std::cout << "checking " << spec->id << " (" << spec->runtime << ", loading it once)...\n" << std::flush;
-              auto stored = admin->Register(std::move(spec).value(), queue::StreamLimits{.replicas = *replicas});
+              auto stored = admin->Register(std::move(spec).value(), record_options);
               if (!stored.ok()) return Fail(stored.status());
-              std::cout << "added " << stored->id << " (" << stored->artifact << "): " << TaskName(stored->task)
-                        << ", " << Megabytes(stored->memory_bytes) << (stored->pinned ? ", pinned" : "") << "\n";
+              PrintAdded(*stored);
               return 0;
             }
             if (ls->parsed()) {
               auto specs = admin->List();
               if (!specs.ok()) return Fail(specs.status());
-              std::printf("%-32s %-9s %-7s %-10s %-11s %-6s %s\n", "ID", "RUNTIME", "TASK", "POOL", "MEMORY", "PINNED",
-                          "FILES");
+              std::printf("%-32s %-7s %-9s %-7s %-10s %-11s %-6s %s\n", "ID", "VERSION", "RUNTIME", "TASK", "POOL",
+                          "MEMORY", "PINNED", "FILES");
               for (const auto& s : *specs) {
                 // Where workers read its files: the model store (its digest, shortened) or a path.
                 const std::string files = !s.artifact.empty() ? s.artifact.substr(0, 19) + "…"
                                           : !s.path.empty()   ? s.path
                                                               : "-";
-                std::printf("%-32s %-9s %-7s %-10s %-11s %-6s %s\n", s.id.c_str(), s.runtime.c_str(),
+                std::printf("%-32s %-7s %-9s %-7s %-10s %-11s %-6s %s\n", s.id.c_str(),
+                            s.version ? std::to_string(s.version).c_str() : "-", s.runtime.c_str(),
                             std::string(TaskName(s.task)).c_str(), s.pool.c_str(), Megabytes(s.memory_bytes).c_str(),
                             s.pinned ? "yes" : "no", files.c_str());
               }

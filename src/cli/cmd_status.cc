@@ -80,7 +80,7 @@ Subcommand AddStatus(CLI::App& app) {
               std::cerr << "error: " << control.status().ToString() << "\n";
               return 1;
             }
-            admin::CatalogAdmin admin(control->models.get(), control->js.get());
+            admin::CatalogAdmin admin(control->models.get(), control->versions.get(), control->js.get());
             auto specs = admin.List();
             auto workers = queue::ReadHeartbeats(control->workers.get(), 4 * queue::kHeartbeatInterval);
             if (!specs.ok() || !workers.ok()) {

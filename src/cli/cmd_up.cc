@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "admin/catalog_admin.h"
+#include "admin/provenance.h"
 #include "cli/commands.h"
 #include "common/log.h"
 #include "gateway/gateway.h"
@@ -55,7 +56,12 @@ int Up(UpOptions& o) {
       return 1;
     }
     for (const auto& spec : *specs) {
-      if (auto stored = admin->Register(spec); !stored.ok()) {
+      admin::RegisterOptions options{.limits = {},
+                                     .owner = admin::CommandLineOwner(),
+                                     .license = {},
+                                     .require_license = o.gateway.require_license,
+                                     .candidate = false};
+      if (auto stored = admin->Register(spec, options); !stored.ok()) {
         spdlog::error("up: registering {}: {}", spec.id, stored.status().ToString());
         return 1;
       }
@@ -145,6 +151,7 @@ Subcommand AddUp(CLI::App& app) {
   AddAdmissionOptions(sub, &o->gateway);
   AddPayloadStoreOption(sub, &o->payload_store);
   AddTraceOptions(sub, &o->gateway.otlp_endpoint, &o->gateway.trace_sample);
+  AddRequireLicenseOption(sub, &o->gateway.require_license);
   return {sub, [o] { return Up(*o); }};
 }
 

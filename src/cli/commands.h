@@ -53,6 +53,8 @@ void AddAdmissionOptions(CLI::App* sub, gateway::GatewayOptions* options);
 // --otlp-endpoint and (with `trace_sample`) --trace-sample: where spans go
 // and how many requests start a trace; shared by `gateway`, `worker`, `up`.
 void AddTraceOptions(CLI::App* sub, std::string* otlp_endpoint, double* trace_sample);
+// --require-license: the catalog's license policy (admin/provenance.h).
+void AddRequireLicenseOption(CLI::App* sub, bool* require_license);
 
 // --nats-ca, --nats-cert, --nats-key, --nats-user, --nats-password
 // (SHOAL_NATS_PASSWORD), --nats-creds: TLS and credentials for every NATS

@@ -40,16 +40,37 @@ bool DecodeBase64(std::string_view text, std::string* out) {
   return padding <= 2;
 }
 
-std::string EncodeBase64Url(std::string_view bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    uint32_t v = 0;
-    for (size_t k = 0; k < 3; ++k) v = (v << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0);
-    for (size_t k = 0; k < 4; ++k) out.push_back(k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 63] : '=');
+namespace {
+
+void AppendWithAlphabet(std::string_view bytes, const char* alphabet, std::string* out) {
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const size_t n = bytes.size();
+  out->reserve(out->size() + (n + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= n; i += 3) {
+    const uint32_t v = (p[i] << 16) | (p[i + 1] << 8) | p[i + 2];
+    const char q[] = {alphabet[v >> 18], alphabet[(v >> 12) & 63], alphabet[(v >> 6) & 63], alphabet[v & 63]};
+    out->append(q, 4);
   }
+  if (i < n) {
+    uint32_t v = p[i] << 16;
+    if (i + 1 < n) v |= p[i + 1] << 8;
+    out->push_back(alphabet[v >> 18]);
+    out->push_back(alphabet[(v >> 12) & 63]);
+    out->push_back(i + 1 < n ? alphabet[(v >> 6) & 63] : '=');
+    out->push_back('=');
+  }
+}
+
+}  // namespace
+
+void AppendBase64(std::string_view bytes, std::string* out) {
+  AppendWithAlphabet(bytes, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", out);
+}
+
+std::string EncodeBase64Url(std::string_view bytes) {
+  std::string out;
+  AppendWithAlphabet(bytes, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", &out);
   return out;
 }
 

@@ -35,22 +35,40 @@ Result<json> ParseObject(const std::string& body) {
 // The local directory of a model in the model store (fetched and checked).
 using FetchArtifact = std::function<Result<std::string>(const std::string& digest)>;
 
+// POST /v1/admin/models: what registration says besides the spec
+// ("license", "candidate"), taken out of the body.
+Status TakeRegisterOptions(json& o, admin::RegisterOptions* options) {
+  if (auto it = o.find("license"); it != o.end()) {
+    if (!it->is_string()) return InvalidInput("license: expected a string (an SPDX id, or the model card's name)");
+    options->license = it->get<std::string>();
+    o.erase(it);
+  }
+  if (auto it = o.find("candidate"); it != o.end()) {
+    if (!it->is_boolean()) return InvalidInput("candidate: expected true or false");
+    options->candidate = it->get<bool>();
+    o.erase(it);
+  }
+  return Status::Ok();
+}
+
 // POST /v1/admin/models: the spec to register.
-Result<ModelSpec> SpecFromBody(const std::string& body, const FetchArtifact& fetch) {
+Result<ModelSpec> SpecFromBody(const std::string& body, const FetchArtifact& fetch,
+                               admin::RegisterOptions* options) {
   auto o = ParseObject(body);
   if (!o.ok()) return o.status();
+  SHOAL_RETURN_IF_ERROR(TakeRegisterOptions(*o, options));
   for (auto it = o->begin(); it != o->end(); ++it) {
     if (it.key() != "path" && it.key() != "artifact" && it.key() != "id" && it.key() != "pinned" &&
         it.key() != "spec") {
       return InvalidInput("unknown field '" + it.key() +
-                          "' (expected path, artifact, id, pinned, or spec)");
+                          "' (expected path, artifact, id, pinned, spec, license, or candidate)");
     }
   }
   if (o->contains("spec") + o->contains("path") + o->contains("artifact") != 1) {
     return InvalidInput("give one of 'path', 'artifact' or 'spec'");
   }
   if (o->contains("spec")) {
-    if (o->size() != 1) return InvalidInput("'spec' is the whole profile: give nothing beside it");
+    if (o->size() != 1) return InvalidInput("'spec' is the whole profile: give only license and candidate beside it");
     return ModelSpec::Parse((*o)["spec"].dump());
   }
   std::string id;
@@ -122,6 +140,37 @@ Result<LoraSpec> LoraFromBody(const std::string& body) {
   }
   lora.path = path->get<std::string>();
   return lora;
+}
+
+// A version: its spec, where it stands, its promotion record.
+json VersionJson(const admin::VersionView& v) {
+  json o = json::parse(v.version.spec.ToJson());
+  o["state"] = VersionStateName(v.state);
+  o["record"] = json::parse(v.version.ToJson())["record"];
+  return o;
+}
+
+json HeadJson(const VersionHead& head) {
+  json o = json::parse(head.ToJson());
+  o["rollback_target"] = head.rollback.empty() ? json(nullptr) : json(head.rollback.back());
+  o.erase("last");
+  return o;
+}
+
+// "{id}/{route}" (the path after /v1/admin/models/) for the version routes:
+// {id} and "versions", "versions/{n}", "promote" or "rollback".
+struct VersionPath {
+  std::string id, route;
+};
+std::optional<VersionPath> MatchVersionPath(std::string_view rest) {
+  for (std::string_view suffix : {"/versions", "/promote", "/rollback"}) {
+    if (rest.ends_with(suffix) && rest.size() > suffix.size()) {
+      return VersionPath{std::string(rest.substr(0, rest.size() - suffix.size())), std::string(suffix.substr(1))};
+    }
+  }
+  const size_t at = rest.rfind("/versions/");
+  if (at == std::string_view::npos || at == 0) return std::nullopt;
+  return VersionPath{std::string(rest.substr(0, at)), std::string(rest.substr(at + 1))};
 }
 
 json LoraJson(std::string_view base, const LoraSpec& l) {
@@ -197,10 +246,11 @@ Result<queue::ApiKey> KeyFromBody(const std::string& body) {
 
 }  // namespace
 
-AdminApi::AdminApi(AdminOptions options, kvStore* models, kvStore* keys, jsCtx* js,
+AdminApi::AdminApi(AdminOptions options, kvStore* models, kvStore* versions, kvStore* keys, jsCtx* js,
                    CatalogFn catalog, queue::WorkerRegistry* workers)
     : options_(std::move(options)),
       models_(models),
+      versions_(versions),
       keys_(keys),
       js_(js),
       catalog_(std::move(catalog)),
@@ -214,11 +264,13 @@ bool AdminApi::Handles(std::string_view path) {
   return path.starts_with("/v1/admin/") || path == kCluster;
 }
 
-void AdminApi::Handle(http::Request&& req, http::Responder respond) {
-  loop_.Post([this, req = std::move(req), respond = std::move(respond)] { respond(Serve(req)); });
+void AdminApi::Handle(http::Request&& req, http::Responder respond, std::string who) {
+  loop_.Post([this, req = std::move(req), respond = std::move(respond), who = std::move(who)] {
+    respond(Serve(req, who));
+  });
 }
 
-http::Response AdminApi::Serve(const http::Request& req) {
+http::Response AdminApi::Serve(const http::Request& req, const std::string& who) {
   const std::string request_id = "admin-" + RandomToken(8);
   auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
 
@@ -232,7 +284,7 @@ http::Response AdminApi::Serve(const http::Request& req) {
   if (std::string_view(req.path).starts_with(kKeys)) {
     return ServeKeys(req, std::string_view(req.path).substr(kKeys.size()), request_id);
   }
-  admin::CatalogAdmin admin(models_, js_);
+  admin::CatalogAdmin admin(models_, versions_, js_);
   std::string_view path = req.path;
   if (!path.starts_with(kModels))
     return fail(Status(Code::kNotFound, "no admin route " + req.path));
@@ -249,31 +301,50 @@ http::Response AdminApi::Serve(const http::Request& req) {
     if (req.method == "POST") {
       std::unique_ptr<store::CacheLease>
           files;  // a model from the store: its files, held while it is checked
-      auto spec = SpecFromBody(req.body, [&](const std::string& digest) -> Result<std::string> {
-        if (!options_.model_cache) return InvalidInput("this gateway has no model cache");
-        spdlog::info("admin: fetching {} to check it", digest);
-        SHOAL_ASSIGN_OR_RETURN(files, options_.model_cache->Acquire(digest));
-        return files->path();
-      });
+      admin::RegisterOptions register_options{.limits = options_.stream_limits,
+                                              .owner = who,
+                                              .license = {},
+                                              .require_license = options_.require_license,
+                                              .candidate = false};
+      auto spec = SpecFromBody(
+          req.body,
+          [&](const std::string& digest) -> Result<std::string> {
+            if (!options_.model_cache) return InvalidInput("this gateway has no model cache");
+            spdlog::info("admin: fetching {} to check it", digest);
+            SHOAL_ASSIGN_OR_RETURN(files, options_.model_cache->Acquire(digest));
+            return files->path();
+          },
+          &register_options);
       if (!spec.ok()) return fail(spec.status());
       const bool existed = admin.Get(spec->id).ok();
       spdlog::info("admin: registering {} from {}", spec->id,
                    spec->path.empty() ? spec->runtime : spec->path);
-      auto stored = admin.Register(std::move(spec).value(), options_.stream_limits);
+      auto stored = admin.Register(std::move(spec).value(), register_options);
       if (!stored.ok()) return fail(stored.status());
-      spdlog::info("admin: {} registered ({:.1f} MB{})", stored->id, stored->memory_bytes / 1e6,
-                   stored->pinned ? ", pinned" : "");
-      return SpecResponse(existed ? 200 : 201, *stored);
+      const ModelSpec& v = stored->version.spec;
+      spdlog::info("admin: {} version {} registered ({:.1f} MB{}): {}", v.id, v.version, v.memory_bytes / 1e6,
+                   v.pinned ? ", pinned" : "", VersionStateName(stored->state));
+      if (stored->state == VersionState::kServing) AwaitServing(v.id, v.version);
+      return http::JsonResponse(existed ? 200 : 201, VersionJson(*stored).dump());
     }
     return fail(InvalidInput(req.method + " " + req.path + ": use GET or POST"));
   }
 
   if (path.front() != '/') return fail(Status(Code::kNotFound, "no admin route " + req.path));
   const std::string id(path.substr(1));
+  if (auto version = MatchVersionPath(id); version && (req.method == "POST" || !catalog_()->count(id))) {
+    return ServeVersions(req, version->id, version->route, request_id, who);
+  }
   if (auto lora = MatchLoraPath(id)) {
     const auto snapshot = catalog_();
     if (req.method == "POST" || !snapshot->count(id))
       return ServeLoras(req, lora->base, lora->name, request_id);
+  }
+  if (req.method == "GET" && id.find('@') != std::string::npos) {  // id@n: one version
+    auto ref = SplitVersionRef(id);
+    if (!ref.ok()) return fail(ref.status());
+    auto v = admin.Version(ref->id, ref->version);
+    return v.ok() ? http::JsonResponse(200, VersionJson(*v).dump()) : fail(v.status());
   }
   if (req.method == "GET") {
     auto spec = admin.Get(id);
@@ -297,10 +368,66 @@ http::Response AdminApi::Serve(const http::Request& req) {
   return fail(InvalidInput(req.method + " " + req.path + ": use GET, PATCH or DELETE"));
 }
 
+http::Response AdminApi::ServeVersions(const http::Request& req, const std::string& id, std::string_view route,
+                                       const std::string& request_id, const std::string& who) {
+  auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
+  admin::CatalogAdmin admin(models_, versions_, js_);
+  if (route == "versions") {
+    if (req.method != "GET") return fail(InvalidInput(req.method + " " + req.path + ": use GET"));
+    VersionHead head;
+    auto versions = admin.Versions(id, &head);
+    if (!versions.ok()) return fail(versions.status());
+    json out = HeadJson(head);
+    out["object"] = "list";
+    out["id"] = id;
+    out["data"] = json::array();
+    for (const auto& v : *versions) out["data"].push_back(VersionJson(v));
+    return http::JsonResponse(200, out.dump());
+  }
+  if (route.starts_with("versions/")) {
+    if (req.method != "GET") return fail(InvalidInput(req.method + " " + req.path + ": use GET"));
+    auto ref = SplitVersionRef(id + "@" + std::string(route.substr(9)));
+    if (!ref.ok()) return fail(ref.status());
+    auto v = admin.Version(id, ref->version);
+    return v.ok() ? http::JsonResponse(200, VersionJson(*v).dump()) : fail(v.status());
+  }
+  if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use POST"));
+  auto o = ParseObject(req.body.empty() ? "{}" : req.body);
+  if (!o.ok()) return fail(o.status());
+  Result<admin::VersionView> now = InvalidInput("unreachable");
+  if (route == "promote") {
+    auto version = o->find("version");
+    if (o->size() != 1 || version == o->end() || !version->is_number_unsigned() || version->get<uint64_t>() == 0 ||
+        version->get<uint64_t>() > UINT32_MAX) {
+      return fail(InvalidInput("promote takes {\"version\": n}, n a version of the model (1, 2, ...)"));
+    }
+    now = admin.Promote(id, static_cast<uint32_t>(version->get<uint64_t>()), who);
+  } else {
+    if (!o->empty()) return fail(InvalidInput("rollback takes no fields"));
+    now = admin.Rollback(id, who);
+  }
+  if (!now.ok()) return fail(now.status());
+  spdlog::info("admin: {} {}: version {} serves", id, route == "promote" ? "promoted" : "rolled back",
+               now->version.version);
+  AwaitServing(id, now->version.version);
+  return http::JsonResponse(200, VersionJson(*now).dump());
+}
+
+void AdminApi::AwaitServing(const std::string& id, uint32_t version) const {
+  // As AwaitCatalog: the change is stored whether or not this view has it.
+  const auto give_up = SteadyClock::now() + std::chrono::seconds(2);
+  for (;;) {
+    const auto snapshot = catalog_();
+    auto it = snapshot->find(id);
+    if ((it != snapshot->end() && it->second->version == version) || SteadyClock::now() >= give_up) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 http::Response AdminApi::ServeLoras(const http::Request& req, const std::string& base,
                                     const std::string& name, const std::string& request_id) {
   auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
-  admin::CatalogAdmin admin(models_, js_);
+  admin::CatalogAdmin admin(models_, versions_, js_);
   if (name.empty()) {
     if (req.method == "GET") {
       auto spec = admin.Get(base);

@@ -9,9 +9,22 @@
 //            a model pushed to the model store (store/model_store.h),
 //            fetched into this gateway's model cache to be checked; or
 //            {"spec": {<a profile, as JSON>}}
-//          → 201 with the stored spec (memory_bytes measured), 400 with the
-//            runtime's reason when the model is broken
-//   GET    /v1/admin/models/{id}   one model (404 MODEL_NOT_FOUND)
+//            and with any of them "license": "<id>" (where the model's
+//            files state none) and "candidate": true (a new version that
+//            waits for a promotion; default: it serves at once)
+//          → 201 (a new id) or 200 with the version: its spec (memory_bytes
+//            measured, "version"), "state" and "record" (its promotion
+//            record, catalog/model_version.h); 400 with the runtime's reason
+//            when the model is broken, or for the license policy
+//   GET    /v1/admin/models/{id}   one model's serving spec (404
+//                                  MODEL_NOT_FOUND); {id}@{n}: version n
+//   GET    /v1/admin/models/{id}/versions   its versions and head:
+//            {"serving", "rollback_target", "candidates", "log", "data"}
+//   GET    /v1/admin/models/{id}/versions/{n}   one version, with its record
+//   POST   /v1/admin/models/{id}/promote   {"version": n}: n serves
+//   POST   /v1/admin/models/{id}/rollback  the version before serves again
+//          (400 when there is none); both answer with the version now
+//          serving, once this gateway's catalog shows it
 //   PATCH  /v1/admin/models/{id}   {"pinned": bool}
 //   DELETE /v1/admin/models/{id}   remove it; workers stop serving it
 //   POST   /v1/admin/models/{id}/loras   register a LoRA adapter on model
@@ -61,6 +74,9 @@ namespace shoal::gateway {
 
 struct AdminOptions {
   queue::StreamLimits stream_limits;
+  // Refuse a registration whose model states no license, nor its
+  // registrant (admin/provenance.h).
+  bool require_license = false;
   // The batch jobs /v1/cluster shows; unset: none.
   std::function<std::vector<queue::BatchRecord>()> batch_jobs;
   // Where models registered by artifact are fetched to be checked (not
@@ -72,17 +88,23 @@ class AdminApi {
  public:
   using CatalogFn = std::function<std::shared_ptr<const queue::CatalogSnapshot>()>;
   // Not owned; they outlive this.
-  AdminApi(AdminOptions options, kvStore* models, kvStore* keys, jsCtx* js, CatalogFn catalog,
+  AdminApi(AdminOptions options, kvStore* models, kvStore* versions, kvStore* keys, jsCtx* js, CatalogFn catalog,
            queue::WorkerRegistry* workers);
   ~AdminApi();
 
   static bool Handles(std::string_view path);
-  // From any thread, for an authorized request; `respond` is called from
-  // the admin thread.
-  void Handle(http::Request&& req, http::Responder respond);
+  // From any thread, for an authorized request (`who`: the caller's name,
+  // gateway/auth.h); `respond` is called from the admin thread.
+  void Handle(http::Request&& req, http::Responder respond, std::string who = "local");
 
  private:
-  http::Response Serve(const http::Request& req);  // on the admin thread
+  http::Response Serve(const http::Request& req, const std::string& who);  // on the admin thread
+  // /v1/admin/models/{id}/versions[/{n}], /promote, /rollback.
+  http::Response ServeVersions(const http::Request& req, const std::string& id, std::string_view route,
+                               const std::string& request_id, const std::string& who);
+  // Waits (a little) until this gateway's catalog serves version `version`
+  // of `id`.
+  void AwaitServing(const std::string& id, uint32_t version) const;
   http::Response ServeKeys(const http::Request& req, std::string_view rest, const std::string& request_id);
   http::Response ServeLoras(const http::Request& req, const std::string& base, const std::string& name,
                           const std::string& request_id);
@@ -92,6 +114,7 @@ class AdminApi {
 
   const AdminOptions options_;
   kvStore* const models_;
+  kvStore* const versions_;
   kvStore* const keys_;
   jsCtx* const js_;
   const CatalogFn catalog_;

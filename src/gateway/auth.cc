@@ -50,10 +50,14 @@ Result<Caller> Authenticator::Authenticate(const http::Request& req) const {
   return Caller{std::move(key).value()};
 }
 
-Status Authenticator::AuthorizeAdmin(const http::Request& req) const {
+Status Authenticator::AuthorizeAdmin(const http::Request& req, std::string* who) const {
+  std::string ignored;
+  if (!who) who = &ignored;
   const std::string_view bearer = Bearer(req.authorization);
+  *who = "admin-token";
   if (mode_ == AuthMode::kNone) {
     if (!has_admin_token_) {
+      *who = "local";
       if (req.from_loopback) return Status::Ok();
       return Status(Code::kForbidden,
                     "the admin API answers only local clients unless the gateway has an admin token "
@@ -71,6 +75,7 @@ Status Authenticator::AuthorizeAdmin(const http::Request& req) const {
   auto key = keys_->Find(bearer);
   if (!key.ok()) return key.status();
   if (!(*key)->admin) return Status(Code::kForbidden, "key '" + (*key)->name + "' has no admin scope");
+  *who = "key:" + (*key)->name;
   return Status::Ok();
 }
 

@@ -65,8 +65,9 @@ class Authenticator {
 
   // For the data routes: who is calling, or why they may not.
   Result<Caller> Authenticate(const http::Request& req) const;
-  // For the admin routes.
-  Status AuthorizeAdmin(const http::Request& req) const;
+  // For the admin routes; `who` (may be null) gets the caller's name for
+  // the records it makes: "key:<name>", "admin-token" or "local".
+  Status AuthorizeAdmin(const http::Request& req, std::string* who = nullptr) const;
 
  private:
   bool IsAdminToken(std::string_view bearer) const;

@@ -82,8 +82,11 @@ Status Gateway::ConnectControlPlane() {
       store::ModelCache::Open({.dir = options_.cache_dir.empty() ? store::DefaultModelCacheDir() : options_.cache_dir,
                                .budget_bytes = options_.cache_bytes},
                               model_store_.get()));
-  admin_ = std::make_unique<AdminApi>(AdminOptions{options_.stream_limits, [this] { return BatchJobs(); }, model_cache_.get()},
-                                      control_.models.get(),
+  admin_ = std::make_unique<AdminApi>(AdminOptions{.stream_limits = options_.stream_limits,
+                                                                   .require_license = options_.require_license,
+                                                                   .batch_jobs = [this] { return BatchJobs(); },
+                                                                   .model_cache = model_cache_.get()},
+                                      control_.models.get(), control_.versions.get(),
                                       keys_bucket_.get(), control_.js.get(),
                                       [this] { return catalog_->Snapshot(); }, workers_.get());
   auto files = queue::FileStore::Open(control_.js.get(), control_.replicas);
@@ -254,9 +257,10 @@ void Gateway::Serve(size_t lane, http::Request&& req, http::Responder respond) {
   }
   respond = Admitted(std::move(respond), std::move(*ticket));
   if (dashboard || AdminApi::Handles(req.path)) {
-    if (Status s = auth_->AuthorizeAdmin(req); !s.ok()) return respond(http::ErrorResponse(s, ""));
+    std::string who;
+    if (Status s = auth_->AuthorizeAdmin(req, &who); !s.ok()) return respond(http::ErrorResponse(s, ""));
     if (dashboard) return dashboard_->Handle(std::move(req), std::move(respond));
-    if (admin_) return admin_->Handle(std::move(req), std::move(respond));
+    if (admin_) return admin_->Handle(std::move(req), std::move(respond), std::move(who));
     return respond(
         http::ErrorResponse(Status(Code::kNotFound, "no admin API without NATS (no catalog to change)"), ""));
   }

@@ -93,6 +93,9 @@ struct GatewayOptions {
   // (store/model_cache.h); empty dir: store::DefaultModelCacheDir().
   std::string cache_dir;
   uint64_t cache_bytes = 20ull << 30;
+  // The admin API refuses a model whose files state no license unless its
+  // registrant does (admin/provenance.h).
+  bool require_license = false;
   // Traces (request_tracer.h): the OTLP/HTTP collector (a base URL, as
   // OTEL_EXPORTER_OTLP_ENDPOINT; empty: that variable's, else none), and
   // the share of requests without a traceparent that start a trace.

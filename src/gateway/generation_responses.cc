@@ -389,12 +389,14 @@ http::Response GenerationResponse(const PendingRequest& p) {
   res.headers.emplace_back("X-Shoal-Total-Ms", Millis(MicrosSince(p.received) / 1000.0));
   // Above 1 when a worker died mid-generation and another ran it again.
   res.headers.emplace_back("X-Shoal-Attempts", std::to_string(g.attempts));
+  AddModelVersionHeader(p, &res);
   return res;
 }
 
 http::Response StreamHead(const PendingRequest& p, std::string events) {
   http::Response head = http::SseHead(std::move(events));
   head.headers.emplace_back("X-Shoal-Request-Id", p.id);
+  AddModelVersionHeader(p, &head);
   return head;
 }
 

@@ -109,6 +109,12 @@ inline std::string ResponseModel(const PendingRequest& p) {
   return p.request.lora.empty() ? p.model->id : p.model->id + ":" + p.request.lora;
 }
 
+// X-Shoal-Model-Version: the version of its model that answered
+// (catalog/model_version.h), where the catalog numbers it.
+inline void AddModelVersionHeader(const PendingRequest& p, http::Response* res) {
+  if (p.model && p.model->version != 0) res->headers.emplace_back("X-Shoal-Model-Version", std::to_string(p.model->version));
+}
+
 class PendingTable {
  public:
   void Insert(const std::shared_ptr<PendingRequest>& p);

@@ -363,6 +363,7 @@ http::Response ComposeResponse(const PendingRequest& p) {
   res.headers.emplace_back("X-Shoal-Truncated", std::to_string(truncated));
   // 1 when some item waited for its model to be loaded (residency).
   res.headers.emplace_back("X-Shoal-Cold-Start", cold_start ? "1" : "0");
+  AddModelVersionHeader(p, &res);
   return res;
 }
 

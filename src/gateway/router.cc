@@ -100,10 +100,14 @@ void Router::Handle(size_t lane_index, http::Request&& req, http::Responder resp
   respond(http::ErrorResponse(Status(Code::kNotFound, "no route for " + req.method + " " + req.path), ""));
 }
 
-std::shared_ptr<const ModelSpec> Router::FindModel(std::string_view id) const {
+std::shared_ptr<const ModelSpec> Router::FindModel(std::string_view name) const {
   auto snapshot = catalog_();
-  auto it = snapshot->find(id);
-  return it == snapshot->end() ? nullptr : it->second;
+  if (auto it = snapshot->find(name); it != snapshot->end()) return it->second;
+  // "id@N" of the version that serves: the id's own entry.
+  auto ref = SplitVersionRef(name);
+  if (!ref.ok() || ref->version == 0) return nullptr;
+  auto it = snapshot->find(ref->id);
+  return it != snapshot->end() && it->second->version == ref->version ? it->second : nullptr;
 }
 
 Status Router::Parse(Route route, const http::Request& req, PendingRequest* p) const {
@@ -303,22 +307,14 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   ModelRef ref;
   if (!model_in_body) {
     ref = SplitModelRef(model_id);
-    if (!caller.MayUse(ref.base)) return fail(OutOfScope(caller, ref.base));
-    p->model = FindModel(ref.base);
-    if (!p->model) {
-      return fail(Status(Code::kModelNotFound, "model '" + std::string(ref.base) + "' is not in the catalog"));
-    }
+    if (Status s = FindModelFor(caller, ref.base, p.get()); !s.ok()) return fail(s);
   }
   Status parsed = generates ? ParseGeneration(route, ref.base, p.get()) : Parse(route, req, p.get());
   if (!parsed.ok()) return fail(parsed);
   if (model_in_body) {
     const std::string& id = generates ? p->generation->request.model : p->request.model;
     ref = SplitModelRef(id);
-    if (!caller.MayUse(ref.base)) return fail(OutOfScope(caller, ref.base));
-    p->model = FindModel(ref.base);
-    if (!p->model) {
-      return fail(Status(Code::kModelNotFound, "model '" + std::string(ref.base) + "' is not in the catalog"));
-    }
+    if (Status s = FindModelFor(caller, ref.base, p.get()); !s.ok()) return fail(s);
   }
   auto lora = ResolveLora(*p->model, ref, generates ? p->generation->request.lora : p->request.lora);
   if (!lora.ok()) return fail(lora.status());
@@ -366,6 +362,21 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   lane.dispatcher->Submit(p);
 }
 
+Status Router::FindModelFor(const Caller& caller, std::string_view name, PendingRequest* p) const {
+  // A key's scope names model ids; a version of one is in it too.
+  const auto ref = SplitVersionRef(name);
+  const std::string_view id = ref.ok() ? ref->id : name;
+  if (!caller.MayUse(id)) return OutOfScope(caller, id);
+  p->model = FindModel(name);
+  if (p->model) return Status::Ok();
+  if (ref.ok() && ref->version != 0 && FindModel(id)) {
+    return Status(Code::kModelNotFound, "model '" + std::string(id) + "' keeps no version " +
+                                            std::to_string(ref->version) +
+                                            " to serve (the serving one, the rollback target and candidates are kept)");
+  }
+  return Status(Code::kModelNotFound, "model '" + std::string(name) + "' is not in the catalog");
+}
+
 void Router::OnHangup(RouterLane& lane, uint64_t seq) {
   std::shared_ptr<PendingRequest> p = lane.table->Find(seq);
   if (!p || p->finished) return;
@@ -405,6 +416,10 @@ http::Response Router::ListModels(const RouterLane& lane, const Caller& caller) 
     w.Int(spec.max_input_tokens);
     w.Raw(",\"pinned\":");
     w.Bool(spec.pinned);
+    if (spec.version != 0) {  // the serving version (catalog/model_version.h)
+      w.Raw(",\"version\":");
+      w.Int(spec.version);
+    }
     w.Raw(",\"memory_bytes\":");
     w.Int(static_cast<int64_t>(lora ? lora->memory_bytes : spec.memory_bytes));
     w.Raw(",\"test_only\":");
@@ -455,7 +470,7 @@ http::Response Router::ListModels(const RouterLane& lane, const Caller& caller) 
     w.Raw("}}");
   };
   for (const auto& [id, spec] : *snapshot) {
-    if (!caller.MayUse(id)) continue;
+    if (!caller.MayUse(id) || id.find('@') != std::string::npos) continue;  // versions kept besides: not listed
     entry(*spec, nullptr);
     for (const LoraSpec& lora : spec->loras) entry(*spec, &lora);
   }

@@ -31,6 +31,12 @@
 // model as the client did ("base:lora"). /v1/models lists each adapter as
 // "base:lora" after its base.
 //
+// Versions: a request may name "id@N" (in the path or the body; with an
+// adapter, "id@N:lora"), version N of the model — the serving one, or one
+// the catalog keeps besides it (catalog/model_version.h); responses say
+// which version answered in X-Shoal-Model-Version. A key scoped to an id
+// may use its versions.
+//
 // Who may use which model: the Caller (gateway/auth.h), authenticated by the
 // gateway before Handle — a model outside its key's scope is 403 FORBIDDEN
 // (checked before the model is looked up, so a key learns nothing of models
@@ -121,7 +127,12 @@ class Router {
   http::Response ListModels(const RouterLane& lane, const Caller& caller) const;
   // The client of request `seq` hung up: its items need not run.
   void OnHangup(RouterLane& lane, uint64_t seq);
-  std::shared_ptr<const ModelSpec> FindModel(std::string_view id) const;
+  // A model by what a request names: an id (its serving version) or
+  // "id@N" (catalog/names.h); null when the catalog has none.
+  std::shared_ptr<const ModelSpec> FindModel(std::string_view name) const;
+  // FindModel into p->model for `caller`: 403 outside its key's scope, 404
+  // when there is none.
+  Status FindModelFor(const Caller& caller, std::string_view name, PendingRequest* p) const;
 
   const RouterOptions options_;
   const CatalogFn catalog_;

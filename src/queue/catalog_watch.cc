@@ -1,18 +1,33 @@
 #include "queue/catalog_watch.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 
 namespace shoal::queue {
 
+std::string CatalogKey(std::string_view name) {
+  std::string key(name);
+  std::replace(key.begin(), key.end(), '@', '=');
+  return key;
+}
+
+std::string NameOfCatalogKey(std::string_view key) {
+  std::string name(key);
+  std::replace(name.begin(), name.end(), '=', '@');
+  return name;
+}
+
 Status PutModel(kvStore* models, const ModelSpec& spec) {
   const std::string json = spec.ToJson();
   uint64_t rev = 0;
-  return FromNats(kvStore_Put(&rev, models, spec.id.c_str(), json.data(), static_cast<int>(json.size())),
-                  "catalog put " + spec.id);
+  return FromNats(
+      kvStore_Put(&rev, models, CatalogKey(spec.id).c_str(), json.data(), static_cast<int>(json.size())),
+      "catalog put " + spec.id);
 }
 
 Status DeleteModel(kvStore* models, std::string_view id) {
-  return FromNats(kvStore_Delete(models, std::string(id).c_str()), "catalog delete");
+  return FromNats(kvStore_Delete(models, CatalogKey(id).c_str()), "catalog delete");
 }
 
 Result<std::unique_ptr<CatalogWatch>> CatalogWatch::Open(kvStore* models, OnChange on_change, int timeout_ms) {
@@ -50,7 +65,8 @@ void CatalogWatch::Apply(const KvChange& change) {
   {
     std::lock_guard lock(mu_);
     auto copy = std::make_shared<CatalogSnapshot>(*snapshot_);
-    if (spec) (*copy)[change.key] = spec; else copy->erase(change.key);
+    const std::string name = NameOfCatalogKey(change.key);
+    if (spec) (*copy)[name] = spec; else copy->erase(name);
     snapshot_ = copy;
     next = copy;
   }

@@ -1,5 +1,8 @@
 // The model catalog: the `shoal_models` KV bucket (one key per model id, the
-// value its spec as JSON) and a local, always-current copy of it.
+// value its spec as JSON) and a local, always-current copy of it. A version
+// kept besides the serving one ("id@N", catalog/names.h) is an entry of its
+// own, under the key "id=N" ('@' is no KV key character, '=' no model id
+// character); the copy names it "id@N".
 //
 // Threading: Snapshot is called from any thread (gateway I/O threads,
 // worker executors); updates come from the KvWatch thread. Readers take
@@ -24,7 +27,11 @@ namespace shoal::queue {
 
 using CatalogSnapshot = std::map<std::string, std::shared_ptr<const ModelSpec>, std::less<>>;
 
-// Writes (validated) and removes catalog entries.
+// The KV key of a catalog name, and back.
+std::string CatalogKey(std::string_view name);
+std::string NameOfCatalogKey(std::string_view key);
+
+// Writes (validated) and removes catalog entries, by name.
 Status PutModel(kvStore* models, const ModelSpec& spec);
 Status DeleteModel(kvStore* models, std::string_view id);
 

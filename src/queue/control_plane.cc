@@ -18,6 +18,9 @@ Result<ControlPlane> ControlPlane::Connect(const std::string& url, const std::st
   auto models = OpenBucket(cp.js.get(), kModelsBucket, 0, replicas);
   if (!models.ok()) return models.status();
   cp.models = std::move(models).value();
+  auto versions = OpenBucket(cp.js.get(), kVersionsBucket, 0, replicas);
+  if (!versions.ok()) return versions.status();
+  cp.versions = std::move(versions).value();
   auto workers = OpenBucket(cp.js.get(), kWorkersBucket, kWorkerEntryTtlMs, replicas);
   if (!workers.ok()) return workers.status();
   cp.workers = std::move(workers).value();

@@ -1,6 +1,6 @@
 // ControlPlane: the NATS side every Shoal process needs besides its data
-// path — a plain connection, its JetStream context, and the two KV buckets
-// (the catalog and the worker heartbeats), created if missing.
+// path — a plain connection, its JetStream context, and the KV buckets of
+// the catalog, its versions and the worker heartbeats, created if missing.
 #pragma once
 
 #include <string>
@@ -13,6 +13,7 @@ struct ControlPlane {
   ConnectionPtr nc;
   JsCtxPtr js;
   KvStorePtr models;   // shoal_models
+  KvStorePtr versions;  // shoal_model_versions (catalog/model_version.h)
   KvStorePtr workers;  // shoal_workers
   // JetStream replicas for what this process creates (topology.h,
   // StreamLimits::replicas): 0 leaves it to the server's default of 1.

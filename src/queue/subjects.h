@@ -16,6 +16,7 @@
 namespace shoal::queue {
 
 inline constexpr std::string_view kModelsBucket = "shoal_models";
+inline constexpr std::string_view kVersionsBucket = "shoal_model_versions";  // catalog/model_version.h
 inline constexpr std::string_view kWorkersBucket = "shoal_workers";
 inline constexpr std::string_view kKeysBucket = "shoal_keys";  // API keys (queue/keys.h)
 inline constexpr std::string_view kDeadLetterStream = "SHOAL_DLQ";

@@ -95,27 +95,4 @@ void JsonWriter::Int(int64_t v) {
   out_->append(buf, r.ptr);
 }
 
-void AppendBase64(std::string_view bytes, std::string* out) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  const size_t n = bytes.size();
-  out->reserve(out->size() + (n + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= n; i += 3) {
-    const uint32_t v = (p[i] << 16) | (p[i + 1] << 8) | p[i + 2];
-    const char q[] = {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63],
-                      kAlphabet[v & 63]};
-    out->append(q, 4);
-  }
-  if (i < n) {
-    uint32_t v = p[i] << 16;
-    if (i + 1 < n) v |= p[i + 1] << 8;
-    out->push_back(kAlphabet[v >> 18]);
-    out->push_back(kAlphabet[(v >> 12) & 63]);
-    out->push_back(i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=');
-    out->push_back('=');
-  }
-}
-
 }  // namespace shoal::wire

@@ -5,6 +5,8 @@
 // JSON cannot carry, print as null.
 #pragma once
 
+#include "common/base64.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,7 +35,7 @@ class JsonWriter {
   std::string* out_;
 };
 
-// Standard base64 (RFC 4648, with padding).
-void AppendBase64(std::string_view bytes, std::string* out);
+// Standard base64 (RFC 4648, with padding): common/base64.h's.
+using shoal::AppendBase64;
 
 }  // namespace shoal::wire

@@ -220,7 +220,7 @@ TEST_F(Catalog, TheCliAddsListsPinsAndRemovesModels) {
   const std::string dir = CopyModel("cross-encoder-tiny", "cli-rerank");
   auto [rc, out] = ShoalModels(url, "add " + dir + " --id cli/rerank --pin");
   ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("added cli/rerank: score"), std::string::npos) << out;  // task from config.json
+  EXPECT_NE(out.find("added cli/rerank version 1 (serving): score"), std::string::npos) << out;  // task from config.json
   EXPECT_NE(out.find("pinned"), std::string::npos) << out;
 
   std::tie(rc, out) = ShoalModels(url, "ls");

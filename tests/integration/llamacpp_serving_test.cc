@@ -104,7 +104,7 @@ TEST_F(LlamaCppServing, GgufDirectoriesServeThroughTheQueueAsTheNativeRuntimeDoe
     EXPECT_EQ(spec->task, task) << dir;
     auto registered = admin->Register(*spec);
     ASSERT_TRUE(registered.ok()) << registered.status().ToString();
-    EXPECT_GT(registered->memory_bytes, 0u);
+    EXPECT_GT(registered->version.spec.memory_bytes, 0u);
   }
   // The references: the native runtime on the Hugging Face weights.
   cluster.Register("id: t/llama-native\nruntime: native\ntask: generate\npath: " + kModels +

@@ -266,7 +266,7 @@ TEST_F(ModelStoreTest, APushedModelIsServedFromTheCache) {
   auto pushed = store_->Push(dir);
   auto pushed_adapter = store_->Push(adapter);
   ASSERT_TRUE(pushed.ok() && pushed_adapter.ok());
-  admin::CatalogAdmin catalog(cluster_.control_plane().models.get(), js());
+  admin::CatalogAdmin catalog(cluster_.control_plane().models.get(), cluster_.control_plane().versions.get(), js());
   auto spec = admin::SpecFromDirectory(dir, "pushed");
   ASSERT_TRUE(spec.ok());
   spec->artifact = pushed->digest;

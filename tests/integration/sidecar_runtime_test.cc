@@ -223,7 +223,7 @@ TEST(SidecarServing, DirectoriesRegisterOnTheirRuntimeAndServeThroughTheQueueThr
     EXPECT_EQ(spec->runtime, runtime) << dir;
     auto registered = admin->Register(*spec);
     ASSERT_TRUE(registered.ok()) << registered.status().ToString();
-    EXPECT_GT(registered->memory_bytes, 0u);
+    EXPECT_GT(registered->version.spec.memory_bytes, 0u);
   }
   EXPECT_TRUE(ChildProcesses(getpid(), kOnnx.script).empty())
       << "registration's processes stopped with their check";

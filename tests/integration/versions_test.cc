@@ -1,0 +1,273 @@
+// Model versions through the real cluster (catalog/model_version.h): each
+// registration of an id is a version with its promotion record; the newest
+// serves, the one before stays as the rollback target, candidates wait;
+// requests pin a version with "id@N"; promote and rollback move what
+// serves, over the admin API and the command line; the license policy.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/base64.h"
+#include "support/http_client.h"
+#include "support/test_cluster.h"
+#include "support/test_models.h"
+
+namespace shoal::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class Versions : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new TestCluster();
+    worker_ = cluster_->StartWorker().release();
+    gateway_ = cluster_->StartGateway().release();
+  }
+  static void TearDownTestSuite() {
+    delete gateway_;
+    delete worker_;
+    delete cluster_;
+  }
+
+  static std::string CopyModel(const std::string& name, const std::string& as) {
+    const fs::path to = fs::path(cluster_->dir()) / as;
+    fs::remove_all(to);
+    fs::copy(fs::path(kModels) / name, to, fs::copy_options::recursive);
+    return to.string();
+  }
+
+  static HttpResult Call(const std::string& method, const std::string& path,
+                         const std::string& body = "", int port = 0) {
+    HttpClient http(port ? port : gateway_->port());
+    std::map<std::string, std::string> headers;
+    if (!body.empty()) headers.emplace("Content-Type", "application/json");
+    auto res = http.Request(method, path, body, headers);
+    EXPECT_TRUE(res.ok()) << res.status().ToString();
+    return res.ok() ? *res : HttpResult{};
+  }
+
+  // The embedding of `text` by model `model` ("id" or "id@N"), and the
+  // version that answered.
+  static std::pair<std::vector<float>, std::string> Embed(const std::string& model,
+                                                          const std::string& text) {
+    HttpResult r = Call("POST", "/v1/embeddings", json{{"model", model}, {"input", text}}.dump());
+    EXPECT_EQ(r.status, 200) << model << ": " << r.body;
+    if (r.status != 200) return {};
+    return {json::parse(r.body)["data"][0]["embedding"].get<std::vector<float>>(),
+            r.Header("x-shoal-model-version")};
+  }
+
+  static std::pair<int, std::string> ShoalModels(const std::string& args) {
+    const std::string cmd =
+        std::string(SHOAL_BINARY) + " models --nats " + cluster_->nats_url() + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return {-1, "popen failed"};
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    const int status = pclose(p);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  }
+
+  static inline TestCluster* cluster_ = nullptr;
+  static inline worker::Worker* worker_ = nullptr;
+  static inline gateway::Gateway* gateway_ = nullptr;
+};
+
+float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size() || a.empty()) return INFINITY;
+  float d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
+std::vector<float> Floats(const std::string& base64) {
+  std::string bytes;
+  EXPECT_TRUE(DecodeBase64(base64, &bytes));
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+TEST_F(Versions, EachRegistrationIsAVersionThatRequestsPinAndPromotionsMove) {
+  const std::string first = CopyModel("bert-tiny-mean", "v-first");
+  const std::string second = CopyModel("roberta-tiny", "v-second");
+  constexpr std::string_view kProbe =
+      "A queue of small models serves many teams at once.";  // probes.cc's first
+
+  // Version 1, with its promotion record.
+  HttpResult r = Call("POST", "/v1/admin/models",
+                      json{{"path", first}, {"id", "team/emb"}, {"license", "mit"}}.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  json v1 = json::parse(r.body);
+  EXPECT_EQ(v1["version"], 1);
+  EXPECT_EQ(v1["state"], "serving");
+  const json& record = v1["record"];
+  EXPECT_EQ(record["source"], "path:" + first);
+  EXPECT_EQ(record["license"], "mit");
+  EXPECT_EQ(record["license_source"], "registrant");
+  EXPECT_EQ(record["owner"], "local");
+  EXPECT_GT(record["registered_unix_ms"].get<int64_t>(), 0);
+  EXPECT_EQ(record["memory_bytes"], v1["memory_bytes"]);
+  EXPECT_GT(record["capacity"]["per_second"].get<double>(), 0);
+  EXPECT_EQ(record["capacity"]["unit"], "items");
+  EXPECT_TRUE(record["files_digest"].get<std::string>().starts_with("sha256:"));
+  bool has_weights = false;
+  for (const auto& f : record["files"])
+    has_weights |= f["path"] == "model.safetensors" && f["sha256"].get<std::string>().size() == 64;
+  EXPECT_TRUE(has_weights) << record["files"].dump();
+  ASSERT_EQ(record["golden"]["probe_set"], "shoal-probes-v1");
+  ASSERT_EQ(record["golden"]["outputs"].size(), 8u);
+
+  // The golden output is what the serving path answers for the same text.
+  auto [served, version] = Embed("team/emb", std::string(kProbe));
+  EXPECT_EQ(version, "1");
+  EXPECT_LT(MaxDiff(served, Floats(record["golden"]["outputs"][0]["dense"])), 1e-5);
+
+  // The same model again is the same version; a different one is version 2.
+  r = Call("POST", "/v1/admin/models", json{{"path", first}, {"id", "team/emb"}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["version"], 1);
+  r = Call("POST", "/v1/admin/models", json{{"path", second}, {"id", "team/emb"}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["version"], 2);
+  EXPECT_EQ(json::parse(r.body)["state"], "serving");
+
+  // /v1/models shows the serving version and lists no kept version apart.
+  json models = json::parse(Call("GET", "/v1/models").body);
+  int listed = 0;
+  for (const auto& m : models["data"]) {
+    if (m["id"] == "team/emb") EXPECT_EQ(m["shoal"]["version"], 2);
+    listed += m["id"].get<std::string>().starts_with("team/emb");
+  }
+  EXPECT_EQ(listed, 1) << models.dump();
+
+  const auto [by_two, two] = Embed("team/emb", std::string(kProbe));
+  EXPECT_EQ(two, "2");
+  EXPECT_GT(MaxDiff(by_two, served), 1e-3) << "version 2 is another model";
+  const auto [pinned, one] =
+      Embed("team/emb@1", std::string(kProbe));  // the rollback target, by name
+  EXPECT_EQ(one, "1");
+  EXPECT_LT(MaxDiff(pinned, served), 1e-6);
+  const auto [same, still_two] =
+      Embed("team/emb@2", std::string(kProbe));  // the serving one, by number
+  EXPECT_EQ(still_two, "2");
+  EXPECT_LT(MaxDiff(same, by_two), 1e-6);
+  r = Call("POST", "/v1/embeddings", json{{"model", "team/emb@7"}, {"input", "x"}}.dump());
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_NE(r.body.find("keeps no version 7"), std::string::npos) << r.body;
+  r = Call("POST", "/v1/embeddings", json{{"model", "team/emb@0"}, {"input", "x"}}.dump());
+  EXPECT_EQ(r.status, 404) << r.body;
+
+  json listing = json::parse(Call("GET", "/v1/admin/models/team/emb/versions").body);
+  EXPECT_EQ(listing["serving"], 2);
+  EXPECT_EQ(listing["rollback_target"], 1);
+  ASSERT_EQ(listing["data"].size(), 2u) << listing.dump();
+  EXPECT_EQ(listing["data"][0]["state"], "rollback target");
+  EXPECT_EQ(listing["data"][1]["state"], "serving");
+  EXPECT_EQ(listing["log"].back()["action"], "promoted");
+
+  // Rollback: version 1 serves again, version 2 stays as a candidate.
+  r = Call("POST", "/v1/admin/models/team/emb/rollback");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["version"], 1);
+  EXPECT_EQ(Embed("team/emb", std::string(kProbe)).second, "1");
+  EXPECT_EQ(Embed("team/emb@2", std::string(kProbe)).second, "2");
+  EXPECT_EQ(Call("POST", "/v1/admin/models/team/emb/rollback").status, 400)
+      << "nothing served before version 1";
+
+  // A candidate: registered, not serving; its README states its license.
+  const std::string third = CopyModel("bert-tiny-mean", "v-third");
+  std::ofstream(fs::path(third) / "README.md")
+      << "---\nlicense: apache-2.0\nlanguage: en\n---\n# An embedder\n";
+  r = Call("POST", "/v1/admin/models",
+           json{{"path", third}, {"id", "team/emb"}, {"license", "mit"}}.dump());
+  EXPECT_EQ(r.status, 400) << "the model card says otherwise: " << r.body;
+  r = Call("POST", "/v1/admin/models",
+           json{{"path", third}, {"id", "team/emb"}, {"candidate", true}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  json v3 = json::parse(r.body);
+  EXPECT_EQ(v3["version"], 3);
+  EXPECT_EQ(v3["state"], "candidate");
+  EXPECT_EQ(v3["record"]["license"], "apache-2.0");
+  EXPECT_EQ(v3["record"]["license_source"], "README.md");
+  EXPECT_EQ(Embed("team/emb", std::string(kProbe)).second, "1") << "a candidate does not serve";
+  EXPECT_EQ(Embed("team/emb@3", std::string(kProbe)).second, "3");
+
+  // The command line: versions, show, promote.
+  auto [rc, out] = ShoalModels("versions team/emb");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("candidate"), std::string::npos) << out;
+  EXPECT_NE(out.find("rolled back"), std::string::npos) << out;
+  std::tie(rc, out) = ShoalModels("show team/emb@3");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("team/emb version 3: candidate"), std::string::npos) << out;
+  EXPECT_NE(out.find("apache-2.0 (README.md)"), std::string::npos) << out;
+  EXPECT_NE(out.find("model.safetensors"), std::string::npos) << out;
+  EXPECT_NE(out.find("8 outputs on shoal-probes-v1"), std::string::npos) << out;
+  std::tie(rc, out) = ShoalModels("promote team/emb 3");
+  ASSERT_EQ(rc, 0) << out;
+  json now = json::parse(Call("GET", "/v1/admin/models/team/emb").body);
+  EXPECT_EQ(now["version"], 3);
+  json shown = json::parse(Call("GET", "/v1/admin/models/team/emb@3").body);
+  EXPECT_EQ(shown["state"], "serving");
+  listing = json::parse(Call("GET", "/v1/admin/models/team/emb/versions").body);
+  EXPECT_TRUE(listing["log"].back()["by"].get<std::string>().starts_with("cli:"))
+      << listing["log"].dump();
+
+  // Removing the id removes its versions.
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/emb").status, 200);
+  EXPECT_EQ(Call("GET", "/v1/admin/models/team/emb/versions").status, 404);
+  r = Call("POST", "/v1/admin/models", json{{"path", first}, {"id", "team/emb"}}.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(json::parse(r.body)["version"], 1) << "a removed id starts again";
+}
+
+TEST_F(Versions, AModelRegisteredBeforeVersionsIsAdoptedAsVersionOne) {
+  cluster_->Register(
+      "id: old/emb\nruntime: identity\nidentity: {dim: 8}\n");  // straight into the catalog
+  const json spec = {{"id", "old/emb"}, {"runtime", "identity"}, {"identity", {{"dim", 16}}}};
+  HttpResult r = Call("POST", "/v1/admin/models", json{{"spec", spec}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["version"], 2);
+  EXPECT_EQ(json::parse(r.body)["record"]["source"], "spec");
+  json listing = json::parse(Call("GET", "/v1/admin/models/old/emb/versions").body);
+  ASSERT_EQ(listing["data"].size(), 2u) << listing.dump();
+  EXPECT_EQ(listing["data"][0]["record"]["source"], "adopted: registered before versions");
+  EXPECT_EQ(listing["data"][0]["identity"]["dim"], 8);
+  EXPECT_EQ(listing["log"][0]["action"], "adopted");
+  EXPECT_EQ(Embed("old/emb@1", "hello").first.size(), 8u);
+  EXPECT_EQ(Embed("old/emb", "hello").first.size(), 16u);
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/old/emb").status, 200);
+}
+
+TEST_F(Versions, ACatalogThatRequiresALicenseRefusesAModelWithout) {
+  gateway::GatewayOptions options;
+  options.require_license = true;
+  auto strict = cluster_->StartGateway(options);
+  const std::string dir = CopyModel("bert-tiny-mean", "v-unlicensed");
+  HttpResult r = Call("POST", "/v1/admin/models", json{{"path", dir}, {"id", "team/strict"}}.dump(),
+                      strict->port());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("requires one"), std::string::npos) << r.body;
+  std::ofstream(fs::path(dir) / "LICENSE")
+      << "                                 Apache License\n"
+         "                           Version 2.0, January 2004\n";
+  r = Call("POST", "/v1/admin/models", json{{"path", dir}, {"id", "team/strict"}}.dump(),
+           strict->port());
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(json::parse(r.body)["record"]["license"], "apache-2.0");
+  EXPECT_EQ(json::parse(r.body)["record"]["license_source"], "LICENSE");
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/strict").status, 200);
+}
+
+}  // namespace
+}  // namespace shoal::testing
