@@ -7,6 +7,7 @@
 
 #include "admin/provenance.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "queue/catalog_watch.h"
 #include "runtime/generator.h"
 #include "runtime/runtime.h"
@@ -211,6 +212,9 @@ Result<VersionView> CatalogAdmin::Register(ModelSpec spec, const RegisterOptions
   auto number = AddVersion(std::move(v), &created);
   if (!number.ok()) return number.status();
   const uint32_t n = *number;
+  // With evaluations attached, it serves only once it has passed them.
+  SHOAL_ASSIGN_OR_RETURN(std::vector<EvalSet> sets, Evaluations(spec.id));
+  const bool gated = !sets.empty();
   auto head = ChangeHead(
       spec.id,
       [&](VersionHead& h) {
@@ -218,7 +222,7 @@ Result<VersionView> CatalogAdmin::Register(ModelSpec spec, const RegisterOptions
           h.AddCandidate(n);
           h.Log(UnixMillis(), "registered", n, options.owner);
         }
-        if (!options.candidate && h.serving != n) {
+        if (!options.candidate && !gated && h.serving != n) {
           h.Promote(n);
           h.Log(UnixMillis(), "promoted", n, options.owner);
         }
@@ -226,6 +230,13 @@ Result<VersionView> CatalogAdmin::Register(ModelSpec spec, const RegisterOptions
       },
       options.limits);
   if (!head.ok()) return head.status();
+  if (gated && !options.candidate && head->serving != n) {
+    // Below its thresholds (or with no serving path here) it stays a
+    // candidate: the registration itself succeeded, its record says why.
+    if (Status s = Promote(spec.id, n, options.owner).status(); !s.ok()) {
+      spdlog::warn("catalog: {} version {} stays a candidate: {}", spec.id, n, s.message());
+    }
+  }
   return Version(spec.id, n);
 }
 

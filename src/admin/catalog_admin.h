@@ -47,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "admin/evaluation.h"
 #include "admin/probes.h"
 #include "catalog/model_spec.h"
 #include "catalog/model_version.h"
@@ -96,8 +97,25 @@ class CatalogAdmin {
   // `version` serves; `by` is logged. MODEL_NOT_FOUND without it.
   Result<VersionView> Promote(std::string_view id, uint32_t version, const std::string& by);
   // The version that served before serves again (INVALID_INPUT when there
-  // is none); the one it replaces stays as a candidate.
+  // is none); the one it replaces stays as a candidate. Never gated: it is
+  // the way back.
   Result<VersionView> Rollback(std::string_view id, const std::string& by);
+
+  // Evaluations (evaluation.h; catalog_evaluations.cc). Sets attached to an
+  // id gate its promotions: a version is promoted (at registration or by
+  // Promote) only when each set, run against it through the serving path,
+  // meets its thresholds; below them it stays a candidate, its reports
+  // stored with it. They run through `serve`: without one (the command
+  // line with no gateway), a new version of such an id stays a candidate
+  // and Promote refuses.
+  void SetServe(ServeFn serve) { serve_ = std::move(serve); }
+  // Attaches (or replaces, by name) a set to `id` (at most 768 KiB).
+  Result<EvalSet> AttachEvaluation(std::string_view id, std::string_view jsonl);
+  Result<std::vector<EvalSet>> Evaluations(std::string_view id);
+  Status DetachEvaluation(std::string_view id, std::string_view name);
+  // Runs `sets` (none given: the attached ones) against version `version`
+  // (0: the serving one) and stores the reports with it.
+  Result<std::vector<EvalReport>> Evaluate(std::string_view id, uint32_t version, std::vector<EvalSet> sets = {});
   Result<ModelSpec> SetPinned(std::string_view id, bool pinned);
   // Removes `id`: its catalog entries, its versions and their records.
   Status Remove(std::string_view id);
@@ -134,6 +152,11 @@ class CatalogAdmin {
   // Stores `v` as a new version of its id (*created), or finds one equal
   // to it that the id serves or keeps; returns its number.
   Result<uint32_t> AddVersion(ModelVersion v, bool* created);
+  // Ok when `version` may be promoted: the attached sets all pass against it.
+  Status Gate(std::string_view id, uint32_t version);
+  Status StoreReports(std::string_view id, uint32_t version, const std::vector<EvalReport>& reports);
+
+  ServeFn serve_;
 
   queue::ControlPlane owned_;  // when connected by Connect
   kvStore* models_ = nullptr;

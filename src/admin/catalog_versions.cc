@@ -5,23 +5,26 @@
 #include <charconv>
 
 #include "admin/catalog_admin.h"
+#include "admin/versions_bucket.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "queue/catalog_watch.h"
 #include "queue/subjects.h"
 
 namespace shoal::admin {
-namespace {
 
-constexpr int kAttempts = 8;  // compare-and-set rounds before giving up on a busy id
+namespace versions_bucket {
 
 std::string HeadKey(std::string_view id) { return queue::ModelToken(id); }
 std::string RecordKey(std::string_view id, uint32_t version) {
   return queue::ModelToken(id) + "." + std::to_string(version);
 }
+std::string EvalPrefix(std::string_view id) { return queue::ModelToken(id) + ".eval."; }
+std::string EvalKey(std::string_view id, std::string_view name) {
+  return EvalPrefix(id) + queue::ModelToken(name);
+}
 
-// The value of `key`, its revision; NOT_FOUND without one.
-Result<std::string> GetValue(kvStore* kv, const std::string& key, uint64_t* revision = nullptr) {
+Result<std::string> Get(kvStore* kv, const std::string& key, uint64_t* revision) {
   kvEntry* e = nullptr;
   const natsStatus s = kvStore_Get(&e, kv, key.c_str());
   if (s == NATS_NOT_FOUND) return Status(Code::kNotFound, key);
@@ -42,6 +45,16 @@ Result<std::vector<std::string>> Keys(kvStore* kv) {
   kvKeysList_Destroy(&keys);
   return out;
 }
+
+}  // namespace versions_bucket
+
+namespace {
+
+using versions_bucket::HeadKey;
+using versions_bucket::Keys;
+using versions_bucket::RecordKey;
+
+constexpr int kAttempts = 8;  // compare-and-set rounds before giving up on a busy id
 
 // The numbers after `prefix` among `keys` ("<prefix><N>").
 std::vector<uint32_t> NumbersAfter(const std::vector<std::string>& keys, std::string_view prefix) {
@@ -76,7 +89,7 @@ Status NotFound(std::string_view id) {
 
 Result<VersionHead> CatalogAdmin::LoadHead(std::string_view id, uint64_t* revision) {
   *revision = 0;
-  auto text = GetValue(versions_, HeadKey(id), revision);
+  auto text = versions_bucket::Get(versions_, HeadKey(id), revision);
   if (text.ok()) return VersionHead::Parse(*text);
   if (text.status().code() != Code::kNotFound) return text.status();
   // No head: a new id, or one registered before versions existed (adopted
@@ -113,13 +126,13 @@ Result<bool> CatalogAdmin::StoreHead(std::string_view id, const VersionHead& hea
   if (s == NATS_OK) return true;
   // Someone changed the head meanwhile: not an error, a new round.
   uint64_t now = 0;
-  auto current = GetValue(versions_, key, &now);
+  auto current = versions_bucket::Get(versions_, key, &now);
   if ((current.ok() && now != revision) || (!current.ok() && revision != 0)) return false;
   return queue::FromNats(s, "versions head " + std::string(id));
 }
 
 Result<ModelVersion> CatalogAdmin::LoadVersion(std::string_view id, uint32_t version) {
-  auto text = GetValue(versions_, RecordKey(id, version));
+  auto text = versions_bucket::Get(versions_, RecordKey(id, version));
   if (!text.ok() && text.status().code() == Code::kNotFound) {
     return Status(Code::kModelNotFound,
                   "model '" + std::string(id) + "' has no version " + std::to_string(version));
@@ -207,7 +220,7 @@ Result<uint32_t> CatalogAdmin::AddVersion(ModelVersion v, bool* created) {
       *created = true;
       return n;
     }
-    if (!GetValue(versions_, RecordKey(id, n)).ok())
+    if (!versions_bucket::Get(versions_, RecordKey(id, n)).ok())
       return queue::FromNats(s, "versions record " + id);
   }
   return Status(Code::kNoCapacity, "model '" + id + "' kept changing; try again");
@@ -241,7 +254,8 @@ Result<VersionView> CatalogAdmin::Version(std::string_view id, uint32_t version)
 Result<VersionView> CatalogAdmin::Promote(std::string_view id, uint32_t version,
                                           const std::string& by) {
   SHOAL_RETURN_IF_ERROR(ValidateModelId(id));
-  SHOAL_RETURN_IF_ERROR(Version(id, version).status());  // there, and a record to serve
+  SHOAL_ASSIGN_OR_RETURN(VersionView target, Version(id, version));  // there, and a record to serve
+  if (target.state != VersionState::kServing) SHOAL_RETURN_IF_ERROR(Gate(id, version));
   SHOAL_RETURN_IF_ERROR(ChangeHead(id, [&](VersionHead& h) {
                           if (h.serving == version) return Status::Ok();
                           h.Promote(version);
@@ -278,6 +292,11 @@ Status CatalogAdmin::Remove(std::string_view id) {
   for (uint32_t v : NumbersAfter(records, HeadKey(id) + ".")) {
     SHOAL_RETURN_IF_ERROR(
         queue::FromNats(kvStore_Delete(versions_, RecordKey(id, v).c_str()), "versions delete"));
+  }
+  for (const std::string& key : records) {
+    if (!key.starts_with(versions_bucket::EvalPrefix(id))) continue;
+    SHOAL_RETURN_IF_ERROR(
+        queue::FromNats(kvStore_Delete(versions_, key.c_str()), "versions delete"));
   }
   const natsStatus s = kvStore_Delete(versions_, HeadKey(id).c_str());
   return s == NATS_NOT_FOUND ? Status::Ok() : queue::FromNats(s, "versions delete");

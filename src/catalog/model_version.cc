@@ -46,6 +46,8 @@ json RecordJson(const PromotionRecord& r) {
               {"batch", r.capacity.batch},
               {"hardware_class", r.capacity.hardware_class}}}};
   o["golden"] = r.golden_json.empty() ? json(nullptr) : json::parse(r.golden_json, nullptr, false);
+  o["evaluations"] = json::array();
+  for (const std::string& e : r.evaluations) o["evaluations"].push_back(json::parse(e, nullptr, false));
   return o;
 }
 
@@ -74,6 +76,9 @@ Status ParseRecord(const json& o, PromotionRecord* r) {
     SHOAL_RETURN_IF_ERROR(Read(*c, "hardware_class", &r->capacity.hardware_class));
   }
   if (auto g = o.find("golden"); g != o.end() && g->is_object()) r->golden_json = g->dump();
+  if (auto e = o.find("evaluations"); e != o.end() && e->is_array()) {
+    for (const json& report : *e) r->evaluations.push_back(report.dump());
+  }
   return Status::Ok();
 }
 

@@ -64,6 +64,9 @@ struct PromotionRecord {
   // {"probe_set": "...", "outputs": [...]}; what a candidate, a quantized
   // variant or a canary is compared against.
   std::string golden_json;
+  // The reports of the evaluations run against it (admin/evaluation.h),
+  // each a JSON object, the latest of each evaluation's name.
+  std::vector<std::string> evaluations;
 };
 
 struct ModelVersion {

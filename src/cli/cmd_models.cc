@@ -1,7 +1,9 @@
-// shoal models add|push|ls|rm|pin|unpin|add-lora|remove-lora|versions|show|promote|rollback:
+// shoal models add|push|ls|rm|pin|unpin|add-lora|remove-lora|versions|show|promote|rollback|eval:
 // the catalog, self-service.
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "loadtest/load_generator.h"
 #include "store/model_store.h"
 
 namespace shoal::cli {
@@ -101,6 +104,41 @@ void PrintVersion(const admin::VersionView& v) {
   }
 }
 
+// A gateway's admin API, for what needs the serving path (evaluations).
+struct GatewayTarget {
+  std::string url = "http://127.0.0.1:8080";
+  std::string token;  // the admin token or an admin key
+};
+
+Result<loadtest::Answer> PostToGateway(const GatewayTarget& g, const std::string& path, const std::string& body) {
+  std::string_view rest = g.url;
+  if (!rest.starts_with("http://")) return InvalidInput("--gateway: expected http://HOST:PORT");
+  rest.remove_prefix(7);
+  if (rest.ends_with('/')) rest.remove_suffix(1);
+  const size_t colon = rest.rfind(':');
+  const std::string host(rest.substr(0, colon));
+  const int port = colon == std::string_view::npos ? 80 : std::atoi(std::string(rest.substr(colon + 1)).c_str());
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!g.token.empty()) headers.emplace_back("Authorization", "Bearer " + g.token);
+  // Evaluations and promotions wait on the models they run: give them time.
+  auto answer = loadtest::SendOnce(host, port, {.path = path, .content_type = "application/json", .body = body},
+                                   headers, std::chrono::minutes(30));
+  if (!answer.ok()) return answer.status();
+  if (answer->status != 200 && answer->status != 201) {
+    const auto error = nlohmann::json::parse(answer->body, nullptr, false);
+    return Status(Code::kInvalidInput, path + ": " + std::to_string(answer->status) + " " +
+                                           (error.is_object() && error.contains("error")
+                                                ? error["error"].value("message", answer->body)
+                                                : answer->body));
+  }
+  return answer;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 }  // namespace
 
 Subcommand AddModels(CLI::App& app) {
@@ -162,6 +200,20 @@ Subcommand AddModels(CLI::App& app) {
   promote->add_option("id", *target, "model id")->required();
   promote->add_option("version", *version, "the version to serve")->required();
   rollback->add_option("id", *target, "model id")->required();
+
+  // Evaluations (admin/evaluation.h) run through a gateway's serving path.
+  auto* eval = sub->add_subcommand("eval", "Run evaluations against a version through a gateway (and attach them)");
+  eval->add_option("id", *target, "model id, or id@VERSION (default: the serving version)")->required();
+  auto eval_set = std::make_shared<std::string>();
+  auto attach = std::make_shared<bool>(false);
+  eval->add_option("--set", *eval_set, "an evaluation set, JSONL (docs/evaluations.md); default: the sets attached");
+  eval->add_flag("--attach", *attach, "attach the set to the model: a version is promoted only if it passes");
+  auto gateway = std::make_shared<GatewayTarget>();
+  for (auto* c : {eval, promote}) {
+    c->add_option("--gateway", gateway->url, "the gateway whose admin API runs evaluations")->capture_default_str();
+    c->add_option("--admin-token", gateway->token, "its admin token or an admin key (default: $SHOAL_ADMIN_TOKEN)")
+        ->envname("SHOAL_ADMIN_TOKEN");
+  }
 
   // LoRA adapters of a model in the catalog (catalog_admin.h): checked by
   // the base's runtime, measured, added to its spec; workers that hold the
@@ -227,6 +279,47 @@ Subcommand AddModels(CLI::App& app) {
               auto v = admin->Version(ref->id, ref->version);
               if (!v.ok()) return Fail(v.status());
               PrintVersion(*v);
+              return 0;
+            }
+            if (eval->parsed()) {
+              auto ref = SplitVersionRef(*target);
+              if (!ref.ok()) return Fail(ref.status());
+              const std::string base = "/v1/admin/models/" + std::string(ref->id);
+              nlohmann::json body = nlohmann::json::object();
+              if (ref->version != 0) body["version"] = ref->version;
+              if (!eval_set->empty()) {
+                const std::string jsonl = ReadFile(*eval_set);
+                if (jsonl.empty()) return Fail(InvalidInput("--set: cannot read " + *eval_set));
+                if (*attach) {
+                  auto attached = PostToGateway(*gateway, base + "/evaluations", jsonl);
+                  if (!attached.ok()) return Fail(attached.status());
+                  std::cout << "attached " << *eval_set << " to " << ref->id << "\n";
+                } else {
+                  body["set"] = jsonl;
+                }
+              }
+              std::cout << "evaluating " << *target << " through " << gateway->url << "...\n" << std::flush;
+              auto ran = PostToGateway(*gateway, base + "/evaluate", body.dump());
+              if (!ran.ok()) return Fail(ran.status());
+              const auto out = nlohmann::json::parse(ran->body);
+              for (const auto& r : out["reports"]) {
+                std::printf("%s (%s, %zu examples, %.1f s): %s\n", r["evaluation"].get<std::string>().c_str(),
+                            r["task"].get<std::string>().c_str(), r["examples"].get<size_t>(),
+                            r["seconds"].get<double>(), r["passed"].get<bool>() ? "passed" : "FAILED");
+                for (const auto& [measure, value] : r["metrics"].items()) {
+                  const auto& t = r["thresholds"];
+                  std::printf("  %-12s %.4f%s\n", measure.c_str(), value.get<double>(),
+                              t.contains(measure) ? (" (at least " + t[measure].dump() + ")").c_str() : "");
+                }
+                if (!r["failed"].get<std::string>().empty()) std::printf("  %s\n", r["failed"].get<std::string>().c_str());
+              }
+              return out["passed"].get<bool>() ? 0 : 3;
+            }
+            if (promote->parsed() && promote->count("--gateway") > 0) {
+              auto now = PostToGateway(*gateway, "/v1/admin/models/" + *target + "/promote",
+                                       nlohmann::json{{"version", *version}}.dump());
+              if (!now.ok()) return Fail(now.status());
+              std::cout << *target << ": version " << *version << " serves\n";
               return 0;
             }
             if (promote->parsed() || rollback->parsed()) {

@@ -163,14 +163,23 @@ struct VersionPath {
   std::string id, route;
 };
 std::optional<VersionPath> MatchVersionPath(std::string_view rest) {
-  for (std::string_view suffix : {"/versions", "/promote", "/rollback"}) {
+  for (std::string_view suffix : {"/versions", "/promote", "/rollback", "/evaluations", "/evaluate"}) {
     if (rest.ends_with(suffix) && rest.size() > suffix.size()) {
       return VersionPath{std::string(rest.substr(0, rest.size() - suffix.size())), std::string(suffix.substr(1))};
     }
   }
-  const size_t at = rest.rfind("/versions/");
-  if (at == std::string_view::npos || at == 0) return std::nullopt;
-  return VersionPath{std::string(rest.substr(0, at)), std::string(rest.substr(at + 1))};
+  for (std::string_view part : {"/versions/", "/evaluations/"}) {
+    const size_t at = rest.rfind(part);
+    if (at != std::string_view::npos && at > 0 && at + part.size() < rest.size()) {
+      return VersionPath{std::string(rest.substr(0, at)), std::string(rest.substr(at + 1))};
+    }
+  }
+  return std::nullopt;
+}
+
+json EvalSetJson(const admin::EvalSet& set) {
+  return json{{"evaluation", set.name}, {"task", set.task},     {"examples", set.size()},
+              {"thresholds", set.thresholds}, {"source", set.source}};
 }
 
 json LoraJson(std::string_view base, const LoraSpec& l) {
@@ -285,6 +294,7 @@ http::Response AdminApi::Serve(const http::Request& req, const std::string& who)
     return ServeKeys(req, std::string_view(req.path).substr(kKeys.size()), request_id);
   }
   admin::CatalogAdmin admin(models_, versions_, js_);
+  admin.SetServe(options_.serve);
   std::string_view path = req.path;
   if (!path.starts_with(kModels))
     return fail(Status(Code::kNotFound, "no admin route " + req.path));
@@ -372,6 +382,55 @@ http::Response AdminApi::ServeVersions(const http::Request& req, const std::stri
                                        const std::string& request_id, const std::string& who) {
   auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
   admin::CatalogAdmin admin(models_, versions_, js_);
+  admin.SetServe(options_.serve);
+  if (route == "evaluations") {
+    if (req.method == "GET") {
+      auto sets = admin.Evaluations(id);
+      if (!sets.ok()) return fail(sets.status());
+      json data = json::array();
+      for (const auto& set : *sets) data.push_back(EvalSetJson(set));
+      return http::JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
+    }
+    if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use GET or POST"));
+    auto set = admin.AttachEvaluation(id, req.body);
+    if (!set.ok()) return fail(set.status());
+    spdlog::info("admin: evaluation {} ({} examples of {}) attached to {}", set->name, set->size(), set->task, id);
+    return http::JsonResponse(201, EvalSetJson(*set).dump());
+  }
+  if (route.starts_with("evaluations/")) {
+    if (req.method != "DELETE") return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
+    const std::string name(route.substr(12));
+    if (Status s = admin.DetachEvaluation(id, name); !s.ok()) return fail(s);
+    return http::JsonResponse(200, json{{"model", id}, {"evaluation", name}, {"deleted", true}}.dump());
+  }
+  if (route == "evaluate") {
+    if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use POST"));
+    auto o = ParseObject(req.body.empty() ? "{}" : req.body);
+    if (!o.ok()) return fail(o.status());
+    uint32_t version = 0;
+    std::vector<admin::EvalSet> sets;
+    for (auto it = o->begin(); it != o->end(); ++it) {
+      if (it.key() == "version" && it->is_number_unsigned() && it->get<uint64_t>() > 0 &&
+          it->get<uint64_t>() <= UINT32_MAX) {
+        version = it->get<uint32_t>();
+      } else if (it.key() == "set" && it->is_string()) {
+        auto set = admin::ParseEvalSet(it->get<std::string>());
+        if (!set.ok()) return fail(set.status());
+        sets.push_back(std::move(set).value());
+      } else {
+        return fail(InvalidInput("evaluate takes {\"version\"?: n, \"set\"?: \"<JSONL>\"}; not '" + it.key() + "'"));
+      }
+    }
+    auto reports = admin.Evaluate(id, version, std::move(sets));
+    if (!reports.ok()) return fail(reports.status());
+    json out = {{"model", id}, {"passed", true}, {"reports", json::array()}};
+    for (const auto& r : *reports) {
+      out["version"] = r.version;
+      out["passed"] = out["passed"].get<bool>() && r.passed;
+      out["reports"].push_back(json::parse(r.ToJson()));
+    }
+    return http::JsonResponse(200, out.dump());
+  }
   if (route == "versions") {
     if (req.method != "GET") return fail(InvalidInput(req.method + " " + req.path + ": use GET"));
     VersionHead head;

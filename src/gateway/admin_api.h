@@ -24,7 +24,19 @@
 //   POST   /v1/admin/models/{id}/promote   {"version": n}: n serves
 //   POST   /v1/admin/models/{id}/rollback  the version before serves again
 //          (400 when there is none); both answer with the version now
-//          serving, once this gateway's catalog shows it
+//          serving, once this gateway's catalog shows it. A promotion (and
+//          a registration) of an id with evaluations attached runs them
+//          first, through this gateway's router: 400 naming the measures
+//          under their thresholds, the version left a candidate
+//   POST   /v1/admin/models/{id}/evaluations   attach a set: the body is its
+//            JSONL (admin/evaluation.h) → 201 {"evaluation", "task",
+//            "examples", "thresholds", "source"}
+//   GET    /v1/admin/models/{id}/evaluations   the sets attached
+//   DELETE /v1/admin/models/{id}/evaluations/{name}
+//   POST   /v1/admin/models/{id}/evaluate   {"version"?: n (default: the
+//            serving one), "set"?: "<JSONL>" (default: the attached sets)}
+//          → {"version", "passed", "reports": [...]}, the reports kept in
+//            the version's record
 //   PATCH  /v1/admin/models/{id}   {"pinned": bool}
 //   DELETE /v1/admin/models/{id}   remove it; workers stop serving it
 //   POST   /v1/admin/models/{id}/loras   register a LoRA adapter on model
@@ -61,6 +73,7 @@
 #include <memory>
 #include <string>
 
+#include "admin/evaluation.h"
 #include "common/event_loop.h"
 #include "http/http.h"
 #include "queue/batch_store.h"
@@ -82,6 +95,8 @@ struct AdminOptions {
   // Where models registered by artifact are fetched to be checked (not
   // owned); null: such registrations are refused.
   store::ModelCache* model_cache = nullptr;
+  // The serving path evaluations run through (the gateway's own router).
+  admin::ServeFn serve;
 };
 
 class AdminApi {
@@ -99,7 +114,8 @@ class AdminApi {
 
  private:
   http::Response Serve(const http::Request& req, const std::string& who);  // on the admin thread
-  // /v1/admin/models/{id}/versions[/{n}], /promote, /rollback.
+  // /v1/admin/models/{id}/versions[/{n}], /promote, /rollback,
+  // /evaluations[/{name}], /evaluate.
   http::Response ServeVersions(const http::Request& req, const std::string& id, std::string_view route,
                                const std::string& request_id, const std::string& who);
   // Waits (a little) until this gateway's catalog serves version `version`

@@ -1,5 +1,7 @@
 #include "gateway/gateway.h"
 
+#include <future>
+
 #include "common/ids.h"
 #include "common/log.h"
 #include "gateway/queue_dispatcher.h"
@@ -83,9 +85,12 @@ Status Gateway::ConnectControlPlane() {
                                .budget_bytes = options_.cache_bytes},
                               model_store_.get()));
   admin_ = std::make_unique<AdminApi>(AdminOptions{.stream_limits = options_.stream_limits,
-                                                                   .require_license = options_.require_license,
-                                                                   .batch_jobs = [this] { return BatchJobs(); },
-                                                                   .model_cache = model_cache_.get()},
+                                                   .require_license = options_.require_license,
+                                                   .batch_jobs = [this] { return BatchJobs(); },
+                                                   .model_cache = model_cache_.get(),
+                                                   .serve = [this](const std::string& path, const std::string& body) {
+                                                     return ServeInProcess(path, body);
+                                                   }},
                                       control_.models.get(), control_.versions.get(),
                                       keys_bucket_.get(), control_.js.get(),
                                       [this] { return catalog_->Snapshot(); }, workers_.get());
@@ -103,6 +108,23 @@ Status Gateway::ConnectControlPlane() {
 
 std::shared_ptr<const queue::CatalogSnapshot> Gateway::Catalog() const {
   return catalog_ ? catalog_->Snapshot() : options_.catalog;
+}
+
+Result<admin::ServedAnswer> Gateway::ServeInProcess(const std::string& path, const std::string& body) {
+  http::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.content_type = req.accept = "application/json";
+  req.body = body;
+  auto answer = std::make_shared<std::promise<admin::ServedAnswer>>();
+  auto result = answer->get_future();
+  const size_t lane = batch_lane_.fetch_add(1) % lanes_.size();
+  lanes_[lane]->loop.Post([this, lane, req = std::move(req), answer]() mutable {
+    router_->Handle(lane, std::move(req), [answer](http::Response res) {
+      answer->set_value({res.status, std::move(res.body)});
+    });
+  });
+  return result.get();
 }
 
 Status Gateway::StartBatchRunner() {

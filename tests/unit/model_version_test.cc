@@ -3,9 +3,12 @@
 // (admin/provenance.h).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "admin/eval_metrics.h"
+#include "admin/evaluation.h"
 #include "admin/provenance.h"
 #include "catalog/model_version.h"
 #include "catalog/names.h"
@@ -152,6 +155,55 @@ TEST_F(License, TheRegistrantMayStateOneTheFilesDoNotContradict) {
   EXPECT_TRUE(admin::SettleLicense(dir_.string(), "Apache-2.0", true).ok())
       << "ids compare without case";
   EXPECT_EQ(admin::SettleLicense(dir_.string(), "mit", false).status().code(), Code::kInvalidInput);
+}
+
+// The measures, against values worked out by hand.
+TEST(EvalMetrics, RankingMeasures) {
+  EXPECT_DOUBLE_EQ(admin::NdcgAtK({true, false}, 1, 10), 1.0);
+  EXPECT_NEAR(admin::NdcgAtK({false, true}, 1, 10), 1 / std::log2(3.0), 1e-12);
+  // Two relevant at ranks 1 and 3: (1 + 1/2) / (1 + 1/log2 3).
+  EXPECT_NEAR(admin::NdcgAtK({true, false, true}, 2, 10), 1.5 / (1 + 1 / std::log2(3.0)), 1e-12);
+  EXPECT_DOUBLE_EQ(admin::NdcgAtK({false, true}, 1, 1), 0.0) << "past k";
+  EXPECT_DOUBLE_EQ(admin::RecallAtK({true, false, true}, 4, 10), 0.5);
+  EXPECT_DOUBLE_EQ(admin::ReciprocalRankAtK({false, false, true}, 10), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(admin::ReciprocalRankAtK({false, false, true}, 2), 0.0);
+}
+
+TEST(EvalMetrics, SpearmanF1AndRouge) {
+  EXPECT_NEAR(admin::Spearman({1, 2, 3, 4}, {10, 20, 30, 45}), 1.0, 1e-12);
+  EXPECT_NEAR(admin::Spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0, 1e-12);
+  // Ties take their mean rank: x ranks (1, 2.5, 2.5, 4) against 1..4.
+  EXPECT_NEAR(admin::Spearman({1, 2, 2, 3}, {1, 2, 3, 4}), 4.5 / std::sqrt(4.5 * 5.0), 1e-12);
+  EXPECT_DOUBLE_EQ(admin::Spearman({1, 1, 1}, {1, 2, 3}), 0.0);
+  // Labels a (gold 2, predicted 1, right 1): F1 2/3; b (gold 1, predicted 2, right 1): F1 2/3.
+  EXPECT_NEAR(admin::MacroF1({"a", "a", "b"}, {"a", "b", "b"}), 2.0 / 3, 1e-12);
+  // LCS of "the cat sat" and "the cat sat down" is 3 words: P 1, R 3/4.
+  EXPECT_NEAR(admin::RougeL("the cat sat", "the cat sat down"), 2 * 0.75 / 1.75, 1e-12);
+  EXPECT_DOUBLE_EQ(admin::RougeL("", "x"), 0.0);
+}
+
+TEST(EvalSet, ParsesEachTaskAndNamesTheLineOfAMistake) {
+  auto set = admin::ParseEvalSet(
+      "{\"evaluation\": \"r\", \"task\": \"retrieval\", \"thresholds\": {\"ndcg@10\": 0.5}}\n"
+      "{\"doc\": \"d1\", \"text\": \"one\"}\n\n{\"query\": \"q\", \"relevant\": [\"d1\"]}\n");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->docs.size(), 1u);
+  EXPECT_EQ(set->queries.size(), 1u);
+  EXPECT_EQ(set->thresholds.at("ndcg@10"), 0.5);
+  auto fails = [](const std::string& jsonl, const std::string& says) {
+    auto s = admin::ParseEvalSet(jsonl);
+    EXPECT_EQ(s.status().code(), Code::kInvalidInput) << jsonl;
+    EXPECT_NE(s.status().message().find(says), std::string::npos) << s.status().message();
+  };
+  const std::string header = "{\"evaluation\": \"s\", \"task\": \"similarity\"}\n";
+  fails(header + "{\"a\": \"x\", \"b\": \"y\", \"score\": 1, \"weight\": 2}\n", "line 2: unknown field 'weight'");
+  fails(header + "{\"a\": \"x\", \"b\": \"y\"}\n", "line 2: 'score'");
+  fails(header, "no examples");
+  fails("{\"evaluation\": \"s\", \"task\": \"similarity\", \"thresholds\": {\"ndcg@10\": 1}}\n", "no measure of similarity");
+  fails("{\"evaluation\": \"s\", \"task\": \"vibes\"}\n", "task 'vibes'");
+  fails("{\"evaluation\": \"r\", \"task\": \"retrieval\"}\n{\"query\": \"q\", \"relevant\": [\"d9\"]}\n", "no doc 'd9'");
+  fails("{\"evaluation\": \"n\", \"task\": \"ner\"}\n{\"text\": \"Ada\", \"entities\": [{\"start\": 3, \"end\": 0, \"label\": \"PER\"}]}\n",
+        "start < end");
 }
 
 }  // namespace
