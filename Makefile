@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-images bench-ocr bench-store bench-traces bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
+.PHONY: all setup configure build up test fuzz bench bench-runtimes bench-llamacpp bench-generation-agents bench-speculative bench-priority bench-upstream bench-encoders bench-extract bench-images bench-ocr bench-store bench-traces bench-self-service bench-fleet bench-residency bench-generation bench-overload bench-tune bench-lora chaos clean
 
 all: build
 
@@ -100,6 +100,11 @@ bench-store: build
 # collector (about two minutes; docs/bench/traces.json).
 bench-traces: build
 	$(BUILD)/bench/traces_bench --out docs/bench/traces.json
+
+# The promotion path: a registration through the admin API, without and with
+# the shipped evaluations attached, on USE-Lite and a MiniLM-L6 shape (about a minute).
+bench-self-service: build
+	$(BUILD)/bench/self_service_bench --out docs/bench/self-service.json
 
 bench-residency: build
 	$(BUILD)/bench/residency_bench --out docs/bench/residency.json
