@@ -96,34 +96,33 @@ json ExtractJson(const ExtractOutput& o) {
 
 double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Runs `batch` (a call over `items` inputs) once untimed, then timed until
-// the budget or kMaxTimedBatches: items per second.
-template <typename Fn>
-Result<double> Throughput(size_t items, Fn&& batch) {
+uint32_t BatchOf(const ModelSpec& spec) {
+  return std::clamp<uint32_t>(spec.batching.max_batch_requests, 1, 32);
+}
+
+// Runs the probes once (their answers: `answers`, each ok), then times
+// batches of them cycled to the model's batch size — until the budget or
+// kMaxTimedBatches — for the capacity estimate. `run` is the model's call
+// for the task (Encode, Score, Extract).
+template <typename In, typename Out, typename Run>
+Status AnswerAndTime(const std::vector<In>& probes, const ModelSpec& spec, Run run,
+                     std::vector<Out>* answers, CapacityEstimate* capacity) {
+  answers->assign(probes.size(), Out{});
+  SHOAL_RETURN_IF_ERROR(run(probes, *answers));
+  for (const Out& o : *answers) SHOAL_RETURN_IF_ERROR(o.status);
+  std::vector<In> batch;
+  for (size_t i = 0; i < BatchOf(spec); ++i) batch.push_back(probes[i % probes.size()]);
+  std::vector<Out> timed(batch.size());
   int runs = 0;
   const auto start = SteadyClock::now();
   do {
-    SHOAL_RETURN_IF_ERROR(batch());
+    SHOAL_RETURN_IF_ERROR(run(batch, timed));
     ++runs;
   } while (runs < kMaxTimedBatches && SteadyClock::now() - start < kTimingBudget);
-  return static_cast<double>(items) * runs / std::max(1e-9, Seconds(SteadyClock::now() - start));
-}
-
-template <typename T>
-std::vector<T> Cycled(const std::vector<T>& probes, size_t n) {
-  std::vector<T> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(probes[i % probes.size()]);
-  return out;
-}
-
-template <typename Out>
-Status EachOk(const std::vector<Out>& outputs) {
-  for (const Out& o : outputs) SHOAL_RETURN_IF_ERROR(o.status);
+  capacity->per_second = static_cast<double>(batch.size()) * runs /
+                         std::max(1e-9, Seconds(SteadyClock::now() - start));
+  capacity->batch = static_cast<uint32_t>(batch.size());
   return Status::Ok();
-}
-
-uint32_t BatchOf(const ModelSpec& spec) {
-  return std::clamp<uint32_t>(spec.batching.max_batch_requests, 1, 32);
 }
 
 Status ProbeEncode(Model& model, const ModelSpec& spec, json* outputs, CapacityEstimate* capacity) {
@@ -136,30 +135,22 @@ Status ProbeEncode(Model& model, const ModelSpec& spec, json* outputs, CapacityE
       probes.push_back({.text = s, .truncate = true, .outputs = kinds});
   }
   for (EncodeInput& in : probes) in.role = InputRole::kDocument;
-  std::vector<EncodeOutput> out(probes.size());
-  SHOAL_RETURN_IF_ERROR(model.Encode(probes, out));
-  SHOAL_RETURN_IF_ERROR(EachOk(out));
+  std::vector<EncodeOutput> out;
+  SHOAL_RETURN_IF_ERROR(AnswerAndTime(
+      probes, spec, [&](const auto& in, auto& answers) { return model.Encode(in, answers); }, &out,
+      capacity));
   for (const EncodeOutput& o : out) outputs->push_back(EncodeJson(o, kinds));
-  const auto batch = Cycled(probes, BatchOf(spec));
-  std::vector<EncodeOutput> timed(batch.size());
-  SHOAL_ASSIGN_OR_RETURN(capacity->per_second,
-                         Throughput(batch.size(), [&] { return model.Encode(batch, timed); }));
-  capacity->batch = static_cast<uint32_t>(batch.size());
   return Status::Ok();
 }
 
 Status ProbeScore(Model& model, const ModelSpec& spec, json* outputs, CapacityEstimate* capacity) {
   std::vector<ScoreInput> probes;
   for (const auto& [q, d] : kPairs) probes.push_back({.text = q, .text_pair = d, .truncate = true});
-  std::vector<ScoreOutput> out(probes.size());
-  SHOAL_RETURN_IF_ERROR(model.Score(probes, out));
-  SHOAL_RETURN_IF_ERROR(EachOk(out));
+  std::vector<ScoreOutput> out;
+  SHOAL_RETURN_IF_ERROR(AnswerAndTime(
+      probes, spec, [&](const auto& in, auto& answers) { return model.Score(in, answers); }, &out,
+      capacity));
   for (const ScoreOutput& o : out) outputs->push_back({{"logits", o.logits}});
-  const auto batch = Cycled(probes, BatchOf(spec));
-  std::vector<ScoreOutput> timed(batch.size());
-  SHOAL_ASSIGN_OR_RETURN(capacity->per_second,
-                         Throughput(batch.size(), [&] { return model.Score(batch, timed); }));
-  capacity->batch = static_cast<uint32_t>(batch.size());
   return Status::Ok();
 }
 
@@ -171,15 +162,11 @@ Status ProbeExtract(Model& model, const ModelSpec& spec, json* outputs,
   } else {
     for (std::string_view s : kEntitySentences) probes.push_back({.text = s, .truncate = true});
   }
-  std::vector<ExtractOutput> out(probes.size());
-  SHOAL_RETURN_IF_ERROR(model.Extract(probes, out));
-  SHOAL_RETURN_IF_ERROR(EachOk(out));
+  std::vector<ExtractOutput> out;
+  SHOAL_RETURN_IF_ERROR(AnswerAndTime(
+      probes, spec, [&](const auto& in, auto& answers) { return model.Extract(in, answers); }, &out,
+      capacity));
   for (const ExtractOutput& o : out) outputs->push_back(ExtractJson(o));
-  const auto batch = Cycled(probes, BatchOf(spec));
-  std::vector<ExtractOutput> timed(batch.size());
-  SHOAL_ASSIGN_OR_RETURN(capacity->per_second,
-                         Throughput(batch.size(), [&] { return model.Extract(batch, timed); }));
-  capacity->batch = static_cast<uint32_t>(batch.size());
   return Status::Ok();
 }
 

@@ -16,6 +16,7 @@
 #include "queue/keys.h"
 #include "queue/subjects.h"
 #include "queue/topology.h"
+#include "support/run_command.h"
 #include "support/gateway_calls.h"
 #include "support/http_client.h"
 #include "support/metrics_text.h"
@@ -46,13 +47,7 @@ std::set<std::string> ListedModels(const HttpResult& r) {
 std::pair<int, std::string> Shoal(const std::string& args, bool merge = false, int timeout_s = 60) {
   const std::string cmd = "timeout " + std::to_string(timeout_s) + " " + std::string(SHOAL_BINARY) + " " + args +
                           (merge ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return RunCommand(cmd);
 }
 
 class Auth : public ::testing::Test {

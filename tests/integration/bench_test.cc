@@ -9,6 +9,7 @@
 
 #include "loadtest/mix.h"
 #include "loadtest/sweep.h"
+#include "support/run_command.h"
 #include "support/files.h"
 #include "support/test_cluster.h"
 
@@ -22,13 +23,7 @@ using nlohmann::json;
 std::pair<int, std::string> Shoal(const std::string& args, const std::string& stderr_path) {
   const std::string cmd =
       "timeout 120 " + std::string(SHOAL_BINARY) + " " + args + " 2>" + stderr_path;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return RunCommand(cmd);
 }
 
 class Bench : public ::testing::Test {

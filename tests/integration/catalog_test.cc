@@ -14,6 +14,8 @@
 #include <thread>
 #include <tuple>
 
+#include "support/run_command.h"
+#include "support/cluster_suite.h"
 #include "support/http_client.h"
 #include "support/test_cluster.h"
 #include "support/test_models.h"
@@ -24,46 +26,14 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class Catalog : public ::testing::Test {
+class Catalog : public ClusterSuite {
  protected:
-  static void SetUpTestSuite() {
-    cluster_ = new TestCluster();
-    worker_ = cluster_->StartWorker().release();
-    gateway_ = cluster_->StartGateway().release();
-  }
-  static void TearDownTestSuite() {
-    delete gateway_;
-    delete worker_;
-    delete cluster_;
-  }
-
-  // A copy of a generated model, to break or rename.
-  static std::string CopyModel(const std::string& name, const std::string& as) {
-    const fs::path to = fs::path(cluster_->dir()) / as;
-    fs::remove_all(to);
-    fs::copy(fs::path(kModels) / name, to, fs::copy_options::recursive);
-    return to.string();
-  }
-
-  static HttpResult Call(const std::string& method, const std::string& path, const std::string& body = "",
-                         std::map<std::string, std::string> headers = {}, int port = 0) {
-    HttpClient http(port ? port : gateway_->port());
-    if (!body.empty()) headers.emplace("Content-Type", "application/json");
-    auto res = http.Request(method, path, body, headers);
-    EXPECT_TRUE(res.ok()) << res.status().ToString();
-    return res.ok() ? *res : HttpResult{};
-  }
-
   static json Models() {
     json list = json::parse(Call("GET", "/v1/models").body);
     json by_id = json::object();
     for (const auto& m : list["data"]) by_id[m["id"].get<std::string>()] = m;
     return by_id;
   }
-
-  static inline TestCluster* cluster_ = nullptr;
-  static inline worker::Worker* worker_ = nullptr;
-  static inline gateway::Gateway* gateway_ = nullptr;
 };
 
 TEST_F(Catalog, AModelDirectoryAddedOverHttpIsServedWithoutARestart) {
@@ -202,13 +172,7 @@ TEST_F(Catalog, WithAnAdminTokenOnlyItsBearerMayChangeTheCatalog) {
 std::pair<int, std::string> Shoal(const std::string& command, const std::string& nats_url,
                                   const std::string& args = "") {
   const std::string cmd = std::string(SHOAL_BINARY) + " " + command + " --nats " + nats_url + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return RunCommand(cmd);
 }
 
 std::pair<int, std::string> ShoalModels(const std::string& nats_url, const std::string& args) {

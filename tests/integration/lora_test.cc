@@ -22,6 +22,7 @@
 #include "queue/message.h"
 #include "queue/subjects.h"
 #include "runtime/identity/identity_runtime.h"
+#include "support/run_command.h"
 #include "support/fake_generator.h"
 #include "support/http_client.h"
 #include "support/json_items.h"
@@ -531,13 +532,7 @@ TEST_F(LoraGeneration, TheAdapterTravelsAsAHeaderFromEveryRoute) {
 // `shoal models add-lora` / `remove-lora`, as an operator types them.
 std::pair<int, std::string> ShoalModels(const std::string& nats_url, const std::string& args) {
   const std::string cmd = std::string(SHOAL_BINARY) + " models --nats " + nats_url + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return RunCommand(cmd);
 }
 
 TEST_F(Lora, TheCliAddsAndRemovesAdapters) {

@@ -14,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base64.h"
+#include "support/cluster_suite.h"
 #include "support/http_client.h"
+#include "support/run_command.h"
 #include "support/test_cluster.h"
 #include "support/test_models.h"
 
@@ -24,36 +26,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class Versions : public ::testing::Test {
+class Versions : public ClusterSuite {
  protected:
-  static void SetUpTestSuite() {
-    cluster_ = new TestCluster();
-    worker_ = cluster_->StartWorker().release();
-    gateway_ = cluster_->StartGateway().release();
-  }
-  static void TearDownTestSuite() {
-    delete gateway_;
-    delete worker_;
-    delete cluster_;
-  }
-
-  static std::string CopyModel(const std::string& name, const std::string& as) {
-    const fs::path to = fs::path(cluster_->dir()) / as;
-    fs::remove_all(to);
-    fs::copy(fs::path(kModels) / name, to, fs::copy_options::recursive);
-    return to.string();
-  }
-
-  static HttpResult Call(const std::string& method, const std::string& path,
-                         const std::string& body = "", int port = 0) {
-    HttpClient http(port ? port : gateway_->port());
-    std::map<std::string, std::string> headers;
-    if (!body.empty()) headers.emplace("Content-Type", "application/json");
-    auto res = http.Request(method, path, body, headers);
-    EXPECT_TRUE(res.ok()) << res.status().ToString();
-    return res.ok() ? *res : HttpResult{};
-  }
-
   // The embedding of `text` by model `model` ("id" or "id@N"), and the
   // version that answered.
   static std::pair<std::vector<float>, std::string> Embed(const std::string& model,
@@ -66,20 +40,8 @@ class Versions : public ::testing::Test {
   }
 
   static std::pair<int, std::string> ShoalModels(const std::string& args) {
-    const std::string cmd =
-        std::string(SHOAL_BINARY) + " models --nats " + cluster_->nats_url() + " " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return {-1, "popen failed"};
-    std::string out;
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    const int status = pclose(p);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+    return RunCommand(std::string(SHOAL_BINARY) + " models --nats " + cluster_->nats_url() + " " + args + " 2>&1");
   }
-
-  static inline TestCluster* cluster_ = nullptr;
-  static inline worker::Worker* worker_ = nullptr;
-  static inline gateway::Gateway* gateway_ = nullptr;
 };
 
 float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -327,14 +289,14 @@ TEST_F(Versions, ACatalogThatRequiresALicenseRefusesAModelWithout) {
   auto strict = cluster_->StartGateway(options);
   const std::string dir = CopyModel("bert-tiny-mean", "v-unlicensed");
   HttpResult r = Call("POST", "/v1/admin/models", json{{"path", dir}, {"id", "team/strict"}}.dump(),
-                      strict->port());
+                      {}, strict->port());
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.body.find("requires one"), std::string::npos) << r.body;
   std::ofstream(fs::path(dir) / "LICENSE")
       << "                                 Apache License\n"
          "                           Version 2.0, January 2004\n";
   r = Call("POST", "/v1/admin/models", json{{"path", dir}, {"id", "team/strict"}}.dump(),
-           strict->port());
+           {}, strict->port());
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(json::parse(r.body)["record"]["license"], "apache-2.0");
   EXPECT_EQ(json::parse(r.body)["record"]["license_source"], "LICENSE");
