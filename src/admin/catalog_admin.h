@@ -66,10 +66,14 @@ struct RegisterOptions {
   bool candidate = false;        // keep the serving version; this one waits for a promotion
 };
 
-// A version and where it stands.
+// A version and where it stands; for one that does not serve, how its
+// golden outputs agree with the serving version's (golden_agreement.h, as
+// JSON; empty when they cannot be compared).
 struct VersionView {
   ModelVersion version;
   VersionState state = VersionState::kRetired;
+  uint32_t serving = 0;
+  std::string golden_vs_serving;
 };
 
 class CatalogAdmin {

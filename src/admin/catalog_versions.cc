@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "admin/catalog_admin.h"
+#include "admin/golden_agreement.h"
 #include "admin/versions_bucket.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -236,7 +237,7 @@ Result<std::vector<VersionView>> CatalogAdmin::Versions(std::string_view id,
   for (uint32_t n : NumbersAfter(keys, HeadKey(id) + ".")) {
     auto v = LoadVersion(id, n);
     if (!v.ok()) continue;  // removed meanwhile
-    out.push_back({std::move(v).value(), head.StateOf(n)});
+    out.push_back({std::move(v).value(), head.StateOf(n), head.serving, {}});
   }
   if (head_out) *head_out = std::move(head);
   return out;
@@ -248,7 +249,14 @@ Result<VersionView> CatalogAdmin::Version(std::string_view id, uint32_t version)
   if (head.serving == 0 && head.last == 0) return NotFound(id);
   const uint32_t n = version == 0 ? head.serving : version;
   SHOAL_ASSIGN_OR_RETURN(ModelVersion v, LoadVersion(id, n));
-  return VersionView{std::move(v), head.StateOf(n)};
+  VersionView view{std::move(v), head.StateOf(n), head.serving, {}};
+  if (n != head.serving) {
+    auto serving = LoadVersion(id, head.serving);
+    auto agreement = serving.ok() ? CompareGolden(view.version.record.golden_json, serving->record.golden_json)
+                                  : Result<GoldenAgreement>(serving.status());
+    if (agreement.ok()) view.golden_vs_serving = agreement->ToJson(TaskName(view.version.spec.task));
+  }
+  return view;
 }
 
 Result<VersionView> CatalogAdmin::Promote(std::string_view id, uint32_t version,

@@ -99,6 +99,24 @@ void PrintVersion(const admin::VersionView& v) {
     std::printf("  golden       %zu outputs on %s\n", golden["outputs"].size(),
                 golden["probe_set"].get<std::string>().c_str());
   }
+  if (!v.golden_vs_serving.empty()) {
+    const auto g = nlohmann::json::parse(v.golden_vs_serving);
+    std::printf("  vs serving   version %u: agreement %.1f %%", v.serving, 100 * g["agreement"].get<double>());
+    if (g.contains("mean_cosine")) {
+      std::printf(", cosine mean %.4f, min %.4f", g["mean_cosine"].get<double>(), g["min_cosine"].get<double>());
+    }
+    if (g.contains("max_abs_diff")) std::printf(", logits differ by %.4g at most", g["max_abs_diff"].get<double>());
+    std::printf("\n");
+  }
+  for (const std::string& e : r.evaluations) {
+    const auto report = nlohmann::json::parse(e);
+    std::printf("  evaluation   %s: %s", report["evaluation"].get<std::string>().c_str(),
+                report["passed"].get<bool>() ? "passed" : "failed");
+    for (const auto& [measure, value] : report["metrics"].items()) {
+      std::printf(", %s %.3f", measure.c_str(), value.get<double>());
+    }
+    std::printf("\n");
+  }
   for (const RecordedFile& f : r.files) {
     std::printf("    %-40s %12llu  %s\n", f.path.c_str(), static_cast<unsigned long long>(f.bytes), f.sha256.c_str());
   }

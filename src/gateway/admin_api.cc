@@ -147,6 +147,10 @@ json VersionJson(const admin::VersionView& v) {
   json o = json::parse(v.version.spec.ToJson());
   o["state"] = VersionStateName(v.state);
   o["record"] = json::parse(v.version.ToJson())["record"];
+  if (!v.golden_vs_serving.empty()) {
+    o["golden_vs_serving"] = json::parse(v.golden_vs_serving);
+    o["golden_vs_serving"]["serving"] = v.serving;
+  }
   return o;
 }
 

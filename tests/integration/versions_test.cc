@@ -162,6 +162,14 @@ TEST_F(Versions, EachRegistrationIsAVersionThatRequestsPinAndPromotionsMove) {
   EXPECT_EQ(v3["record"]["license"], "apache-2.0");
   EXPECT_EQ(v3["record"]["license_source"], "README.md");
   EXPECT_EQ(Embed("team/emb", std::string(kProbe)).second, "1") << "a candidate does not serve";
+  // Its weights are version 1's: its golden outputs agree with the serving
+  // version's exactly; version 2 (another model) does not.
+  json agreement = json::parse(Call("GET", "/v1/admin/models/team/emb@3").body)["golden_vs_serving"];
+  EXPECT_EQ(agreement["serving"], 1) << agreement.dump();
+  EXPECT_GT(agreement["min_cosine"].get<double>(), 0.999999) << agreement.dump();
+  EXPECT_EQ(agreement["agreement"].get<double>(), 1.0) << agreement.dump();
+  json other = json::parse(Call("GET", "/v1/admin/models/team/emb@2").body);
+  if (other.contains("golden_vs_serving")) EXPECT_LT(other["golden_vs_serving"]["mean_cosine"].get<double>(), 0.9);
   EXPECT_EQ(Embed("team/emb@3", std::string(kProbe)).second, "3");
 
   // The command line: versions, show, promote.
@@ -175,6 +183,7 @@ TEST_F(Versions, EachRegistrationIsAVersionThatRequestsPinAndPromotionsMove) {
   EXPECT_NE(out.find("apache-2.0 (README.md)"), std::string::npos) << out;
   EXPECT_NE(out.find("model.safetensors"), std::string::npos) << out;
   EXPECT_NE(out.find("8 outputs on shoal-probes-v1"), std::string::npos) << out;
+  EXPECT_NE(out.find("vs serving   version 1: agreement 100.0 %, cosine mean 1.0000"), std::string::npos) << out;
   std::tie(rc, out) = ShoalModels("promote team/emb 3");
   ASSERT_EQ(rc, 0) << out;
   json now = json::parse(Call("GET", "/v1/admin/models/team/emb").body);

@@ -6,11 +6,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "admin/eval_metrics.h"
+#include "admin/golden_agreement.h"
 #include "admin/evaluation.h"
 #include "admin/provenance.h"
 #include "catalog/model_version.h"
+#include "common/base64.h"
 #include "catalog/names.h"
 #include "queue/catalog_watch.h"
 
@@ -155,6 +158,61 @@ TEST_F(License, TheRegistrantMayStateOneTheFilesDoNotContradict) {
   EXPECT_TRUE(admin::SettleLicense(dir_.string(), "Apache-2.0", true).ok())
       << "ids compare without case";
   EXPECT_EQ(admin::SettleLicense(dir_.string(), "mit", false).status().code(), Code::kInvalidInput);
+}
+
+// Golden outputs compared (admin/golden_agreement.h), on outputs written
+// here as probes.cc writes them.
+std::string Vectors(const std::vector<std::vector<float>>& vs) {
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& v : vs) {
+    std::string b64;
+    AppendBase64({reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)}, &b64);
+    outputs.push_back({{"dense", b64}});
+  }
+  return nlohmann::json{{"probe_set", "p"}, {"task", "encode"}, {"outputs", outputs}}.dump();
+}
+
+TEST(GoldenAgreement, CosinesAndNearestNeighbours) {
+  const std::string a = Vectors({{1, 0, 0}, {0.9f, 0.1f, 0}, {0, 0, 1}});
+  auto same = admin::CompareGolden(a, a);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_NEAR(same->mean_cosine, 1, 1e-12);
+  EXPECT_DOUBLE_EQ(same->agreement, 1);
+  // The third vector turns toward the first: its nearest probe stays the
+  // first (0 and 1 keep theirs), and its cosine to itself drops to 1/sqrt 2.
+  auto moved = admin::CompareGolden(a, Vectors({{1, 0, 0}, {0.9f, 0.1f, 0}, {1, 0, 1}}));
+  ASSERT_TRUE(moved.ok());
+  EXPECT_NEAR(moved->min_cosine, 1 / std::sqrt(2.0), 1e-6);
+  EXPECT_NEAR(moved->mean_cosine, (2 + 1 / std::sqrt(2.0)) / 3, 1e-6);
+  // The second one turns toward the third: probe 0's nearest is still 1,
+  // but 1's becomes 2, and 2's (0 before: a tie, the first kept) becomes 1.
+  auto swapped = admin::CompareGolden(a, Vectors({{1, 0, 0}, {0.1f, 0, 0.9f}, {0, 0, 1}}));
+  ASSERT_TRUE(swapped.ok());
+  EXPECT_NEAR(swapped->agreement, 1.0 / 3, 1e-12);
+  EXPECT_FALSE(admin::CompareGolden(a, Vectors({{1, 0}, {0, 1}, {1, 1}})).ok()) << "other dimensions";
+  const std::string other_set = R"({"probe_set": "q", "task": "encode", "outputs": []})";
+  EXPECT_FALSE(admin::CompareGolden(a, other_set).ok());
+}
+
+TEST(GoldenAgreement, OrderingsLabelsAndTexts) {
+  auto scores = [](std::vector<double> logits) {
+    nlohmann::json outputs = nlohmann::json::array();
+    for (double l : logits) outputs.push_back({{"logits", {l}}});
+    return nlohmann::json{{"probe_set", "p"}, {"task", "score"}, {"outputs", outputs}}.dump();
+  };
+  auto g = admin::CompareGolden(scores({3, 1, 2}), scores({3.5, 0.5, 2}));
+  ASSERT_TRUE(g.ok());
+  EXPECT_DOUBLE_EQ(g->agreement, 1);
+  EXPECT_DOUBLE_EQ(g->max_abs_diff, 0.5);
+  g = admin::CompareGolden(scores({3, 1, 2}), scores({3, 2.5, 2}));  // 1 and 2 swap: 2 of 3 orderings kept
+  EXPECT_NEAR(g->agreement, 2.0 / 3, 1e-12);
+  const std::string labels = R"({"probe_set": "p", "task": "extract", "outputs": [
+      {"labels": [{"label": "pos", "score": 0.9}]}, {"labels": [{"label": "neg", "score": 0.8}]}]})";
+  const std::string flipped = R"({"probe_set": "p", "task": "extract", "outputs": [
+      {"labels": [{"label": "pos", "score": 0.6}]}, {"labels": [{"label": "pos", "score": 0.7}]}]})";
+  EXPECT_DOUBLE_EQ(admin::CompareGolden(labels, flipped)->agreement, 0.5);
+  const std::string texts = R"({"probe_set": "p", "task": "generate", "outputs": [{"text": " Paris"}, {"text": "x"}]})";
+  EXPECT_DOUBLE_EQ(admin::CompareGolden(texts, texts)->agreement, 1);
 }
 
 // The measures, against values worked out by hand.
