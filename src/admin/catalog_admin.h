@@ -105,6 +105,13 @@ class CatalogAdmin {
   // the way back.
   Result<VersionView> Rollback(std::string_view id, const std::string& by);
 
+  // Canaries (catalog/model_spec.h CanarySpec): a share of the id's
+  // requests goes to `canary.version` (made a candidate if it was retired);
+  // Promote and Rollback end it, and so does StopCanary (`why` is logged:
+  // "stopped", or a gateway's reason to end it).
+  Result<VersionHead> StartCanary(std::string_view id, const CanarySpec& canary, const std::string& by);
+  Result<VersionHead> StopCanary(std::string_view id, const std::string& by, const std::string& why);
+
   // Evaluations (evaluation.h; catalog_evaluations.cc). Sets attached to an
   // id gate its promotions: a version is promoted (at registration or by
   // Promote) only when each set, run against it through the serving path,

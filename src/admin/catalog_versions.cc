@@ -163,6 +163,7 @@ Status CatalogAdmin::Publish(std::string_view id, const VersionHead& head,
   SHOAL_ASSIGN_OR_RETURN(ModelVersion serving, LoadVersion(id, head.serving));
   // What belongs to the id, not to a version: its pin and its adapters.
   ModelSpec entry = serving.spec;
+  entry.canary = head.canary;
   if (auto current = Get(id); current.ok()) {
     entry.pinned = current->pinned;
     for (const LoraSpec& l : current->loras) {
@@ -271,6 +272,33 @@ Result<VersionView> CatalogAdmin::Promote(std::string_view id, uint32_t version,
                           return Status::Ok();
                         }).status());
   return Version(id, version);
+}
+
+Result<VersionHead> CatalogAdmin::StartCanary(std::string_view id, const CanarySpec& canary, const std::string& by) {
+  SHOAL_RETURN_IF_ERROR(ValidateModelId(id));
+  if (canary.fraction <= 0 || canary.fraction > 1) return InvalidInput("canary: fraction is above 0, at most 1");
+  if (canary.max_error_rate < 0 || canary.max_error_rate > 1) return InvalidInput("canary: max_error_rate is 0 to 1");
+  SHOAL_ASSIGN_OR_RETURN(VersionView target, Version(id, canary.version));
+  if (target.state == VersionState::kServing) {
+    return InvalidInput("canary: version " + std::to_string(canary.version) + " of '" + std::string(id) +
+                        "' serves already");
+  }
+  return ChangeHead(id, [&](VersionHead& h) {
+    h.AddCandidate(canary.version);
+    h.canary = canary;
+    h.Log(UnixMillis(), "canary started", canary.version, by);
+    return Status::Ok();
+  });
+}
+
+Result<VersionHead> CatalogAdmin::StopCanary(std::string_view id, const std::string& by, const std::string& why) {
+  SHOAL_RETURN_IF_ERROR(ValidateModelId(id));
+  return ChangeHead(id, [&](VersionHead& h) {
+    if (!h.canary.active()) return InvalidInput("model '" + std::string(id) + "' has no canary");
+    h.Log(UnixMillis(), "canary ended: " + why, h.canary.version, by);
+    h.canary = {};
+    return Status::Ok();
+  });
 }
 
 Result<VersionView> CatalogAdmin::Rollback(std::string_view id, const std::string& by) {

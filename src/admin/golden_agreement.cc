@@ -14,7 +14,8 @@ using nlohmann::json;
 
 Result<std::vector<float>> Floats(const json& base64) {
   std::string bytes;
-  if (!base64.is_string() || !DecodeBase64(base64.get<std::string>(), &bytes) || bytes.size() % sizeof(float) != 0) {
+  if (!base64.is_string() || !DecodeBase64(base64.get<std::string>(), &bytes) ||
+      bytes.size() % sizeof(float) != 0) {
     return InvalidInput("golden outputs: a vector is not base64 float32");
   }
   std::vector<float> v(bytes.size() / sizeof(float));
@@ -44,10 +45,12 @@ size_t Nearest(const std::vector<std::vector<float>>& v, size_t i) {
 Status CompareEncode(const json& a, const json& b, GoldenAgreement* g) {
   std::vector<std::vector<float>> va, vb;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (!a[i].contains("dense") || !b[i].contains("dense")) return InvalidInput("golden outputs: no dense vectors");
+    if (!a[i].contains("dense") || !b[i].contains("dense"))
+      return InvalidInput("golden outputs: no dense vectors");
     SHOAL_ASSIGN_OR_RETURN(std::vector<float> x, Floats(a[i]["dense"]));
     SHOAL_ASSIGN_OR_RETURN(std::vector<float> y, Floats(b[i]["dense"]));
-    if (x.size() != y.size() || x.empty()) return InvalidInput("golden outputs: vectors of other dimensions");
+    if (x.size() != y.size() || x.empty())
+      return InvalidInput("golden outputs: vectors of other dimensions");
     va.push_back(std::move(x));
     vb.push_back(std::move(y));
   }
@@ -69,11 +72,13 @@ Status CompareScore(const json& a, const json& b, GoldenAgreement* g) {
   std::vector<double> x, y;
   for (size_t i = 0; i < a.size(); ++i) {
     const json &la = a[i].value("logits", json::array()), &lb = b[i].value("logits", json::array());
-    if (la.empty() || la.size() != lb.size()) return InvalidInput("golden outputs: logits differ in number");
+    if (la.empty() || la.size() != lb.size())
+      return InvalidInput("golden outputs: logits differ in number");
     x.push_back(la[0].get<double>());
     y.push_back(lb[0].get<double>());
     for (size_t k = 0; k < la.size(); ++k) {
-      g->max_abs_diff = std::max(g->max_abs_diff, std::fabs(la[k].get<double>() - lb[k].get<double>()));
+      g->max_abs_diff =
+          std::max(g->max_abs_diff, std::fabs(la[k].get<double>() - lb[k].get<double>()));
     }
   }
   size_t kept = 0, orderings = 0;
@@ -116,11 +121,13 @@ std::string GoldenAgreement::ToJson(std::string_view task) const {
 Result<GoldenAgreement> CompareGolden(std::string_view a_json, std::string_view b_json) {
   const json a = json::parse(a_json, nullptr, false), b = json::parse(b_json, nullptr, false);
   if (!a.is_object() || !b.is_object()) return InvalidInput("golden outputs: none recorded");
-  if (a.value("probe_set", "") != b.value("probe_set", "") || a.value("task", "") != b.value("task", "")) {
+  if (a.value("probe_set", "") != b.value("probe_set", "") ||
+      a.value("task", "") != b.value("task", "")) {
     return InvalidInput("golden outputs: of other probe sets or tasks");
   }
   const json &oa = a["outputs"], &ob = b["outputs"];
-  if (!oa.is_array() || oa.size() != ob.size() || oa.empty()) return InvalidInput("golden outputs: other probes");
+  if (!oa.is_array() || oa.size() != ob.size() || oa.empty())
+    return InvalidInput("golden outputs: other probes");
   GoldenAgreement g;
   g.probes = oa.size();
   const std::string task = a.value("task", "");

@@ -263,7 +263,7 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   static const char* kKnown[] = {"id",       "runtime", "path",   "task",         "pool",    "description",
                                  "max_input_tokens", "batching", "queue", "pinned", "memory_bytes", "threads",
                                  "loras", "tuned", "process", "matryoshka_dimensions", "prompts", "outputs",
-                                 "speculative", "image_text_score", "artifact", "version"};
+                                 "speculative", "image_text_score", "artifact", "version", "canary"};
   SHOAL_RETURN_IF_ERROR(ReadString(o, "id", &spec->id));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "runtime", &spec->runtime));
   SHOAL_RETURN_IF_ERROR(ReadString(o, "path", &spec->path));
@@ -283,6 +283,20 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   SHOAL_RETURN_IF_ERROR(ReadString(o, "description", &spec->description));
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "max_input_tokens", "", &spec->max_input_tokens));
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "version", "", &spec->version));
+  if (auto c = o.find("canary"); c != o.end()) {
+    if (!c->is_object()) return InvalidInput("canary: expected a mapping");
+    SHOAL_RETURN_IF_ERROR(ReadU32(*c, "version", "canary.", &spec->canary.version));
+    SHOAL_RETURN_IF_ERROR(ReadU32(*c, "min_requests", "canary.", &spec->canary.min_requests));
+    for (auto [key, field] : {std::pair{"fraction", &spec->canary.fraction},
+                              std::pair{"max_error_rate", &spec->canary.max_error_rate}}) {
+      if (auto f = c->find(key); f != c->end()) {
+        if (!f->is_number() || f->get<double>() < 0 || f->get<double>() > 1) {
+          return InvalidInput(std::string("canary.") + key + ": expected a number from 0 to 1");
+        }
+        *field = f->get<double>();
+      }
+    }
+  }
   if (auto p = o.find("pinned"); p != o.end()) {
     if (!p->is_boolean()) return InvalidInput("pinned: expected true or false");
     spec->pinned = p->get<bool>();
@@ -402,6 +416,12 @@ std::string ModelSpec::ToJson() const {
   if (!path.empty()) o["path"] = path;
   if (!artifact.empty()) o["artifact"] = artifact;
   if (version != 0) o["version"] = version;
+  if (canary.active()) {
+    o["canary"] = {{"version", canary.version},
+                   {"fraction", canary.fraction},
+                   {"max_error_rate", canary.max_error_rate},
+                   {"min_requests", canary.min_requests}};
+  }
   if (process != RuntimeProcess::kDefault) o["process"] = std::string(RuntimeProcessName(process));
   o[runtime] = json::parse(runtime_options_json);
   if (threads > 0) o["threads"] = threads;

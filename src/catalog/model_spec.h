@@ -124,6 +124,19 @@ struct SpeculativeSpec {
   bool ngram() const { return draft == "ngram"; }
 };
 
+// `canary:` (set by the catalog on an id's serving entry, never in a
+// profile file: catalog/model_version.h): a share of the id's requests —
+// chosen by request id, so a request always lands on the same side — goes
+// to version `version` instead; a gateway that sees that version fail more
+// than `max_error_rate` of at least `min_requests` ends the canary.
+struct CanarySpec {
+  uint32_t version = 0;  // 0: none
+  double fraction = 0;   // of the requests that name the id alone, 0 to 1
+  double max_error_rate = 0.05;
+  uint32_t min_requests = 20;
+  bool active() const { return version != 0; }
+};
+
 struct QueueSpec {
   uint32_t ack_wait_ms = 10000;  // JetStream redelivers after this without an ack
   uint32_t max_deliver = 5;      // then the message goes to the dead-letter stream
@@ -190,6 +203,7 @@ struct ModelSpec {
   OutputKinds outputs = 0;  // encode: what it produces (0: dense alone)
   ImageTextScore image_text_score = ImageTextScore::kNone;  // encode only
   TunedSection tuned;
+  CanarySpec canary;  // a serving entry's canary, set by the catalog
 
   // The adapter of that name; null when the model has none.
   const LoraSpec* FindLora(std::string_view name) const;

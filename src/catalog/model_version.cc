@@ -133,6 +133,7 @@ std::vector<uint32_t> VersionHead::Pinnable() const {
 }
 
 void VersionHead::Promote(uint32_t version) {
+  canary = {};
   if (version == serving) return;
   Erase(candidates, version);
   Erase(rollback, version);
@@ -145,6 +146,7 @@ void VersionHead::Promote(uint32_t version) {
 
 bool VersionHead::Rollback() {
   if (rollback.empty()) return false;
+  canary = {};
   const uint32_t back = rollback.back();
   rollback.pop_back();
   candidates.push_back(serving);
@@ -176,6 +178,11 @@ std::string VersionHead::ToJson() const {
               {"rollback", rollback},
               {"candidates", candidates},
               {"last", last},
+              {"canary",
+               {{"version", canary.version},
+                {"fraction", canary.fraction},
+                {"max_error_rate", canary.max_error_rate},
+                {"min_requests", canary.min_requests}}},
               {"log", std::move(events)}}
       .dump();
 }
@@ -188,6 +195,12 @@ Result<VersionHead> VersionHead::Parse(std::string_view text) {
   SHOAL_RETURN_IF_ERROR(Read(o, "rollback", &h.rollback));
   SHOAL_RETURN_IF_ERROR(Read(o, "candidates", &h.candidates));
   SHOAL_RETURN_IF_ERROR(Read(o, "last", &h.last));
+  if (auto c = o.find("canary"); c != o.end() && c->is_object()) {
+    SHOAL_RETURN_IF_ERROR(Read(*c, "version", &h.canary.version));
+    SHOAL_RETURN_IF_ERROR(Read(*c, "fraction", &h.canary.fraction));
+    SHOAL_RETURN_IF_ERROR(Read(*c, "max_error_rate", &h.canary.max_error_rate));
+    SHOAL_RETURN_IF_ERROR(Read(*c, "min_requests", &h.canary.min_requests));
+  }
   if (auto log = o.find("log"); log != o.end() && log->is_array()) {
     for (const json& e : *log) {
       VersionEvent ev;

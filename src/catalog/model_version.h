@@ -100,6 +100,7 @@ struct VersionHead {
   std::vector<uint32_t> rollback;    // versions that served before, newest last
   std::vector<uint32_t> candidates;  // registered, not (yet) promoted, oldest first
   uint32_t last = 0;                 // the newest version number given
+  CanarySpec canary;  // a share of the id's traffic on a candidate (none: version 0)
   std::vector<VersionEvent> log;     // oldest first, at most kMaxLog
 
   VersionState StateOf(uint32_t version) const;
@@ -107,7 +108,8 @@ struct VersionHead {
   std::vector<uint32_t> Pinnable() const;
 
   // `version` serves; the one serving before becomes the newest rollback
-  // target; `version` leaves the candidates and the rollback list.
+  // target; `version` leaves the candidates and the rollback list. Ends a
+  // canary, as Rollback does.
   void Promote(uint32_t version);
   // The newest rollback target serves again; the version it replaces
   // becomes a candidate. False when there is none to return to.

@@ -167,7 +167,7 @@ struct VersionPath {
   std::string id, route;
 };
 std::optional<VersionPath> MatchVersionPath(std::string_view rest) {
-  for (std::string_view suffix : {"/versions", "/promote", "/rollback", "/evaluations", "/evaluate"}) {
+  for (std::string_view suffix : {"/versions", "/promote", "/rollback", "/evaluations", "/evaluate", "/canary"}) {
     if (rest.ends_with(suffix) && rest.size() > suffix.size()) {
       return VersionPath{std::string(rest.substr(0, rest.size() - suffix.size())), std::string(suffix.substr(1))};
     }
@@ -387,6 +387,7 @@ http::Response AdminApi::ServeVersions(const http::Request& req, const std::stri
   auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
   admin::CatalogAdmin admin(models_, versions_, js_);
   admin.SetServe(options_.serve);
+  if (route == "canary") return ServeCanary(req, id, admin, fail, who);
   if (route == "evaluations") {
     if (req.method == "GET") {
       auto sets = admin.Evaluations(id);
@@ -474,6 +475,85 @@ http::Response AdminApi::ServeVersions(const http::Request& req, const std::stri
                now->version.version);
   AwaitServing(id, now->version.version);
   return http::JsonResponse(200, VersionJson(*now).dump());
+}
+
+http::Response AdminApi::ServeCanary(const http::Request& req, const std::string& id, admin::CatalogAdmin& admin,
+                                     const std::function<http::Response(const Status&)>& fail,
+                                     const std::string& who) {
+  if (req.method == "GET") {
+    VersionHead head;
+    auto versions = admin.Versions(id, &head);
+    if (!versions.ok()) return fail(versions.status());
+    json out = {{"model", id}, {"canary", nullptr}};
+    if (head.canary.active()) out["canary"] = json::parse(head.ToJson())["canary"];
+    if (options_.canaries) {
+      const CanaryMonitor::View v = options_.canaries->Stats(id);
+      auto side = [](const CanaryMonitor::Side& s) {
+        return json{{"requests", s.requests},
+                    {"errors", s.errors},
+                    {"mean_ms", s.requests ? 1000 * s.seconds / static_cast<double>(s.requests) : 0.0}};
+      };
+      out["gateway"] = {{"version", v.version}, {"serving", side(v.serving)}, {"canary", side(v.canary)}};
+    }
+    return http::JsonResponse(200, out.dump());
+  }
+  if (req.method == "DELETE") {
+    auto head = admin.StopCanary(id, who, "stopped");
+    if (!head.ok()) return fail(head.status());
+    return http::JsonResponse(200, json{{"model", id}, {"canary", nullptr}}.dump());
+  }
+  if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use GET, POST or DELETE"));
+  auto o = ParseObject(req.body);
+  if (!o.ok()) return fail(o.status());
+  CanarySpec canary;
+  for (auto it = o->begin(); it != o->end(); ++it) {
+    const bool whole = it->is_number_unsigned() && it->get<uint64_t>() <= UINT32_MAX;
+    if (it.key() == "version" && whole) {
+      canary.version = it->get<uint32_t>();
+    } else if (it.key() == "min_requests" && whole) {
+      canary.min_requests = it->get<uint32_t>();
+    } else if (it.key() == "fraction" && it->is_number()) {
+      canary.fraction = it->get<double>();
+    } else if (it.key() == "max_error_rate" && it->is_number()) {
+      canary.max_error_rate = it->get<double>();
+    } else {
+      return fail(InvalidInput("canary takes {\"version\": n, \"fraction\": 0..1, \"max_error_rate\"?: 0..1, "
+                               "\"min_requests\"?: n}; not '" + it.key() + "' as given"));
+    }
+  }
+  if (canary.version == 0) return fail(InvalidInput("canary: version: the version to send a share of requests to"));
+  auto head = admin.StartCanary(id, canary, who);
+  if (!head.ok()) return fail(head.status());
+  spdlog::info("admin: {}: canary on version {} for {:.1f} % of its requests", id, canary.version,
+               100 * canary.fraction);
+  AwaitCanary(id, canary.version);
+  return http::JsonResponse(200, json{{"model", id}, {"canary", json::parse(head->ToJson())["canary"]}}.dump());
+}
+
+void AdminApi::EndCanary(const std::string& model, uint32_t version, const std::string& why) {
+  loop_.Post([this, model, version, why] {
+    admin::CatalogAdmin admin(models_, versions_, js_);
+    VersionHead head;
+    if (auto v = admin.Versions(model, &head); !v.ok() || head.canary.version != version) return;
+    auto ended = admin.StopCanary(model, "gateway:" + options_.gateway_id, why);
+    if (ended.ok()) {
+      spdlog::warn("admin: {}: canary on version {} ended: {}", model, version, why);
+    } else {
+      spdlog::error("admin: {}: ending the canary on version {} failed: {}", model, version, ended.status().ToString());
+    }
+  });
+}
+
+void AdminApi::AwaitCanary(const std::string& id, uint32_t version) const {
+  const auto give_up = SteadyClock::now() + std::chrono::seconds(2);
+  for (;;) {
+    const auto snapshot = catalog_();
+    auto it = snapshot->find(id);
+    const bool shown = it != snapshot->end() && it->second->canary.version == version &&
+                       snapshot->count(VersionedName(id, version));
+    if (shown || SteadyClock::now() >= give_up) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void AdminApi::AwaitServing(const std::string& id, uint32_t version) const {

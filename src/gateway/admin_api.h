@@ -28,6 +28,13 @@
 //          a registration) of an id with evaluations attached runs them
 //          first, through this gateway's router: 400 naming the measures
 //          under their thresholds, the version left a candidate
+//   POST   /v1/admin/models/{id}/canary   {"version": n, "fraction": 0.1,
+//            "max_error_rate"?: 0.05, "min_requests"?: 20}: that share of
+//            the id's requests goes to version n; a gateway that sees it
+//            fail more often than that ends it
+//   GET    /v1/admin/models/{id}/canary   {"canary": {...} | null,
+//            "gateway": this gateway's counts per side}
+//   DELETE /v1/admin/models/{id}/canary   end it (promote and rollback do)
 //   POST   /v1/admin/models/{id}/evaluations   attach a set: the body is its
 //            JSONL (admin/evaluation.h) → 201 {"evaluation", "task",
 //            "examples", "thresholds", "source"}
@@ -73,8 +80,10 @@
 #include <memory>
 #include <string>
 
+#include "admin/catalog_admin.h"
 #include "admin/evaluation.h"
 #include "common/event_loop.h"
+#include "gateway/canary_monitor.h"
 #include "http/http.h"
 #include "queue/batch_store.h"
 #include "queue/catalog_watch.h"
@@ -95,6 +104,10 @@ struct AdminOptions {
   // Where models registered by artifact are fetched to be checked (not
   // owned); null: such registrations are refused.
   store::ModelCache* model_cache = nullptr;
+  // What this gateway sees of canaries (not owned; null: no counts), and
+  // its id, which a canary it ends is logged by.
+  CanaryMonitor* canaries = nullptr;
+  std::string gateway_id;
   // The serving path evaluations run through (the gateway's own router).
   admin::ServeFn serve;
 };
@@ -111,6 +124,9 @@ class AdminApi {
   // From any thread, for an authorized request (`who`: the caller's name,
   // gateway/auth.h); `respond` is called from the admin thread.
   void Handle(http::Request&& req, http::Responder respond, std::string who = "local");
+  // Ends the canary of `model` if it is still on `version` (CanaryMonitor's
+  // decision), on the admin thread.
+  void EndCanary(const std::string& model, uint32_t version, const std::string& why);
 
  private:
   http::Response Serve(const http::Request& req, const std::string& who);  // on the admin thread
@@ -118,9 +134,12 @@ class AdminApi {
   // /evaluations[/{name}], /evaluate.
   http::Response ServeVersions(const http::Request& req, const std::string& id, std::string_view route,
                                const std::string& request_id, const std::string& who);
+  http::Response ServeCanary(const http::Request& req, const std::string& id, admin::CatalogAdmin& admin,
+                             const std::function<http::Response(const Status&)>& fail, const std::string& who);
   // Waits (a little) until this gateway's catalog serves version `version`
-  // of `id`.
+  // of `id` (or routes its canary to it).
   void AwaitServing(const std::string& id, uint32_t version) const;
+  void AwaitCanary(const std::string& id, uint32_t version) const;
   http::Response ServeKeys(const http::Request& req, std::string_view rest, const std::string& request_id);
   http::Response ServeLoras(const http::Request& req, const std::string& base, const std::string& name,
                           const std::string& request_id);

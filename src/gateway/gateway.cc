@@ -88,6 +88,8 @@ Status Gateway::ConnectControlPlane() {
                                                    .require_license = options_.require_license,
                                                    .batch_jobs = [this] { return BatchJobs(); },
                                                    .model_cache = model_cache_.get(),
+                                                   .canaries = &canaries_,
+                                                   .gateway_id = options_.id,
                                                    .serve = [this](const std::string& path, const std::string& body) {
                                                      return ServeInProcess(path, body);
                                                    }},
@@ -244,7 +246,7 @@ Status Gateway::Init() {
       RouterOptions{.limits = options_.limits,
                     .default_timeout = options_.default_timeout,
                     .inline_item_bytes = inline_item_bytes},
-      catalog_fn, [this] { return Ready(); }, std::move(router_lanes), &limiter_);
+      catalog_fn, [this] { return Ready(); }, std::move(router_lanes), &limiter_, &canaries_);
   if (batch_store_) SHOAL_RETURN_IF_ERROR(StartBatchRunner());
   auto server = http::Server::Start(options_.http, loops, [this](size_t lane, http::Request&& req, http::Responder r) {
     Serve(lane, std::move(req), std::move(r));
@@ -263,7 +265,8 @@ void Gateway::Serve(size_t lane, http::Request&& req, http::Responder respond) {
   // Scrapes, like probes, are open and never refused for load.
   if (req.method == "GET" && req.path == "/metrics") {
     return respond(metrics_.Render(InFlight(), (batch_runner_ ? batch_runner_->MetricsText() : "") +
-                                                   (queue_gauges_ ? queue_gauges_->Text() : "")));
+                                                   (queue_gauges_ ? queue_gauges_->Text() : "") +
+                                                   canaries_.Text()));
   }
   // So is the dashboard's page: it holds no figures (it fetches /v1/dashboard).
   if (Dashboard::IsPage(req)) return respond(Dashboard::Page());

@@ -29,6 +29,7 @@
 #include "common/event_loop.h"
 #include "admin/evaluation.h"
 #include "gateway/admin_api.h"
+#include "gateway/canary_monitor.h"
 #include "gateway/admission.h"
 #include "gateway/auth.h"
 #include "gateway/batch_runner.h"
@@ -174,6 +175,11 @@ class Gateway {
   // Data plane.
   std::unique_ptr<Authenticator> auth_;
   RateLimiter limiter_;
+  // What this gateway sees of canaries; one that trips asks the admin API
+  // to end it.
+  CanaryMonitor canaries_{[this](const std::string& model, uint32_t version, const std::string& why) {
+    if (admin_) admin_->EndCanary(model, version, why);
+  }};
   GatewayMetrics metrics_;
   // GET / and /v1/dashboard; its sampler stops in Drain, before the
   // registry and catalog it reads go.

@@ -102,6 +102,12 @@ struct PendingRequest {
   SteadyClock::time_point waited_from{};    // no worker served its model yet (if so)
   SteadyClock::time_point published_at{};   // its items went to the queue
   SteadyClock::time_point results_in_at{};  // its last result arrived
+
+  // A request for an id with a canary (catalog/model_spec.h CanarySpec):
+  // the id, the canary, and whether it went to the canary's version.
+  std::string canary_of;
+  CanarySpec canary;
+  bool on_canary = false;
 };
 
 // The model as a response names it: its id, or "base:lora" under an adapter.

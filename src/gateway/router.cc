@@ -17,6 +17,13 @@ bool Contains(std::string_view haystack, std::string_view needle) {
   return haystack.find(needle) != std::string_view::npos;
 }
 
+// FNV-1a, 64 bits: a request id's place in a canary's share.
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
 Status OutOfScope(const Caller& caller, std::string_view model_id) {
   return Status(Code::kForbidden, "key '" + caller.key->name + "' may not use model '" + std::string(model_id) + "'");
 }
@@ -51,12 +58,13 @@ uint32_t Cost(const wire::WorkRequest& r) {
 }  // namespace
 
 Router::Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, std::vector<RouterLane> lanes,
-               RateLimiter* limiter)
+               RateLimiter* limiter, CanaryMonitor* canaries)
     : options_(std::move(options)),
       catalog_(std::move(catalog)),
       ready_(std::move(ready)),
       lanes_(std::move(lanes)),
-      limiter_(limiter) {}
+      limiter_(limiter),
+      canaries_(canaries) {}
 
 bool Router::IsProbe(const http::Request& req) {
   return req.method == "GET" && (req.path == "/healthz" || req.path == "/readyz");
@@ -316,6 +324,18 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
     ref = SplitModelRef(id);
     if (Status s = FindModelFor(caller, ref.base, p.get()); !s.ok()) return fail(s);
   }
+  if (canaries_ && !p->canary_of.empty()) {
+    // The side's answer counts for the canary (canary_monitor.h): its
+    // status, once, when its head goes out.
+    respond = [monitor = canaries_, model = p->canary_of, canary = p->canary, on_canary = p->on_canary,
+               received = p->received, respond = std::move(respond), recorded = false](http::Response r) mutable {
+      if (!recorded) {
+        recorded = true;
+        monitor->Record(model, canary, on_canary, r.status, SteadyClock::now() - received);
+      }
+      respond(std::move(r));
+    };
+  }
   auto lora = ResolveLora(*p->model, ref, generates ? p->generation->request.lora : p->request.lora);
   if (!lora.ok()) return fail(lora.status());
   p->request.lora = std::move(lora).value();  // the work header's "lora" (lane_channel.cc)
@@ -368,6 +388,18 @@ Status Router::FindModelFor(const Caller& caller, std::string_view name, Pending
   const std::string_view id = ref.ok() ? ref->id : name;
   if (!caller.MayUse(id)) return OutOfScope(caller, id);
   p->model = FindModel(name);
+  if (p->model && ref.ok() && ref->version == 0 && p->model->canary.active()) {
+    // The canary's share, by request id: the same request, the same side.
+    p->canary_of = std::string(id);
+    p->canary = p->model->canary;
+    const uint64_t bucket = Fnv1a(p->id) % 10000;
+    if (static_cast<double>(bucket) < p->canary.fraction * 10000) {
+      if (auto canary = FindModel(VersionedName(id, p->canary.version))) {
+        p->model = std::move(canary);
+        p->on_canary = true;
+      }
+    }
+  }
   if (p->model) return Status::Ok();
   if (ref.ok() && ref->version != 0 && FindModel(id)) {
     return Status(Code::kModelNotFound, "model '" + std::string(id) + "' keeps no version " +

@@ -35,7 +35,9 @@
 // adapter, "id@N:lora"), version N of the model — the serving one, or one
 // the catalog keeps besides it (catalog/model_version.h); responses say
 // which version answered in X-Shoal-Model-Version. A key scoped to an id
-// may use its versions.
+// may use its versions. An id with a canary sends its share of the
+// requests that name the id alone to the canary's version (by request id);
+// each side's answers count in the CanaryMonitor.
 //
 // Who may use which model: the Caller (gateway/auth.h), authenticated by the
 // gateway before Handle — a model outside its key's scope is 403 FORBIDDEN
@@ -58,6 +60,7 @@
 #include <vector>
 
 #include "gateway/auth.h"
+#include "gateway/canary_monitor.h"
 #include "gateway/dispatcher.h"
 #include "http/http.h"
 #include "gateway/pending.h"
@@ -92,9 +95,10 @@ class Router {
   using CatalogFn = std::function<std::shared_ptr<const queue::CatalogSnapshot>()>;
   using ReadyFn = std::function<bool()>;
 
-  // `limiter` may be null (no rate limits); not owned, it outlives this.
+  // `limiter` may be null (no rate limits), `canaries` too (no canary
+  // counts); not owned, they outlive this.
   Router(RouterOptions options, CatalogFn catalog, ReadyFn ready, std::vector<RouterLane> lanes,
-         RateLimiter* limiter = nullptr);
+         RateLimiter* limiter = nullptr, CanaryMonitor* canaries = nullptr);
 
   // The probes (/healthz, /readyz): open to all, never refused for load.
   static bool IsProbe(const http::Request& req);
@@ -139,6 +143,7 @@ class Router {
   const ReadyFn ready_;
   std::vector<RouterLane> lanes_;
   RateLimiter* const limiter_;
+  CanaryMonitor* const canaries_;
 };
 
 }  // namespace shoal::gateway

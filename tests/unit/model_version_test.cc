@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "admin/eval_metrics.h"
-#include "admin/golden_agreement.h"
 #include "admin/evaluation.h"
+#include "admin/golden_agreement.h"
 #include "admin/provenance.h"
 #include "catalog/model_version.h"
-#include "common/base64.h"
 #include "catalog/names.h"
+#include "common/base64.h"
 #include "queue/catalog_watch.h"
 
 namespace shoal {
@@ -189,7 +189,8 @@ TEST(GoldenAgreement, CosinesAndNearestNeighbours) {
   auto swapped = admin::CompareGolden(a, Vectors({{1, 0, 0}, {0.1f, 0, 0.9f}, {0, 0, 1}}));
   ASSERT_TRUE(swapped.ok());
   EXPECT_NEAR(swapped->agreement, 1.0 / 3, 1e-12);
-  EXPECT_FALSE(admin::CompareGolden(a, Vectors({{1, 0}, {0, 1}, {1, 1}})).ok()) << "other dimensions";
+  EXPECT_FALSE(admin::CompareGolden(a, Vectors({{1, 0}, {0, 1}, {1, 1}})).ok())
+      << "other dimensions";
   const std::string other_set = R"({"probe_set": "q", "task": "encode", "outputs": []})";
   EXPECT_FALSE(admin::CompareGolden(a, other_set).ok());
 }
@@ -204,14 +205,16 @@ TEST(GoldenAgreement, OrderingsLabelsAndTexts) {
   ASSERT_TRUE(g.ok());
   EXPECT_DOUBLE_EQ(g->agreement, 1);
   EXPECT_DOUBLE_EQ(g->max_abs_diff, 0.5);
-  g = admin::CompareGolden(scores({3, 1, 2}), scores({3, 2.5, 2}));  // 1 and 2 swap: 2 of 3 orderings kept
+  g = admin::CompareGolden(scores({3, 1, 2}),
+                           scores({3, 2.5, 2}));  // 1 and 2 swap: 2 of 3 orderings kept
   EXPECT_NEAR(g->agreement, 2.0 / 3, 1e-12);
   const std::string labels = R"({"probe_set": "p", "task": "extract", "outputs": [
       {"labels": [{"label": "pos", "score": 0.9}]}, {"labels": [{"label": "neg", "score": 0.8}]}]})";
   const std::string flipped = R"({"probe_set": "p", "task": "extract", "outputs": [
       {"labels": [{"label": "pos", "score": 0.6}]}, {"labels": [{"label": "pos", "score": 0.7}]}]})";
   EXPECT_DOUBLE_EQ(admin::CompareGolden(labels, flipped)->agreement, 0.5);
-  const std::string texts = R"({"probe_set": "p", "task": "generate", "outputs": [{"text": " Paris"}, {"text": "x"}]})";
+  const std::string texts =
+      R"({"probe_set": "p", "task": "generate", "outputs": [{"text": " Paris"}, {"text": "x"}]})";
   EXPECT_DOUBLE_EQ(admin::CompareGolden(texts, texts)->agreement, 1);
 }
 
@@ -254,14 +257,21 @@ TEST(EvalSet, ParsesEachTaskAndNamesTheLineOfAMistake) {
     EXPECT_NE(s.status().message().find(says), std::string::npos) << s.status().message();
   };
   const std::string header = "{\"evaluation\": \"s\", \"task\": \"similarity\"}\n";
-  fails(header + "{\"a\": \"x\", \"b\": \"y\", \"score\": 1, \"weight\": 2}\n", "line 2: unknown field 'weight'");
+  fails(header + "{\"a\": \"x\", \"b\": \"y\", \"score\": 1, \"weight\": 2}\n",
+        "line 2: unknown field 'weight'");
   fails(header + "{\"a\": \"x\", \"b\": \"y\"}\n", "line 2: 'score'");
   fails(header, "no examples");
-  fails("{\"evaluation\": \"s\", \"task\": \"similarity\", \"thresholds\": {\"ndcg@10\": 1}}\n", "no measure of similarity");
+  fails("{\"evaluation\": \"s\", \"task\": \"similarity\", \"thresholds\": {\"ndcg@10\": 1}}\n",
+        "no measure of similarity");
   fails("{\"evaluation\": \"s\", \"task\": \"vibes\"}\n", "task 'vibes'");
-  fails("{\"evaluation\": \"r\", \"task\": \"retrieval\"}\n{\"query\": \"q\", \"relevant\": [\"d9\"]}\n", "no doc 'd9'");
-  fails("{\"evaluation\": \"n\", \"task\": \"ner\"}\n{\"text\": \"Ada\", \"entities\": [{\"start\": 3, \"end\": 0, \"label\": \"PER\"}]}\n",
-        "start < end");
+  fails(
+      "{\"evaluation\": \"r\", \"task\": \"retrieval\"}\n{\"query\": \"q\", \"relevant\": "
+      "[\"d9\"]}\n",
+      "no doc 'd9'");
+  fails(
+      "{\"evaluation\": \"n\", \"task\": \"ner\"}\n{\"text\": \"Ada\", \"entities\": [{\"start\": "
+      "3, \"end\": 0, \"label\": \"PER\"}]}\n",
+      "start < end");
 }
 
 }  // namespace
