@@ -284,18 +284,7 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "max_input_tokens", "", &spec->max_input_tokens));
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "version", "", &spec->version));
   if (auto c = o.find("canary"); c != o.end()) {
-    if (!c->is_object()) return InvalidInput("canary: expected a mapping");
-    SHOAL_RETURN_IF_ERROR(ReadU32(*c, "version", "canary.", &spec->canary.version));
-    SHOAL_RETURN_IF_ERROR(ReadU32(*c, "min_requests", "canary.", &spec->canary.min_requests));
-    for (auto [key, field] : {std::pair{"fraction", &spec->canary.fraction},
-                              std::pair{"max_error_rate", &spec->canary.max_error_rate}}) {
-      if (auto f = c->find(key); f != c->end()) {
-        if (!f->is_number() || f->get<double>() < 0 || f->get<double>() > 1) {
-          return InvalidInput(std::string("canary.") + key + ": expected a number from 0 to 1");
-        }
-        *field = f->get<double>();
-      }
-    }
+    SHOAL_ASSIGN_OR_RETURN(spec->canary, CanarySpec::Parse(c->dump()));
   }
   if (auto p = o.find("pinned"); p != o.end()) {
     if (!p->is_boolean()) return InvalidInput("pinned: expected true or false");
@@ -377,6 +366,29 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
 
 }  // namespace
 
+std::string CanarySpec::ToJson() const {
+  return json{{"version", version}, {"fraction", fraction}, {"max_error_rate", max_error_rate},
+              {"min_requests", min_requests}}
+      .dump();
+}
+
+Result<CanarySpec> CanarySpec::Parse(std::string_view text) {
+  const json o = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!o.is_object()) return InvalidInput("canary: expected a mapping");
+  CanarySpec c;
+  SHOAL_RETURN_IF_ERROR(ReadU32(o, "version", "canary.", &c.version));
+  SHOAL_RETURN_IF_ERROR(ReadU32(o, "min_requests", "canary.", &c.min_requests));
+  for (auto [key, field] : {std::pair{"fraction", &c.fraction}, std::pair{"max_error_rate", &c.max_error_rate}}) {
+    if (auto f = o.find(key); f != o.end()) {
+      if (!f->is_number() || f->get<double>() < 0 || f->get<double>() > 1) {
+        return InvalidInput(std::string("canary.") + key + ": expected a number from 0 to 1");
+      }
+      *field = f->get<double>();
+    }
+  }
+  return c;
+}
+
 std::string_view RuntimeProcessName(RuntimeProcess p) {
   switch (p) {
     case RuntimeProcess::kDefault: return "default";
@@ -416,12 +428,7 @@ std::string ModelSpec::ToJson() const {
   if (!path.empty()) o["path"] = path;
   if (!artifact.empty()) o["artifact"] = artifact;
   if (version != 0) o["version"] = version;
-  if (canary.active()) {
-    o["canary"] = {{"version", canary.version},
-                   {"fraction", canary.fraction},
-                   {"max_error_rate", canary.max_error_rate},
-                   {"min_requests", canary.min_requests}};
-  }
+  if (canary.active()) o["canary"] = json::parse(canary.ToJson());
   if (process != RuntimeProcess::kDefault) o["process"] = std::string(RuntimeProcessName(process));
   o[runtime] = json::parse(runtime_options_json);
   if (threads > 0) o["threads"] = threads;

@@ -135,6 +135,12 @@ struct CanarySpec {
   double max_error_rate = 0.05;
   uint32_t min_requests = 20;
   bool active() const { return version != 0; }
+
+  // {"version", "fraction", "max_error_rate", "min_requests"}, as the
+  // catalog's entry and the versions' head carry it.
+  std::string ToJson() const;
+  // INVALID_INPUT for a field of the wrong type or out of its range.
+  static Result<CanarySpec> Parse(std::string_view json);
 };
 
 struct QueueSpec {

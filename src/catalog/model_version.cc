@@ -178,11 +178,7 @@ std::string VersionHead::ToJson() const {
               {"rollback", rollback},
               {"candidates", candidates},
               {"last", last},
-              {"canary",
-               {{"version", canary.version},
-                {"fraction", canary.fraction},
-                {"max_error_rate", canary.max_error_rate},
-                {"min_requests", canary.min_requests}}},
+              {"canary", json::parse(canary.ToJson())},
               {"log", std::move(events)}}
       .dump();
 }
@@ -195,11 +191,8 @@ Result<VersionHead> VersionHead::Parse(std::string_view text) {
   SHOAL_RETURN_IF_ERROR(Read(o, "rollback", &h.rollback));
   SHOAL_RETURN_IF_ERROR(Read(o, "candidates", &h.candidates));
   SHOAL_RETURN_IF_ERROR(Read(o, "last", &h.last));
-  if (auto c = o.find("canary"); c != o.end() && c->is_object()) {
-    SHOAL_RETURN_IF_ERROR(Read(*c, "version", &h.canary.version));
-    SHOAL_RETURN_IF_ERROR(Read(*c, "fraction", &h.canary.fraction));
-    SHOAL_RETURN_IF_ERROR(Read(*c, "max_error_rate", &h.canary.max_error_rate));
-    SHOAL_RETURN_IF_ERROR(Read(*c, "min_requests", &h.canary.min_requests));
+  if (auto c = o.find("canary"); c != o.end()) {
+    SHOAL_ASSIGN_OR_RETURN(h.canary, CanarySpec::Parse(c->dump()));
   }
   if (auto log = o.find("log"); log != o.end() && log->is_array()) {
     for (const json& e : *log) {

@@ -485,7 +485,7 @@ http::Response AdminApi::ServeCanary(const http::Request& req, const std::string
     auto versions = admin.Versions(id, &head);
     if (!versions.ok()) return fail(versions.status());
     json out = {{"model", id}, {"canary", nullptr}};
-    if (head.canary.active()) out["canary"] = json::parse(head.ToJson())["canary"];
+    if (head.canary.active()) out["canary"] = json::parse(head.canary.ToJson());
     if (options_.canaries) {
       const CanaryMonitor::View v = options_.canaries->Stats(id);
       auto side = [](const CanaryMonitor::Side& s) {
@@ -527,7 +527,7 @@ http::Response AdminApi::ServeCanary(const http::Request& req, const std::string
   spdlog::info("admin: {}: canary on version {} for {:.1f} % of its requests", id, canary.version,
                100 * canary.fraction);
   AwaitCanary(id, canary.version);
-  return http::JsonResponse(200, json{{"model", id}, {"canary", json::parse(head->ToJson())["canary"]}}.dump());
+  return http::JsonResponse(200, json{{"model", id}, {"canary", json::parse(head->canary.ToJson())}}.dump());
 }
 
 void AdminApi::EndCanary(const std::string& model, uint32_t version, const std::string& why) {
