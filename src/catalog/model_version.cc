@@ -47,7 +47,8 @@ json RecordJson(const PromotionRecord& r) {
               {"hardware_class", r.capacity.hardware_class}}}};
   o["golden"] = r.golden_json.empty() ? json(nullptr) : json::parse(r.golden_json, nullptr, false);
   o["evaluations"] = json::array();
-  for (const std::string& e : r.evaluations) o["evaluations"].push_back(json::parse(e, nullptr, false));
+  for (const std::string& e : r.evaluations)
+    o["evaluations"].push_back(json::parse(e, nullptr, false));
   return o;
 }
 
