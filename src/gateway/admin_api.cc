@@ -8,6 +8,7 @@
 #include "admin/catalog_admin.h"
 #include "admin/cluster_view.h"
 #include "admin/model_directory.h"
+#include "gateway/admin_bodies.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "queue/keys.h"
@@ -24,12 +25,6 @@ constexpr std::string_view kKeys = "/v1/admin/keys";
 
 http::Response SpecResponse(int status, const ModelSpec& spec) {
   return http::JsonResponse(status, spec.ToJson());
-}
-
-Result<json> ParseObject(const std::string& body) {
-  json o = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!o.is_object()) return InvalidInput("the body must be a JSON object");
-  return o;
 }
 
 // The local directory of a model in the model store (fetched and checked).
@@ -142,25 +137,6 @@ Result<LoraSpec> LoraFromBody(const std::string& body) {
   return lora;
 }
 
-// A version: its spec, where it stands, its promotion record.
-json VersionJson(const admin::VersionView& v) {
-  json o = json::parse(v.version.spec.ToJson());
-  o["state"] = VersionStateName(v.state);
-  o["record"] = json::parse(v.version.ToJson())["record"];
-  if (!v.golden_vs_serving.empty()) {
-    o["golden_vs_serving"] = json::parse(v.golden_vs_serving);
-    o["golden_vs_serving"]["serving"] = v.serving;
-  }
-  return o;
-}
-
-json HeadJson(const VersionHead& head) {
-  json o = json::parse(head.ToJson());
-  o["rollback_target"] = head.rollback.empty() ? json(nullptr) : json(head.rollback.back());
-  o.erase("last");
-  return o;
-}
-
 // "{id}/{route}" (the path after /v1/admin/models/) for the version routes:
 // {id} and "versions", "versions/{n}", "promote" or "rollback".
 struct VersionPath {
@@ -181,9 +157,9 @@ std::optional<VersionPath> MatchVersionPath(std::string_view rest) {
   return std::nullopt;
 }
 
-json EvalSetJson(const admin::EvalSet& set) {
-  return json{{"evaluation", set.name}, {"task", set.task},     {"examples", set.size()},
-              {"thresholds", set.thresholds}, {"source", set.source}};
+bool HasLora(const queue::CatalogSnapshot& catalog, const std::string& base, const std::string& name) {
+  auto it = catalog.find(base);
+  return it != catalog.end() && it->second->FindLora(name);
 }
 
 json LoraJson(std::string_view base, const LoraSpec& l) {
@@ -382,191 +358,6 @@ http::Response AdminApi::Serve(const http::Request& req, const std::string& who)
   return fail(InvalidInput(req.method + " " + req.path + ": use GET, PATCH or DELETE"));
 }
 
-http::Response AdminApi::ServeVersions(const http::Request& req, const std::string& id, std::string_view route,
-                                       const std::string& request_id, const std::string& who) {
-  auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
-  admin::CatalogAdmin admin(models_, versions_, js_);
-  admin.SetServe(options_.serve);
-  if (route == "canary") return ServeCanary(req, id, admin, fail, who);
-  if (route == "evaluations") {
-    if (req.method == "GET") {
-      auto sets = admin.Evaluations(id);
-      if (!sets.ok()) return fail(sets.status());
-      json data = json::array();
-      for (const auto& set : *sets) data.push_back(EvalSetJson(set));
-      return http::JsonResponse(200, json{{"object", "list"}, {"data", data}}.dump());
-    }
-    if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use GET or POST"));
-    auto set = admin.AttachEvaluation(id, req.body);
-    if (!set.ok()) return fail(set.status());
-    spdlog::info("admin: evaluation {} ({} examples of {}) attached to {}", set->name, set->size(), set->task, id);
-    return http::JsonResponse(201, EvalSetJson(*set).dump());
-  }
-  if (route.starts_with("evaluations/")) {
-    if (req.method != "DELETE") return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
-    const std::string name(route.substr(12));
-    if (Status s = admin.DetachEvaluation(id, name); !s.ok()) return fail(s);
-    return http::JsonResponse(200, json{{"model", id}, {"evaluation", name}, {"deleted", true}}.dump());
-  }
-  if (route == "evaluate") {
-    if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use POST"));
-    auto o = ParseObject(req.body.empty() ? "{}" : req.body);
-    if (!o.ok()) return fail(o.status());
-    uint32_t version = 0;
-    std::vector<admin::EvalSet> sets;
-    for (auto it = o->begin(); it != o->end(); ++it) {
-      if (it.key() == "version" && it->is_number_unsigned() && it->get<uint64_t>() > 0 &&
-          it->get<uint64_t>() <= UINT32_MAX) {
-        version = it->get<uint32_t>();
-      } else if (it.key() == "set" && it->is_string()) {
-        auto set = admin::ParseEvalSet(it->get<std::string>());
-        if (!set.ok()) return fail(set.status());
-        sets.push_back(std::move(set).value());
-      } else {
-        return fail(InvalidInput("evaluate takes {\"version\"?: n, \"set\"?: \"<JSONL>\"}; not '" + it.key() + "'"));
-      }
-    }
-    auto reports = admin.Evaluate(id, version, std::move(sets));
-    if (!reports.ok()) return fail(reports.status());
-    json out = {{"model", id}, {"passed", true}, {"reports", json::array()}};
-    for (const auto& r : *reports) {
-      out["version"] = r.version;
-      out["passed"] = out["passed"].get<bool>() && r.passed;
-      out["reports"].push_back(json::parse(r.ToJson()));
-    }
-    return http::JsonResponse(200, out.dump());
-  }
-  if (route == "versions") {
-    if (req.method != "GET") return fail(InvalidInput(req.method + " " + req.path + ": use GET"));
-    VersionHead head;
-    auto versions = admin.Versions(id, &head);
-    if (!versions.ok()) return fail(versions.status());
-    json out = HeadJson(head);
-    out["object"] = "list";
-    out["id"] = id;
-    out["data"] = json::array();
-    for (const auto& v : *versions) out["data"].push_back(VersionJson(v));
-    return http::JsonResponse(200, out.dump());
-  }
-  if (route.starts_with("versions/")) {
-    if (req.method != "GET") return fail(InvalidInput(req.method + " " + req.path + ": use GET"));
-    auto ref = SplitVersionRef(id + "@" + std::string(route.substr(9)));
-    if (!ref.ok()) return fail(ref.status());
-    auto v = admin.Version(id, ref->version);
-    return v.ok() ? http::JsonResponse(200, VersionJson(*v).dump()) : fail(v.status());
-  }
-  if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use POST"));
-  auto o = ParseObject(req.body.empty() ? "{}" : req.body);
-  if (!o.ok()) return fail(o.status());
-  Result<admin::VersionView> now = InvalidInput("unreachable");
-  if (route == "promote") {
-    auto version = o->find("version");
-    if (o->size() != 1 || version == o->end() || !version->is_number_unsigned() || version->get<uint64_t>() == 0 ||
-        version->get<uint64_t>() > UINT32_MAX) {
-      return fail(InvalidInput("promote takes {\"version\": n}, n a version of the model (1, 2, ...)"));
-    }
-    now = admin.Promote(id, static_cast<uint32_t>(version->get<uint64_t>()), who);
-  } else {
-    if (!o->empty()) return fail(InvalidInput("rollback takes no fields"));
-    now = admin.Rollback(id, who);
-  }
-  if (!now.ok()) return fail(now.status());
-  spdlog::info("admin: {} {}: version {} serves", id, route == "promote" ? "promoted" : "rolled back",
-               now->version.version);
-  AwaitServing(id, now->version.version);
-  return http::JsonResponse(200, VersionJson(*now).dump());
-}
-
-http::Response AdminApi::ServeCanary(const http::Request& req, const std::string& id, admin::CatalogAdmin& admin,
-                                     const std::function<http::Response(const Status&)>& fail,
-                                     const std::string& who) {
-  if (req.method == "GET") {
-    VersionHead head;
-    auto versions = admin.Versions(id, &head);
-    if (!versions.ok()) return fail(versions.status());
-    json out = {{"model", id}, {"canary", nullptr}};
-    if (head.canary.active()) out["canary"] = json::parse(head.canary.ToJson());
-    if (options_.canaries) {
-      const CanaryMonitor::View v = options_.canaries->Stats(id);
-      auto side = [](const CanaryMonitor::Side& s) {
-        return json{{"requests", s.requests},
-                    {"errors", s.errors},
-                    {"mean_ms", s.requests ? 1000 * s.seconds / static_cast<double>(s.requests) : 0.0}};
-      };
-      out["gateway"] = {{"version", v.version}, {"serving", side(v.serving)}, {"canary", side(v.canary)}};
-    }
-    return http::JsonResponse(200, out.dump());
-  }
-  if (req.method == "DELETE") {
-    auto head = admin.StopCanary(id, who, "stopped");
-    if (!head.ok()) return fail(head.status());
-    return http::JsonResponse(200, json{{"model", id}, {"canary", nullptr}}.dump());
-  }
-  if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use GET, POST or DELETE"));
-  auto o = ParseObject(req.body);
-  if (!o.ok()) return fail(o.status());
-  CanarySpec canary;
-  for (auto it = o->begin(); it != o->end(); ++it) {
-    const bool whole = it->is_number_unsigned() && it->get<uint64_t>() <= UINT32_MAX;
-    if (it.key() == "version" && whole) {
-      canary.version = it->get<uint32_t>();
-    } else if (it.key() == "min_requests" && whole) {
-      canary.min_requests = it->get<uint32_t>();
-    } else if (it.key() == "fraction" && it->is_number()) {
-      canary.fraction = it->get<double>();
-    } else if (it.key() == "max_error_rate" && it->is_number()) {
-      canary.max_error_rate = it->get<double>();
-    } else {
-      return fail(InvalidInput("canary takes {\"version\": n, \"fraction\": 0..1, \"max_error_rate\"?: 0..1, "
-                               "\"min_requests\"?: n}; not '" + it.key() + "' as given"));
-    }
-  }
-  if (canary.version == 0) return fail(InvalidInput("canary: version: the version to send a share of requests to"));
-  auto head = admin.StartCanary(id, canary, who);
-  if (!head.ok()) return fail(head.status());
-  spdlog::info("admin: {}: canary on version {} for {:.1f} % of its requests", id, canary.version,
-               100 * canary.fraction);
-  AwaitCanary(id, canary.version);
-  return http::JsonResponse(200, json{{"model", id}, {"canary", json::parse(head->canary.ToJson())}}.dump());
-}
-
-void AdminApi::EndCanary(const std::string& model, uint32_t version, const std::string& why) {
-  loop_.Post([this, model, version, why] {
-    admin::CatalogAdmin admin(models_, versions_, js_);
-    VersionHead head;
-    if (auto v = admin.Versions(model, &head); !v.ok() || head.canary.version != version) return;
-    auto ended = admin.StopCanary(model, "gateway:" + options_.gateway_id, why);
-    if (ended.ok()) {
-      spdlog::warn("admin: {}: canary on version {} ended: {}", model, version, why);
-    } else {
-      spdlog::error("admin: {}: ending the canary on version {} failed: {}", model, version, ended.status().ToString());
-    }
-  });
-}
-
-void AdminApi::AwaitCanary(const std::string& id, uint32_t version) const {
-  const auto give_up = SteadyClock::now() + std::chrono::seconds(2);
-  for (;;) {
-    const auto snapshot = catalog_();
-    auto it = snapshot->find(id);
-    const bool shown = it != snapshot->end() && it->second->canary.version == version &&
-                       snapshot->count(VersionedName(id, version));
-    if (shown || SteadyClock::now() >= give_up) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
-void AdminApi::AwaitServing(const std::string& id, uint32_t version) const {
-  // As AwaitCatalog: the change is stored whether or not this view has it.
-  const auto give_up = SteadyClock::now() + std::chrono::seconds(2);
-  for (;;) {
-    const auto snapshot = catalog_();
-    auto it = snapshot->find(id);
-    if ((it != snapshot->end() && it->second->version == version) || SteadyClock::now() >= give_up) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
 http::Response AdminApi::ServeLoras(const http::Request& req, const std::string& base,
                                     const std::string& name, const std::string& request_id) {
   auto fail = [&](const Status& s) { return http::ErrorResponse(s, request_id); };
@@ -586,7 +377,7 @@ http::Response AdminApi::ServeLoras(const http::Request& req, const std::string&
     spdlog::info("admin: adding LoRA {} to {} from {}", lora->name, base, lora->path);
     auto stored = admin.AddLora(base, std::move(lora).value());
     if (!stored.ok()) return fail(stored.status());
-    AwaitCatalog(base, stored->name, true);
+    AwaitCatalog([&](const queue::CatalogSnapshot& c) { return HasLora(c, base, stored->name); });
     spdlog::info("admin: LoRA {}:{} registered ({:.1f} MB)", base, stored->name,
                  stored->memory_bytes / 1e6);
     return http::JsonResponse(201, LoraJson(base, *stored).dump());
@@ -594,20 +385,16 @@ http::Response AdminApi::ServeLoras(const http::Request& req, const std::string&
   if (req.method != "DELETE")
     return fail(InvalidInput(req.method + " " + req.path + ": use DELETE"));
   if (Status s = admin.RemoveLora(base, name); !s.ok()) return fail(s);
-  AwaitCatalog(base, name, false);
+  AwaitCatalog([&](const queue::CatalogSnapshot& c) { return !HasLora(c, base, name); });
   spdlog::info("admin: LoRA {}:{} removed", base, name);
   return http::JsonResponse(200, json{{"model", base}, {"name", name}, {"deleted", true}}.dump());
 }
 
-void AdminApi::AwaitCatalog(const std::string& base, const std::string& name, bool present) const {
+void AdminApi::AwaitCatalog(const std::function<bool(const queue::CatalogSnapshot&)>& shown) const {
   // The KV watch brings the change in milliseconds; two seconds is plenty,
   // and the change is stored whether or not this view has it yet.
   const auto give_up = SteadyClock::now() + std::chrono::seconds(2);
-  for (;;) {
-    const auto snapshot = catalog_();
-    auto it = snapshot->find(base);
-    const bool has = it != snapshot->end() && it->second->FindLora(name);
-    if (has == present || SteadyClock::now() >= give_up) return;
+  while (!shown(*catalog_()) && SteadyClock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }

@@ -131,7 +131,7 @@ class AdminApi {
  private:
   http::Response Serve(const http::Request& req, const std::string& who);  // on the admin thread
   // /v1/admin/models/{id}/versions[/{n}], /promote, /rollback,
-  // /evaluations[/{name}], /evaluate.
+  // /evaluations[/{name}], /evaluate, /canary (admin_versions.cc).
   http::Response ServeVersions(const http::Request& req, const std::string& id, std::string_view route,
                                const std::string& request_id, const std::string& who);
   http::Response ServeCanary(const http::Request& req, const std::string& id, admin::CatalogAdmin& admin,
@@ -143,9 +143,9 @@ class AdminApi {
   http::Response ServeKeys(const http::Request& req, std::string_view rest, const std::string& request_id);
   http::Response ServeLoras(const http::Request& req, const std::string& base, const std::string& name,
                           const std::string& request_id);
-  // Waits (a little) until this gateway's catalog shows `base` with (or
-  // without) adapter `name`.
-  void AwaitCatalog(const std::string& base, const std::string& name, bool present) const;
+  // Waits (two seconds at most) until this gateway's catalog shows a
+  // change the admin made: `shown` says whether the snapshot has it.
+  void AwaitCatalog(const std::function<bool(const queue::CatalogSnapshot&)>& shown) const;
 
   const AdminOptions options_;
   kvStore* const models_;
