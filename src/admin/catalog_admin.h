@@ -49,6 +49,7 @@
 
 #include "admin/evaluation.h"
 #include "admin/probes.h"
+#include "admin/variant_gate.h"
 #include "catalog/model_spec.h"
 #include "catalog/model_version.h"
 #include "queue/control_plane.h"
@@ -127,6 +128,14 @@ class CatalogAdmin {
   // Runs `sets` (none given: the attached ones) against version `version`
   // (0: the serving one) and stores the reports with it.
   Result<std::vector<EvalReport>> Evaluate(std::string_view id, uint32_t version, std::vector<EvalSet> sets = {});
+  // Quantized variants (variant_gate.h; catalog_variants.cc): version `of`
+  // (0: the serving one) of a native model at `precision` ("int8" or
+  // "bf16"), registered as a candidate of the same id and judged against
+  // `of` — probe set, and the attached evaluations run on both through
+  // `serve`. The judgement goes into its promotion record; a variant
+  // outside its bound stays a candidate that Promote and StartCanary refuse.
+  Result<VersionView> Quantize(std::string_view id, uint32_t of, const std::string& precision,
+                               const RegisterOptions& options, const VariantBounds& bounds = {});
   Result<ModelSpec> SetPinned(std::string_view id, bool pinned);
   // Removes `id`: its catalog entries, its versions and their records.
   Status Remove(std::string_view id);
@@ -166,6 +175,10 @@ class CatalogAdmin {
   // Ok when `version` may be promoted: the attached sets all pass against it.
   Status Gate(std::string_view id, uint32_t version);
   Status StoreReports(std::string_view id, uint32_t version, const std::vector<EvalReport>& reports);
+  // Applies `change` to version `version`'s record (compare-and-set, retried).
+  Status UpdateRecord(std::string_view id, uint32_t version, const std::function<void(ModelVersion&)>& change);
+  // Ok unless `v` is a quantized variant that did not stay within its bound.
+  static Status Admitted(const VersionView& v);
 
   ServeFn serve_;
 

@@ -13,7 +13,6 @@ namespace shoal::admin {
 namespace {
 
 constexpr size_t kMaxEvalSetBytes = 768 * 1024;  // under nats-server's 1 MB message limit
-constexpr int kReportAttempts = 8;
 
 }  // namespace
 
@@ -102,26 +101,14 @@ Status CatalogAdmin::Gate(std::string_view id, uint32_t version) {
 
 Status CatalogAdmin::StoreReports(std::string_view id, uint32_t version,
                                   const std::vector<EvalReport>& reports) {
-  const std::string key = versions_bucket::RecordKey(id, version);
-  for (int attempt = 0; attempt < kReportAttempts; ++attempt) {
-    uint64_t revision = 0;
-    SHOAL_ASSIGN_OR_RETURN(std::string text, versions_bucket::Get(versions_, key, &revision));
-    SHOAL_ASSIGN_OR_RETURN(ModelVersion v, ModelVersion::Parse(text));
+  return UpdateRecord(id, version, [&](ModelVersion& v) {
     for (const EvalReport& r : reports) {
       std::erase_if(v.record.evaluations, [&](const std::string& e) {
         return nlohmann::json::parse(e, nullptr, false).value("evaluation", "") == r.name;
       });
       v.record.evaluations.push_back(r.ToJson());
     }
-    const std::string json = v.ToJson();
-    uint64_t rev = 0;
-    if (kvStore_Update(&rev, versions_, key.c_str(), json.data(), static_cast<int>(json.size()),
-                       revision) == NATS_OK) {
-      return Status::Ok();
-    }
-  }
-  return Status(Code::kNoCapacity,
-                "the record of '" + std::string(id) + "' kept changing; reports not stored");
+  });
 }
 
 }  // namespace shoal::admin

@@ -142,6 +142,24 @@ Result<ModelVersion> CatalogAdmin::LoadVersion(std::string_view id, uint32_t ver
   return ModelVersion::Parse(*text);
 }
 
+Status CatalogAdmin::UpdateRecord(std::string_view id, uint32_t version,
+                                  const std::function<void(ModelVersion&)>& change) {
+  const std::string key = RecordKey(id, version);
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    uint64_t revision = 0;
+    SHOAL_ASSIGN_OR_RETURN(std::string text, versions_bucket::Get(versions_, key, &revision));
+    SHOAL_ASSIGN_OR_RETURN(ModelVersion v, ModelVersion::Parse(text));
+    change(v);
+    const std::string json = v.ToJson();
+    uint64_t rev = 0;
+    if (kvStore_Update(&rev, versions_, key.c_str(), json.data(), static_cast<int>(json.size()), revision) ==
+        NATS_OK) {
+      return Status::Ok();
+    }
+  }
+  return Status(Code::kNoCapacity, "the record of '" + std::string(id) + "' kept changing; not stored");
+}
+
 Result<VersionHead> CatalogAdmin::ChangeHead(std::string_view id,
                                              const std::function<Status(VersionHead&)>& change,
                                              const queue::StreamLimits& limits) {
@@ -264,7 +282,10 @@ Result<VersionView> CatalogAdmin::Promote(std::string_view id, uint32_t version,
                                           const std::string& by) {
   SHOAL_RETURN_IF_ERROR(ValidateModelId(id));
   SHOAL_ASSIGN_OR_RETURN(VersionView target, Version(id, version));  // there, and a record to serve
-  if (target.state != VersionState::kServing) SHOAL_RETURN_IF_ERROR(Gate(id, version));
+  if (target.state != VersionState::kServing) {
+    SHOAL_RETURN_IF_ERROR(Admitted(target));
+    SHOAL_RETURN_IF_ERROR(Gate(id, version));
+  }
   SHOAL_RETURN_IF_ERROR(ChangeHead(id, [&](VersionHead& h) {
                           if (h.serving == version) return Status::Ok();
                           h.Promote(version);
@@ -283,6 +304,7 @@ Result<VersionHead> CatalogAdmin::StartCanary(std::string_view id, const CanaryS
     return InvalidInput("canary: version " + std::to_string(canary.version) + " of '" + std::string(id) +
                         "' serves already");
   }
+  SHOAL_RETURN_IF_ERROR(Admitted(target));
   return ChangeHead(id, [&](VersionHead& h) {
     h.AddCandidate(canary.version);
     h.canary = canary;

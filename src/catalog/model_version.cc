@@ -49,6 +49,7 @@ json RecordJson(const PromotionRecord& r) {
   o["evaluations"] = json::array();
   for (const std::string& e : r.evaluations)
     o["evaluations"].push_back(json::parse(e, nullptr, false));
+  if (!r.variant_json.empty()) o["variant"] = json::parse(r.variant_json, nullptr, false);
   return o;
 }
 
@@ -77,6 +78,7 @@ Status ParseRecord(const json& o, PromotionRecord* r) {
     SHOAL_RETURN_IF_ERROR(Read(*c, "hardware_class", &r->capacity.hardware_class));
   }
   if (auto g = o.find("golden"); g != o.end() && g->is_object()) r->golden_json = g->dump();
+  if (auto v = o.find("variant"); v != o.end() && v->is_object()) r->variant_json = v->dump();
   if (auto e = o.find("evaluations"); e != o.end() && e->is_array()) {
     for (const json& report : *e) r->evaluations.push_back(report.dump());
   }

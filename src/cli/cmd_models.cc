@@ -1,4 +1,4 @@
-// shoal models add|push|ls|rm|pin|unpin|add-lora|remove-lora|versions|show|promote|rollback|eval:
+// shoal models add|push|ls|rm|pin|unpin|add-lora|remove-lora|versions|show|promote|rollback|eval|quantize:
 // the catalog, self-service.
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +79,24 @@ void PrintAdded(const admin::VersionView& v) {
             << (v.version.record.license.empty() ? "" : ", license " + v.version.record.license) << "\n";
 }
 
+// A quantized variant's judgement (admin/variant_gate.h) in one line.
+void PrintVariant(const nlohmann::json& v) {
+  if (!v.is_object()) return;
+  std::printf("  variant      %s of version %u: %s", v.value("precision", "?").c_str(), v.value("of", 0u),
+              v.value("passed", false) ? "within its bound" : "OUTSIDE its bound");
+  const auto& g = v["golden"];
+  if (g.contains("mean_cosine")) {
+    std::printf(", cosine mean %.4f, min %.4f", g["mean_cosine"].get<double>(), g["min_cosine"].get<double>());
+  }
+  if (g.contains("agreement")) std::printf(", agreement %.1f %%", 100 * g["agreement"].get<double>());
+  std::printf("\n");
+  for (const auto& e : v["evaluations"]) {
+    std::printf("               %s %s: %.4f (original %.4f)\n", e["evaluation"].get<std::string>().c_str(),
+                e["measure"].get<std::string>().c_str(), e["variant"].get<double>(), e["original"].get<double>());
+  }
+  for (const auto& f : v["failures"]) std::printf("               failed: %s\n", f.get<std::string>().c_str());
+}
+
 // `shoal models show`: a version and its promotion record.
 void PrintVersion(const admin::VersionView& v) {
   const ModelSpec& s = v.version.spec;
@@ -117,6 +135,7 @@ void PrintVersion(const admin::VersionView& v) {
     }
     std::printf("\n");
   }
+  if (!r.variant_json.empty()) PrintVariant(nlohmann::json::parse(r.variant_json, nullptr, false));
   for (const RecordedFile& f : r.files) {
     std::printf("    %-40s %12llu  %s\n", f.path.c_str(), static_cast<unsigned long long>(f.bytes), f.sha256.c_str());
   }
@@ -226,8 +245,21 @@ Subcommand AddModels(CLI::App& app) {
   auto attach = std::make_shared<bool>(false);
   eval->add_option("--set", *eval_set, "an evaluation set, JSONL (docs/evaluations.md); default: the sets attached");
   eval->add_flag("--attach", *attach, "attach the set to the model: a version is promoted only if it passes");
+  // Quantized variants (admin/variant_gate.h): judged against the original
+  // on the probe set, and on the attached evaluations through a gateway.
+  auto* quantize = sub->add_subcommand(
+      "quantize", "Make an int8 or bf16 variant of a version: a candidate, admitted only within its bound");
+  quantize->add_option("id", *target, "model id, or id@VERSION (default: the serving version)")->required();
+  auto int8 = std::make_shared<bool>(false);
+  auto bf16 = std::make_shared<bool>(false);
+  auto* int8_flag = quantize->add_flag("--int8", *int8, "int8 weights, per-token int8 activations");
+  quantize->add_flag("--bf16", *bf16, "bf16 weights and activations")->excludes(int8_flag);
+  quantize->add_option("--license", *license, "the model's license, where its files state none (an SPDX id)");
+  auto bounds = std::make_shared<std::string>();
+  quantize->add_option("--bounds", *bounds,
+                       "tighter bounds, JSON: {\"min_mean_cosine\", \"min_cosine\", \"min_agreement\", \"max_eval_drop\"}");
   auto gateway = std::make_shared<GatewayTarget>();
-  for (auto* c : {eval, promote}) {
+  for (auto* c : {eval, promote, quantize}) {
     c->add_option("--gateway", gateway->url, "the gateway whose admin API runs evaluations")->capture_default_str();
     c->add_option("--admin-token", gateway->token, "its admin token or an admin key (default: $SHOAL_ADMIN_TOKEN)")
         ->envname("SHOAL_ADMIN_TOKEN");
@@ -332,6 +364,40 @@ Subcommand AddModels(CLI::App& app) {
                 if (!r["failed"].get<std::string>().empty()) std::printf("  %s\n", r["failed"].get<std::string>().c_str());
               }
               return out["passed"].get<bool>() ? 0 : 3;
+            }
+            if (quantize->parsed()) {
+              if (!*int8 && !*bf16) return Fail(InvalidInput("quantize: say --int8 or --bf16"));
+              auto ref = SplitVersionRef(*target);
+              if (!ref.ok()) return Fail(ref.status());
+              const std::string precision = *int8 ? "int8" : "bf16";
+              auto tightened = admin::VariantBounds::Tightened(bounds->empty() ? "{}" : *bounds);
+              if (!tightened.ok()) return Fail(tightened.status());
+              std::cout << "making the " << precision << " variant of " << *target << " (loading it once)...\n"
+                        << std::flush;
+              nlohmann::json variant;
+              uint32_t number = 0;
+              if (quantize->count("--gateway") > 0) {
+                nlohmann::json body = {{"precision", precision}};
+                if (ref->version != 0) body["of"] = ref->version;
+                if (!license->empty()) body["license"] = *license;
+                if (!bounds->empty()) body["bounds"] = nlohmann::json::parse(*bounds);
+                auto made = PostToGateway(*gateway, "/v1/admin/models/" + std::string(ref->id) + "/quantize",
+                                          body.dump());
+                if (!made.ok()) return Fail(made.status());
+                const auto out = nlohmann::json::parse(made->body);
+                variant = out["record"]["variant"];
+                number = out.value("version", 0u);
+              } else {
+                auto made = admin->Quantize(ref->id, ref->version, precision, record_options, *tightened);
+                if (!made.ok()) return Fail(made.status());
+                variant = nlohmann::json::parse(made->version.record.variant_json);
+                number = made->version.version;
+              }
+              std::printf("%s version %u: a candidate\n", std::string(ref->id).c_str(), number);
+              PrintVariant(variant);
+              if (!variant.value("passed", false)) return 3;
+              std::printf("promote it with: shoal models promote %s %u\n", std::string(ref->id).c_str(), number);
+              return 0;
             }
             if (promote->parsed() && promote->count("--gateway") > 0) {
               auto now = PostToGateway(*gateway, "/v1/admin/models/" + *target + "/promote",

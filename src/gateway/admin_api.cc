@@ -143,7 +143,8 @@ struct VersionPath {
   std::string id, route;
 };
 std::optional<VersionPath> MatchVersionPath(std::string_view rest) {
-  for (std::string_view suffix : {"/versions", "/promote", "/rollback", "/evaluations", "/evaluate", "/canary"}) {
+  for (std::string_view suffix :
+       {"/versions", "/promote", "/rollback", "/evaluations", "/evaluate", "/canary", "/quantize"}) {
     if (rest.ends_with(suffix) && rest.size() > suffix.size()) {
       return VersionPath{std::string(rest.substr(0, rest.size() - suffix.size())), std::string(suffix.substr(1))};
     }

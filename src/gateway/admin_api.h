@@ -78,6 +78,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "admin/catalog_admin.h"
@@ -131,11 +132,13 @@ class AdminApi {
  private:
   http::Response Serve(const http::Request& req, const std::string& who);  // on the admin thread
   // /v1/admin/models/{id}/versions[/{n}], /promote, /rollback,
-  // /evaluations[/{name}], /evaluate, /canary (admin_versions.cc).
+  // /evaluations[/{name}], /evaluate, /canary, /quantize (admin_versions.cc).
   http::Response ServeVersions(const http::Request& req, const std::string& id, std::string_view route,
                                const std::string& request_id, const std::string& who);
   http::Response ServeCanary(const http::Request& req, const std::string& id, admin::CatalogAdmin& admin,
                              const std::function<http::Response(const Status&)>& fail, const std::string& who);
+  http::Response ServeQuantize(const nlohmann::json& body, const std::string& id, admin::CatalogAdmin& admin,
+                               const std::function<http::Response(const Status&)>& fail, const std::string& who);
   // Waits (a little) until this gateway's catalog serves version `version`
   // of `id` (or routes its canary to it).
   void AwaitServing(const std::string& id, uint32_t version) const;

@@ -1,6 +1,6 @@
 // AdminApi's routes for versions, evaluations and canaries
 // (admin_api.h): /v1/admin/models/{id}/versions[/{n}], /promote,
-// /rollback, /evaluations[/{name}], /evaluate, /canary.
+// /rollback, /evaluations[/{name}], /evaluate, /canary, /quantize.
 #include <nlohmann/json.hpp>
 
 #include "admin/catalog_admin.h"
@@ -112,6 +112,7 @@ http::Response AdminApi::ServeVersions(const http::Request& req, const std::stri
   if (req.method != "POST") return fail(InvalidInput(req.method + " " + req.path + ": use POST"));
   auto o = ParseObject(req.body.empty() ? "{}" : req.body);
   if (!o.ok()) return fail(o.status());
+  if (route == "quantize") return ServeQuantize(*o, id, admin, fail, who);
   Result<admin::VersionView> now = InvalidInput("unreachable");
   if (route == "promote") {
     auto version = o->find("version");
@@ -130,6 +131,44 @@ http::Response AdminApi::ServeVersions(const http::Request& req, const std::stri
                route == "promote" ? "promoted" : "rolled back", now->version.version);
   AwaitServing(id, now->version.version);
   return http::JsonResponse(200, VersionJson(*now).dump());
+}
+
+http::Response AdminApi::ServeQuantize(const json& o, const std::string& id, admin::CatalogAdmin& admin,
+                                       const std::function<http::Response(const Status&)>& fail,
+                                       const std::string& who) {
+  const char* usage =
+      "quantize takes {\"precision\": \"int8\" | \"bf16\", \"of\"?: n, \"license\"?: \"...\", \"bounds\"?: {...}}";
+  std::string precision;
+  uint32_t of = 0;
+  admin::VariantBounds bounds;
+  admin::RegisterOptions options{.limits = options_.stream_limits,
+                                 .owner = who,
+                                 .license = {},
+                                 .require_license = options_.require_license,
+                                 .candidate = true};
+  for (auto it = o.begin(); it != o.end(); ++it) {
+    if (it.key() == "precision" && it->is_string()) {
+      precision = it->get<std::string>();
+    } else if (it.key() == "of" && it->is_number_unsigned() && it->get<uint64_t>() > 0 &&
+               it->get<uint64_t>() <= UINT32_MAX) {
+      of = it->get<uint32_t>();
+    } else if (it.key() == "license" && it->is_string()) {
+      options.license = it->get<std::string>();
+    } else if (it.key() == "bounds") {
+      auto tightened = admin::VariantBounds::Tightened(it->dump());
+      if (!tightened.ok()) return fail(tightened.status());
+      bounds = *tightened;
+    } else {
+      return fail(InvalidInput(std::string(usage) + "; not '" + it.key() + "'"));
+    }
+  }
+  if (precision.empty()) return fail(InvalidInput(usage));
+  auto variant = admin.Quantize(id, of, precision, options, bounds);
+  if (!variant.ok()) return fail(variant.status());
+  const json out = VersionJson(*variant);
+  spdlog::info("admin: {} version {} is a {} variant, {}", id, variant->version.version, precision,
+               out["record"]["variant"].value("passed", false) ? "within its bound" : "outside its bound");
+  return http::JsonResponse(200, out.dump());
 }
 
 http::Response AdminApi::ServeCanary(const http::Request& req, const std::string& id,

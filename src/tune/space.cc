@@ -45,7 +45,7 @@ std::vector<std::string> TunablePrecisions(const ModelSpec& spec) {
   std::error_code ec;
   // USE-Lite (model.json + vocab.json) runs in f32 only.
   if (!std::filesystem::exists(std::filesystem::path(spec.path) / "config.json", ec)) return {};
-  return {"f32", "bf16"};
+  return {"f32", "bf16", "int8"};
 }
 
 Params ParamsOf(const ModelSpec& spec, int cores) {
@@ -89,7 +89,8 @@ Params Space::At(const Point& point) const {
 }
 
 Result<Space> BuildSpace(const ModelSpec& base_spec, int cores,
-                         const std::vector<std::string>& only) {
+                         const std::vector<std::string>& only,
+                         const std::vector<std::string>& refused) {
   const ModelSpec base = base_spec.WithoutTuned();
   const Params b = ParamsOf(base, cores);
   for (const auto& name : only) {
@@ -116,12 +117,15 @@ Result<Space> BuildSpace(const ModelSpec& base_spec, int cores,
   } else {
     const auto at = std::find(space.precisions.begin(), space.precisions.end(), b.precision);
     if (at == space.precisions.end())
-      return InvalidInput("precision '" + b.precision + "' is not one of f32, bf16");
+      return InvalidInput("precision '" + b.precision + "' is not one of f32, bf16, int8");
     const double index = static_cast<double>(at - space.precisions.begin());
     Dimension d{"precision", {}, false};
     if (wanted("precision")) {
-      for (size_t i = 0; i < space.precisions.size(); ++i)
-        d.values.push_back(static_cast<double>(i));
+      for (size_t i = 0; i < space.precisions.size(); ++i) {
+        const bool is_refused =
+            std::find(refused.begin(), refused.end(), space.precisions[i]) != refused.end();
+        if (!is_refused || space.precisions[i] == b.precision) d.values.push_back(static_cast<double>(i));
+      }
     } else {
       d.values = {index};
     }

@@ -1,8 +1,11 @@
 // What `shoal tune` sweeps for a model: the parameters, their grids, and
 // how a point of the grid becomes a model spec to register.
 //
-//   precision           f32, bf16 — native runtime, Hugging Face models
-//                       (USE-Lite and the other runtimes have none)
+//   precision           f32, bf16, int8 — native runtime, Hugging Face
+//                       models (USE-Lite and the other runtimes have
+//                       none); those other than f32 only where they stay
+//                       within the quantized-variant bound of f32
+//                       (admin/variant_gate.h; the tuner checks)
 //   threads             1, 2, 4, ... up to the cores (per-model `threads`)
 //   max_batch_requests  1, 2, 4, ... 512
 //   max_batch_tokens    powers of two from the model's max_input_tokens
@@ -44,8 +47,8 @@ struct Params {
 inline constexpr const char* kDimensionNames[] = {"precision", "threads", "max_batch_requests",
                                                   "max_batch_tokens", "max_batch_wait_ms"};
 
-// The precisions a spec's runtime offers ({} when none): f32 and bf16 for
-// native Hugging Face models (config.json in its directory).
+// The precisions a spec's runtime offers ({} when none): f32, bf16 and
+// int8 for native Hugging Face models (config.json in its directory).
 std::vector<std::string> TunablePrecisions(const ModelSpec& spec);
 
 // The parameters `spec` runs with; threads 0 is taken as `cores` (the
@@ -67,8 +70,9 @@ struct Space {
 // The space for `base` on `cores` cores. `only`: the dimensions to sweep
 // (names as above; empty: all that apply); the others stay at the
 // baseline's values. An unknown name, or one that does not apply to the
-// model, is INVALID_INPUT.
-Result<Space> BuildSpace(const ModelSpec& base, int cores,
-                         const std::vector<std::string>& only = {});
+// model, is INVALID_INPUT. `refused`: precisions not to offer (outside
+// their bound); the baseline's own is offered whatever it is.
+Result<Space> BuildSpace(const ModelSpec& base, int cores, const std::vector<std::string>& only = {},
+                         const std::vector<std::string>& refused = {});
 
 }  // namespace shoal::tune

@@ -78,6 +78,28 @@ std::string ShoalVersion() {
   return std::string(SHOAL_VERSION) + (git.empty() ? "" : " (git " + git + ")");
 }
 
+// The precisions checked before the search, each with the figures it was
+// judged by (precision_gate.h): why a precision was or was not offered.
+ojson PrecisionChecksJson(const TuneResult& r) {
+  ojson out = ojson::object();
+  const auto six = [](double v) { return std::round(v * 1e6) / 1e6; };
+  for (const PrecisionCheck& c : r.precision_checks) {
+    const ojson gate = ojson::parse(c.gate_json, nullptr, false);
+    ojson e = {{"passed", c.passed}};
+    if (gate.is_object()) {
+      const ojson& g = gate["golden"];
+      if (g.contains("mean_cosine")) {
+        e["mean_cosine"] = six(g["mean_cosine"].get<double>());
+        e["min_cosine"] = six(g["min_cosine"].get<double>());
+      }
+      e["agreement"] = six(g.value("agreement", 0.0));
+      if (!c.passed) e["failures"] = gate["failures"];
+    }
+    out[c.precision] = e;
+  }
+  return out;
+}
+
 ojson TunedEntry(const TuneResult& r, const std::string& runtime) {
   ojson e;
   e["batching"] = {{"max_batch_tokens", r.winner.max_batch_tokens},
@@ -97,6 +119,7 @@ ojson TunedEntry(const TuneResult& r, const std::string& runtime) {
                    {"loop", Loop(r.options.loop)},
                    {"candidates", r.candidates.size()},
                    {"pruned", pruned},
+                   {"precisions_checked", PrecisionChecksJson(r)},
                    {"minutes", Round(r.minutes)},
                    {"date", r.date},
                    {"hardware", r.hardware},
@@ -136,6 +159,9 @@ Result<std::string> WriteTunedProfile(const std::string& path, const TuneResult&
 std::string SummaryTable(const TuneResult& r) {
   std::string out;
   char line[512];
+  for (const PrecisionCheck& c : r.precision_checks) {
+    out += "precision " + c.Summary() + (c.passed ? "\n" : ": not searched\n");
+  }
   std::snprintf(line, sizeof line, "%-4s %-46s %10s %6s %10s %9s  %s\n", "#", "configuration",
                 "knee req/s", "load", "holds", "p99 ms", "");
   out += line;
@@ -202,6 +228,7 @@ ojson ResultJson(const TuneResult& r) {
           {"final_winner", MeasurementJson(r.final_winner)},
           {"minutes", Round(r.minutes)},
           {"budget_spent", r.budget_spent},
+          {"precisions_checked", PrecisionChecksJson(r)},
           {"candidates", candidates}};
 }
 

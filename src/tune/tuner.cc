@@ -88,7 +88,20 @@ Result<TuneResult> RunTune(const ModelSpec& spec, const TuneOptions& o) {
   };
   const ModelSpec base = spec.WithoutTuned();
   const HardwareInfo& hw = ThisHardware();
-  auto space = BuildSpace(base, hw.cores, o.params);
+  // Precisions other than f32 are searched only within their bound.
+  std::vector<PrecisionCheck> precision_checks;
+  const bool sweeps_precision =
+      o.params.empty() || std::find(o.params.begin(), o.params.end(), "precision") != o.params.end();
+  if (sweeps_precision) {
+    auto checked = CheckPrecisions(base, TunablePrecisions(base), say);
+    if (!checked.ok()) return checked.status();
+    precision_checks = std::move(checked).value();
+  }
+  std::vector<std::string> refused;
+  for (const PrecisionCheck& c : precision_checks) {
+    if (!c.passed) refused.push_back(c.precision);
+  }
+  auto space = BuildSpace(base, hw.cores, o.params, refused);
   if (!space.ok()) return space.status();
   auto described = MixForTask(base.id, base.task);
   if (!described.ok()) return described.status();
@@ -101,6 +114,7 @@ Result<TuneResult> RunTune(const ModelSpec& spec, const TuneOptions& o) {
   result.request_mix = described->description;
   result.options = o;
   result.baseline = space->At(space->start);
+  result.precision_checks = std::move(precision_checks);
 
   LadderOptions ladder;
   ladder.knee.latency_target_ms = o.latency_target_ms;

@@ -35,6 +35,7 @@
 #include "common/status.h"
 #include "loadtest/sweep.h"
 #include "tune/measure.h"
+#include "tune/precision_gate.h"
 #include "tune/space.h"
 
 namespace shoal::tune {
@@ -73,6 +74,9 @@ struct TuneResult {
   std::string request_mix;               // in words
   TuneOptions options;
   Params baseline, winner;
+  // The precisions checked before the search (precision_gate.h); one
+  // outside its bound was not searched.
+  std::vector<PrecisionCheck> precision_checks;
   std::vector<CandidateResult> candidates;  // the baseline first
   Measurement final_baseline,
       final_winner;  // step 5 (equal to the search's when the winner is the baseline)

@@ -39,6 +39,8 @@
 #include "common/file.h"
 #include "catalog/model_spec.h"
 #include "common/subprocess.h"
+#include "support/test_models.h"
+#include "tune/precision_gate.h"
 
 namespace shoal {
 namespace {
@@ -117,6 +119,31 @@ TEST(Tune, FindsTheKnownOptimumOfTheIdentityRuntime) {
 
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+}
+
+// Before it searches precisions, tune judges each one against f32 on the
+// probe set, as a quantized variant is judged (tune/precision_gate.h): the
+// real model loaded at each precision.
+TEST(Tune, ChecksEachPrecisionAgainstF32BeforeOfferingIt) {
+  auto spec = ModelSpec::Parse("id: t/precisions\nruntime: native\npath: " + testing::kModels + "/bert-tiny-mean\n", "");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  std::vector<std::string> progress;
+  auto checks = tune::CheckPrecisions(*spec, {"f32", "bf16", "int8"},
+                                      [&](const std::string& line) { progress.push_back(line); });
+  ASSERT_TRUE(checks.ok()) << checks.status().ToString();
+  ASSERT_EQ(checks->size(), 2u);
+  for (const tune::PrecisionCheck& c : *checks) {
+    SCOPED_TRACE(c.precision);
+    EXPECT_TRUE(c.passed) << c.gate_json;
+    const auto gate = nlohmann::json::parse(c.gate_json);
+    EXPECT_GE(gate["golden"]["mean_cosine"].get<double>(), 0.995);
+    EXPECT_LT(gate["golden"]["mean_cosine"].get<double>(), 1.0) << "it really ran at " << c.precision;
+    EXPECT_NE(c.Summary().find("within the bound (cosine mean"), std::string::npos) << c.Summary();
+    std::printf("%s\n", c.Summary().c_str());
+  }
+  EXPECT_EQ((*checks)[0].precision, "bf16");
+  EXPECT_EQ((*checks)[1].precision, "int8");
+  EXPECT_EQ(progress.size(), 3u);
 }
 
 }  // namespace

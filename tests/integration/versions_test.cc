@@ -15,6 +15,7 @@
 
 #include "common/base64.h"
 #include "support/cluster_suite.h"
+#include "support/files.h"
 #include "support/http_client.h"
 #include "support/run_command.h"
 #include "support/test_cluster.h"
@@ -303,6 +304,84 @@ TEST_F(Versions, EvaluationsGatePromotions) {
   r = Call("POST", "/v1/admin/models/team/use/promote", json{{"version", 2}}.dump());
   EXPECT_EQ(r.status, 200) << "nothing gates it now: " << r.body;
   ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/use").status, 200);
+}
+
+// Quantized variants (admin/variant_gate.h): an int8 variant of an f32
+// version is a candidate of the same id, judged against it on the probe set
+// and on the attached evaluation (run on both through the gateway); one
+// outside its bound — here a bound tightened past what bf16 can meet — is
+// kept with its judgement and cannot serve.
+TEST_F(Versions, QuantizedVariantsAreAdmittedOnlyWithinTheirBound) {
+  const std::string dir = CopyModel("bert-tiny-mean", "v-quantize");
+  HttpResult r = Call("POST", "/v1/admin/models",
+                      json{{"path", dir}, {"id", "team/q"}, {"license", "mit"}}.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  // The bundled similarity pairs without their threshold (a seeded model
+  // does not understand them): the variant must keep the original's score.
+  std::string set = FileText(std::string(SHOAL_SOURCE_DIR) + "/evals/use-lite-similarity.jsonl");
+  set = "{\"evaluation\": \"pairs\", \"task\": \"similarity\"}" + set.substr(set.find('\n'));
+  ASSERT_EQ(Call("POST", "/v1/admin/models/team/q/evaluations", set).status, 201);
+
+  r = Call("POST", "/v1/admin/models/team/q/quantize", json{{"precision", "int8"}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json v2 = json::parse(r.body);
+  EXPECT_EQ(v2["version"], 2);
+  EXPECT_EQ(v2["state"], "candidate");
+  EXPECT_EQ(v2["native"]["precision"], "int8") << r.body;
+  EXPECT_EQ(v2["record"]["license"], "mit") << "the original's stated license carries over";
+  const json& gate = v2["record"]["variant"];
+  EXPECT_EQ(gate["precision"], "int8");
+  EXPECT_EQ(gate["of"], 1);
+  EXPECT_TRUE(gate["passed"].get<bool>()) << r.body;
+  EXPECT_GE(gate["golden"]["mean_cosine"].get<double>(), 0.995);
+  ASSERT_EQ(gate["evaluations"].size(), 1u) << r.body;
+  EXPECT_EQ(gate["evaluations"][0]["measure"], "spearman");
+  std::printf("int8 variant of bert-tiny-mean: probe cosine mean %.6f min %.6f; spearman %.4f (f32 %.4f)\n",
+              gate["golden"]["mean_cosine"].get<double>(), gate["golden"]["min_cosine"].get<double>(),
+              gate["evaluations"][0]["variant"].get<double>(), gate["evaluations"][0]["original"].get<double>());
+  const auto [f32, one] = Embed("team/q", "int8 keeps the meaning");
+  const auto [int8, two] = Embed("team/q@2", "int8 keeps the meaning");
+  EXPECT_EQ(one, "1");
+  EXPECT_EQ(two, "2");
+  EXPECT_LT(MaxDiff(f32, int8), 0.05f);
+  EXPECT_GT(MaxDiff(f32, int8), 0.0f) << "version 2 really runs int8";
+
+  // Bounds may be tightened, never loosened; a variant outside them stays
+  // a candidate with its judgement, and neither serves nor canaries.
+  r = Call("POST", "/v1/admin/models/team/q/quantize",
+           json{{"precision", "bf16"}, {"bounds", {{"min_cosine", 0.5}}}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("only be tightened"), std::string::npos) << r.body;
+  r = Call("POST", "/v1/admin/models/team/q/quantize",
+           json{{"precision", "bf16"}, {"bounds", {{"min_mean_cosine", 1.0}}}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json v3 = json::parse(r.body);
+  EXPECT_EQ(v3["version"], 3);
+  EXPECT_FALSE(v3["record"]["variant"]["passed"].get<bool>()) << r.body;
+  EXPECT_NE(v3["record"]["variant"]["failures"].dump().find("mean cosine"), std::string::npos) << r.body;
+  r = Call("POST", "/v1/admin/models/team/q/promote", json{{"version", 3}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("outside its bound"), std::string::npos) << r.body;
+  EXPECT_EQ(Call("POST", "/v1/admin/models/team/q/canary", json{{"version", 3}, {"fraction", 0.5}}.dump()).status,
+            400);
+
+  // The command line: straight to NATS it cannot run the evaluation; through
+  // the gateway the same variant is version 2 again.
+  auto [rc, out] = ShoalModels("quantize team/q@1 --int8");
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("through a gateway"), std::string::npos) << out;
+  std::tie(rc, out) =
+      ShoalModels("quantize team/q@1 --int8 --gateway http://127.0.0.1:" + std::to_string(gateway_->port()));
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("team/q version 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("within its bound"), std::string::npos) << out;
+
+  r = Call("POST", "/v1/admin/models/team/q/promote", json{{"version", 2}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Embed("team/q", "int8 keeps the meaning").second, "2");
+  r = Call("POST", "/v1/admin/models/team/q/quantize", json{{"precision", "bf16"}}.dump());
+  EXPECT_EQ(r.status, 400) << "a variant is made from an f32 version: " << r.body;
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/q").status, 200);
 }
 
 // A canary: a share of the id's requests on a candidate, by request id;

@@ -66,7 +66,11 @@ TEST(TuneSpace, NativeHuggingFaceModelsHavePrecision) {
   ASSERT_TRUE(spec.ok());
   auto space = BuildSpace(*spec, 2);
   ASSERT_TRUE(space.ok()) << space.status().ToString();
-  EXPECT_EQ(space->precisions, (std::vector<std::string>{"f32", "bf16"}));
+  EXPECT_EQ(space->precisions, (std::vector<std::string>{"f32", "bf16", "int8"}));
+  EXPECT_EQ(Dim(*space, "precision").values.size(), 3u);
+  auto gated = BuildSpace(*spec, 2, {}, {"int8", "f32"});
+  ASSERT_TRUE(gated.ok());
+  EXPECT_EQ(Dim(*gated, "precision").values, (std::vector<double>{0, 1})) << "int8 refused; f32 is the baseline";
   EXPECT_EQ(space->At(space->start).precision, "f32");
   EXPECT_FALSE(Dim(*space, "precision").ordered);
 

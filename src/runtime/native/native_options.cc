@@ -47,8 +47,10 @@ Result<NativeOptions> ParseNativeOptions(const RuntimeOptions& options, NativeMo
     }
   }
   std::string precision = "f32";
-  SHOAL_RETURN_IF_ERROR(read.OneOf("precision", {"f32", "bf16"}, &precision));
-  o.precision = precision == "bf16" ? cpu::Precision::kBF16 : cpu::Precision::kF32;
+  SHOAL_RETURN_IF_ERROR(read.OneOf("precision", {"f32", "bf16", "int8"}, &precision));
+  o.precision = precision == "bf16"   ? cpu::Precision::kBF16
+                : precision == "int8" ? cpu::Precision::kInt8
+                                      : cpu::Precision::kF32;
   if (kind == kUseLite && o.precision != cpu::Precision::kF32) return read.Invalid("precision", "USE-Lite runs f32");
   std::string device = "cpu";
   if (!read.String("device", &device).ok()) return read.Invalid("device", "expected cpu, cuda or cuda:N");
@@ -82,8 +84,8 @@ Result<NativeOptions> ParseNativeOptions(const RuntimeOptions& options, NativeMo
   SHOAL_RETURN_IF_ERROR(read.Count("kv_block_tokens", 1, 1u << 24, &o.kv_block_tokens));
   SHOAL_RETURN_IF_ERROR(read.Finish());
   if (o.cuda_device >= 0) {
-    if (read.Has("precision") && precision == "f32") {
-      return read.Invalid("precision", "the CUDA backend runs bf16 (f32 is CPU only)");
+    if (read.Has("precision") && precision != "bf16") {
+      return read.Invalid("precision", "the CUDA backend runs bf16 (" + precision + " is CPU only)");
     }
     o.precision = cpu::Precision::kBF16;
   }

@@ -29,7 +29,7 @@
 
 namespace shoal::native::cpu {
 
-enum class Precision { kF32, kBF16 };
+enum class Precision { kF32, kBF16, kInt8 };
 enum class Activation { kNone, kGelu /* erf */, kGeluTanh, kRelu, kTanh };
 
 // How a weight matrix is laid out where it comes from.
@@ -45,9 +45,17 @@ enum class WeightLayout {
 // products accumulate in fp32 and y is fp32. Each output is within
 // 1.13 · 2⁻⁸ · Σₖ|xₖ·wₖ| of the exact value (≈ 0.6 % of max|y| on random
 // data, tested); about 2× the fp32 throughput on AVX512_BF16 CPUs.
+//
+// kInt8: weights are stored in int8 with one scale per output channel
+// (max|w|/127), x is quantized per call with one scale per row (max|x|/127);
+// products accumulate exactly in int32, then y = acc · s_x · s_w + b. Each
+// output is within Σₖ(|xₖ|·s_w + |wₖ|·s_x + s_x·s_w/2)/2 of the exact value
+// before the activation (tested); 4× the fp32 throughput on VNNI CPUs, and a
+// quarter of the bytes to stream at one row.
 class Linear {
  public:
-  // Copies (and for kBF16 converts) the weights; `bias` may be null.
+  // Copies (and for kBF16/kInt8 converts) the weights; `bias` may be null.
+  // kInt8 refuses weights that are not finite.
   static Result<std::unique_ptr<Linear>> Create(const float* w, WeightLayout layout, size_t in,
                                                 size_t out, const float* bias, Precision precision);
   virtual ~Linear() = default;

@@ -56,9 +56,11 @@
 #include <vector>
 
 #include "common/log.h"
+#include "runtime/native/kernels/cpu/dnnl_engine.h"
 #include "runtime/native/kernels/cpu/few_rows_gemm.h"
 #include "runtime/native/kernels/cpu/isa.h"
 #include "runtime/native/kernels/cpu/kernels.h"
+#include "runtime/native/kernels/cpu/linear_int8.h"
 #include "runtime/native/kernels/cpu/vec_math.h"
 
 namespace shoal::native::cpu {
@@ -68,12 +70,7 @@ using dnnl::memory;
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-constexpr size_t kChunk = 256;
-
-dnnl::engine& CpuEngine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
+constexpr size_t kChunk = kLinearRowChunk;
 
 dnnl::algorithm EltwiseOf(Activation act) {
   switch (act) {
@@ -323,6 +320,7 @@ class DnnlLinear final : public Linear {
 Result<std::unique_ptr<Linear>> Linear::Create(const float* w, WeightLayout layout, size_t in,
                                                size_t out, const float* bias, Precision precision) {
   if (!w || in == 0 || out == 0) return InvalidInput("Linear: empty weight matrix");
+  if (precision == Precision::kInt8) return CreateInt8Linear(w, layout, in, out, bias);
   auto linear = std::make_unique<DnnlLinear>(in, out, precision);
   try {
     SHOAL_RETURN_IF_ERROR(linear->Init(w, layout, bias));
