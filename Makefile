@@ -102,9 +102,11 @@ bench-traces: build
 	$(BUILD)/bench/traces_bench --out docs/bench/traces.json
 
 # The promotion path: a registration through the admin API, without and with
-# the shipped evaluations attached, on USE-Lite and a MiniLM-L6 shape (about a minute).
+# the shipped evaluations attached, on USE-Lite and a MiniLM-L6 shape; then
+# int8 against f32, bf16, ONNX Runtime and llama.cpp Q8_0 (about eight minutes).
 bench-self-service: build
 	$(BUILD)/bench/self_service_bench --out docs/bench/self-service.json
+	$(BUILD)/bench/int8_bench --out docs/bench/self-service.json
 
 bench-residency: build
 	$(BUILD)/bench/residency_bench --out docs/bench/residency.json

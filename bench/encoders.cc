@@ -49,20 +49,6 @@ struct Options {
   std::string out;
 };
 
-// Median seconds per call of `fn` after one warm-up, over `seconds` (≥ 3 calls).
-template <class Fn>
-double TimeIt(Fn&& fn, double seconds) {
-  fn();
-  std::vector<double> t;
-  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  while (t.size() < 3 || Clock::now() < end) {
-    const auto t0 = Clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return Median(t);
-}
-
 // FLOPs of one forward pass over `batch` sequences of `seq` tokens (full
 // attention everywhere: what the kernels compute, a local window included).
 double ModelFlops(const native::EncoderConfig& c, int batch, int seq) {

@@ -61,6 +61,21 @@ inline double Median(std::vector<double> v) {
   return v.empty() ? NAN : v[v.size() / 2];
 }
 
+// Median seconds per call of `fn` after one warm-up, over `seconds` (at
+// least 3 calls).
+template <class Fn>
+double TimeIt(Fn&& fn, double seconds) {
+  fn();
+  std::vector<double> t;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (t.size() < 3 || std::chrono::steady_clock::now() < end) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return Median(t);
+}
+
 // {"key": number, ...}, keys in order; prints where it went.
 inline void WriteFigures(const std::string& path, const std::map<std::string, double>& figures) {
   if (std::filesystem::path(path).has_parent_path()) {

@@ -16,8 +16,6 @@
 //
 // In-process: nats-server is a child; gateway, worker and clients share this
 // process (and the machine's cores), the sidecar is the worker's child.
-#include <llama.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +25,7 @@
 #include <thread>
 
 #include "admin/model_directory.h"
+#include "bare_llama.h"
 #include "bench_cluster.h"
 #include "bench_options.h"
 #include "common/clock.h"
@@ -48,86 +47,6 @@ struct Options {
   int repeats = 3;
   int new_tokens = 64;
   int threads = 2;
-};
-
-// llama.cpp alone: `concurrency` sequences of the prompt, prefilled
-// together (whole prompts per llama_decode, up to the batch size), then
-// `new_tokens` greedy steps of one batch each, on a context warmed by a
-// first round. Round() gives tokens/s of the generated tokens over the whole
-// round (prefill included, as a client sees it); NAN on failure.
-class Bare {
- public:
-  Bare(const std::string& gguf, int concurrency, int new_tokens, int threads)
-      : concurrency_(concurrency), new_tokens_(new_tokens) {
-    model_ = llama_model_load_from_file(gguf.c_str(), llama_model_default_params());
-    if (!model_) return;
-    vocab_ = llama_model_get_vocab(model_);
-    prompt_.resize(512);
-    const int n = llama_tokenize(vocab_, kPrompt, static_cast<int32_t>(std::strlen(kPrompt)), prompt_.data(),
-                                 static_cast<int32_t>(prompt_.size()), true, true);
-    prompt_.resize(static_cast<size_t>(std::max(n, 0)));
-    llama_context_params cp = llama_context_default_params();
-    cp.n_seq_max = static_cast<uint32_t>(concurrency);
-    cp.n_ctx = static_cast<uint32_t>(prompt_.size() + new_tokens + 8) * cp.n_seq_max;
-    cp.n_batch = kBatch;
-    cp.n_ubatch = kBatch;
-    cp.n_threads = threads;
-    cp.n_threads_batch = threads;
-    ctx_ = llama_init_from_model(model_, cp);
-    batch_ = llama_batch_init(kBatch, 0, 1);
-  }
-  ~Bare() {
-    llama_batch_free(batch_);
-    if (ctx_) llama_free(ctx_);
-    if (model_) llama_model_free(model_);
-  }
-
-  double Round() {
-    if (!ctx_ || prompt_.empty()) return NAN;
-    llama_memory_clear(llama_get_memory(ctx_), true);
-    const int n = static_cast<int>(prompt_.size());
-    std::vector<llama_token> last(static_cast<size_t>(concurrency_));
-    const auto t0 = SteadyClock::now();
-    for (int s = 0; s < concurrency_;) {  // prefill: whole prompts per decode
-      batch_.n_tokens = 0;
-      const int first = s;
-      for (; s < concurrency_ && batch_.n_tokens + n <= kBatch; ++s) {
-        for (int i = 0; i < n; ++i) Add(prompt_[static_cast<size_t>(i)], i, s, i == n - 1);
-      }
-      if (llama_decode(ctx_, batch_) != 0) return NAN;
-      for (int k = first; k < s; ++k) last[static_cast<size_t>(k)] = Pick((k - first + 1) * n - 1);
-    }
-    for (int step = 1; step < new_tokens_; ++step) {
-      batch_.n_tokens = 0;
-      for (int k = 0; k < concurrency_; ++k) Add(last[static_cast<size_t>(k)], n + step - 1, k, true);
-      if (llama_decode(ctx_, batch_) != 0) return NAN;
-      for (int k = 0; k < concurrency_; ++k) last[static_cast<size_t>(k)] = Pick(k);
-    }
-    return concurrency_ * new_tokens_ / std::chrono::duration<double>(SteadyClock::now() - t0).count();
-  }
-
- private:
-  static constexpr int kBatch = 512;
-
-  void Add(llama_token t, int pos, int seq, bool logits) {
-    const int i = batch_.n_tokens++;
-    batch_.token[i] = t;
-    batch_.pos[i] = pos;
-    batch_.n_seq_id[i] = 1;
-    batch_.seq_id[i][0] = seq;
-    batch_.logits[i] = logits;
-  }
-  llama_token Pick(int row) {  // greedy
-    const float* l = llama_get_logits_ith(ctx_, row);
-    return static_cast<llama_token>(std::max_element(l, l + llama_vocab_n_tokens(vocab_)) - l);
-  }
-
-  const int concurrency_, new_tokens_;
-  llama_model* model_ = nullptr;
-  const llama_vocab* vocab_ = nullptr;
-  llama_context* ctx_ = nullptr;
-  llama_batch batch_{};
-  std::vector<llama_token> prompt_;
 };
 
 int Run(const Options& o) {
@@ -167,7 +86,7 @@ int Run(const Options& o) {
     const std::string gguf = models + "/qwen3-bench-gguf-" + t + "/qwen3-bench-" + (t == "f16" ? "F16" : "Q8_0") + ".gguf";
     for (int c : o.concurrency) {
       std::vector<double> shoal, bare;
-      Bare alone(gguf, c, o.new_tokens, o.threads);
+      BareLlama alone(gguf, kPrompt, c, o.new_tokens, o.threads);
       alone.Round();  // warm: a context's first decodes allocate its graphs
       RunRound(port, id, kPrompt, c, 1, 8);  // and Shoal's, at this batch size
       for (int i = 0; i < o.repeats; ++i) {

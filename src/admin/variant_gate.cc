@@ -40,8 +40,8 @@ VariantGate JudgeVariant(std::string precision, uint32_t of, std::string_view ta
                 .evaluations = {},
                 .failures = {}};
   if (task == "encode") {
-    AtLeast(golden.mean_cosine, bounds.min_mean_cosine, "mean cosine", 4, &g.failures);
-    AtLeast(golden.min_cosine, bounds.min_cosine, "min cosine", 4, &g.failures);
+    AtLeast(golden.mean_cosine, bounds.min_mean_cosine, "mean cosine", 6, &g.failures);
+    AtLeast(golden.min_cosine, bounds.min_cosine, "min cosine", 6, &g.failures);
   }
   AtLeast(golden.agreement, bounds.min_agreement, "probe agreement", 3, &g.failures);
   for (const EvalReport& o : original) {

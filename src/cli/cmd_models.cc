@@ -86,7 +86,7 @@ void PrintVariant(const nlohmann::json& v) {
               v.value("passed", false) ? "within its bound" : "OUTSIDE its bound");
   const auto& g = v["golden"];
   if (g.contains("mean_cosine")) {
-    std::printf(", cosine mean %.4f, min %.4f", g["mean_cosine"].get<double>(), g["min_cosine"].get<double>());
+    std::printf(", cosine mean %.6f, min %.6f", g["mean_cosine"].get<double>(), g["min_cosine"].get<double>());
   }
   if (g.contains("agreement")) std::printf(", agreement %.1f %%", 100 * g["agreement"].get<double>());
   std::printf("\n");
@@ -376,6 +376,7 @@ Subcommand AddModels(CLI::App& app) {
                         << std::flush;
               nlohmann::json variant;
               uint32_t number = 0;
+              std::string state;
               if (quantize->count("--gateway") > 0) {
                 nlohmann::json body = {{"precision", precision}};
                 if (ref->version != 0) body["of"] = ref->version;
@@ -387,16 +388,18 @@ Subcommand AddModels(CLI::App& app) {
                 const auto out = nlohmann::json::parse(made->body);
                 variant = out["record"]["variant"];
                 number = out.value("version", 0u);
+                state = out.value("state", "");
               } else {
                 auto made = admin->Quantize(ref->id, ref->version, precision, record_options, *tightened);
                 if (!made.ok()) return Fail(made.status());
                 variant = nlohmann::json::parse(made->version.record.variant_json);
                 number = made->version.version;
+                state = VersionStateName(made->state);
               }
-              std::printf("%s version %u: a candidate\n", std::string(ref->id).c_str(), number);
+              std::printf("%s version %u: %s\n", std::string(ref->id).c_str(), number, state.c_str());
               PrintVariant(variant);
               if (!variant.value("passed", false)) return 3;
-              std::printf("promote it with: shoal models promote %s %u\n", std::string(ref->id).c_str(), number);
+              if (state != "serving") std::printf("promote it with: shoal models promote %s %u\n", std::string(ref->id).c_str(), number);
               return 0;
             }
             if (promote->parsed() && promote->count("--gateway") > 0) {

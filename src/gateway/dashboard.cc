@@ -47,7 +47,8 @@ Dashboard::Dashboard(DashboardOptions options, DashboardSources sources)
       sources_(std::move(sources)),
       history_(static_cast<size_t>(std::max<int64_t>(
           1, std::chrono::duration_cast<std::chrono::milliseconds>(options.window).count() /
-                 std::max<int64_t>(1, options.period.count())))) {}
+                 std::max<int64_t>(1, options.period.count())))),
+      versions_(sources_.versions, sources_.canaries) {}
 
 Dashboard::~Dashboard() { Stop(); }
 
@@ -107,7 +108,8 @@ http::Response Dashboard::Serve(const http::Request& req) {
   json out = {{"gateway", std::move(gateway)},
               {"history", history_.ToJson()},
               {"totals", std::move(totals)},
-              {"cluster", std::move(cluster)}};
+              {"cluster", std::move(cluster)},
+              {"versions", versions_.Json()}};
   http::Response r = http::JsonResponse(200, out.dump());
   r.headers.emplace_back("Cache-Control", "no-store");
   return r;

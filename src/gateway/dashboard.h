@@ -19,7 +19,8 @@
 //    "totals":  {"workers", "executors", "memory_used", "memory_budget",
 //                "models", "models_resident", "models_loading",
 //                "waiting", "worker_queued", "worker_in_flight"},
-//    "cluster": <GET /v1/cluster> | null (in-process mode: no cluster)}
+//    "cluster": <GET /v1/cluster> | null (in-process mode: no cluster),
+//    "versions": [...] (dashboard_versions.h; [] in in-process mode)}
 //
 // The history's throughput and latency are this gateway's (each gateway
 // keeps its own); the cluster figures are every worker's. The page's own
@@ -41,7 +42,9 @@
 #include <string_view>
 
 #include "common/event_loop.h"
+#include "gateway/canary_monitor.h"
 #include "gateway/dashboard_history.h"
+#include "gateway/dashboard_versions.h"
 #include "http/http.h"
 #include "queue/batch_store.h"
 #include "queue/catalog_watch.h"
@@ -67,6 +70,8 @@ struct DashboardSources {
   queue::WorkerRegistry* workers = nullptr;
   jsCtx* js = nullptr;
   std::function<std::vector<queue::BatchRecord>()> batch_jobs;  // unset: none
+  kvStore* versions = nullptr;                                    // the versions bucket
+  const CanaryMonitor* canaries = nullptr;
 };
 
 class Dashboard {
@@ -102,6 +107,7 @@ class Dashboard {
   const DashboardSources sources_;
   const SteadyClock::time_point started_ = SteadyClock::now();
   DashboardHistory history_;
+  VersionsPanel versions_;  // on loop_
   EventLoop loop_;
   bool started_loop_ =
       false;  // Start and Stop are called from one thread (the gateway's lifecycle)

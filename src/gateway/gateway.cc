@@ -235,7 +235,9 @@ Status Gateway::Init() {
                        .catalog = catalog_fn,
                        .workers = workers_.get(),  // null without NATS: no cluster to show
                        .js = control_.js.get(),
-                       .batch_jobs = [this] { return BatchJobs(); }});
+                       .batch_jobs = [this] { return BatchJobs(); },
+                       .versions = control_.versions.get(),
+                       .canaries = &canaries_});
   dashboard_->Start();
   if (workers_) {
     queue_gauges_ = std::make_unique<QueueGauges>(QueueGaugeSources{

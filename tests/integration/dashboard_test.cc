@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "admin/catalog_admin.h"
 #include "common/subprocess.h"
 #include "support/files.h"
 #include "support/http_client.h"
@@ -195,6 +196,17 @@ TEST(Dashboard, ShowsTheClusterAndItsTrafficInABrowser) {
   ASSERT_TRUE(gateway);
   const std::string url = "http://127.0.0.1:" + std::to_string(gateway->port()) + "/";
   Browser browser(*chromium, cluster.dir());
+  // A model registered as `shoal models add` does has versions: the
+  // versions table shows them (registered beside the gateway, so that the
+  // idle page shows no traffic).
+  {
+    auto admin = admin::CatalogAdmin::Connect(cluster.nats_url());
+    ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+    auto spec = ModelSpec::Parse("id: test/versioned\nruntime: identity\nidentity: {dim: 8}\n");
+    ASSERT_TRUE(spec.ok());
+    auto registered = admin->Register(*spec);
+    ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+  }
 
   // Idle: the cluster is there, no traffic yet.
   auto idle = browser.DumpDom(url);
@@ -203,7 +215,7 @@ TEST(Dashboard, ShowsTheClusterAndItsTrafficInABrowser) {
   EXPECT_NE(idle->find("data-model=\"test/embed\""), std::string::npos);
   EXPECT_EQ(Figure(*idle, "workers"), 1) << *idle;
   EXPECT_GE(Figure(*idle, "executors").value_or(0), 1);
-  EXPECT_EQ(Figure(*idle, "models"), 1);
+  EXPECT_EQ(Figure(*idle, "models"), 2);
   EXPECT_EQ(Figure(*idle, "models-resident"), 1);
   EXPECT_TRUE(Figure(*idle, "memory-used").has_value());
   EXPECT_TRUE(Figure(*idle, "backlog").has_value());
@@ -211,6 +223,8 @@ TEST(Dashboard, ShowsTheClusterAndItsTrafficInABrowser) {
   EXPECT_EQ(Figure(*idle, "responses-total"), 0);
   EXPECT_NE(idle->find("<path"), std::string::npos) << "the charts are drawn (an idle line at 0)";
   EXPECT_NE(idle->find("no batch jobs running"), std::string::npos) << "the batch jobs' table is drawn";
+  EXPECT_NE(idle->find("data-model=\"test/versioned\" data-version=\"1\""), std::string::npos)
+      << "the versions table shows the registered version";
 
   // Under load: wait until a sample of the gateway's history holds some of
   // it (the sampler closes an interval every 2 s), then look again while

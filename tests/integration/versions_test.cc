@@ -365,6 +365,22 @@ TEST_F(Versions, QuantizedVariantsAreAdmittedOnlyWithinTheirBound) {
   EXPECT_EQ(Call("POST", "/v1/admin/models/team/q/canary", json{{"version", 3}, {"fraction", 0.5}}.dump()).status,
             400);
 
+  // The dashboard's versions panel shows the three, the judgements and the
+  // evaluation reports (its first read here: nothing cached).
+  const json panel = json::parse(Call("GET", "/v1/dashboard").body)["versions"];
+  json shown;
+  for (const json& m : panel) {
+    if (m["id"] == "team/q") shown = m;
+  }
+  ASSERT_TRUE(shown.is_object()) << panel.dump();
+  EXPECT_EQ(shown["serving"], 1);
+  ASSERT_EQ(shown["versions"].size(), 3u) << shown.dump();
+  EXPECT_EQ(shown["versions"][0]["precision"], "f32");
+  EXPECT_EQ(shown["versions"][1]["variant"]["passed"], true);
+  EXPECT_EQ(shown["versions"][1]["precision"], "int8");
+  EXPECT_EQ(shown["versions"][1]["evaluations"][0]["evaluation"], "pairs");
+  EXPECT_EQ(shown["versions"][2]["variant"]["passed"], false);
+
   // The command line: straight to NATS it cannot run the evaluation; through
   // the gateway the same variant is version 2 again.
   auto [rc, out] = ShoalModels("quantize team/q@1 --int8");

@@ -50,11 +50,11 @@ TEST(VariantGate, EachBoundFailsItsOwnCheck) {
   GoldenAgreement g = Close();
   g.mean_cosine = 0.994;
   EXPECT_EQ(JudgeVariant("int8", 1, "encode", g, {}, {}).failures,
-            std::vector<std::string>{"mean cosine 0.9940 < 0.9950"});
+            std::vector<std::string>{"mean cosine 0.994000 < 0.995000"});
   g = Close();
   g.min_cosine = 0.97;
   EXPECT_EQ(JudgeVariant("int8", 1, "encode", g, {}, {}).failures,
-            std::vector<std::string>{"min cosine 0.9700 < 0.9800"});
+            std::vector<std::string>{"min cosine 0.970000 < 0.980000"});
   g = Close();
   g.agreement = 0.75;
   EXPECT_EQ(JudgeVariant("int8", 1, "score", g, {}, {}).failures,

@@ -18,23 +18,31 @@
 namespace shoal::native::cpu {
 namespace {
 
-SHOAL_AVX512 void ActivateAvx512(float* x, size_t n, const float* bias, Activation act) {
+// x = act(x · scale + bias), scale 1 by default.
+SHOAL_AVX512 void ActivateAvx512(float* x, size_t n, const float* bias, Activation act, float scale = 1.0f) {
+  const __m512 s = _mm512_set1_ps(scale);
+  const bool scaled = scale != 1.0f;
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m512 v = _mm512_loadu_ps(x + i);
+    if (scaled) v = _mm512_mul_ps(v, s);
     if (bias) v = _mm512_add_ps(v, _mm512_loadu_ps(bias + i));
     _mm512_storeu_ps(x + i, Activate512(v, act));
   }
   if (i < n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
     __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    if (scaled) v = _mm512_mul_ps(v, s);
     if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + i));
     _mm512_mask_storeu_ps(x + i, m, Activate512(v, act));
   }
 }
 
-void ActivatePortable(float* x, size_t n, const float* bias, Activation act) {
-  for (size_t i = 0; i < n; ++i) x[i] = ActivateScalar(bias ? x[i] + bias[i] : x[i], act);
+void ActivatePortable(float* x, size_t n, const float* bias, Activation act, float scale = 1.0f) {
+  for (size_t i = 0; i < n; ++i) {
+    const float v = x[i] * scale;
+    x[i] = ActivateScalar(bias ? v + bias[i] : v, act);
+  }
 }
 
 SHOAL_AVX512 void F16ToF32Avx512(const uint16_t* in, float* out, size_t n) {
@@ -110,6 +118,14 @@ void BiasActivateRows(float* y, size_t rows, size_t cols, const float* bias, Act
     } else {
       ActivatePortable(row, cols, bias, act);
     }
+  }
+}
+
+void ScaleBiasActivate(float* x, size_t n, float scale, const float* bias, Activation act) {
+  if (UseAvx512()) {
+    ActivateAvx512(x, n, bias, act, scale);
+  } else {
+    ActivatePortable(x, n, bias, act, scale);
   }
 }
 

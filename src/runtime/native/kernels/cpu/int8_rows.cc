@@ -90,12 +90,7 @@ void DequantizeRows(float* y, size_t rows, size_t cols, const float* scale, cons
                     Activation act, int threads) {
 #pragma omp parallel for num_threads(threads) \
     schedule(static) if (threads > 1 && rows * cols >= kParallelValues)
-  for (size_t r = 0; r < rows; ++r) {
-    float* row = y + r * cols;
-    const float s = scale[r];
-    for (size_t c = 0; c < cols; ++c) row[c] *= s;
-    BiasActivateRows(row, 1, cols, bias, act);
-  }
+  for (size_t r = 0; r < rows; ++r) ScaleBiasActivate(y + r * cols, cols, scale[r], bias, act);
 }
 
 }  // namespace shoal::native::cpu

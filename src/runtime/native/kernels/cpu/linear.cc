@@ -42,7 +42,7 @@
 // Threading: Forward runs under OmpThreads(threads), so oneDNN's and our
 // OpenMP regions use at most `threads` threads of the calling thread's team;
 // primitives are keyed by thread count (oneDNN fixes its work split at
-// creation). Concurrent Forward calls are safe: the cache is guarded by `mu_`,
+// creation). Concurrent Forward calls are safe: the cache is thread-safe,
 // primitives and weights are immutable, and every call brings its own stream
 // and scratchpad (scratchpad_mode::user).
 #include <algorithm>
@@ -206,11 +206,7 @@ class DnnlLinear final : public Linear {
   size_t memory_bytes() const override { return wei_md_.get_size() + bias_.size() * sizeof(float); }
 
  private:
-  struct Entry {
-    dnnl::matmul prim;
-    size_t scratchpad_bytes;
-  };
-  using Key = std::tuple<size_t, Activation, int>;
+  using Cache = MatmulCache<std::tuple<size_t, Activation, int>>;  // rows, activation, threads
 
   dnnl::matmul::primitive_desc MakePd(size_t rows, Activation act,
                                       const memory::desc& wei_md) const {
@@ -230,24 +226,8 @@ class DnnlLinear final : public Linear {
     return dnnl::matmul::primitive_desc(desc, attr, CpuEngine());
   }
 
-  std::shared_ptr<const Entry> GetPrimitive(size_t rows, Activation act, int threads) const {
-    const Key key{rows, act, threads};
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = cache_.find(key);
-      if (it != cache_.end()) return it->second;
-    }
-    // Built outside the lock (JIT takes up to ~1 ms); a racing duplicate is
-    // harmless. oneDNN's own primitive cache also shares identical ones
-    // between layers of the same shape.
-    const auto pd = MakePd(rows, act, wei_md_);
-    auto entry =
-        std::make_shared<const Entry>(Entry{dnnl::matmul(pd), pd.scratchpad_desc().get_size()});
-    std::lock_guard<std::mutex> lock(mu_);
-    // Bounded by construction (see Run); the cap guards odd thread mixes.
-    if (cache_.size() >= 4 * kChunk) cache_.clear();
-    cache_.emplace(key, entry);
-    return entry;
+  std::shared_ptr<const Cache::Entry> GetPrimitive(size_t rows, Activation act, int threads) const {
+    return cache_.Get({rows, act, threads}, [&] { return MakePd(rows, act, wei_md_); });
   }
 
   void Run(const float* x, size_t rows, float* y, Activation act, int threads) const {
@@ -311,8 +291,7 @@ class DnnlLinear final : public Linear {
   memory weights_;           // owns the prepacked weights
   std::vector<float> bias_;  // [out] or empty
   memory::desc bias_md_;
-  mutable std::mutex mu_;  // guards cache_
-  mutable std::map<Key, std::shared_ptr<const Entry>> cache_;
+  Cache cache_{4 * kChunk};
 };
 
 }  // namespace
@@ -322,13 +301,7 @@ Result<std::unique_ptr<Linear>> Linear::Create(const float* w, WeightLayout layo
   if (!w || in == 0 || out == 0) return InvalidInput("Linear: empty weight matrix");
   if (precision == Precision::kInt8) return CreateInt8Linear(w, layout, in, out, bias);
   auto linear = std::make_unique<DnnlLinear>(in, out, precision);
-  try {
-    SHOAL_RETURN_IF_ERROR(linear->Init(w, layout, bias));
-  } catch (const dnnl::error& e) {
-    return Internal(std::string("Linear: oneDNN matmul unavailable: ") + e.what());
-  } catch (const std::exception& e) {
-    return Internal(std::string("Linear: ") + e.what());
-  }
+  SHOAL_RETURN_IF_ERROR(CatchingDnnl([&] { return linear->Init(w, layout, bias); }));
   return std::unique_ptr<Linear>(std::move(linear));
 }
 

@@ -20,7 +20,7 @@
 // 4096×4096) 2.2 ms against 8.2 f32 — it streams a quarter of the bytes.
 //
 // Threading and row pieces: as linear.cc's (primitives keyed by row count
-// and thread count, cached under mu_; per-thread buffers).
+// and thread count; per-thread buffers).
 #include "runtime/native/kernels/cpu/linear_int8.h"
 
 #include <algorithm>
@@ -123,11 +123,7 @@ class Int8Linear final : public Linear {
   }
 
  private:
-  struct Entry {
-    dnnl::matmul prim;
-    size_t scratchpad_bytes;
-  };
-  using Key = std::pair<size_t, int>;  // rows, threads
+  using Cache = MatmulCache<std::pair<size_t, int>>;  // rows, threads
 
   dnnl::matmul::primitive_desc MakePd(size_t rows, const memory::desc& wei_md) const {
     const auto m = static_cast<memory::dim>(rows), k = static_cast<memory::dim>(in_),
@@ -140,19 +136,8 @@ class Int8Linear final : public Linear {
                                         CpuEngine());
   }
 
-  std::shared_ptr<const Entry> GetPrimitive(size_t rows, int threads) const {
-    const Key key{rows, threads};
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-    }
-    const auto pd = MakePd(rows, wei_md_);
-    auto entry =
-        std::make_shared<const Entry>(Entry{dnnl::matmul(pd), pd.scratchpad_desc().get_size()});
-    std::lock_guard<std::mutex> lock(mu_);
-    if (cache_.size() >= 2 * kLinearRowChunk) cache_.clear();
-    cache_.emplace(key, entry);
-    return entry;
+  std::shared_ptr<const Cache::Entry> GetPrimitive(size_t rows, int threads) const {
+    return cache_.Get({rows, threads}, [&] { return MakePd(rows, wei_md_); });
   }
 
   void Run(Int8Buffers& buf, size_t rows, float* y, int threads) const {
@@ -188,8 +173,7 @@ class Int8Linear final : public Linear {
   std::vector<float> bias_;          // [out] or empty
   memory::desc wei_md_;              // the blocked layout chosen at load
   memory weights_;                   // owns the prepacked s8 weights
-  mutable std::mutex mu_;            // guards cache_
-  mutable std::map<Key, std::shared_ptr<const Entry>> cache_;
+  Cache cache_{2 * kLinearRowChunk};
 };
 
 }  // namespace
@@ -197,13 +181,7 @@ class Int8Linear final : public Linear {
 Result<std::unique_ptr<Linear>> CreateInt8Linear(const float* w, WeightLayout layout, size_t in,
                                                  size_t out, const float* bias) {
   auto linear = std::make_unique<Int8Linear>(in, out);
-  try {
-    SHOAL_RETURN_IF_ERROR(linear->Init(w, layout, bias));
-  } catch (const dnnl::error& e) {
-    return Internal(std::string("Linear: oneDNN int8 matmul unavailable: ") + e.what());
-  } catch (const std::exception& e) {
-    return Internal(std::string("Linear: ") + e.what());
-  }
+  SHOAL_RETURN_IF_ERROR(CatchingDnnl([&] { return linear->Init(w, layout, bias); }));
   return std::unique_ptr<Linear>(std::move(linear));
 }
 

@@ -105,6 +105,9 @@ inline float ActivateScalar(float x, Activation act) {
 // Single-threaded: callers split rows.
 void BiasActivateRows(float* y, size_t rows, size_t cols, const float* bias, Activation act);
 
+// x[c] = act(x[c] · scale + bias[c]) over one row; bias may be null.
+void ScaleBiasActivate(float* x, size_t n, float scale, const float* bias, Activation act);
+
 // fp32 → bf16, round to nearest even (NaN stays NaN). Single-threaded.
 void F32ToBf16(const float* in, uint16_t* out, size_t n);
 
