@@ -55,7 +55,7 @@ class Int8Linear final : public Linear {
  public:
   Int8Linear(size_t in, size_t out) : in_(in), out_(out) {}
 
-  // May throw dnnl::error / std::bad_alloc; CreateInt8Linear catches.
+  // May throw dnnl::error / std::bad_alloc; CreateInt8Linear catches (CatchingDnnl).
   Status Init(const float* w, WeightLayout layout, const float* bias) {
     // Per output channel n: scale = max_k |W[k][n]| / 127; W as [out][in].
     auto at = [&](size_t n, size_t k) {
