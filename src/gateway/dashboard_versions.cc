@@ -17,7 +17,7 @@ json SideJson(const CanaryMonitor::Side& s) {
           {"mean_ms", s.requests ? 1000 * s.seconds / static_cast<double>(s.requests) : 0.0}};
 }
 
-json VersionJson(const ModelVersion& v, VersionState state) {
+json VersionRow(const ModelVersion& v, VersionState state) {
   json o = {{"version", v.version},
             {"state", VersionStateName(state)},
             {"precision",
@@ -88,7 +88,7 @@ json VersionsPanel::Read() const {
       auto v = ModelVersion::Parse(*record);
       if (!v.ok()) continue;
       model["id"] = v->spec.id;
-      model["versions"].push_back(VersionJson(*v, head->StateOf(n)));
+      model["versions"].push_back(VersionRow(*v, head->StateOf(n)));
     }
     if (model["id"].is_null()) continue;
     if (head->canary.active()) {

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "common/status.h"
 
@@ -23,6 +25,26 @@ inline dnnl::engine& CpuEngine() {
 // two pieces — the largest multiple of this, then the rest — so the
 // primitives a Linear keeps stay few (linear.cc says why).
 inline constexpr size_t kLinearRowChunk = 256;
+
+// Calls `piece(first_row, row_count)` for each of those (at most two) pieces.
+template <class Piece>
+void ForEachRowPiece(size_t rows, Piece&& piece) {
+  const size_t main_rows = rows > kLinearRowChunk ? rows / kLinearRowChunk * kLinearRowChunk : rows;
+  piece(size_t{0}, main_rows);
+  if (main_rows < rows) piece(main_rows, rows - main_rows);
+}
+
+// A primitive's user scratchpad of `bytes` in `buffer` (grown to fit), as
+// its argument; none when it needs none.
+inline void AddScratchpad(std::unordered_map<int, dnnl::memory>& args, size_t bytes,
+                          std::vector<uint8_t>& buffer) {
+  if (bytes == 0) return;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory({{static_cast<dnnl::memory::dim>(bytes)},
+                                                  dnnl::memory::data_type::u8,
+                                                  dnnl::memory::format_tag::a},
+                                                 CpuEngine(), buffer.data()));
+}
 
 // A Linear's matmul primitives by key (row count, thread count, ...),
 // built on first use. Thread-safe; bounded by `cap` (cleared past it: the

@@ -254,32 +254,22 @@ class DnnlLinear final : public Linear {
     }
     const size_t elem = dt_ == dt::bf16 ? sizeof(uint16_t) : sizeof(float);
     const memory wei(wei_md_, eng, weights_.get_data_handle());
-    // At most two pieces: the largest multiple of kChunk, then the rest.
-    const size_t main_rows = rows > kChunk ? rows / kChunk * kChunk : rows;
-    for (size_t r0 = 0; r0 < rows;) {
-      const size_t mr = r0 == 0 ? main_rows : rows - r0;
+    ForEachRowPiece(rows, [&](size_t r0, size_t mr) {
       const auto entry = GetPrimitive(mr, act, threads);
       const auto m = static_cast<memory::dim>(mr), k = static_cast<memory::dim>(in_),
                  n = static_cast<memory::dim>(out_);
-      if (buf.scratchpad.size() < entry->scratchpad_bytes)
-        buf.scratchpad.resize(entry->scratchpad_bytes);
       std::unordered_map<int, memory> args{
           {DNNL_ARG_SRC,
            memory({{m, k}, dt_, tag::ab}, eng,
                   const_cast<char*>(static_cast<const char*>(src)) + r0 * in_ * elem)},
           {DNNL_ARG_WEIGHTS, wei},
           {DNNL_ARG_DST, memory({{m, n}, dt::f32, tag::ab}, eng, y + r0 * out_)}};
-      if (entry->scratchpad_bytes > 0) {
-        args.emplace(DNNL_ARG_SCRATCHPAD,
-                     memory({{static_cast<memory::dim>(entry->scratchpad_bytes)}, dt::u8, tag::a},
-                            eng, buf.scratchpad.data()));
-      }
+      AddScratchpad(args, entry->scratchpad_bytes, buf.scratchpad);
       if (!bias_.empty()) {
         args.emplace(DNNL_ARG_BIAS, memory(bias_md_, eng, const_cast<float*>(bias_.data())));
       }
       entry->prim.execute(stream, args);
-      r0 += mr;
-    }
+    });
     stream.wait();
   }
 

@@ -144,27 +144,17 @@ class Int8Linear final : public Linear {
     dnnl::engine& eng = CpuEngine();
     dnnl::stream stream(eng);
     const memory wei(wei_md_, eng, weights_.get_data_handle());
-    const size_t main_rows =
-        rows > kLinearRowChunk ? rows / kLinearRowChunk * kLinearRowChunk : rows;
-    for (size_t r0 = 0; r0 < rows;) {
-      const size_t mr = r0 == 0 ? main_rows : rows - r0;
+    ForEachRowPiece(rows, [&](size_t r0, size_t mr) {
       const auto entry = GetPrimitive(mr, threads);
       const auto m = static_cast<memory::dim>(mr), k = static_cast<memory::dim>(in_),
                  n = static_cast<memory::dim>(out_);
-      if (buf.scratchpad.size() < entry->scratchpad_bytes)
-        buf.scratchpad.resize(entry->scratchpad_bytes);
       std::unordered_map<int, memory> args{
           {DNNL_ARG_SRC, memory({{m, k}, dt::s8, tag::ab}, eng, buf.xq.data() + r0 * in_)},
           {DNNL_ARG_WEIGHTS, wei},
           {DNNL_ARG_DST, memory({{m, n}, dt::f32, tag::ab}, eng, y + r0 * out_)}};
-      if (entry->scratchpad_bytes > 0) {
-        args.emplace(DNNL_ARG_SCRATCHPAD,
-                     memory({{static_cast<memory::dim>(entry->scratchpad_bytes)}, dt::u8, tag::a},
-                            eng, buf.scratchpad.data()));
-      }
+      AddScratchpad(args, entry->scratchpad_bytes, buf.scratchpad);
       entry->prim.execute(stream, args);
-      r0 += mr;
-    }
+    });
     stream.wait();
   }
 
