@@ -130,20 +130,4 @@ Result<VariantGate> VariantGate::Parse(std::string_view text) {
   return g;
 }
 
-std::string PrecisionOf(std::string_view runtime_options_json) {
-  const json o = json::parse(runtime_options_json, nullptr, false);
-  if (o.is_object()) {
-    if (auto it = o.find("precision"); it != o.end() && it->is_string())
-      return it->get<std::string>();
-  }
-  return "f32";
-}
-
-std::string WithPrecision(std::string_view runtime_options_json, std::string_view precision) {
-  json o = json::parse(runtime_options_json, nullptr, false);
-  if (!o.is_object()) o = json::object();
-  o["precision"] = precision;
-  return o.dump();
-}
-
 }  // namespace shoal::admin

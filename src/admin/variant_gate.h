@@ -23,6 +23,7 @@
 
 #include "admin/evaluation.h"
 #include "admin/golden_agreement.h"
+#include "catalog/precision_option.h"
 #include "common/status.h"
 
 namespace shoal::admin {
@@ -67,10 +68,5 @@ struct VariantGate {
 VariantGate JudgeVariant(std::string precision, uint32_t of, std::string_view task,
                          const GoldenAgreement& golden, const std::vector<EvalReport>& original,
                          const std::vector<EvalReport>& variant, const VariantBounds& bounds = {});
-
-// The precision named in a spec's runtime options ("f32" when none).
-std::string PrecisionOf(std::string_view runtime_options_json);
-// The same options with `precision` set.
-std::string WithPrecision(std::string_view runtime_options_json, std::string_view precision);
 
 }  // namespace shoal::admin

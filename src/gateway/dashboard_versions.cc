@@ -1,8 +1,8 @@
 #include "gateway/dashboard_versions.h"
 
-#include "admin/variant_gate.h"
 #include "admin/versions_bucket.h"
 #include "catalog/model_version.h"
+#include "catalog/precision_option.h"
 
 namespace shoal::gateway {
 namespace {
@@ -21,7 +21,7 @@ json VersionRow(const ModelVersion& v, VersionState state) {
   json o = {{"version", v.version},
             {"state", VersionStateName(state)},
             {"precision",
-             v.spec.runtime == "native" ? admin::PrecisionOf(v.spec.runtime_options_json) : ""},
+             v.spec.runtime == "native" ? PrecisionOf(v.spec.runtime_options_json) : ""},
             {"owner", v.record.owner},
             {"registered_unix_ms", v.record.registered_unix_ms},
             {"variant", nullptr},

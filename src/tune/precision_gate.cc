@@ -5,6 +5,7 @@
 #include "admin/catalog_admin.h"
 #include "admin/golden_agreement.h"
 #include "admin/variant_gate.h"
+#include "catalog/precision_option.h"
 #include "common/str_printf.h"
 
 namespace shoal::tune {
@@ -31,7 +32,7 @@ Result<std::vector<PrecisionCheck>> CheckPrecisions(
   if (precisions.size() < 2) return checks;
   auto at = [&](const std::string& precision) {
     ModelSpec s = base;
-    s.runtime_options_json = admin::WithPrecision(base.runtime_options_json, precision);
+    s.runtime_options_json = WithPrecision(base.runtime_options_json, precision);
     return s;
   };
   progress("tune: checking precisions against f32 on the probe set (loading the model once each)");

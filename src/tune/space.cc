@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <nlohmann/json.hpp>
+
+#include "catalog/precision_option.h"
 
 namespace shoal::tune {
 namespace {
-
-using nlohmann::json;
 
 Dimension Grid(const std::string& name, std::vector<double> values, double baseline) {
   if (std::find(values.begin(), values.end(), baseline) == values.end()) values.push_back(baseline);
@@ -19,15 +18,6 @@ std::vector<double> Powers(double lo, double hi) {
   std::vector<double> v;
   for (double x = lo; x <= hi; x *= 2) v.push_back(x);
   return v;
-}
-
-std::string Precision(const ModelSpec& spec) {
-  const json o = json::parse(spec.runtime_options_json, nullptr, false);
-  if (o.is_object()) {
-    if (auto it = o.find("precision"); it != o.end() && it->is_string())
-      return it->get<std::string>();
-  }
-  return "f32";  // the native runtime's default
 }
 
 }  // namespace
@@ -54,7 +44,7 @@ Params ParamsOf(const ModelSpec& spec, int cores) {
   p.max_batch_requests = spec.batching.max_batch_requests;
   p.max_batch_wait_ms = spec.batching.max_batch_wait_ms;
   p.threads = spec.threads > 0 ? spec.threads : static_cast<uint32_t>(std::max(1, cores));
-  if (!TunablePrecisions(spec).empty()) p.precision = Precision(spec);
+  if (!TunablePrecisions(spec).empty()) p.precision = PrecisionOf(spec.runtime_options_json);
   return p;
 }
 
@@ -64,12 +54,7 @@ ModelSpec WithParams(const ModelSpec& base, const Params& p) {
   s.batching.max_batch_requests = p.max_batch_requests;
   s.batching.max_batch_wait_ms = p.max_batch_wait_ms;
   s.threads = p.threads;
-  if (!p.precision.empty()) {
-    json o = json::parse(s.runtime_options_json, nullptr, false);
-    if (!o.is_object()) o = json::object();
-    o["precision"] = p.precision;
-    s.runtime_options_json = o.dump();
-  }
+  if (!p.precision.empty()) s.runtime_options_json = WithPrecision(s.runtime_options_json, p.precision);
   return s;
 }
 
