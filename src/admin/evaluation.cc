@@ -9,6 +9,7 @@
 #include "admin/eval_metrics.h"
 #include "catalog/names.h"
 #include "common/clock.h"
+#include "common/cosine.h"
 #include "common/log.h"
 
 namespace shoal::admin {
@@ -173,16 +174,6 @@ Status ParseLine(const json& o, size_t line, EvalSet* set) {
     set->examples.push_back(std::move(e));
   }
   return Status::Ok();
-}
-
-double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    dot += double{a[i]} * b[i];
-    na += double{a[i]} * a[i];
-    nb += double{b[i]} * b[i];
-  }
-  return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0;
 }
 
 // Sends with the retries RunEvaluation promises; the answer's JSON.

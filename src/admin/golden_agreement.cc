@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base64.h"
+#include "common/cosine.h"
 
 namespace shoal::admin {
 namespace {
@@ -21,16 +22,6 @@ Result<std::vector<float>> Floats(const json& base64) {
   std::vector<float> v(bytes.size() / sizeof(float));
   std::memcpy(v.data(), bytes.data(), bytes.size());
   return v;
-}
-
-double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    dot += double{a[i]} * b[i];
-    na += double{a[i]} * a[i];
-    nb += double{b[i]} * b[i];
-  }
-  return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0;
 }
 
 // The index of the probe most like probe i (by cosine), among the others.
@@ -81,17 +72,24 @@ Status CompareScore(const json& a, const json& b, GoldenAgreement* g) {
           std::max(g->max_abs_diff, std::fabs(la[k].get<double>() - lb[k].get<double>()));
     }
   }
-  size_t kept = 0, orderings = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    for (size_t j = i + 1; j < x.size(); ++j, ++orderings) kept += (x[i] < x[j]) == (y[i] < y[j]);
-  }
+  const auto [kept, orderings] = KeptOrderings(x, y);
   g->agreement = orderings ? static_cast<double>(kept) / static_cast<double>(orderings) : 1;
   return Status::Ok();
 }
 
-// What an extract or generate probe answered, as compared: its best label,
-// its entities, its lines, or its text.
-json Answer(const json& o) {
+}  // namespace
+
+std::pair<size_t, size_t> KeptOrderings(std::span<const double> a, std::span<const double> b) {
+  size_t kept = 0, orderings = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    for (size_t j = i + 1; j < a.size() && j < b.size(); ++j, ++orderings) {
+      kept += (a[i] < a[j]) == (b[i] < b[j]);
+    }
+  }
+  return {kept, orderings};
+}
+
+json ComparedAnswer(const json& o) {
   if (o.contains("labels")) return o["labels"].empty() ? json() : o["labels"][0]["label"];
   if (o.contains("entities")) {
     json spans = json::array();
@@ -105,8 +103,6 @@ json Answer(const json& o) {
   }
   return o.value("text", json());
 }
-
-}  // namespace
 
 std::string GoldenAgreement::ToJson(std::string_view task) const {
   json o = {{"probes", probes}, {"agreement", agreement}};
@@ -137,7 +133,7 @@ Result<GoldenAgreement> CompareGolden(std::string_view a_json, std::string_view 
     SHOAL_RETURN_IF_ERROR(CompareScore(oa, ob, &g));
   } else {
     size_t same = 0;
-    for (size_t i = 0; i < oa.size(); ++i) same += Answer(oa[i]) == Answer(ob[i]);
+    for (size_t i = 0; i < oa.size(); ++i) same += ComparedAnswer(oa[i]) == ComparedAnswer(ob[i]);
     g.agreement = static_cast<double>(same) / static_cast<double>(oa.size());
   }
   return g;

@@ -11,8 +11,11 @@
 //   generate  agreement: the share of prompts with the same greedy text
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/status.h"
 
@@ -29,5 +32,13 @@ struct GoldenAgreement {
 // INVALID_INPUT when the two are not comparable: other probe sets or
 // tasks, other dimensions, outputs missing.
 Result<GoldenAgreement> CompareGolden(std::string_view a_json, std::string_view b_json);
+
+// The pairs (i, j) that `a` and `b` order alike, of all pairs: (kept, all).
+std::pair<size_t, size_t> KeptOrderings(std::span<const double> a, std::span<const double> b);
+
+// What an extract or generate answer is compared by: its best label, its
+// entities (label, start, end), its lines' texts, or its text — here and
+// in the gateway's shadow comparison (gateway/answer_comparison.h).
+nlohmann::json ComparedAnswer(const nlohmann::json& output);
 
 }  // namespace shoal::admin

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "common/hardware.h"
@@ -367,24 +368,50 @@ Status FromJson(const json& o, std::string_view hardware_class, ModelSpec* spec)
 }  // namespace
 
 std::string CanarySpec::ToJson() const {
-  return json{{"version", version}, {"fraction", fraction}, {"max_error_rate", max_error_rate},
-              {"min_requests", min_requests}}
+  return json{{"version", version},
+              {"mode", shadow() ? "shadow" : "split"},
+              {"fraction", fraction},
+              {"max_error_rate", max_error_rate},
+              {"min_requests", min_requests},
+              {"min_cosine", min_cosine},
+              {"min_agreement", min_agreement}}
       .dump();
 }
 
 Result<CanarySpec> CanarySpec::Parse(std::string_view text) {
   const json o = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!o.is_object()) return InvalidInput("canary: expected a mapping");
+  static const std::set<std::string, std::less<>> kKeys = {
+      "version", "mode", "fraction", "max_error_rate", "min_requests", "min_cosine", "min_agreement"};
+  for (auto it = o.begin(); it != o.end(); ++it) {
+    if (!kKeys.count(it.key())) {
+      return InvalidInput("canary." + it.key() +
+                          ": not a canary field (version, mode, fraction, max_error_rate, "
+                          "min_requests, min_cosine, min_agreement)");
+    }
+  }
   CanarySpec c;
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "version", "canary.", &c.version));
   SHOAL_RETURN_IF_ERROR(ReadU32(o, "min_requests", "canary.", &c.min_requests));
-  for (auto [key, field] : {std::pair{"fraction", &c.fraction}, std::pair{"max_error_rate", &c.max_error_rate}}) {
+  if (auto m = o.find("mode"); m != o.end()) {
+    if (*m == "shadow") {
+      c.mode = CanaryMode::kShadow;
+    } else if (*m != "split") {
+      return InvalidInput("canary.mode: expected \"split\" or \"shadow\"");
+    }
+  }
+  for (auto [key, field] : {std::pair{"fraction", &c.fraction}, std::pair{"max_error_rate", &c.max_error_rate},
+                            std::pair{"min_cosine", &c.min_cosine}, std::pair{"min_agreement", &c.min_agreement}}) {
     if (auto f = o.find(key); f != o.end()) {
       if (!f->is_number() || f->get<double>() < 0 || f->get<double>() > 1) {
         return InvalidInput(std::string("canary.") + key + ": expected a number from 0 to 1");
       }
       *field = f->get<double>();
     }
+  }
+  if (!c.shadow() && (c.min_cosine > 0 || c.min_agreement > 0)) {
+    return InvalidInput(std::string("canary.") + (c.min_cosine > 0 ? "min_cosine" : "min_agreement") +
+                        ": answers are compared on shadowed requests only (\"mode\": \"shadow\")");
   }
   return c;
 }

@@ -125,21 +125,35 @@ struct SpeculativeSpec {
 };
 
 // `canary:` (set by the catalog on an id's serving entry, never in a
-// profile file: catalog/model_version.h): a share of the id's requests —
-// chosen by request id, so a request always lands on the same side — goes
-// to version `version` instead; a gateway that sees that version fail more
-// than `max_error_rate` of at least `min_requests` ends the canary.
+// profile file: catalog/model_version.h): version `version` of the id, tried
+// on a share of its requests — chosen by request id, so a request always
+// lands on the same side. Split, that share goes to the candidate instead;
+// shadow, the candidate answers a copy of it too, its answer is compared
+// with the serving version's and dropped (gateway/shadow_request.h). A
+// gateway ends the canary when it sees the candidate fail more than
+// `max_error_rate` of at least `min_requests`, or (shadow) agree less
+// than `min_cosine` / `min_agreement` over as many compared requests.
+enum class CanaryMode { kSplit, kShadow };
+
 struct CanarySpec {
   uint32_t version = 0;  // 0: none
+  CanaryMode mode = CanaryMode::kSplit;
   double fraction = 0;   // of the requests that name the id alone, 0 to 1
   double max_error_rate = 0.05;
   uint32_t min_requests = 20;
+  // Shadow only, 0 (the default): not checked. A new model answers
+  // otherwise by design; a variant or a rebuild should not.
+  double min_cosine = 0;     // mean embedding cosine (encode)
+  double min_agreement = 0;  // ranking (score) and label (extract) agreement
   bool active() const { return version != 0; }
+  bool shadow() const { return mode == CanaryMode::kShadow; }
 
-  // {"version", "fraction", "max_error_rate", "min_requests"}, as the
-  // catalog's entry and the versions' head carry it.
+  // {"version", "mode", "fraction", "max_error_rate", "min_requests",
+  // "min_cosine", "min_agreement"}, as the catalog's entry and the
+  // versions' head carry it, and as the admin API takes it.
   std::string ToJson() const;
-  // INVALID_INPUT for a field of the wrong type or out of its range.
+  // INVALID_INPUT naming the field: one unknown, of the wrong type or out
+  // of its range, or an agreement bound on a split canary.
   static Result<CanarySpec> Parse(std::string_view json);
 };
 

@@ -181,17 +181,7 @@ http::Response AdminApi::ServeCanary(const http::Request& req, const std::string
     if (!versions.ok()) return fail(versions.status());
     json out = {{"model", id}, {"canary", nullptr}};
     if (head.canary.active()) out["canary"] = json::parse(head.canary.ToJson());
-    if (options_.canaries) {
-      const CanaryMonitor::View v = options_.canaries->Stats(id);
-      auto side = [](const CanaryMonitor::Side& s) {
-        return json{
-            {"requests", s.requests},
-            {"errors", s.errors},
-            {"mean_ms", s.requests ? 1000 * s.seconds / static_cast<double>(s.requests) : 0.0}};
-      };
-      out["gateway"] = {
-          {"version", v.version}, {"serving", side(v.serving)}, {"canary", side(v.canary)}};
-    }
+    if (options_.canaries) out["gateway"] = json::parse(options_.canaries->Stats(id).ToJson());
     return http::JsonResponse(200, out.dump());
   }
   if (req.method == "DELETE") {
@@ -201,32 +191,15 @@ http::Response AdminApi::ServeCanary(const http::Request& req, const std::string
   }
   if (req.method != "POST")
     return fail(InvalidInput(req.method + " " + req.path + ": use GET, POST or DELETE"));
-  auto o = ParseObject(req.body);
-  if (!o.ok()) return fail(o.status());
-  CanarySpec canary;
-  for (auto it = o->begin(); it != o->end(); ++it) {
-    const bool whole = it->is_number_unsigned() && it->get<uint64_t>() <= UINT32_MAX;
-    if (it.key() == "version" && whole) {
-      canary.version = it->get<uint32_t>();
-    } else if (it.key() == "min_requests" && whole) {
-      canary.min_requests = it->get<uint32_t>();
-    } else if (it.key() == "fraction" && it->is_number()) {
-      canary.fraction = it->get<double>();
-    } else if (it.key() == "max_error_rate" && it->is_number()) {
-      canary.max_error_rate = it->get<double>();
-    } else {
-      return fail(InvalidInput(
-          "canary takes {\"version\": n, \"fraction\": 0..1, \"max_error_rate\"?: 0..1, "
-          "\"min_requests\"?: n}; not '" +
-          it.key() + "' as given"));
-    }
-  }
+  auto parsed = CanarySpec::Parse(req.body);
+  if (!parsed.ok()) return fail(parsed.status());
+  const CanarySpec& canary = *parsed;
   if (canary.version == 0)
     return fail(InvalidInput("canary: version: the version to send a share of requests to"));
   auto head = admin.StartCanary(id, canary, who);
   if (!head.ok()) return fail(head.status());
-  spdlog::info("admin: {}: canary on version {} for {:.1f} % of its requests", id, canary.version,
-               100 * canary.fraction);
+  spdlog::info("admin: {}: {} canary on version {} for {:.1f} % of its requests", id,
+               canary.shadow() ? "shadow" : "split", canary.version, 100 * canary.fraction);
   AwaitCanary(id, canary.version);
   return http::JsonResponse(
       200, json{{"model", id}, {"canary", json::parse(head->canary.ToJson())}}.dump());

@@ -11,12 +11,6 @@ using nlohmann::json;
 
 constexpr auto kRefresh = std::chrono::seconds(10);
 
-json SideJson(const CanaryMonitor::Side& s) {
-  return {{"requests", s.requests},
-          {"errors", s.errors},
-          {"mean_ms", s.requests ? 1000 * s.seconds / static_cast<double>(s.requests) : 0.0}};
-}
-
 json VersionRow(const ModelVersion& v, VersionState state) {
   json o = {{"version", v.version},
             {"state", VersionStateName(state)},
@@ -57,8 +51,8 @@ json VersionsPanel::Json() {
     if (!canary.is_object() || !canaries_) continue;
     const CanaryMonitor::View v = canaries_->Stats(model["id"].get<std::string>());
     if (v.version != canary["version"].get<uint32_t>()) continue;  // none seen here yet
-    model["canary"]["serving"] = SideJson(v.serving);
-    model["canary"]["canary"] = SideJson(v.canary);
+    const json seen = json::parse(v.ToJson());
+    for (const char* key : {"serving", "canary", "compared"}) model["canary"][key] = seen[key];
   }
   return out;
 }
@@ -92,9 +86,7 @@ json VersionsPanel::Read() const {
     }
     if (model["id"].is_null()) continue;
     if (head->canary.active()) {
-      model["canary"] = {{"version", head->canary.version},
-                         {"fraction", head->canary.fraction},
-                         {"max_error_rate", head->canary.max_error_rate}};
+      model["canary"] = json::parse(head->canary.ToJson());
     }
     out.push_back(std::move(model));
   }

@@ -4,9 +4,9 @@
 // reports — and a canary in flight with this gateway's counts of both
 // sides (canary_monitor.h).
 //
-//   [{"id", "serving", "rollback_target", "canary": null | {"version",
-//     "fraction", "max_error_rate", "serving": {"requests", "errors",
-//     "mean_ms"}, "canary": {...}},
+//   [{"id", "serving", "rollback_target", "canary": null | {the canary
+//     (catalog/model_spec.h CanarySpec::ToJson), and once this gateway has
+//     seen it "serving", "canary" and "compared" (CanaryMonitor::View)},
 //     "versions": [{"version", "state", "precision", "owner",
 //                   "registered_unix_ms", "variant": null | {"precision",
 //                   "of", "passed"}, "evaluations": [{"evaluation",

@@ -5,6 +5,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "gateway/queue_dispatcher.h"
+#include "gateway/shadow_request.h"
 #include "queue/subjects.h"
 
 namespace shoal::gateway {
@@ -217,6 +218,7 @@ Status Gateway::Init() {
     lane->pending.set_on_finish([o = offloader_.get(), t = tracer_.get()](const PendingRequest& p) {
       if (o) o->Release(p);
       if (t) t->RecordStages(p);
+      if (p.shadow) p.shadow->Finished(p);
     });
     lane->loop.Every(kSweepPeriod, [this, l = lane.get()] { Sweep(*l); });
     router_lanes.push_back({lane_id, lane->dispatcher.get(), &lane->pending});

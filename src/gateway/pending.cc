@@ -24,6 +24,7 @@ bool PendingTable::Finish(PendingRequest& p, http::Response response) {
     response.body = std::move(event);
   }
   response.more = false;
+  p.status = response.status;
   p.respond(std::move(response));
   if (on_finish_) on_finish_(p);
   for (ItemResult& r : p.results) {

@@ -33,6 +33,8 @@
 
 namespace shoal::gateway {
 
+class ShadowPair;
+
 // How a request's results become a response body.
 enum class ResponseFormat {
   kMsgpack,   // native encode and extract
@@ -104,10 +106,16 @@ struct PendingRequest {
   SteadyClock::time_point results_in_at{};  // its last result arrived
 
   // A request for an id with a canary (catalog/model_spec.h CanarySpec):
-  // the id, the canary, and whether it went to the canary's version.
+  // the id, the canary, and whether it went to the canary's version (a
+  // shadow's copy: it is the copy).
   std::string canary_of;
   CanarySpec canary;
   bool on_canary = false;
+  // A shadowed request and its copy share the pair that compares their
+  // answers (shadow_request.h); `shadowed`: this request is to be copied.
+  bool shadowed = false;
+  std::shared_ptr<ShadowPair> shadow;
+  int status = 0;  // its response's, once finished
 };
 
 // The model as a response names it: its id, or "base:lora" under an adapter.

@@ -324,18 +324,7 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
     ref = SplitModelRef(id);
     if (Status s = FindModelFor(caller, ref.base, p.get()); !s.ok()) return fail(s);
   }
-  if (canaries_ && !p->canary_of.empty()) {
-    // The side's answer counts for the canary (canary_monitor.h): its
-    // status, once, when its head goes out.
-    respond = [monitor = canaries_, model = p->canary_of, canary = p->canary, on_canary = p->on_canary,
-               received = p->received, respond = std::move(respond), recorded = false](http::Response r) mutable {
-      if (!recorded) {
-        recorded = true;
-        monitor->Record(model, canary, on_canary, r.status, SteadyClock::now() - received);
-      }
-      respond(std::move(r));
-    };
-  }
+  if (canaries_ && !p->canary_of.empty()) respond = CountedForCanary(*p, std::move(respond));
   auto lora = ResolveLora(*p->model, ref, generates ? p->generation->request.lora : p->request.lora);
   if (!lora.ok()) return fail(lora.status());
   p->request.lora = std::move(lora).value();  // the work header's "lora" (lane_channel.cc)
@@ -372,6 +361,7 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   p->results.resize(p->request.items.size());
   p->remaining = p->request.items.size();
   p->respond = std::move(respond);
+  std::shared_ptr<PendingRequest> copy = p->shadowed ? ShadowCopy(lane, *p) : nullptr;
   lane.table->Insert(p);
   if (req.on_hangup) *req.on_hangup = [this, &lane, seq = p->seq] { OnHangup(lane, seq); };
   spdlog::debug("rid={} accepted path={} model={} items={} timeout_ms={}", p->id, req.path, ResponseModel(*p),
@@ -380,6 +370,34 @@ void Router::Submit(RouterLane& lane, http::Request&& req, http::Responder respo
   p->trace = req.trace;
   p->submitted_at = SteadyClock::now();
   lane.dispatcher->Submit(p);
+  if (copy && !p->finished) {
+    copy->submitted_at = SteadyClock::now();
+    lane.table->Insert(copy);
+    lane.dispatcher->Submit(copy);
+  }
+}
+
+http::Responder Router::CountedForCanary(const PendingRequest& p, http::Responder respond) const {
+  // The side's answer counts for the canary (canary_monitor.h): its status
+  // and latency, once, when its head goes out.
+  return [monitor = canaries_, model = p.canary_of, canary = p.canary, on_canary = p.on_canary,
+          received = p.received, respond = std::move(respond), recorded = false](http::Response r) mutable {
+    if (!recorded) {
+      recorded = true;
+      monitor->Record(model, canary, on_canary, r.status, SteadyClock::now() - received);
+    }
+    respond(std::move(r));
+  };
+}
+
+std::shared_ptr<PendingRequest> Router::ShadowCopy(RouterLane& lane, PendingRequest& p) const {
+  if (!canaries_ || !Shadows(p) || lane.table->size() >= kShedShadowsAt) return nullptr;
+  auto candidate = FindModel(VersionedName(p.canary_of, p.canary.version));
+  if (!candidate) return nullptr;  // not in this gateway's catalog yet
+  const uint64_t seq = lane.next_seq++;
+  auto copy = ShadowOf(p, std::move(candidate), seq, lane.id + "-" + std::to_string(seq), canaries_);
+  copy->respond = CountedForCanary(*copy, [](http::Response) {});  // the answer is compared, not sent
+  return copy;
 }
 
 Status Router::FindModelFor(const Caller& caller, std::string_view name, PendingRequest* p) const {
@@ -394,7 +412,9 @@ Status Router::FindModelFor(const Caller& caller, std::string_view name, Pending
     p->canary = p->model->canary;
     const uint64_t bucket = Fnv1a(p->id) % 10000;
     if (static_cast<double>(bucket) < p->canary.fraction * 10000) {
-      if (auto canary = FindModel(VersionedName(id, p->canary.version))) {
+      if (p->canary.shadow()) {
+        p->shadowed = true;  // copied once prepared (ShadowCopy)
+      } else if (auto canary = FindModel(VersionedName(id, p->canary.version))) {
         p->model = std::move(canary);
         p->on_canary = true;
       }

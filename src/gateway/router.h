@@ -36,7 +36,8 @@
 // the catalog keeps besides it (catalog/model_version.h); responses say
 // which version answered in X-Shoal-Model-Version. A key scoped to an id
 // may use its versions. An id with a canary sends its share of the
-// requests that name the id alone to the canary's version (by request id);
+// requests that name the id alone (by request id) to the canary's version,
+// or, for a shadow canary, copies them to it as well (shadow_request.h);
 // each side's answers count in the CanaryMonitor.
 //
 // Who may use which model: the Caller (gateway/auth.h), authenticated by the
@@ -65,6 +66,7 @@
 #include "http/http.h"
 #include "gateway/pending.h"
 #include "gateway/rate_limiter.h"
+#include "gateway/shadow_request.h"
 #include "queue/catalog_watch.h"
 
 namespace shoal::gateway {
@@ -137,6 +139,11 @@ class Router {
   // FindModel into p->model for `caller`: 403 outside its key's scope, 404
   // when there is none.
   Status FindModelFor(const Caller& caller, std::string_view name, PendingRequest* p) const;
+  // `respond`, counting the answer for p's canary on p's side.
+  http::Responder CountedForCanary(const PendingRequest& p, http::Responder respond) const;
+  // The copy of a shadowed request `p` for its canary's version, ready to
+  // insert and submit; null when it is not copied (shadow_request.h).
+  std::shared_ptr<PendingRequest> ShadowCopy(RouterLane& lane, PendingRequest& p) const;
 
   const RouterOptions options_;
   const CatalogFn catalog_;

@@ -404,4 +404,30 @@ Status PrefixTexts(std::string_view prefix, const ParseLimits& limits, WorkReque
   return Status::Ok();
 }
 
+WorkRequest WorkRequest::Clone() const {
+  WorkRequest c;
+  c.model = model;
+  c.lora = lora;
+  c.task = task;
+  c.options = options;
+  c.base64 = base64;
+  c.raw_scores = raw_scores;
+  c.rerank = rerank;
+  c.dense = dense;
+  c.extract = extract;
+  c.cohere = cohere;
+  size_t bytes = 0;
+  for (const RequestItem& item : items) bytes += item.payload.size();
+  c.storage = std::make_unique<std::string>();
+  c.storage->reserve(bytes);
+  for (const RequestItem& item : items) c.storage->append(item.payload);
+  size_t at = 0;
+  for (const RequestItem& item : items) {
+    c.items.push_back({.payload = std::string_view(*c.storage).substr(at, item.payload.size()),
+                       .cost = item.cost});
+    at += item.payload.size();
+  }
+  return c;
+}
+
 }  // namespace shoal::wire

@@ -109,6 +109,10 @@ struct WorkRequest {
   // JSON items re-encoded as MessagePack; `items` may point into it. Held by
   // pointer so the views survive a move of the request.
   std::unique_ptr<std::string> storage;
+
+  // A copy that owns its items' bytes (in `storage`), none of them
+  // offloaded: it outlives the body this one points into.
+  WorkRequest Clone() const;
 };
 
 struct ParseLimits {

@@ -206,6 +206,14 @@ TEST(Dashboard, ShowsTheClusterAndItsTrafficInABrowser) {
     ASSERT_TRUE(spec.ok());
     auto registered = admin->Register(*spec);
     ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+    // Its second version, shadowing the first on a tenth of its requests.
+    spec->runtime_options_json = R"({"dim": 8, "us_per_batch": 1})";
+    registered = admin->Register(*spec, {.candidate = true});
+    ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+    auto canary = admin->StartCanary(
+        "test/versioned", *CanarySpec::Parse(R"({"version": 2, "mode": "shadow", "fraction": 0.1})"),
+        "test");
+    ASSERT_TRUE(canary.ok()) << canary.status().ToString();
   }
 
   // Idle: the cluster is there, no traffic yet.
@@ -215,7 +223,7 @@ TEST(Dashboard, ShowsTheClusterAndItsTrafficInABrowser) {
   EXPECT_NE(idle->find("data-model=\"test/embed\""), std::string::npos);
   EXPECT_EQ(Figure(*idle, "workers"), 1) << *idle;
   EXPECT_GE(Figure(*idle, "executors").value_or(0), 1);
-  EXPECT_EQ(Figure(*idle, "models"), 2);
+  EXPECT_EQ(Figure(*idle, "models"), 3) << "a kept version is an entry that loads apart";
   EXPECT_EQ(Figure(*idle, "models-resident"), 1);
   EXPECT_TRUE(Figure(*idle, "memory-used").has_value());
   EXPECT_TRUE(Figure(*idle, "backlog").has_value());
@@ -225,6 +233,8 @@ TEST(Dashboard, ShowsTheClusterAndItsTrafficInABrowser) {
   EXPECT_NE(idle->find("no batch jobs running"), std::string::npos) << "the batch jobs' table is drawn";
   EXPECT_NE(idle->find("data-model=\"test/versioned\" data-version=\"1\""), std::string::npos)
       << "the versions table shows the registered version";
+  EXPECT_NE(idle->find("10.0 % of traffic, shadowed"), std::string::npos)
+      << "and the shadow on the candidate";
 
   // Under load: wait until a sample of the gateway's history holds some of
   // it (the sampler closes an interval every 2 s), then look again while

@@ -461,6 +461,70 @@ TEST_F(Versions, ACanaryTakesAShareAndEndsWhenItFails) {
   ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/can").status, 200);
 }
 
+// A shadow: the canary's share is copied to the candidate, whose answers
+// are compared with the serving version's and dropped. An int8 variant
+// agrees and runs on; another model, under a cosine bound, is ended.
+TEST_F(Versions, AShadowComparesTheCandidateAndEndsOneThatDisagrees) {
+  const std::string f32 = CopyModel("bert-tiny-mean", "v-shadow");
+  const std::string other = CopyModel("roberta-tiny", "v-shadow-other");
+  HttpResult r = Call("POST", "/v1/admin/models", json{{"path", f32}, {"id", "team/sh"}}.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  r = Call("POST", "/v1/admin/models/team/sh/quantize", json{{"precision", "int8"}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(json::parse(r.body)["version"], 2);
+  r = Call("POST", "/v1/admin/models/team/sh/canary",
+           json{{"version", 2}, {"fraction", 1}, {"min_cosine", 0.99}}.dump());
+  EXPECT_EQ(r.status, 400) << "a split canary compares nothing: " << r.body;
+  const json shadow = {{"version", 2},         {"mode", "shadow"},       {"fraction", 1},
+                       {"min_requests", 5},    {"min_cosine", 0.99},     {"min_agreement", 0.99}};
+  r = Call("POST", "/v1/admin/models/team/sh/canary", shadow.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["canary"]["mode"], "shadow");
+
+  constexpr int kRequests = 12;
+  for (int i = 0; i < kRequests; ++i) {
+    EXPECT_EQ(Embed("team/sh", "shadowed sentence number " + std::to_string(i)).second, "1")
+        << "the client gets the serving version's answer";
+  }
+  json seen;
+  ASSERT_TRUE(WaitFor([&] {
+    seen = json::parse(Call("GET", "/v1/admin/models/team/sh/canary").body);
+    return seen["gateway"]["compared"]["requests"] == kRequests;
+  })) << seen.dump();
+  EXPECT_EQ(seen["canary"]["version"], 2) << "an int8 variant agrees: " << seen.dump();
+  EXPECT_EQ(seen["gateway"]["serving"]["requests"], kRequests);
+  EXPECT_EQ(seen["gateway"]["canary"]["requests"], kRequests);
+  EXPECT_EQ(seen["gateway"]["canary"]["errors"], 0);
+  EXPECT_GE(seen["gateway"]["compared"]["min_cosine"].get<double>(), 0.99) << seen.dump();
+  EXPECT_LT(seen["gateway"]["compared"]["mean_cosine"].get<double>(), 1.0)
+      << "the copy really ran int8";
+  std::printf("shadow of bert-tiny-mean's int8 variant: mean cosine %.6f, min %.6f over %d requests\n",
+              seen["gateway"]["compared"]["mean_cosine"].get<double>(),
+              seen["gateway"]["compared"]["min_cosine"].get<double>(), kRequests);
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/sh/canary").status, 200);
+
+  // Another model answers otherwise: the gateway ends its shadow.
+  r = Call("POST", "/v1/admin/models",
+           json{{"path", other}, {"id", "team/sh"}, {"candidate", true}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(json::parse(r.body)["version"], 3);
+  json third = shadow;
+  third["version"] = 3;
+  ASSERT_EQ(Call("POST", "/v1/admin/models/team/sh/canary", third.dump()).status, 200);
+  for (int i = 0; i < 8; ++i) Embed("team/sh", "another model's sentence " + std::to_string(i));
+  ASSERT_TRUE(WaitFor([&] {
+    return json::parse(Call("GET", "/v1/admin/models/team/sh/canary").body)["canary"].is_null();
+  }));
+  const json listing = json::parse(Call("GET", "/v1/admin/models/team/sh/versions").body);
+  EXPECT_EQ(listing["serving"], 1);
+  EXPECT_TRUE(listing["log"].back()["action"].get<std::string>().starts_with("canary ended: mean cosine"))
+      << listing["log"].dump();
+  const std::string metrics = Call("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("shoal_canary_mean_cosine{model=\"team/sh\",version=\"3\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("shoal_canary_compared_total{model=\"team/sh\",version=\"3\"}"), std::string::npos);
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/sh").status, 200);
+}
+
 TEST_F(Versions, ACatalogThatRequiresALicenseRefusesAModelWithout) {
   gateway::GatewayOptions options;
   options.require_license = true;
