@@ -1,4 +1,4 @@
-// shoal models add|push|ls|rm|pin|unpin|add-lora|remove-lora|versions|show|promote|rollback|eval|quantize:
+// shoal models add|push|ls|rm|pin|unpin|add-lora|remove-lora|versions|show|promote|rollback|canary|eval|quantize:
 // the catalog, self-service.
 #include <cstdio>
 #include <cstdlib>
@@ -178,6 +178,30 @@ std::string ReadFile(const std::string& path) {
 
 }  // namespace
 
+// `shoal models canary`: starts one from the flags given, or ends the one
+// in flight.
+int RunCanary(admin::CatalogAdmin& admin, const std::string& id, uint32_t version, nlohmann::json fields,
+              bool shadow, bool stop) {
+  if (stop) {
+    if (version != 0 || !fields.empty() || shadow) return Fail(InvalidInput("--stop takes the model id alone"));
+    auto ended = admin.StopCanary(id, admin::CommandLineOwner(), "stopped");
+    if (!ended.ok()) return Fail(ended.status());
+    std::cout << id << ": canary ended\n";
+    return 0;
+  }
+  if (version == 0) return Fail(InvalidInput("canary: give the candidate's version"));
+  if (!fields.contains("fraction")) return Fail(InvalidInput("canary: give --fraction, above 0, at most 1"));
+  fields["version"] = version;
+  if (shadow) fields["mode"] = "shadow";
+  auto spec = CanarySpec::Parse(fields.dump());
+  if (!spec.ok()) return Fail(spec.status());
+  auto head = admin.StartCanary(id, *spec, admin::CommandLineOwner());
+  if (!head.ok()) return Fail(head.status());
+  std::printf("%s: %s canary on version %u for %.1f %% of its requests\n", id.c_str(),
+              spec->shadow() ? "shadow" : "split", version, 100 * spec->fraction);
+  return 0;
+}
+
 Subcommand AddModels(CLI::App& app) {
   auto* sub = app.add_subcommand("models", "The model catalog: add, list, pin, remove, LoRA adapters");
   sub->require_subcommand(1);
@@ -237,6 +261,26 @@ Subcommand AddModels(CLI::App& app) {
   promote->add_option("id", *target, "model id")->required();
   promote->add_option("version", *version, "the version to serve")->required();
   rollback->add_option("id", *target, "model id")->required();
+
+  // Canaries (catalog/model_spec.h CanarySpec): a version tried on a share
+  // of live traffic, split or shadowed; the gateways count and judge it.
+  auto* canary = sub->add_subcommand(
+      "canary", "Try a candidate on a share of live traffic: split, or shadowed (compared, then dropped)");
+  canary->add_option("id", *target, "model id")->required();
+  canary->add_option("version", *version, "the candidate (not with --stop)");
+  auto canary_json = std::make_shared<nlohmann::json>(nlohmann::json::object());
+  auto shadow = std::make_shared<bool>(false);
+  auto stop = std::make_shared<bool>(false);
+  for (auto [flag, field] : {std::pair{"--fraction", "fraction"}, std::pair{"--max-error-rate", "max_error_rate"},
+                             std::pair{"--min-cosine", "min_cosine"}, std::pair{"--min-agreement", "min_agreement"}}) {
+    canary->add_option_function<double>(flag, [canary_json, field](double v) { (*canary_json)[field] = v; },
+                                        std::string("canary.") + field + ", 0 to 1 (docs/api.md, Canaries)");
+  }
+  canary->add_option_function<uint32_t>(
+      "--min-requests", [canary_json](uint32_t n) { (*canary_json)["min_requests"] = n; },
+      "requests (or, shadowed, comparisons) seen before the gateways judge it");
+  canary->add_flag("--shadow", *shadow, "copy the share to the candidate; the serving version still answers it");
+  canary->add_flag("--stop", *stop, "end the canary in flight");
 
   // Evaluations (admin/evaluation.h) run through a gateway's serving path.
   auto* eval = sub->add_subcommand("eval", "Run evaluations against a version through a gateway (and attach them)");
@@ -316,6 +360,10 @@ Subcommand AddModels(CLI::App& app) {
                             std::string(VersionStateName(v.state)).c_str(), Time(r.registered_unix_ms).c_str(),
                             Megabytes(r.memory_bytes).c_str(), r.license.empty() ? "-" : r.license.c_str(),
                             r.source.c_str());
+              }
+              if (head.canary.active()) {
+                std::printf("canary: version %u, %s, %.1f %% of requests\n", head.canary.version,
+                            head.canary.shadow() ? "shadowed" : "split", 100 * head.canary.fraction);
               }
               for (const VersionEvent& e : head.log) {
                 std::printf("  %s  %-12s %u%s\n", Time(e.unix_ms).c_str(), e.action.c_str(), e.version,
@@ -402,6 +450,7 @@ Subcommand AddModels(CLI::App& app) {
               if (state != "serving") std::printf("promote it with: shoal models promote %s %u\n", std::string(ref->id).c_str(), number);
               return 0;
             }
+            if (canary->parsed()) return RunCanary(*admin, *target, *version, *canary_json, *shadow, *stop);
             if (promote->parsed() && promote->count("--gateway") > 0) {
               auto now = PostToGateway(*gateway, "/v1/admin/models/" + *target + "/promote",
                                        nlohmann::json{{"version", *version}}.dump());

@@ -501,18 +501,25 @@ TEST_F(Versions, AShadowComparesTheCandidateAndEndsOneThatDisagrees) {
   std::printf("shadow of bert-tiny-mean's int8 variant: mean cosine %.6f, min %.6f over %d requests\n",
               seen["gateway"]["compared"]["mean_cosine"].get<double>(),
               seen["gateway"]["compared"]["min_cosine"].get<double>(), kRequests);
-  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/sh/canary").status, 200);
+  auto [rc, out] = ShoalModels("versions team/sh");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("canary: version 2, shadowed, 100.0 % of requests"), std::string::npos) << out;
+  std::tie(rc, out) = ShoalModels("canary team/sh --stop");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_TRUE(json::parse(Call("GET", "/v1/admin/models/team/sh/canary").body)["canary"].is_null());
 
   // Another model answers otherwise: the gateway ends its shadow.
   r = Call("POST", "/v1/admin/models",
            json{{"path", other}, {"id", "team/sh"}, {"candidate", true}}.dump());
   ASSERT_EQ(r.status, 200) << r.body;
   ASSERT_EQ(json::parse(r.body)["version"], 3);
-  json third = shadow;
-  third["version"] = 3;
-  ASSERT_EQ(Call("POST", "/v1/admin/models/team/sh/canary", third.dump()).status, 200);
-  for (int i = 0; i < 8; ++i) Embed("team/sh", "another model's sentence " + std::to_string(i));
+  std::tie(rc, out) = ShoalModels("canary team/sh 3 --fraction 0.5 --min-cosine 0.99");
+  EXPECT_NE(rc, 0) << "a split canary compares nothing: " << out;
+  std::tie(rc, out) = ShoalModels("canary team/sh 3 --shadow --fraction 1 --min-requests 5 --min-cosine 0.99");
+  ASSERT_EQ(rc, 0) << out;
+  int sent = 0;
   ASSERT_TRUE(WaitFor([&] {
+    Embed("team/sh", "another model's sentence " + std::to_string(sent++));
     return json::parse(Call("GET", "/v1/admin/models/team/sh/canary").body)["canary"].is_null();
   }));
   const json listing = json::parse(Call("GET", "/v1/admin/models/team/sh/versions").body);
