@@ -134,6 +134,10 @@ class CatalogAdmin {
   // `of` — probe set, and the attached evaluations run on both through
   // `serve`. The judgement goes into its promotion record; a variant
   // outside its bound stays a candidate that Promote and StartCanary refuse.
+  // A version from the model store is loaded from its files as `fetch`
+  // gives them (a gateway's model cache); without one it is refused.
+  using FetchFn = std::function<Result<std::string>(const std::string& digest)>;
+  void SetFetch(FetchFn fetch) { fetch_ = std::move(fetch); }
   Result<VersionView> Quantize(std::string_view id, uint32_t of, const std::string& precision,
                                const RegisterOptions& options, const VariantBounds& bounds = {});
   Result<ModelSpec> SetPinned(std::string_view id, bool pinned);
@@ -181,6 +185,7 @@ class CatalogAdmin {
   static Status Admitted(const VersionView& v);
 
   ServeFn serve_;
+  FetchFn fetch_;
 
   queue::ControlPlane owned_;  // when connected by Connect
   kvStore* models_ = nullptr;

@@ -52,10 +52,11 @@ Result<VersionView> CatalogAdmin::Quantize(std::string_view id, uint32_t of,
     return InvalidInput("quantize: '" + std::string(id) + "' runs on the " + o.spec.runtime +
                         " runtime; variants are made on the native runtime");
   }
-  if (!o.spec.artifact.empty()) {
-    return InvalidInput(
-        "quantize: version " + std::to_string(o.version) + " of '" + std::string(id) +
-        "' comes from the model store; a variant is made from a model registered by path");
+  if (!o.spec.artifact.empty() && !fetch_) {
+    return InvalidInput("quantize: version " + std::to_string(o.version) + " of '" +
+                        std::string(id) +
+                        "' comes from the model store; its variant is made where its files can be "
+                        "fetched, through a gateway (shoal models quantize --gateway)");
   }
   if (PrecisionOf(o.spec.runtime_options_json) != "f32") {
     return InvalidInput("quantize: version " + std::to_string(o.version) + " of '" +
@@ -81,8 +82,11 @@ Result<VersionView> CatalogAdmin::Quantize(std::string_view id, uint32_t of,
   if (register_options.license.empty() && o.record.license_source == "registrant") {
     register_options.license = o.record.license;  // stated for the original: the same files
   }
-  SHOAL_ASSIGN_OR_RETURN(VersionView variant,
-                         Register(VariantSpec(o.spec, precision), register_options));
+  ModelSpec spec = VariantSpec(o.spec, precision);
+  if (!spec.artifact.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(spec.path, fetch_(spec.artifact));
+  }
+  SHOAL_ASSIGN_OR_RETURN(VersionView variant, Register(std::move(spec), register_options));
   const uint32_t n = variant.version.version;
   SHOAL_ASSIGN_OR_RETURN(GoldenAgreement golden,
                          CompareGolden(variant.version.record.golden_json, o.record.golden_json));

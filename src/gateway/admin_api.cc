@@ -299,12 +299,7 @@ http::Response AdminApi::Serve(const http::Request& req, const std::string& who)
                                               .candidate = false};
       auto spec = SpecFromBody(
           req.body,
-          [&](const std::string& digest) -> Result<std::string> {
-            if (!options_.model_cache) return InvalidInput("this gateway has no model cache");
-            spdlog::info("admin: fetching {} to check it", digest);
-            SHOAL_ASSIGN_OR_RETURN(files, options_.model_cache->Acquire(digest));
-            return files->path();
-          },
+          [&](const std::string& digest) { return FetchToCheck(digest, &files); },
           &register_options);
       if (!spec.ok()) return fail(spec.status());
       const bool existed = admin.Get(spec->id).ok();
@@ -389,6 +384,14 @@ http::Response AdminApi::ServeLoras(const http::Request& req, const std::string&
   AwaitCatalog([&](const queue::CatalogSnapshot& c) { return !HasLora(c, base, name); });
   spdlog::info("admin: LoRA {}:{} removed", base, name);
   return http::JsonResponse(200, json{{"model", base}, {"name", name}, {"deleted", true}}.dump());
+}
+
+Result<std::string> AdminApi::FetchToCheck(const std::string& digest,
+                                           std::unique_ptr<store::CacheLease>* files) const {
+  if (!options_.model_cache) return InvalidInput("this gateway has no model cache");
+  spdlog::info("admin: fetching {} to check it", digest);
+  SHOAL_ASSIGN_OR_RETURN(*files, options_.model_cache->Acquire(digest));
+  return (*files)->path();
 }
 
 void AdminApi::AwaitCatalog(const std::function<bool(const queue::CatalogSnapshot&)>& shown) const {

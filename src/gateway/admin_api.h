@@ -139,6 +139,10 @@ class AdminApi {
                              const std::function<http::Response(const Status&)>& fail, const std::string& who);
   http::Response ServeQuantize(const nlohmann::json& body, const std::string& id, admin::CatalogAdmin& admin,
                                const std::function<http::Response(const Status&)>& fail, const std::string& who);
+  // A model from the store, fetched into this gateway's model cache to be
+  // checked: its directory, the files held by `*files` until it is reset.
+  Result<std::string> FetchToCheck(const std::string& digest,
+                                   std::unique_ptr<store::CacheLease>* files) const;
   // Waits (a little) until this gateway's catalog serves version `version`
   // of `id` (or routes its canary to it).
   void AwaitServing(const std::string& id, uint32_t version) const;

@@ -163,6 +163,8 @@ http::Response AdminApi::ServeQuantize(const json& o, const std::string& id, adm
     }
   }
   if (precision.empty()) return fail(InvalidInput(usage));
+  std::unique_ptr<store::CacheLease> files;  // a model from the store: held while it is checked
+  admin.SetFetch([&](const std::string& digest) { return FetchToCheck(digest, &files); });
   auto variant = admin.Quantize(id, of, precision, options, bounds);
   if (!variant.ok()) return fail(variant.status());
   const json out = VersionJson(*variant);

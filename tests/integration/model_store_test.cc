@@ -340,6 +340,19 @@ TEST_F(ModelStoreTest, TheAdminApiRegistersAModelByItsArtifact) {
   cluster_.WaitForWorkers("team/from-store", 1);
   auto answer = Call(port, "POST", "/v1/embeddings", Embed("team/from-store"));
   EXPECT_EQ(answer.status, 200) << answer.body;
+
+  // Its int8 variant: the same artifact, fetched again to be judged.
+  auto variant = Call(port, "POST", "/v1/admin/models/team/from-store/quantize",
+                      json{{"precision", "int8"}}.dump());
+  ASSERT_EQ(variant.status, 200) << variant.body;
+  const json v2 = json::parse(variant.body);
+  EXPECT_EQ(v2["version"], 2);
+  EXPECT_EQ(v2["artifact"], pushed->digest);
+  EXPECT_EQ(v2["record"]["source"], "artifact:" + pushed->digest);
+  EXPECT_TRUE(v2["record"]["variant"]["passed"].get<bool>()) << variant.body;
+  answer = Call(port, "POST", "/v1/embeddings", Embed("team/from-store@2"));
+  EXPECT_EQ(answer.status, 200) << answer.body;
+  EXPECT_EQ(answer.Header("x-shoal-model-version"), "2");
 }
 
 }  // namespace
