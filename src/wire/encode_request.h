@@ -111,7 +111,8 @@ struct WorkRequest {
   std::unique_ptr<std::string> storage;
 
   // A copy that owns its items' bytes (in `storage`), none of them
-  // offloaded: it outlives the body this one points into.
+  // offloaded: it outlives the body this one points into. (It copies each
+  // field by name: a field added here is added there.)
   WorkRequest Clone() const;
 };
 
