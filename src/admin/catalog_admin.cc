@@ -185,6 +185,7 @@ Result<VersionView> CatalogAdmin::Register(ModelSpec spec, const RegisterOptions
   }
   auto license = SettleLicense(spec.path, options.license, options.require_license);
   if (!license.ok()) return license.status();
+  if (!options.candidate) SHOAL_RETURN_IF_ERROR(TakesAdapters(spec.id, spec));
   auto check = CheckModel(spec);
   if (!check.ok()) return check.status();
   spec.memory_bytes = check->memory_bytes;
@@ -268,6 +269,32 @@ Result<bool> CatalogAdmin::Replace(const ModelSpec& spec, uint64_t revision) {
   if (e) kvEntry_Destroy(e);
   if (moved) return false;
   return queue::FromNats(s, "catalog update " + spec.id);
+}
+
+Status CatalogAdmin::TakesAdapters(std::string_view id, const ModelSpec& spec) {
+  auto current = Get(id);
+  if (!current.ok() || current->loras.empty()) return Status::Ok();
+  Runtime* runtime = CheckRuntimes().For(spec);
+  if (!runtime) return InvalidInput("runtime '" + spec.runtime + "' is not known to this build");
+  auto config = ModelConfig::FromSpec(spec);
+  if (!config.ok()) return Status(Code::kInvalidInput, config.status().message());
+  const std::string which =
+      spec.version ? "version " + std::to_string(spec.version) + " of '" + std::string(id) + "'"
+                   : "this model";
+  for (const LoraSpec& lora : current->loras) {
+    if (spec.FindLora(lora.name)) continue;  // its own, checked when it was registered
+    if (!lora.artifact.empty() && !std::filesystem::exists(lora.path)) {
+      spdlog::warn("catalog: {}: LoRA '{}' is in the model store, not here: not checked against {}", id,
+                   lora.name, which);
+      continue;
+    }
+    if (auto bytes = runtime->CheckLora(*config, {lora.name, lora.path}); !bytes.ok()) {
+      return InvalidInput(which + " cannot take LoRA '" + lora.name + "', which '" + std::string(id) +
+                          "' carries (" + bytes.status().message() +
+                          "): remove the adapter first, or keep the version a candidate");
+    }
+  }
+  return Status::Ok();
 }
 
 Result<LoraSpec> CatalogAdmin::AddLora(std::string_view base_id, LoraSpec lora) {

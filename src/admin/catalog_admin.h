@@ -183,6 +183,11 @@ class CatalogAdmin {
   Status UpdateRecord(std::string_view id, uint32_t version, const std::function<void(ModelVersion&)>& change);
   // Ok unless `v` is a quantized variant that did not stay within its bound.
   static Status Admitted(const VersionView& v);
+  // Ok when `spec`, a version of `id` about to serve or canary, takes each
+  // LoRA adapter the id carries (they belong to the id and follow it to
+  // every version: Publish); one in the model store and not on this
+  // machine is not checked.
+  Status TakesAdapters(std::string_view id, const ModelSpec& spec);
 
   ServeFn serve_;
   FetchFn fetch_;

@@ -284,6 +284,7 @@ Result<VersionView> CatalogAdmin::Promote(std::string_view id, uint32_t version,
   SHOAL_ASSIGN_OR_RETURN(VersionView target, Version(id, version));  // there, and a record to serve
   if (target.state != VersionState::kServing) {
     SHOAL_RETURN_IF_ERROR(Admitted(target));
+    SHOAL_RETURN_IF_ERROR(TakesAdapters(id, target.version.spec));
     SHOAL_RETURN_IF_ERROR(Gate(id, version));
   }
   SHOAL_RETURN_IF_ERROR(ChangeHead(id, [&](VersionHead& h) {
@@ -305,6 +306,7 @@ Result<VersionHead> CatalogAdmin::StartCanary(std::string_view id, const CanaryS
                         "' serves already");
   }
   SHOAL_RETURN_IF_ERROR(Admitted(target));
+  SHOAL_RETURN_IF_ERROR(TakesAdapters(id, target.version.spec));  // "id:lora" requests go there too
   return ChangeHead(id, [&](VersionHead& h) {
     h.AddCandidate(canary.version);
     h.canary = canary;

@@ -532,6 +532,38 @@ TEST_F(Versions, AShadowComparesTheCandidateAndEndsOneThatDisagrees) {
   ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/sh").status, 200);
 }
 
+// LoRA adapters belong to the id and follow it to every version: a version
+// whose model cannot take one of them neither serves nor canaries until
+// the adapter is removed; as a candidate it answers by name.
+TEST_F(Versions, AVersionThatCannotTakeTheIdsAdaptersDoesNotServe) {
+  const std::string bert = CopyModel("bert-tiny-mean", "v-lora-base");
+  const std::string wider = CopyModel("jina-v2-tiny", "v-lora-wider");  // hidden 96, not 64
+  ASSERT_EQ(Call("POST", "/v1/admin/models", json{{"path", bert}, {"id", "team/lo"}}.dump()).status, 201);
+  HttpResult r = Call("POST", "/v1/admin/models/team/lo/loras",
+                      json{{"name", "a0"}, {"path", kModels + "/loras/bert-tiny-mean/a0"}}.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+
+  r = Call("POST", "/v1/admin/models", json{{"path", wider}, {"id", "team/lo"}}.dump());
+  EXPECT_EQ(r.status, 400) << "it would serve without the id's adapter: " << r.body;
+  EXPECT_NE(r.body.find("LoRA 'a0'"), std::string::npos) << r.body;
+  r = Call("POST", "/v1/admin/models",
+           json{{"path", wider}, {"id", "team/lo"}, {"candidate", true}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(json::parse(r.body)["version"], 2);
+  EXPECT_EQ(Embed("team/lo@2", "a candidate answers by name").second, "2");
+  r = Call("POST", "/v1/admin/models/team/lo/promote", json{{"version", 2}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("LoRA 'a0'"), std::string::npos) << r.body;
+  r = Call("POST", "/v1/admin/models/team/lo/canary", json{{"version", 2}, {"fraction", 0.5}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/lo/loras/a0").status, 200);
+  r = Call("POST", "/v1/admin/models/team/lo/promote", json{{"version", 2}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Embed("team/lo", "the wider model serves").second, "2");
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/lo").status, 200);
+}
+
 TEST_F(Versions, ACatalogThatRequiresALicenseRefusesAModelWithout) {
   gateway::GatewayOptions options;
   options.require_license = true;

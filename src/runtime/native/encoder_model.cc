@@ -225,7 +225,9 @@ std::vector<std::shared_ptr<const LoraAdapter>> ResolveLoras(LoraRegistry* loras
 
 Status EncoderModel::UpdateLoras(std::span<const LoraConfig> loras) {
   if (loras_ == nullptr && !loras.empty()) {
-    return InvalidInput("model '" + config_.id + "' runs on a GPU; LoRA adapters run on the CPU backend only, so far");
+    return InvalidInput("model '" + config_.id +
+                        "' runs no LoRA adapters: they run on the CPU backend only, and not on every "
+                        "architecture yet");
   }
   if (loras_ == nullptr) return Status::Ok();
   loras_->Update(loras);
