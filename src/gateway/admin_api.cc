@@ -246,9 +246,13 @@ AdminApi::AdminApi(AdminOptions options, kvStore* models, kvStore* versions, kvS
       catalog_(std::move(catalog)),
       workers_(workers) {
   loop_.Start();
+  canary_ends_.Start();
 }
 
-AdminApi::~AdminApi() { loop_.Stop(); }
+AdminApi::~AdminApi() {
+  canary_ends_.Stop();
+  loop_.Stop();
+}
 
 bool AdminApi::Handles(std::string_view path) {
   return path.starts_with("/v1/admin/") || path == kCluster;

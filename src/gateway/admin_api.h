@@ -29,11 +29,14 @@
 //          first, through this gateway's router: 400 naming the measures
 //          under their thresholds, the version left a candidate
 //   POST   /v1/admin/models/{id}/canary   {"version": n, "fraction": 0.1,
-//            "max_error_rate"?: 0.05, "min_requests"?: 20}: that share of
-//            the id's requests goes to version n; a gateway that sees it
-//            fail more often than that ends it
+//            "mode"?: "split" | "shadow", "max_error_rate"?: 0.05,
+//            "min_requests"?: 20, "min_cosine"?, "min_agreement"?}
+//            (catalog/model_spec.h CanarySpec): that share of the id's
+//            requests goes to version n, or (shadow) is copied to it and
+//            the answers compared; a gateway that sees it fail more often,
+//            or agree less, than that ends it
 //   GET    /v1/admin/models/{id}/canary   {"canary": {...} | null,
-//            "gateway": this gateway's counts per side}
+//            "gateway": this gateway's counts per side and comparisons}
 //   DELETE /v1/admin/models/{id}/canary   end it (promote and rollback do)
 //   POST   /v1/admin/models/{id}/evaluations   attach a set: the body is its
 //            JSONL (admin/evaluation.h) → 201 {"evaluation", "task",
@@ -126,7 +129,7 @@ class AdminApi {
   // gateway/auth.h); `respond` is called from the admin thread.
   void Handle(http::Request&& req, http::Responder respond, std::string who = "local");
   // Ends the canary of `model` if it is still on `version` (CanaryMonitor's
-  // decision), on the admin thread.
+  // decision), on canary_ends_'s thread.
   void EndCanary(const std::string& model, uint32_t version, const std::string& why);
 
  private:
@@ -162,6 +165,10 @@ class AdminApi {
   const CatalogFn catalog_;
   queue::WorkerRegistry* const workers_;
   EventLoop loop_;
+  // Ends the canaries a CanaryMonitor trips, on a thread of its own: an
+  // automatic rollback never waits behind a registration or an evaluation
+  // on loop_ (the head's compare-and-set orders the two).
+  EventLoop canary_ends_;
 };
 
 }  // namespace shoal::gateway

@@ -208,7 +208,7 @@ http::Response AdminApi::ServeCanary(const http::Request& req, const std::string
 }
 
 void AdminApi::EndCanary(const std::string& model, uint32_t version, const std::string& why) {
-  loop_.Post([this, model, version, why] {
+  canary_ends_.Post([this, model, version, why] {
     admin::CatalogAdmin admin(models_, versions_, js_);
     VersionHead head;
     if (auto v = admin.Versions(model, &head); !v.ok() || head.canary.version != version) return;
