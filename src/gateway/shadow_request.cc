@@ -35,8 +35,10 @@ std::shared_ptr<PendingRequest> ShadowOf(PendingRequest& p,
   s->id = std::move(id);
   s->model = std::move(candidate);
   s->request = p.request.Clone();
-  s->format = p.format;
-  s->msgpack_response = p.msgpack_response;
+  // Its response is composed but never sent: encode and extract compose
+  // cheapest as MessagePack (results spliced, nothing transcoded).
+  const bool items_as_results = p.request.task == Task::kEncode || p.request.task == Task::kExtract;
+  s->format = items_as_results ? ResponseFormat::kMsgpack : p.format;
   s->received = SteadyClock::now();
   s->priority = p.priority;
   s->deadline = p.deadline;

@@ -532,6 +532,58 @@ TEST_F(Versions, AShadowComparesTheCandidateAndEndsOneThatDisagrees) {
   ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/sh").status, 200);
 }
 
+// A shadow of a reranker: each rerank request's documents, ordered by both
+// versions, compared pair by pair.
+TEST_F(Versions, AShadowComparesARerankersOrdering) {
+  const std::string dir = CopyModel("cross-encoder-tiny", "v-shadow-rerank");
+  ASSERT_EQ(Call("POST", "/v1/admin/models", json{{"path", dir}, {"id", "team/rr"}}.dump()).status, 201);
+  HttpResult r = Call("POST", "/v1/admin/models/team/rr/quantize", json{{"precision", "int8"}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  r = Call("POST", "/v1/admin/models/team/rr/canary",
+           json{{"version", 2}, {"mode", "shadow"}, {"fraction", 1}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json documents = {"Open settings, choose Security, then Reset password.",
+                          "The cat sat on the warm windowsill all afternoon.",
+                          "Passwords are reset from the account page.",
+                          "Interest rates rose by a quarter point in March."};
+  // The documents' scores by index, as `model` ranks them for query i.
+  auto scores = [&](const std::string& model, int i) {
+    HttpResult res = Call("POST", "/v1/rerank",
+                          json{{"model", model},
+                               {"query", "how do I reset my password " + std::to_string(i)},
+                               {"documents", documents}}
+                              .dump());
+    EXPECT_EQ(res.status, 200) << res.body;
+    EXPECT_EQ(res.Header("x-shoal-model-version"), model == "team/rr@2" ? "2" : "1");
+    std::vector<double> by_index(documents.size());
+    const json answer = json::parse(res.body);
+    for (const json& d : answer["results"]) {
+      by_index[d["index"].get<size_t>()] = d["relevance_score"].get<double>();
+    }
+    return by_index;
+  };
+  // What the shadow should find, from each version's own answers.
+  size_t kept = 0, pairs = 0;
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<double> one = scores("team/rr", i), two = scores("team/rr@2", i);
+    for (size_t a = 0; a < one.size(); ++a) {
+      for (size_t b = a + 1; b < one.size(); ++b, ++pairs) kept += (one[a] < one[b]) == (two[a] < two[b]);
+    }
+  }
+  json seen;
+  ASSERT_TRUE(WaitFor([&] {
+    seen = json::parse(Call("GET", "/v1/admin/models/team/rr/canary").body);
+    return seen["gateway"]["compared"]["requests"] == 3;
+  })) << seen.dump();
+  const json& compared = seen["gateway"]["compared"];
+  EXPECT_TRUE(compared["mean_cosine"].is_null()) << "a ranking has no vectors";
+  ASSERT_TRUE(compared["agreement"].is_number()) << seen.dump();
+  EXPECT_DOUBLE_EQ(compared["agreement"].get<double>(), static_cast<double>(kept) / static_cast<double>(pairs));
+  std::printf("shadow of cross-encoder-tiny's int8 variant: ordering agreement %.4f over 3 requests of 4 documents\n",
+              compared["agreement"].get<double>());
+  ASSERT_EQ(Call("DELETE", "/v1/admin/models/team/rr").status, 200);
+}
+
 // LoRA adapters belong to the id and follow it to every version: a version
 // whose model cannot take one of them neither serves nor canaries until
 // the adapter is removed; as a candidate it answers by name.
