@@ -31,7 +31,9 @@ struct AnswerComparison {
 
   void Add(const AnswerComparison& other);
   double mean_cosine() const { return vectors ? cosine_sum / static_cast<double>(vectors) : 1; }
-  double agreement() const { return judged ? static_cast<double>(agreed) / static_cast<double>(judged) : 1; }
+  double agreement() const {
+    return judged ? static_cast<double>(agreed) / static_cast<double>(judged) : 1;
+  }
 };
 
 // INTERNAL when a result is not one the task gives (they come from

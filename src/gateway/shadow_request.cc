@@ -48,7 +48,8 @@ std::shared_ptr<PendingRequest> ShadowOf(PendingRequest& p,
   s->canary_of = p.canary_of;
   s->canary = p.canary;
   s->on_canary = true;
-  p.shadow = s->shadow = std::make_shared<ShadowPair>(monitor, p.canary_of, p.canary, p.request.task);
+  p.shadow = s->shadow =
+      std::make_shared<ShadowPair>(monitor, p.canary_of, p.canary, p.request.task);
   return s;
 }
 

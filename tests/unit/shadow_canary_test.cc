@@ -65,7 +65,9 @@ std::string Label(std::string_view best) {
   return out;
 }
 
-std::vector<std::string_view> Views(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+std::vector<std::string_view> Views(const std::vector<std::string>& v) {
+  return {v.begin(), v.end()};
+}
 
 TEST(AnswerComparison, EncodeTakesACosinePerItem) {
   const std::vector<std::string> a = {Dense({1, 0, 0}), Dense({0, 1, 0})};
