@@ -123,7 +123,8 @@ def json_seeds():
             put("json_request", bytes([which]) + b.encode())
     # Extract (parser 8): texts, an image, a PDF with its pages.
     for b in ['{"items": [{"text": "Ada Lovelace met Charles Babbage"}], "aggregation": "first"}',
-              '{"items": [{"image": "iVBORw0KGgo="}, {"document": "JVBERi0x", "pages": "1-3,7"}], "output": "ocr"}']:
+              '{"items": [{"image": "iVBORw0KGgo="}, {"document": "JVBERi0x", "pages": "1-3,7"}], "output": "ocr"}',
+              '{"items": [{"document": "JVBERi0x", "text_layer": "ignore"}]}']:
         put("json_request", bytes([8]) + b.encode())
 
 

@@ -1,6 +1,6 @@
 // PDFs (document/pdf.h), through PdfDocument::Open: any bytes in, either
 // INVALID_INPUT or a document whose first page renders (at the lowest
-// resolution, small page bound) and whose text layer reads. poppler itself
+// resolution, small page bound) and whose text layer reads as lines. poppler itself
 // is not instrumented; a crash or a leak inside it still ends the run.
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK((*doc)->page_count() > 0);
   auto img = (*doc)->Render(0, 18);
   if (img.ok()) FUZZ_CHECK(img->rgb.size() == size_t{img->width} * img->height * 3);
-  (void)(*doc)->Words(0);
+  (void)(*doc)->Lines(0);
   (void)(*doc)->Select("1-2");
   return 0;
 }

@@ -137,9 +137,14 @@ Result<std::vector<PdfWord>> PdfDocument::Words(int page) const {
   std::vector<PdfWord> words;
   for (const poppler::text_box& box : p->text_list()) {
     const poppler::rectf r = box.bbox();
-    words.push_back({Utf8(box.text()), r.x(), r.y(), r.width(), r.height()});
+    words.push_back({Utf8(box.text()), r.x(), r.y(), r.width(), r.height(), box.has_space_after(), box.rotation()});
   }
   return words;
+}
+
+Result<std::vector<PdfLine>> PdfDocument::Lines(int page) const {
+  SHOAL_ASSIGN_OR_RETURN(const std::vector<PdfWord> words, Words(page));
+  return GroupIntoLines(words);
 }
 
 }  // namespace shoal::document

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "document/text_lines.h"
 #include "image/image.h"
 
 namespace poppler {
@@ -34,13 +35,6 @@ struct PdfLimits {
   size_t max_bytes = 64u << 20;
   int max_pages = 1000;               // pages one call may take
   uint64_t max_page_pixels = 40'000'000;  // a rendered page (A4 at 600 dpi is 34.8 million)
-};
-
-// A word of the text layer: its text and its box in the page's points
-// (1/72 inch, origin top left).
-struct PdfWord {
-  std::string text;
-  double x = 0, y = 0, width = 0, height = 0;
 };
 
 class PdfDocument {
@@ -61,6 +55,9 @@ class PdfDocument {
   // The page's text layer, word by word in reading order (empty for a
   // scanned page: that is what OCR is for).
   Result<std::vector<PdfWord>> Words(int page) const;
+
+  // The page's text layer as lines (text_lines.h), in reading order.
+  Result<std::vector<PdfLine>> Lines(int page) const;
 
   // The page's size in points, as rendered (rotation applied).
   Result<std::pair<double, double>> PageSize(int page) const;

@@ -42,7 +42,7 @@
 
 namespace shoal {
 
-inline constexpr int kRuntimeApiVersion = 16;
+inline constexpr int kRuntimeApiVersion = 17;
 
 struct EncodeInput {
   std::string_view text;
@@ -112,6 +112,9 @@ struct ExtractInput {
   // pages to read ("1-3,7"; empty: all).
   std::string_view document;
   std::string_view pages;
+  // A document's pages that carry a text layer are read from it, not OCR'd
+  // (false: every page is OCR'd).
+  bool text_layer = true;
   bool truncate = false;
   std::string_view lora;
   // Token classifiers only (absent: simple); a text classifier refuses it.
@@ -144,6 +147,7 @@ struct TextLine {
   float confidence = 0;
   std::array<std::array<float, 2>, 4> box{};
   uint32_t page = 0;  // a document's page (1-based), its box in the page as rendered; 0: an image
+  bool from_text_layer = false;  // a document's line read from its text layer, not OCR'd (confidence 1)
 };
 
 struct ExtractOutput {

@@ -26,14 +26,26 @@ void AppendImageItem(std::string_view bytes, std::string* out) {
   w.Bin(bytes);
 }
 
-void AppendDocumentItem(std::string_view bytes, std::string_view pages, std::string* out) {
+Status ParseTextLayer(std::string_view field, std::string_view value, bool* text_layer) {
+  if (value != "auto" && value != "ignore") {
+    return InvalidInput(std::string(field) + ": '" + std::string(value) + "' is neither auto nor ignore");
+  }
+  *text_layer = value == "auto";
+  return Status::Ok();
+}
+
+void AppendDocumentItem(std::string_view bytes, const DocumentOptions& options, std::string* out) {
   MsgpackWriter w(out);
-  w.MapHeader(pages.empty() ? 1 : 2);
+  w.MapHeader(1 + !options.pages.empty() + !options.text_layer);
   w.Str("document");
   w.Bin(bytes);
-  if (!pages.empty()) {
+  if (!options.pages.empty()) {
     w.Str("pages");
-    w.Str(pages);
+    w.Str(options.pages);
+  }
+  if (!options.text_layer) {
+    w.Str("text_layer");
+    w.Str("ignore");
   }
 }
 
@@ -69,7 +81,7 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
   uint32_t fields;
   if (!r.ReadMapHeader(&fields)) return MsgpackExpected("item", "a map", r);
   bool has_text = false, has_pair = false, has_ids = false, has_image = false, has_document = false,
-       has_pages = false;
+       has_pages = false, has_text_layer = false;
   auto read_str = [&](std::string_view name, std::string_view* v) -> Status {
     if (r.ReadStr(v)) return Status::Ok();
     return MsgpackExpected("item." + std::string(name), "a string", r);
@@ -95,6 +107,11 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
     } else if (key == "pages" && task == Task::kExtract) {
       SHOAL_RETURN_IF_ERROR(read_str(key, &out->pages));
       has_pages = true;
+    } else if (key == "text_layer" && task == Task::kExtract) {
+      std::string_view value;
+      SHOAL_RETURN_IF_ERROR(read_str(key, &value));
+      SHOAL_RETURN_IF_ERROR(ParseTextLayer("item.text_layer", value, &out->text_layer));
+      has_text_layer = true;
     } else if (key == "text_pair" && task == Task::kScore) {
       SHOAL_RETURN_IF_ERROR(read_str(key, &out->text_pair));
       has_pair = true;
@@ -116,6 +133,7 @@ Status DecodeItem(std::string_view msgpack, Task task, ItemFields* out) {
     }
     if (!has_text && !has_ids && !has_image && !has_document) return InvalidInput("item.text: missing");
     if (has_pages && !has_document) return InvalidInput("item.pages: only with a document");
+    if (has_text_layer && !has_document) return InvalidInput("item.text_layer: only with a document");
   }
   if (has_ids && out->ids.empty()) return InvalidInput("item.ids: empty");
   if (!r.AtEnd()) return InvalidInput("item: trailing bytes after the item");

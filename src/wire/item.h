@@ -5,8 +5,10 @@
 //   item    encode, extract {"text": str}; encode {"ids": [int...]} (token
 //           ids, run as they are); encode, extract {"image": bin} (an encoded
 //           image, JPEG/PNG/WebP/GIF, decoded by the worker's runtime);
-//           extract {"document": bin, "pages": str} (a PDF; pages "1-3,7",
-//           absent: all); score
+//           extract {"document": bin, "pages": str, "text_layer": "ignore"}
+//           (a PDF; pages "1-3,7", absent: all; text_layer "ignore": every
+//           page OCR'd, absent or "auto": pages with a text layer read from
+//           it); score
 //           {"text": str, "text_pair": str} or {"text": str, "image": bin}
 //           (an image–text model's pair);
 //           tokenize {"text": str, "add_special_tokens": bool}
@@ -18,8 +20,9 @@
 //           (a token classifier; start/end in code points) or {"labels":
 //           [{"label", "score"}...]} (a text classifier, best first) or
 //           {"lines": [{"text", "confidence", "box": [[x, y] × 4]}...]} (an
-//           OCR pipeline, in reading order, "page": uint too for a document's
-//           lines; confidence and coordinates float32);
+//           OCR pipeline, in reading order, "page": uint and "source":
+//           "ocr" | "text_layer" too for a document's lines; confidence and
+//           coordinates float32);
 //           tokenize {"tokens": [{"id", "text", "special", "start", "stop"}...]}
 //           (start/stop nil for added special tokens)
 #pragma once
@@ -46,8 +49,20 @@ struct ItemFields {
   std::string_view image;      // an encoded image: instead of text (encode, extract), of text_pair (score)
   std::string_view document;   // extract: a PDF instead of text
   std::string_view pages;      // its pages ("1-3,7"; empty: all)
+  bool text_layer = true;      // its pages with a text layer read from it (false: OCR'd)
   bool add_special_tokens = true;  // tokenize only
 };
+
+// How a document item is read: its pages, and whether a page's text layer
+// is taken for its text.
+struct DocumentOptions {
+  std::string_view pages;  // "1-3,7"; empty: all
+  bool text_layer = true;
+};
+
+// A document item's "text_layer" from its value: "auto" (true) or "ignore"
+// (false); INVALID_INPUT naming `field` otherwise.
+Status ParseTextLayer(std::string_view field, std::string_view value, bool* text_layer);
 
 // {"text": text} as MessagePack, appended to `out`.
 void AppendTextItem(std::string_view text, std::string* out);
@@ -55,8 +70,9 @@ void AppendTextItem(std::string_view text, std::string* out);
 void AppendIdsItem(std::span<const int32_t> ids, std::string* out);
 // {"image": bytes} (MessagePack bin).
 void AppendImageItem(std::string_view bytes, std::string* out);
-// {"document": bytes} and, when not empty, "pages": pages (a PDF, extract).
-void AppendDocumentItem(std::string_view bytes, std::string_view pages, std::string* out);
+// {"document": bytes}, "pages" when not empty and "text_layer": "ignore"
+// when not taken (a PDF, extract).
+void AppendDocumentItem(std::string_view bytes, const DocumentOptions& options, std::string* out);
 // {"text": text, "image": bytes}: a score item for an image–text model.
 void AppendTextImageItem(std::string_view text, std::string_view image, std::string* out);
 // {"text": text, "text_pair": pair}.
@@ -220,10 +236,12 @@ void AppendLinesResult(const Lines& lines, std::string* out) {
   w.Str("lines");
   w.ArrayHeader(static_cast<uint32_t>(lines.size()));
   for (const auto& l : lines) {
-    w.MapHeader(l.page > 0 ? 4 : 3);
+    w.MapHeader(l.page > 0 ? 5 : 3);
     if (l.page > 0) {
       w.Str("page");
       w.Uint(l.page);
+      w.Str("source");
+      w.Str(l.from_text_layer ? "text_layer" : "ocr");
     }
     w.Str("text");
     w.Str(l.text);

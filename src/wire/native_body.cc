@@ -8,14 +8,14 @@ namespace shoal::wire {
 namespace {
 
 // One MessagePack item, {"text": str}, {"image": bin} or {"document": bin,
-// "pages": str}: kept as a view of its bytes.
+// "pages": str, "text_layer": str}: kept as a view of its bytes.
 Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limits, RequestItem* item) {
   const size_t start = r.offset();
   uint32_t fields;
   if (!r.ReadMapHeader(&fields)) return MsgpackExpected(Field("items", index), "a map", r);
   std::string_view text, bytes, pages;
   uint32_t inputs = 0;
-  bool document = false, has_pages = false;
+  bool document = false, has_pages = false, has_text_layer = false;
   for (uint32_t f = 0; f < fields; ++f) {
     std::string_view key;
     if (!r.ReadStr(&key)) return MsgpackExpected(Field("items", index), "a field name (a string)", r);
@@ -33,6 +33,13 @@ Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limit
     } else if (key == "pages") {
       if (!r.ReadStr(&pages)) return MsgpackExpected(Field("items", index, ".pages"), "a string (\"1-3,7\")", r);
       has_pages = true;
+    } else if (key == "text_layer") {
+      const std::string field = Field("items", index, ".text_layer");
+      std::string_view value;
+      if (!r.ReadStr(&value)) return MsgpackExpected(field, "a string (auto or ignore)", r);
+      bool text_layer;
+      SHOAL_RETURN_IF_ERROR(ParseTextLayer(field, value, &text_layer));
+      has_text_layer = true;
     } else {
       return InvalidInput(Field("items", index) + ": unknown field '" + std::string(key) + "'");
     }
@@ -40,6 +47,9 @@ Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limit
   if (inputs == 0) return InvalidInput(Field("items", index, ".text") + ": missing");
   if (inputs > 1) return InvalidInput(Field("items", index) + ": one text, image or document, not more");
   if (has_pages && !document) return InvalidInput(Field("items", index, ".pages") + ": only with a document");
+  if (has_text_layer && !document) {
+    return InvalidInput(Field("items", index, ".text_layer") + ": only with a document");
+  }
   const std::string_view raw = r.buffer().substr(start, r.offset() - start);
   SHOAL_RETURN_IF_ERROR(CheckItemSize(Field("items", index), raw.size(), limits));
   item->payload = raw;
@@ -101,21 +111,27 @@ Status ParseNativeJson(std::string& body, const ParseLimits& limits, WorkRequest
         od::object item;
         if (el.get_object().get(item)) return JsonExpected(Field("items", i), "an object", el);
         size_t inputs = 0;
-        std::string_view document, pages;
-        bool has_document = false, has_pages = false;
+        std::string_view document;
+        DocumentOptions options;
+        bool has_document = false, has_pages = false, has_text_layer = false;
         for (auto f_result : item) {
           od::field f;
           if (auto e = std::move(f_result).get(f)) return JsonMalformed(e);
           std::string_view k;
           if (auto e = f.unescaped_key().get(k)) return JsonMalformed(e);
-          if (k != "text" && k != "image" && k != "document" && k != "pages") {
+          if (k != "text" && k != "image" && k != "document" && k != "pages" && k != "text_layer") {
             return InvalidInput(Field("items", i) + ": unknown field '" + std::string(k) + "'");
           }
           const std::string field = Field("items", i, "." + std::string(k));
           std::string_view text;
           SHOAL_RETURN_IF_ERROR(ReadJsonString(f.value(), field, &text));
           if (k == "pages") {
-            pages = text, has_pages = true;
+            options.pages = text, has_pages = true;
+            continue;
+          }
+          if (k == "text_layer") {
+            SHOAL_RETURN_IF_ERROR(ParseTextLayer(field, text, &options.text_layer));
+            has_text_layer = true;
             continue;
           }
           if (++inputs > 1) return InvalidInput(Field("items", i) + ": one text, image or document, not more");
@@ -128,9 +144,12 @@ Status ParseNativeJson(std::string& body, const ParseLimits& limits, WorkRequest
         }
         if (inputs == 0) return InvalidInput(Field("items", i, ".text") + ": missing");
         if (has_pages && !has_document) return InvalidInput(Field("items", i, ".pages") + ": only with a document");
+        if (has_text_layer && !has_document) {
+          return InvalidInput(Field("items", i, ".text_layer") + ": only with a document");
+        }
         if (has_document) {
           SHOAL_RETURN_IF_ERROR(
-              AddJsonDocument(Field("items", i, ".document"), document, pages, limits, storage.get(), &pending));
+              AddJsonDocument(Field("items", i, ".document"), document, options, limits, storage.get(), &pending));
         }
         ++i;
       }

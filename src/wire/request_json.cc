@@ -173,12 +173,12 @@ Status AddJsonImage(std::string_view field, std::string_view text, const ParseLi
                  [&](std::string* out) { AppendImageItem(bytes, out); });
 }
 
-Status AddJsonDocument(std::string_view field, std::string_view text, std::string_view pages,
+Status AddJsonDocument(std::string_view field, std::string_view text, const DocumentOptions& options,
                        const ParseLimits& limits, std::string* storage, std::vector<PendingItem>* pending) {
   std::string bytes;
   SHOAL_RETURN_IF_ERROR(DecodeJsonImage(field, text, &bytes));
   return AddItem(field, kImageItemCost, limits, storage, pending,
-                 [&](std::string* out) { AppendDocumentItem(bytes, pages, out); });
+                 [&](std::string* out) { AppendDocumentItem(bytes, options, out); });
 }
 
 }  // namespace shoal::wire

@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "wire/encode_request.h"
+#include "wire/item.h"
 
 namespace shoal::wire {
 
@@ -69,9 +70,9 @@ Status DecodeJsonImage(std::string_view field, std::string_view text, std::strin
 Status AddJsonImage(std::string_view field, std::string_view text, const ParseLimits& limits, std::string* storage,
                     std::vector<PendingItem>* pending);
 
-// AddItem for a document item ({"document": bytes, "pages": range}) from a
+// AddItem for a document item ({"document": bytes, "pages", "text_layer"}) from a
 // JSON string's text (base64 or a base64 data URL, as an image's).
-Status AddJsonDocument(std::string_view field, std::string_view text, std::string_view pages,
+Status AddJsonDocument(std::string_view field, std::string_view text, const DocumentOptions& options,
                        const ParseLimits& limits, std::string* storage, std::vector<PendingItem>* pending);
 
 // Moves `storage` into `out` and points out->items into it.

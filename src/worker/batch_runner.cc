@@ -39,6 +39,7 @@ ExtractInput MakeInput(const WorkItem& it, const wire::ItemFields& f, ExtractOut
           .image = f.image,
           .document = f.document,
           .pages = f.pages,
+          .text_layer = f.text_layer,
           .truncate = it.work.truncate,
           .lora = it.work.lora,
           .aggregation = it.work.aggregation,

@@ -41,7 +41,7 @@ class Ocr : public ::testing::Test {
     if (!fs::exists(kOcrModels)) return;
     dir_ = fs::temp_directory_path() / ("shoal-ocr-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    const std::string script = R"(import json, sys
+    const std::string script = R"(import json, subprocess, sys
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 out = sys.argv[1]
@@ -79,9 +79,20 @@ json.dump(pages, open(f"{out}/pages.json", "w"))
 # A scanned document: two of the pages as a PDF of images (150 dpi).
 first, second = (Image.open(f"{out}/{p}.png") for p in ("sans-28", "serif-24"))
 first.save(f"{out}/scan.pdf", save_all=True, append_images=[second], resolution=150.0)
+# A born-digital page (its lines set in Helvetica: a text layer), the first
+# scanned page, and the born-digital page turned a quarter (/Rotate 90).
+sys.path.insert(0, sys.argv[2])
+from pdf_reference import pdf
+open(f"{out}/born.pdf", "wb").write(pdf([[(72, 760 - 40 * i, 24, t) for i, t in enumerate(texts[0:3])]] * 2,
+                                        rotate=[0, 90]))
+subprocess.run(["qpdf", "--empty", "--pages", f"{out}/born.pdf", "1", f"{out}/scan.pdf", "1", f"{out}/born.pdf", "2",
+                "--", f"{out}/mixed.pdf"], check=True)
+json.dump(texts[0:3], open(f"{out}/born.json", "w"))
 )";
     std::ofstream(dir_ / "make.py") << script;
-    ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir_ / "make.py").string() + " " + dir_.string()).c_str()), 0);
+    const std::string cmd = "/usr/bin/python3 " + (dir_ / "make.py").string() + " " + dir_.string() + " " +
+                            fs::path(SHOAL_PDF_REFERENCE).parent_path().string();
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     std::ifstream f(dir_ / "pages.json");
     for (const json& p : json::parse(f)) {
       pages_.push_back({p["file"], p["lines"].get<std::vector<std::string>>(), p["clean"]});
@@ -178,6 +189,75 @@ TEST_F(Ocr, ReadsTheChosenPagesOfAPdf) {
   EXPECT_NE(out[3].status.message().find("3"), std::string::npos) << out[3].status.message();
 }
 
+// A page that carries a text layer is read from it — its lines exactly as
+// set, confidence 1, boxes in the page's pixels where OCR finds the same
+// lines — and a scanned page of the same PDF is OCR'd; with text_layer off
+// every page is OCR'd. Lines come page by page in the order the pages are
+// asked for. A page turned a quarter gives boxes that start at the text's
+// own top-left corner.
+TEST_F(Ocr, ReadsATextLayerWhereAPageHasOne) {
+  ModelRuntimes runtimes;
+  auto model = runtimes.For(Spec())->Load(*ModelConfig::FromSpec(Spec()), LoadContext{2});
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const std::string pdf = FileText((dir_ / "mixed.pdf").string());
+  const auto set = json::parse(FileText((dir_ / "born.json").string())).get<std::vector<std::string>>();
+  std::vector<ExtractInput> in = {{.document = pdf},
+                                  {.document = pdf, .pages = "1", .text_layer = false},
+                                  {.document = pdf, .pages = "2,1"}};
+  std::vector<ExtractOutput> out(in.size());
+  ASSERT_TRUE((*model)->Extract(in, out).ok());
+  ASSERT_TRUE(out[0].status.ok()) << out[0].status.ToString();
+  auto page = [](const ExtractOutput& o, uint32_t p) {
+    std::vector<TextLine> lines;
+    for (const TextLine& l : *o.lines) {
+      if (l.page == p) lines.push_back(l);
+    }
+    return lines;
+  };
+  const std::vector<TextLine> layer = page(out[0], 1), scanned = page(out[0], 2), turned = page(out[0], 3);
+  ASSERT_EQ(layer.size(), set.size());
+  for (size_t k = 0; k < set.size(); ++k) {
+    EXPECT_EQ(layer[k].text, set[k]);
+    EXPECT_TRUE(layer[k].from_text_layer);
+    EXPECT_EQ(layer[k].confidence, 1.0f);
+  }
+  ASSERT_EQ(scanned.size(), pages_[0].lines.size());
+  for (const TextLine& l : scanned) EXPECT_FALSE(l.from_text_layer) << l.text;
+  EXPECT_EQ((*out[0].lines)[0].page, 1u) << "lines come page by page";
+  EXPECT_EQ(out[0].lines->back().page, 3u);
+  // Turned a quarter clockwise the text runs down the page: its top-left
+  // corner is the box's top right.
+  ASSERT_EQ(turned.size(), set.size());
+  EXPECT_EQ(turned[0].text, set[0]);
+  EXPECT_GT(turned[0].box[0][0], turned[0].box[2][0]);
+  EXPECT_LT(turned[0].box[0][1], turned[0].box[2][1]);
+
+  // OCR'd instead: the same lines, each box around the text layer's.
+  ASSERT_TRUE(out[1].status.ok()) << out[1].status.ToString();
+  const std::vector<TextLine>& read = *out[1].lines;
+  ASSERT_EQ(read.size(), set.size());
+  std::string written, got;
+  for (size_t k = 0; k < set.size(); ++k) {
+    EXPECT_FALSE(read[k].from_text_layer);
+    written += set[k] + "\n", got += read[k].text + "\n";
+    const auto center = [](const TextLine& l, int axis) { return (l.box[0][axis] + l.box[2][axis]) / 2; };
+    for (int axis = 0; axis < 2; ++axis) {
+      EXPECT_GT(center(layer[k], axis), std::min(read[k].box[0][axis], read[k].box[2][axis])) << set[k];
+      EXPECT_LT(center(layer[k], axis), std::max(read[k].box[0][axis], read[k].box[2][axis])) << set[k];
+      EXPECT_NEAR(center(read[k], axis), center(layer[k], axis), 12) << set[k] << ", axis " << axis;
+    }
+  }
+  EXPECT_GE(CharacterAccuracy(written, got), 0.95) << got;
+
+  // Pages 2 then 1: the scanned page's OCR'd lines first.
+  ASSERT_TRUE(out[2].status.ok()) << out[2].status.ToString();
+  ASSERT_EQ(out[2].lines->size(), scanned.size() + layer.size());
+  EXPECT_EQ(out[2].lines->front().page, 2u);
+  EXPECT_FALSE(out[2].lines->front().from_text_layer);
+  EXPECT_EQ(out[2].lines->back().page, 1u);
+  EXPECT_EQ(out[2].lines->back().text, set.back());
+}
+
 // Through the serving path: registered, loaded by a worker (its stages in
 // the worker's ONNX Runtime process), an image on /v1/extract as base64 and
 // as MessagePack bin, and what is refused.
@@ -229,6 +309,24 @@ TEST_F(Ocr, ReadsImagesSentThroughTheGateway) {
   EXPECT_EQ(doc_lines[0]["page"], 2);
   EXPECT_EQ(doc_lines[0]["text"], pages_[1].lines[0]);
   EXPECT_NE(error("/v1/extract/t/ocr", {{"items", {{{"text", "a"}, {"pages", "2"}}}}}).find("only with a document"),
+            std::string::npos);
+  // A born-digital page: read from its text layer, or OCR'd when asked.
+  std::string mixed64;
+  wire::AppendBase64(FileText((dir_ / "mixed.pdf").string()), &mixed64);
+  const auto set = json::parse(FileText((dir_ / "born.json").string()));
+  for (const char* text_layer : {"auto", "ignore"}) {
+    auto r = http.PostJson("/v1/extract/t/ocr",
+                           json{{"items", {{{"document", mixed64}, {"pages", "1"}, {"text_layer", text_layer}}}}}.dump());
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json read = json::parse(r->body)["items"][0]["lines"];
+    ASSERT_EQ(read.size(), set.size()) << r->body;
+    EXPECT_EQ(read[0]["source"], text_layer == std::string("auto") ? "text_layer" : "ocr") << r->body;
+    EXPECT_EQ(read[0]["page"], 1);
+    if (text_layer == std::string("auto")) EXPECT_EQ(read[2]["text"], set[2]);
+  }
+  EXPECT_NE(error("/v1/extract/t/ocr", {{"items", {{{"document", mixed64}, {"text_layer", "never"}}}}})
+                .find("items[0].text_layer: 'never' is neither auto nor ignore"),
             std::string::npos);
 }
 

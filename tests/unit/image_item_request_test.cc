@@ -119,9 +119,10 @@ TEST(ParseScore, ImageTextPairs) {
 }
 
 // Document items (PDFs, for an OCR pipeline on /v1/extract): base64 or
-// binary, with the pages to read.
+// binary, with the pages to read and whether their text layer is taken.
 TEST(ParseExtract, DocumentItemsCarryTheirPages) {
-  std::string json = R"({"items": [{"pages": "1-2", "document": "JVBERi0x"}, {"document": "data:application/pdf;base64,JVBERi0x"}]})";
+  std::string json = R"({"items": [{"pages": "1-2", "document": "JVBERi0x", "text_layer": "ignore"},
+                                    {"document": "data:application/pdf;base64,JVBERi0x", "text_layer": "auto"}]})";
   WorkRequest req;
   ASSERT_TRUE(ParseExtractJson(json, {}, &req).ok());
   ASSERT_EQ(req.items.size(), 2u);
@@ -130,8 +131,10 @@ TEST(ParseExtract, DocumentItemsCarryTheirPages) {
   ASSERT_TRUE(DecodeItem(req.items[1].payload, Task::kExtract, &b).ok());
   EXPECT_EQ(a.document, "%PDF-1");
   EXPECT_EQ(a.pages, "1-2");
+  EXPECT_FALSE(a.text_layer);
   EXPECT_EQ(b.document, "%PDF-1");
   EXPECT_TRUE(b.pages.empty());
+  EXPECT_TRUE(b.text_layer);
   EXPECT_EQ(DecodeItem(req.items[0].payload, Task::kEncode, &a).message(), "item: unknown field 'document' for encode");
 
   std::string body;
@@ -139,22 +142,34 @@ TEST(ParseExtract, DocumentItemsCarryTheirPages) {
   w.MapHeader(1);
   w.Str("items");
   w.ArrayHeader(1);
-  w.MapHeader(2);
+  w.MapHeader(3);
   w.Str("document");
   w.Bin("%PDF-1");
   w.Str("pages");
   w.Str("3");
+  w.Str("text_layer");
+  w.Str("ignore");
   WorkRequest m;
   ASSERT_TRUE(ParseExtractMsgpack(body, {}, &m).ok());
   ItemFields f;
   ASSERT_TRUE(DecodeItem(m.items[0].payload, Task::kExtract, &f).ok());
   EXPECT_EQ(f.pages, "3");
+  EXPECT_FALSE(f.text_layer);
+  std::string wrong = body;
+  wrong.replace(wrong.rfind("ignore"), 6, "always");
+  EXPECT_EQ(ParseExtractMsgpack(wrong, {}, &m).message(), "items[0].text_layer: 'always' is neither auto nor ignore");
 
   auto error = [](std::string text) {
     WorkRequest r;
     return ParseExtractJson(text, {}, &r).message();
   };
   EXPECT_EQ(error(R"({"items": [{"text": "a", "pages": "1"}]})"), "items[0].pages: only with a document");
+  EXPECT_EQ(error(R"({"items": [{"image": "JVBERi0x", "text_layer": "auto"}]})"),
+            "items[0].text_layer: only with a document");
+  EXPECT_EQ(error(R"({"items": [{"document": "JVBERi0x", "text_layer": "off"}]})"),
+            "items[0].text_layer: 'off' is neither auto nor ignore");
+  EXPECT_EQ(error(R"({"items": [{"document": "JVBERi0x", "text_layer": false}]})").substr(0, 19),
+            "items[0].text_layer");
   EXPECT_EQ(error(R"({"items": [{"image": "JVBERi0x", "document": "JVBERi0x"}]})"),
             "items[0]: one text, image or document, not more");
   EXPECT_EQ(error(R"({"items": [{"document": ""}]})"), "items[0].document: empty");

@@ -5,6 +5,7 @@
 // qpdf).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -90,6 +91,55 @@ TEST_F(PdfReference, TheTextLayerIsReadWordByWordWithBoxes) {
   auto restricted = OpenPdf("restricted.pdf");
   ASSERT_TRUE(restricted);
   EXPECT_EQ(restricted->Words(0)->front().text, "Shoal");
+}
+
+// The text layer as lines: the lines poppler's own pdftotext -bbox-layout
+// finds on a report's page (a title, a paragraph, two columns side by side,
+// a run spaced out into three cells, a margin note set bottom to top), the
+// same words and boxes, upright and on the page turned a quarter.
+TEST_F(PdfReference, TheTextLayerGroupsIntoTheLinesPdftotextFinds) {
+  auto doc = OpenPdf("layout.pdf");
+  ASSERT_TRUE(doc);
+  for (int page = 0; page < 2; ++page) {
+    Result<std::vector<PdfLine>> lines = doc->Lines(page);
+    ASSERT_TRUE(lines.ok()) << lines.status().ToString();
+    const json& want = manifest_["lines"][page];
+    ASSERT_EQ(lines->size(), want.size()) << "page " << page + 1;
+    for (const json& w : want) {
+      std::string text;
+      for (const json& word : w["words"]) text += (text.empty() ? "" : " ") + word.get<std::string>();
+      auto found = std::find_if(lines->begin(), lines->end(), [&](const PdfLine& l) { return l.text == text; });
+      ASSERT_NE(found, lines->end()) << "page " << page + 1 << ": no line '" << text << "'";
+      EXPECT_NEAR(found->x, w["box"][0].get<double>(), 0.01) << text;
+      EXPECT_NEAR(found->y, w["box"][1].get<double>(), 0.01) << text;
+      EXPECT_NEAR(found->x + found->width, w["box"][2].get<double>(), 0.01) << text;
+      EXPECT_NEAR(found->y + found->height, w["box"][3].get<double>(), 0.01) << text;
+    }
+  }
+  // Upright, the note is the one line set bottom to top; turned, the body is.
+  auto note = [&](int page) {
+    const Result<std::vector<PdfLine>> lines = doc->Lines(page);
+    for (const PdfLine& l : *lines) {
+      if (l.text.starts_with("Margin")) return l.rotation;
+    }
+    return -1;
+  };
+  EXPECT_EQ(note(0), 3);
+  EXPECT_EQ(note(1), 0);
+}
+
+// Words a PDF sets without a space between them are glued; a wide gap with
+// no space set is still a space; a word above the line's band starts another.
+TEST(PdfTextLines, WordsJoinAsTheyAreSet) {
+  const std::vector<PdfWord> words = {
+      {"total", 10, 100, 30, 12, true, 0}, {"315.40", 43, 100, 36, 12, false, 0}, {",", 79.5, 100, 3, 12, false, 0},
+      {"EUR", 86, 100, 20, 12, false, 0},  {"next", 10, 114, 22, 12, false, 0},
+  };
+  const std::vector<PdfLine> lines = GroupIntoLines(words);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].text, "total 315.40, EUR");
+  EXPECT_DOUBLE_EQ(lines[0].x + lines[0].width, 106);
+  EXPECT_EQ(lines[1].text, "next");
 }
 
 TEST_F(PdfReference, PageRangesPickPagesWithinTheLimit) {

@@ -69,7 +69,7 @@ std::vector<float> IdentityVector(const std::vector<std::string_view>& tokens, u
 class IdentityRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "identity"; }
-  int api_version() const override { return 16; }
+  int api_version() const override { return 17; }
   std::vector<Task> tasks() const override { return {Task::kEncode, Task::kTokenize}; }
   Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
   Result<uint64_t> CheckLora(const ModelConfig& base, const LoraConfig& lora) override;

@@ -21,7 +21,7 @@ namespace shoal::llamacpp {
 class LlamaCppRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "llamacpp"; }
-  int api_version() const override { return 16; }
+  int api_version() const override { return 17; }
   std::vector<Task> tasks() const override { return {Task::kEncode, Task::kTokenize, Task::kGenerate}; }
   Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override;
   bool streams_generation() const override { return true; }  // llama.cpp batches its sequences

@@ -26,7 +26,7 @@ namespace shoal {
 class NativeRuntime final : public Runtime {
  public:
   std::string_view name() const override { return "native"; }
-  int api_version() const override { return 16; }
+  int api_version() const override { return 17; }
   std::vector<Task> tasks() const override {
     return {Task::kEncode, Task::kScore, Task::kExtract, Task::kTokenize, Task::kGenerate};
   }

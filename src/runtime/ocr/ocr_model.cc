@@ -54,6 +54,17 @@ Tensor Input(PlaneBatch b) {
   return Tensor{"x", {b.count, 3, b.height, b.width}, std::move(b.values)};
 }
 
+// A text layer's line as the pipeline answers it: its box in the pixels of
+// the page rendered at `dpi`, corners clockwise from the text's own top-left
+// (as a rotated line's detected box).
+TextLine TextLayerLine(const document::PdfLine& l, uint32_t page, double dpi) {
+  const auto px = [&](double points) { return static_cast<float>(points * dpi / 72); };
+  const float x0 = px(l.x), y0 = px(l.y), x1 = px(l.x + l.width), y1 = px(l.y + l.height);
+  std::array<std::array<float, 2>, 4> box = {{{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}}};
+  std::rotate(box.begin(), box.begin() + l.rotation % 4, box.end());
+  return TextLine{l.text, 1.0f, box, page, true};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Model>> OcrModel::Load(const ModelConfig& config, const LoadContext& ctx,
@@ -173,17 +184,26 @@ Status OcrModel::Recognize(std::span<const image::Image> lines, std::vector<Reco
   return Status::Ok();
 }
 
-Status OcrModel::ForEachPage(const ExtractInput& in,
-                             const std::function<Status(uint32_t, const image::Image&)>& each) const {
+Status OcrModel::ForEachPage(const ExtractInput& in, const std::function<Status(Page&)>& each) const {
   if (in.document.empty()) {
     SHOAL_ASSIGN_OR_RETURN(const image::Image img, image::DecodeImage(in.image, limits_));
-    return each(0, img);
+    Page p{.image = &img};
+    return each(p);
   }
   SHOAL_ASSIGN_OR_RETURN(const auto pdf, document::PdfDocument::Open(in.document, pdf_limits_));
   SHOAL_ASSIGN_OR_RETURN(const std::vector<int> selected, pdf->Select(in.pages));
-  for (int page : selected) {
-    SHOAL_ASSIGN_OR_RETURN(const image::Image img, pdf->Render(page, dpi_));
-    SHOAL_RETURN_IF_ERROR(each(static_cast<uint32_t>(page + 1), img));
+  for (size_t k = 0; k < selected.size(); ++k) {
+    Page p{.number = static_cast<uint32_t>(selected[k] + 1), .place = static_cast<uint32_t>(k)};
+    if (in.text_layer) {
+      SHOAL_ASSIGN_OR_RETURN(const std::vector<document::PdfLine> lines, pdf->Lines(selected[k]));
+      for (const document::PdfLine& l : lines) p.layer.push_back(TextLayerLine(l, p.number, dpi_));
+    }
+    image::Image img;
+    if (p.layer.empty()) {
+      SHOAL_ASSIGN_OR_RETURN(img, pdf->Render(selected[k], dpi_));
+      p.image = &img;
+    }
+    SHOAL_RETURN_IF_ERROR(each(p));
   }
   return Status::Ok();
 }
@@ -227,14 +247,17 @@ Status OcrModel::Read(std::vector<image::Image>* lines, std::vector<RecognizedTe
 }
 
 Status OcrModel::Extract(std::span<const ExtractInput> in, std::span<ExtractOutput> out) {
-  // Detection, page by page; every line of the batch cut out, then read together.
+  // Detection, page by page; every line of the batch cut out, then read
+  // together. An item's lines are gathered with their page's place (text
+  // layers' now, OCR'd ones once read) and answered in that order.
   struct LineOf {
     size_t input;
-    uint32_t page;
+    uint32_t page, place;
     Quad box;
   };
   std::vector<image::Image> lines;
   std::vector<LineOf> line_of;
+  std::vector<std::vector<std::pair<uint32_t, TextLine>>> placed(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     out[i] = ExtractOutput{};
     if (in[i].image.empty() && in[i].document.empty()) {
@@ -250,12 +273,14 @@ Status OcrModel::Extract(std::span<const ExtractInput> in, std::span<ExtractOutp
     // fails the batch; a page that does not decode or render, the item.
     Status batch_failure;
     const size_t first_line = lines.size();
-    const Status s = ForEachPage(in[i], [&](uint32_t page, const image::Image& img) -> Status {
+    const Status s = ForEachPage(in[i], [&](Page& page) -> Status {
+      for (TextLine& l : page.layer) placed[i].emplace_back(page.place, std::move(l));
+      if (!page.image) return Status::Ok();
       std::vector<Quad> boxes;
-      if (Status d = Detect(img, &boxes); !d.ok()) return batch_failure = d;
+      if (Status d = Detect(*page.image, &boxes); !d.ok()) return batch_failure = d;
       for (const Quad& box : boxes) {
-        lines.push_back(CropTextLine(img, box));
-        line_of.push_back({i, page, box});
+        lines.push_back(CropTextLine(*page.image, box));
+        line_of.push_back({i, page.number, page.place, box});
       }
       return Status::Ok();
     });
@@ -264,20 +289,28 @@ Status OcrModel::Extract(std::span<const ExtractInput> in, std::span<ExtractOutp
       lines.resize(first_line);
       line_of.resize(first_line);
       out[i].status = s;
-      continue;
     }
-    out[i].lines.emplace();
   }
-  if (lines.empty()) return Status::Ok();
-  std::vector<RecognizedText> texts;
-  SHOAL_RETURN_IF_ERROR(Read(&lines, &texts));
-  for (size_t k = 0; k < texts.size(); ++k) {
-    if (texts[k].confidence < drop_score_ || texts[k].text.empty()) continue;
-    const LineOf& at = line_of[k];
-    TextLine line{std::move(texts[k].text), texts[k].confidence, {}, at.page};
-    for (size_t c = 0; c < 4; ++c) line.box[c] = {static_cast<float>(at.box[c].x), static_cast<float>(at.box[c].y)};
-    out[at.input].tokens += static_cast<uint32_t>(line.text.size());
-    out[at.input].lines->push_back(std::move(line));
+  if (!lines.empty()) {
+    std::vector<RecognizedText> texts;
+    SHOAL_RETURN_IF_ERROR(Read(&lines, &texts));
+    for (size_t k = 0; k < texts.size(); ++k) {
+      if (texts[k].confidence < drop_score_ || texts[k].text.empty()) continue;
+      const LineOf& at = line_of[k];
+      TextLine line{std::move(texts[k].text), texts[k].confidence, {}, at.page};
+      for (size_t c = 0; c < 4; ++c) line.box[c] = {static_cast<float>(at.box[c].x), static_cast<float>(at.box[c].y)};
+      placed[at.input].emplace_back(at.place, std::move(line));
+    }
+  }
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!out[i].status.ok()) continue;
+    std::stable_sort(placed[i].begin(), placed[i].end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    out[i].lines.emplace();
+    for (auto& [place, line] : placed[i]) {
+      out[i].tokens += static_cast<uint32_t>(line.text.size());
+      out[i].lines->push_back(std::move(line));
+    }
   }
   return Status::Ok();
 }

@@ -14,8 +14,12 @@
 // (those are the defaults; classifier "" runs none).
 //
 // An input is an image, or a PDF (ExtractInput::document): its pages (all,
-// or those `pages` names, at most max_pages) rendered at `dpi` by poppler
-// (document/pdf.h), each read as an image; a line then says its page.
+// or those `pages` names, at most max_pages), each a line of the answer's
+// says. A page that carries a text layer (a born-digital PDF's, or one a
+// scanner's OCR left) is read from it — its lines as the PDF sets them
+// (document/text_lines.h), confidence 1, boxes in the page's pixels at
+// `dpi` — unless the input says text_layer false; any other page is
+// rendered at `dpi` by poppler (document/pdf.h) and read as an image.
 //
 // A batch of images runs stage by stage: each image through the detector
 // (its own size), then every line of every image through the classifier
@@ -60,9 +64,17 @@ class OcrModel final : public Model {
  private:
   OcrModel() = default;
 
-  // Calls `each` with the images an input stands for, one at a time: its
-  // image (page 0), or its document's pages rendered (1-based numbers).
-  Status ForEachPage(const ExtractInput& in, const std::function<Status(uint32_t, const image::Image&)>& each) const;
+  // A page of an input, as it is read: its image, or the lines of its text
+  // layer when that is taken.
+  struct Page {
+    uint32_t number = 0;  // 1-based in its document; 0: the input is an image
+    uint32_t place = 0;   // its place among the pages the input asks for
+    const image::Image* image = nullptr;
+    std::vector<TextLine> layer;
+  };
+  // Calls `each` with the pages an input stands for, one at a time: its
+  // image, or its document's pages, each rendered or read from its layer.
+  Status ForEachPage(const ExtractInput& in, const std::function<Status(Page&)>& each) const;
   // The boxes of the image's lines, in reading order (the detector).
   Status Detect(const image::Image& image, std::vector<Quad>* boxes) const;
   // Each line's text: turned upright as the classifier says, read, and a

@@ -14,7 +14,7 @@ class OcrRuntime final : public Runtime {
   explicit OcrRuntime(StageRuntimes stages) : stages_(std::move(stages)) {}
 
   std::string_view name() const override { return "ocr"; }
-  int api_version() const override { return 16; }
+  int api_version() const override { return 17; }
   std::vector<Task> tasks() const override { return {Task::kExtract}; }
   Result<std::unique_ptr<Model>> Load(const ModelConfig& config, const LoadContext& ctx) override {
     return OcrModel::Load(config, ctx, stages_);
