@@ -8,6 +8,11 @@
 // the median round kept; the characters read are held to the page's text
 // (edit distance over code points, spaces included, and without them).
 //
+// Then the same lines set as a born-digital PDF page (Helvetica 11 pt): sent
+// as a document, the page is read from its text layer, nothing rendered or
+// run (`text_layer_pages_per_s`), against poppler's own pdftotext
+// -bbox-layout on 50 such pages in one process (`pdftotext_pages_per_s`).
+//
 // No whole peer runs here: PaddleOCR's own pipeline needs PaddlePaddle (not
 // in Debian), and @gutenye/ocr-node, the same models in JavaScript, needs
 // sharp's prebuilt libvips and OpenCV's WebAssembly build. What bounds any
@@ -74,8 +79,8 @@ int main(int argc, char** argv) {
   if (!cluster) return 1;
 
   // One page through /v1/extract; its text into `read` when not null.
-  auto one_page = [&](testing::HttpClient& http, std::string* read) -> bool {
-    auto r = http.PostJson("/v1/extract/bench/ppocr-v4", body);
+  auto page_of = [&](const std::string& request, testing::HttpClient& http, std::string* read) -> bool {
+    auto r = http.PostJson("/v1/extract/bench/ppocr-v4", request);
     if (!r.ok() || r->status != 200) {
       std::fprintf(stderr, "ocr: %s\n", r.ok() ? r->body.substr(0, 300).c_str() : r.status().ToString().c_str());
       return false;
@@ -88,6 +93,24 @@ int main(int argc, char** argv) {
     if (read) *read = std::move(text);
     return true;
   };
+  auto one_page = [&](testing::HttpClient& http, std::string* read) { return page_of(body, http, read); };
+  // `pages` pages through `clients` closed-loop clients: pages/s (0: a failure).
+  auto round_of = [&](const std::string& request, int pages) -> double {
+    std::atomic<int> left{pages};
+    std::atomic<bool> failed{false};
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&] {
+        testing::HttpClient http(cluster->port(), 120000);
+        while (left.fetch_sub(1) > 0) {
+          if (!page_of(request, http, nullptr)) failed = true;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    return failed ? 0 : pages / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   std::string read;  // the first page's text: what the accuracy is measured on
   {
     testing::HttpClient warm(cluster->port(), 120000);
@@ -97,22 +120,8 @@ int main(int argc, char** argv) {
               png.size(), clients, pages);
   std::vector<double> rates;
   for (int round = 0; round < repeats; ++round) {
-    std::atomic<int> left{pages};
-    std::atomic<bool> failed{false};
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> threads;
-    for (int c = 0; c < clients; ++c) {
-      threads.emplace_back([&] {
-        testing::HttpClient http(cluster->port(), 120000);
-        while (left.fetch_sub(1) > 0) {
-          if (!one_page(http, nullptr)) failed = true;
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    if (failed) return 1;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rates.push_back(pages / seconds);
+    rates.push_back(round_of(body, pages));
+    if (rates.back() == 0) return 1;
     std::printf("  round %d/%d: %.3f pages/s (%.2f s a page)\n", round + 1, repeats, rates.back(), 1 / rates.back());
     std::fflush(stdout);
   }
@@ -133,6 +142,35 @@ int main(int argc, char** argv) {
                   ms, figures["ocr_recognizer_alone_s_per_page"], lines, 1 / figures["ocr_pages_per_s"],
                   1 / figures["ocr_pages_per_s"] / figures["ocr_recognizer_alone_s_per_page"]);
     }
+  }
+  // The page born digital: read from its text layer, against pdftotext.
+  {
+    std::string pdf64;
+    wire::AppendBase64(testing::FileText(dir + "/page.pdf"), &pdf64);
+    const std::string doc_body = json{{"items", {{{"document", pdf64}}}}}.dump();
+    std::string layer_read;
+    testing::HttpClient warm(cluster->port(), 120000);
+    if (!page_of(doc_body, warm, &layer_read)) return 1;
+    figures["text_layer_char_accuracy"] = testing::CharacterAccuracy(truth, layer_read);
+    constexpr int kTextPages = 400, kPeerPages = 50;
+    std::vector<double> layer_rates, peer_rates;
+    for (int round = 0; round < repeats; ++round) {
+      layer_rates.push_back(round_of(doc_body, kTextPages));
+      if (layer_rates.back() == 0) return 1;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (std::system(("pdftotext -bbox-layout " + dir + "/pages.pdf /dev/null").c_str())) return 1;
+      peer_rates.push_back(kPeerPages / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      std::printf("  text layer, round %d/%d: %.1f pages/s through Shoal; pdftotext -bbox-layout %.1f pages/s\n",
+                  round + 1, repeats, layer_rates.back(), peer_rates.back());
+    }
+    figures["text_layer_pages_per_s"] = Median(layer_rates);
+    figures["pdftotext_pages_per_s"] = Median(peer_rates);
+    figures["text_layer_over_pdftotext"] = figures["text_layer_pages_per_s"] / figures["pdftotext_pages_per_s"];
+    figures["text_layer_over_ocr"] = figures["text_layer_pages_per_s"] / figures["ocr_pages_per_s"];
+    std::printf("born-digital page from its text layer: median %.1f pages/s (%.2f× pdftotext alone, %.0f× the OCR'd "
+                "page), character accuracy %.4f\n",
+                figures["text_layer_pages_per_s"], figures["text_layer_over_pdftotext"], figures["text_layer_over_ocr"],
+                figures["text_layer_char_accuracy"]);
   }
   figures["ocr_char_accuracy"] = testing::CharacterAccuracy(truth, read);
   figures["ocr_char_accuracy_without_spaces"] = testing::CharacterAccuracy(truth, read, false);
