@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/hardware.h"
 #include "runtime/generator.h"
+#include "runtime/text_stream.h"
 
 namespace shoal::admin {
 
@@ -177,6 +178,8 @@ struct Greedy {
 
 // Greedy decoding on a generator the worker steps (generator.h): the prompt
 // in one chunk, then a token a step, in blocks of the model's own KV pool.
+// The text is what a client reads (text_stream.h: bytes that form no
+// character are U+FFFD), as a runtime that streams gives it.
 Result<Greedy> GreedyNative(Generator& g, std::string_view prompt, int threads) {
   SHOAL_ASSIGN_OR_RETURN(std::vector<int32_t> ids, g.EncodePrompt(prompt, true));
   const GeneratorInfo& info = g.info();
@@ -192,6 +195,7 @@ Result<Greedy> GreedyNative(Generator& g, std::string_view prompt, int threads) 
   Greedy out;
   std::vector<int32_t> step = ids;
   uint32_t start = 0;
+  TextStream text({});
   while (out.tokens < kGeneratedTokens) {
     SequenceChunk chunk{
         .tokens = step, .start = start, .blocks = blocks, .logit_rows = 1, .lora = {}};
@@ -200,11 +204,12 @@ Result<Greedy> GreedyNative(Generator& g, std::string_view prompt, int threads) 
         static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     if (!std::isfinite(logits[best])) return InvalidInput("a probe prompt gave non-finite logits");
     if (std::find(info.eos_ids.begin(), info.eos_ids.end(), best) != info.eos_ids.end()) break;
-    out.text += g.TokenBytes(best);
+    out.text += text.Push(g.TokenBytes(best));
     ++out.tokens;
     start += static_cast<uint32_t>(step.size());
     step = {best};
   }
+  out.text += text.Finish();
   return out;
 }
 
@@ -272,10 +277,12 @@ Result<ProbeRun> RunProbes(Model& model, const ModelSpec& spec) {
       break;
   }
   if (!s.ok()) return Status(Code::kInvalidInput, "probe set: " + s.message());
+  // A model's text is valid UTF-8 by now; were one not, its bytes are
+  // replaced rather than the dump throwing on the admin thread.
   run.golden_json = json{{"probe_set", kProbeSetName},
                          {"task", TaskName(spec.task)},
                          {"outputs", std::move(outputs)}}
-                        .dump();
+                        .dump(-1, ' ', false, json::error_handler_t::replace);
   return run;
 }
 

@@ -209,6 +209,29 @@ TEST_F(Versions, EachRegistrationIsAVersionThatRequestsPinAndPromotionsMove) {
   EXPECT_EQ(json::parse(r.body)["version"], 1) << "a removed id starts again";
 }
 
+// A generator's golden outputs are the texts a client reads for the probe
+// prompts: a seeded model's greedy bytes that form no character are U+FFFD
+// there as in the served answer (such bytes once threw in the record's JSON
+// and took the registering process down).
+TEST_F(Versions, AGeneratorsGoldenTextsAreWhatTheServingPathAnswers) {
+  HttpResult r = Call("POST", "/v1/admin/models",
+                      json{{"path", CopyModel("qwen3-tiny", "v-chat")}, {"id", "team/chat"}}.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  const json golden = json::parse(r.body)["record"]["golden"];
+  ASSERT_EQ(golden["outputs"].size(), 2u) << golden.dump();
+  bool replaced = false;
+  size_t k = 0;
+  for (const char* prompt : {"The capital of France is", "def fibonacci(n):"}) {  // probes.cc's
+    HttpResult c = Call("POST", "/v1/completions",
+                        json{{"model", "team/chat"}, {"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}}.dump());
+    ASSERT_EQ(c.status, 200) << c.body;
+    const std::string served = json::parse(c.body)["choices"][0]["text"];
+    EXPECT_EQ(golden["outputs"][k++]["text"], served) << prompt;
+    replaced |= served.find("\xEF\xBF\xBD") != std::string::npos;
+  }
+  EXPECT_TRUE(replaced) << "the seeded model's greedy text has bytes that form no character";
+}
+
 TEST_F(Versions, AModelRegisteredBeforeVersionsIsAdoptedAsVersionOne) {
   cluster_->Register(
       "id: old/emb\nruntime: identity\nidentity: {dim: 8}\n");  // straight into the catalog
