@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/hardware.h"
+#include "common/utf8.h"
 #include "catalog/names.h"
 
 namespace shoal {
@@ -519,6 +520,9 @@ ModelSpec ModelSpec::WithoutTuned() const {
 Result<ModelSpec> ModelSpec::Parse(std::string_view text) { return Parse(text, CurrentHardwareClass()); }
 
 Result<ModelSpec> ModelSpec::Parse(std::string_view text, std::string_view hardware_class) {
+  if (const size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
+    return InvalidInput("model spec: not valid UTF-8 (byte " + std::to_string(bad) + ")");
+  }
   json o;
   try {
     o = YamlToJson(YAML::Load(std::string(text)));

@@ -1,5 +1,7 @@
 #include "catalog/model_spec.h"
 
+#include "common/utf8.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -40,6 +42,26 @@ TEST(ModelSpec, ParsesAProfileWithDefaults) {
   EXPECT_EQ(spec->queue.ack_wait_ms, 2000u);
   EXPECT_EQ(spec->queue.max_deliver, 3u);
   EXPECT_EQ(nlohmann::json::parse(spec->runtime_options_json)["dim"], 8);
+}
+
+// A profile is text the catalog keeps as JSON: bytes that are no UTF-8
+// (a description in Latin-1, say) are refused, naming the byte, not carried
+// to a record whose JSON cannot be written.
+TEST(ModelSpec, AProfileThatIsNotUtf8IsRefused) {
+  const Status s = ModelSpec::Parse("id: t/x\nruntime: identity\ndescription: \"caf\xe9\"\nidentity: {dim: 8}\n").status();
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_EQ(s.message(), "model spec: not valid UTF-8 (byte 43)");
+  EXPECT_TRUE(ModelSpec::Parse("id: t/x\nruntime: identity\ndescription: \"caf\xc3\xa9\"\nidentity: {dim: 8}\n").ok());
+}
+
+TEST(Utf8, TheFirstByteThatStartsNoCharacterIsFound) {
+  EXPECT_EQ(FirstInvalidUtf8("plain, caf\xc3\xa9, \xe2\x82\xac, \xf0\x9f\x90\x9f"), std::string_view::npos);
+  EXPECT_EQ(FirstInvalidUtf8("ab\x9c"), 2u);              // a continuation byte alone
+  EXPECT_EQ(FirstInvalidUtf8("a\xc0\xafz"), 1u);          // an overlong '/'
+  EXPECT_EQ(FirstInvalidUtf8("\xed\xa0\x80"), 0u);        // a surrogate
+  EXPECT_EQ(FirstInvalidUtf8("\xf4\x90\x80\x80"), 0u);    // past U+10FFFF
+  EXPECT_EQ(FirstInvalidUtf8("ok\xe2\x82"), 2u);           // cut short
+  EXPECT_EQ(FirstInvalidUtf8("\xff"), 0u);
 }
 
 TEST(ModelSpec, JsonRoundTripIsStable) {
