@@ -177,6 +177,7 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
     if (!loaded.ok()) return loaded.status();
     spec = std::move(loaded).value();
     if (spec.path.empty()) spec.path = dir.string();
+    SHOAL_RETURN_IF_ERROR(CompleteFromFiles(&spec));
   } else {
     const fs::path config = dir / "config.json";
     const bool use_lite = fs::exists(dir / "model.json", ec) && fs::exists(dir / "vocab.json", ec);
@@ -196,16 +197,27 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
     } else if (!use_lite) {
       SHOAL_ASSIGN_OR_RETURN(const nlohmann::json json, ReadConfig(config));
       spec.task = TaskFromConfig(json, dir);
-      if (spec.task == Task::kEncode) {
-        SHOAL_RETURN_IF_ERROR(ReadPrompts(dir, &spec));
-        SHOAL_RETURN_IF_ERROR(ReadOutputs(dir, &spec));
-        spec.image_text_score = ImageTextScoreFromConfig(json);
-      }
+      SHOAL_RETURN_IF_ERROR(CompleteFromFiles(&spec));
     }
   }
   if (!id.empty()) spec.id = std::string(id);
   SHOAL_RETURN_IF_ERROR(ValidateModelId(spec.id));
   return spec;
+}
+
+Status CompleteFromFiles(ModelSpec* spec) {
+  std::error_code ec;
+  const fs::path dir = spec->path;
+  if (spec->task != Task::kEncode || !fs::is_regular_file(dir / "config.json", ec)) {
+    return Status::Ok();
+  }
+  if (spec->outputs == 0) SHOAL_RETURN_IF_ERROR(ReadOutputs(dir, spec));
+  if (spec->prompts.empty()) SHOAL_RETURN_IF_ERROR(ReadPrompts(dir, spec));
+  if (spec->image_text_score == ImageTextScore::kNone) {
+    SHOAL_ASSIGN_OR_RETURN(const nlohmann::json config, ReadConfig(dir / "config.json"));
+    spec->image_text_score = ImageTextScoreFromConfig(config);
+  }
+  return Status::Ok();
 }
 
 Result<ModelSpec> SpecFromPath(const std::string& path, std::string_view id) {
@@ -214,6 +226,7 @@ Result<ModelSpec> SpecFromPath(const std::string& path, std::string_view id) {
   if (!fs::is_regular_file(path, ec)) return InvalidInput("path: " + path + " does not exist");
   auto spec = ModelSpec::LoadFile(path);
   if (!spec.ok()) return spec.status();
+  SHOAL_RETURN_IF_ERROR(CompleteFromFiles(&*spec));
   if (!id.empty()) {
     spec->id = std::string(id);
     SHOAL_RETURN_IF_ERROR(ValidateModelId(spec->id));

@@ -9,6 +9,11 @@
 // anything else `encode`; a CLIPModel or SiglipModel also scores a text
 // against images, `image_text_score`).
 //
+// A profile (a shoal.yaml, or a profile file naming the directory) says what
+// it says; what it leaves unsaid of an encoder — its outputs, its
+// prompts, whether it scores texts against images — is read from the
+// directory's files as without a profile (CompleteFromFiles).
+//
 // This only names the model; whether its files are complete and consistent is
 // the runtime's to say (catalog_admin.h loads it before it is registered).
 #pragma once
@@ -27,5 +32,10 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir, std::string_view id 
 // A file (a profile) or a directory (a model): what `shoal models add` and
 // POST /v1/admin/models take.
 Result<ModelSpec> SpecFromPath(const std::string& path, std::string_view id = {});
+
+// Fills what a profile left unsaid of an encoder in a Hugging Face
+// directory (outputs, prompts, image_text_score) from the directory's files;
+// anything else it leaves as it is. `shoal up`'s profiles go through it too.
+Status CompleteFromFiles(ModelSpec* spec);
 
 }  // namespace shoal::admin

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "admin/catalog_admin.h"
+#include "admin/model_directory.h"
 #include "admin/provenance.h"
 #include "cli/commands.h"
 #include "common/log.h"
@@ -55,7 +56,11 @@ int Up(UpOptions& o) {
       spdlog::error("up: {}", admin.status().ToString());
       return 1;
     }
-    for (const auto& spec : *specs) {
+    for (auto& spec : *specs) {
+      if (Status s = admin::CompleteFromFiles(&spec); !s.ok()) {
+        spdlog::error("up: {}: {}", spec.id, s.ToString());
+        return 1;
+      }
       admin::RegisterOptions options{.limits = {},
                                      .owner = admin::CommandLineOwner(),
                                      .license = {},

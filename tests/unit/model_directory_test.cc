@@ -101,6 +101,33 @@ TEST_F(ModelDirectory, SpladeAndColbertFilesSayTheOutput) {
   EXPECT_EQ(d->outputs, 0);
 }
 
+// A profile says what it says; what it leaves unsaid of an encoder (its
+// outputs, its prompts) comes from the directory's files, in a shoal.yaml
+// and in a profile file naming the directory alike.
+TEST_F(ModelDirectory, WhatAProfileLeavesUnsaidComesFromTheFiles) {
+  const auto d = Dir("splade-v3", {{"config.json", R"({"architectures": ["BertForMaskedLM"]})"},
+                                   {"modules.json", R"([{"type": "sentence_transformers.sparse_encoder.models.SpladePooling"}])"},
+                                   {"config_sentence_transformers.json", R"({"prompts": {"query": "q: "}})"},
+                                   {"shoal.yaml", "id: team/splade\nruntime: native\npinned: true\n"}});
+  auto in_dir = SpecFromDirectory(d.string());
+  ASSERT_TRUE(in_dir.ok()) << in_dir.status().ToString();
+  EXPECT_EQ(in_dir->encode_outputs(), static_cast<OutputKinds>(OutputKind::kSparse));
+  ASSERT_EQ(in_dir->prompts.size(), 1u);
+  EXPECT_EQ(in_dir->prompts[0].second, "q: ");
+  EXPECT_TRUE(in_dir->pinned);
+
+  const auto profiles = Dir("profiles", {{"said.yaml", "id: team/said\nruntime: native\noutputs: [dense]\n"
+                                                       "prompts: {query: \"search: \"}\npath: " + d.string() + "\n"},
+                                         {"unsaid.yaml", "id: team/unsaid\nruntime: native\npath: " + d.string() + "\n"}});
+  auto said = SpecFromPath((profiles / "said.yaml").string());
+  ASSERT_TRUE(said.ok()) << said.status().ToString();
+  EXPECT_EQ(said->encode_outputs(), static_cast<OutputKinds>(OutputKind::kDense));
+  EXPECT_EQ(said->prompts[0].second, "search: ");
+  auto unsaid = SpecFromPath((profiles / "unsaid.yaml").string());
+  ASSERT_TRUE(unsaid.ok()) << unsaid.status().ToString();
+  EXPECT_EQ(unsaid->encode_outputs(), static_cast<OutputKinds>(OutputKind::kSparse));
+}
+
 TEST_F(ModelDirectory, ASequenceClassifierIsACrossEncoder) {
   const auto d = Dir("rerank", {{"config.json", R"({"architectures": ["XLMRobertaForSequenceClassification"]})"}});
   auto spec = SpecFromDirectory(d.string(), "org/rerank-v2");
