@@ -7,9 +7,16 @@
 namespace shoal::wire {
 namespace {
 
+// A document (a PDF) is read by an OCR pipeline on /v1/extract; the encode
+// route refuses one here rather than sending it to a worker that would.
+Status DocumentsOnlyToExtract(Task task, std::string_view field) {
+  if (task == Task::kExtract) return Status::Ok();
+  return InvalidInput(std::string(field) + ": documents are read on /v1/extract (an OCR pipeline), not on /v1/encode");
+}
+
 // One MessagePack item, {"text": str}, {"image": bin} or {"document": bin,
 // "pages": str, "text_layer": str}: kept as a view of its bytes.
-Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limits, RequestItem* item) {
+Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limits, Task task, RequestItem* item) {
   const size_t start = r.offset();
   uint32_t fields;
   if (!r.ReadMapHeader(&fields)) return MsgpackExpected(Field("items", index), "a map", r);
@@ -29,7 +36,10 @@ Status ParseMsgpackItem(MsgpackReader& r, size_t index, const ParseLimits& limit
       if (bytes.empty()) return InvalidInput(field + ": empty");
       item->cost = kImageItemCost;
       ++inputs;
-      if (key == "document") document = true;
+      if (key == "document") {
+        SHOAL_RETURN_IF_ERROR(DocumentsOnlyToExtract(task, field));
+        document = true;
+      }
     } else if (key == "pages") {
       if (!r.ReadStr(&pages)) return MsgpackExpected(Field("items", index, ".pages"), "a string (\"1-3,7\")", r);
       has_pages = true;
@@ -78,7 +88,7 @@ Status ParseNativeMsgpack(std::string_view body, const ParseLimits& limits, Work
       SHOAL_RETURN_IF_ERROR(CheckItemCount("items", n, limits));
       out->items.resize(n);
       for (uint32_t i = 0; i < n; ++i) {
-        SHOAL_RETURN_IF_ERROR(ParseMsgpackItem(r, i, limits, &out->items[i]));
+        SHOAL_RETURN_IF_ERROR(ParseMsgpackItem(r, i, limits, out->task, &out->items[i]));
       }
       has_items = true;
     } else if (key == "truncate") {
@@ -136,6 +146,7 @@ Status ParseNativeJson(std::string& body, const ParseLimits& limits, WorkRequest
           }
           if (++inputs > 1) return InvalidInput(Field("items", i) + ": one text, image or document, not more");
           if (k == "document") {
+            SHOAL_RETURN_IF_ERROR(DocumentsOnlyToExtract(out->task, field));
             document = text, has_document = true;  // added once its pages are known
           } else {
             SHOAL_RETURN_IF_ERROR(k == "image" ? AddJsonImage(field, text, limits, storage.get(), &pending)

@@ -61,6 +61,20 @@ TEST(ParseEncode, ImageItemsComeAsBinaryBase64OrDataUrls) {
   EXPECT_EQ(error(R"({"items": [{"image": ""}]})"), "items[0].image: empty");
   EXPECT_EQ(error(R"({"items": [{"image": 7}]})").substr(0, 16), "items[0].image: ");
   EXPECT_EQ(error(R"({"items": [{"text": "a", "image": "iVBORw0K"}]})"), "items[0]: one text, image or document, not more");
+  // A PDF is no encode input: refused here, not by a worker.
+  EXPECT_EQ(error(R"({"items": [{"document": "JVBERi0x"}]})"),
+            "items[0].document: documents are read on /v1/extract (an OCR pipeline), not on /v1/encode");
+  std::string pdf;
+  MsgpackWriter p(&pdf);
+  p.MapHeader(1);
+  p.Str("items");
+  p.ArrayHeader(1);
+  p.MapHeader(1);
+  p.Str("document");
+  p.Bin("%PDF-1");
+  WorkRequest m;
+  EXPECT_EQ(ParseEncodeMsgpack(pdf, {}, &m).message(),
+            "items[0].document: documents are read on /v1/extract (an OCR pipeline), not on /v1/encode");
 }
 
 // /v1/score for an image–text model: a text query against images, or an
