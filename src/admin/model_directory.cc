@@ -208,7 +208,7 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
 Status CompleteFromFiles(ModelSpec* spec) {
   std::error_code ec;
   const fs::path dir = spec->path;
-  if (spec->task != Task::kEncode || !fs::is_regular_file(dir / "config.json", ec)) {
+  if (spec->task != Task::kEncode || dir.empty() || !fs::is_regular_file(dir / "config.json", ec)) {
     return Status::Ok();
   }
   if (spec->outputs == 0) SHOAL_RETURN_IF_ERROR(ReadOutputs(dir, spec));
