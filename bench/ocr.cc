@@ -93,7 +93,6 @@ int main(int argc, char** argv) {
     if (read) *read = std::move(text);
     return true;
   };
-  auto one_page = [&](testing::HttpClient& http, std::string* read) { return page_of(body, http, read); };
   // `pages` pages through `clients` closed-loop clients: pages/s (0: a failure).
   auto round_of = [&](const std::string& request, int pages) -> double {
     std::atomic<int> left{pages};
@@ -114,7 +113,7 @@ int main(int argc, char** argv) {
   std::string read;  // the first page's text: what the accuracy is measured on
   {
     testing::HttpClient warm(cluster->port(), 120000);
-    if (!one_page(warm, &read)) return 1;
+    if (!page_of(body, warm, &read)) return 1;
   }
   std::printf("OCR of an A4 page (1240 x 1754, %zu bytes PNG, payload store), %d clients, %d pages a round\n",
               png.size(), clients, pages);
