@@ -88,6 +88,12 @@ Subcommand AddGateway(CLI::App& app) {
   sub->add_option("--max-body-bytes", opts->http.max_body_bytes, "larger bodies get 413")->capture_default_str();
   AddConnectionOptions(sub, &opts->http);
   sub->add_option("--timeout-ms", *timeout_ms, "default request deadline")->capture_default_str();
+  auto hedge_after_ms = std::make_shared<int64_t>(500);
+  sub->add_option("--hedge-after-ms", *hedge_after_ms,
+                  "an item unstored this long means its work stream is between leaders: its pool's items also go "
+                  "straight to workers until it stores again (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   sub->add_option("--id", opts->id, "gateway id (default: random)");
   auto in_process = std::make_shared<bool>(false);
   auto models_dir = std::make_shared<std::string>();
@@ -116,9 +122,10 @@ Subcommand AddGateway(CLI::App& app) {
                   "round-robin / least outstanding")
       ->check(CLI::IsMember({"pull", "push-rr", "push-lo"}))
       ->capture_default_str();
-  return {sub, [opts, timeout_ms, dispatch, in_process, models_dir] {
+  return {sub, [opts, timeout_ms, hedge_after_ms, dispatch, in_process, models_dir] {
             BlockStopSignals();
             opts->default_timeout = std::chrono::milliseconds(*timeout_ms);
+            opts->hedge_after = std::chrono::milliseconds(*hedge_after_ms);
             if (opts->stream_limits.max_msgs_per_subject < 1) {
               spdlog::error("gateway: --max-queued-per-model must be at least 1");
               return 2;

@@ -14,7 +14,9 @@
 #include <string_view>
 
 #include "common/event_loop.h"
+#include "common/metrics.h"
 #include "gateway/pending.h"
+#include "gateway/stalled_pools.h"
 #include "queue/nats.h"
 #include "queue/worker_registry.h"
 
@@ -57,6 +59,12 @@ struct LaneSetup {
   const queue::WorkerRegistry* workers = nullptr;  // null without NATS
   queue::ConnectOptions nats;                      // url and security; no url without NATS
   std::chrono::milliseconds no_capacity_wait{2000};
+  // The queue's hedging (queue_dispatcher.h): after how long unstored a
+  // pool's stream counts as between leaders, and the gateway's pools whose
+  // stream stores nothing (null: no hedging), and a count of items hedged.
+  std::chrono::milliseconds hedge_after{500};
+  StalledPools* stalled_pools = nullptr;
+  Counter* hedged_items = nullptr;
 };
 
 // Makes (and starts) one lane's dispatcher.

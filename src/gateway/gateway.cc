@@ -198,7 +198,10 @@ Status Gateway::Init() {
                     .table = &lane->pending,
                     .workers = workers_.get(),
                     .nats = {.url = nats ? options_.nats_url : std::string(), .security = options_.nats_security},
-                    .no_capacity_wait = options_.no_capacity_wait};
+                    .no_capacity_wait = options_.no_capacity_wait,
+                    .hedge_after = options_.hedge_after,
+                    .stalled_pools = options_.hedge_after.count() > 0 ? &stalled_pools_ : nullptr,
+                    .hedged_items = &metrics_.hedged_items()};
     auto dispatcher = MakeDispatcher(setup);
     if (!dispatcher.ok()) return dispatcher.status();
     lane->dispatcher = std::move(dispatcher).value();

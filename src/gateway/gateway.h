@@ -62,6 +62,10 @@ struct GatewayOptions {
   std::string id;  // default: random
   std::chrono::milliseconds default_timeout{30000};
   std::chrono::milliseconds no_capacity_wait{2000};
+  // How long an item may go unstored by its work stream before the pool is
+  // taken to be between leaders and its items are hedged
+  // (queue_dispatcher.h). 0: never hedge.
+  std::chrono::milliseconds hedge_after{500};
   wire::ParseLimits limits;
   // Where items too large for a NATS message wait while queued
   // (queue/payload_store.h: a directory or s3://bucket/prefix); pull
@@ -181,6 +185,7 @@ class Gateway {
     if (admin_) admin_->EndCanary(model, version, why);
   }};
   GatewayMetrics metrics_;
+  StalledPools stalled_pools_;  // the lanes' (queue_dispatcher.h)
   // GET / and /v1/dashboard; its sampler stops in Drain, before the
   // registry and catalog it reads go.
   std::unique_ptr<Dashboard> dashboard_;

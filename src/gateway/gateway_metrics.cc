@@ -12,7 +12,12 @@ GatewayMetrics::GatewayMetrics()
       seconds_(registry_.AddHistogram("shoal_gateway_request_seconds",
                                       "Time from a request's arrival to its response head.",
                                       ExponentialBuckets(0.0005, 2, 16), {"route"})),
-      in_flight_(registry_.AddGauge("shoal_gateway_in_flight", "Requests waiting for their results.").With({})) {}
+      in_flight_(registry_.AddGauge("shoal_gateway_in_flight", "Requests waiting for their results.").With({})),
+      hedged_items_(registry_
+                        .AddCounter("shoal_gateway_hedged_items_total",
+                                    "Work items also sent straight to a worker while their work stream stored "
+                                    "nothing (between leaders).")
+                        .With({})) {}
 
 std::string_view GatewayMetrics::RouteLabel(std::string_view path) {
   // Routes with a model in the path count under their prefix.

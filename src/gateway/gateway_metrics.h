@@ -8,6 +8,9 @@
 //                                              response head (for a stream: the
 //                                              first part), histogram
 //   shoal_gateway_in_flight                    requests waiting for results now
+//   shoal_gateway_hedged_items_total           items also sent straight to a worker
+//                                              while their stream had no leader
+//                                              (queue_dispatcher.h)
 //
 // `route` is one of the gateway's routes ("/v1/embeddings", "/v1/encode", …)
 // or "other", never the raw path, so the series stay few whatever clients
@@ -37,6 +40,7 @@ class GatewayMetrics {
 
   // For series registered elsewhere (the span exporter's).
   MetricsRegistry& registry() { return registry_; }
+  Counter& hedged_items() { return hedged_items_; }
 
   // The route label of a request path.
   static std::string_view RouteLabel(std::string_view path);
@@ -47,6 +51,7 @@ class GatewayMetrics {
   Family<Counter>& errors_;
   Family<Histogram>& seconds_;
   Gauge& in_flight_;
+  Counter& hedged_items_;
 };
 
 }  // namespace shoal::gateway

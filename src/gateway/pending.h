@@ -48,10 +48,15 @@ enum class ResponseFormat {
 
 struct ItemResult {
   bool filled = false;
-  // Pull path: JetStream acknowledged storing its work message, or when it
-  // was last published (unacknowledged ones are published again).
+  // Pull path: JetStream acknowledged storing its work message as last
+  // published; when it was last published (unacknowledged ones are published
+  // again), and since when it has waited for an acknowledgement.
   bool stored = false;
   SteadyClock::time_point published_at{};
+  SteadyClock::time_point unstored_since{};
+  // A copy also went straight to a worker while its stream stored nothing
+  // (QueueDispatcher's hedging).
+  bool hedged = false;
   // The result's MessagePack, once filled: a view into `message` (the reply
   // as it arrived, kept rather than copied) or into `owned` (a result joined
   // from parts, or made in-process).

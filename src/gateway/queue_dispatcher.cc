@@ -1,5 +1,7 @@
 #include "gateway/queue_dispatcher.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "gateway/responses.h"
 #include "gateway/results.h"
@@ -7,13 +9,27 @@
 
 namespace shoal::gateway {
 
+namespace {
+
+bool AnyHedged(const PendingRequest& p) {
+  for (const ItemResult& r : p.results) {
+    if (r.hedged) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 QueueDispatcher::QueueDispatcher(const LaneSetup& lane, PayloadOffloader* offloader)
     : loop_(lane.loop),
       offloader_(offloader),
       workers_(lane.workers),
       table_(lane.table),
       channel_(lane.loop, lane.lane_id, lane.table),
-      waiting_(lane.table, lane.no_capacity_wait) {}
+      waiting_(lane.table, lane.no_capacity_wait),
+      hedge_after_(lane.hedge_after),
+      stalled_pools_(lane.stalled_pools),
+      hedged_items_(lane.hedged_items) {}
 
 QueueDispatcher::~QueueDispatcher() = default;
 
@@ -24,7 +40,10 @@ Status QueueDispatcher::Start(const queue::ConnectOptions& nats) {
         // A failed output fails a generation; its other outputs (n > 1)
         // would only generate for nobody.
         const bool others_run = p.generation && h.error != Code::kOk && p.request.items.size() > 1;
-        if (ApplyReply(*table_, p, h, body, std::move(msg)) && others_run) Cancel(p);
+        if (!ApplyReply(*table_, p, h, body, std::move(msg))) return;
+        // Answered through hedging: the stream's copies, delivered after its
+        // election, are dropped unrun.
+        if (others_run || (p.finished && AnyHedged(p))) Cancel(p);
       });
 }
 
@@ -73,7 +92,9 @@ void QueueDispatcher::Tick(SteadyClock::time_point now) {
   if (now >= next_republish_check_ && channel_.connected()) {
     next_republish_check_ = now + std::chrono::milliseconds(250);
     const uint64_t r = channel_.Reconnects();
-    Republish(now, r != reconnects_seen_);
+    const auto all = table_->All();
+    Republish(all, now, r != reconnects_seen_);
+    Hedge(all, now);
     reconnects_seen_ = r;
   }
   waiting_.Tick(now, [this](PendingRequest& p) {
@@ -83,16 +104,19 @@ void QueueDispatcher::Tick(SteadyClock::time_point now) {
   });
 }
 
-void QueueDispatcher::Republish(SteadyClock::time_point now, bool reconnected) {
+void QueueDispatcher::Republish(const std::vector<std::shared_ptr<PendingRequest>>& all,
+                                SteadyClock::time_point now, bool reconnected) {
   constexpr auto kStoreTimeout = std::chrono::seconds(1);
   size_t requests = 0, items = 0;
-  for (const auto& p : table_->All()) {
+  for (const auto& p : all) {
     if (!p->published || p->finished || p->generation) continue;
     std::vector<size_t> unanswered;
     for (size_t i = 0; i < p->results.size(); ++i) {
       ItemResult& r = p->results[i];
       if (r.filled || !(reconnected || (!r.stored && now - r.published_at >= kStoreTimeout))) continue;
       r.published_at = now;
+      if (r.stored) r.unstored_since = now;
+      r.stored = false;  // until this publish is acknowledged
       unanswered.push_back(i);
     }
     if (unanswered.empty()) continue;
@@ -110,33 +134,92 @@ void QueueDispatcher::Republish(SteadyClock::time_point now, bool reconnected) {
                requests, reconnected ? "NATS reconnected; their results may be lost" : "not stored by JetStream in 1 s");
 }
 
+void QueueDispatcher::Hedge(const std::vector<std::shared_ptr<PendingRequest>>& all, SteadyClock::time_point now) {
+  if (stalled_pools_ == nullptr || workers_ == nullptr) return;
+  for (const auto& p : all) {
+    if (!p->published || p->finished) continue;
+    for (const ItemResult& r : p->results) {
+      if (!r.filled && !r.stored && now - r.unstored_since >= hedge_after_) {
+        if (stalled_pools_->Mark(p->model->pool)) {
+          spdlog::warn("gateway lane {}: the work stream of pool '{}' stored nothing for {} ms (between leaders?); "
+                       "its items go straight to workers as well until it stores again",
+                       channel_.lane_id(), p->model->pool, hedge_after_.count());
+        }
+        break;
+      }
+    }
+  }
+  if (stalled_pools_->empty()) return;
+  const std::vector<queue::WorkerInfo> live = workers_->Live();
+  for (const auto& p : all) HedgeItems(*p, live);
+  if (hedged_since_log_ > 0 && now >= next_hedge_log_) {
+    spdlog::warn("gateway lane {}: {} item(s) sent straight to workers in the last second", channel_.lane_id(),
+                 hedged_since_log_);
+    hedged_since_log_ = 0;
+    next_hedge_log_ = now + std::chrono::seconds(1);
+  }
+}
+
+void QueueDispatcher::HedgeItems(PendingRequest& p, const std::vector<queue::WorkerInfo>& live) {
+  if (!p.published || p.finished || p.generation || p.priority != queue::Priority::kInteractive ||
+      !stalled_pools_->Contains(p.model->pool)) {
+    return;
+  }
+  std::vector<size_t> unanswered;
+  for (size_t i = 0; i < p.results.size(); ++i) {
+    if (!p.results[i].filled && !p.results[i].hedged) unanswered.push_back(i);
+  }
+  if (unanswered.empty()) return;
+  const std::string worker = HedgeTarget(live, *p.model);
+  if (worker.empty()) return;
+  if (!channel_.PublishItems(p, queue::HedgeSubject(worker, p.model->id), /*jetstream_ack=*/false, &unanswered).ok()) {
+    return;  // the stream's copy still runs
+  }
+  for (size_t i : unanswered) p.results[i].hedged = true;
+  hedged_since_log_ += unanswered.size();
+  if (hedged_items_) hedged_items_->Inc(static_cast<double>(unanswered.size()));
+}
+
+std::string QueueDispatcher::HedgeTarget(const std::vector<queue::WorkerInfo>& live, const ModelSpec& spec) {
+  std::vector<const std::string*> loaded;
+  for (const queue::WorkerInfo& w : live) {
+    if (w.pool == spec.pool && std::find(w.resident.begin(), w.resident.end(), spec.id) != w.resident.end()) {
+      loaded.push_back(&w.id);
+    }
+  }
+  if (loaded.empty()) return {};
+  return *loaded[next_hedge_target_++ % loaded.size()];
+}
+
 void QueueDispatcher::Publish(PendingRequest& p) {
   p.published = true;
   const auto now = SteadyClock::now();
   p.published_at = now;
-  for (ItemResult& r : p.results) r.published_at = now;
+  for (ItemResult& r : p.results) r.published_at = r.unstored_since = now;
   const ModelSpec& spec = *p.model;
   spdlog::debug("rid={} queued items={} pool={} model={}", p.id, p.results.size(), spec.pool, spec.id);
   if (Status s = channel_.PublishItems(p, queue::WorkSubject(spec.pool, spec.id, p.priority), /*jetstream_ack=*/true);
       !s.ok()) {
     // Items already published may still run; their results will be ignored.
     table_->Finish(p, http::ErrorResponse(s, p.id));
+    return;
+  }
+  if (stalled_pools_ && stalled_pools_->Contains(spec.pool) && workers_ != nullptr) {
+    HedgeItems(p, workers_->Live());
   }
 }
 
 void QueueDispatcher::OnPublishAck(PendingRequest& p, size_t item, const queue::Message& msg) {
   const std::string_view body = msg.payload();
-  if (body.empty()) {
-    // A status message: 503 "no responders" means no stream takes the subject.
-    if (natsMsg_IsNoResponders(msg.get())) {
-      table_->Finish(p, http::ErrorResponse(Status(Code::kNoCapacity, "no work stream for pool '" +
-                                                                    p.model->pool + "'"),
-                                      p.id));
-    }
-    return;
-  }
+  // A status message carries no body. (A 503 "no responders" — no stream
+  // leader took the publish — never gets here: cnats consumes it, and the
+  // item, unstored, is published again and hedged.)
+  if (body.empty()) return;
   if (body.find("\"error\"") == std::string_view::npos) {  // stored
     if (item < p.results.size()) p.results[item].stored = true;
+    if (stalled_pools_ && stalled_pools_->Clear(p.model->pool)) {
+      spdlog::info("gateway lane {}: the work stream of pool '{}' stores again", channel_.lane_id(), p.model->pool);
+    }
     return;
   }
   // {"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"}}

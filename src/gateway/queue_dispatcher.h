@@ -28,6 +28,20 @@
 // ignored — and happen only around a failure. Generation requests are not
 // republished: their chunks carry state a second run would repeat.
 //
+// Nor does accepted work wait out an election. When an item of a pool has
+// gone unstored for `hedge_after` (500 ms; a stored publish is acknowledged
+// in milliseconds), that pool's work stream is taken to be between leaders
+// (its leader's server died: 4–9 s in nats-server 2.9), and
+// every unanswered interactive item of the pool (generations excepted, as
+// above) is hedged: sent once more,
+// over core NATS, to a live worker that has its model loaded
+// (queue/subjects.h HedgeSubject), while the stream keeps — or, published
+// again each second, gets — the durable copy. The first result answers; a
+// request answered so is announced cancelled to the pool, so the stream's
+// copies, delivered after the election, are dropped unrun
+// (worker/cancelled_requests.h). A hedged copy its worker cannot run is
+// dropped there: the stream's copy runs instead.
+//
 // Threading: everything but Start and MaxPayload runs on the lane's loop
 // thread; Start makes the subscription there.
 #pragma once
@@ -71,7 +85,15 @@ class QueueDispatcher final : public Dispatcher {
   void Publish(PendingRequest& p);
   // Publishes again the items of published requests that lack a result and
   // either were not stored for 1 s or (`reconnected`) may have lost it.
-  void Republish(SteadyClock::time_point now, bool reconnected);
+  void Republish(const std::vector<std::shared_ptr<PendingRequest>>& all, SteadyClock::time_point now,
+                 bool reconnected);
+  // Finds pools whose stream stores nothing (above) and hedges their items.
+  void Hedge(const std::vector<std::shared_ptr<PendingRequest>>& all, SteadyClock::time_point now);
+  // Sends `p`'s unanswered items, not hedged yet, to a worker of `live` if
+  // its pool is stalled.
+  void HedgeItems(PendingRequest& p, const std::vector<queue::WorkerInfo>& live);
+  // A live worker of `spec`'s pool with it loaded, in turn; empty if none.
+  std::string HedgeTarget(const std::vector<queue::WorkerInfo>& live, const ModelSpec& spec);
   void OnPublishAck(PendingRequest& p, size_t item, const queue::Message& msg);
 
   EventLoop* loop_;
@@ -82,6 +104,15 @@ class QueueDispatcher final : public Dispatcher {
   CapacityWait waiting_;  // requests waiting for a worker to appear
   uint64_t reconnects_seen_ = 0;
   SteadyClock::time_point next_republish_check_{};
+  // Pools an item of which went unstored for hedge_after_, until one of
+  // their publishes is stored again; the gateway's, shared by its lanes
+  // (null: no hedging).
+  const std::chrono::milliseconds hedge_after_;
+  StalledPools* stalled_pools_;
+  Counter* hedged_items_;
+  size_t next_hedge_target_ = 0;
+  uint64_t hedged_since_log_ = 0;
+  SteadyClock::time_point next_hedge_log_{};
   uint64_t rejected_since_log_ = 0;
   SteadyClock::time_point next_reject_log_{};
 };

@@ -26,14 +26,19 @@ namespace shoal::queue {
 Result<ConnectionPtr> ConnectOnLoop(const ConnectOptions& options, EventLoop* loop,
                                     std::function<void()> on_readable);
 
-// Moves every message now queued on `sub` to `fn`, without blocking.
+// Moves every message now queued on `sub` to `fn`, without blocking. A
+// "no responders" status (a request or JetStream publish that nobody took)
+// is consumed by cnats itself, which reports it instead of a message: the
+// messages behind it are still drained, not left for the next read.
 template <class Fn>
 void DrainSubscription(natsSubscription* sub, Fn&& fn) {
   int pending = 0;
   if (natsSubscription_GetPending(sub, &pending, nullptr) != NATS_OK) return;
   for (; pending > 0; --pending) {
     natsMsg* msg = nullptr;
-    if (natsSubscription_NextMsg(&msg, sub, 1) != NATS_OK) return;
+    const natsStatus s = natsSubscription_NextMsg(&msg, sub, 1);
+    if (s == NATS_NO_RESPONDERS) continue;
+    if (s != NATS_OK) return;
     fn(Message(MsgPtr(msg)));
   }
 }

@@ -98,6 +98,12 @@ std::string PushWildcard(std::string_view worker_id) {
   return "shoal.push." + ModelToken(worker_id) + ".>";
 }
 
+std::string HedgeSubject(std::string_view worker_id, std::string_view model_id) {
+  return "shoal.hedge." + ModelToken(worker_id) + "." + ModelToken(model_id);
+}
+
+std::string HedgeWildcard(std::string_view worker_id) { return "shoal.hedge." + ModelToken(worker_id) + ".>"; }
+
 std::string CancelSubject(std::string_view pool) { return "shoal.cancel." + std::string(pool); }
 
 }  // namespace shoal::queue

@@ -49,6 +49,13 @@ std::string ReplyWildcard(std::string_view lane_id);
 std::string PushSubject(std::string_view worker_id, std::string_view model_id);
 std::string PushWildcard(std::string_view worker_id);
 
+// Hedging (gateway/queue_dispatcher.h): while a pool's work stream stores
+// nothing (between leaders), a gateway also sends each waiting item, over
+// core NATS, to a worker that has its model loaded:
+// shoal.hedge.<worker-token>.<model-token>. The stream keeps the durable copy.
+std::string HedgeSubject(std::string_view worker_id, std::string_view model_id);
+std::string HedgeWildcard(std::string_view worker_id);
+
 // Cancellation: a gateway whose client hung up publishes the request id and
 // its deadline ("<request-id> <deadline-unix-ms>") to shoal.cancel.<pool>,
 // over core NATS; every worker of the pool drops that request's items that

@@ -279,7 +279,7 @@ bool BatchRunner::CheckLora(const ServedModel& served, const WorkItem& item) {
     // for the load, the item waits in the stream while the model loads it
     // in the background — except on its last delivery, or near its
     // deadline, when it runs and waits for the load itself.
-    const bool may_wait = item.HasAck() && item.delivered + 1 < served.spec->queue.max_deliver &&
+    const bool may_wait = item.InStream() && item.delivered + 1 < served.spec->queue.max_deliver &&
                           (item.work.deadline_unix_ms == 0 || UnixMicros() / 1000 + 100 < item.work.deadline_unix_ms);
     if (may_wait && !served.model->LoraReady(lora)) {
       Settle(item, Outcome::kLoraLoading);
@@ -291,7 +291,7 @@ bool BatchRunner::CheckLora(const ServedModel& served, const WorkItem& item) {
   // change yet (the gateway that queued it has): back to the stream for a
   // moment (ack_policy.h), a bounded number of times.
   constexpr uint64_t kLoraDeliveries = 3;
-  if (item.HasAck() && item.delivered < std::min<uint64_t>(kLoraDeliveries, served.spec->queue.max_deliver)) {
+  if (item.InStream() && item.delivered < std::min<uint64_t>(kLoraDeliveries, served.spec->queue.max_deliver)) {
     Settle(item, Outcome::kLoraPending);
     return false;
   }
@@ -345,7 +345,7 @@ void BatchRunner::Settle(const WorkItem& item, Outcome outcome, const Status& er
   if (item.model && item.model->metrics) item.model->metrics->Settled(outcome);
   if (d.reply) {
     PublishError(item, error);
-  } else if (!item.HasAck() && d.action == AckAction::kNak) {
+  } else if (!item.InStream() && d.action == AckAction::kNak) {
     // A pushed item has no queue behind it: a nak would hand it to nobody, so
     // the client hears now that this worker cannot run it, not a 504 later.
     PublishError(item, Status(Code::kNoCapacity, outcome == Outcome::kShuttingDown

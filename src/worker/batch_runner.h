@@ -19,7 +19,9 @@
 // Pushed items (WorkItem::source, the push baseline) have no ack subject:
 // acks and +WPI are skipped, and where a pulled item would be naked back to
 // the queue (not served here, shutting down) a pushed one is answered
-// NO_CAPACITY, since nothing would redeliver it.
+// NO_CAPACITY, since nothing would redeliver it. Hedged items (second copies
+// of stored ones) skip acks too, but are dropped where a pulled item would be
+// naked: the stream's copy runs.
 //
 // Results and acks go out on the worker's loop connection (queue/
 // loop_connection.h): the executor only buffers them, and the intake loop

@@ -32,9 +32,16 @@ Status Intake::Connect() {
 Status Intake::Start(BatchRunner* runner) {
   runner_ = runner;
   SHOAL_RETURN_IF_ERROR(pull_.Start(nc_.get(), &loop_));
-  return Subscribe(queue::CancelSubject(options_.pool), [this](queue::Message m) {
+  SHOAL_RETURN_IF_ERROR(Subscribe(queue::CancelSubject(options_.pool), [this](queue::Message m) {
     if (!parts_.cancelled->AddNotice(m.payload(), UnixMillis())) spdlog::warn("worker: malformed cancellation ignored");
     parts_.reaper->Add(m.release());
+  }));
+  return Subscribe(queue::HedgeWildcard(options_.worker_id), [this](queue::Message m) {
+    // shoal.hedge.<worker-token>.<model-token>: the model is the last token.
+    const std::string_view subject = m.subject();
+    auto model_id = queue::ModelIdFromToken(subject.substr(subject.rfind('.') + 1));
+    if (!model_id.ok()) return parts_.reaper->Add(m.release());
+    Accept(*model_id, std::move(m), ItemSource::kHedged);
   });
 }
 
@@ -78,16 +85,17 @@ void Intake::OnDelivered(const queue::PullSubscriber::Delivery& d, queue::Messag
   Plan();
 }
 
-bool Intake::Accept(std::string_view model_id, queue::Message msg) {
+bool Intake::Accept(std::string_view model_id, queue::Message msg, ItemSource source) {
   std::shared_ptr<ServedModel> served = parts_.served->Find(model_id);
   WorkItem item;
-  if (Status s = ParsePushedItem(std::move(msg), served, &item); !s.ok()) {
+  if (Status s = ParsePushedItem(std::move(msg), served, &item, source); !s.ok()) {
     spdlog::warn("worker: malformed message dropped: {}", s.message());
     parts_.reaper->Add(item.msg.release());
     return false;  // nobody to answer
   }
   if (!served || served->retired) {
-    // The sender's view of this worker is stale (or wrong): say so at once.
+    // The sender's view of this worker is stale (or wrong): say so at once
+    // (pushed), or leave the item to the stream (hedged: Settle drops it).
     runner_->Settle(item, Outcome::kNotServedHere);
     parts_.reaper->Add(item.msg.release());
     return false;

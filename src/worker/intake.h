@@ -8,6 +8,9 @@
 //                   (item_ticket.h) ──▶ the model's generation engine, or the
 //                   local queue ──▶ executors
 //   shoal.cancel.<pool> ──▶ CancelledRequests (BatchRunner drops those items)
+//   shoal.hedge.<worker>.> ──▶ copies of stored items a gateway sends while
+//                   their stream elects a leader (queue/subjects.h): queued
+//                   like pulled ones when the model is here, else dropped
 //   Subscribe()  ──▶ another way in (the push baseline's, src/baselines),
 //                   whose messages it hands to Accept()
 //
@@ -81,9 +84,10 @@ class Intake {
   // until Stop.
   Status Subscribe(const std::string& subject, std::function<void(queue::Message)> handler);
   // Queues a work message that came outside JetStream for `model_id` (no
-  // ack, nothing redelivers it): answered NO_CAPACITY at once when the model
-  // is not served here. On the loop. True when it was queued.
-  bool Accept(std::string_view model_id, queue::Message msg);
+  // ack). Pushed (nothing redelivers it): answered NO_CAPACITY at once when
+  // the model is not served here; hedged (the stream holds it too): dropped
+  // then. On the loop. True when it was queued.
+  bool Accept(std::string_view model_id, queue::Message msg, ItemSource source = ItemSource::kPushed);
 
   // Plans pulls (on the loop), or asks the loop to (from anywhere).
   void Plan();

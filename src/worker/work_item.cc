@@ -15,9 +15,10 @@ Status ParseWorkItem(queue::Message msg, std::shared_ptr<ServedModel> model,
   return wire::ReadWork(out->msg.payload(), &out->work, &out->payload);
 }
 
-Status ParsePushedItem(queue::Message msg, std::shared_ptr<ServedModel> model, WorkItem* out) {
+Status ParsePushedItem(queue::Message msg, std::shared_ptr<ServedModel> model, WorkItem* out,
+                       ItemSource source) {
   out->msg = std::move(msg);
-  out->source = ItemSource::kPushed;
+  out->source = source;
   out->ack = {};
   out->delivered = 1;
   out->enqueued_us = UnixMicros();

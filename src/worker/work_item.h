@@ -5,6 +5,9 @@
 // Items pushed by the push baseline (gateway/push_dispatcher.h) came over core
 // NATS: they have no ack subject, nothing redelivers them, and BatchRunner
 // skips acks (and answers instead of naking, see batch_runner.h) for them.
+// Hedged items (gateway/queue_dispatcher.h) came over core NATS too, but are
+// second copies of items the work stream holds: what this worker cannot
+// finish it drops without a word, and the stream's copy runs.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,7 @@ namespace shoal::worker {
 enum class ItemSource {
   kPulled,  // JetStream delivery: `ack` is its ack subject
   kPushed,  // core NATS push from a gateway: no ack subject, no redelivery
+  kHedged,  // core NATS copy of a stored item, sent while its stream elects a leader
 };
 
 struct WorkItem {
@@ -52,6 +56,9 @@ struct WorkItem {
 
   // Whether JetStream expects an ack (and +WPI) for this item.
   bool HasAck() const { return source == ItemSource::kPulled; }
+  // Whether the work stream holds it (pulled, or a hedged copy): what this
+  // worker cannot finish, the stream hands to someone.
+  bool InStream() const { return source != ItemSource::kPushed; }
 };
 
 // Reads a delivered work message's header. Fails (and the caller
@@ -60,9 +67,11 @@ struct WorkItem {
 Status ParseWorkItem(queue::Message msg, std::shared_ptr<ServedModel> model,
                      const queue::PullSubscriber::Delivery& delivery, WorkItem* out);
 
-// Reads a pushed work message (the same message, no ack subject; `model`
-// may be null when this worker does not serve it). Its queue time counts
-// from its arrival here: no stream stamped it.
-Status ParsePushedItem(queue::Message msg, std::shared_ptr<ServedModel> model, WorkItem* out);
+// Reads a work message that came over core NATS, pushed or hedged (the
+// same message, no ack subject; `model` may be null when this worker does
+// not serve it). Its queue time counts from its arrival here: no stream
+// stamped it.
+Status ParsePushedItem(queue::Message msg, std::shared_ptr<ServedModel> model, WorkItem* out,
+                       ItemSource source = ItemSource::kPushed);
 
 }  // namespace shoal::worker

@@ -5,13 +5,17 @@
 //
 //   shoal_chaos [--only NAME[,NAME]] [--out FILE] [--fleet-out FILE] [--json]
 //               [--clients N] [--warm S] [--after S] [--keep] [--shoal PATH]
+//               [--gateway-arg ARG]...
 //
 // --out merges the figures into FILE (a flat JSON object shared with the
 // overload benchmark; bench/figures.h MergeFigures): chaos_scenarios,
 // chaos_lost_total, and per scenario chaos_<name>_{sent,completed,failed,
 // lost,recovery_s}. --fleet-out merges the cluster scenarios' into the
-// fleet benchmark's file as it names them: leader_loss_recovery_s
-// (nats_cluster_kill) and partition_lost (worker_partition).
+// fleet benchmark's file as it names them: leader_loss_recovery_s,
+// leader_loss_slowest_answer_ms and leader_loss_hedged_items
+// (nats_cluster_kill), partition_lost (worker_partition). --gateway-arg
+// passes an argument on to every gateway (`--hedge-after-ms 0`: hedging
+// off, the comparison's "before").
 #include <signal.h>
 #include <unistd.h>
 
@@ -46,7 +50,7 @@ std::vector<std::string> Split(const std::string& s) {
 int Usage() {
   std::fprintf(stderr,
                "usage: shoal_chaos [--only NAME[,NAME]] [--out FILE] [--fleet-out FILE] [--json] [--clients N] [--warm S] "
-               "[--after S] [--keep] [--shoal PATH]\nscenarios:");
+               "[--after S] [--keep] [--shoal PATH] [--gateway-arg ARG]...\nscenarios:");
   for (const auto& n : shoal::chaos::ScenarioNames()) std::fprintf(stderr, " %s", n.c_str());
   std::fprintf(stderr, "\n");
   return 2;
@@ -73,6 +77,7 @@ int main(int argc, char** argv) {
     else if (a == "--warm") o.warm_s = std::atof(value().c_str());
     else if (a == "--after") o.after_s = std::atof(value().c_str());
     else if (a == "--shoal") o.shoal_binary = value();
+    else if (a == "--gateway-arg") o.gateway_args.push_back(value());
     else return Usage();
   }
   if (names.empty() || o.clients < 1) return Usage();
@@ -104,11 +109,16 @@ int main(int argc, char** argv) {
       std::printf("== %s: ERROR %s (logs in %s)\n", name.c_str(), r.error.c_str(), r.dir.c_str());
     } else {
       std::printf(
-          "== %s: sent %lld, completed %lld, failed %lld, lost %lld, recovery %.1f s, %llu left in the stream "
-          "(%llu acked but kept by nats-server)\n",
+          "== %s: sent %lld, completed %lld, failed %lld, lost %lld, recovery %.1f s (slowest answer after the "
+          "fault %.0f ms), %llu left in the stream (%llu acked but kept by nats-server)\n",
           name.c_str(), static_cast<long long>(r.tally.sent), static_cast<long long>(r.tally.completed),
           static_cast<long long>(r.tally.failed_explicit), static_cast<long long>(r.tally.lost), r.tally.recovery_s,
-          static_cast<unsigned long long>(r.left_in_stream), static_cast<unsigned long long>(r.ghosts_in_stream));
+          r.tally.slowest_after_fault_ms, static_cast<unsigned long long>(r.left_in_stream),
+          static_cast<unsigned long long>(r.ghosts_in_stream));
+      if (r.hedged > 0) {
+        std::printf("   %llu item(s) hedged: sent straight to a worker while the work stream had no leader\n",
+                    static_cast<unsigned long long>(r.hedged));
+      }
       for (const auto& e : r.tally.failure_examples) std::printf("   failed, e.g.: %s\n", e.c_str());
       for (const auto& e : r.tally.lost_examples) std::printf("   LOST: %s\n", e.c_str());
     }
@@ -145,7 +155,11 @@ int main(int argc, char** argv) {
     figures[k + "failed"] = static_cast<double>(t.failed_explicit);
     figures[k + "lost"] = static_cast<double>(t.lost);
     figures[k + "recovery_s"] = t.recovery_s;
-    if (r.name == "nats_cluster_kill") fleet["leader_loss_recovery_s"] = t.recovery_s;
+    if (r.name == "nats_cluster_kill") {
+      fleet["leader_loss_recovery_s"] = t.recovery_s;
+      fleet["leader_loss_slowest_answer_ms"] = t.slowest_after_fault_ms;
+      fleet["leader_loss_hedged_items"] = static_cast<double>(r.hedged);
+    }
     if (r.name == "worker_partition") fleet["partition_lost"] = static_cast<double>(t.lost);
   }
   figures["chaos_scenarios"] = run;
@@ -165,6 +179,8 @@ int main(int argc, char** argv) {
                    {"lost", r.tally.lost},
                    {"redelivered", r.tally.retried},
                    {"recovery_s", r.tally.recovery_s},
+                   {"slowest_after_fault_ms", r.tally.slowest_after_fault_ms},
+                   {"hedged", r.hedged},
                    {"left_in_stream", r.left_in_stream},
                    {"ghosts_in_stream", r.ghosts_in_stream},
                    {"failure_examples", r.tally.failure_examples},

@@ -189,6 +189,9 @@ Tally LoadDriver::Summarize(Clock::time_point fault) {
         if (t.lost_examples.size() < 5) t.lost_examples.push_back(r.detail);
         break;
     }
+    if (r.done > fault && r.outcome == Outcome::kCompleted) {
+      t.slowest_after_fault_ms = std::max(t.slowest_after_fault_ms, ms);
+    }
     if (disturbed && r.done > fault) {
       t.recovery_s = std::max(t.recovery_s, std::chrono::duration<double>(r.done - fault).count());
     }

@@ -65,6 +65,7 @@ struct Tally {
   int64_t sent = 0, completed = 0, failed_explicit = 0, lost = 0;
   int64_t retried = 0;   // completed after a redelivery (X-Shoal-Attempts > 1)
   double recovery_s = 0; // see Summarize
+  double slowest_after_fault_ms = 0;  // the slowest answer of a request still open at the fault, or sent after it
   std::vector<std::string> failure_examples, lost_examples;  // a few of each
 };
 

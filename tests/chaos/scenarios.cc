@@ -24,6 +24,7 @@
 #include "support/child_processes.h"
 #include "support/http_client.h"
 #include "support/in_flight_probe.h"
+#include "support/metrics_text.h"
 #include "queue/subjects.h"
 
 namespace shoal::chaos {
@@ -175,6 +176,7 @@ class Fleet {
   Result<Subprocess> Gateway(const std::string& id, int port) {
     std::vector<std::string> argv = {o_.shoal_binary, "gateway", "--id", id, "--port", std::to_string(port)};
     for (auto& a : NatsArgs()) argv.push_back(a);
+    argv.insert(argv.end(), o_.gateway_args.begin(), o_.gateway_args.end());
     return Subprocess::Spawn(argv, dir_ + "/" + id + ".log");
   }
 
@@ -662,6 +664,9 @@ ScenarioResult NatsClusterKill(const ScenarioOptions& o) {
   ticker.Phase(before.leader + " current again");
   CHAOS_TRY(Sleep(o, o.after_s));
   Finish(driver, fleet, fault, ticker, &r);
+  if (auto page = testing::HttpClient(port, 2000).Get("/metrics"); page.ok()) {
+    r.hedged = static_cast<uint64_t>(testing::MetricValue(page->body, "shoal_gateway_hedged_items_total").value_or(0));
+  }
   worker_a.Stop(SIGTERM, std::chrono::seconds(5));
   worker_b.Stop(SIGTERM, std::chrono::seconds(5));
   gateway.Stop(SIGTERM, std::chrono::seconds(5));

@@ -48,6 +48,7 @@ struct ScenarioOptions {
   std::string shoal_binary;  // the `shoal` executable
   std::string dir;           // scratch space: data and logs, one subdirectory per scenario
   int clients = 8;
+  std::vector<std::string> gateway_args;  // more arguments for every `shoal gateway`
   double warm_s = 3;    // load before the fault
   double after_s = 5;   // load after recovery
   // Progress lines (long work shows progress); null: silent.
@@ -64,6 +65,9 @@ struct ScenarioResult {
   Tally tally;
   uint64_t left_in_stream = 0;    // work its consumers never saw acked (should be 0)
   uint64_t ghosts_in_stream = 0;  // acked by the consumer, kept by the stream (scenarios.cc)
+  // Items the gateway also sent straight to a worker while the work stream
+  // stored nothing (gateway/queue_dispatcher.h); cluster scenarios only.
+  uint64_t hedged = 0;
   std::string dir;              // its logs
 };
 

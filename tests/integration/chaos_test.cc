@@ -50,7 +50,11 @@ TEST_F(Chaos, AGatewayKilledAndRestartedLosesNothing) { ExpectNothingLost(RunSce
 
 TEST_F(Chaos, AJetStreamClusterLosingItsStreamLeaderLosesNothing) {
   if (std::string why = NetnsNatsCluster::WhyUnavailable(); !why.empty()) GTEST_SKIP() << why;
-  ExpectNothingLost(RunScenario("nats_cluster_kill", options_));
+  const ScenarioResult r = RunScenario("nats_cluster_kill", options_);
+  ExpectNothingLost(r);
+  // Under steady load, some item went unstored while the stream elected a
+  // leader (seconds), and was sent to a worker meanwhile.
+  EXPECT_GT(r.hedged, 0u) << "no item hedged during the election (logs in " << r.dir << ")";
 }
 
 }  // namespace
