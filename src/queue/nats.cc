@@ -108,6 +108,15 @@ Status FromNats(natsStatus s, std::string_view what) {
   return Status(connection ? Code::kNoCapacity : Code::kInternal, msg);
 }
 
+natsStatus AddStream(jsStreamInfo** si, jsCtx* js, jsStreamConfig* cfg, jsErrCode* code, int attempts) {
+  natsStatus s = NATS_TIMEOUT;
+  for (int i = 0; i < attempts && s == NATS_TIMEOUT; ++i) {
+    *code = static_cast<jsErrCode>(0);
+    s = js_AddStream(si, js, cfg, nullptr, code);
+  }
+  return s;
+}
+
 Status FromJetStream(natsStatus s, jsErrCode code, std::string_view what) {
   Status st = FromNats(s, what);
   if (code != 0) return Status(st.code(), st.message() + " [js " + std::to_string(code) + "]");

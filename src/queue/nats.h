@@ -47,6 +47,12 @@ Status FromNats(natsStatus s, std::string_view what);
 // The same for a JetStream call, with its error code when it gave one.
 Status FromJetStream(natsStatus s, jsErrCode code, std::string_view what);
 
+// js_AddStream, asked again (up to `attempts` times in all) when it times
+// out: a JetStream cluster busy placing replicated streams can leave a
+// creation unanswered — seen when two workers started at once and both
+// created the same stream — and asking again finds it made.
+natsStatus AddStream(jsStreamInfo** si, jsCtx* js, jsStreamConfig* cfg, jsErrCode* code, int attempts = 3);
+
 // How a process proves who it is to NATS and protects its connections;
 // every connection it makes carries the same. Empty fields are unused. A
 // CA file, a client certificate or a tls:// URL makes TLS mandatory: the

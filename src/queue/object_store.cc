@@ -132,7 +132,7 @@ Result<std::unique_ptr<ObjectStore>> ObjectStore::Open(jsCtx* js, std::string bu
   cfg.Replicas = replicas;
   jsStreamInfo* si = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  const natsStatus s = js_AddStream(&si, js, &cfg, nullptr, &code);
+  const natsStatus s = AddStream(&si, js, &cfg, &code);
   if (s == NATS_OK) {
     jsStreamInfo_Destroy(si);
   } else if (code != JSStreamNameExistErr) {

@@ -13,7 +13,7 @@ constexpr int64_t kNsPerMs = 1'000'000;
 Status AddOrUpdateStream(jsCtx* js, jsStreamConfig* cfg) {
   jsStreamInfo* si = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  natsStatus s = js_AddStream(&si, js, cfg, nullptr, &code);
+  natsStatus s = AddStream(&si, js, cfg, &code);
   if (s == NATS_OK) {
     jsStreamInfo_Destroy(si);
     return Status::Ok();
@@ -87,7 +87,7 @@ Status EnsureWorkStreamExists(jsCtx* js, std::string_view pool, const StreamLimi
   WorkStreamConfig c(pool, limits);
   jsStreamInfo* si = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  const natsStatus s = js_AddStream(&si, js, &c.cfg, nullptr, &code);
+  const natsStatus s = AddStream(&si, js, &c.cfg, &code);
   if (s == NATS_OK) {
     jsStreamInfo_Destroy(si);
     return Status::Ok();
