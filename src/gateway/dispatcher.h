@@ -59,9 +59,9 @@ struct LaneSetup {
   const queue::WorkerRegistry* workers = nullptr;  // null without NATS
   queue::ConnectOptions nats;                      // url and security; no url without NATS
   std::chrono::milliseconds no_capacity_wait{2000};
-  // The queue's hedging (queue_dispatcher.h): after how long unstored a
-  // pool's stream counts as between leaders, and the gateway's pools whose
-  // stream stores nothing (null: no hedging), and a count of items hedged.
+  // The queue's hedging (queue_dispatcher.h): how long an item may go
+  // unstored before its pool counts as between leaders; the gateway's set of
+  // such pools (null: no hedging); the count of items hedged.
   std::chrono::milliseconds hedge_after{500};
   StalledPools* stalled_pools = nullptr;
   Counter* hedged_items = nullptr;
