@@ -91,7 +91,8 @@ Subcommand AddGateway(CLI::App& app) {
   auto hedge_after_ms = std::make_shared<int64_t>(500);
   sub->add_option("--hedge-after-ms", *hedge_after_ms,
                   "an item unstored this long means its work stream is between leaders: its pool's items also go "
-                  "straight to workers until it stores again (0: never)")
+                  "straight to workers until it stores again; one stored this long with nothing of its model "
+                  "answered since also goes to idle workers (0: never)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("--id", opts->id, "gateway id (default: random)");

@@ -60,8 +60,9 @@ struct LaneSetup {
   queue::ConnectOptions nats;                      // url and security; no url without NATS
   std::chrono::milliseconds no_capacity_wait{2000};
   // The queue's hedging (queue_dispatcher.h): how long an item may go
-  // unstored before its pool counts as between leaders; the gateway's set of
-  // such pools (null: no hedging); the count of items hedged.
+  // unstored before its pool counts as between leaders (or stored and
+  // undelivered before idle workers get a copy); the gateway's set of such
+  // pools (null: no hedging); the count of copies sent.
   std::chrono::milliseconds hedge_after{500};
   StalledPools* stalled_pools = nullptr;
   Counter* hedged_items = nullptr;

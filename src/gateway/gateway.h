@@ -63,8 +63,9 @@ struct GatewayOptions {
   std::chrono::milliseconds default_timeout{30000};
   std::chrono::milliseconds no_capacity_wait{2000};
   // How long an item may go unstored by its work stream before the pool is
-  // taken to be between leaders and its items are hedged
-  // (queue_dispatcher.h). 0: never hedge.
+  // taken to be between leaders and its items are hedged, or stored and
+  // undelivered before idle workers get a copy (queue_dispatcher.h).
+  // 0: never hedge.
   std::chrono::milliseconds hedge_after{500};
   wire::ParseLimits limits;
   // Where items too large for a NATS message wait while queued

@@ -15,8 +15,9 @@ GatewayMetrics::GatewayMetrics()
       in_flight_(registry_.AddGauge("shoal_gateway_in_flight", "Requests waiting for their results.").With({})),
       hedged_items_(registry_
                         .AddCounter("shoal_gateway_hedged_items_total",
-                                    "Work items also sent straight to a worker while their work stream stored "
-                                    "nothing (between leaders).")
+                                    "Copies of work items also sent straight to a worker: while their work stream "
+                                    "stored nothing (between leaders), or, for idle workers, while stored ones went "
+                                    "undelivered.")
                         .With({})) {}
 
 std::string_view GatewayMetrics::RouteLabel(std::string_view path) {

@@ -8,8 +8,9 @@
 //                                              response head (for a stream: the
 //                                              first part), histogram
 //   shoal_gateway_in_flight                    requests waiting for results now
-//   shoal_gateway_hedged_items_total           items also sent straight to a worker
-//                                              while their stream had no leader
+//   shoal_gateway_hedged_items_total           copies of items also sent straight
+//                                              to a worker while their stream or
+//                                              consumer had no leader
 //                                              (queue_dispatcher.h)
 //
 // `route` is one of the gateway's routes ("/v1/embeddings", "/v1/encode", …)

@@ -54,9 +54,10 @@ struct ItemResult {
   bool stored = false;
   SteadyClock::time_point published_at{};
   SteadyClock::time_point unstored_since{};
-  // A copy also went straight to a worker while its stream stored nothing
-  // (QueueDispatcher's hedging).
-  bool hedged = false;
+  // Copies also sent straight to workers (QueueDispatcher's hedging), the
+  // last when.
+  uint32_t hedges = 0;
+  SteadyClock::time_point hedged_at{};
   // The result's MessagePack, once filled: a view into `message` (the reply
   // as it arrived, kept rather than copied) or into `owned` (a result joined
   // from parts, or made in-process).

@@ -13,7 +13,7 @@ namespace {
 
 bool AnyHedged(const PendingRequest& p) {
   for (const ItemResult& r : p.results) {
-    if (r.hedged) return true;
+    if (r.hedges > 0) return true;
   }
   return false;
 }
@@ -40,6 +40,7 @@ Status QueueDispatcher::Start(const queue::ConnectOptions& nats) {
         // A failed output fails a generation; its other outputs (n > 1)
         // would only generate for nobody.
         const bool others_run = p.generation && h.error != Code::kOk && p.request.items.size() > 1;
+        if (stalled_pools_) last_answer_[p.model->id] = SteadyClock::now();  // hedging's (HedgeItems)
         if (!ApplyReply(*table_, p, h, body, std::move(msg))) return;
         // Answered through hedging: the stream's copies, delivered after its
         // election, are dropped unrun.
@@ -135,7 +136,7 @@ void QueueDispatcher::Republish(const std::vector<std::shared_ptr<PendingRequest
 }
 
 void QueueDispatcher::Hedge(const std::vector<std::shared_ptr<PendingRequest>>& all, SteadyClock::time_point now) {
-  if (stalled_pools_ == nullptr || workers_ == nullptr) return;
+  if (stalled_pools_ == nullptr || workers_ == nullptr || all.empty()) return;
   for (const auto& p : all) {
     if (!p->published || p->finished) continue;
     for (const ItemResult& r : p->results) {
@@ -149,40 +150,66 @@ void QueueDispatcher::Hedge(const std::vector<std::shared_ptr<PendingRequest>>& 
       }
     }
   }
-  if (stalled_pools_->empty()) return;
-  const std::vector<queue::WorkerInfo> live = workers_->Live();
-  for (const auto& p : all) HedgeItems(*p, live);
+  for (const auto& p : all) HedgeItems(*p, now);
   if (hedged_since_log_ > 0 && now >= next_hedge_log_) {
-    spdlog::warn("gateway lane {}: {} item(s) sent straight to workers in the last second", channel_.lane_id(),
-                 hedged_since_log_);
-    hedged_since_log_ = 0;
+    spdlog::warn("gateway lane {}: {} cop(ies) of items sent straight to workers in the last second ({} of stored "
+                 "but undelivered ones, for idle workers only)",
+                 channel_.lane_id(), hedged_since_log_, idle_copies_since_log_);
+    hedged_since_log_ = idle_copies_since_log_ = 0;
     next_hedge_log_ = now + std::chrono::seconds(1);
   }
 }
 
-void QueueDispatcher::HedgeItems(PendingRequest& p, const std::vector<queue::WorkerInfo>& live) {
-  if (!p.published || p.finished || p.generation || p.priority != queue::Priority::kInteractive ||
-      !stalled_pools_->Contains(p.model->pool)) {
-    return;
-  }
-  std::vector<size_t> unanswered;
+void QueueDispatcher::HedgeItems(PendingRequest& p, SteadyClock::time_point now) {
+  if (!p.published || p.finished || p.generation || p.priority != queue::Priority::kInteractive) return;
+  const bool stalled = stalled_pools_->Contains(p.model->pool);
+  // Nothing of its model answered here lately: a stored item may be waiting
+  // on a consumer that delivers nothing (or on busy workers, which drop a
+  // copy for idle hands).
+  const auto answered = last_answer_.find(p.model->id);
+  const bool undelivered = answered == last_answer_.end() || now - answered->second >= hedge_after_;
+  if (!stalled && !undelivered) return;
+  // A copy for idle hands may find none where it went (busy, or cut off
+  // while still in the registry): the next worker gets the next one.
+  constexpr uint32_t kIdleCopies = 3;
+  std::vector<size_t> anywhere, idle;
   for (size_t i = 0; i < p.results.size(); ++i) {
-    if (!p.results[i].filled && !p.results[i].hedged) unanswered.push_back(i);
+    const ItemResult& r = p.results[i];
+    if (r.filled) continue;
+    if (stalled && r.hedges == 0) {
+      anywhere.push_back(i);
+    } else if (undelivered && r.stored && now - r.published_at >= hedge_after_ && r.hedges < kIdleCopies &&
+               now - r.hedged_at >= hedge_after_) {
+      idle.push_back(i);
+    }
   }
-  if (unanswered.empty()) return;
-  const std::string worker = HedgeTarget(live, *p.model);
-  if (worker.empty()) return;
-  if (!channel_.PublishItems(p, queue::HedgeSubject(worker, p.model->id), /*jetstream_ack=*/false, &unanswered).ok()) {
-    return;  // the stream's copy still runs
-  }
-  for (size_t i : unanswered) p.results[i].hedged = true;
-  hedged_since_log_ += unanswered.size();
-  if (hedged_items_) hedged_items_->Inc(static_cast<double>(unanswered.size()));
+  SendCopies(p, anywhere, /*if_idle=*/false, now);
+  SendCopies(p, idle, /*if_idle=*/true, now);
 }
 
-std::string QueueDispatcher::HedgeTarget(const std::vector<queue::WorkerInfo>& live, const ModelSpec& spec) {
+void QueueDispatcher::SendCopies(PendingRequest& p, const std::vector<size_t>& items, bool if_idle,
+                                 SteadyClock::time_point now) {
+  if (items.empty()) return;
+  const std::string worker = HedgeTarget(*p.model, now);
+  if (worker.empty()) return;
+  const std::string subject = queue::HedgeSubject(worker, p.model->id, if_idle);
+  if (!channel_.PublishItems(p, subject, /*jetstream_ack=*/false, &items).ok()) return;  // the stream's copy still runs
+  for (size_t i : items) {
+    ++p.results[i].hedges;
+    p.results[i].hedged_at = now;
+  }
+  hedged_since_log_ += items.size();
+  if (if_idle) idle_copies_since_log_ += items.size();
+  if (hedged_items_) hedged_items_->Inc(static_cast<double>(items.size()));
+}
+
+std::string QueueDispatcher::HedgeTarget(const ModelSpec& spec, SteadyClock::time_point now) {
+  if (now - live_at_ >= std::chrono::milliseconds(250)) {  // a tick's worth: hedging may ask per item
+    live_ = workers_->Live();
+    live_at_ = now;
+  }
   std::vector<const std::string*> loaded;
-  for (const queue::WorkerInfo& w : live) {
+  for (const queue::WorkerInfo& w : live_) {
     if (w.pool == spec.pool && std::find(w.resident.begin(), w.resident.end(), spec.id) != w.resident.end()) {
       loaded.push_back(&w.id);
     }
@@ -205,7 +232,7 @@ void QueueDispatcher::Publish(PendingRequest& p) {
     return;
   }
   if (stalled_pools_ && stalled_pools_->Contains(spec.pool) && workers_ != nullptr) {
-    HedgeItems(p, workers_->Live());
+    HedgeItems(p, now);
   }
 }
 

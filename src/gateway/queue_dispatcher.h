@@ -42,12 +42,25 @@
 // (worker/cancelled_requests.h). A hedged copy its worker cannot run is
 // dropped there: the stream's copy runs instead.
 //
+// Nor does it wait out a consumer that delivers nothing. When an item was
+// stored `hedge_after` ago and this lane has had no result for its model
+// since, the model's consumer may be between leaders (after a partition
+// heals, nats-server 2.9 re-elects for 10 s and more) — or every worker is
+// busy. The item is hedged as a copy for idle hands: a worker runs it only
+// when the stream has delivered none of the model's work for 250 ms and no
+// other of it runs or waits there (worker/intake.h), so a backlog is not
+// run twice (at worst an item a worker took from the stream just as its
+// copy came: a wasted run, not a second answer). Such a copy may find no
+// idle hands where it went, so an item gets up to three, `hedge_after`
+// apart, each to the next worker.
+//
 // Threading: everything but Start and MaxPayload runs on the lane's loop
 // thread; Start makes the subscription there.
 #pragma once
 
 #include <chrono>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/event_loop.h"
@@ -87,13 +100,16 @@ class QueueDispatcher final : public Dispatcher {
   // either were not stored for 1 s or (`reconnected`) may have lost it.
   void Republish(const std::vector<std::shared_ptr<PendingRequest>>& all, SteadyClock::time_point now,
                  bool reconnected);
-  // Finds pools whose stream stores nothing (above) and hedges their items.
+  // Finds pools whose stream stores nothing (above) and hedges what waits.
   void Hedge(const std::vector<std::shared_ptr<PendingRequest>>& all, SteadyClock::time_point now);
-  // Sends `p`'s unanswered items, not hedged yet, to a worker of `live` if
-  // its pool is stalled.
-  void HedgeItems(PendingRequest& p, const std::vector<queue::WorkerInfo>& live);
+  // Sends copies of `p`'s unanswered items to a worker: of those not
+  // hedged yet if its pool is stalled; of those stored but undelivered
+  // (above), for idle hands.
+  void HedgeItems(PendingRequest& p, SteadyClock::time_point now);
+  // Sends copies of `items` of `p` to the next worker (HedgeTarget).
+  void SendCopies(PendingRequest& p, const std::vector<size_t>& items, bool if_idle, SteadyClock::time_point now);
   // A live worker of `spec`'s pool with it loaded, in turn; empty if none.
-  std::string HedgeTarget(const std::vector<queue::WorkerInfo>& live, const ModelSpec& spec);
+  std::string HedgeTarget(const ModelSpec& spec, SteadyClock::time_point now);
   void OnPublishAck(PendingRequest& p, size_t item, const queue::Message& msg);
 
   EventLoop* loop_;
@@ -110,8 +126,13 @@ class QueueDispatcher final : public Dispatcher {
   const std::chrono::milliseconds hedge_after_;
   StalledPools* stalled_pools_;
   Counter* hedged_items_;
+  std::vector<queue::WorkerInfo> live_;  // the registry's, as of live_at_
+  SteadyClock::time_point live_at_{};
   size_t next_hedge_target_ = 0;
+  // When this lane last had a result for each model (hedging's only).
+  std::unordered_map<std::string, SteadyClock::time_point> last_answer_;
   uint64_t hedged_since_log_ = 0;
+  uint64_t idle_copies_since_log_ = 0;
   SteadyClock::time_point next_hedge_log_{};
   uint64_t rejected_since_log_ = 0;
   SteadyClock::time_point next_reject_log_{};

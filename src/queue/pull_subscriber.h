@@ -69,6 +69,10 @@ namespace shoal::queue {
 struct PullTiming {
   std::chrono::milliseconds expires{2000};
   std::chrono::milliseconds idle_heartbeat{500};
+  // How long the stream may deliver none of a model's work before the
+  // worker counts as starved of it and runs the gateways' copies for idle
+  // hands (worker/intake.h); a pull gets what the stream holds at once.
+  std::chrono::milliseconds starved_after{250};
 };
 
 class PullSubscriber {

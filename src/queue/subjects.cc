@@ -98,8 +98,25 @@ std::string PushWildcard(std::string_view worker_id) {
   return "shoal.push." + ModelToken(worker_id) + ".>";
 }
 
-std::string HedgeSubject(std::string_view worker_id, std::string_view model_id) {
-  return "shoal.hedge." + ModelToken(worker_id) + "." + ModelToken(model_id);
+std::string HedgeSubject(std::string_view worker_id, std::string_view model_id, bool if_idle) {
+  return "shoal.hedge." + ModelToken(worker_id) + "." + ModelToken(model_id) + (if_idle ? ".idle" : "");
+}
+
+Result<HedgedCopy> ParseHedgeSubject(std::string_view subject) {
+  // shoal.hedge.<worker-token>.<model-token>[.idle]: tokens hold no '.'.
+  constexpr std::string_view kPrefix = "shoal.hedge.";
+  if (!subject.starts_with(kPrefix)) return InvalidInput("not a hedge subject: " + std::string(subject));
+  std::string_view rest = subject.substr(kPrefix.size());
+  const size_t worker_end = rest.find('.');
+  if (worker_end == std::string_view::npos) return InvalidInput("hedge subject without a model: " + std::string(subject));
+  rest = rest.substr(worker_end + 1);
+  HedgedCopy copy;
+  if (rest.ends_with(".idle")) {
+    copy.if_idle = true;
+    rest.remove_suffix(5);
+  }
+  SHOAL_ASSIGN_OR_RETURN(copy.model_id, ModelIdFromToken(rest));
+  return copy;
 }
 
 std::string HedgeWildcard(std::string_view worker_id) { return "shoal.hedge." + ModelToken(worker_id) + ".>"; }

@@ -49,12 +49,20 @@ std::string ReplyWildcard(std::string_view lane_id);
 std::string PushSubject(std::string_view worker_id, std::string_view model_id);
 std::string PushWildcard(std::string_view worker_id);
 
-// Hedging (gateway/queue_dispatcher.h): while a pool's work stream stores
-// nothing (between leaders), a gateway also sends each waiting item, over
-// core NATS, to a worker that has its model loaded:
-// shoal.hedge.<worker-token>.<model-token>. The stream keeps the durable copy.
-std::string HedgeSubject(std::string_view worker_id, std::string_view model_id);
+// Hedging (gateway/queue_dispatcher.h): a gateway also sends a waiting item,
+// over core NATS, to a worker that has its model loaded, while the stream
+// keeps the durable copy:
+//   shoal.hedge.<worker-token>.<model-token>       its pool's stream stores
+//       nothing (between leaders): the worker runs it;
+//   shoal.hedge.<worker-token>.<model-token>.idle  stored, but not delivered
+//       for a while (a consumer between leaders): run only by an idle worker.
+std::string HedgeSubject(std::string_view worker_id, std::string_view model_id, bool if_idle = false);
 std::string HedgeWildcard(std::string_view worker_id);
+struct HedgedCopy {
+  std::string model_id;
+  bool if_idle = false;
+};
+Result<HedgedCopy> ParseHedgeSubject(std::string_view subject);
 
 // Cancellation: a gateway whose client hung up publishes the request id and
 // its deadline ("<request-id> <deadline-unix-ms>") to shoal.cancel.<pool>,

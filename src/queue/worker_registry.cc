@@ -94,7 +94,9 @@ Result<std::unique_ptr<WorkerRegistry>> WorkerRegistry::Open(kvStore* workers,
   r->stale_after_ = stale_after;
   r->silence_grace_ = silence_grace;
   WorkerRegistry* self = r.get();
-  auto watch = KvWatch::Start(workers, [self](const KvChange& c) { self->Apply(c); }, nullptr);
+  // Every live worker writes each second: silence beyond a few means a
+  // broken watch (kv_watch.h) as likely as a fleet gone.
+  auto watch = KvWatch::Start(workers, [self](const KvChange& c) { self->Apply(c); }, nullptr, 3 * kHeartbeatInterval);
   if (!watch.ok()) return watch.status();
   r->watch_ = std::move(watch).value();
   return r;
@@ -119,9 +121,9 @@ void WorkerRegistry::Apply(const KvChange& change) {
 }
 
 bool WorkerRegistry::IsLive(SteadyClock::time_point heard, SteadyClock::time_point latest, SteadyClock::time_point now,
-                            std::chrono::milliseconds stale_after, std::chrono::milliseconds silence_grace) {
+                            std::chrono::milliseconds stale_after, std::chrono::milliseconds silence_grace, bool blind) {
   const auto silence = now - latest;
-  const bool bucket_silent = silence >= stale_after && silence < stale_after + silence_grace;
+  const bool bucket_silent = silence >= stale_after && (silence < stale_after + silence_grace || blind);
   return (bucket_silent ? latest : now) - heard < stale_after;
 }
 

@@ -10,12 +10,17 @@
 // for `stale_after`, the bucket is more likely stalled (its stream electing
 // a leader after a server died, or this process cut off from it) than every
 // worker dead at once, so workers are judged as of the last heartbeat heard,
-// for up to `silence_grace` more. Requests then wait in the work stream
+// for up to `silence_grace` more, while the watch is started again (a
+// partition can leave it broken: queue/kv_watch.h) — and for as long as
+// starting it again fails: a registry that cannot see has no news of any
+// worker's death either. Requests then wait in the work stream
 // instead of failing NO_CAPACITY while a JetStream cluster recovers. The
-// cost: when the only worker dies without deleting its heartbeat, it counts
-// as live for stale_after + silence_grace rather than stale_after (its items
-// wait in the stream for a replacement or their deadline). A worker that
-// stops cleanly deletes its heartbeat and is gone at once.
+// cost: when the only worker of the whole fleet dies without deleting its
+// heartbeat, it counts as live for stale_after + silence_grace rather than
+// stale_after (its items wait in the stream for a replacement or their
+// deadline); any other worker's heartbeats keep the bucket from falling
+// silent. A worker that stops cleanly deletes its heartbeat and is gone at
+// once.
 //
 // Threading: updates arrive on the KvWatch thread; queries from any thread
 // take `mu_`.
@@ -83,7 +88,8 @@ class WorkerRegistry {
   // Whether a worker last heard at `heard` is live at `now`, the latest
   // heartbeat of any worker having arrived at `latest` (see above).
   static bool IsLive(SteadyClock::time_point heard, SteadyClock::time_point latest, SteadyClock::time_point now,
-                     std::chrono::milliseconds stale_after, std::chrono::milliseconds silence_grace);
+                     std::chrono::milliseconds stale_after, std::chrono::milliseconds silence_grace,
+                     bool blind = false);
 
   // Whether some live worker serves `model_id` (loaded or on demand).
   bool AnyServing(std::string_view model_id) const;
@@ -97,7 +103,7 @@ class WorkerRegistry {
   WorkerRegistry() = default;
   void Apply(const KvChange& change);
   bool IsLive(const Seen& s, SteadyClock::time_point now) const {
-    return IsLive(s.at, latest_, now, stale_after_, silence_grace_);
+    return IsLive(s.at, latest_, now, stale_after_, silence_grace_, watch_->blind());
   }
 
   std::chrono::milliseconds stale_after_{};

@@ -37,12 +37,27 @@ Status Intake::Start(BatchRunner* runner) {
     parts_.reaper->Add(m.release());
   }));
   return Subscribe(queue::HedgeWildcard(options_.worker_id), [this](queue::Message m) {
-    // shoal.hedge.<worker-token>.<model-token>: the model is the last token.
-    const std::string_view subject = m.subject();
-    auto model_id = queue::ModelIdFromToken(subject.substr(subject.rfind('.') + 1));
-    if (!model_id.ok()) return parts_.reaper->Add(m.release());
-    Accept(*model_id, std::move(m), ItemSource::kHedged);
+    auto copy = queue::ParseHedgeSubject(m.subject());
+    if (!copy.ok() || (copy->if_idle && !StarvedOf(copy->model_id))) return parts_.reaper->Add(m.release());
+    Accept(copy->model_id, std::move(m), ItemSource::kHedged);
   });
+}
+
+bool Intake::StarvedOf(std::string_view model_id) {
+  std::shared_ptr<ServedModel> served = parts_.served->Find(model_id);
+  if (!served) return false;
+  ServedModel& m = *served;
+  const auto ns = [](int64_t t) { return SteadyClock::time_point(SteadyClock::duration(t)); };
+  const auto delivered = ns(m.last_delivery_ns.load(std::memory_order_relaxed));
+  const auto now = SteadyClock::now();
+  if (now - delivered < options_.pull.starved_after) return false;  // the stream feeds it
+  // Since the stream went quiet, either copies already run here (take the
+  // rest of their burst too), or none of the model's work does.
+  const bool taking_copies = ns(m.last_copy_ns) > delivered;
+  const bool working = m.queued.load(std::memory_order_relaxed) > 0 || m.in_flight.load(std::memory_order_relaxed) > 0;
+  if (working && !taking_copies) return false;
+  m.last_copy_ns = now.time_since_epoch().count();
+  return true;
 }
 
 Status Intake::Subscribe(const std::string& subject, std::function<void(queue::Message)> handler) {

@@ -8,9 +8,12 @@
 //                   (item_ticket.h) ──▶ the model's generation engine, or the
 //                   local queue ──▶ executors
 //   shoal.cancel.<pool> ──▶ CancelledRequests (BatchRunner drops those items)
-//   shoal.hedge.<worker>.> ──▶ copies of stored items a gateway sends while
-//                   their stream elects a leader (queue/subjects.h): queued
-//                   like pulled ones when the model is here, else dropped
+//   shoal.hedge.<worker>.> ──▶ copies of items a gateway sends while their
+//                   stream or consumer elects a leader (queue/subjects.h):
+//                   queued like pulled ones when the model is here (and, for
+//                   an `.idle` copy, the stream has delivered none of its
+//                   work for pull.starved_after and no other of it is here),
+//                   else dropped
 //   Subscribe()  ──▶ another way in (the push baseline's, src/baselines),
 //                   whose messages it hands to Accept()
 //
@@ -110,6 +113,10 @@ class Intake {
 
  private:
   void OnReadable();
+  // Whether a copy of `model_id`'s work for idle hands runs here: the
+  // stream has delivered none of the model's work for pull.starved_after,
+  // and none runs or waits here but such copies. (Takes the copy: note it.)
+  bool StarvedOf(std::string_view model_id);
   void OnDelivered(const queue::PullSubscriber::Delivery& d, queue::Message msg);
   // Takes a ticket for `item` and hands it to its model's engine or the
   // local queue; settles it instead when the worker is draining.

@@ -29,7 +29,7 @@ namespace shoal::worker {
 enum class ItemSource {
   kPulled,  // JetStream delivery: `ack` is its ack subject
   kPushed,  // core NATS push from a gateway: no ack subject, no redelivery
-  kHedged,  // core NATS copy of a stored item, sent while its stream elects a leader
+  kHedged,  // core NATS copy of an item the stream holds too (gateway hedging)
 };
 
 struct WorkItem {

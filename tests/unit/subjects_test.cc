@@ -44,6 +44,23 @@ TEST(Subjects, EachPriorityClassHasItsSubjectAndConsumer) {
   EXPECT_EQ(PriorityName(Priority::kBatch), "batch");
 }
 
+TEST(Subjects, AHedgedCopySaysItsModelAndWhetherItIsForIdleHands) {
+  EXPECT_EQ(HedgeSubject("host.a-1", "org/m.1"), "shoal.hedge.host_2Ea-1.org_2Fm_2E1");
+  EXPECT_EQ(HedgeSubject("w", "org/m.1", /*if_idle=*/true), "shoal.hedge.w.org_2Fm_2E1.idle");
+  for (bool if_idle : {false, true}) {
+    auto copy = ParseHedgeSubject(HedgeSubject("host.a-1", "org/m.1", if_idle));
+    ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+    EXPECT_EQ(copy->model_id, "org/m.1");
+    EXPECT_EQ(copy->if_idle, if_idle);
+  }
+  // A model named "idle" is the model, not the flag.
+  EXPECT_EQ(ParseHedgeSubject(HedgeSubject("w", "idle"))->model_id, "idle");
+  EXPECT_FALSE(ParseHedgeSubject(HedgeSubject("w", "idle"))->if_idle);
+  EXPECT_FALSE(ParseHedgeSubject("shoal.hedge.w").ok());
+  EXPECT_FALSE(ParseHedgeSubject("shoal.hedge.w.m.other").ok());
+  EXPECT_FALSE(ParseHedgeSubject("shoal.push.w.m").ok());
+}
+
 TEST(Subjects, Validation) {
   EXPECT_TRUE(ValidateModelId("org/name-v1.5").ok());
   EXPECT_FALSE(ValidateModelId("").ok());

@@ -1,6 +1,7 @@
 // Worker liveness from heartbeats (queue/worker_registry.h): stale after
 // stale_after — unless the whole bucket fell silent, when workers are judged
-// as of the last heartbeat heard, for a bounded grace.
+// as of the last heartbeat heard, for a bounded grace (unbounded while the
+// watch cannot be started again).
 #include <gtest/gtest.h>
 
 #include "queue/worker_registry.h"
@@ -33,6 +34,16 @@ TEST(WorkerLiveness, ASilentBucketKeepsTheLastKnownWorkersForTheGrace) {
   EXPECT_FALSE(Live(milliseconds(0), milliseconds(4500), milliseconds(10000)));
   // Past stale_after + grace, silence means what it says.
   EXPECT_FALSE(Live(milliseconds(500), milliseconds(500), milliseconds(500 + 4000 + 15000)));
+}
+
+TEST(WorkerLiveness, ABlindWatchKeepsTheLastKnownWorkersPastTheGrace) {
+  // The watch cannot be started again: silence is no news of anyone's death.
+  const auto live = [](milliseconds heard, milliseconds latest, milliseconds now) {
+    return WorkerRegistry::IsLive(t0 + heard, t0 + latest, t0 + now, kStale, kGrace, /*blind=*/true);
+  };
+  EXPECT_TRUE(live(milliseconds(500), milliseconds(500), milliseconds(500 + 4000 + 60000)));
+  // A worker already stale when the bucket went quiet stays stale.
+  EXPECT_FALSE(live(milliseconds(0), milliseconds(4500), milliseconds(60000)));
 }
 
 TEST(WorkerLiveness, NothingEverHeardIsNobody) {
