@@ -84,6 +84,7 @@ void KvWatch::Run() {
       continue;
     }
     heard = SteadyClock::now();
+    blind_ = false;
     if (!replaying) allowed = max_silence_;  // news: the watch works
     KvChange change;
     change.key = kvEntry_Key(e);

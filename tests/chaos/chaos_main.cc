@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
           r.tally.slowest_after_fault_ms, static_cast<unsigned long long>(r.left_in_stream),
           static_cast<unsigned long long>(r.ghosts_in_stream));
       if (r.hedged > 0) {
-        std::printf("   %llu item(s) hedged: sent straight to a worker while the work stream had no leader\n",
+        std::printf("   %llu hedged cop(ies) of items sent straight to workers (shoal_gateway_hedged_items_total)\n",
                     static_cast<unsigned long long>(r.hedged));
       }
       for (const auto& e : r.tally.failure_examples) std::printf("   failed, e.g.: %s\n", e.c_str());

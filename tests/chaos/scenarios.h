@@ -65,8 +65,9 @@ struct ScenarioResult {
   Tally tally;
   uint64_t left_in_stream = 0;    // work its consumers never saw acked (should be 0)
   uint64_t ghosts_in_stream = 0;  // acked by the consumer, kept by the stream (scenarios.cc)
-  // Items the gateway also sent straight to a worker while the work stream
-  // stored nothing (gateway/queue_dispatcher.h); cluster scenarios only.
+  // Copies of items the gateway also sent straight to workers (its
+  // shoal_gateway_hedged_items_total: gateway/queue_dispatcher.h); read in
+  // nats_cluster_kill only.
   uint64_t hedged = 0;
   std::string dir;              // its logs
 };
