@@ -108,7 +108,9 @@ Result<HedgedCopy> ParseHedgeSubject(std::string_view subject) {
   if (!subject.starts_with(kPrefix)) return InvalidInput("not a hedge subject: " + std::string(subject));
   std::string_view rest = subject.substr(kPrefix.size());
   const size_t worker_end = rest.find('.');
-  if (worker_end == std::string_view::npos) return InvalidInput("hedge subject without a model: " + std::string(subject));
+  if (worker_end == std::string_view::npos) {
+    return InvalidInput("hedge subject without a model: " + std::string(subject));
+  }
   rest = rest.substr(worker_end + 1);
   HedgedCopy copy;
   if (rest.ends_with(".idle")) {

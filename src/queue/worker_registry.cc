@@ -121,7 +121,8 @@ void WorkerRegistry::Apply(const KvChange& change) {
 }
 
 bool WorkerRegistry::IsLive(SteadyClock::time_point heard, SteadyClock::time_point latest, SteadyClock::time_point now,
-                            std::chrono::milliseconds stale_after, std::chrono::milliseconds silence_grace, bool blind) {
+                            std::chrono::milliseconds stale_after, std::chrono::milliseconds silence_grace,
+                            bool blind) {
   const auto silence = now - latest;
   const bool bucket_silent = silence >= stale_after && (silence < stale_after + silence_grace || blind);
   return (bucket_silent ? latest : now) - heard < stale_after;

@@ -38,12 +38,12 @@ Status Intake::Start(BatchRunner* runner) {
   }));
   return Subscribe(queue::HedgeWildcard(options_.worker_id), [this](queue::Message m) {
     auto copy = queue::ParseHedgeSubject(m.subject());
-    if (!copy.ok() || (copy->if_idle && !StarvedOf(copy->model_id))) return parts_.reaper->Add(m.release());
+    if (!copy.ok() || (copy->if_idle && !TakesIdleCopy(copy->model_id))) return parts_.reaper->Add(m.release());
     Accept(copy->model_id, std::move(m), ItemSource::kHedged);
   });
 }
 
-bool Intake::StarvedOf(std::string_view model_id) {
+bool Intake::TakesIdleCopy(std::string_view model_id) {
   std::shared_ptr<ServedModel> served = parts_.served->Find(model_id);
   if (!served) return false;
   ServedModel& m = *served;

@@ -113,10 +113,10 @@ class Intake {
 
  private:
   void OnReadable();
-  // Whether a copy of `model_id`'s work for idle hands runs here: the
-  // stream has delivered none of the model's work for pull.starved_after,
-  // and none runs or waits here but such copies. (Takes the copy: note it.)
-  bool StarvedOf(std::string_view model_id);
+  // Whether a copy of `model_id`'s work for idle hands runs here (noted if
+  // so): the stream has delivered none of the model's work for
+  // pull.starved_after, and none runs or waits here but such copies.
+  bool TakesIdleCopy(std::string_view model_id);
   void OnDelivered(const queue::PullSubscriber::Delivery& d, queue::Message msg);
   // Takes a ticket for `item` and hands it to its model's engine or the
   // local queue; settles it instead when the worker is draining.

@@ -83,7 +83,7 @@ struct ServedModel {
   std::atomic<double> mean_item_cost{0};
   std::atomic<int64_t> last_delivery_ns{0};
   std::atomic<int64_t> last_batch_ns{0};
-  int64_t last_copy_ns = 0;  // a gateway's copy for idle hands last taken (Intake::StarvedOf; the loop's)
+  int64_t last_copy_ns = 0;  // a gateway's copy for idle hands last taken (Intake::TakesIdleCopy; the loop's)
   std::atomic<uint64_t> items_run{0};  // in batches started here (LocalQueue::TakeBatch)
   uint64_t items_reported = 0;         // to the eviction policy; keeper thread only
   std::atomic<int64_t> fill_until_ns{0};
