@@ -2,7 +2,9 @@
 // ~100 MB model (scripts/make-test-models' bert-100mb) from `shoal models
 // push` to its first answer on a worker whose cache is empty, and again with
 // its bytes cached, against the same model registered by its local path;
-// and the cache's fetch rate against the store's raw read rate.
+// the cache's fetch rate against the store's raw read rate; and a push
+// through the gateway's admin API (`shoal models push --gateway`: 8 MiB
+// parts over HTTP, joined by the gateway) against a push over NATS.
 //
 // One machine: nats-server (file storage), the worker and the gateway in
 // this process, over loopback. "First answer" is one /v1/embeddings request
@@ -18,6 +20,7 @@
 #include <thread>
 
 #include "admin/catalog_admin.h"
+#include "admin/gateway_push.h"
 #include "admin/model_directory.h"
 #include "bench_cluster.h"
 #include "bench_options.h"
@@ -107,8 +110,9 @@ int Run(const Options& o) {
   if (!base_spec.ok())
     return std::fprintf(stderr, "model_store: %s\n", base_spec.status().ToString().c_str()), 1;
 
+  admin::GatewayClient gateway({.url = "http://127.0.0.1:" + std::to_string(cluster->port()), .token = {}});
   std::vector<double> cold, warm, local, push_ms, fetch_mb_s, raw_mb_s, check_changed_ms,
-      check_always_ms;
+      check_always_ms, gateway_push_ms;
   double megabytes = 0;
   for (int round = 0; round < o.repeats; ++round) {
     // Cold: an empty bucket and an empty worker cache.
@@ -164,16 +168,28 @@ int Run(const Options& o) {
     }
     fs::remove_all(fetch_dir);
     EmptyBucket(**store, *pushed);
+    // The same push through the gateway, into the emptied bucket.
+    t0 = Clock::now();
+    auto via_gateway = admin::PushThroughGateway(gateway, model_dir);
+    if (!via_gateway.ok() || via_gateway->digest != pushed->digest) {
+      return std::fprintf(stderr, "push through the gateway: %s\n",
+                          via_gateway.ok() ? "another digest" : via_gateway.status().ToString().c_str()),
+             1;
+    }
+    gateway_push_ms.push_back(MsSince(t0));
+    EmptyBucket(**store, *via_gateway);
     std::fprintf(
         stderr,
-        "  round %d: push %.0f ms, push to first answer %.0f ms; cached %.0f ms; by path %.0f ms; "
-        "fetch %.0f MB/s, raw read %.0f MB/s\n",
-        round + 1, push_ms.back(), cold.back(), warm.back(), local.back(), fetch_mb_s.back(),
-        raw_mb_s.back());
+        "  round %d: push %.0f ms (through the gateway %.0f ms), push to first answer %.0f ms; cached %.0f ms; "
+        "by path %.0f ms; fetch %.0f MB/s, raw read %.0f MB/s\n",
+        round + 1, push_ms.back(), gateway_push_ms.back(), cold.back(), warm.back(), local.back(),
+        fetch_mb_s.back(), raw_mb_s.back());
   }
   const std::map<std::string, double> figures = {
       {"model_mb", megabytes},
       {"push_ms", Median(push_ms)},
+      {"gateway_push_ms", Median(gateway_push_ms)},
+      {"gateway_push_over_nats_push", Median(gateway_push_ms) / Median(push_ms)},
       {"push_to_first_answer_ms", Median(cold)},
       {"warm_cache_first_answer_ms", Median(warm)},
       {"local_dir_first_answer_ms", Median(local)},
@@ -187,6 +203,8 @@ int Run(const Options& o) {
   std::printf("%.0f MB model, median of %d rounds (one machine, loopback):\n", megabytes,
               o.repeats);
   std::printf("  push                         %8.0f ms\n", figures.at("push_ms"));
+  std::printf("  push through the gateway     %8.0f ms  (%.2f x the push over NATS)\n",
+              figures.at("gateway_push_ms"), figures.at("gateway_push_over_nats_push"));
   std::printf("  push to first answer (cold)  %8.0f ms\n", figures.at("push_to_first_answer_ms"));
   std::printf("  first answer, cached bytes   %8.0f ms  (%.2f x a local directory's %.0f ms)\n",
               figures.at("warm_cache_first_answer_ms"), figures.at("warm_cache_over_local_dir"),

@@ -3,17 +3,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "admin/catalog_admin.h"
+#include "admin/gateway_client.h"
+#include "admin/gateway_push.h"
 #include "admin/model_directory.h"
 #include "admin/provenance.h"
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "loadtest/load_generator.h"
 #include "store/model_store.h"
 
 namespace shoal::cli {
@@ -26,11 +28,25 @@ std::string Megabytes(uint64_t bytes) {
   return buf;
 }
 
+// How a directory goes to the model store: straight over NATS, or through
+// a gateway's admin API.
+using Pusher = std::function<Result<store::PushResult>(const std::string& dir, const store::Progress&)>;
+
+Pusher OverNats(store::ModelStore& store) {
+  return [&store](const std::string& dir, const store::Progress& progress) { return store.Push(dir, progress); };
+}
+
+Pusher ThroughGateway(admin::GatewayClient& gateway) {
+  return [&gateway](const std::string& dir, const store::Progress& progress) {
+    return admin::PushThroughGateway(gateway, dir, progress);
+  };
+}
+
 // Pushes `dir` to the model store with a progress line every half second;
 // returns its digest.
-Result<std::string> PushDirectory(store::ModelStore& store, const std::string& dir) {
+Result<std::string> PushDirectory(const Pusher& push, const std::string& dir) {
   auto last = SteadyClock::now() - std::chrono::seconds(1);
-  auto pushed = store.Push(dir, [&](std::string_view stage, uint64_t done, uint64_t total) {
+  auto pushed = push(dir, [&](std::string_view stage, uint64_t done, uint64_t total) {
     const auto now = SteadyClock::now();
     if (now - last >= std::chrono::milliseconds(500) || done == total) {
       last = now;
@@ -50,9 +66,9 @@ Result<std::string> PushDirectory(store::ModelStore& store, const std::string& d
 // Pushes the model of `spec` (its path) and the adapters its profile names;
 // records their digests in `spec`.
 Status PushModel(store::ModelStore& store, ModelSpec* spec) {
-  SHOAL_ASSIGN_OR_RETURN(spec->artifact, PushDirectory(store, spec->path));
+  SHOAL_ASSIGN_OR_RETURN(spec->artifact, PushDirectory(OverNats(store), spec->path));
   for (LoraSpec& l : spec->loras) {
-    SHOAL_ASSIGN_OR_RETURN(l.artifact, PushDirectory(store, l.path));
+    SHOAL_ASSIGN_OR_RETURN(l.artifact, PushDirectory(OverNats(store), l.path));
   }
   return Status::Ok();
 }
@@ -141,34 +157,66 @@ void PrintVersion(const admin::VersionView& v) {
   }
 }
 
-// A gateway's admin API, for what needs the serving path (evaluations).
-struct GatewayTarget {
-  std::string url = "http://127.0.0.1:8080";
-  std::string token;  // the admin token or an admin key
+// A gateway's admin API, for what runs where the gateway is (evaluations
+// through its router) or reaches the store only through it (pushes).
+Result<std::string> PostToGateway(const admin::GatewayTarget& g, const std::string& path, const std::string& body) {
+  return admin::GatewayClient(g).Call("POST", path, body);
+}
+
+// What registration through a gateway says besides the model.
+struct GatewayRegistration {
+  std::string id;
+  bool pinned = false;
+  std::string license;
+  bool candidate = false;
 };
 
-Result<loadtest::Answer> PostToGateway(const GatewayTarget& g, const std::string& path, const std::string& body) {
-  std::string_view rest = g.url;
-  if (!rest.starts_with("http://")) return InvalidInput("--gateway: expected http://HOST:PORT");
-  rest.remove_prefix(7);
-  if (rest.ends_with('/')) rest.remove_suffix(1);
-  const size_t colon = rest.rfind(':');
-  const std::string host(rest.substr(0, colon));
-  const int port = colon == std::string_view::npos ? 80 : std::atoi(std::string(rest.substr(colon + 1)).c_str());
-  std::vector<std::pair<std::string, std::string>> headers;
-  if (!g.token.empty()) headers.emplace_back("Authorization", "Bearer " + g.token);
-  // Evaluations and promotions wait on the models they run: give them time.
-  auto answer = loadtest::SendOnce(host, port, {.path = path, .content_type = "application/json", .body = body},
-                                   headers, std::chrono::minutes(30));
-  if (!answer.ok()) return answer.status();
-  if (answer->status != 200 && answer->status != 201) {
-    const auto error = nlohmann::json::parse(answer->body, nullptr, false);
-    return Status(Code::kInvalidInput, path + ": " + std::to_string(answer->status) + " " +
-                                           (error.is_object() && error.contains("error")
-                                                ? error["error"].value("message", answer->body)
-                                                : answer->body));
+// `shoal models push DIR --gateway URL`: the directory goes to the store
+// through the gateway, which registers it by its digest (fetching it to
+// check it, as it checks a path).
+int PushModelThroughGateway(const admin::GatewayTarget& target, const std::string& dir,
+                            const GatewayRegistration& r) {
+  if (!std::filesystem::is_directory(dir)) {
+    return Fail(InvalidInput(dir + ": --gateway pushes a model directory (its shoal.yaml is the profile)"));
   }
-  return answer;
+  auto spec = admin::SpecFromPath(dir, r.id);  // the id it would have, and what its profile names
+  if (!spec.ok()) return Fail(spec.status());
+  if (!spec->loras.empty()) {
+    return Fail(InvalidInput(dir + ": its profile names LoRA adapters, which a gateway cannot read from here; "
+                                   "push it without --gateway, or add them after it with "
+                                   "`shoal models add-lora --push --gateway`"));
+  }
+  admin::GatewayClient gateway(target);
+  auto digest = PushDirectory(ThroughGateway(gateway), dir);
+  if (!digest.ok()) return Fail(digest.status());
+  nlohmann::json body = {{"artifact", *digest}, {"id", spec->id}, {"pinned", r.pinned}};
+  if (!r.license.empty()) body["license"] = r.license;
+  if (r.candidate) body["candidate"] = true;
+  std::cout << "checking " << spec->id << " on " << target.url << " (loading it once)...\n" << std::flush;
+  auto answer = gateway.Call("POST", "/v1/admin/models", body.dump());
+  if (!answer.ok()) return Fail(answer.status());
+  const auto v = nlohmann::json::parse(*answer);
+  std::cout << "added " << v.value("id", "?") << " version " << v.value("version", 0u) << " ("
+            << v.value("state", "?") << "): " << v.value("task", "?") << ", "
+            << Megabytes(v.value("memory_bytes", uint64_t{0})) << (v.value("pinned", false) ? ", pinned" : "")
+            << "\n";
+  return 0;
+}
+
+// `shoal models add-lora BASE DIR --name NAME --push --gateway URL`.
+int AddLoraThroughGateway(const admin::GatewayTarget& target, const std::string& base, const std::string& name,
+                          const std::string& dir) {
+  admin::GatewayClient gateway(target);
+  auto digest = PushDirectory(ThroughGateway(gateway), dir);
+  if (!digest.ok()) return Fail(digest.status());
+  std::cout << "checking LoRA " << name << " of " << base << " on " << target.url << "...\n" << std::flush;
+  auto answer = gateway.Call("POST", "/v1/admin/models/" + base + "/loras",
+                             nlohmann::json{{"name", name}, {"artifact", *digest}}.dump());
+  if (!answer.ok()) return Fail(answer.status());
+  const auto l = nlohmann::json::parse(*answer);
+  std::cout << "added " << base << ":" << name << " (" << *digest << ", "
+            << Megabytes(l.value("memory_bytes", uint64_t{0})) << ")\n";
+  return 0;
 }
 
 std::string ReadFile(const std::string& path) {
@@ -302,13 +350,6 @@ Subcommand AddModels(CLI::App& app) {
   auto bounds = std::make_shared<std::string>();
   quantize->add_option("--bounds", *bounds,
                        "tighter bounds, JSON: {\"min_mean_cosine\", \"min_cosine\", \"min_agreement\", \"max_eval_drop\"}");
-  auto gateway = std::make_shared<GatewayTarget>();
-  for (auto* c : {eval, promote, quantize}) {
-    c->add_option("--gateway", gateway->url, "the gateway whose admin API runs evaluations")->capture_default_str();
-    c->add_option("--admin-token", gateway->token, "its admin token or an admin key (default: $SHOAL_ADMIN_TOKEN)")
-        ->envname("SHOAL_ADMIN_TOKEN");
-  }
-
   // LoRA adapters of a model in the catalog (catalog_admin.h): checked by
   // the base's runtime, measured, added to its spec; workers that hold the
   // base take it without reloading.
@@ -324,9 +365,30 @@ Subcommand AddModels(CLI::App& app) {
   add_lora->add_flag("--push", *lora_push, "upload the adapter to the model store first (workers fetch it)");
   remove_lora->add_option("name", *lora_name, "the adapter's name")->required();
 
+  auto gateway = std::make_shared<admin::GatewayTarget>();
+  for (auto* c : {eval, promote, quantize, push, add_lora}) {
+    c->add_option("--gateway", gateway->url,
+                  c == eval ? "the gateway whose admin API runs evaluations"
+                            : "do it through this gateway's admin API (default: NATS directly)")
+        ->capture_default_str();
+    c->add_option("--admin-token", gateway->token, "its admin token or an admin key (default: $SHOAL_ADMIN_TOKEN)")
+        ->envname("SHOAL_ADMIN_TOKEN");
+  }
+  auto gateway_given = [=] { return push->count("--gateway") > 0 || add_lora->count("--gateway") > 0; };
+
   return {sub, [=] {
             if (add->parsed() && !id->empty() && paths->size() > 1) {
               return Fail(InvalidInput("--id names one model; give one path"));
+            }
+            // Through a gateway: no NATS here (the gateway's license policy decides).
+            if (add_lora->parsed() && !*lora_push && gateway_given()) {
+              return Fail(InvalidInput("--gateway: add-lora goes through a gateway with --push (the adapter is uploaded)"));
+            }
+            if ((push->parsed() || add_lora->parsed()) && gateway_given()) {
+              if (*require_license) return Fail(InvalidInput("--require-license: with --gateway, the gateway's policy decides"));
+              if (add_lora->parsed()) return AddLoraThroughGateway(*gateway, *target, *lora_name, *lora_dir);
+              return PushModelThroughGateway(*gateway, *push_dir,
+                                             {.id = *id, .pinned = *pin, .license = *license, .candidate = *candidate});
             }
             auto admin = admin::CatalogAdmin::Connect(*nats, *security, *replicas);
             if (!admin.ok()) return Fail(admin.status());
@@ -399,7 +461,7 @@ Subcommand AddModels(CLI::App& app) {
               std::cout << "evaluating " << *target << " through " << gateway->url << "...\n" << std::flush;
               auto ran = PostToGateway(*gateway, base + "/evaluate", body.dump());
               if (!ran.ok()) return Fail(ran.status());
-              const auto out = nlohmann::json::parse(ran->body);
+              const auto out = nlohmann::json::parse(*ran);
               for (const auto& r : out["reports"]) {
                 std::printf("%s (%s, %zu examples, %.1f s): %s\n", r["evaluation"].get<std::string>().c_str(),
                             r["task"].get<std::string>().c_str(), r["examples"].get<size_t>(),
@@ -433,7 +495,7 @@ Subcommand AddModels(CLI::App& app) {
                 auto made = PostToGateway(*gateway, "/v1/admin/models/" + std::string(ref->id) + "/quantize",
                                           body.dump());
                 if (!made.ok()) return Fail(made.status());
-                const auto out = nlohmann::json::parse(made->body);
+                const auto out = nlohmann::json::parse(*made);
                 variant = out["record"]["variant"];
                 number = out.value("version", 0u);
                 state = out.value("state", "");
@@ -503,7 +565,7 @@ Subcommand AddModels(CLI::App& app) {
                 auto store = store::ModelStore::Connect(
                     {.url = *nats, .security = *security, .name = "shoal models add-lora"}, *replicas);
                 if (!store.ok()) return Fail(store.status());
-                auto pushed = PushDirectory(**store, lora.path);
+                auto pushed = PushDirectory(OverNats(**store), lora.path);
                 if (!pushed.ok()) return Fail(pushed.status());
                 lora.artifact = std::move(pushed).value();
               }

@@ -30,6 +30,17 @@ http::Response SpecResponse(int status, const ModelSpec& spec) {
 // The local directory of a model in the model store (fetched and checked).
 using FetchArtifact = std::function<Result<std::string>(const std::string& digest)>;
 
+// The local directory of `digest` (a JSON field's value), fetched to be
+// checked: a digest the store lacks is the caller's mistake, not a missing
+// route.
+Result<std::string> ArtifactDirectory(const FetchArtifact& fetch, const std::string& digest) {
+  SHOAL_RETURN_IF_ERROR(ValidateArtifactDigest(digest));
+  auto dir = fetch(digest);
+  if (dir.ok()) return dir;
+  const Code code = dir.status().code() == Code::kNotFound ? Code::kInvalidInput : dir.status().code();
+  return Status(code, "artifact: " + dir.status().message());
+}
+
 // POST /v1/admin/models: what registration says besides the spec
 // ("license", "candidate"), taken out of the body.
 Status TakeRegisterOptions(json& o, admin::RegisterOptions* options) {
@@ -75,16 +86,9 @@ Result<ModelSpec> SpecFromBody(const std::string& body, const FetchArtifact& fet
   if (auto artifact = o->find("artifact"); artifact != o->end()) {
     if (!artifact->is_string()) return InvalidInput("artifact: expected \"sha256:<hex>\"");
     const std::string digest = artifact->get<std::string>();
-    SHOAL_RETURN_IF_ERROR(ValidateArtifactDigest(digest));
     if (id.empty()) return InvalidInput("id: a model from the model store needs one");
-    auto dir = fetch(digest);
-    if (!dir.ok()) {
-      // A digest the store lacks is the caller's mistake, not a missing route.
-      const Code code =
-          dir.status().code() == Code::kNotFound ? Code::kInvalidInput : dir.status().code();
-      return Status(code, "artifact: " + dir.status().message());
-    }
-    spec = admin::SpecFromDirectory(*dir, id);
+    SHOAL_ASSIGN_OR_RETURN(const std::string dir, ArtifactDirectory(fetch, digest));
+    spec = admin::SpecFromDirectory(dir, id);
     if (spec.ok()) spec->artifact = digest;
   } else {
     const json& path = (*o)["path"];
@@ -116,21 +120,29 @@ std::optional<LoraPath> MatchLoraPath(std::string_view rest) {
   return LoraPath{std::string(rest.substr(0, at)), std::string(name)};
 }
 
-// POST /v1/admin/models/{base}/loras: the adapter to register.
-Result<LoraSpec> LoraFromBody(const std::string& body) {
+// POST /v1/admin/models/{base}/loras: the adapter to register, from a
+// path or from the model store (`fetch` makes it local to be checked).
+Result<LoraSpec> LoraFromBody(const std::string& body, const FetchArtifact& fetch) {
   auto o = ParseObject(body);
   if (!o.ok()) return o.status();
   for (auto it = o->begin(); it != o->end(); ++it) {
-    if (it.key() != "name" && it.key() != "path") {
-      return InvalidInput("unknown field '" + it.key() + "' (expected name, path)");
+    if (it.key() != "name" && it.key() != "path" && it.key() != "artifact") {
+      return InvalidInput("unknown field '" + it.key() + "' (expected name, and path or artifact)");
     }
   }
   LoraSpec lora;
   auto name = o->find("name");
   if (name == o->end() || !name->is_string()) return InvalidInput("name: expected a string");
   lora.name = name->get<std::string>();
+  if (o->contains("path") == o->contains("artifact")) return InvalidInput("give one of 'path' or 'artifact'");
+  if (auto artifact = o->find("artifact"); artifact != o->end()) {
+    if (!artifact->is_string()) return InvalidInput("artifact: expected \"sha256:<hex>\"");
+    lora.artifact = artifact->get<std::string>();
+    SHOAL_ASSIGN_OR_RETURN(lora.path, ArtifactDirectory(fetch, lora.artifact));
+    return lora;
+  }
   auto path = o->find("path");
-  if (path == o->end() || !path->is_string() || path->get<std::string>().empty()) {
+  if (!path->is_string() || path->get<std::string>().empty()) {
     return InvalidInput("path: expected the adapter's directory");
   }
   lora.path = path->get<std::string>();
@@ -164,8 +176,9 @@ bool HasLora(const queue::CatalogSnapshot& catalog, const std::string& base, con
 }
 
 json LoraJson(std::string_view base, const LoraSpec& l) {
-  return json{
-      {"model", base}, {"name", l.name}, {"path", l.path}, {"memory_bytes", l.memory_bytes}};
+  json o{{"model", base}, {"name", l.name}, {"path", l.path}, {"memory_bytes", l.memory_bytes}};
+  if (!l.artifact.empty()) o["artifact"] = l.artifact;
+  return o;
 }
 
 // What the admin API shows of a key: never its secret, nor its hash.
@@ -372,7 +385,8 @@ http::Response AdminApi::ServeLoras(const http::Request& req, const std::string&
     }
     if (req.method != "POST")
       return fail(InvalidInput(req.method + " " + req.path + ": use GET or POST"));
-    auto lora = LoraFromBody(req.body);
+    std::unique_ptr<store::CacheLease> files;  // an adapter from the store, held while it is checked
+    auto lora = LoraFromBody(req.body, [&](const std::string& digest) { return FetchToCheck(digest, &files); });
     if (!lora.ok()) return fail(lora.status());
     spdlog::info("admin: adding LoRA {} to {} from {}", lora->name, base, lora->path);
     auto stored = admin.AddLora(base, std::move(lora).value());

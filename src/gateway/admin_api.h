@@ -50,7 +50,8 @@
 //   PATCH  /v1/admin/models/{id}   {"pinned": bool}
 //   DELETE /v1/admin/models/{id}   remove it; workers stop serving it
 //   POST   /v1/admin/models/{id}/loras   register a LoRA adapter on model
-//            {id}: {"name": "[A-Za-z0-9._-]{1,64}", "path": "<PEFT dir>"}
+//            {id}: {"name": "[A-Za-z0-9._-]{1,64}", "path": "<PEFT dir>"},
+//            or "artifact": "sha256:<hex>" for one in the model store
 //          → 201 {"model", "name", "path", "memory_bytes"}; 404 without the
 //            model, 400 for a bad or taken name or the runtime's reason
 //            to refuse the adapter (catalog_admin.h)
@@ -70,7 +71,8 @@
 //          → 201 with the key and its "secret", the only time it is shown
 //   DELETE /v1/admin/keys/{name}   revoke it (every gateway, at once)
 //
-// Who may call them is decided before Handle (gateway/auth.h,
+// The model store's upload routes (/v1/admin/artifacts) are ArtifactsApi's
+// (artifacts_api.h). Who may call them is decided before Handle (gateway/auth.h,
 // Authenticator::AuthorizeAdmin): the admin token, an admin-scoped key, or,
 // with neither configured, local clients.
 //

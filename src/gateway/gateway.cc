@@ -97,6 +97,7 @@ Status Gateway::ConnectControlPlane() {
                                       control_.models.get(), control_.versions.get(),
                                       keys_bucket_.get(), control_.js.get(),
                                       [this] { return catalog_->Snapshot(); }, workers_.get());
+  artifacts_ = std::make_unique<ArtifactsApi>(model_store_.get(), options_.http.max_body_bytes);
   auto files = queue::FileStore::Open(control_.js.get(), control_.replicas);
   if (!files.ok()) return files.status();
   file_store_ = std::move(files).value();
@@ -292,6 +293,7 @@ void Gateway::Serve(size_t lane, http::Request&& req, http::Responder respond) {
     std::string who;
     if (Status s = auth_->AuthorizeAdmin(req, &who); !s.ok()) return respond(http::ErrorResponse(s, ""));
     if (dashboard) return dashboard_->Handle(std::move(req), std::move(respond));
+    if (artifacts_ && ArtifactsApi::Handles(req.path)) return artifacts_->Handle(std::move(req), std::move(respond));
     if (admin_) return admin_->Handle(std::move(req), std::move(respond), std::move(who));
     return respond(
         http::ErrorResponse(Status(Code::kNotFound, "no admin API without NATS (no catalog to change)"), ""));
@@ -375,6 +377,7 @@ void Gateway::Drain(std::chrono::milliseconds timeout) {
   if (dashboard_) dashboard_->Stop();
   if (queue_gauges_) queue_gauges_->Stop();
   admin_.reset();
+  artifacts_.reset();
   dead_letters_.reset();
   catalog_.reset();
   workers_.reset();

@@ -29,6 +29,7 @@
 #include "common/event_loop.h"
 #include "admin/evaluation.h"
 #include "gateway/admin_api.h"
+#include "gateway/artifacts_api.h"
 #include "gateway/canary_monitor.h"
 #include "gateway/admission.h"
 #include "gateway/auth.h"
@@ -170,6 +171,7 @@ class Gateway {
   std::unique_ptr<store::ModelStore> model_store_;  // the admin API's, for models registered
   std::unique_ptr<store::ModelCache> model_cache_;  // by artifact (not without NATS)
   std::unique_ptr<AdminApi> admin_;  // not without NATS
+  std::unique_ptr<ArtifactsApi> artifacts_;  // uploads to model_store_; not without NATS
   std::unique_ptr<queue::FileStore> file_store_;  // not without NATS
   std::unique_ptr<FilesApi> files_;               // over file_store_
   std::unique_ptr<queue::BatchStore> batch_store_;  // not without NATS
