@@ -2,7 +2,7 @@
 // serves, which are loaded, loading them on demand, evicting, placement.
 //
 //   catalog watch ─▶ OnCatalog: what it may serve; pinned ones queued to load
-//   keeper tick ───▶ Place(): the stream's per-model counts + the workers'
+//   control tick ──▶ Place(): the stream's per-model counts + the workers'
 //                    heartbeats → placement.h → load / release jobs
 //   loader thread ─▶ one job at a time: plan room (residency_policy.h),
 //                    evict, load, install the model and its pull slot
@@ -28,8 +28,8 @@
 // residency accounting; it is taken before ServedModels' own lock, never
 // after. Only the loader thread loads and installs, one model at a time, so
 // two plans for room never overlap; unloads come from the loader
-// (evictions), the catalog watch (a model changed or left) and the keeper (a
-// cold replica), each one step under `mu_`. `reconcile_mu_` keeps catalog
+// (evictions), the catalog watch (a model changed or left) and the control
+// thread (a cold replica), each one step under `mu_`. `reconcile_mu_` keeps catalog
 // changes (and the adapter lists they hand models) in catalog order.
 #pragma once
 
@@ -65,7 +65,7 @@ struct ResidencyView {
   std::vector<std::string> resident, loading, failed;
   Residency::Counters counters;
   uint64_t load_failures = 0;
-  // Placement decisions made so far (one per keeper tick that could read the
+  // Placement decisions made so far (one per control tick that could read the
   // stream): what "placement has looked" means to a caller.
   uint64_t placement_rounds = 0;
 };
@@ -106,7 +106,7 @@ class ResidentModels {
 
   // The catalog changed (on the watch thread; also once at start).
   void OnCatalog(const std::shared_ptr<const queue::CatalogSnapshot>& snapshot);
-  // Decides what to load or let go (the keeper's, every 100 ms).
+  // Decides what to load or let go (the control thread's, every 100 ms).
   void Place();
   // Loads no more (one under way finishes first); generations still running
   // go back to the stream.

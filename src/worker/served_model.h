@@ -85,7 +85,7 @@ struct ServedModel {
   std::atomic<int64_t> last_batch_ns{0};
   int64_t last_copy_ns = 0;  // a gateway's copy for idle hands last taken (Intake::TakesIdleCopy; the loop's)
   std::atomic<uint64_t> items_run{0};  // in batches started here (LocalQueue::TakeBatch)
-  uint64_t items_reported = 0;         // to the eviction policy; keeper thread only
+  uint64_t items_reported = 0;         // to the eviction policy; control thread only
   std::atomic<int64_t> fill_until_ns{0};
   std::atomic<int64_t> fill_items{0};
   // Service time per unit of cost (EWMA over its batches; 0 until one ran):

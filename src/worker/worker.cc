@@ -95,6 +95,7 @@ Status Worker::Init() {
   catalog_ = std::move(catalog).value();
   residency_->OnCatalog(catalog_->Snapshot());  // the watch may have run it already; it is idempotent
   keeper_ = std::thread([this] { KeeperLoop(); });
+  control_thread_ = std::thread([this] { ControlLoop(); });
   if (options_.metrics_port >= 0) {
     auto endpoint = MetricsEndpoint::Start(
         options_.metrics_host, options_.metrics_port, [this] { return RenderMetrics(); },
@@ -120,11 +121,6 @@ int Worker::ThreadsPerBatch() const {
 
 void Worker::KeeperLoop() {
   constexpr auto kUpkeep = std::chrono::milliseconds(50);
-  // How often it looks for models to load or let go: one STREAM.INFO
-  // request to the server each time.
-  constexpr auto kPlacement = std::chrono::milliseconds(100);
-  auto next_heartbeat = SteadyClock::now();
-  auto next_placement = SteadyClock::now();
   auto next_upkeep = SteadyClock::now() + kUpkeep;
   while (!stop_keeper_) {
     // Also wake when a pull request is forgotten (its end went unseen): a
@@ -146,14 +142,22 @@ void Worker::KeeperLoop() {
       }
     });
     for (auto& e : executors_) e->KeepAlive(now);
-    if (now >= next_placement) {
-      residency_->Place();
-      next_placement = now + kPlacement;
-    }
+  }
+}
+
+void Worker::ControlLoop() {
+  // How often it looks for models to load or let go: one STREAM.INFO
+  // request to the server each time.
+  constexpr auto kPlacement = std::chrono::milliseconds(100);
+  auto next_heartbeat = SteadyClock::now();
+  while (!stop_keeper_) {
+    const auto now = SteadyClock::now();
     if (now >= next_heartbeat) {
       Heartbeat();
       next_heartbeat = now + queue::kHeartbeatInterval;
     }
+    residency_->Place();
+    std::this_thread::sleep_until(now + kPlacement);
   }
 }
 
@@ -227,9 +231,11 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
   // this goes back at once.
   items_.Close();
   items_.WaitEmpty(deadline);
-  // The keeper touches executors and the queue: it goes first.
+  // The keeper touches executors and the queue, the control thread the
+  // residency: they go first.
   stop_keeper_ = true;
   if (keeper_.joinable()) keeper_.join();
+  if (control_thread_.joinable()) control_thread_.join();
   catalog_.reset();
   if (residency_) residency_->Stop();  // running generations go back too
   // Hand back what did not start; JetStream redelivers it at once.

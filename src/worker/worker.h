@@ -7,8 +7,11 @@
 //     the catalog watch, loads, eviction, placement; installs models in
 //     ServedModels, which the intake reads
 //   keeper thread
-//     every 50 ms: pull upkeep, +WPI for long waits, heartbeats, message
-//     frees; placement every 100 ms
+//     every 50 ms: pull upkeep, +WPI for long waits, message frees
+//   control thread
+//     heartbeats every second, placement every 100 ms: the calls that wait
+//     on JetStream (up to its timeout while a cluster elects a leader), so
+//     the keeper's upkeep never waits behind them
 //
 // The control connection (queue/control_plane.h) carries KV, streams and
 // heartbeats; the intake's connection carries work, results and acks.
@@ -128,6 +131,7 @@ class Worker {
   Status Init();
   int ThreadsPerBatch() const;  // cores one batch (or generation step) may use
   void KeeperLoop();
+  void ControlLoop();
   void Heartbeat();
 
   WorkerOptions options_;
@@ -153,8 +157,9 @@ class Worker {
   std::unique_ptr<queue::CatalogWatch> catalog_;
   std::mutex heartbeat_mu_;  // one heartbeat written at a time
   std::atomic<bool> draining_{false};
-  std::atomic<bool> stop_keeper_{false};
+  std::atomic<bool> stop_keeper_{false};  // and the control thread
   std::thread keeper_;
+  std::thread control_thread_;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;  // reads everything above
   bool drained_ = false;
 };

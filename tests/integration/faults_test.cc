@@ -1,11 +1,12 @@
-// Faults: a worker killed mid-batch, clients that hang up, and a clean
-// Ctrl-C of the all-in-one cluster.
+// Faults: a worker killed mid-batch, clients that hang up, heartbeats that
+// hang, and a clean Ctrl-C of the all-in-one cluster.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "queue/nats.h"
 #include "runtime/identity/identity_runtime.h"
 #include "support/http_client.h"
 #include "support/identity_clients.h"
@@ -158,6 +159,46 @@ TEST(Faults, AnItemJetStreamGivesUpOnIsAnErrorAndADeadLetter) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << "an error, not a timeout";
   EXPECT_EQ(cluster.WaitForEmptyStream(), 0u) << "out of the work queue";
   EXPECT_EQ(cluster.StreamMessagesNamed("SHOAL_DLQ"), 1u) << "kept for inspection";
+}
+
+// A worker keeps its long items alive whatever its control plane does: with
+// its heartbeat writes hanging (their bucket gone and a silent listener on
+// its subjects, so each waits out the 5 s JetStream timeout, as while a
+// cluster elects a leader), a 3 s batch under a 1 s ack wait still gets its
+// +WPI (in progress) acks every half ack wait, and is answered.
+TEST(Faults, AWorkerWhoseHeartbeatsHangStillKeepsItsItemsAlive) {
+  TestCluster cluster;
+  cluster.Register(IdentityProfile("test/slow", "identity: {dim: 8, us_per_batch: 3000000}\n"
+                                                "queue: {ack_wait_ms: 1000, max_deliver: 5}\n"));
+  auto worker = cluster.StartWorker();
+  cluster.WaitForWorkers("test/slow", 1);
+  auto gateway = cluster.StartGateway();
+  ASSERT_TRUE(gateway);
+
+  auto nc = queue::Connect({.url = cluster.nats_url(), .name = "heartbeat and ack listener"});
+  ASSERT_TRUE(nc.ok()) << nc.status().ToString();
+  natsSubscription* silent = nullptr;  // hears heartbeat writes, answers none
+  natsSubscription* acks = nullptr;
+  ASSERT_EQ(natsConnection_SubscribeSync(&silent, nc->get(), "$KV.shoal_workers.>"), NATS_OK);
+  ASSERT_EQ(natsConnection_SubscribeSync(&acks, nc->get(), "$JS.ACK.>"), NATS_OK);
+  ASSERT_EQ(natsConnection_Flush(nc->get()), NATS_OK);
+  jsErrCode code{};
+  ASSERT_EQ(js_DeleteStream(cluster.control_plane().js.get(), "KV_shoal_workers", nullptr, &code), NATS_OK);
+  natsMsg* hanging = nullptr;  // a heartbeat write that nothing will answer
+  ASSERT_EQ(natsSubscription_NextMsg(&hanging, silent, 5000), NATS_OK);
+  natsMsg_Destroy(hanging);
+
+  HttpClient http(gateway->port());
+  auto res = http.PostJson("/v1/encode/test/slow", R"({"items":[{"text":"slow"}]})");
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->status, 200) << res->body;
+  int in_progress = 0;
+  for (natsMsg* m = nullptr; natsSubscription_NextMsg(&m, acks, 100) == NATS_OK; natsMsg_Destroy(m)) {
+    in_progress += std::string_view(natsMsg_GetData(m), natsMsg_GetDataLength(m)) == "+WPI";
+  }
+  EXPECT_GE(in_progress, 3) << "a 3 s batch, +WPI every 0.5 s";
+  natsSubscription_Destroy(acks);
+  natsSubscription_Destroy(silent);
 }
 
 TEST(Faults, ANatsServerRestartLosesNoAcceptedRequest) {
