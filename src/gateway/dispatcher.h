@@ -56,7 +56,7 @@ struct LaneSetup {
   EventLoop* loop = nullptr;  // the lane's; the dispatcher runs on its thread
   std::string lane_id;        // <gateway-id>-<n>
   PendingTable* table = nullptr;
-  const queue::WorkerRegistry* workers = nullptr;  // null without NATS
+  queue::WorkerRegistry* workers = nullptr;  // null without NATS; told of answers
   queue::ConnectOptions nats;                      // url and security; no url without NATS
   std::chrono::milliseconds no_capacity_wait{2000};
   // The queue's hedging (queue_dispatcher.h): how long an item may go

@@ -40,12 +40,22 @@ Status QueueDispatcher::Start(const queue::ConnectOptions& nats) {
         // A failed output fails a generation; its other outputs (n > 1)
         // would only generate for nobody.
         const bool others_run = p.generation && h.error != Code::kOk && p.request.items.size() > 1;
-        if (stalled_pools_) last_answer_[p.model->id] = SteadyClock::now();  // hedging's (HedgeItems)
+        const auto now = SteadyClock::now();
+        if (stalled_pools_) last_answer_[p.model->id] = now;  // hedging's (HedgeItems)
+        NoteAnswered(h.worker, now);
         if (!ApplyReply(*table_, p, h, body, std::move(msg))) return;
         // Answered through hedging: the stream's copies, delivered after its
         // election, are dropped unrun.
         if (others_run || (p.finished && AnyHedged(p))) Cancel(p);
       });
+}
+
+void QueueDispatcher::NoteAnswered(std::string_view worker, SteadyClock::time_point now) {
+  if (workers_ == nullptr || worker.empty()) return;
+  auto [it, first] = told_answered_.try_emplace(std::string(worker), now);
+  if (!first && now - it->second < std::chrono::milliseconds(250)) return;
+  it->second = now;
+  workers_->Answered(worker, now);
 }
 
 int64_t QueueDispatcher::MaxPayload() const { return channel_.MaxPayload(); }

@@ -111,10 +111,13 @@ class QueueDispatcher final : public Dispatcher {
   // A live worker of `spec`'s pool with it loaded, in turn; empty if none.
   std::string HedgeTarget(const ModelSpec& spec, SteadyClock::time_point now);
   void OnPublishAck(PendingRequest& p, size_t item, const queue::Message& msg);
+  // A result from `worker` arrived: the registry hears of it (a sign of
+  // life when heartbeats cannot be stored), at most every 250 ms a worker.
+  void NoteAnswered(std::string_view worker, SteadyClock::time_point now);
 
   EventLoop* loop_;
   PayloadOffloader* offloader_;
-  const queue::WorkerRegistry* workers_;
+  queue::WorkerRegistry* workers_;
   PendingTable* table_;
   LaneChannel channel_;  // connection, publishes, result inbox
   CapacityWait waiting_;  // requests waiting for a worker to appear
@@ -131,6 +134,9 @@ class QueueDispatcher final : public Dispatcher {
   size_t next_hedge_target_ = 0;
   // When this lane last had a result for each model (hedging's only).
   std::unordered_map<std::string, SteadyClock::time_point> last_answer_;
+  // When this lane last told the registry of an answer from each worker
+  // (at most every 250 ms each: its lock is shared by every lane).
+  std::unordered_map<std::string, SteadyClock::time_point> told_answered_;
   uint64_t hedged_since_log_ = 0;
   uint64_t idle_copies_since_log_ = 0;
   SteadyClock::time_point next_hedge_log_{};

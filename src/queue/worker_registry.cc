@@ -128,6 +128,12 @@ bool WorkerRegistry::IsLive(SteadyClock::time_point heard, SteadyClock::time_poi
   return (bucket_silent ? latest : now) - heard < stale_after;
 }
 
+void WorkerRegistry::Answered(std::string_view worker_id, SteadyClock::time_point at) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(std::string(worker_id));
+  if (it != workers_.end()) it->second.at = std::max(it->second.at, at);
+}
+
 bool WorkerRegistry::AnyServing(std::string_view model_id) const {
   const auto now = SteadyClock::now();
   std::lock_guard lock(mu_);

@@ -22,6 +22,12 @@
 // silent. A worker that stops cleanly deletes its heartbeat and is gone at
 // once.
 //
+// Heartbeats are not the only sign of life: a worker whose results reach a
+// gateway is alive whatever its bucket says (a cluster electing leaders may
+// store no heartbeat for longer than the grace while work still flows), so
+// the gateway tells the registry (Answered) and a known worker counts as
+// heard then.
+//
 // Threading: updates arrive on the KvWatch thread; queries from any thread
 // take `mu_`.
 #pragma once
@@ -93,6 +99,10 @@ class WorkerRegistry {
 
   // Whether some live worker serves `model_id` (loaded or on demand).
   bool AnyServing(std::string_view model_id) const;
+  // `worker_id` answered work at `at`: a known worker counts as heard then
+  // (what it serves stays what its last heartbeat said); an unknown one —
+  // never heard, or gone with its heartbeat deleted — is ignored.
+  void Answered(std::string_view worker_id, SteadyClock::time_point at = SteadyClock::now());
   std::vector<WorkerInfo> Live() const;
 
  private:
