@@ -52,6 +52,9 @@ Status QueueDispatcher::Start(const queue::ConnectOptions& nats) {
 
 void QueueDispatcher::NoteAnswered(std::string_view worker, SteadyClock::time_point now) {
   if (workers_ == nullptr || worker.empty()) return;
+  if (told_answered_.size() > 4096) {  // workers come and go (new ids): forget the long quiet
+    std::erase_if(told_answered_, [&](const auto& e) { return now - e.second > std::chrono::minutes(1); });
+  }
   auto [it, first] = told_answered_.try_emplace(std::string(worker), now);
   if (!first && now - it->second < std::chrono::milliseconds(250)) return;
   it->second = now;
