@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "common/hex.h"
+
 namespace shoal {
 
 Status ValidateModelId(std::string_view id) {
@@ -44,9 +46,7 @@ Status ValidateLoraName(std::string_view name) {
 Status ValidateArtifactDigest(std::string_view digest) {
   constexpr std::string_view kPrefix = "sha256:";
   const std::string_view hex = digest.substr(std::min(digest.size(), kPrefix.size()));
-  const bool ok = digest.starts_with(kPrefix) && hex.size() == 64 &&
-                  std::all_of(hex.begin(), hex.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'); });
-  if (!ok) return InvalidInput("artifact: expected \"sha256:\" and 64 lowercase hex digits, got '" + std::string(digest) + "'");
+  if (!digest.starts_with(kPrefix) || !IsSha256Hex(hex)) return InvalidInput("artifact: expected \"sha256:\" and 64 lowercase hex digits, got '" + std::string(digest) + "'");
   return Status::Ok();
 }
 

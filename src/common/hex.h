@@ -1,8 +1,10 @@
 // Bytes as lowercase hexadecimal, two digits per byte (digests, secrets).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace shoal {
 
@@ -14,6 +16,13 @@ inline std::string LowerHex(const unsigned char* data, size_t n) {
     out[2 * i + 1] = kDigits[data[i] & 15];
   }
   return out;
+}
+
+// Whether `s` is a SHA-256 as this project writes them: 64 lowercase hex
+// digits (file and manifest digests, object names).
+inline bool IsSha256Hex(std::string_view s) {
+  return s.size() == 64 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 }  // namespace shoal

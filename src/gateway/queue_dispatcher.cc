@@ -55,9 +55,13 @@ void QueueDispatcher::NoteAnswered(std::string_view worker, SteadyClock::time_po
   if (told_answered_.size() > 4096) {  // workers come and go (new ids): forget the long quiet
     std::erase_if(told_answered_, [&](const auto& e) { return now - e.second > std::chrono::minutes(1); });
   }
-  auto [it, first] = told_answered_.try_emplace(std::string(worker), now);
-  if (!first && now - it->second < std::chrono::milliseconds(250)) return;
-  it->second = now;
+  if (auto it = told_answered_.find(worker); it == told_answered_.end()) {
+    told_answered_.emplace(std::string(worker), now);
+  } else if (now - it->second < std::chrono::milliseconds(250)) {
+    return;
+  } else {
+    it->second = now;
+  }
   workers_->Answered(worker, now);
 }
 

@@ -135,8 +135,13 @@ class QueueDispatcher final : public Dispatcher {
   // When this lane last had a result for each model (hedging's only).
   std::unordered_map<std::string, SteadyClock::time_point> last_answer_;
   // When this lane last told the registry of an answer from each worker
-  // (at most every 250 ms each: its lock is shared by every lane).
-  std::unordered_map<std::string, SteadyClock::time_point> told_answered_;
+  // (at most every 250 ms each: its lock is shared by every lane). Looked
+  // up by the reply's string_view: no allocation per result.
+  struct TransparentHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, SteadyClock::time_point, TransparentHash, std::equal_to<>> told_answered_;
   uint64_t hedged_since_log_ = 0;
   uint64_t idle_copies_since_log_ = 0;
   SteadyClock::time_point next_hedge_log_{};

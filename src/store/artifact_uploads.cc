@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/hex.h"
 #include "common/sha256.h"
 
 namespace shoal::store {
@@ -31,11 +32,8 @@ Result<uint64_t> StoredSize(queue::ObjectStore& objects, Piece kind, std::string
 std::string PartObjectName(std::string_view hex) { return "parts/" + std::string(hex); }
 
 Status ValidateSha256Hex(std::string_view hex) {
-  const bool ok = hex.size() == 64 && std::all_of(hex.begin(), hex.end(), [](char c) {
-                    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                  });
-  return ok ? Status::Ok()
-            : InvalidInput("expected a SHA-256 as 64 lowercase hex digits, got '" + std::string(hex) + "'");
+  return IsSha256Hex(hex) ? Status::Ok()
+                          : InvalidInput("expected a SHA-256 as 64 lowercase hex digits, got '" + std::string(hex) + "'");
 }
 
 Result<uint64_t> ArtifactUploads::Size(Piece kind, std::string_view hex) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/hex.h"
 #include "common/sha256.h"
 
 namespace shoal::store {
@@ -16,12 +17,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr std::string_view kDigestPrefix = "sha256:";
-
-bool IsHex64(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
 
 // Relative, '/'-separated, and no part empty, hidden, "." or "..".
 bool SafeRelativePath(std::string_view path) {
@@ -125,7 +120,7 @@ Result<ModelManifest> ParseManifest(std::string_view text) {
                       .sha256 = f["sha256"].get<std::string>()};
     if (!SafeRelativePath(file.path))
       return InvalidInput("manifest: unsafe path '" + file.path + "'");
-    if (!IsHex64(file.sha256))
+    if (!IsSha256Hex(file.sha256))
       return InvalidInput("manifest: " + file.path + ": sha256 is not 64 hex digits");
     if (!m.files.empty() && m.files.back().path >= file.path) {
       return InvalidInput("manifest: paths must be sorted and unique");
