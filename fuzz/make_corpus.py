@@ -137,6 +137,15 @@ def model_seeds():
         if data not in seen and len(data) <= 32768:
             seen.add(data)
             put("tokenizer", data, "seed-" + os.path.basename(os.path.dirname(path)))
+    # SentencePiece models (SigLIP's spiece.model, XLM-R's, DeBERTa-v3's)
+    # without their nmt_nfkc charsmap (380 KB, over -max_len); the seeded
+    # tokenizer corpus has a small charsmap of its own.
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2
+    for name in ("spiece.model", "sentencepiece.bpe.model", "spm.model"):
+        for path in sorted(glob.glob(os.path.join(ROOT, "build", "test-models", "*", name))):
+            proto = model_pb2.ModelProto.FromString(open(path, "rb").read())
+            proto.normalizer_spec.precompiled_charsmap = b""
+            put("sentencepiece_model", proto.SerializeToString(), "seed-" + os.path.basename(os.path.dirname(path)))
     for path in sorted(glob.glob(os.path.join(ROOT, "build", "test-models", "*", "model.safetensors"))):
         with open(path, "rb") as f:
             n = struct.unpack("<Q", f.read(8))[0]

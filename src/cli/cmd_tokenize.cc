@@ -1,4 +1,4 @@
-// shoal tokenize PATH/tokenizer.json: reads one text per stdin line and prints
+// shoal tokenize PATH (a tokenizer.json, or a model directory): reads one text per stdin line and prints
 // its token ids as one JSON array per line, flushed at once so it works
 // interactively and as a pipe (the tokenizer reference test drives it). The
 // tokenizer is the native runtime's, loaded through the runtime contract
@@ -90,9 +90,9 @@ Subcommand AddTokenize(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "tokenize", "Print the token ids of each stdin line as a JSON array (one line each)");
   auto flags = std::make_shared<TokenizeFlags>();
-  sub->add_option("tokenizer", flags->path, "a Hugging Face tokenizer.json")
+  sub->add_option("tokenizer", flags->path, "a Hugging Face tokenizer.json, or a model directory (its tokenizer.json, or SigLIP's spiece.model)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingPath);
   sub->add_flag("--no-special-tokens", flags->no_special_tokens,
                 "do not add the post-processor's special tokens (BOS, [CLS] ...)");
   sub->add_flag("--json-lines", flags->json_lines,

@@ -298,8 +298,9 @@ class Runtime {
   // of a kind this runtime does not run (e.g. DoRA).
   virtual Result<uint64_t> CheckLora(const ModelConfig& base, const LoraConfig& lora);
 
-  // A tokenizer file of this runtime's format (a Hugging Face
-  // tokenizer.json for the native runtime), without a model.
+  // A tokenizer of this runtime's format (for the native runtime a Hugging
+  // Face tokenizer.json, or a model directory holding one or SigLIP's
+  // spiece.model), without a model.
   virtual Result<std::unique_ptr<TextTokenizer>> LoadTokenizer(const std::string& path);
 };
 

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "runtime/native/kernels/cpu/kernels.h"
 #include "runtime/native/loaders/hf_config.h"
+#include "runtime/native/tokenizers/model_tokenizer.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
 
 namespace shoal::native {
@@ -42,7 +43,7 @@ Result<std::unique_ptr<Model>> DecoderEmbedder::Load(const ModelConfig& spec, co
   m->config_ = spec;
   m->threads_ = std::max(1, ctx.threads);
   m->pooling_ = options.pooling.value_or(pooling->pooling);
-  auto tokenizer = Tokenizer::LoadFile((fs::path(spec.path) / "tokenizer.json").string());
+  auto tokenizer = LoadModelTokenizer(spec.path);
   if (!tokenizer.ok()) return tokenizer.status();
   m->tokenizer_ = std::move(tokenizer).value();
 

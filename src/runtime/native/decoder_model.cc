@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "runtime/native/kernels/cpu/decoder_kernels.h"
 #include "runtime/native/kernels/cpu/few_rows_gemm.h"
+#include "runtime/native/tokenizers/model_tokenizer.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
 
 namespace shoal::native {
@@ -33,7 +34,7 @@ Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelConfig& spec, const
                         "task: encode");
   }
 
-  auto tokenizer = Tokenizer::LoadFile((fs::path(spec.path) / "tokenizer.json").string());
+  auto tokenizer = LoadModelTokenizer(spec.path);
   if (!tokenizer.ok()) return tokenizer.status();
   m->tokenizer_ = std::move(tokenizer).value();
   auto bytes = m->tokenizer_->OutputBytes();

@@ -2,6 +2,7 @@
 
 #include "runtime/extraction.h"
 #include "runtime/native/models/cpu_encoder.h"
+#include "runtime/native/tokenizers/model_tokenizer.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
 #if SHOAL_WITH_CUDA
 #include "runtime/native/models/bert_cuda.h"
@@ -59,8 +60,7 @@ Result<std::unique_ptr<Model>> EncoderModel::Load(const ModelConfig& spec, const
     return InvalidInput(spec.path + ": a SPLADE or ColBERT model encodes; register it with task: encode");
   }
 
-  const std::string tokenizer_path = (std::filesystem::path(spec.path) / "tokenizer.json").string();
-  auto tokenizer = Tokenizer::LoadFile(tokenizer_path);
+  auto tokenizer = LoadModelTokenizer(spec.path);
   if (!tokenizer.ok()) return tokenizer.status();
   m->tokenizer_ = std::move(tokenizer).value();
 

@@ -13,6 +13,7 @@
 #include "runtime/native/models/llama.h"
 #include "runtime/native/loaders/decoder_config.h"
 #include "runtime/native/native_options.h"
+#include "runtime/native/tokenizers/model_tokenizer.h"
 #include "runtime/native/tokenizers/tokenizer.h"
 #include "runtime/native/use_lite_model.h"
 #include "runtime/native/vision_model.h"
@@ -40,7 +41,9 @@ class NativeTokenizer final : public TextTokenizer {
 }  // namespace
 
 Result<std::unique_ptr<TextTokenizer>> NativeRuntime::LoadTokenizer(const std::string& path) {
-  auto t = native::Tokenizer::LoadFile(path);
+  std::error_code ec;
+  auto t = std::filesystem::is_directory(path, ec) ? native::LoadModelTokenizer(path)
+                                                    : native::Tokenizer::LoadFile(path);
   if (!t.ok()) return t.status();
   return std::unique_ptr<TextTokenizer>(std::make_unique<NativeTokenizer>(std::move(t).value()));
 }

@@ -35,7 +35,8 @@ class NativeRuntime final : public Runtime {
   // (lora/lora_adapter.h), checked against the base's config and tensor
   // names; USE-Lite takes none.
   Result<uint64_t> CheckLora(const ModelConfig& base, const LoraConfig& lora) override;
-  // A Hugging Face tokenizer.json.
+  // A Hugging Face tokenizer.json, or a model directory's tokenizer
+  // (model_tokenizer.h: tokenizer.json, or SigLIP's spiece.model).
   Result<std::unique_ptr<TextTokenizer>> LoadTokenizer(const std::string& path) override;
 };
 

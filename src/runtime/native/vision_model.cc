@@ -8,6 +8,7 @@
 #include "runtime/native/loaders/config_fields.h"
 #include "runtime/native/loaders/hf_config.h"
 #include "runtime/native/loaders/weight_reader.h"
+#include "runtime/native/tokenizers/model_tokenizer.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
 
 namespace shoal::native {
@@ -95,9 +96,9 @@ Result<std::unique_ptr<Model>> VisionModel::Load(const ModelConfig& spec, const 
     return InvalidInput("config.json: the text tower's embeddings have " + std::to_string(text.projection_dim) +
                         " dimensions, the image tower's " + std::to_string(m->tower_->output_dim()));
   }
-  SHOAL_ASSIGN_OR_RETURN(m->tokenizer_, Tokenizer::LoadFile((dir / "tokenizer.json").string()));
+  SHOAL_ASSIGN_OR_RETURN(m->tokenizer_, LoadModelTokenizer(spec.path));
   if (m->tokenizer_->vocab_size() > text.vocab_size) {
-    return InvalidInput("tokenizer.json: " + std::to_string(m->tokenizer_->vocab_size()) +
+    return InvalidInput("the tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
                         " ids; the text tower embeds " + std::to_string(text.vocab_size));
   }
   m->max_tokens_ = std::min<size_t>(spec.max_input_tokens, text.max_position_embeddings);
