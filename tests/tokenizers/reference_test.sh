@@ -3,8 +3,12 @@
 # @lenml/tokenizers prints for every line of the corpus, with and without
 # special tokens.
 #
-#   reference_test.sh SHOAL_BINARY SOURCE_DIR NAME     (NAME: qwen3, llama3, gemma3, bert,
-#                                                       or a model directory's path)
+#   reference_test.sh SHOAL_BINARY SOURCE_DIR NAME [--slow-files]
+#       NAME: qwen3, llama3, gemma3, bert, or a model directory's path.
+#       --slow-files (a model directory): Shoal reads a copy of the directory
+#       without its tokenizer.json — the slow tokenizer's files (vocab.txt;
+#       vocab.json + merges.txt) converted as transformers' converters do —
+#       and must print the ids the reference prints for the tokenizer.json.
 #
 # Exits 77 (ctest's SKIP_RETURN_CODE) only when node_modules is absent;
 # anything else that is missing is a failure.
@@ -13,6 +17,7 @@ set -euo pipefail
 shoal="$1"
 root="$2"
 name="$3"
+slow_files="${4:-}"
 corpus="$root/tests/reference/corpus/tokenizer_corpus.jsonl"
 script="$root/tests/reference/tokenizer_reference.mjs"
 
@@ -35,6 +40,11 @@ fi
 if [ ! -f "$tokenizer" ]; then
   echo "FAIL: $tokenizer not found"
   exit 1
+fi
+if [ "$slow_files" = --slow-files ]; then
+  cp -r "$name" "$work/slow"
+  rm "$work/slow/tokenizer.json"
+  tokenizer="$work/slow"
 fi
 
 total_lines=0

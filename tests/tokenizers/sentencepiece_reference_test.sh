@@ -10,27 +10,38 @@
 # tests/reference/siglip_tokenizer_reference.py — on the edge cases of
 # SiglipTokenizer's canonicalization too.
 #
-#   sentencepiece_reference_test.sh SHOAL_BINARY SOURCE_DIR MODEL_DIR
+# With --slow-files, Shoal reads a copy of MODEL_DIR without its
+# tokenizer.json (XLM-R's sentencepiece.bpe.model converted as
+# XLMRobertaConverter does).
+#
+#   sentencepiece_reference_test.sh SHOAL_BINARY SOURCE_DIR MODEL_DIR [--slow-files]
 set -euo pipefail
 
 shoal="$1"
 root="$2"
 model="$3"
+slow_files="${4:-}"
 corpus="$root/tests/reference/corpus/tokenizer_corpus.jsonl"
-reference="$root/tests/reference/sentencepiece_reference.py"
+references="$root/tests/reference"
 
 name=xlm-r
-reference=("$reference" "$model/sentencepiece.bpe.model")
+reference=("$references/sentencepiece_reference.py" "$model/sentencepiece.bpe.model")
 if [ -f "$model/spm.model" ]; then
   name=deberta-v3
-  reference=("$root/tests/reference/sentencepiece_reference.py" "$model/spm.model")
+  reference=("$references/sentencepiece_reference.py" "$model/spm.model")
 elif [ -f "$model/spiece.model" ]; then
   name=siglip
-  reference=("$root/tests/reference/siglip_tokenizer_reference.py" "$model")
+  reference=("$references/siglip_tokenizer_reference.py" "$model")
 fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+served="$model"
+if [ "$slow_files" = --slow-files ]; then
+  cp -r "$model" "$work/slow"
+  rm "$work/slow/tokenizer.json"
+  served="$work/slow"
+fi
 if [ "$name" = siglip ]; then
   cat "$corpus" "$root/tests/reference/corpus/siglip_edge_cases.jsonl" >"$work/corpus"
   corpus="$work/corpus"
@@ -39,7 +50,7 @@ fi
 for mode in special plain; do
   flag=()
   [ "$mode" = plain ] && flag=(--no-special-tokens)
-  "$shoal" tokenize "$model" --json-lines "${flag[@]}" <"$corpus" >"$work/got.$mode"
+  "$shoal" tokenize "$served" --json-lines "${flag[@]}" <"$corpus" >"$work/got.$mode"
   echo -n "$name ($mode): "
   "${reference[@]}" "$corpus" "${flag[@]}" --check "$work/got.$mode"
 done

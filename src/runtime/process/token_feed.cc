@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "runtime/call_stages.h"
+#include "runtime/native/tokenizers/model_tokenizer.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
 
 namespace shoal::runtime_process {
@@ -69,15 +70,11 @@ Result<std::unique_ptr<TokenFeed>> TokenFeed::Open(const ModelConfig& config) {
   std::error_code ec;
   fs::path dir = config.path;
   if (fs::is_regular_file(dir, ec)) dir = dir.parent_path();
-  const fs::path file = dir / "tokenizer.json";
-  if (!fs::is_regular_file(file, ec)) {
-    return InvalidInput(config.id +
-                        ": its runtime takes tokens, and Shoal tokenizes with the model's "
-                        "tokenizer.json, which " +
-                        dir.string() + " does not have");
+  auto tokenizer = native::LoadModelTokenizer(dir.string());
+  if (!tokenizer.ok()) {
+    return Status(tokenizer.status().code(), config.id + ": its runtime takes tokens, and Shoal tokenizes with the "
+                                                         "model's own tokenizer: " + tokenizer.status().message());
   }
-  auto tokenizer = native::Tokenizer::LoadFile(file.string());
-  if (!tokenizer.ok()) return tokenizer.status();
   return std::unique_ptr<TokenFeed>(
       new TokenFeed(std::move(tokenizer).value(), config.max_input_tokens));
 }

@@ -1,7 +1,7 @@
 // TokenFeed: Shoal's side of a model in a runtime that takes tokens (its
 // hello says "input": "tokens"; docs/runtime-protocol.md): a tensor engine
 // such as ONNX Runtime or TorchScript has no tokenizer, so the model
-// directory's tokenizer.json turns texts into ids here — the tokenizer, the
+// directory's tokenizer (model_tokenizer.h) turns texts into ids here — the tokenizer, the
 // limit and the truncation the native runtime uses — and the runtime sees
 // only ids. An input that fails to tokenize (too long without `truncate`)
 // fails here and is not sent; the tokens and truncation reported per item
@@ -24,8 +24,9 @@ namespace shoal::runtime_process {
 
 class TokenFeed {
  public:
-  // Reads the tokenizer.json of `config.path` (the directory, or the
-  // directory of the model file it names). INVALID_INPUT without one.
+  // Reads the tokenizer of `config.path` (the directory, or the directory of
+  // the model file it names): its tokenizer.json, or its slow tokenizer's
+  // files converted. MODEL_LOAD_FAILED without one.
   static Result<std::unique_ptr<TokenFeed>> Open(const ModelConfig& config);
 
   // The runtime's own limit for the model (its position table; 0: none),

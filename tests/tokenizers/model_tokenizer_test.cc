@@ -1,9 +1,12 @@
+// A model directory's tokenizer picked from its files (model_tokenizer.h):
 // SentencePiece model files read without protobuf (sentencepiece_model.h),
-// SigLIP's tokenizer made of one (siglip_tokenizer.h) and a model directory's
-// tokenizer picked from its files (model_tokenizer.h). The model bytes are
-// written here, field by field, from sentencepiece_model.proto's numbering;
-// the reference test against the sentencepiece library itself is
-// sentencepiece_reference_test.sh on the seeded siglip-tiny.
+// SigLIP's tokenizer made of one (siglip_tokenizer.h), BERT's and RoBERTa's
+// slow files converted (converted_tokenizers.h). The SentencePiece bytes are
+// written here, field by field, from sentencepiece_model.proto's numbering.
+// The reference tests: sentencepiece_reference_test.sh on the seeded
+// siglip-tiny (against the sentencepiece library), reference_test.sh
+// --slow-files on seeded BERT, ELECTRA and RoBERTa models (against @lenml on
+// their tokenizer.json).
 #include <unistd.h>
 
 #include <filesystem>
@@ -176,6 +179,11 @@ TEST_F(ModelTokenizer, ReadsSiglipsSpieceModelWhenThereIsNoTokenizerJson) {
   EXPECT_EQ(t5.status().code(), Code::kModelLoadFailed);
   EXPECT_NE(t5.status().message().find("T5Tokenizer is not converted here"), std::string::npos)
       << t5.status().message();
+  // SigLIP's layout is not XLM-R's, whose converter drops <unk> <s> </s>.
+  Write("sentencepiece.bpe.model", SiglipLikeModel());
+  Write("tokenizer_config.json", R"({"tokenizer_class": "XLMRobertaTokenizer"})");
+  EXPECT_NE(LoadModelTokenizer(dir_.string()).status().message().find("not XLM-R's layout"),
+            std::string::npos);
   Write("tokenizer_config.json", R"({"tokenizer_class": 7})");
   EXPECT_NE(LoadModelTokenizer(dir_.string()).status().message().find("tokenizer.json"),
             std::string::npos);
@@ -198,6 +206,69 @@ TEST_F(ModelTokenizer, ATokenizerJsonComesFirst) {
   auto t = LoadModelTokenizer(dir_.string());
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(Ids(**t, "hi"), (std::vector<int32_t>{1}));
+}
+
+TEST_F(ModelTokenizer, ConvertsBertsVocabTxtAsBertConverterDoes) {
+  Write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n##s\nworld\n!\nHello\n");
+  // No tokenizer_config.json: config.json's model_type names BertTokenizer,
+  // whose defaults lower-case.
+  Write("config.json", R"({"model_type": "bert"})");
+  auto t = LoadModelTokenizer(dir_.string());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(Ids(**t, "Hello worlds!"), (std::vector<int32_t>{2, 5, 7, 6, 8, 3}));
+  EXPECT_EQ(Ids(**t, "[MASK] hello"), (std::vector<int32_t>{2, 4, 5, 3}))
+      << "specials matched as added tokens";
+  // A cased model; and one without a basic tokenizer, which the converter
+  // leaves without any of BertNormalizer's options.
+  Write("tokenizer_config.json",
+        R"({"tokenizer_class": "BertTokenizerFast", "do_lower_case": false})");
+  ASSERT_TRUE((t = LoadModelTokenizer(dir_.string())).ok()) << t.status().ToString();
+  EXPECT_EQ(Ids(**t, "Hello hello", false), (std::vector<int32_t>{9, 5}));
+  Write("tokenizer_config.json",
+        R"({"tokenizer_class": "BertTokenizer", "do_basic_tokenize": false})");
+  ASSERT_TRUE((t = LoadModelTokenizer(dir_.string())).ok()) << t.status().ToString();
+  EXPECT_EQ(Ids(**t, "Hello", false), (std::vector<int32_t>{9}));
+
+  Write("tokenizer_config.json", R"({"tokenizer_class": "BertTokenizer", "cls_token": "<s>"})");
+  EXPECT_NE(LoadModelTokenizer(dir_.string())
+                .status()
+                .message()
+                .find("vocab.txt: the special tokens <s>"),
+            std::string::npos);
+  Write("tokenizer_config.json", R"({"tokenizer_class": "BertTokenizer"})");
+  Write("added_tokens.json", R"({"<new>": 10})");
+  EXPECT_NE(LoadModelTokenizer(dir_.string()).status().message().find("added_tokens.json"),
+            std::string::npos);
+  Write("tokenizer_config.json", R"({"tokenizer_class": "MPNetTokenizer"})");
+  EXPECT_NE(LoadModelTokenizer(dir_.string())
+                .status()
+                .message()
+                .find("MPNetTokenizer is not converted here"),
+            std::string::npos);
+}
+
+TEST_F(ModelTokenizer, ConvertsRobertasVocabAndMergesAsRobertaConverterDoes) {
+  // Byte-level pieces: "\u0120" is the space byte.
+  Write("vocab.json",
+        R"({"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "h": 4, "i": 5, "hi": 6, "\u0120": 7,
+                          "\u0120hi": 8, "<mask>": 9})");
+  Write("merges.txt", "#version: 0.2\nh i\n\u0120 hi\n");
+  Write("tokenizer_config.json", R"({"tokenizer_class": "RobertaTokenizer"})");
+  auto t = LoadModelTokenizer(dir_.string());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(Ids(**t, "hi hi"), (std::vector<int32_t>{0, 6, 8, 2}));
+  EXPECT_EQ(Ids(**t, "hi <mask>", false), (std::vector<int32_t>{6, 9}))
+      << "<mask> takes the space before it";
+  // The slow tokenizer drops merges.txt's last line, newline or not.
+  Write("merges.txt", "#version: 0.2\nh i\n\u0120 hi");
+  ASSERT_TRUE((t = LoadModelTokenizer(dir_.string())).ok()) << t.status().ToString();
+  EXPECT_EQ(Ids(**t, "hi hi", false), (std::vector<int32_t>{6, 7, 6}));
+  Write("merges.txt", "#version: 0.2\nh i\nh\n\u0120 hi\n");
+  EXPECT_EQ(LoadModelTokenizer(dir_.string()).status().message(),
+            "merges.txt: line 3 is not a pair of tokens");
+  Write("merges.txt", "#version: 0.2\n");
+  Write("vocab.json", R"({"hi": "one"})");
+  EXPECT_EQ(LoadModelTokenizer(dir_.string()).status().message(), "vocab.json: hi: expected an id");
 }
 
 }  // namespace

@@ -1,0 +1,339 @@
+#include "runtime/native/tokenizers/converted_tokenizers.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "common/base64.h"
+
+namespace shoal::native::tok {
+namespace {
+
+using JsonIn = nlohmann::json;
+using JsonOut = nlohmann::ordered_json;
+
+Status FileError(std::string_view file, const std::string& what) {
+  return Status(Code::kModelLoadFailed, std::string(file) + ": " + what);
+}
+
+// A special token tokenizer_config.json names: a string, or an AddedToken
+// object with its "content"; the slow tokenizer's default where the key is
+// absent; none where it is null.
+Result<std::optional<std::string>> ConfigToken(const JsonIn& config, const char* key,
+                                               const char* fallback) {
+  auto v = config.find(key);
+  if (v == config.end()) return std::optional<std::string>(fallback);
+  if (v->is_null()) return std::optional<std::string>();
+  if (v->is_string()) return std::optional<std::string>(v->get<std::string>());
+  if (v->is_object()) {
+    auto c = v->find("content");
+    if (c != v->end() && c->is_string()) return std::optional<std::string>(c->get<std::string>());
+  }
+  return FileError("tokenizer_config.json", std::string(key) + ": expected a token");
+}
+
+Result<bool> ConfigFlag(const JsonIn& config, const char* key, bool fallback) {
+  auto v = config.find(key);
+  if (v == config.end() || v->is_null()) return fallback;
+  if (!v->is_boolean())
+    return FileError("tokenizer_config.json", std::string(key) + ": expected true or false");
+  return v->get<bool>();
+}
+
+JsonOut AddedTokenJson(int64_t id, const std::string& content, bool lstrip = false) {
+  return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", lstrip},
+          {"rstrip", false}, {"normalized", false}, {"special", true}};
+}
+
+// tokenizer_config.json's added_tokens_decoder, every entry with its flags;
+// without one, `specials` (each found in the vocabulary by `id_of`).
+struct SlowSpecial {
+  std::optional<std::string> content;
+  bool lstrip = false;
+};
+using IdOf = std::function<std::optional<int64_t>(const std::string&)>;
+
+Result<JsonOut> SlowAddedTokens(const JsonIn& config, const std::vector<SlowSpecial>& specials,
+                                std::string_view vocab_file, const IdOf& id_of) {
+  JsonOut out = JsonOut::array();
+  auto decoder = config.find("added_tokens_decoder");
+  if (decoder != config.end() && decoder->is_object()) {
+    for (const auto& [key, t] : decoder->items()) {
+      int64_t id = -1;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (ec != std::errc() || end != key.data() + key.size() || id < 0 || !t.is_object() ||
+          !t.contains("content") || !t["content"].is_string()) {
+        return FileError("tokenizer_config.json",
+                         "added_tokens_decoder." + key + ": expected an id and a token");
+      }
+      JsonOut token = AddedTokenJson(id, t["content"].get<std::string>());
+      for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized", "special"}) {
+        if (auto f = t.find(flag); f != t.end() && f->is_boolean()) token[flag] = f->get<bool>();
+      }
+      out.push_back(std::move(token));
+    }
+    return out;
+  }
+  for (const SlowSpecial& s : specials) {
+    if (!s.content) continue;
+    const std::optional<int64_t> id = id_of(*s.content);
+    if (!id) return FileError(vocab_file, "the special token " + *s.content + " is not in it");
+    out.push_back(AddedTokenJson(*id, *s.content, s.lstrip));
+  }
+  return out;
+}
+
+JsonOut TemplatePiece(const char* kind, const std::string& id, int type_id) {
+  return {{kind, {{"id", id}, {"type_id", type_id}}}};
+}
+
+}  // namespace
+
+Result<std::string> BertTokenizerJson(std::string_view vocab_txt, const JsonIn& config) {
+  if (!simdjson::validate_utf8(vocab_txt.data(), vocab_txt.size()))
+    return FileError("vocab.txt", "not UTF-8");
+  // vocab.txt as the slow tokenizer reads it: a token a line (its "\n"
+  // removed, nothing else), the id its line's number, a repeated token
+  // taking the later line's.
+  JsonOut vocab = JsonOut::object();
+  std::unordered_map<std::string, int64_t> ids;
+  int64_t line = 0;
+  for (size_t at = 0; at < vocab_txt.size(); ++line) {
+    size_t nl = vocab_txt.find('\n', at);
+    if (nl == std::string_view::npos) nl = vocab_txt.size();
+    ids[std::string(vocab_txt.substr(at, nl - at))] = line;
+    at = nl + 1;
+  }
+  if (ids.empty()) return FileError("vocab.txt", "empty");
+  for (const auto& [token, id] : ids) vocab[token] = id;
+  const IdOf id_of = [&](const std::string& t) -> std::optional<int64_t> {
+    auto it = ids.find(t);
+    return it == ids.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+
+  SHOAL_ASSIGN_OR_RETURN(const bool basic, ConfigFlag(config, "do_basic_tokenize", true));
+  SHOAL_ASSIGN_OR_RETURN(const bool lower, ConfigFlag(config, "do_lower_case", true));
+  SHOAL_ASSIGN_OR_RETURN(const bool chinese, ConfigFlag(config, "tokenize_chinese_chars", true));
+  JsonOut strip_accents = nullptr;  // null: as do_lower_case
+  if (auto v = config.find("strip_accents"); v != config.end() && !v->is_null()) {
+    if (!v->is_boolean())
+      return FileError("tokenizer_config.json", "strip_accents: expected true, false or null");
+    strip_accents = v->get<bool>();
+  }
+  SHOAL_ASSIGN_OR_RETURN(const auto unk, ConfigToken(config, "unk_token", "[UNK]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto sep, ConfigToken(config, "sep_token", "[SEP]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto pad, ConfigToken(config, "pad_token", "[PAD]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto cls, ConfigToken(config, "cls_token", "[CLS]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto mask, ConfigToken(config, "mask_token", "[MASK]"));
+  if (!unk || !sep || !cls)
+    return FileError("tokenizer_config.json", "BERT's tokenizer needs unk, sep and cls tokens");
+  const auto cls_id = id_of(*cls), sep_id = id_of(*sep);
+  if (!cls_id || !sep_id || !id_of(*unk)) {
+    return FileError("vocab.txt", "the special tokens " + *cls + ", " + *sep + " and " + *unk +
+                                      " must be in it");
+  }
+  SHOAL_ASSIGN_OR_RETURN(
+      JsonOut added,
+      SlowAddedTokens(config, {{unk}, {sep}, {pad}, {cls}, {mask}}, "vocab.txt", id_of));
+
+  JsonOut tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", std::move(added)},
+      // Without a basic tokenizer the converter turns every option off.
+      {"normalizer",
+       {{"type", "BertNormalizer"},
+        {"clean_text", true},
+        {"handle_chinese_chars", basic && chinese},
+        {"strip_accents", basic ? strip_accents : JsonOut(false)},
+        {"lowercase", basic && lower}}},
+      {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single",
+         JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
+                         TemplatePiece("SpecialToken", *sep, 0)})},
+        {"pair",
+         JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
+                         TemplatePiece("SpecialToken", *sep, 0), TemplatePiece("Sequence", "B", 1),
+                         TemplatePiece("SpecialToken", *sep, 1)})},
+        {"special_tokens",
+         {{*cls, {{"id", *cls}, {"ids", {*cls_id}}, {"tokens", {*cls}}}},
+          {*sep, {{"id", *sep}, {"ids", {*sep_id}}, {"tokens", {*sep}}}}}}}},
+      {"model",
+       {{"type", "WordPiece"},
+        {"unk_token", *unk},
+        {"continuing_subword_prefix", "##"},
+        {"max_input_chars_per_word", 100},
+        {"vocab", std::move(vocab)}}},
+  };
+  return tokenizer.dump();
+}
+
+Result<std::string> RobertaTokenizerJson(std::string_view vocab_json, std::string_view merges_txt,
+                                         const JsonIn& config) {
+  JsonIn vocab = JsonIn::parse(vocab_json, nullptr, /*allow_exceptions=*/false);
+  if (vocab.is_discarded() || !vocab.is_object())
+    return FileError("vocab.json", "expected a JSON object of tokens");
+  for (const auto& [token, id] : vocab.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0)
+      return FileError("vocab.json", token + ": expected an id");
+  }
+  const IdOf id_of = [&](const std::string& t) -> std::optional<int64_t> {
+    auto it = vocab.find(t);
+    return it == vocab.end() ? std::nullopt : std::optional<int64_t>(it->get<int64_t>());
+  };
+
+  if (!simdjson::validate_utf8(merges_txt.data(), merges_txt.size()))
+    return FileError("merges.txt", "not UTF-8");
+  // merges.txt as the slow tokenizer reads it: split at "\n", the first line
+  // ("#version: ...") and the last (empty after the final newline) dropped,
+  // each a pair split at whitespace.
+  std::vector<std::string_view> lines;
+  for (size_t at = 0;;) {
+    const size_t nl = merges_txt.find('\n', at);
+    lines.push_back(
+        merges_txt.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at));
+    if (nl == std::string_view::npos) break;
+    at = nl + 1;
+  }
+  JsonOut merges = JsonOut::array();
+  for (size_t i = 1; i + 1 < lines.size(); ++i) {
+    std::vector<std::string> parts;
+    for (size_t at = 0; at < lines[i].size();) {
+      const size_t start = lines[i].find_first_not_of(" \t\r\f\v", at);
+      if (start == std::string_view::npos) break;
+      const size_t end = std::min(lines[i].find_first_of(" \t\r\f\v", start), lines[i].size());
+      parts.emplace_back(lines[i].substr(start, end - start));
+      at = end;
+    }
+    if (parts.size() != 2)
+      return FileError("merges.txt", "line " + std::to_string(i + 1) + " is not a pair of tokens");
+    merges.push_back(JsonOut::array({parts[0], parts[1]}));
+  }
+
+  SHOAL_ASSIGN_OR_RETURN(const bool prefix_space, ConfigFlag(config, "add_prefix_space", false));
+  SHOAL_ASSIGN_OR_RETURN(const bool trim_offsets, ConfigFlag(config, "trim_offsets", true));
+  SHOAL_ASSIGN_OR_RETURN(const auto bos, ConfigToken(config, "bos_token", "<s>"));
+  SHOAL_ASSIGN_OR_RETURN(const auto eos, ConfigToken(config, "eos_token", "</s>"));
+  SHOAL_ASSIGN_OR_RETURN(const auto unk, ConfigToken(config, "unk_token", "<unk>"));
+  SHOAL_ASSIGN_OR_RETURN(const auto sep, ConfigToken(config, "sep_token", "</s>"));
+  SHOAL_ASSIGN_OR_RETURN(const auto cls, ConfigToken(config, "cls_token", "<s>"));
+  SHOAL_ASSIGN_OR_RETURN(const auto pad, ConfigToken(config, "pad_token", "<pad>"));
+  SHOAL_ASSIGN_OR_RETURN(const auto mask, ConfigToken(config, "mask_token", "<mask>"));
+  if (!sep || !cls || !id_of(*sep) || !id_of(*cls)) {
+    return FileError("vocab.json", "RoBERTa's tokenizer needs its sep and cls tokens in it");
+  }
+  // The slow tokenizer's <mask> takes the space before it (lstrip).
+  SHOAL_ASSIGN_OR_RETURN(
+      JsonOut added,
+      SlowAddedTokens(config, {{bos}, {pad}, {eos}, {unk}, {mask, true}}, "vocab.json", id_of));
+  JsonOut byte_level = {{"type", "ByteLevel"},
+                        {"add_prefix_space", prefix_space},
+                        {"trim_offsets", true},
+                        {"use_regex", true}};
+  JsonOut tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", std::move(added)},
+      {"pre_tokenizer", byte_level},
+      {"post_processor",
+       {{"type", "RobertaProcessing"},
+        {"sep", {*sep, *id_of(*sep)}},
+        {"cls", {*cls, *id_of(*cls)}},
+        {"trim_offsets", trim_offsets},
+        {"add_prefix_space", prefix_space}}},
+      {"decoder", byte_level},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", ""},
+        {"end_of_word_suffix", ""},
+        {"fuse_unk", false},
+        {"vocab", std::move(vocab)},
+        {"merges", std::move(merges)}}},
+  };
+  return tokenizer.dump();
+}
+
+Result<std::string> XlmRobertaTokenizerJson(const SentencePieceModel& model, const JsonIn& config) {
+  using Type = SentencePieceModel::PieceType;
+  // The converter drops SentencePiece's first three pieces for fairseq's
+  // four: they must be its unknown and control pieces.
+  if (model.model_type != SentencePieceModel::ModelType::kUnigram || model.pieces.size() < 3 ||
+      model.pieces[0].type != Type::kUnknown || model.pieces[1].type != Type::kControl ||
+      model.pieces[2].type != Type::kControl) {
+    return FileError("sentencepiece.bpe.model",
+                     "not XLM-R's layout (a Unigram model whose first pieces are <unk> <s> </s>)");
+  }
+  JsonOut vocab = JsonOut::array({JsonOut::array({"<s>", 0.0}), JsonOut::array({"<pad>", 0.0}),
+                                  JsonOut::array({"</s>", 0.0}), JsonOut::array({"<unk>", 0.0})});
+  std::unordered_map<std::string, int64_t> ids = {
+      {"<s>", 0}, {"<pad>", 1}, {"</s>", 2}, {"<unk>", 3}};
+  for (size_t i = 3; i < model.pieces.size(); ++i) {
+    if (model.pieces[i].type == Type::kUserDefined) {
+      return FileError("sentencepiece.bpe.model",
+                       "user-defined piece '" + model.pieces[i].piece + "' is not supported");
+    }
+    ids.emplace(model.pieces[i].piece, static_cast<int64_t>(vocab.size()));
+    vocab.push_back(
+        JsonOut::array({model.pieces[i].piece, static_cast<double>(model.pieces[i].score)}));
+  }
+  ids.emplace("<mask>", static_cast<int64_t>(vocab.size()));
+  vocab.push_back(JsonOut::array({"<mask>", 0.0}));
+  const IdOf id_of = [&](const std::string& t) -> std::optional<int64_t> {
+    auto it = ids.find(t);
+    return it == ids.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+  SHOAL_ASSIGN_OR_RETURN(const auto bos, ConfigToken(config, "bos_token", "<s>"));
+  SHOAL_ASSIGN_OR_RETURN(const auto pad, ConfigToken(config, "pad_token", "<pad>"));
+  SHOAL_ASSIGN_OR_RETURN(const auto eos, ConfigToken(config, "eos_token", "</s>"));
+  SHOAL_ASSIGN_OR_RETURN(const auto unk, ConfigToken(config, "unk_token", "<unk>"));
+  SHOAL_ASSIGN_OR_RETURN(const auto mask, ConfigToken(config, "mask_token", "<mask>"));
+  SHOAL_ASSIGN_OR_RETURN(JsonOut added,
+                         SlowAddedTokens(config, {{bos}, {pad}, {eos}, {unk}, {mask, true}},
+                                         "sentencepiece.bpe.model", id_of));
+
+  JsonOut normalizers = JsonOut::array();
+  if (!model.precompiled_charsmap.empty()) {
+    std::string charsmap;
+    AppendBase64(model.precompiled_charsmap, &charsmap);
+    normalizers.push_back({{"type", "Precompiled"}, {"precompiled_charsmap", charsmap}});
+  }
+  normalizers.push_back({{"type", "Strip"}, {"strip_left", false}, {"strip_right", true}});
+  normalizers.push_back(
+      {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", "\u2581"}});
+  const JsonOut metaspace = {{"type", "Metaspace"},
+                             {"replacement", "\u2581"},
+                             {"prepend_scheme", "always"},
+                             {"split", true}};
+  JsonOut tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", std::move(added)},
+      {"normalizer", {{"type", "Sequence"}, {"normalizers", std::move(normalizers)}}},
+      {"pre_tokenizer", metaspace},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single",
+         JsonOut::array({TemplatePiece("SpecialToken", "<s>", 0), TemplatePiece("Sequence", "A", 0),
+                         TemplatePiece("SpecialToken", "</s>", 0)})},
+        {"pair",
+         JsonOut::array(
+             {TemplatePiece("SpecialToken", "<s>", 0), TemplatePiece("Sequence", "A", 0),
+              TemplatePiece("SpecialToken", "</s>", 0), TemplatePiece("SpecialToken", "</s>", 0),
+              TemplatePiece("Sequence", "B", 0), TemplatePiece("SpecialToken", "</s>", 0)})},
+        {"special_tokens",
+         {{"<s>", {{"id", "<s>"}, {"ids", {0}}, {"tokens", {"<s>"}}}},
+          {"</s>", {{"id", "</s>"}, {"ids", {2}}, {"tokens", {"</s>"}}}}}}}},
+      {"decoder", metaspace},
+      {"model",
+       {{"type", "Unigram"}, {"unk_id", 3}, {"vocab", std::move(vocab)}, {"byte_fallback", false}}},
+  };
+  return tokenizer.dump();
+}
+
+}  // namespace shoal::native::tok
