@@ -1,5 +1,5 @@
 // SentencePiece model files (runtime/native/tokenizers/sentencepiece_model.h:
-// ParseSentencePieceModel), then SigLIP's and XLM-R's tokenizers made of one
+// ParseSentencePieceModel), then SigLIP's, XLM-R's and DeBERTa's tokenizers made of one
 // (siglip_tokenizer.h, converted_tokenizers.h) and, when they parse, a text
 // encoded. What must hold:
 // a parsed model's special ids lie inside its pieces; the tokenizer's ids lie
@@ -26,7 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tok::SiglipTokenizerOptions options;
   options.eos_token = model->eos_id >= 0 ? model->pieces[model->eos_id].piece : "</s>";
   for (auto json : {tok::SiglipTokenizerJson(*model, options),
-                    tok::XlmRobertaTokenizerJson(*model, nlohmann::json::object())}) {
+                    tok::XlmRobertaTokenizerJson(*model, nlohmann::json::object()),
+                    tok::DebertaV2TokenizerJson(*model, nlohmann::json::object())}) {
     if (!json.ok()) continue;
     auto t = Tokenizer::Parse(*json);
     if (!t.ok()) continue;

@@ -83,7 +83,13 @@ TEST_F(Catalog, ABrokenModelIsRefusedWithTheReasonAndNotRegistered) {
     std::string reason;
   };
   const std::vector<Case> cases = {
-      {"no-tokenizer", [](const fs::path& d) { fs::remove(d / "tokenizer.json"); }, "tokenizer.json"},
+      // Neither tokenizer.json nor the slow tokenizer's vocab.txt.
+      {"no-tokenizer",
+       [](const fs::path& d) {
+         fs::remove(d / "tokenizer.json");
+         fs::remove(d / "vocab.txt");
+       },
+       "tokenizer.json"},
       {"truncated-weights", [](const fs::path& d) { fs::resize_file(d / "model.safetensors", 5000); },
        "truncated"},
       {"no-weights", [](const fs::path& d) { fs::remove(d / "model.safetensors"); }, "safetensors"},
@@ -207,6 +213,7 @@ TEST_F(Catalog, TheCliAddsListsPinsAndRemovesModels) {
 
   const std::string broken = CopyModel("cross-encoder-tiny", "cli-broken");
   fs::remove(fs::path(broken) / "tokenizer.json");
+  fs::remove(fs::path(broken) / "vocab.txt");
   std::tie(rc, out) = ShoalModels(url, "add " + broken);
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("tokenizer.json"), std::string::npos) << out;

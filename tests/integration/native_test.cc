@@ -93,7 +93,8 @@ class NativeServing : public ::testing::Test {
     // tokenizer.json, registered as `shoal models add DIR` would.
     slow_dir_ = fs::temp_directory_path() / ("shoal-slow-tokenizers-" + std::to_string(::getpid()));
     for (auto [dir, id] :
-         {std::pair{"bert-ner-tiny", "t/ner-slow"}, std::pair{"roberta-classifier-tiny", "t/sentiment-slow"}}) {
+         {std::pair{"bert-ner-tiny", "t/ner-slow"}, std::pair{"roberta-classifier-tiny", "t/sentiment-slow"},
+          std::pair{"deberta-v3-classifier-tiny", "t/deberta-nli-slow"}}) {
       fs::create_directories(slow_dir_);
       fs::copy(kModels + "/" + dir, slow_dir_ / dir, fs::copy_options::recursive);
       fs::remove(slow_dir_ / dir / "tokenizer.json");
@@ -109,7 +110,7 @@ class NativeServing : public ::testing::Test {
                           "t/splade",
                           "t/colbert", "t/colbert-modernbert", "t/bge-m3", "t/nomic", "t/deberta", "t/deberta-nli", "t/deberta-ner", "t/jina",
                           "t/jina-rerank", "t/distilbert", "t/distilbert-splade", "t/mpnet", "t/electra",
-                          "t/splade-modernbert", "t/ner-slow", "t/sentiment-slow"}) {
+                          "t/splade-modernbert", "t/ner-slow", "t/sentiment-slow", "t/deberta-nli-slow"}) {
       cluster_->WaitForWorkers(m, 1);
     }
     gateway_ = cluster_->StartGateway().release();
@@ -1092,7 +1093,8 @@ TEST_F(NativeServing, CheckpointsWithOnlySlowTokenizerFilesAnswerAsWithTokenizer
   const json labels = {{"items", {{{"text", "A TERRIBLE, awful film."}}, {{"text", "what a lovely day"}}}},
                        {"top_k", 3}};
   for (auto [fast, slow, body] : {std::tuple{"t/ner", "t/ner-slow", ner},
-                                  std::tuple{"t/sentiment", "t/sentiment-slow", labels}}) {
+                                  std::tuple{"t/sentiment", "t/sentiment-slow", labels},
+                                  std::tuple{"t/deberta-nli", "t/deberta-nli-slow", labels}}) {
     json want = Post(std::string("/v1/extract/") + fast, body.dump());
     json got = Post(std::string("/v1/extract/") + slow, body.dump());
     ASSERT_TRUE(want.contains("items")) << want.dump();

@@ -125,7 +125,8 @@ TEST(Residency, AModelThatFailsToLoadAnswers502AndIsNotRetried) {
   const fs::path dir = fs::path(cluster.dir()) / "fragile";
   fs::copy(fs::path(SHOAL_TEST_MODELS) / "bert-tiny-mean", dir, fs::copy_options::recursive);
   cluster.Register("id: t/fragile\nruntime: native\npath: " + dir.string() + "\n");
-  fs::remove(dir / "tokenizer.json");  // broken after it was registered
+  fs::remove(dir / "tokenizer.json");  // broken after it was registered: no tokenizer
+  fs::remove(dir / "vocab.txt");
   auto worker = cluster.StartWorker();
   auto gateway = cluster.StartGateway();
 

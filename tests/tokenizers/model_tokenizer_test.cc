@@ -239,11 +239,11 @@ TEST_F(ModelTokenizer, ConvertsBertsVocabTxtAsBertConverterDoes) {
   Write("added_tokens.json", R"({"<new>": 10})");
   EXPECT_NE(LoadModelTokenizer(dir_.string()).status().message().find("added_tokens.json"),
             std::string::npos);
-  Write("tokenizer_config.json", R"({"tokenizer_class": "MPNetTokenizer"})");
+  Write("tokenizer_config.json", R"({"tokenizer_class": "CamembertTokenizer"})");
   EXPECT_NE(LoadModelTokenizer(dir_.string())
                 .status()
                 .message()
-                .find("MPNetTokenizer is not converted here"),
+                .find("CamembertTokenizer is not converted here"),
             std::string::npos);
 }
 

@@ -11,8 +11,8 @@
 # SiglipTokenizer's canonicalization too.
 #
 # With --slow-files, Shoal reads a copy of MODEL_DIR without its
-# tokenizer.json (XLM-R's sentencepiece.bpe.model converted as
-# XLMRobertaConverter does).
+# tokenizer.json (XLM-R's sentencepiece.bpe.model or DeBERTa-v3's spm.model
+# converted as XLMRobertaConverter or DebertaV2Converter does).
 #
 #   sentencepiece_reference_test.sh SHOAL_BINARY SOURCE_DIR MODEL_DIR [--slow-files]
 set -euo pipefail

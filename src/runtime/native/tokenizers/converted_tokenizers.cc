@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/base64.h"
+#include "runtime/native/tokenizers/tokenizer_config.h"
 
 namespace shoal::native::tok {
 namespace {
@@ -19,30 +20,6 @@ using JsonOut = nlohmann::ordered_json;
 
 Status FileError(std::string_view file, const std::string& what) {
   return Status(Code::kModelLoadFailed, std::string(file) + ": " + what);
-}
-
-// A special token tokenizer_config.json names: a string, or an AddedToken
-// object with its "content"; the slow tokenizer's default where the key is
-// absent; none where it is null.
-Result<std::optional<std::string>> ConfigToken(const JsonIn& config, const char* key,
-                                               const char* fallback) {
-  auto v = config.find(key);
-  if (v == config.end()) return std::optional<std::string>(fallback);
-  if (v->is_null()) return std::optional<std::string>();
-  if (v->is_string()) return std::optional<std::string>(v->get<std::string>());
-  if (v->is_object()) {
-    auto c = v->find("content");
-    if (c != v->end() && c->is_string()) return std::optional<std::string>(c->get<std::string>());
-  }
-  return FileError("tokenizer_config.json", std::string(key) + ": expected a token");
-}
-
-Result<bool> ConfigFlag(const JsonIn& config, const char* key, bool fallback) {
-  auto v = config.find(key);
-  if (v == config.end() || v->is_null()) return fallback;
-  if (!v->is_boolean())
-    return FileError("tokenizer_config.json", std::string(key) + ": expected true or false");
-  return v->get<bool>();
 }
 
 JsonOut AddedTokenJson(int64_t id, const std::string& content, bool lstrip = false) {
@@ -94,7 +71,9 @@ JsonOut TemplatePiece(const char* kind, const std::string& id, int type_id) {
 
 }  // namespace
 
-Result<std::string> BertTokenizerJson(std::string_view vocab_txt, const JsonIn& config) {
+Result<std::string> BertTokenizerJson(std::string_view vocab_txt, const JsonIn& config,
+                                      WordPieceLayout layout) {
+  const bool mpnet = layout == WordPieceLayout::kMpnet;
   if (!simdjson::validate_utf8(vocab_txt.data(), vocab_txt.size()))
     return FileError("vocab.txt", "not UTF-8");
   // vocab.txt as the slow tokenizer reads it: a token a line (its "\n"
@@ -126,10 +105,13 @@ Result<std::string> BertTokenizerJson(std::string_view vocab_txt, const JsonIn& 
     strip_accents = v->get<bool>();
   }
   SHOAL_ASSIGN_OR_RETURN(const auto unk, ConfigToken(config, "unk_token", "[UNK]"));
-  SHOAL_ASSIGN_OR_RETURN(const auto sep, ConfigToken(config, "sep_token", "[SEP]"));
-  SHOAL_ASSIGN_OR_RETURN(const auto pad, ConfigToken(config, "pad_token", "[PAD]"));
-  SHOAL_ASSIGN_OR_RETURN(const auto cls, ConfigToken(config, "cls_token", "[CLS]"));
-  SHOAL_ASSIGN_OR_RETURN(const auto mask, ConfigToken(config, "mask_token", "[MASK]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto sep,
+                         ConfigToken(config, "sep_token", mpnet ? "</s>" : "[SEP]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto pad,
+                         ConfigToken(config, "pad_token", mpnet ? "<pad>" : "[PAD]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto cls, ConfigToken(config, "cls_token", mpnet ? "<s>" : "[CLS]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto mask,
+                         ConfigToken(config, "mask_token", mpnet ? "<mask>" : "[MASK]"));
   if (!unk || !sep || !cls)
     return FileError("tokenizer_config.json", "BERT's tokenizer needs unk, sep and cls tokens");
   const auto cls_id = id_of(*cls), sep_id = id_of(*sep);
@@ -139,7 +121,14 @@ Result<std::string> BertTokenizerJson(std::string_view vocab_txt, const JsonIn& 
   }
   SHOAL_ASSIGN_OR_RETURN(
       JsonOut added,
-      SlowAddedTokens(config, {{unk}, {sep}, {pad}, {cls}, {mask}}, "vocab.txt", id_of));
+      SlowAddedTokens(config, {{unk}, {sep}, {pad}, {cls}, {mask, mpnet}}, "vocab.txt", id_of));
+  // MPNet separates a pair with two of its sep tokens.
+  JsonOut pair =
+      JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
+                      TemplatePiece("SpecialToken", *sep, 0)});
+  if (mpnet) pair.push_back(TemplatePiece("SpecialToken", *sep, 0));
+  pair.push_back(TemplatePiece("Sequence", "B", 1));
+  pair.push_back(TemplatePiece("SpecialToken", *sep, 1));
 
   JsonOut tokenizer = {
       {"version", "1.0"},
@@ -157,10 +146,7 @@ Result<std::string> BertTokenizerJson(std::string_view vocab_txt, const JsonIn& 
         {"single",
          JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
                          TemplatePiece("SpecialToken", *sep, 0)})},
-        {"pair",
-         JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
-                         TemplatePiece("SpecialToken", *sep, 0), TemplatePiece("Sequence", "B", 1),
-                         TemplatePiece("SpecialToken", *sep, 1)})},
+        {"pair", std::move(pair)},
         {"special_tokens",
          {{*cls, {{"id", *cls}, {"ids", {*cls_id}}, {"tokens", {*cls}}}},
           {*sep, {{"id", *sep}, {"ids", {*sep_id}}, {"tokens", {*sep}}}}}}}},
@@ -332,6 +318,84 @@ Result<std::string> XlmRobertaTokenizerJson(const SentencePieceModel& model, con
       {"decoder", metaspace},
       {"model",
        {{"type", "Unigram"}, {"unk_id", 3}, {"vocab", std::move(vocab)}, {"byte_fallback", false}}},
+  };
+  return tokenizer.dump();
+}
+
+Result<std::string> DebertaV2TokenizerJson(const SentencePieceModel& model, const JsonIn& config) {
+  if (model.model_type != SentencePieceModel::ModelType::kUnigram) {
+    return FileError("spm.model", "only a Unigram model is read");
+  }
+  // SentencePiece's own ids; [MASK], which the slow tokenizer adds, one past.
+  JsonOut vocab = JsonOut::array();
+  std::unordered_map<std::string, int64_t> ids;
+  for (const SentencePieceModel::Piece& p : model.pieces) {
+    if (p.type == SentencePieceModel::PieceType::kUserDefined) {
+      return FileError("spm.model", "user-defined piece '" + p.piece + "' is not supported");
+    }
+    ids.emplace(p.piece, static_cast<int64_t>(vocab.size()));
+    vocab.push_back(JsonOut::array({p.piece, static_cast<double>(p.score)}));
+  }
+  SHOAL_ASSIGN_OR_RETURN(const auto mask, ConfigToken(config, "mask_token", "[MASK]"));
+  if (mask) ids.emplace(*mask, static_cast<int64_t>(model.pieces.size()));
+  const IdOf id_of = [&](const std::string& t) -> std::optional<int64_t> {
+    auto it = ids.find(t);
+    return it == ids.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+  SHOAL_ASSIGN_OR_RETURN(const bool lower, ConfigFlag(config, "do_lower_case", false));
+  SHOAL_ASSIGN_OR_RETURN(const bool split_by_punct, ConfigFlag(config, "split_by_punct", false));
+  SHOAL_ASSIGN_OR_RETURN(const auto unk, ConfigToken(config, "unk_token", "[UNK]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto sep, ConfigToken(config, "sep_token", "[SEP]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto pad, ConfigToken(config, "pad_token", "[PAD]"));
+  SHOAL_ASSIGN_OR_RETURN(const auto cls, ConfigToken(config, "cls_token", "[CLS]"));
+  if (!sep || !cls || !id_of(*sep) || !id_of(*cls)) {
+    return FileError("spm.model",
+                     "DeBERTa's tokenizer needs its sep and cls tokens among its pieces");
+  }
+  SHOAL_ASSIGN_OR_RETURN(
+      JsonOut added,
+      SlowAddedTokens(config, {{pad}, {cls}, {sep}, {unk}, {mask}}, "spm.model", id_of));
+
+  JsonOut normalizers = JsonOut::array();
+  if (lower) normalizers.push_back({{"type", "Lowercase"}});
+  normalizers.push_back({{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}});
+  if (!model.precompiled_charsmap.empty()) {
+    std::string charsmap;
+    AppendBase64(model.precompiled_charsmap, &charsmap);
+    normalizers.push_back({{"type", "Precompiled"}, {"precompiled_charsmap", charsmap}});
+  }
+  normalizers.push_back({{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}});
+  const JsonOut metaspace = {{"type", "Metaspace"},
+                             {"replacement", "\u2581"},
+                             {"prepend_scheme", "always"},
+                             {"split", true}};
+  JsonOut pre = JsonOut::array();
+  if (split_by_punct) pre.push_back({{"type", "Punctuation"}, {"behavior", "Isolated"}});
+  pre.push_back(metaspace);
+  const int64_t cls_id = *id_of(*cls), sep_id = *id_of(*sep);
+  JsonOut tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", std::move(added)},
+      {"normalizer", {{"type", "Sequence"}, {"normalizers", std::move(normalizers)}}},
+      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", std::move(pre)}}},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single",
+         JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
+                         TemplatePiece("SpecialToken", *sep, 0)})},
+        {"pair",
+         JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
+                         TemplatePiece("SpecialToken", *sep, 0), TemplatePiece("Sequence", "B", 1),
+                         TemplatePiece("SpecialToken", *sep, 1)})},
+        {"special_tokens",
+         {{*cls, {{"id", *cls}, {"ids", {cls_id}}, {"tokens", {*cls}}}},
+          {*sep, {{"id", *sep}, {"ids", {sep_id}}, {"tokens", {*sep}}}}}}}},
+      {"decoder", metaspace},
+      {"model",
+       {{"type", "Unigram"},
+        {"unk_id", model.unk_id},
+        {"vocab", std::move(vocab)},
+        {"byte_fallback", false}}},
   };
   return tokenizer.dump();
 }

@@ -8,6 +8,7 @@
 #include "runtime/native/tokenizers/converted_tokenizers.h"
 #include "runtime/native/tokenizers/sentencepiece_model.h"
 #include "runtime/native/tokenizers/siglip_tokenizer.h"
+#include "runtime/native/tokenizers/tokenizer_config.h"
 
 namespace shoal::native {
 namespace {
@@ -18,40 +19,38 @@ Status ConfigError(const std::string& what) {
   return Status(Code::kModelLoadFailed, "tokenizer_config.json: " + what);
 }
 
-// A token as tokenizer_config.json saves it: a string, or an AddedToken
-// object with its "content".
-bool TokenContent(const nlohmann::json& v, std::string* out) {
-  if (v.is_string()) {
-    *out = v.get<std::string>();
-    return true;
+// A file of `dir`'s slow tokenizer `cls`; missing, it is named beside the
+// tokenizer.json that is missing too.
+Result<std::string> ReadSlowFile(const fs::path& dir, const char* name, const std::string& cls) {
+  std::error_code ec;
+  if (!fs::exists(dir / name, ec)) {
+    return Status(Code::kModelLoadFailed, dir.string() + " has no tokenizer.json, nor the " + name +
+                                              " of its slow tokenizer " + cls);
   }
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) {
-    *out = v["content"].get<std::string>();
-    return true;
-  }
-  return false;
+  return ReadFile((dir / name).string());
+}
+
+// The SentencePiece model file `name` of `dir`, parsed.
+Result<tok::SentencePieceModel> ReadSentencePiece(const fs::path& dir, const char* name,
+                                                  const std::string& cls) {
+  SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadSlowFile(dir, name, cls));
+  return tok::ParseSentencePieceModel(bytes, name);
 }
 
 Result<std::unique_ptr<Tokenizer>> LoadSiglipTokenizer(const fs::path& dir,
                                                        const nlohmann::json& config) {
   tok::SiglipTokenizerOptions options;
-  if (auto v = config.find("do_lower_case"); v != config.end()) {
-    if (!v->is_boolean()) return ConfigError("do_lower_case: expected true or false");
-    options.do_lower_case = v->get<bool>();
-  }
-  if (auto v = config.find("eos_token");
-      v != config.end() && !TokenContent(*v, &options.eos_token)) {
-    return ConfigError("eos_token: expected a token");
-  }
+  SHOAL_ASSIGN_OR_RETURN(options.do_lower_case, tok::ConfigFlag(config, "do_lower_case", true));
+  SHOAL_ASSIGN_OR_RETURN(const auto eos, tok::ConfigToken(config, "eos_token", "</s>"));
+  if (!eos) return ConfigError("eos_token: SiglipTokenizer appends one");
+  options.eos_token = *eos;
   if (auto v = config.find("additional_special_tokens");
       v != config.end() && !v->is_null() && !v->empty()) {
     return ConfigError(
         "additional_special_tokens: SiglipTokenizer's are not read (only an empty list)");
   }
-  const fs::path file = dir / "spiece.model";
-  SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadFile(file.string()));
   SHOAL_ASSIGN_OR_RETURN(tok::SentencePieceModel model,
-                         tok::ParseSentencePieceModel(bytes, "spiece.model"));
+                         ReadSentencePiece(dir, "spiece.model", "SiglipTokenizer"));
   SHOAL_ASSIGN_OR_RETURN(std::string json, tok::SiglipTokenizerJson(model, options));
   return Tokenizer::Parse(json);
 }
@@ -76,22 +75,46 @@ std::string SlowClass(const fs::path& dir, const nlohmann::json& config) {
   if (t == "bert" || t == "distilbert" || t == "electra") return "BertTokenizer";
   if (t == "roberta") return "RobertaTokenizer";
   if (t == "xlm-roberta") return "XLMRobertaTokenizer";
+  if (t == "mpnet") return "MPNetTokenizer";
+  if (t == "deberta-v2") return "DebertaV2Tokenizer";
   if (t == "siglip") return "SiglipTokenizer";
   return cls;
+}
+
+// The tokenizer.json a converter makes of `dir`'s slow tokenizer `cls`.
+Result<std::string> ConvertedJson(const fs::path& dir, const std::string& cls,
+                                  const nlohmann::json& config) {
+  if (cls == "BertTokenizer" || cls == "DistilBertTokenizer" || cls == "ElectraTokenizer" ||
+      cls == "MPNetTokenizer") {
+    SHOAL_ASSIGN_OR_RETURN(std::string vocab, ReadSlowFile(dir, "vocab.txt", cls));
+    return tok::BertTokenizerJson(
+        vocab, config,
+        cls == "MPNetTokenizer" ? tok::WordPieceLayout::kMpnet : tok::WordPieceLayout::kBert);
+  }
+  if (cls == "RobertaTokenizer") {
+    SHOAL_ASSIGN_OR_RETURN(std::string vocab, ReadSlowFile(dir, "vocab.json", cls));
+    SHOAL_ASSIGN_OR_RETURN(std::string merges, ReadSlowFile(dir, "merges.txt", cls));
+    return tok::RobertaTokenizerJson(vocab, merges, config);
+  }
+  if (cls == "XLMRobertaTokenizer") {
+    SHOAL_ASSIGN_OR_RETURN(auto model, ReadSentencePiece(dir, "sentencepiece.bpe.model", cls));
+    return tok::XlmRobertaTokenizerJson(model, config);
+  }
+  if (cls == "DebertaV2Tokenizer") {
+    SHOAL_ASSIGN_OR_RETURN(auto model, ReadSentencePiece(dir, "spm.model", cls));
+    return tok::DebertaV2TokenizerJson(model, config);
+  }
+  return Status(Code::kModelLoadFailed, dir.string() +
+                                            ": no tokenizer.json, and its slow tokenizer " + cls +
+                                            " is not converted here (Bert, DistilBert, Electra, "
+                                            "MPNet, Roberta, XLMRoberta, DebertaV2 and "
+                                            "Siglip tokenizers are)");
 }
 
 Result<std::unique_ptr<Tokenizer>> Converted(const fs::path& dir, const std::string& cls,
                                              const nlohmann::json& config) {
   if (cls == "SiglipTokenizer") return LoadSiglipTokenizer(dir, config);
-  const bool bert =
-      cls == "BertTokenizer" || cls == "DistilBertTokenizer" || cls == "ElectraTokenizer";
-  if (!bert && cls != "RobertaTokenizer" && cls != "XLMRobertaTokenizer") {
-    return Status(
-        Code::kModelLoadFailed,
-        dir.string() + ": no tokenizer.json, and its slow tokenizer " + cls +
-            " is not converted here (BertTokenizer, DistilBertTokenizer, ElectraTokenizer, "
-            "RobertaTokenizer, XLMRobertaTokenizer and SiglipTokenizer are)");
-  }
+  SHOAL_ASSIGN_OR_RETURN(std::string json, ConvertedJson(dir, cls, config));
   // Tokens a legacy slow tokenizer added (added_tokens.json) are listed in
   // added_tokens_decoder by any transformers that saves both.
   std::error_code ec;
@@ -99,20 +122,6 @@ Result<std::unique_ptr<Tokenizer>> Converted(const fs::path& dir, const std::str
     return Status(Code::kModelLoadFailed,
                   "added_tokens.json: a legacy file not read here; saving the "
                   "tokenizer with a current transformers writes tokenizer.json");
-  }
-  std::string json;
-  if (bert) {
-    SHOAL_ASSIGN_OR_RETURN(std::string vocab, ReadFile((dir / "vocab.txt").string()));
-    SHOAL_ASSIGN_OR_RETURN(json, tok::BertTokenizerJson(vocab, config));
-  } else if (cls == "XLMRobertaTokenizer") {
-    SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadFile((dir / "sentencepiece.bpe.model").string()));
-    SHOAL_ASSIGN_OR_RETURN(auto model,
-                           tok::ParseSentencePieceModel(bytes, "sentencepiece.bpe.model"));
-    SHOAL_ASSIGN_OR_RETURN(json, tok::XlmRobertaTokenizerJson(model, config));
-  } else {
-    SHOAL_ASSIGN_OR_RETURN(std::string vocab, ReadFile((dir / "vocab.json").string()));
-    SHOAL_ASSIGN_OR_RETURN(std::string merges, ReadFile((dir / "merges.txt").string()));
-    SHOAL_ASSIGN_OR_RETURN(json, tok::RobertaTokenizerJson(vocab, merges, config));
   }
   return Tokenizer::Parse(json);
 }

@@ -84,118 +84,96 @@ class FieldReader {
   std::string_view what_;
 };
 
-Status ReadPiece(std::string_view bytes, std::string_view what, SentencePieceModel::Piece* piece) {
+// Calls `fn` on each field of one message; the first error, its or the
+// reader's, ends the walk.
+template <typename Fn>
+Status ForEachField(std::string_view bytes, std::string_view what, Fn fn) {
   FieldReader r(bytes, what);
   FieldReader::Field f;
   Status status;
-  while (r.Next(&f, &status)) {
+  while (r.Next(&f, &status)) SHOAL_RETURN_IF_ERROR(fn(f));
+  return status;
+}
+
+Status Malformed(std::string_view what, const std::string& why) {
+  return Status(Code::kModelLoadFailed, std::string(what) + ": " + why);
+}
+
+Status ReadPiece(std::string_view bytes, std::string_view what, SentencePieceModel::Piece* piece) {
+  return ForEachField(bytes, what, [&](const FieldReader::Field& f) {
     if (f.number == 1 && f.wire == kBytes) {
-      if (!simdjson::validate_utf8(f.bytes.data(), f.bytes.size())) {
-        return Status(Code::kModelLoadFailed, std::string(what) + ": a piece is not UTF-8");
-      }
+      if (!simdjson::validate_utf8(f.bytes.data(), f.bytes.size()))
+        return Malformed(what, "a piece is not UTF-8");
       piece->piece = std::string(f.bytes);
     } else if (f.number == 2 && f.wire == kFixed32) {
       std::memcpy(&piece->score, &f.fixed32, 4);
     } else if (f.number == 3 && f.wire == kVarint) {
       if (f.varint < 1 || f.varint > 6) {
-        return Status(Code::kModelLoadFailed, std::string(what) + ": piece type " +
-                                                  std::to_string(f.varint) +
-                                                  " is not SentencePiece's");
+        return Malformed(what,
+                         "piece type " + std::to_string(f.varint) + " is not SentencePiece's");
       }
       piece->type = static_cast<SentencePieceModel::PieceType>(f.varint);
     }
-  }
-  return status;
+    return Status::Ok();
+  });
 }
 
 Status ReadTrainerSpec(std::string_view bytes, std::string_view what, SentencePieceModel* m) {
-  FieldReader r(bytes, what);
-  FieldReader::Field f;
-  Status status;
-  while (r.Next(&f, &status)) {
-    if (f.wire != kVarint) continue;
+  return ForEachField(bytes, what, [&](const FieldReader::Field& f) {
+    if (f.wire != kVarint) return Status::Ok();
     // int32 fields: a negative id is sent as a 64-bit two's complement.
     const auto as_int = static_cast<int32_t>(static_cast<int64_t>(f.varint));
-    switch (f.number) {
-      case 3:
-        if (f.varint < 1 || f.varint > 4) {
-          return Status(Code::kModelLoadFailed, std::string(what) + ": model type " +
-                                                    std::to_string(f.varint) +
-                                                    " is not SentencePiece's");
-        }
-        m->model_type = static_cast<SentencePieceModel::ModelType>(f.varint);
-        break;
-      case 35:
-        m->byte_fallback = f.varint != 0;
-        break;
-      case 40:
-        m->unk_id = as_int;
-        break;
-      case 41:
-        m->bos_id = as_int;
-        break;
-      case 42:
-        m->eos_id = as_int;
-        break;
-      case 43:
-        m->pad_id = as_int;
-        break;
-      default:
-        break;
+    if (f.number == 3) {
+      if (f.varint < 1 || f.varint > 4) {
+        return Malformed(what,
+                         "model type " + std::to_string(f.varint) + " is not SentencePiece's");
+      }
+      m->model_type = static_cast<SentencePieceModel::ModelType>(f.varint);
     }
-  }
-  return status;
+    if (f.number == 35) m->byte_fallback = f.varint != 0;
+    if (f.number == 40) m->unk_id = as_int;
+    if (f.number == 41) m->bos_id = as_int;
+    if (f.number == 42) m->eos_id = as_int;
+    if (f.number == 43) m->pad_id = as_int;
+    return Status::Ok();
+  });
 }
 
 Status ReadNormalizerSpec(std::string_view bytes, std::string_view what, SentencePieceModel* m) {
-  FieldReader r(bytes, what);
-  FieldReader::Field f;
-  Status status;
-  while (r.Next(&f, &status)) {
+  return ForEachField(bytes, what, [&](const FieldReader::Field& f) {
     if (f.number == 1 && f.wire == kBytes) m->normalizer_name = std::string(f.bytes);
     if (f.number == 2 && f.wire == kBytes) m->precompiled_charsmap = std::string(f.bytes);
     if (f.number == 3 && f.wire == kVarint) m->add_dummy_prefix = f.varint != 0;
     if (f.number == 4 && f.wire == kVarint) m->remove_extra_whitespaces = f.varint != 0;
     if (f.number == 5 && f.wire == kVarint) m->escape_whitespaces = f.varint != 0;
-  }
-  return status;
+    return Status::Ok();
+  });
 }
 
 }  // namespace
 
 Result<SentencePieceModel> ParseSentencePieceModel(std::string_view bytes, std::string_view what) {
   SentencePieceModel m;
-  FieldReader r(bytes, what);
-  FieldReader::Field f;
-  Status status;
-  while (r.Next(&f, &status)) {
-    if (f.wire != kBytes) continue;
+  SHOAL_RETURN_IF_ERROR(ForEachField(bytes, what, [&](const FieldReader::Field& f) {
+    if (f.wire != kBytes) return Status::Ok();
     if (f.number == 1) {
-      SentencePieceModel::Piece piece;
-      SHOAL_RETURN_IF_ERROR(ReadPiece(f.bytes, what, &piece));
-      m.pieces.push_back(std::move(piece));
+      SHOAL_RETURN_IF_ERROR(ReadPiece(f.bytes, what, &m.pieces.emplace_back()));
     } else if (f.number == 2) {
       SHOAL_RETURN_IF_ERROR(ReadTrainerSpec(f.bytes, what, &m));
     } else if (f.number == 3) {
       SHOAL_RETURN_IF_ERROR(ReadNormalizerSpec(f.bytes, what, &m));
     }
-  }
-  SHOAL_RETURN_IF_ERROR(status);
-  if (m.pieces.empty())
-    return Status(Code::kModelLoadFailed,
-                  std::string(what) + ": no pieces (is this a model file?)");
+    return Status::Ok();
+  }));
+  if (m.pieces.empty()) return Malformed(what, "no pieces (is this a model file?)");
   const auto n = static_cast<int32_t>(m.pieces.size());
   if (m.unk_id < 0 || m.unk_id >= n ||
       m.pieces[m.unk_id].type != SentencePieceModel::PieceType::kUnknown) {
-    return Status(Code::kModelLoadFailed, std::string(what) + ": unk_id " +
-                                              std::to_string(m.unk_id) +
-                                              " is not the model's unknown piece");
+    return Malformed(what,
+                     "unk_id " + std::to_string(m.unk_id) + " is not the model's unknown piece");
   }
   for (int32_t id : {m.bos_id, m.eos_id, m.pad_id}) {
-    if (id >= n) {
-      return Status(Code::kModelLoadFailed, std::string(what) + ": special id " +
-                                                std::to_string(id) + " is past the pieces");
-    }
+    if (id >= n) return Malformed(what, "special id " + std::to_string(id) + " is past the pieces");
   }
   return m;
 }
