@@ -35,6 +35,28 @@ struct SlowSpecial {
 };
 using IdOf = std::function<std::optional<int64_t>(const std::string&)>;
 
+// Looks ids up in `ids` (which must outlive it).
+IdOf Lookup(const std::unordered_map<std::string, int64_t>& ids) {
+  return [&ids](const std::string& t) -> std::optional<int64_t> {
+    auto it = ids.find(t);
+    return it == ids.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+}
+
+// A SentencePiece model's rules, as a tokenizer.json normalizer.
+JsonOut PrecompiledJson(const SentencePieceModel& model) {
+  std::string charsmap;
+  AppendBase64(model.precompiled_charsmap, &charsmap);
+  return {{"type", "Precompiled"}, {"precompiled_charsmap", charsmap}};
+}
+
+JsonOut MetaspaceJson() {
+  return {{"type", "Metaspace"},
+          {"replacement", "\u2581"},
+          {"prepend_scheme", "always"},
+          {"split", true}};
+}
+
 Result<JsonOut> SlowAddedTokens(const JsonIn& config, const std::vector<SlowSpecial>& specials,
                                 std::string_view vocab_file, const IdOf& id_of) {
   JsonOut out = JsonOut::array();
@@ -90,10 +112,7 @@ Result<std::string> BertTokenizerJson(std::string_view vocab_txt, const JsonIn& 
   }
   if (ids.empty()) return FileError("vocab.txt", "empty");
   for (const auto& [token, id] : ids) vocab[token] = id;
-  const IdOf id_of = [&](const std::string& t) -> std::optional<int64_t> {
-    auto it = ids.find(t);
-    return it == ids.end() ? std::nullopt : std::optional<int64_t>(it->second);
-  };
+  const IdOf id_of = Lookup(ids);
 
   SHOAL_ASSIGN_OR_RETURN(const bool basic, ConfigFlag(config, "do_basic_tokenize", true));
   SHOAL_ASSIGN_OR_RETURN(const bool lower, ConfigFlag(config, "do_lower_case", true));
@@ -271,10 +290,7 @@ Result<std::string> XlmRobertaTokenizerJson(const SentencePieceModel& model, con
   }
   ids.emplace("<mask>", static_cast<int64_t>(vocab.size()));
   vocab.push_back(JsonOut::array({"<mask>", 0.0}));
-  const IdOf id_of = [&](const std::string& t) -> std::optional<int64_t> {
-    auto it = ids.find(t);
-    return it == ids.end() ? std::nullopt : std::optional<int64_t>(it->second);
-  };
+  const IdOf id_of = Lookup(ids);
   SHOAL_ASSIGN_OR_RETURN(const auto bos, ConfigToken(config, "bos_token", "<s>"));
   SHOAL_ASSIGN_OR_RETURN(const auto pad, ConfigToken(config, "pad_token", "<pad>"));
   SHOAL_ASSIGN_OR_RETURN(const auto eos, ConfigToken(config, "eos_token", "</s>"));
@@ -285,18 +301,11 @@ Result<std::string> XlmRobertaTokenizerJson(const SentencePieceModel& model, con
                                          "sentencepiece.bpe.model", id_of));
 
   JsonOut normalizers = JsonOut::array();
-  if (!model.precompiled_charsmap.empty()) {
-    std::string charsmap;
-    AppendBase64(model.precompiled_charsmap, &charsmap);
-    normalizers.push_back({{"type", "Precompiled"}, {"precompiled_charsmap", charsmap}});
-  }
+  if (!model.precompiled_charsmap.empty()) normalizers.push_back(PrecompiledJson(model));
   normalizers.push_back({{"type", "Strip"}, {"strip_left", false}, {"strip_right", true}});
   normalizers.push_back(
       {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", "\u2581"}});
-  const JsonOut metaspace = {{"type", "Metaspace"},
-                             {"replacement", "\u2581"},
-                             {"prepend_scheme", "always"},
-                             {"split", true}};
+  const JsonOut metaspace = MetaspaceJson();
   JsonOut tokenizer = {
       {"version", "1.0"},
       {"added_tokens", std::move(added)},
@@ -338,10 +347,7 @@ Result<std::string> DebertaV2TokenizerJson(const SentencePieceModel& model, cons
   }
   SHOAL_ASSIGN_OR_RETURN(const auto mask, ConfigToken(config, "mask_token", "[MASK]"));
   if (mask) ids.emplace(*mask, static_cast<int64_t>(model.pieces.size()));
-  const IdOf id_of = [&](const std::string& t) -> std::optional<int64_t> {
-    auto it = ids.find(t);
-    return it == ids.end() ? std::nullopt : std::optional<int64_t>(it->second);
-  };
+  const IdOf id_of = Lookup(ids);
   SHOAL_ASSIGN_OR_RETURN(const bool lower, ConfigFlag(config, "do_lower_case", false));
   SHOAL_ASSIGN_OR_RETURN(const bool split_by_punct, ConfigFlag(config, "split_by_punct", false));
   SHOAL_ASSIGN_OR_RETURN(const auto unk, ConfigToken(config, "unk_token", "[UNK]"));
@@ -359,16 +365,9 @@ Result<std::string> DebertaV2TokenizerJson(const SentencePieceModel& model, cons
   JsonOut normalizers = JsonOut::array();
   if (lower) normalizers.push_back({{"type", "Lowercase"}});
   normalizers.push_back({{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}});
-  if (!model.precompiled_charsmap.empty()) {
-    std::string charsmap;
-    AppendBase64(model.precompiled_charsmap, &charsmap);
-    normalizers.push_back({{"type", "Precompiled"}, {"precompiled_charsmap", charsmap}});
-  }
+  if (!model.precompiled_charsmap.empty()) normalizers.push_back(PrecompiledJson(model));
   normalizers.push_back({{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}});
-  const JsonOut metaspace = {{"type", "Metaspace"},
-                             {"replacement", "\u2581"},
-                             {"prepend_scheme", "always"},
-                             {"split", true}};
+  const JsonOut metaspace = MetaspaceJson();
   JsonOut pre = JsonOut::array();
   if (split_by_punct) pre.push_back({{"type", "Punctuation"}, {"behavior", "Isolated"}});
   pre.push_back(metaspace);
