@@ -9,14 +9,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/base64.h"
 #include "runtime/native/tokenizers/tokenizer_config.h"
+#include "runtime/native/tokenizers/tokenizer_json_sections.h"
 
 namespace shoal::native::tok {
 namespace {
 
 using JsonIn = nlohmann::json;
-using JsonOut = nlohmann::ordered_json;
+using JsonOut = TokenizerJson;
 
 Status FileError(std::string_view file, const std::string& what) {
   return Status(Code::kModelLoadFailed, std::string(file) + ": " + what);
@@ -41,20 +41,6 @@ IdOf Lookup(const std::unordered_map<std::string, int64_t>& ids) {
     auto it = ids.find(t);
     return it == ids.end() ? std::nullopt : std::optional<int64_t>(it->second);
   };
-}
-
-// A SentencePiece model's rules, as a tokenizer.json normalizer.
-JsonOut PrecompiledJson(const SentencePieceModel& model) {
-  std::string charsmap;
-  AppendBase64(model.precompiled_charsmap, &charsmap);
-  return {{"type", "Precompiled"}, {"precompiled_charsmap", charsmap}};
-}
-
-JsonOut MetaspaceJson() {
-  return {{"type", "Metaspace"},
-          {"replacement", "\u2581"},
-          {"prepend_scheme", "always"},
-          {"split", true}};
 }
 
 Result<JsonOut> SlowAddedTokens(const JsonIn& config, const std::vector<SlowSpecial>& specials,
@@ -85,10 +71,6 @@ Result<JsonOut> SlowAddedTokens(const JsonIn& config, const std::vector<SlowSpec
     out.push_back(AddedTokenJson(*id, *s.content, s.lstrip));
   }
   return out;
-}
-
-JsonOut TemplatePiece(const char* kind, const std::string& id, int type_id) {
-  return {{kind, {{"id", id}, {"type_id", type_id}}}};
 }
 
 }  // namespace
@@ -142,12 +124,12 @@ Result<std::string> BertTokenizerJson(std::string_view vocab_txt, const JsonIn& 
       JsonOut added,
       SlowAddedTokens(config, {{unk}, {sep}, {pad}, {cls}, {mask, mpnet}}, "vocab.txt", id_of));
   // MPNet separates a pair with two of its sep tokens.
-  JsonOut pair =
-      JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
-                      TemplatePiece("SpecialToken", *sep, 0)});
-  if (mpnet) pair.push_back(TemplatePiece("SpecialToken", *sep, 0));
-  pair.push_back(TemplatePiece("Sequence", "B", 1));
-  pair.push_back(TemplatePiece("SpecialToken", *sep, 1));
+  JsonOut pair = JsonOut::array({TemplatePieceJson("SpecialToken", *cls, 0),
+                                 TemplatePieceJson("Sequence", "A", 0),
+                                 TemplatePieceJson("SpecialToken", *sep, 0)});
+  if (mpnet) pair.push_back(TemplatePieceJson("SpecialToken", *sep, 0));
+  pair.push_back(TemplatePieceJson("Sequence", "B", 1));
+  pair.push_back(TemplatePieceJson("SpecialToken", *sep, 1));
 
   JsonOut tokenizer = {
       {"version", "1.0"},
@@ -162,9 +144,9 @@ Result<std::string> BertTokenizerJson(std::string_view vocab_txt, const JsonIn& 
       {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
       {"post_processor",
        {{"type", "TemplateProcessing"},
-        {"single",
-         JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
-                         TemplatePiece("SpecialToken", *sep, 0)})},
+        {"single", JsonOut::array({TemplatePieceJson("SpecialToken", *cls, 0),
+                                   TemplatePieceJson("Sequence", "A", 0),
+                                   TemplatePieceJson("SpecialToken", *sep, 0)})},
         {"pair", std::move(pair)},
         {"special_tokens",
          {{*cls, {{"id", *cls}, {"ids", {*cls_id}}, {"tokens", {*cls}}}},
@@ -302,9 +284,8 @@ Result<std::string> XlmRobertaTokenizerJson(const SentencePieceModel& model, con
 
   JsonOut normalizers = JsonOut::array();
   if (!model.precompiled_charsmap.empty()) normalizers.push_back(PrecompiledJson(model));
-  normalizers.push_back({{"type", "Strip"}, {"strip_left", false}, {"strip_right", true}});
-  normalizers.push_back(
-      {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", "\u2581"}});
+  normalizers.push_back(StripJson(false, true));
+  normalizers.push_back(ReplaceJson(" {2,}", "\u2581"));
   const JsonOut metaspace = MetaspaceJson();
   JsonOut tokenizer = {
       {"version", "1.0"},
@@ -313,14 +294,15 @@ Result<std::string> XlmRobertaTokenizerJson(const SentencePieceModel& model, con
       {"pre_tokenizer", metaspace},
       {"post_processor",
        {{"type", "TemplateProcessing"},
-        {"single",
-         JsonOut::array({TemplatePiece("SpecialToken", "<s>", 0), TemplatePiece("Sequence", "A", 0),
-                         TemplatePiece("SpecialToken", "</s>", 0)})},
+        {"single", JsonOut::array({TemplatePieceJson("SpecialToken", "<s>", 0),
+                                   TemplatePieceJson("Sequence", "A", 0),
+                                   TemplatePieceJson("SpecialToken", "</s>", 0)})},
         {"pair",
          JsonOut::array(
-             {TemplatePiece("SpecialToken", "<s>", 0), TemplatePiece("Sequence", "A", 0),
-              TemplatePiece("SpecialToken", "</s>", 0), TemplatePiece("SpecialToken", "</s>", 0),
-              TemplatePiece("Sequence", "B", 0), TemplatePiece("SpecialToken", "</s>", 0)})},
+             {TemplatePieceJson("SpecialToken", "<s>", 0), TemplatePieceJson("Sequence", "A", 0),
+              TemplatePieceJson("SpecialToken", "</s>", 0),
+              TemplatePieceJson("SpecialToken", "</s>", 0), TemplatePieceJson("Sequence", "B", 0),
+              TemplatePieceJson("SpecialToken", "</s>", 0)})},
         {"special_tokens",
          {{"<s>", {{"id", "<s>"}, {"ids", {0}}, {"tokens", {"<s>"}}}},
           {"</s>", {{"id", "</s>"}, {"ids", {2}}, {"tokens", {"</s>"}}}}}}}},
@@ -364,9 +346,9 @@ Result<std::string> DebertaV2TokenizerJson(const SentencePieceModel& model, cons
 
   JsonOut normalizers = JsonOut::array();
   if (lower) normalizers.push_back({{"type", "Lowercase"}});
-  normalizers.push_back({{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}});
+  normalizers.push_back(StripJson(true, true));
   if (!model.precompiled_charsmap.empty()) normalizers.push_back(PrecompiledJson(model));
-  normalizers.push_back({{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}});
+  normalizers.push_back(ReplaceJson(" {2,}", " "));
   const JsonOut metaspace = MetaspaceJson();
   JsonOut pre = JsonOut::array();
   if (split_by_punct) pre.push_back({{"type", "Punctuation"}, {"behavior", "Isolated"}});
@@ -379,13 +361,14 @@ Result<std::string> DebertaV2TokenizerJson(const SentencePieceModel& model, cons
       {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", std::move(pre)}}},
       {"post_processor",
        {{"type", "TemplateProcessing"},
-        {"single",
-         JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
-                         TemplatePiece("SpecialToken", *sep, 0)})},
+        {"single", JsonOut::array({TemplatePieceJson("SpecialToken", *cls, 0),
+                                   TemplatePieceJson("Sequence", "A", 0),
+                                   TemplatePieceJson("SpecialToken", *sep, 0)})},
         {"pair",
-         JsonOut::array({TemplatePiece("SpecialToken", *cls, 0), TemplatePiece("Sequence", "A", 0),
-                         TemplatePiece("SpecialToken", *sep, 0), TemplatePiece("Sequence", "B", 1),
-                         TemplatePiece("SpecialToken", *sep, 1)})},
+         JsonOut::array(
+             {TemplatePieceJson("SpecialToken", *cls, 0), TemplatePieceJson("Sequence", "A", 0),
+              TemplatePieceJson("SpecialToken", *sep, 0), TemplatePieceJson("Sequence", "B", 1),
+              TemplatePieceJson("SpecialToken", *sep, 1)})},
         {"special_tokens",
          {{*cls, {{"id", *cls}, {"ids", {cls_id}}, {"tokens", {*cls}}}},
           {*sep, {{"id", *sep}, {"ids", {sep_id}}, {"tokens", {*sep}}}}}}}},

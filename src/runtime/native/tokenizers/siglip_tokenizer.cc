@@ -2,12 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/base64.h"
+#include "runtime/native/tokenizers/tokenizer_json_sections.h"
 
 namespace shoal::native::tok {
 namespace {
 
-using JsonOut = nlohmann::ordered_json;
+using JsonOut = TokenizerJson;
 
 // Python's string.punctuation, as a PCRE class.
 constexpr const char* kAsciiPunctuation = R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])";
@@ -18,21 +18,6 @@ constexpr const char* kPythonWhitespace =
 
 constexpr const char* kFinalCapitalSigma =
     R"((?<=[\p{Lu}\p{Ll}\p{Lt}])\x{03a3}(?![\p{Lu}\p{Ll}\p{Lt}]))";
-
-JsonOut Replace(const char* regex, const char* content) {
-  return {{"type", "Replace"}, {"pattern", {{"Regex", regex}}}, {"content", content}};
-}
-
-JsonOut Strip(bool left, bool right) {
-  return {{"type", "Strip"}, {"strip_left", left}, {"strip_right", right}};
-}
-
-JsonOut Metaspace() {
-  return {{"type", "Metaspace"},
-          {"replacement", "\u2581"},
-          {"prepend_scheme", "always"},
-          {"split", true}};
-}
 
 Status Unsupported(const std::string& what) {
   return Status(Code::kModelLoadFailed,
@@ -60,34 +45,31 @@ Result<std::string> SiglipTokenizerJson(const SentencePieceModel& model,
   if (eos < 0) return Unsupported("eos_token '" + options.eos_token + "' is not one of its pieces");
 
   // canonicalize_text, then do_lower_case, then SentencePiece's own rules.
-  JsonOut normalizers = JsonOut::array(
-      {Replace(kAsciiPunctuation, ""), Replace(kPythonWhitespace, " "), Strip(true, true)});
+  JsonOut normalizers =
+      JsonOut::array({ReplaceJson(kAsciiPunctuation, ""), ReplaceJson(kPythonWhitespace, " "),
+                      StripJson(true, true)});
   if (options.do_lower_case) {
     // Python's str.lower() ends a word's capital sigma as "ς" (Unicode's
     // Final_Sigma; case-ignorable characters between are not looked past).
-    normalizers.push_back(Replace(kFinalCapitalSigma, "\u03c2"));
+    normalizers.push_back(ReplaceJson(kFinalCapitalSigma, "\u03c2"));
     normalizers.push_back({{"type", "Lowercase"}});
   }
-  if (!model.precompiled_charsmap.empty()) {
-    std::string charsmap;
-    AppendBase64(model.precompiled_charsmap, &charsmap);
-    normalizers.push_back({{"type", "Precompiled"}, {"precompiled_charsmap", charsmap}});
-  }
+  if (!model.precompiled_charsmap.empty()) normalizers.push_back(PrecompiledJson(model));
   if (model.remove_extra_whitespaces) {
     // SentencePiece's, on "▁" + text: spaces its rules made are collapsed and
     // trailing ones dropped; a leading one stays (it follows the "▁").
-    normalizers.push_back(Replace(" {2,}", " "));
-    normalizers.push_back(Strip(false, true));
+    normalizers.push_back(ReplaceJson(" {2,}", " "));
+    normalizers.push_back(StripJson(false, true));
   }
 
-  const JsonOut eos_token = {{"SpecialToken", {{"id", options.eos_token}, {"type_id", 0}}}};
-  const JsonOut a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
-  const JsonOut b = {{"Sequence", {{"id", "B"}, {"type_id", 0}}}};
+  const JsonOut eos_token = TemplatePieceJson("SpecialToken", options.eos_token, 0);
+  const JsonOut a = TemplatePieceJson("Sequence", "A", 0);
+  const JsonOut b = TemplatePieceJson("Sequence", "B", 0);
   JsonOut tokenizer = {
       {"version", "1.0"},
       {"added_tokens", JsonOut::array()},  // the text is canonicalized before any could match
       {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
-      {"pre_tokenizer", Metaspace()},
+      {"pre_tokenizer", MetaspaceJson()},
       {"post_processor",
        {{"type", "TemplateProcessing"},
         {"single", JsonOut::array({a, eos_token})},
@@ -95,7 +77,7 @@ Result<std::string> SiglipTokenizerJson(const SentencePieceModel& model,
         {"special_tokens",
          {{options.eos_token,
            {{"id", options.eos_token}, {"ids", {eos}}, {"tokens", {options.eos_token}}}}}}}},
-      {"decoder", Metaspace()},
+      {"decoder", MetaspaceJson()},
       {"model",
        {{"type", "Unigram"},
         {"unk_id", model.unk_id},
