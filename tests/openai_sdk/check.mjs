@@ -25,7 +25,8 @@ const question = [{ role: "user", content: "What is the weather in Oslo?" }];
 function checkWeather(args) {
   const parsed = JSON.parse(args);
   assert.equal(typeof parsed.city, "string");
-  assert.ok(parsed.city.length <= 12);
+  // maxLength counts code points (JSON Schema); a string's .length counts UTF-16 units.
+  assert.ok([...parsed.city].length <= 12, args);
   assert.ok(["celsius", "fahrenheit"].includes(parsed.unit), args);
   return parsed;
 }
