@@ -26,18 +26,20 @@ Charset Charset::FromCharacters(std::vector<std::string> characters, bool space)
   return c;
 }
 
-RecognizedText CtcDecode(std::span<const float> probs, size_t steps, const Charset& charset) {
+Result<RecognizedText> CtcDecode(std::span<const float> top1, const Charset& charset) {
   RecognizedText out;
-  const size_t C = charset.size();
-  if (C == 0 || probs.size() < steps * C) return out;
   double sum = 0;
   size_t kept = 0, previous = 0;
-  for (size_t t = 0; t < steps; ++t) {
-    const float* row = probs.data() + t * C;
-    const size_t best = static_cast<size_t>(std::max_element(row, row + C) - row);
+  for (size_t t = 0; 2 * t + 1 < top1.size(); ++t) {
+    const float p = top1[2 * t], index = top1[2 * t + 1];
+    if (!(index >= 0 && index < static_cast<float>(charset.size()))) {
+      return Status(Code::kInferenceError, "ocr: the recognizer's class " + std::to_string(index) +
+                                               " is not one of its " + std::to_string(charset.size()) + " keys");
+    }
+    const auto best = static_cast<size_t>(index);
     if (best != 0 && (t == 0 || best != previous)) {
       out.text += charset.at(best);
-      sum += row[best];
+      sum += p;
       ++kept;
     }
     previous = best;

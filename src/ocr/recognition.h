@@ -35,7 +35,9 @@ struct RecognizedText {
   float confidence = 0;
 };
 
-// probs: `steps` rows of charset.size() probabilities.
-RecognizedText CtcDecode(std::span<const float> probs, size_t steps, const Charset& charset);
+// Greedy CTC over each step's most probable class: `top1` holds a (max
+// probability, class index) pair per step (Model::Run's RunOutputs::kTop1).
+// An index outside the charset is INFERENCE_ERROR.
+Result<RecognizedText> CtcDecode(std::span<const float> top1, const Charset& charset);
 
 }  // namespace shoal::ocr

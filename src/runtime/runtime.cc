@@ -25,7 +25,7 @@ Status Model::Tokenize(std::span<const TokenizeInput>, std::span<TokenizeOutput>
   return Unsupported(*this, "tokenize", out);
 }
 
-Status Model::Run(std::span<const Tensor>, std::vector<Tensor>*) {
+Status Model::Run(std::span<const Tensor>, RunOutputs, std::vector<Tensor>*) {
   return InvalidInput("model '" + config().id + "' is not a graph (it was not loaded as a pipeline's stage)");
 }
 

@@ -78,6 +78,13 @@ struct MultiVector {
   std::vector<float> values;
 };
 
+// What Model::Run answers of each output: the whole tensor, or along its
+// last axis only the largest value and its index ([..., C] → [..., 2] as
+// (max, index); an index is exact as a float below 2^24). A CTC recognizer's
+// or a classifier's caller needs no more, and it spares moving every class's
+// score across the runtime's process boundary.
+enum class RunOutputs { kWhole, kTop1 };
+
 struct EncodeOutput {
   Status status;             // per item: INVALID_INPUT when the input is at fault
   // When status is ok, those of the three the input asked for.
@@ -205,7 +212,7 @@ class Model {
   // runs its inputs through the graph once and answers every output the
   // graph has. An input the graph does not take, or of a shape it cannot
   // run, is INVALID_INPUT; the other models fail it so too.
-  virtual Status Run(std::span<const Tensor> inputs, std::vector<Tensor>* outputs);
+  virtual Status Run(std::span<const Tensor> inputs, RunOutputs what, std::vector<Tensor>* outputs);
 
   // Whether Encode takes token ids (EncodeInput::ids) as well as text. The
   // worker refuses id inputs to a model that does not (INVALID_INPUT).

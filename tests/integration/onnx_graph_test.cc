@@ -91,7 +91,7 @@ TEST_F(OnnxGraphs, StagesRunAsOnnxRuntimeRunsThem) {
     EXPECT_GT((*model)->memory_bytes(), 1000000u);
     const Tensor in = Noise(stage.shape, seed++);
     std::vector<Tensor> out;
-    ASSERT_TRUE((*model)->Run({&in, 1}, &out).ok());
+    ASSERT_TRUE((*model)->Run({&in, 1}, RunOutputs::kWhole, &out).ok());
     const json want = Reference(stage.file, in);
     ASSERT_EQ(out.size(), want.size());
     for (size_t i = 0; i < out.size(); ++i) {
@@ -103,11 +103,31 @@ TEST_F(OnnxGraphs, StagesRunAsOnnxRuntimeRunsThem) {
       for (size_t k = 0; k < values.size(); ++k) worst = std::max<double>(worst, std::abs(out[i].values[k] - values[k]));
       EXPECT_LT(worst, 1e-5) << out[i].name;
     }
+    // top1: each row of the last axis as (max, index), the reference's own.
+    std::vector<Tensor> top1;
+    ASSERT_TRUE((*model)->Run({&in, 1}, RunOutputs::kTop1, &top1).ok());
+    ASSERT_EQ(top1.size(), want.size());
+    for (size_t i = 0; i < top1.size(); ++i) {
+      auto shape = want[i]["shape"].get<std::vector<int64_t>>();
+      const auto C = static_cast<size_t>(shape.back());
+      shape.back() = 2;
+      EXPECT_EQ(top1[i].shape, shape);
+      const auto values = want[i]["values"].get<std::vector<float>>();
+      ASSERT_EQ(top1[i].values.size(), values.size() / C * 2);
+      size_t disagree = 0;
+      for (size_t r = 0; r < values.size() / C; ++r) {
+        const auto row = values.begin() + static_cast<ptrdiff_t>(r * C);
+        const auto best = static_cast<float>(std::max_element(row, row + static_cast<ptrdiff_t>(C)) - row);
+        EXPECT_NEAR(top1[i].values[2 * r], row[static_cast<ptrdiff_t>(best)], 1e-5);
+        disagree += top1[i].values[2 * r + 1] != best;
+      }
+      EXPECT_EQ(disagree, 0u) << "rows whose index is not the reference's argmax";
+    }
     // An input the graph does not take fails the run, not the process.
     Tensor wrong = in;
     wrong.name = "pixel_values";
-    EXPECT_FALSE((*model)->Run({&wrong, 1}, &out).ok());
-    ASSERT_TRUE((*model)->Run({&in, 1}, &out).ok()) << "the stage still runs";
+    EXPECT_FALSE((*model)->Run({&wrong, 1}, RunOutputs::kWhole, &out).ok());
+    ASSERT_TRUE((*model)->Run({&in, 1}, RunOutputs::kWhole, &out).ok()) << "the stage still runs";
     // A graph has no task of its own.
     EncodeInput text{.text = "a"};
     EncodeOutput encoded;
@@ -134,7 +154,7 @@ TEST_F(OnnxGraphs, AreRefusedWhereTheyCannotRun) {
   ASSERT_TRUE(encoder.ok()) << encoder.status().ToString();
   const Tensor in = Noise({1, 3, 32, 32}, 1);
   std::vector<Tensor> out;
-  const Status s = (*encoder)->Run({&in, 1}, &out);
+  const Status s = (*encoder)->Run({&in, 1}, RunOutputs::kWhole, &out);
   EXPECT_EQ(s.code(), Code::kInvalidInput);
   EXPECT_NE(s.message().find("not a graph"), std::string::npos) << s.message();
 }

@@ -101,14 +101,15 @@ TEST(OcrRecognition, CtcMergesRunsAndDropsBlanks) {
   // Steps: a a blank a b b space blank.
   const int best[] = {1, 1, 0, 1, 2, 2, 3, 0};
   const float p[] = {0.9f, 0.7f, 0.99f, 0.8f, 0.6f, 0.6f, 0.5f, 0.9f};
-  std::vector<float> probs(8 * 4, 0.0f);
-  for (size_t t = 0; t < 8; ++t) {
-    for (int c = 0; c < 4; ++c) probs[t * 4 + c] = c == best[t] ? p[t] : (1 - p[t]) / 3;
-  }
-  const RecognizedText r = CtcDecode(probs, 8, charset);
-  EXPECT_EQ(r.text, "aab ");
-  EXPECT_NEAR(r.confidence, (0.9 + 0.8 + 0.6 + 0.5) / 4, 1e-6) << "the first step of each run counts";
-  EXPECT_EQ(CtcDecode(std::vector<float>(4, 0.25f), 1, charset).confidence, 0.0f) << "only a blank";
+  std::vector<float> top1;
+  for (size_t t = 0; t < 8; ++t) top1.insert(top1.end(), {p[t], static_cast<float>(best[t])});
+  const auto r = CtcDecode(top1, charset);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->text, "aab ");
+  EXPECT_NEAR(r->confidence, (0.9 + 0.8 + 0.6 + 0.5) / 4, 1e-6) << "the first step of each run counts";
+  EXPECT_EQ(CtcDecode(std::vector<float>{0.25f, 0.0f}, charset)->confidence, 0.0f) << "only a blank";
+  // A class the keys do not have is the recognizer's fault, not a character.
+  EXPECT_EQ(CtcDecode(std::vector<float>{0.9f, 4.0f}, charset).status().code(), Code::kInferenceError);
 }
 
 TEST(OcrRecognition, TheKeysFileIsOneCharacterPerLine) {

@@ -112,7 +112,8 @@ Result<std::unique_ptr<Model>> OcrModel::Load(const ModelConfig& config, const L
   const image::Image blank = image::BlankImage(96, 48);
   const image::Image* one = &blank;
   std::vector<Tensor> out;
-  SHOAL_RETURN_IF_ERROR(m->recognizer_->Run(std::vector<Tensor>{Input(RecognizerBatch({&one, 1}))}, &out));
+  SHOAL_RETURN_IF_ERROR(
+      m->recognizer_->Run(std::vector<Tensor>{Input(RecognizerBatch({&one, 1}))}, RunOutputs::kWhole, &out));
   SHOAL_ASSIGN_OR_RETURN(const Tensor probs, OneOutput(std::move(out), 3, "recognizer"));
   if (static_cast<size_t>(probs.shape[2]) != m->charset_.size()) {
     return InvalidInput("ocr.keys: " + keys + " gives " + std::to_string(m->charset_.size()) +
@@ -132,7 +133,7 @@ Status OcrModel::Upright(std::vector<image::Image>* lines) const {
     const size_t n = std::min(kChunk, lines->size() - start);
     std::vector<Tensor> out;
     SHOAL_RETURN_IF_ERROR(classifier_->Run(
-        std::vector<Tensor>{Input(ClassifierBatch(std::span(*lines).subspan(start, n)))}, &out));
+        std::vector<Tensor>{Input(ClassifierBatch(std::span(*lines).subspan(start, n)))}, RunOutputs::kWhole, &out));
     SHOAL_ASSIGN_OR_RETURN(const Tensor probs, OneOutput(std::move(out), 2, "classifier"));
     if (probs.shape[0] != static_cast<int64_t>(n) || probs.shape[1] != 2) {
       return Status(Code::kInferenceError, "ocr: the classifier's output is not two classes per line");
@@ -170,15 +171,17 @@ Status OcrModel::Recognize(std::span<const image::Image> lines, std::vector<Reco
     std::vector<const image::Image*> chunk;
     for (size_t k = 0; k < n; ++k) chunk.push_back(&lines[order[start + k]]);
     std::vector<Tensor> out;
-    SHOAL_RETURN_IF_ERROR(recognizer_->Run(std::vector<Tensor>{Input(RecognizerBatch(chunk))}, &out));
-    SHOAL_ASSIGN_OR_RETURN(const Tensor probs, OneOutput(std::move(out), 3, "recognizer"));
-    const auto steps = static_cast<size_t>(probs.shape[1]), classes = static_cast<size_t>(probs.shape[2]);
-    if (probs.shape[0] != static_cast<int64_t>(n) || classes != charset_.size()) {
-      return Status(Code::kInferenceError, "ocr: the recognizer's output does not fit its batch and keys");
+    // Each step's most probable class only: CTC's greedy decoding needs no
+    // more, and the whole [n, steps, 6625] would be ~37 MB a batch to move.
+    SHOAL_RETURN_IF_ERROR(recognizer_->Run(std::vector<Tensor>{Input(RecognizerBatch(chunk))}, RunOutputs::kTop1, &out));
+    SHOAL_ASSIGN_OR_RETURN(const Tensor top1, OneOutput(std::move(out), 3, "recognizer"));
+    if (top1.shape[0] != static_cast<int64_t>(n)) {
+      return Status(Code::kInferenceError, "ocr: the recognizer's output does not fit its batch");
     }
+    const auto per_line = static_cast<size_t>(top1.shape[1]) * 2;
     for (size_t k = 0; k < n; ++k) {
-      (*texts)[order[start + k]] =
-          CtcDecode(std::span(probs.values).subspan(k * steps * classes, steps * classes), steps, charset_);
+      SHOAL_ASSIGN_OR_RETURN((*texts)[order[start + k]],
+                             CtcDecode(std::span(top1.values).subspan(k * per_line, per_line), charset_));
     }
   }
   return Status::Ok();
@@ -212,7 +215,7 @@ Status OcrModel::Detect(const image::Image& img, std::vector<Quad>* boxes) const
   PlaneBatch planes = DetectorBatch(img, limit_side_);
   const uint32_t map_w = planes.width, map_h = planes.height;
   std::vector<Tensor> det;
-  SHOAL_RETURN_IF_ERROR(detector_->Run(std::vector<Tensor>{Input(std::move(planes))}, &det));
+  SHOAL_RETURN_IF_ERROR(detector_->Run(std::vector<Tensor>{Input(std::move(planes))}, RunOutputs::kWhole, &det));
   SHOAL_ASSIGN_OR_RETURN(const Tensor prob, OneOutput(std::move(det), 4, "detector"));
   if (prob.shape[2] != map_h || prob.shape[3] != map_w) {
     return Status(Code::kInferenceError, "ocr: the detector's map is not the size of its input");

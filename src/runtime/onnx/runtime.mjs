@@ -138,14 +138,16 @@ function modelWorker() {
     return [{ ok: { items: bins } }, bins.map((x) => x.buffer)];
   }
 
-  // A bare graph's run: float32 tensors in, every output out (as float32).
-  async function runGraph({ inputs }) {
+  // A bare graph's run: float32 tensors in, every output out (as float32),
+  // or with top1 each output's last axis reduced to (max, index).
+  async function runGraph({ inputs, top1 }) {
     const feeds = {};
     for (const t of inputs) feeds[t.name] = new ort.Tensor('float32', t.data, t.shape);
     const out = await m.session.run(feeds);
     const outputs = m.session.outputNames.map((name) => {
-      const data = Float32Array.from(floats(out[name]));
-      return { name, shape: out[name].dims.map(Number), data: new Uint8Array(data.buffer) };
+      const dims = out[name].dims.map(Number);
+      const [shape, data] = top1 ? top1Of(floats(out[name]), dims) : [dims, new Float32Array(floats(out[name]))];
+      return { name, shape, data: new Uint8Array(data.buffer) };
     });
     return [{ ok: { outputs } }, outputs.map((t) => t.data.buffer)];
   }
@@ -173,6 +175,22 @@ function le32(values) {
   const view = new DataView(bytes.buffer);
   values.forEach((x, i) => view.setFloat32(i * 4, x, true));
   return bytes;
+}
+
+// Along the last axis of `dims`: each row's largest value and its index.
+function top1Of(values, dims) {
+  const C = dims.length ? dims[dims.length - 1] : 1;
+  const rows = C ? values.length / C : 0;
+  const pairs = new Float32Array(rows * 2);
+  for (let r = 0; r < rows; r++) {
+    let best = 0, max = values[r * C];
+    for (let c = 1; c < C; c++) {
+      if (values[r * C + c] > max) { max = values[r * C + c]; best = c; }
+    }
+    pairs[2 * r] = max;
+    pairs[2 * r + 1] = best;
+  }
+  return [[...dims.slice(0, -1), 2], pairs];
 }
 
 // An output tensor's values as numbers (float32/float64 as they are, float16
@@ -333,6 +351,7 @@ async function runGraph(q) {
   if (!m) return fail('MODEL_NOT_FOUND', `no model '${q.model}' is loaded`);
   if (m.task !== 'run') return fail('INVALID_INPUT', `model '${q.model}' is not a graph; it serves ${m.task}`);
   if (!Array.isArray(q.inputs)) return fail('INVALID_INPUT', 'run: inputs must be a list');
+  if (q.top1 !== undefined && typeof q.top1 !== 'boolean') return fail('INVALID_INPUT', 'run: top1 must be true or false');
   const inputs = [];
   for (const t of q.inputs) {
     if (!isMap(t) || typeof t.name !== 'string' || !Array.isArray(t.shape) || !(t.data instanceof Uint8Array)) {
@@ -348,7 +367,7 @@ async function runGraph(q) {
     new Uint8Array(data.buffer).set(t.data);
     inputs.push({ name: t.name, shape: t.shape, data });
   }
-  const r = await m.worker.call({ kind: 'graph', inputs });
+  const r = await m.worker.call({ kind: 'graph', inputs, top1: q.top1 === true });
   if (r.error) return fail('INFERENCE_ERROR', r.error.message);
   return r;
 }

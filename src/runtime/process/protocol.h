@@ -99,8 +99,9 @@ std::string ExtractRequest(uint64_t id, std::string_view model, std::span<const 
 std::string TokenizeRequest(uint64_t id, std::string_view model, std::span<const TokenizeInput> in);
 // An encode or score batch of token ids (`task`: kEncode or kScore).
 std::string TokenBatchRequest(uint64_t id, Task task, std::string_view model, std::span<const TokenInput> in);
-// A graph's run (protocol_graph.cc): named float32 tensors in.
-std::string RunRequest(uint64_t id, std::string_view model, std::span<const Tensor> inputs);
+// A graph's run (protocol_graph.cc): named float32 tensors in; with kTop1,
+// "top1": true.
+std::string RunRequest(uint64_t id, std::string_view model, std::span<const Tensor> inputs, RunOutputs what);
 // memory, health, stop: no fields but the op.
 std::string PlainRequest(uint64_t id, std::string_view op);
 // Generation (protocol_generate.cc): a job for a model; the end of one.
@@ -168,7 +169,8 @@ Status ReadEncodeOutputs(std::string_view ok, std::span<EncodeOutput> out);
 Status ReadScoreOutputs(std::string_view ok, std::span<ScoreOutput> out);
 Status ReadExtractOutputs(std::string_view ok, std::span<ExtractOutput> out);
 Status ReadTokenizeOutputs(std::string_view ok, std::span<TokenizeOutput> out);
-Status ReadRunOutputs(std::string_view ok, std::vector<Tensor>* outputs);
+// With kTop1, each output's last axis must be 2 and its indices whole.
+Status ReadRunOutputs(std::string_view ok, RunOutputs what, std::vector<Tensor>* outputs);
 Status ReadMemory(std::string_view ok, MemoryReport* report);
 Status ReadHealth(std::string_view ok, uint32_t* models);
 Status ReadChunk(std::string_view chunk, GenerationUpdate* update);

@@ -28,13 +28,18 @@ void WriteTensors(wire::MsgpackWriter& w, std::span<const Tensor> tensors) {
 
 }  // namespace
 
-std::string RunRequest(uint64_t id, std::string_view model, std::span<const Tensor> inputs) {
+std::string RunRequest(uint64_t id, std::string_view model, std::span<const Tensor> inputs, RunOutputs what) {
   std::string out;
-  wire::MsgpackWriter w = RequestEnvelope(&out, "run", id, 2);
+  const bool top1 = what == RunOutputs::kTop1;
+  wire::MsgpackWriter w = RequestEnvelope(&out, "run", id, top1 ? 3 : 2);
   w.Str("model");
   w.Str(model);
   w.Str("inputs");
   WriteTensors(w, inputs);
+  if (top1) {
+    w.Str("top1");
+    w.Bool(true);
+  }
   return out;
 }
 
@@ -86,7 +91,7 @@ Status ReadTensors(std::string_view raw, std::string_view where, std::vector<Ten
   });
 }
 
-Status ReadRunOutputs(std::string_view ok, std::vector<Tensor>* outputs) {
+Status ReadRunOutputs(std::string_view ok, RunOutputs what, std::vector<Tensor>* outputs) {
   wire::MsgpackReader r(ok);
   wire::MsgpackFields f(r, "run");
   std::string_view raw;
@@ -95,7 +100,20 @@ Status ReadRunOutputs(std::string_view ok, std::vector<Tensor>* outputs) {
     return f.Skip();
   }));
   if (raw.empty()) return InvalidInput("run: no outputs");
-  return ReadTensors(raw, "outputs", outputs);
+  SHOAL_RETURN_IF_ERROR(ReadTensors(raw, "outputs", outputs));
+  if (what != RunOutputs::kTop1) return Status::Ok();
+  for (const Tensor& t : *outputs) {
+    if (t.shape.empty() || t.shape.back() != 2) {
+      return InvalidInput("run: output '" + t.name + "' is not (max, index) pairs, as top1 asks");
+    }
+    for (size_t k = 1; k < t.values.size(); k += 2) {
+      const float index = t.values[k];
+      if (!(index >= 0 && index < 16777216.0f) || index != static_cast<float>(static_cast<int64_t>(index))) {
+        return InvalidInput("run: output '" + t.name + "' has an index that is not a whole number below 2^24");
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace shoal::runtime_process

@@ -118,15 +118,15 @@ class RemoteModel : public Model, public StreamingGenerator {
         in, out, [&](uint64_t id) { return ExtractRequest(id, handle_, in); },
         [&](std::string_view ok) { return ReadExtractOutputs(ok, out); });
   }
-  Status Run(std::span<const Tensor> inputs, std::vector<Tensor>* outputs) override {
-    if (!config_.graph) return Model::Run(inputs, outputs);
+  Status Run(std::span<const Tensor> inputs, RunOutputs what, std::vector<Tensor>* outputs) override {
+    if (!config_.graph) return Model::Run(inputs, what, outputs);
     auto c = Ready();
     if (!c.ok()) return c.status();
     const uint64_t id = c->client->NextId();
-    auto reply = c->client->Call(id, RunRequest(id, handle_, inputs), timeouts_.call);
+    auto reply = c->client->Call(id, RunRequest(id, handle_, inputs, what), timeouts_.call);
     if (!reply.ok()) return reply.status();
     outputs->clear();
-    if (Status s = ReadRunOutputs(reply->ok(), outputs); !s.ok()) {
+    if (Status s = ReadRunOutputs(reply->ok(), what, outputs); !s.ok()) {
       process_->Kill(c->generation, "protocol", "its reply to a run does not fit: " + s.message());
       return RuntimeGone(s.message());
     }
