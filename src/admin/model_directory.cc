@@ -29,7 +29,8 @@ Result<nlohmann::json> ReadConfig(const fs::path& config_path) {
 // sequence classifier that names several labels (id2label, num_labels) or
 // is multi-label, extracts; another sequence classifier is a reranker
 // (score); a causal LM generates, unless sentence-transformers saved it
-// (modules.json: a decoder embedder such as Qwen3-Embedding); an image
+// (modules.json: a decoder embedder such as Qwen3-Embedding), and so does a
+// vision-language model (…ForConditionalGeneration); an image
 // classifier extracts; the rest (image towers too) encode.
 Task TaskFromConfig(const nlohmann::json& config, const fs::path& dir) {
   if (auto a = config.find("architectures"); a != config.end() && a->is_array()) {
@@ -48,6 +49,7 @@ Task TaskFromConfig(const nlohmann::json& config, const fs::path& dir) {
         const bool multi_label = config.value("problem_type", "") == "multi_label_classification";
         return labels == 1 && !multi_label ? Task::kScore : Task::kExtract;
       }
+      if (arch.ends_with("ForConditionalGeneration")) return Task::kGenerate;  // a vision-language model (LLaVA)
       if (arch.ends_with("ForCausalLM")) {
         std::error_code ec;
         return fs::exists(dir / "modules.json", ec) ? Task::kEncode : Task::kGenerate;

@@ -30,6 +30,13 @@
 
 namespace shoal {
 
+// A part of a message's content: a text, or where an image stands (the
+// template sees {"type": "image"}; the image itself goes to EmbedImage).
+struct ChatPart {
+  bool image = false;
+  std::string text;
+};
+
 // One message of a conversation, as the chat template reads it.
 struct ChatTurn {
   std::string role;     // system, developer, user, assistant, tool
@@ -39,6 +46,9 @@ struct ChatTurn {
   // the arguments an object); empty: none.
   std::string tool_calls_json;
   std::string tool_call_id;  // a tool's answer: the call it answers
+  // Its content's parts in order, when it carries images (content then
+  // holds its text parts joined); empty: content is its one text.
+  std::vector<ChatPart> parts;
 };
 
 // A model's own sampling defaults (Hugging Face generation_config.json):
@@ -59,6 +69,20 @@ struct GeneratorInfo {
   // (reading the weights dominates it): speculative decoding drafts only
   // within it, so it never slows a batch that already fills a step.
   uint32_t flat_cost_rows = 1;
+  // A vision-language model's images (EmbedImage): a rendered prompt spells
+  // `image_token` once where each image stands, and the image takes
+  // `image_positions` positions there. 0: the model reads no images.
+  int32_t image_token = -1;
+  uint32_t image_positions = 0;
+};
+
+// Embeddings that stand in a sequence's prompt in place of its tokens' own:
+// rows [position, position + count), hidden_size floats each (an image's,
+// from EmbedImage).
+struct PlacedEmbeddings {
+  uint32_t position = 0;
+  uint32_t count = 0;
+  const float* rows = nullptr;
 };
 
 // One sequence's share of a step: new tokens at positions [start, start + n).
@@ -74,6 +98,9 @@ struct SequenceChunk {
   // The LoRA adapter the sequence runs under (one of the model's
   // UpdateLoras list); empty: the base model.
   std::string_view lora;
+  // The sequence's placed embeddings (its images), all of them: each row
+  // whose position this chunk feeds is read in place of the token's.
+  std::span<const PlacedEmbeddings> embeddings;
 };
 
 class Generator {
@@ -100,6 +127,14 @@ class Generator {
   // its own.
   virtual std::unique_ptr<Sampler> NewSampler(const SamplingConfig& config, uint64_t seed) const {
     return std::make_unique<Sampler>(config, seed);
+  }
+
+  // An image's rows for a prompt: info().image_positions rows of the
+  // decoder's width, from the image's encoded bytes (JPEG, PNG, WebP, GIF).
+  // INVALID_INPUT when it does not decode or the model reads no images.
+  virtual Result<std::vector<float>> EmbedImage(std::string_view encoded, int threads) {
+    (void)encoded, (void)threads;
+    return InvalidInput("this model reads no images");
   }
 
   // One step: appends each chunk's tokens to its sequence's cache and

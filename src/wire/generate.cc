@@ -239,6 +239,29 @@ Status ReadToolChoice(MsgpackFields& f, ToolChoice* out) {
   return Status::Ok();
 }
 
+// [{"text": str} | {"image": bin}, ...]
+Status ReadParts(MsgpackReader& r, std::vector<ContentPart>* out) {
+  uint32_t n = 0;
+  if (!r.ReadArrayHeader(&n)) return MsgpackExpected("messages[].parts", "an array", r);
+  for (uint32_t i = 0; i < n; ++i) {
+    ContentPart p;
+    MsgpackFields f(r, "messages[].parts[" + std::to_string(i) + "]");
+    SHOAL_RETURN_IF_ERROR(f.ForEach([&](std::string_view key) -> Status {
+      if (key == "text") return f.String(&p.data);
+      if (key == "image") {
+        p.image = true;
+        std::string_view bytes;
+        if (!r.ReadBin(&bytes)) return f.Error("image: expected the image's bytes (bin)");
+        p.data.assign(bytes);
+        return Status::Ok();
+      }
+      return f.Skip();
+    }));
+    out->push_back(std::move(p));
+  }
+  return Status::Ok();
+}
+
 Status ReadMessages(MsgpackReader& r, std::vector<ChatMessage>* out) {
   uint32_t n = 0;
   if (!r.ReadArrayHeader(&n)) return MsgpackExpected("messages", "an array", r);
@@ -250,6 +273,7 @@ Status ReadMessages(MsgpackReader& r, std::vector<ChatMessage>* out) {
       if (key == "content") return f.String(&m.content);
       if (key == "tool_calls") return ReadToolCalls(r, "messages[].tool_calls", &m.tool_calls);
       if (key == "tool_call_id") return f.String(&m.tool_call_id);
+      if (key == "parts") return ReadParts(r, &m.parts);
       return f.Skip();
     }));
     out->push_back(std::move(m));
@@ -274,11 +298,24 @@ void AppendGenerateWork(const GenerateRequest& r, std::string* out) {
     w.Str("messages");
     w.ArrayHeader(static_cast<uint32_t>(r.messages.size()));
     for (const ChatMessage& m : r.messages) {
-      w.MapHeader(2 + !m.tool_calls.empty() + !m.tool_call_id.empty());
+      w.MapHeader(2 + !m.tool_calls.empty() + !m.tool_call_id.empty() + !m.parts.empty());
       w.Str("role");
       w.Str(m.role);
       w.Str("content");
       w.Str(m.content);
+      if (!m.parts.empty()) {
+        w.Str("parts");
+        w.ArrayHeader(static_cast<uint32_t>(m.parts.size()));
+        for (const ContentPart& p : m.parts) {
+          w.MapHeader(1);
+          w.Str(p.image ? "image" : "text");
+          if (p.image) {
+            w.Bin(p.data);
+          } else {
+            w.Str(p.data);
+          }
+        }
+      }
       if (!m.tool_calls.empty()) {
         w.Str("tool_calls");
         AppendToolCalls(w, m.tool_calls);

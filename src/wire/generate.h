@@ -42,11 +42,21 @@ struct ToolCall {
   std::string arguments;  // a JSON object's text
 };
 
+// A part of a message whose content carries images: a text, or an image's
+// encoded bytes (JPEG, PNG, WebP, GIF).
+struct ContentPart {
+  bool image = false;
+  std::string data;
+};
+
 struct ChatMessage {
   std::string role;     // system, user, assistant, tool, ...
   std::string content;  // text parts of an OpenAI content array, concatenated
   std::vector<ToolCall> tool_calls;  // assistant: the calls it made
   std::string tool_call_id;          // tool: the call it answers
+  // When its content has image parts: every part in order (content still
+  // holds the text parts joined); empty otherwise.
+  std::vector<ContentPart> parts;
 };
 
 // OpenAI's tool_choice.

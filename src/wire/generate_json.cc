@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "wire/json_writer.h"
+#include "wire/request_json.h"
 
 namespace shoal::wire::gen {
 namespace {
@@ -51,15 +52,39 @@ size_t Depth(const Json& v, size_t limit) {
 
 constexpr size_t kMaxObjectDepth = 32;
 
-Status ReadContent(const Json& v, std::string_view field, std::string* out) {
+// An image part's image_url: {"url": "data:...;base64,...", "detail": "auto"}
+// → the image's bytes. Shoal fetches nothing: only data: URLs.
+Status ReadImageUrl(const Json& v, const std::string& field, std::string* bytes) {
+  if (!v.is_object()) return Expected(field, "an object {\"url\": ...}", v);
+  for (const auto& [key, value] : v.items()) {
+    if (key != "url" && key != "detail") return InvalidInput(field + "." + key + ": not supported (url, detail)");
+  }
+  if (auto detail = v.find("detail"); detail != v.end() && !detail->is_null() && *detail != "auto") {
+    return InvalidInput(field + ".detail: only \"auto\" (the model's own input size)");
+  }
+  auto url = v.find("url");
+  if (url == v.end()) return InvalidInput(field + ".url: missing");
+  std::string text;
+  SHOAL_RETURN_IF_ERROR(ReadString(*url, field + ".url", &text));
+  if (text.rfind("data:", 0) != 0) {
+    return InvalidInput(field + ".url: only data: URLs (Shoal fetches nothing; send the image inline)");
+  }
+  return DecodeJsonImage(field + ".url", text, bytes);
+}
+
+// A message's content: a string, null, or OpenAI's array of text and
+// image_url parts. Text parts are joined by newlines (as vLLM joins them)
+// into content; a message with an image keeps every part in order too.
+Status ReadContent(const Json& v, std::string_view field, ChatMessage* msg) {
   if (v.is_null()) {  // an assistant message that only called tools
-    out->clear();
+    msg->content.clear();
     return Status::Ok();
   }
-  if (v.is_string()) return ReadString(v, field, out);
+  if (v.is_string()) return ReadString(v, field, &msg->content);
   if (!v.is_array()) return Expected(field, "a string or an array of content parts", v);
-  // Text parts joined by newlines, as vLLM joins them.
-  out->clear();
+  msg->content.clear();
+  std::vector<ContentPart> parts;
+  bool images = false, texts = false;
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string part = Indexed(field, i);
     const Json& p = v[i];
@@ -68,16 +93,25 @@ Status ReadContent(const Json& v, std::string_view field, std::string* out) {
     if (type == p.end()) return InvalidInput(part + ".type: missing");
     std::string t;
     SHOAL_RETURN_IF_ERROR(ReadString(*type, part + ".type", &t));
-    if (t != "text") {
-      return InvalidInput(part + ".type: '" + t + "' is not supported; only text parts are");
+    const char* payload = t == "text" ? "text" : t == "image_url" ? "image_url" : nullptr;
+    if (!payload) return InvalidInput(part + ".type: '" + t + "' is not supported (text, image_url)");
+    for (const auto& [key, value] : p.items()) {
+      if (key != "type" && key != payload) return InvalidInput(part + "." + key + ": not supported in a " + t + " part");
     }
-    auto text = p.find("text");
-    if (text == p.end()) return InvalidInput(part + ".text: missing");
-    std::string s;
-    SHOAL_RETURN_IF_ERROR(ReadString(*text, part + ".text", &s));
-    if (i) out->push_back('\n');
-    out->append(s);
+    auto body = p.find(payload);
+    if (body == p.end()) return InvalidInput(part + "." + payload + ": missing");
+    ContentPart& c = parts.emplace_back();
+    if (t == "image_url") {
+      c.image = images = true;
+      SHOAL_RETURN_IF_ERROR(ReadImageUrl(*body, part + ".image_url", &c.data));
+      continue;
+    }
+    SHOAL_RETURN_IF_ERROR(ReadString(*body, part + ".text", &c.data));
+    if (texts) msg->content.push_back('\n');
+    msg->content.append(c.data);
+    texts = true;
   }
+  if (images) msg->parts = std::move(parts);
   return Status::Ok();
 }
 
@@ -373,7 +407,7 @@ Status ReadMessages(const Json& v, std::string_view field, std::vector<ChatMessa
     SHOAL_RETURN_IF_ERROR(ReadString(*role, f + ".role", &msg.role));
     auto content = m.find("content");
     if (content != m.end())
-      SHOAL_RETURN_IF_ERROR(ReadContent(*content, f + ".content", &msg.content));
+      SHOAL_RETURN_IF_ERROR(ReadContent(*content, f + ".content", &msg));
     if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
       SHOAL_RETURN_IF_ERROR(ReadToolCalls(*calls, f + ".tool_calls", &msg.tool_calls));
     }

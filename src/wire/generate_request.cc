@@ -262,6 +262,7 @@ Status CheckSize(const GenerateRequest& r, const ParseLimits& limits) {
   for (const auto& m : r.messages) {
     bytes += m.role.size() + m.content.size() + m.tool_call_id.size();
     for (const ToolCall& c : m.tool_calls) bytes += c.id.size() + c.name.size() + c.arguments.size();
+    for (const ContentPart& p : m.parts) bytes += p.image ? p.data.size() : 0;  // its text is in content
   }
   if (bytes <= limits.max_item_bytes) return Status::Ok();
   const char* field = r.kind == GenerateRequest::Kind::kChat ? "messages" : "prompt";

@@ -14,7 +14,7 @@ bool GenerationEngine::AwaitsSharedPrefix(const Sequence& s) const {
   // The blocks it could adopt (at least one token is always its own).
   const size_t wanted = (s.tokens.size() - 1) / block * block;
   for (const auto& r : running_) {
-    if (r->item.work.lora != s.item.work.lora || r->computed >= wanted) continue;
+    if (r->prefix_key != s.prefix_key || r->computed >= wanted) continue;
     const size_t n = std::min(wanted, r->tokens.size());
     if (n < block || !std::equal(s.tokens.begin(), s.tokens.begin() + block, r->tokens.begin())) continue;
     const size_t shared = std::mismatch(s.tokens.begin(), s.tokens.begin() + n, r->tokens.begin()).first -
@@ -56,7 +56,7 @@ void GenerationEngine::Admit() {
     // it generated) plus the next position — a shared prefix comes cached —
     // while a block per running sequence stays free: each may need one at
     // the next step, and the newcomer would be preempted at once for it.
-    const uint32_t adopted = blocks_.AdoptPrefix(s->tokens, s->item.work.lora, &s->table);
+    const uint32_t adopted = blocks_.AdoptPrefix(s->tokens, s->prefix_key, &s->table);
     if (!blocks_.Grow(&s->table, static_cast<uint32_t>(s->tokens.size()) + 1) ||
         blocks_.available() < running_.size()) {
       blocks_.Release(&s->table);

@@ -170,6 +170,10 @@ bool GenerationEngine::Prepare(Sequence& s) {
   }
   auto ids = gen_->EncodePrompt(chat ? std::string_view(rendered) : std::string_view(req.prompt), !chat);
   if (!ids.ok()) return fail(ids.status());
+  s.prefix_key = it.work.lora;
+  if (const std::vector<RequestImage> images = Images(req.messages); !images.empty()) {
+    if (Status st = PlaceImages(s, images, &*ids); !st.ok()) return fail(st);
+  }
   const GeneratorInfo& info = gen_->info();
   const size_t n = ids->size();
   if (n == 0) return fail(InvalidInput("the prompt is empty"));
@@ -272,7 +276,8 @@ void GenerationEngine::Step() {
                           .start = s.computed,
                           .blocks = s.table,
                           .logit_rows = static_cast<uint32_t>(s.feed.size()),
-                          .lora = s.item.work.lora});
+                          .lora = s.item.work.lora,
+                          .embeddings = s.placed});
         owner.push_back(i);
         continue;
       }
@@ -282,7 +287,8 @@ void GenerationEngine::Step() {
                         .start = s.computed,
                         .blocks = s.table,
                         .logit_rows = s.computed + n == s.tokens.size() ? 1u : 0u,
-                        .lora = s.item.work.lora});
+                        .lora = s.item.work.lora,
+                        .embeddings = s.placed});
       owner.push_back(i);
     }
   }
@@ -348,7 +354,7 @@ void GenerationEngine::Step() {
       s.drafted.clear();
       s.drafted_q.clear();
     }
-    blocks_.Publish(s.tokens, s.item.work.lora, s.computed, s.table, &s.published);
+    blocks_.Publish(s.tokens, s.prefix_key, s.computed, s.table, &s.published);
     if (!failed.ok()) {
       done.push_back(owner[k]);
       outcomes.emplace_back(Outcome::kInferenceFailed, failed);

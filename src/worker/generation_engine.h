@@ -89,6 +89,7 @@
 #include "worker/batch_runner.h"
 #include "worker/cancelled_requests.h"
 #include "worker/drafter.h"
+#include "worker/generation_inputs.h"
 #include "worker/kv_blocks.h"
 #include "worker/sequence_engine.h"
 #include "worker/work_item.h"
@@ -128,6 +129,11 @@ class GenerationEngine : public SequenceEngine {
   void Loop();
   void Admit();
   bool Prepare(Sequence& s);  // parse + tokenize; false when settled (bad input)
+  // A chat's images (generation_images.cc): each placeholder token the
+  // template spelled widened to the image's positions in `ids`, the images
+  // embedded, s.placed and s.prefix_key set. INVALID_INPUT naming the image
+  // that fails, or when the model reads none.
+  Status PlaceImages(Sequence& s, const std::vector<RequestImage>& images, std::vector<int32_t>* ids);
   // Whether a running sequence is computing prompt blocks `s` would share
   // (the other outputs of an n > 1 request, or a common system prompt):
   // then `s` waits a step or more and adopts them from the prefix cache.

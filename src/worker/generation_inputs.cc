@@ -22,9 +22,21 @@ std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages) {
       }
       t.tool_calls_json = calls.dump();
     }
+    for (const wire::ContentPart& p : m.parts) t.parts.push_back({p.image, p.image ? std::string() : p.data});
     turns.push_back(std::move(t));
   }
   return turns;
+}
+
+std::vector<RequestImage> Images(const std::vector<wire::ChatMessage>& messages) {
+  std::vector<RequestImage> out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    for (size_t j = 0; j < messages[i].parts.size(); ++j) {
+      const wire::ContentPart& p = messages[i].parts[j];
+      if (p.image) out.push_back({p.data, "messages[" + std::to_string(i) + "].content[" + std::to_string(j) + "]"});
+    }
+  }
+  return out;
 }
 
 std::string TemplateKwargs(const std::string& kwargs_json, const std::string& tools_json) {

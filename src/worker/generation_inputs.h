@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -13,7 +14,17 @@
 
 namespace shoal::worker {
 
+// (An image part becomes a ChatPart that says where it stands; its bytes
+// stay in the message, for Generator::EmbedImage.)
 std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages);
+
+// The messages' images, in the order a template meets them (message by
+// message, part by part), with the field that names each.
+struct RequestImage {
+  std::string_view bytes;
+  std::string field;  // messages[i].content[j]
+};
+std::vector<RequestImage> Images(const std::vector<wire::ChatMessage>& messages);
 
 // `kwargs_json` (a JSON object's text, or empty) with "tools" added when
 // there are some; left as it is when it is not an object (RenderChat

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "runtime/generator.h"
 #include "runtime/logit_adjustments.h"
 #include "runtime/sampler.h"
 #include "runtime/structured/output_constraint.h"
@@ -33,6 +34,13 @@ struct Sequence {
   uint32_t published = 0;  // blocks offered to the prefix cache
   uint32_t cached_prompt = 0;
   std::vector<int32_t> table;  // KV block ids
+  // A vision-language prompt's images (generation_images.cc): each one's
+  // rows, where they stand, and the prefix cache's partition — the
+  // adapter's name, plus the images' digest when there are some (their
+  // placeholder tokens are alike, their keys and values are not).
+  std::vector<std::vector<float>> image_rows;
+  std::vector<PlacedEmbeddings> placed;
+  std::string prefix_key;
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<TextStream> text;
   std::unique_ptr<structured::OutputConstraint> format;  // null: free text

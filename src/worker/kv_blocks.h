@@ -17,6 +17,9 @@
 // Keys and values depend on the LoRA adapter a sequence runs under, so a
 // prefix is published and found per adapter: the chain starts from a hash of
 // the adapter's name (the base: none), and the name is compared on a hit too.
+// A vision-language prompt's images stand behind placeholder tokens that are
+// alike for every image, so the engine passes the adapter's name with the
+// images' digest appended as the partition (Sequence::prefix_key).
 //
 // Threading: none; the engine's thread owns it.
 #pragma once
@@ -46,7 +49,8 @@ class KvBlocks {
   // cached blocks of its longest published prefix — leaving at least one
   // token to compute, whose logits the sequence needs — and returns the
   // number of positions they cover.
-  // `lora`: the adapter the sequence runs under ("" the base).
+  // `lora`: the partition the sequence's keys and values belong to — the
+  // adapter it runs under ("" the base), with its images' digest if any.
   uint32_t AdoptPrefix(std::span<const int32_t> tokens, std::string_view lora, std::vector<int32_t>* table);
   uint32_t AdoptPrefix(std::span<const int32_t> tokens, std::vector<int32_t>* table) {
     return AdoptPrefix(tokens, {}, table);

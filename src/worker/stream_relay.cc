@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "wire/generate.h"
+#include "worker/generation_inputs.h"
 #include "worker/generation_reply.h"
 
 namespace shoal::worker {
@@ -48,6 +49,10 @@ Status ToJob(const WorkItem& it, const ServedModel& model, GenerationJob* job) {
                         ") does not call tools; the native runtime does");
   };
   if (!req.tools_json.empty()) return no_tools("tools");
+  if (const auto images = Images(req.messages); !images.empty()) {
+    return InvalidInput(images[0].field + ": model '" + model.spec->id + "' (runtime " + model.spec->runtime +
+                        ") reads no images; the native runtime's vision-language models do");
+  }
   for (size_t i = 0; i < req.messages.size(); ++i) {
     const wire::ChatMessage& m = req.messages[i];
     if (!m.tool_calls.empty()) return no_tools("messages[" + std::to_string(i) + "].tool_calls");

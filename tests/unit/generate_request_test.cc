@@ -157,6 +157,34 @@ TEST(ParseChatCompletions, EveryField) {
   ExpectSame(r, RoundTrip(r));
 }
 
+TEST(ParseChatCompletions, ImagePartsKeepTheirPlaceAndBytes) {
+  // "iVBORw==" is base64 of the bytes 89 50 4e 47 ("\x89PNG").
+  const auto r = Chat(R"({"model":"m","messages":[{"role":"system","content":"Be brief."},)"
+                      R"({"role":"user","content":[{"type":"text","text":"Compare"},)"
+                      R"({"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw==","detail":"auto"}},)"
+                      R"({"type":"text","text":"and"},{"type":"image_url","image_url":{"url":"data:;base64,AAE="}}]}]})");
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_TRUE(r.messages[0].parts.empty()) << "a message without images keeps its text alone";
+  const ChatMessage& m = r.messages[1];
+  EXPECT_EQ(m.content, "Compare\nand");
+  ASSERT_EQ(m.parts.size(), 4u);
+  EXPECT_FALSE(m.parts[0].image);
+  EXPECT_EQ(m.parts[0].data, "Compare");
+  EXPECT_TRUE(m.parts[1].image);
+  EXPECT_EQ(m.parts[1].data, "\x89PNG");
+  EXPECT_EQ(m.parts[3].data, std::string("\x00\x01", 2));
+  // Through the work message: the parts, bytes and all.
+  const GenerateRequest back = RoundTrip(r);
+  ASSERT_EQ(back.messages.size(), 2u);
+  EXPECT_TRUE(back.messages[0].parts.empty());
+  ASSERT_EQ(back.messages[1].parts.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(back.messages[1].parts[i].image, m.parts[i].image) << i;
+    EXPECT_EQ(back.messages[1].parts[i].data, m.parts[i].data) << i;
+  }
+  EXPECT_EQ(back.messages[1].content, m.content);
+}
+
 TEST(ParseChatCompletions, ResponseFormat) {
   const std::string head = R"({"model":"m","messages":[{"role":"user","content":"x"}],"response_format":)";
   GenerateRequest r = Chat(head + R"({"type":"json_object"}})");
@@ -409,7 +437,17 @@ TEST(ParseChatCompletions, Errors) {
   EXPECT_EQ(
       ChatError(
           R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})"),
-      "messages[0].content[0].type: 'image_url' is not supported; only text parts are");
+      "messages[0].content[0].image_url.url: missing");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url",)"
+                      R"("image_url":{"url":"https://example.com/cat.png"}}]}]})"),
+            "messages[0].content[0].image_url.url: only data: URLs (Shoal fetches nothing; send the image inline)");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url",)"
+                      R"("image_url":{"url":"data:image/png;base64,iVBO","detail":"high"}}]}]})"),
+            "messages[0].content[0].image_url.detail: only \"auto\" (the model's own input size)");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]})"),
+            "messages[0].content[0].type: 'input_audio' is not supported (text, image_url)");
+  EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","image_url":{}}]}]})"),
+            "messages[0].content[0].image_url: not supported in a text part");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":[{"text":"a"}]}]})"),
             "messages[0].content[0].type: missing");
   EXPECT_EQ(ChatError(R"({"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]})"),

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "runtime/native/kernels/cpu/decoder_kernels.h"
+#include "runtime/native/loaders/hf_config.h"
 #include "runtime/native/kernels/cpu/few_rows_gemm.h"
 #include "runtime/native/tokenizers/model_tokenizer.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
@@ -15,6 +16,20 @@ namespace {
 
 constexpr uint32_t kDefaultMaxContext = 4096;
 constexpr size_t kDefaultKvBytes = size_t{256} << 20;
+
+// A message's content as a vision-language model's template reads it: a
+// list of parts.
+nlohmann::json ContentParts(const ChatTurn& msg) {
+  nlohmann::json parts = nlohmann::json::array();
+  if (msg.parts.empty()) {
+    if (!msg.content.empty()) parts.push_back({{"type", "text"}, {"text", msg.content}});
+    return parts;
+  }
+  for (const ChatPart& p : msg.parts) {
+    parts.push_back(p.image ? nlohmann::json{{"type", "image"}} : nlohmann::json{{"type", "text"}, {"text", p.text}});
+  }
+  return parts;
+}
 
 }  // namespace
 
@@ -82,10 +97,31 @@ Result<std::unique_ptr<Model>> DecoderModel::Load(const ModelConfig& spec, const
   if (!llama.ok()) return llama.status();
   m->llama_ = std::move(llama).value();
   m->loras_ = std::make_unique<LoraRegistry>(m->llama_->lora_targets(), options.lora_budget_bytes);
+  if (config->vision_language) {
+    SHOAL_ASSIGN_OR_RETURN(const nlohmann::json json, ReadJsonFile((fs::path(spec.path) / "config.json").string()));
+    SHOAL_ASSIGN_OR_RETURN(m->images_,
+                           ImagePromptEncoder::Load(spec.path, json, config->hidden_size, options.precision));
+    if (static_cast<size_t>(m->images_->image_token()) >= info.vocab_size) {
+      return InvalidInput(spec.path + ": config.json's image token " + std::to_string(m->images_->image_token()) +
+                          " is not in the vocabulary of " + std::to_string(info.vocab_size));
+    }
+    info.image_token = m->images_->image_token();
+    info.image_positions = m->images_->positions();
+    spdlog::info("native: {} reads images: {} positions each", spec.id, info.image_positions);
+  }
   spdlog::info("native: {} is a {} generator: {} layers, context {}, KV cache {} positions ({:.1f} MB)", spec.id,
                config->model_type, config->num_hidden_layers, info.max_context,
                static_cast<size_t>(info.kv_blocks) * info.kv_block_tokens, m->llama_->kv_bytes() / 1e6);
   return std::unique_ptr<Model>(std::move(m));
+}
+
+size_t DecoderModel::memory_bytes() const {
+  return llama_->weight_bytes() + llama_->kv_bytes() + (images_ ? images_->memory_bytes() : 0);
+}
+
+Result<std::vector<float>> DecoderModel::EmbedImage(std::string_view encoded, int threads) {
+  if (!images_) return InvalidInput("model '" + config_.id + "' reads no images");
+  return images_->Embed(encoded, threads);
 }
 
 Result<std::vector<int32_t>> DecoderModel::EncodePrompt(std::string_view text, bool add_special_tokens) const {
@@ -114,6 +150,7 @@ Result<std::string> DecoderModel::RenderChat(std::span<const ChatTurn> messages,
   nlohmann::json list = nlohmann::json::array();
   for (const ChatTurn& msg : messages) {
     nlohmann::json m = {{"role", msg.role}, {"content", msg.content}};
+    if (images_) m["content"] = ContentParts(msg);
     if (!msg.tool_calls_json.empty()) {
       m["tool_calls"] = nlohmann::json::parse(msg.tool_calls_json, nullptr, /*allow_exceptions=*/false);
       if (!m["tool_calls"].is_array()) return InvalidInput("tool_calls: expected a JSON array");

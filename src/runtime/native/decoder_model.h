@@ -12,6 +12,13 @@
 // Sequences may run under LoRA adapters (SequenceChunk::lora), loaded when a
 // step first names them (lora/lora_registry.h) and mixed freely in a step.
 //
+// A vision-language model (LLaVA: config.json's model_type llava) reads
+// images too: EmbedImage gives an image's rows (image_prompt_encoder.h),
+// which stand in the prompt in place of its placeholder tokens
+// (SequenceChunk::embeddings); its chat template sees every message's
+// content as a list of parts ({"type": "text", "text"}, {"type": "image"}),
+// as transformers' processors give it.
+//
 // Threading: tokenizing and rendering are immutable and may run anywhere;
 // Forward writes the KV cache: one at a time (the generation engine's).
 #pragma once
@@ -22,6 +29,7 @@
 
 #include "runtime/generator.h"
 #include "runtime/native/chat/chat_template.h"
+#include "runtime/native/image_prompt_encoder.h"
 #include "runtime/native/lora/lora_registry.h"
 #include "runtime/native/models/llama.h"
 #include "runtime/native/native_options.h"
@@ -36,7 +44,7 @@ class DecoderModel final : public Model, public Generator {
                                              const LoadContext& ctx);
 
   const ModelConfig& config() const override { return config_; }
-  size_t memory_bytes() const override { return llama_->weight_bytes() + llama_->kv_bytes(); }
+  size_t memory_bytes() const override;
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
   Generator* generator() override { return this; }
   Status UpdateLoras(std::span<const LoraConfig> loras) override;
@@ -49,6 +57,7 @@ class DecoderModel final : public Model, public Generator {
   std::string TokenBytes(int32_t id) const override;
   // With the CPU kernels' vectorized greedy pick.
   std::unique_ptr<Sampler> NewSampler(const SamplingConfig& config, uint64_t seed) const override;
+  Result<std::vector<float>> EmbedImage(std::string_view encoded, int threads) override;
   Status Forward(std::span<const SequenceChunk> chunks, float* logits, int threads) override;
 
  private:
@@ -60,6 +69,7 @@ class DecoderModel final : public Model, public Generator {
   std::vector<std::string> output_bytes_;  // per id (Tokenizer::OutputBytes)
   ChatConfig chat_;
   std::unique_ptr<Llama> llama_;
+  std::unique_ptr<ImagePromptEncoder> images_;  // null: a text-only model
   std::unique_ptr<LoraRegistry> loras_;
 };
 

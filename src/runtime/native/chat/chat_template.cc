@@ -1,5 +1,7 @@
 #include "runtime/native/chat/chat_template.h"
 
+#include <filesystem>
+
 #include "common/file.h"
 #include "runtime/native/chat/jinja_interpreter.h"
 #include "runtime/native/chat/jinja_lexer.h"
@@ -63,6 +65,27 @@ Result<std::string> TemplateSource(const nlohmann::json& config, const std::stri
   return LoadFailed(path, "chat_template must be a string or a list of {name, template}");
 }
 
+// Where tokenizer_config.json has none, the template saved beside it: a
+// chat_template.jinja (transformers ≥ 4.50), or a processor's
+// chat_template.json ({"chat_template": ...}, vision-language models);
+// empty when neither is there.
+Result<std::string> TemplateBeside(const std::string& tokenizer_config_path) {
+  const std::filesystem::path dir = std::filesystem::path(tokenizer_config_path).parent_path();
+  std::error_code ec;
+  if (std::filesystem::exists(dir / "chat_template.jinja", ec)) {
+    auto text = ReadFile((dir / "chat_template.jinja").string());
+    if (!text.ok()) return Status(Code::kModelLoadFailed, text.status().message());
+    return std::move(text).value();
+  }
+  const std::string json_path = (dir / "chat_template.json").string();
+  if (!std::filesystem::exists(json_path, ec)) return std::string();
+  auto text = ReadFile(json_path);
+  if (!text.ok()) return Status(Code::kModelLoadFailed, text.status().message());
+  auto config = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object()) return LoadFailed(json_path, "not a JSON object");
+  return TemplateSource(config, json_path);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ChatTemplate>> ChatTemplate::Parse(std::string_view source) {
@@ -83,6 +106,9 @@ Result<ChatConfig> LoadChatConfig(const std::string& tokenizer_config_path) {
   SHOAL_ASSIGN_OR_RETURN(out.bos_token, TokenString(config, "bos_token", path));
   SHOAL_ASSIGN_OR_RETURN(out.eos_token, TokenString(config, "eos_token", path));
   SHOAL_ASSIGN_OR_RETURN(std::string source, TemplateSource(config, path));
+  if (source.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(source, TemplateBeside(path));
+  }
   if (!source.empty()) {
     auto parsed = ChatTemplate::Parse(source);
     if (!parsed.ok()) return LoadFailed(path, parsed.status().message());

@@ -72,7 +72,8 @@ class ChatTemplate {
 
 // What a model directory's tokenizer_config.json says about chat: the
 // template ("chat_template" as a string, or the entry named "default" of a
-// list of {name, template}) and the bos/eos token strings ("bos_token" may
+// list of {name, template}; else a chat_template.jinja or chat_template.json
+// beside it) and the bos/eos token strings ("bos_token" may
 // be a string, an object {"content": ...}, or null).
 struct ChatConfig {
   std::unique_ptr<ChatTemplate> chat_template;  // null when the file has none

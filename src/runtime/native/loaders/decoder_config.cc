@@ -61,7 +61,11 @@ Status ReadSamplingDefaults(const nlohmann::json& g, const std::string& path, Sa
 
 bool IsDecoderConfig(const std::string& dir) {
   auto j = ReadJsonFile((fs::path(dir) / "config.json").string());
-  return j.ok() && j->is_object() && KnownDecoder(j->value("model_type", ""));
+  if (!j.ok() || !j->is_object()) return false;
+  const std::string type = j->value("model_type", "");
+  // LLaVA: a known decoder under its vision tower (LoadDecoderConfig says
+  // what it lacks otherwise).
+  return KnownDecoder(type) || type == "llava";
 }
 
 Result<DecoderConfig> LoadDecoderConfig(const std::string& dir) {
@@ -70,31 +74,41 @@ Result<DecoderConfig> LoadDecoderConfig(const std::string& dir) {
   if (!j.ok()) return j.status();
   DecoderConfig c;
   try {
-    c.model_type = j->value("model_type", "");
+    // A vision-language model (LLaVA) keeps its language model's fields in
+    // text_config.
+    const nlohmann::json* body = &*j;
+    if (body->value("model_type", "") == "llava") {
+      if (!body->contains("text_config") || !(*body)["text_config"].is_object()) {
+        return InvalidInput(path + ": a llava model needs its text_config");
+      }
+      body = &(*body)["text_config"];
+      c.vision_language = true;
+    }
+    c.model_type = body->value("model_type", "");
     if (!KnownDecoder(c.model_type)) {
       return InvalidInput(path + ": model_type '" + c.model_type +
                           "' is not a supported decoder (llama, mistral, qwen2, qwen3)");
     }
-    c.hidden_size = j->at("hidden_size").get<uint32_t>();
-    c.intermediate_size = j->at("intermediate_size").get<uint32_t>();
-    c.num_hidden_layers = j->at("num_hidden_layers").get<uint32_t>();
-    c.num_attention_heads = j->at("num_attention_heads").get<uint32_t>();
-    c.num_key_value_heads = j->value("num_key_value_heads", c.num_attention_heads);
-    if (j->contains("head_dim") && !(*j)["head_dim"].is_null()) {
-      c.head_dim = (*j)["head_dim"].get<uint32_t>();
+    c.hidden_size = body->at("hidden_size").get<uint32_t>();
+    c.intermediate_size = body->at("intermediate_size").get<uint32_t>();
+    c.num_hidden_layers = body->at("num_hidden_layers").get<uint32_t>();
+    c.num_attention_heads = body->at("num_attention_heads").get<uint32_t>();
+    c.num_key_value_heads = body->value("num_key_value_heads", c.num_attention_heads);
+    if (body->contains("head_dim") && !(*body)["head_dim"].is_null()) {
+      c.head_dim = (*body)["head_dim"].get<uint32_t>();
     } else if (c.num_attention_heads > 0) {
       c.head_dim = c.hidden_size / c.num_attention_heads;
     }
-    c.vocab_size = j->at("vocab_size").get<uint32_t>();
-    c.max_position_embeddings = j->value("max_position_embeddings", 2048u);
-    c.rms_norm_eps = j->value("rms_norm_eps", 1e-6f);
-    c.rope_theta = j->value("rope_theta", 10000.0f);
-    c.tie_word_embeddings = j->value("tie_word_embeddings", false);
+    c.vocab_size = body->at("vocab_size").get<uint32_t>();
+    c.max_position_embeddings = body->value("max_position_embeddings", 2048u);
+    c.rms_norm_eps = body->value("rms_norm_eps", 1e-6f);
+    c.rope_theta = body->value("rope_theta", 10000.0f);
+    c.tie_word_embeddings = body->value("tie_word_embeddings", false);
     c.qk_norm = c.model_type == "qwen3";
-    const std::string act = j->value("hidden_act", "silu");
+    const std::string act = body->value("hidden_act", "silu");
     if (act != "silu") return InvalidInput(path + ": hidden_act '" + act + "' is not supported (silu)");
-    if (j->contains("rope_scaling") && (*j)["rope_scaling"].is_object()) {
-      const auto& r = (*j)["rope_scaling"];
+    if (body->contains("rope_scaling") && (*body)["rope_scaling"].is_object()) {
+      const auto& r = (*body)["rope_scaling"];
       c.rope_type = r.value("rope_type", r.value("type", ""));
       if (c.rope_type == "default") c.rope_type.clear();
       if (!c.rope_type.empty() && c.rope_type != "linear" && c.rope_type != "llama3") {
@@ -107,20 +121,20 @@ Result<DecoderConfig> LoadDecoderConfig(const std::string& dir) {
       c.rope_original_max_positions = r.value("original_max_position_embeddings", 8192u);
     }
     // A sliding window only matters past its length: serve at most that.
-    const bool sliding = j->value("use_sliding_window", c.model_type == "mistral");
-    if (sliding && j->contains("sliding_window") && (*j)["sliding_window"].is_number_integer()) {
+    const bool sliding = body->value("use_sliding_window", c.model_type == "mistral");
+    if (sliding && body->contains("sliding_window") && (*body)["sliding_window"].is_number_integer()) {
       c.max_position_embeddings =
-          std::min(c.max_position_embeddings, (*j)["sliding_window"].get<uint32_t>());
+          std::min(c.max_position_embeddings, (*body)["sliding_window"].get<uint32_t>());
     }
     // Two spellings of one switch; a value other than a boolean (Gemma's
     // "vision") means a mask this runtime does not build.
     for (const auto& [key, bidirectional_when] : {std::pair{"is_causal", false},
                                                   std::pair{"use_bidirectional_attention", true}}) {
-      if (!j->contains(key) || (*j)[key].is_null()) continue;
-      if (!(*j)[key].is_boolean()) {
-        return InvalidInput(path + ": " + key + " " + (*j)[key].dump() + " is not supported (true or false)");
+      if (!body->contains(key) || (*body)[key].is_null()) continue;
+      if (!(*body)[key].is_boolean()) {
+        return InvalidInput(path + ": " + key + " " + (*body)[key].dump() + " is not supported (true or false)");
       }
-      if ((*j)[key].get<bool>() == bidirectional_when) c.bidirectional = true;
+      if ((*body)[key].get<bool>() == bidirectional_when) c.bidirectional = true;
     }
     AddEosIds(*j, &c.eos_token_ids);
   } catch (const std::exception& e) {

@@ -1,5 +1,6 @@
 // config.json of a decoder-only generator: the Llama family as Hugging Face
-// writes it (llama, mistral, qwen2, qwen3), with the RoPE scaling the config
+// writes it (llama, mistral, qwen2, qwen3; or LLaVA's language model, its
+// text_config), with the RoPE scaling the config
 // asks for. Missing optional fields take transformers' defaults; what the
 // native runtime cannot run faithfully (yarn/dynamic RoPE, a sliding window
 // shorter than the context it would serve) is an error, not an approximation.
@@ -39,6 +40,9 @@ struct DecoderConfig {
   // voyage-4-nano): `is_causal: false` or `use_bidirectional_attention: true`.
   // Such a network embeds; it cannot generate.
   bool bidirectional = false;
+  // A vision-language model (model_type llava): these are its text_config's
+  // fields; its vision tower and projector are image_prompt_encoder.h's.
+  bool vision_language = false;
   std::vector<int32_t> eos_token_ids;
   // generation_config.json's temperature, top_p, top_k and
   // repetition_penalty, where it gives them (as vLLM takes them: do_sample

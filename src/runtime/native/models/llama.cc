@@ -57,9 +57,27 @@ Result<std::unique_ptr<Llama>> Llama::Load(const std::string& dir, const Decoder
   const size_t H = config.hidden_size, I = config.intermediate_size, V = config.vocab_size;
   const size_t hd = config.head_dim;
   const size_t q_dim = config.num_attention_heads * hd, kv_dim = config.num_key_value_heads * hd;
-  // ForCausalLM checkpoints put the body under "model."; a bare model
-  // (sentence-transformers' save of an embedder) does not.
-  const std::string p = w.Find("model.embed_tokens.weight") || !w.Find("embed_tokens.weight") ? "model." : "";
+  // Where the body and the head are: ForCausalLM checkpoints put the body
+  // under "model."; a bare model (sentence-transformers' save of an
+  // embedder) at the top; a vision-language model its language model under
+  // "language_model.model." (LLaVA as the Hub has it) or
+  // "model.language_model." (as transformers ≥ 4.52 saves it).
+  struct Layout {
+    const char* body;
+    const char* head;
+  };
+  constexpr Layout kLayouts[] = {{"model.", "lm_head"},
+                                 {"", "lm_head"},
+                                 {"language_model.model.", "language_model.lm_head"},
+                                 {"model.language_model.", "lm_head"}};
+  Layout layout = kLayouts[0];
+  for (const Layout& l : kLayouts) {
+    if (w.Find(std::string(l.body) + "embed_tokens.weight")) {
+      layout = l;
+      break;
+    }
+  }
+  const std::string p = layout.body, head = layout.head;
   SHOAL_ASSIGN_OR_RETURN(m->embed_, r.Tensor(p + "embed_tokens.weight", {static_cast<int64_t>(V), static_cast<int64_t>(H)}));
   SHOAL_ASSIGN_OR_RETURN(m->final_norm_, r.Tensor(p + "norm.weight", {static_cast<int64_t>(H)}));
   m->layers_.resize(config.num_hidden_layers);
@@ -84,14 +102,14 @@ Result<std::unique_ptr<Llama>> Llama::Load(const std::string& dir, const Decoder
   // The output head: its own weights, or the embedding table (tied).
   if (!with_head) {
     // An embedder: no head to prepare.
-  } else if (w.Find("lm_head.weight")) {
-    SHOAL_ASSIGN_OR_RETURN(m->lm_head_, r.Linear({"lm_head"}, {V}, H));
+  } else if (w.Find(head + ".weight")) {
+    SHOAL_ASSIGN_OR_RETURN(m->lm_head_, r.Linear({head}, {V}, H));
   } else if (config.tie_word_embeddings) {
     auto head = cpu::Linear::Create(m->embed_, cpu::WeightLayout::kOutIn, H, V, nullptr, precision);
     if (!head.ok()) return head.status();
     m->lm_head_ = std::move(head).value();
   } else {
-    return InvalidInput("weights: no tensor 'lm_head.weight' and tie_word_embeddings is false");
+    return InvalidInput("weights: no tensor '" + head + ".weight' and tie_word_embeddings is false");
   }
   m->weight_bytes_ += (m->lm_head_ ? m->lm_head_->memory_bytes() : 0) + V * H * sizeof(float);
   m->lora_targets_ = LoraTargetsOf(config);
@@ -149,6 +167,11 @@ Status Llama::Check(std::span<const SequenceChunk> chunks) const {
         return InvalidInput("step: token id " + std::to_string(t) + " out of range");
       }
     }
+    for (const PlacedEmbeddings& e : ch.embeddings) {
+      if (e.rows == nullptr || e.position + e.count > context_) {
+        return InvalidInput("step: chunk " + std::to_string(c) + " places embeddings outside its context");
+      }
+    }
   }
   return Status::Ok();
 }
@@ -189,10 +212,19 @@ Status Llama::RunLayers(std::span<const SequenceChunk> chunks, std::span<const L
   size_t row = 0;
   for (const SequenceChunk& ch : chunks) {
     seqs.push_back({static_cast<uint32_t>(row), static_cast<uint32_t>(ch.tokens.size()), ch.start, ch.blocks});
-    for (size_t t = 0; t < ch.tokens.size(); ++t, ++row) {
-      positions_[row] = ch.start + static_cast<uint32_t>(t);
-      std::memcpy(x_.data() + row * H, embed_ + static_cast<size_t>(ch.tokens[t]) * H, H * sizeof(float));
+    const uint32_t end = ch.start + static_cast<uint32_t>(ch.tokens.size());
+    for (size_t t = 0; t < ch.tokens.size(); ++t) {
+      positions_[row + t] = ch.start + static_cast<uint32_t>(t);
+      std::memcpy(x_.data() + (row + t) * H, embed_ + static_cast<size_t>(ch.tokens[t]) * H, H * sizeof(float));
     }
+    // Placed rows (an image's) stand where the chunk reaches them.
+    for (const PlacedEmbeddings& e : ch.embeddings) {
+      const uint32_t from = std::max(e.position, ch.start), to = std::min(e.position + e.count, end);
+      if (from >= to) continue;
+      std::memcpy(x_.data() + (row + from - ch.start) * H, e.rows + static_cast<size_t>(from - e.position) * H,
+                  static_cast<size_t>(to - from) * H * sizeof(float));
+    }
+    row += ch.tokens.size();
   }
   // Runs of rows under one adapter; empty when every chunk runs the base.
   std::vector<LoraSegment> lora;

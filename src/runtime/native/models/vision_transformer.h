@@ -6,7 +6,10 @@
 //   - SigLIP's (SiglipModel, SiglipVisionModel): the vision model and its
 //     attention-pooling head (models/attention_pooling_head.h) — the image
 //     embedding SiglipModel.get_image_features gives;
-//   - ViTForImageClassification's: logits over config.json's id2label.
+//   - ViTForImageClassification's: logits over config.json's id2label;
+//   - a vision-language model's (LLaVA's vision_tower, CLIP's or SigLIP's
+//     vision model): the hidden states of the layer the model reads
+//     (Features), no head.
 //
 // Both are the same ViT: the image cut into patch × patch squares, each a
 // linear map of its pixels (the convolution's kernel, stride = size), a class
@@ -55,16 +58,31 @@ struct VisionConfig {
   uint32_t projection_dim = 0;      // CLIP: the embedding's size
   std::vector<std::string> labels;  // ViT: id2label, by id
   bool multi_label = false;         // ViT: problem_type multi_label_classification (a sigmoid per label)
+  // A vision-language model's tower: its tensors under `prefix`
+  // ("vision_tower."), num_hidden_layers cut to the layer whose states the
+  // model reads, no final norm or head; Features gives those states, without
+  // the class token when drop_class_token.
+  std::string prefix;
+  bool features_only = false;
+  bool drop_class_token = false;
 
   // From config.json: CLIP's vision_config (and projection_dim), or a ViT's
   // own fields. Anything Shoal would run otherwise than the checkpoint was
   // trained (another activation, qkv_bias false, an image not divisible into
   // patches) is INVALID_INPUT naming the field.
   static Result<VisionConfig> FromJson(const nlohmann::json& config);
+  // A vision-language model's tower from its vision_config (model_type
+  // clip_vision_model or siglip_vision_model; `where` names it in errors),
+  // reading the states of hidden_states[feature_layer] as transformers
+  // counts them (0: the embeddings; -1: the last layer's output).
+  static Result<VisionConfig> FeatureTower(const nlohmann::json& vision_config, const std::string& where,
+                                           int64_t feature_layer, bool drop_class_token);
 
   uint32_t patches() const { return (image_size / patch_size) * (image_size / patch_size); }
   bool class_token() const { return family != Family::kSiglip; }
   uint32_t positions() const { return patches() + (class_token() ? 1 : 0); }
+  // Rows per image out of Features.
+  uint32_t feature_positions() const { return positions() - (drop_class_token ? 1 : 0); }
 };
 
 class VisionTransformer {
@@ -82,9 +100,16 @@ class VisionTransformer {
   // Each image's output, image after image in `out`. Every image must be
   // channels × image_size × image_size (INVALID_INPUT naming it otherwise).
   Status Forward(std::span<const image::PixelValues> images, std::vector<float>* out, int threads) const;
+  // A feature tower's states: per image feature_positions() rows of
+  // hidden_size, image after image.
+  Status Features(std::span<const image::PixelValues> images, std::vector<float>* out, int threads) const;
 
  private:
   VisionTransformer() = default;
+  // The patches, class token and positions through the blocks: x holds
+  // every image's positions() rows after.
+  Status RunBlocks(std::span<const image::PixelValues> images, std::vector<float>* x,
+                   std::vector<uint32_t>* offsets, int threads) const;
 
   VisionConfig config_;
   std::unique_ptr<SafeTensors> weights_;

@@ -1,0 +1,184 @@
+// The native vision-language generator (LLaVA: runtime/native/
+// image_prompt_encoder.h under the Llama-family decoder) against an
+// independent float64 reference (tests/reference/llava_reference.py: PIL's
+// preprocessing, the CLIP tower, the projector and the decoder written from
+// the architecture) on scripts/make-test-models' llava-tiny.
+//
+// The prompt is the model's own chat template rendered over a message with
+// an image and a question, tokenized (one <image> token); the reference
+// widens it to the image's 16 rows and decodes greedily without a cache.
+// Checked: the widened prompt; the logits after the prompt from one prefill
+// and from a prefill in chunks of 5 that cut the image's rows apart; the
+// greedy continuation through the KV cache, token for token; and that
+// another image changes the answer's logits (the image is read).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "catalog/model_spec.h"
+#include "runtime/generator.h"
+#include "runtime/registry/registry.h"
+#include "runtime/runtime.h"
+
+namespace shoal {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kNewTokens = 10;
+constexpr double kRelBound = 1e-4;  // as decoder_reference_test.cc's
+
+std::string Bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+class LlavaReference : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::string(SHOAL_TEST_MODELS) + "/llava-tiny";
+    tmp_ = fs::temp_directory_path() / ("shoal-llava-" + std::to_string(::getpid()));
+    fs::create_directories(tmp_);
+    // Two seeded 32 × 32 images (the tower's size: PIL and Shoal resize nothing).
+    const std::string script =
+        "import sys, numpy as np\nfrom PIL import Image\nd = sys.argv[1]\n"
+        "r = np.random.default_rng(5)\ny, x = np.mgrid[0:32, 0:32]\n"
+        "Image.fromarray(np.stack([x * 8, y * 8, r.integers(0, 256, (32, 32))], "
+        "-1).astype(np.uint8))"
+        ".save(d + '/a.png')\n"
+        "Image.fromarray(r.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(d + '/b.png')\n";
+    std::ofstream(tmp_ / "images.py") << script;
+    ASSERT_EQ(
+        std::system(
+            ("/usr/bin/python3 " + (tmp_ / "images.py").string() + " " + tmp_.string()).c_str()),
+        0);
+    auto spec = ModelSpec::Parse(
+        "id: t/llava\nruntime: native\ntask: generate\npath: " + dir_ +
+        "\nnative: {max_context: 128, kv_cache_tokens: 512, kv_block_tokens: 8}\n");
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    auto m = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{2});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(m).value();
+    gen_ = model_->generator();
+    ASSERT_NE(gen_, nullptr);
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+
+  json Reference(const std::vector<int32_t>& ids, const std::string& image) {
+    json in = {{"ids", ids}, {"images", {(tmp_ / image).string()}}, {"new_tokens", kNewTokens}};
+    std::ofstream(tmp_ / "in.json") << in.dump();
+    const std::string cmd = std::string("/usr/bin/python3 ") + SHOAL_LLAVA_REFERENCE + " " + dir_ +
+                            " " + (tmp_ / "in.json").string() + " " + (tmp_ / "out.json").string();
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream f(tmp_ / "out.json");
+    return json::parse(f, nullptr, false);
+  }
+
+  std::string dir_;
+  fs::path tmp_;
+  std::unique_ptr<Model> model_;
+  Generator* gen_ = nullptr;
+};
+
+double MaxRelError(const float* native, const std::vector<double>& ref) {
+  double err = 0, top = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::abs(native[i] - ref[i]));
+    top = std::max(top, std::abs(ref[i]));
+  }
+  return err / (1 + top);
+}
+
+TEST_F(LlavaReference, AnImageAndAQuestionAnswerAsTheReferenceDoes) {
+  const GeneratorInfo& info = gen_->info();
+  ASSERT_EQ(info.image_positions, 16u) << "16 patches, the class token dropped";
+  const ChatTurn turn{.role = "user",
+                      .content = "What is in the picture?",
+                      .parts = {{.image = true}, {.text = "What is in the picture?"}}};
+  auto rendered = gen_->RenderChat({&turn, 1}, true, "");
+  ASSERT_TRUE(rendered.ok()) << rendered.status().ToString();
+  EXPECT_EQ(
+      *rendered,
+      "<|im_start|>user\n<image>\nWhat is in the picture?<|im_end|>\n<|im_start|>assistant\n");
+  auto spelled = gen_->EncodePrompt(*rendered, false);
+  ASSERT_TRUE(spelled.ok());
+  ASSERT_EQ(std::count(spelled->begin(), spelled->end(), info.image_token), 1);
+
+  const json ref = Reference(*spelled, "a.png");
+  ASSERT_TRUE(ref.is_object());
+  auto rows = gen_->EmbedImage(Bytes(tmp_ / "a.png"), 2);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  std::vector<int32_t> ids;
+  PlacedEmbeddings placed;
+  for (int32_t id : *spelled) {
+    if (id == info.image_token)
+      placed = {static_cast<uint32_t>(ids.size()), info.image_positions, rows->data()};
+    ids.insert(ids.end(), id == info.image_token ? info.image_positions : 1, id);
+  }
+  EXPECT_EQ(ids, ref["ids"].get<std::vector<int32_t>>());
+  const auto want = ref["last_logits"].get<std::vector<double>>();
+  const size_t vocab = info.vocab_size;
+  std::vector<int32_t> blocks(16);
+  for (int32_t b = 0; b < 16; ++b) blocks[b] = b;
+
+  // One prefill; then in chunks of 5, which cut the image's rows apart.
+  std::vector<float> logits(vocab);
+  SequenceChunk whole{
+      .tokens = ids, .start = 0, .blocks = blocks, .logit_rows = 1, .embeddings = {&placed, 1}};
+  ASSERT_TRUE(gen_->Forward({&whole, 1}, logits.data(), 2).ok());
+  EXPECT_LE(MaxRelError(logits.data(), want), kRelBound) << "one prefill";
+  for (size_t at = 0; at < ids.size(); at += 5) {
+    const size_t n = std::min<size_t>(5, ids.size() - at);
+    SequenceChunk c{.tokens = std::span<const int32_t>(ids).subspan(at, n),
+                    .start = static_cast<uint32_t>(at),
+                    .blocks = blocks,
+                    .logit_rows = at + n == ids.size() ? 1u : 0u,
+                    .embeddings = {&placed, 1}};
+    ASSERT_TRUE(gen_->Forward({&c, 1}, logits.data(), 2).ok());
+  }
+  EXPECT_LE(MaxRelError(logits.data(), want), kRelBound) << "chunked prefill";
+
+  // Greedy decoding through the cache.
+  std::vector<int32_t> seq = ids, got;
+  for (int step = 0; step < kNewTokens; ++step) {
+    got.push_back(
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    seq.push_back(got.back());
+    if (step + 1 == kNewTokens) break;
+    SequenceChunk d{.tokens = std::span<const int32_t>(seq).last(1),
+                    .start = static_cast<uint32_t>(seq.size() - 1),
+                    .blocks = blocks,
+                    .logit_rows = 1,
+                    .embeddings = {&placed, 1}};
+    ASSERT_TRUE(gen_->Forward({&d, 1}, logits.data(), 2).ok());
+  }
+  EXPECT_EQ(got, ref["greedy"].get<std::vector<int32_t>>());
+  EXPECT_GT(ref["min_margin"].get<double>(), 1e-3) << "the reference's greedy path has a near-tie";
+
+  // Another image, the same question: other logits, here as in the reference.
+  const json other = Reference(*spelled, "b.png");
+  auto other_rows = gen_->EmbedImage(Bytes(tmp_ / "b.png"), 2);
+  ASSERT_TRUE(other_rows.ok());
+  placed.rows = other_rows->data();
+  ASSERT_TRUE(gen_->Forward({&whole, 1}, logits.data(), 2).ok());
+  const auto want_other = other["last_logits"].get<std::vector<double>>();
+  EXPECT_LE(MaxRelError(logits.data(), want_other), kRelBound) << "the other image";
+  double moved = 0;
+  for (size_t i = 0; i < vocab; ++i) moved = std::max(moved, std::abs(want_other[i] - want[i]));
+  EXPECT_GT(moved, 0.1) << "the image does not move the logits";
+
+  // Bytes that are no image: INVALID_INPUT, not a crash.
+  auto bad = gen_->EmbedImage("not an image", 2);
+  EXPECT_EQ(bad.status().code(), Code::kInvalidInput) << bad.status().ToString();
+}
+
+}  // namespace
+}  // namespace shoal
