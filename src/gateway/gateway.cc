@@ -186,7 +186,6 @@ Status Gateway::Init() {
     tracer_ = std::make_unique<RequestTracer>(spans_.get(), options_.trace_sample);
   }
   const Router::CatalogFn catalog_fn = [this] { return Catalog(); };
-  size_t inline_item_bytes = options_.limits.max_item_bytes;
   std::vector<RouterLane> router_lanes;
   std::vector<EventLoop*> loops;
   const int n = std::max(1, options_.http.io_threads);
@@ -210,7 +209,6 @@ Status Gateway::Init() {
       // Work messages must fit a NATS message with room for their header:
       // larger items go to the payload store (the queue) or are refused.
       const size_t fits = static_cast<size_t>(max_payload) - wire::kHeaderRoom;
-      inline_item_bytes = std::min(inline_item_bytes, fits);
       if (offloader_) {
         offloader_->CapInlineLimit(fits);
       } else {
@@ -251,9 +249,7 @@ Status Gateway::Init() {
     queue_gauges_->Start();
   }
   router_ = std::make_unique<Router>(
-      RouterOptions{.limits = options_.limits,
-                    .default_timeout = options_.default_timeout,
-                    .inline_item_bytes = inline_item_bytes},
+      RouterOptions{.limits = options_.limits, .default_timeout = options_.default_timeout},
       catalog_fn, [this] { return Ready(); }, std::move(router_lanes), &limiter_, &canaries_);
   if (batch_store_) SHOAL_RETURN_IF_ERROR(StartBatchRunner());
   auto server = http::Server::Start(options_.http, loops, [this](size_t lane, http::Request&& req, http::Responder r) {

@@ -259,8 +259,10 @@ Status Router::PrepareGeneration(PendingRequest* p) const {
   g.request.model = p->model->id;
   g.created_unix_s = UnixMillis() / 1000;
   wire::AppendGenerateWork(g.request, &g.work);
-  // The prompt was checked; its JSON escapes may still push it over.
-  const size_t limit = std::min(options_.limits.max_item_bytes, options_.inline_item_bytes);
+  // The prompt was checked; its JSON escapes may still push it over. Work
+  // over a NATS message goes to the payload store (its images may be
+  // large), or, without one, was already held to what a message carries.
+  const size_t limit = options_.limits.max_item_bytes;
   if (g.work.size() > limit) {
     return Status(Code::kPayloadTooLarge, "request: " + std::to_string(g.work.size()) +
                                               " bytes as a work message, over the limit of " +

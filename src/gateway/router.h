@@ -78,10 +78,6 @@ struct RouterOptions {
   std::chrono::milliseconds generate_timeout{300000};
   // X-Shoal-Timeout-Ms may ask for up to this much, on any route.
   std::chrono::milliseconds max_timeout{600000};
-  // The largest work message body. Encode, score and tokenize items over
-  // it wait in the payload store; a generation's work (never offloaded: a
-  // prompt that large is past any context) must fit.
-  size_t inline_item_bytes = SIZE_MAX;
 };
 
 // What the router needs of one gateway lane.

@@ -83,13 +83,16 @@ class BatchRunner {
   // when not, settles it (see above) and returns false.
   bool CheckLora(const ServedModel& served, const WorkItem& item);
 
+  // Fetches an offloaded item's bytes from the payload store (false:
+  // settled instead). Batches fetch here; the generation engine and the
+  // stream relay fetch a generation's work (its images may be large).
+  bool Fetch(WorkItem& item);
+
  private:
   template <class Out>
   void RunGroup(ServedModel& served, const TaskGroup& group, int64_t start_wall_us);
   // Batch count, size, cost and fill (worker_metrics.h).
   void RecordBatch(const ServedModel& served, const std::vector<WorkItem>& batch);
-  // Fetches an offloaded item's bytes (false: settled instead).
-  bool Fetch(WorkItem& item);
   // The most result bytes one message carries.
   size_t PartBytes() const;
   // A result reply's header as far as the item says (the caller adds what

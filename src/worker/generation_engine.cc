@@ -137,7 +137,7 @@ void GenerationEngine::Loop() {
 }
 
 bool GenerationEngine::Prepare(Sequence& s) {
-  const WorkItem& it = s.item;
+  WorkItem& it = s.item;
   auto fail = [&](const Status& st) {
     runner_->Settle(it, Outcome::kBadInput, st);
     return false;
@@ -147,6 +147,7 @@ bool GenerationEngine::Prepare(Sequence& s) {
                              std::string(TaskName(it.work.task)) + "' is not supported"));
   }
   if (!runner_->CheckLora(*model_, it)) return false;  // settled: back to the stream, or MODEL_NOT_FOUND
+  if (!it.work.payload_key.empty() && !runner_->Fetch(it)) return false;  // settled
   wire::GenerateRequest req;
   if (Status st = wire::DecodeGenerateWork(it.payload, &req); !st.ok()) return fail(st);
   if (req.response_format.type != wire::ResponseFormat::Type::kText) {

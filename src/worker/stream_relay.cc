@@ -110,6 +110,10 @@ StreamRelay::StreamRelay(ServedModel* model, StreamingGenerator* generator, nats
 StreamRelay::~StreamRelay() { Stop(); }
 
 void StreamRelay::Push(WorkItem item) {
+  if (!item.work.payload_key.empty() && !runner_->Fetch(item)) {  // settled
+    reaper_->Add(item.msg.release());
+    return;
+  }
   GenerationJob request;
   if (Status st = ToJob(item, *model_, &request); !st.ok()) {
     runner_->Settle(item, Outcome::kBadInput, st);

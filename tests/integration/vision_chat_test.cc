@@ -56,7 +56,8 @@ class VisionChat : public ::testing::Test {
         "Image.fromarray(np.stack([x * 8, y * 8, r.integers(0, 256, (32, 32))], "
         "-1).astype(np.uint8))"
         ".save(d + '/a.png')\n"
-        "Image.fromarray(r.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(d + '/b.png')\n";
+        "Image.fromarray(r.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(d + '/b.png')\n"
+        "Image.fromarray(r.integers(0, 256, (600, 700, 3), dtype=np.uint8)).save(d + '/big.png')\n";
     std::ofstream(dir_ / "images.py") << script;
     ASSERT_EQ(
         std::system(
@@ -167,6 +168,10 @@ TEST_F(VisionChat, AnImageAndAQuestionAnswerAsTheReferenceDoes) {
                                     {{"type", "text"}, {"text", kQuestion}}});
   EXPECT_EQ(two["usage"]["prompt_tokens"], a.prompt_tokens + 16 + 1)
       << "another <image>\\n and its rows";
+  // An image over a NATS message's size: the request travels through the payload store.
+  ASSERT_GT(fs::file_size(dir_ / "big.png"), 1000u * 1000u);
+  const json big = Chat("t/llava", content("big.png"));
+  EXPECT_EQ(big["usage"]["prompt_tokens"], a.prompt_tokens);
 }
 
 TEST_F(VisionChat, RefusesWhatItCannotRead) {
