@@ -1,8 +1,10 @@
 // The native vision-language generator (LLaVA: runtime/native/
 // image_prompt_encoder.h under the Llama-family decoder) against an
 // independent float64 reference (tests/reference/llava_reference.py: PIL's
-// preprocessing, the CLIP tower, the projector and the decoder written from
-// the architecture) on scripts/make-test-models' llava-tiny.
+// preprocessing, the CLIP or SigLIP tower, the projector and the decoder
+// written from the architecture) on scripts/make-test-models' llava-tiny (a
+// CLIP tower read at layer -2 without its class token) and
+// llava-siglip-tiny (a SigLIP tower read at its last layer, every patch).
 //
 // The prompt is the model's own chat template rendered over a message with
 // an image and a question, tokenized (one <image> token); the reference
@@ -41,10 +43,10 @@ std::string Bytes(const fs::path& p) {
   return {std::istreambuf_iterator<char>(f), {}};
 }
 
-class LlavaReference : public ::testing::Test {
+class LlavaReference : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    dir_ = std::string(SHOAL_TEST_MODELS) + "/llava-tiny";
+    dir_ = std::string(SHOAL_TEST_MODELS) + "/" + GetParam();
     tmp_ = fs::temp_directory_path() / ("shoal-llava-" + std::to_string(::getpid()));
     fs::create_directories(tmp_);
     // Two seeded 32 × 32 images (the tower's size: PIL and Shoal resize nothing).
@@ -97,9 +99,9 @@ double MaxRelError(const float* native, const std::vector<double>& ref) {
   return err / (1 + top);
 }
 
-TEST_F(LlavaReference, AnImageAndAQuestionAnswerAsTheReferenceDoes) {
+TEST_P(LlavaReference, AnImageAndAQuestionAnswerAsTheReferenceDoes) {
   const GeneratorInfo& info = gen_->info();
-  ASSERT_EQ(info.image_positions, 16u) << "16 patches, the class token dropped";
+  ASSERT_EQ(info.image_positions, 16u) << "16 patches (CLIP's class token dropped)";
   const ChatTurn turn{.role = "user",
                       .content = "What is in the picture?",
                       .parts = {{.image = true}, {.text = "What is in the picture?"}}};
@@ -179,6 +181,13 @@ TEST_F(LlavaReference, AnImageAndAQuestionAnswerAsTheReferenceDoes) {
   auto bad = gen_->EmbedImage("not an image", 2);
   EXPECT_EQ(bad.status().code(), Code::kInvalidInput) << bad.status().ToString();
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, LlavaReference, ::testing::Values("llava-tiny", "llava-siglip-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace shoal

@@ -13,13 +13,15 @@ OUT.json: {"ids": the prompt with each image token widened to the image's rows,
 "min_margin": the smallest top1 - top2 logit gap along the greedy path}.
 
 The image: PIL's RGB, the shortest edge resized to size.shortest_edge (bicubic),
-centre-cropped to crop_size, times rescale_factor, normalized by image_mean /
-image_std (CLIPImageProcessor). The tower (CLIP): patches by a convolution of
-kernel and stride patch_size, the class token in front, positions added,
-pre_layrnorm, then per layer x += attn(LN1(x)); x += fc2(quick_gelu(fc1(LN2(x))));
+centre-cropped to crop_size (CLIPImageProcessor) or resized to size
+(SiglipImageProcessor), times rescale_factor, normalized by image_mean /
+image_std. The tower (CLIP's or SigLIP's): patches by a convolution of kernel and
+stride patch_size (SigLIP's with a bias), CLIP's class token in front, positions
+added, CLIP's pre_layrnorm, then per layer x += attn(LN1(x));
+x += fc2(act(fc1(LN2(x)))) with quick_gelu (CLIP) or GELU's tanh form (SigLIP);
 hidden_states[k] is the input of layer k (hidden_states[-1] the last layer's
-output). The image's rows: hidden_states[vision_feature_layer] without the class
-token ("default"), through linear_2(gelu(linear_1(.))). The prompt's embeddings:
+output). The image's rows: hidden_states[vision_feature_layer], without the class
+token when the strategy is "default", through linear_2(gelu(linear_1(.))). The prompt's embeddings:
 embed_tokens of each id, the image token's positions replaced by the image's rows
 in order. The decoder (Llama / Qwen2): RMSNorm, q/k/v (Qwen2's biases), RoPE in
 the rotate-half layout with inv_freq = 1 / theta^(2i/d), grouped-query causal
@@ -40,13 +42,17 @@ from safetensors_io import read_tensors  # noqa: E402
 
 def pixels(path, pre):
     img = Image.open(path).convert("RGB")
-    edge = pre["size"]["shortest_edge"]
-    w, h = img.size
-    scale = edge / min(w, h)
-    # transformers' get_resize_output_image_size: the short side exact, the long one int()
-    size = (edge, int(h * scale)) if w <= h else (int(w * scale), edge)
-    img = img.resize(size, Image.BICUBIC)
-    ch, cw = pre["crop_size"]["height"], pre["crop_size"]["width"]
+    if "shortest_edge" in pre["size"]:  # CLIPImageProcessor: the short side resized, then a centre crop
+        edge = pre["size"]["shortest_edge"]
+        w, h = img.size
+        scale = edge / min(w, h)
+        # transformers' get_resize_output_image_size: the short side exact, the long one int()
+        size = (edge, int(h * scale)) if w <= h else (int(w * scale), edge)
+        img = img.resize(size, Image.BICUBIC)
+        ch, cw = pre["crop_size"]["height"], pre["crop_size"]["width"]
+    else:  # SiglipImageProcessor: resized to the size, no crop
+        ch, cw = pre["size"]["height"], pre["size"]["width"]
+        img = img.resize((cw, ch), Image.BICUBIC)
     top, left = (img.size[1] - ch) // 2, (img.size[0] - cw) // 2
     x = np.asarray(img, dtype=np.float64)[top:top + ch, left:left + cw] * pre["rescale_factor"]
     x = (x - np.array(pre["image_mean"])) / np.array(pre["image_std"])
@@ -55,14 +61,21 @@ def pixels(path, pre):
 
 def image_rows(w, config, px):
     c = config["vision_config"]
+    siglip = c["model_type"] == "siglip_vision_model"
     h, heads, p, eps = c["hidden_size"], c["num_attention_heads"], c["patch_size"], c["layer_norm_eps"]
     b = "vision_tower.vision_model."
     ln = lambda x, n: torch.nn.functional.layer_norm(x, (h,), w[n + ".weight"], w[n + ".bias"], eps)
     lin = lambda x, n: x @ w[n + ".weight"].T + w[n + ".bias"]
-    x = torch.nn.functional.conv2d(px[None], w[b + "embeddings.patch_embedding.weight"], stride=p)
+    act = (lambda f: torch.nn.functional.gelu(f, approximate="tanh")) if siglip else \
+        (lambda f: f * torch.sigmoid(1.702 * f))
+    x = torch.nn.functional.conv2d(px[None], w[b + "embeddings.patch_embedding.weight"],
+                                   w.get(b + "embeddings.patch_embedding.bias"), stride=p)
     x = x.flatten(2).transpose(1, 2)[0]
-    x = torch.cat([w[b + "embeddings.class_embedding"][None], x]) + w[b + "embeddings.position_embedding.weight"]
-    x = ln(x, b + "pre_layrnorm")
+    if not siglip:  # CLIP: a class token in front, and pre_layrnorm
+        x = torch.cat([w[b + "embeddings.class_embedding"][None], x])
+    x = x + w[b + "embeddings.position_embedding.weight"]
+    if not siglip:
+        x = ln(x, b + "pre_layrnorm")
     states, d = [x], h // heads
     for i in range(c["num_hidden_layers"]):
         l = f"{b}encoder.layers.{i}."
@@ -71,8 +84,7 @@ def image_rows(w, config, px):
                                                                                                 "v_proj"))
         a = torch.softmax(q @ k.transpose(-1, -2) / d ** 0.5, dim=-1) @ v
         x = x + lin(a.transpose(0, 1).reshape(-1, h), l + "self_attn.out_proj")
-        f = lin(ln(x, l + "layer_norm2"), l + "mlp.fc1")
-        x = x + lin(f * torch.sigmoid(1.702 * f), l + "mlp.fc2")
+        x = x + lin(act(lin(ln(x, l + "layer_norm2"), l + "mlp.fc1")), l + "mlp.fc2")
         states.append(x)
     s = states[config.get("vision_feature_layer", -2)]
     if config.get("vision_feature_select_strategy", "default") == "default":
