@@ -25,8 +25,7 @@ Status GenerationEngine::PlaceImages(Sequence& s, const std::vector<RequestImage
   std::string digests;
   for (const RequestImage& image : images) {
     auto rows = gen_->EmbedImage(image.bytes, threads_);
-    if (!rows.ok())
-      return Status(rows.status().code(), image.field + ": " + rows.status().message());
+    if (!rows.ok()) return Status(rows.status().code(), image.field + ": " + rows.status().message());
     s.image_rows.push_back(std::move(rows).value());
     digests += Sha256Hex(image.bytes);
   }
