@@ -26,6 +26,7 @@
 
 #include "catalog/model_spec.h"
 #include "runtime/generator.h"
+#include "runtime/native/loaders/decoder_config.h"
 #include "runtime/registry/registry.h"
 #include "runtime/runtime.h"
 
@@ -182,7 +183,59 @@ TEST_P(LlavaReference, AnImageAndAQuestionAnswerAsTheReferenceDoes) {
   EXPECT_EQ(bad.status().code(), Code::kInvalidInput) << bad.status().ToString();
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, LlavaReference, ::testing::Values("llava-tiny", "llava-siglip-tiny"),
+// llava-1.5's config.json as the Hub has it: a text_config that names no
+// sizes (transformers writes only what differs from LlamaConfig's).
+TEST(LlavaConfig, ATextConfigTakesItsClassDefaults) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("shoal-llava-config-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json")
+      << R"({"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
+    "image_token_index": 32000, "text_config": {"model_type": "llama", "max_position_embeddings": 4096,
+    "rms_norm_eps": 1e-05, "vocab_size": 32064}, "vision_config": {"model_type": "clip_vision_model"}})";
+  auto c = native::LoadDecoderConfig(dir.string());
+  fs::remove_all(dir);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->vision_language);
+  EXPECT_EQ(c->hidden_size, 4096u);
+  EXPECT_EQ(c->intermediate_size, 11008u);
+  EXPECT_EQ(c->num_hidden_layers, 32u);
+  EXPECT_EQ(c->num_key_value_heads, 32u);
+  EXPECT_EQ(c->vocab_size, 32064u) << "what the config says wins";
+  EXPECT_EQ(c->max_position_embeddings, 4096u);
+}
+
+// What the vision side cannot read is refused at load, naming the field.
+TEST(LlavaConfig, RefusesWhatItDoesNotRun) {
+  const fs::path src = std::string(SHOAL_TEST_MODELS) + "/llava-tiny";
+  const fs::path dir =
+      fs::temp_directory_path() / ("shoal-llava-refused-" + std::to_string(::getpid()));
+  for (const auto& [key, value, says] :
+       {std::tuple{"vision_feature_layer", json::array({-2, -1}),
+                   "vision_feature_layer: one layer"},
+        {"vision_feature_select_strategy", json("patches"), "'patches' is not default or full"},
+        {"projector_hidden_act", json("relu"), "'relu' is not supported (gelu)"},
+        {"image_token_index", json(100000), "is not in the vocabulary"}}) {
+    SCOPED_TRACE(key);
+    fs::remove_all(dir);
+    fs::copy(src, dir, fs::copy_options::recursive);
+    std::ifstream in(dir / "config.json");
+    json config = json::parse(in);
+    in.close();
+    config[key] = value;
+    std::ofstream(dir / "config.json") << config.dump();
+    auto spec = ModelSpec::Parse(
+        "id: t/llava\nruntime: native\ntask: generate\npath: " + dir.string() + "\n");
+    ASSERT_TRUE(spec.ok());
+    auto m = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{1});
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find(says), std::string::npos) << m.status().message();
+  }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, LlavaReference,
+                         ::testing::Values("llava-tiny", "llava-siglip-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

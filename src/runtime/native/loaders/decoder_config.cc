@@ -57,6 +57,24 @@ Status ReadSamplingDefaults(const nlohmann::json& g, const std::string& path, Sa
   return Status::Ok();
 }
 
+// A vision-language model's text_config as transformers saves it: only the
+// fields that differ from the config class's defaults (llava-1.5's names no
+// sizes at all). These are LlamaConfig's and Qwen2Config's; other
+// decoders' must be written out.
+nlohmann::json TextConfigDefaults(const std::string& model_type) {
+  if (model_type == "llama") {
+    return {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 11008},
+            {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 2048},
+            {"rms_norm_eps", 1e-6}, {"rope_theta", 10000.0}};
+  }
+  if (model_type == "qwen2") {
+    return {{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
+            {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
+            {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000.0}};
+  }
+  return nlohmann::json::object();
+}
+
 }  // namespace
 
 bool IsDecoderConfig(const std::string& dir) {
@@ -77,11 +95,14 @@ Result<DecoderConfig> LoadDecoderConfig(const std::string& dir) {
     // A vision-language model (LLaVA) keeps its language model's fields in
     // text_config.
     const nlohmann::json* body = &*j;
-    if (body->value("model_type", "") == "llava") {
-      if (!body->contains("text_config") || !(*body)["text_config"].is_object()) {
+    nlohmann::json text;
+    if (j->value("model_type", "") == "llava") {
+      if (!j->contains("text_config") || !(*j)["text_config"].is_object()) {
         return InvalidInput(path + ": a llava model needs its text_config");
       }
-      body = &(*body)["text_config"];
+      text = TextConfigDefaults((*j)["text_config"].value("model_type", ""));
+      text.update((*j)["text_config"]);
+      body = &text;
       c.vision_language = true;
     }
     c.model_type = body->value("model_type", "");
