@@ -198,7 +198,7 @@ Result<Greedy> GreedyNative(Generator& g, std::string_view prompt, int threads) 
   TextStream text({});
   while (out.tokens < kGeneratedTokens) {
     SequenceChunk chunk{
-        .tokens = step, .start = start, .blocks = blocks, .logit_rows = 1, .lora = {}};
+        .tokens = step, .start = start, .blocks = blocks, .logit_rows = 1, .lora = {}, .embeddings = {}};
     SHOAL_RETURN_IF_ERROR(g.Forward({&chunk, 1}, logits.data(), threads));
     const auto best =
         static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());

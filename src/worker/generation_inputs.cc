@@ -11,7 +11,7 @@ std::vector<ChatTurn> Turns(const std::vector<wire::ChatMessage>& messages) {
   std::vector<ChatTurn> turns;
   turns.reserve(messages.size());
   for (const wire::ChatMessage& m : messages) {
-    ChatTurn t{m.role, m.content, {}, m.tool_call_id};
+    ChatTurn t{m.role, m.content, {}, m.tool_call_id, {}};
     if (!m.tool_calls.empty()) {
       // As templates read them: the arguments an object, not its text.
       nlohmann::json calls = nlohmann::json::array();

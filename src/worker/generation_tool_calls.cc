@@ -16,7 +16,7 @@ Result<structured::ToolCallSyntax> GenerationEngine::CallSyntax() {
     const nlohmann::json probe = nlohmann::json::parse(structured::ProbeMessagesJson());
     std::vector<ChatTurn> turns;
     for (const nlohmann::json& m : probe) {
-      turns.push_back({m["role"], m["content"], m.contains("tool_calls") ? m["tool_calls"].dump() : "", ""});
+      turns.push_back({m["role"], m["content"], m.contains("tool_calls") ? m["tool_calls"].dump() : "", "", {}});
     }
     auto rendered = gen_->RenderChat(turns, false, TemplateKwargs("", structured::ProbeToolsJson()));
     tool_syntax_ = rendered.ok() ? structured::DetectToolCallSyntax(*rendered)

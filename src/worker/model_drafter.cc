@@ -55,7 +55,8 @@ Status ModelDrafter::Propose(std::span<DraftAsk> asks, int threads) {
         Release(a->state);  // no room: no drafts this step, a fresh start the next
         continue;
       }
-      chunks.push_back({.tokens = feed, .start = start, .blocks = a->state->table, .logit_rows = 1, .lora = {}});
+      chunks.push_back({.tokens = feed, .start = start, .blocks = a->state->table, .logit_rows = 1, .lora = {},
+                        .embeddings = {}});
       owners.push_back(a);
     }
     if (chunks.empty()) break;

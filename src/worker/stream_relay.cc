@@ -40,7 +40,10 @@ Status ToJob(const WorkItem& it, const ServedModel& model, GenerationJob* job) {
   job->chat = req.kind == wire::GenerateRequest::Kind::kChat;
   job->prompt = std::move(req.prompt);
   job->add_special_tokens = !job->chat;
-  for (wire::ChatMessage& m : req.messages) job->messages.push_back({std::move(m.role), std::move(m.content)});
+  for (wire::ChatMessage& m : req.messages) {
+    job->messages.push_back({.role = std::move(m.role), .content = std::move(m.content), .tool_calls_json = {},
+                             .tool_call_id = {}, .parts = {}});
+  }
   job->add_generation_prompt = req.add_generation_prompt;
   job->chat_template_kwargs_json = std::move(req.chat_template_kwargs_json);
   // Tools are not carried to runtimes that render their own prompts yet.
