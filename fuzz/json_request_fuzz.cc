@@ -38,6 +38,11 @@ bool SameMessages(const GenerateRequest& a, const GenerateRequest& b) {
   if (a.messages.size() != b.messages.size()) return false;
   for (size_t i = 0; i < a.messages.size(); ++i) {
     if (a.messages[i].role != b.messages[i].role || a.messages[i].content != b.messages[i].content) return false;
+    if (a.messages[i].parts.size() != b.messages[i].parts.size()) return false;
+    for (size_t j = 0; j < a.messages[i].parts.size(); ++j) {
+      const ContentPart &x = a.messages[i].parts[j], &y = b.messages[i].parts[j];
+      if (x.image != y.image || x.data != y.data) return false;
+    }
   }
   return true;
 }

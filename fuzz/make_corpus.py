@@ -102,7 +102,9 @@ def json_seeds():
             '{"role": "user", "content": "Why is the sea salty?"}], "max_tokens": 128, "temperature": 0.7, "stream": false}',
             '{"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}], '
             '"stream": true, "stream_options": {"include_usage": true}, "stop": ["\\n", "END"], "seed": 42, '
-            '"top_p": 0.9, "top_k": 40, "logprobs": true, "chat_template_kwargs": {"enable_thinking": false}}'],
+            '"top_p": 0.9, "top_k": 40, "logprobs": true, "chat_template_kwargs": {"enable_thinking": false}}',
+            '{"model": "llava", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": '
+            '{"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto"}}, {"type": "text", "text": "What is it?"}]}]}'],
         6: ['{"model": "qwen3-0.6b", "prompt": "Once upon a time", "max_tokens": 16}',
             '{"model": "m", "prompt": ["one"], "logprobs": 2, "echo": false, "stop": "x", "seed": 18446744073709551615}'],
         7: ['{"prompt": "The sky is", "max_tokens": 32, "temperature": 0, "stream": false}',
