@@ -6,8 +6,8 @@
 
 #include "common/log.h"
 #include "runtime/native/kernels/cpu/decoder_kernels.h"
-#include "runtime/native/loaders/hf_config.h"
 #include "runtime/native/kernels/cpu/few_rows_gemm.h"
+#include "runtime/native/loaders/hf_config.h"
 #include "runtime/native/tokenizers/model_tokenizer.h"
 #include "runtime/native/tokenizers/tokenize_task.h"
 

@@ -23,8 +23,9 @@ Result<std::unique_ptr<ImagePromptEncoder>> ImagePromptEncoder::Load(const std::
   const char* token_key =
       config.contains("image_token_id") ? "image_token_id" : "image_token_index";
   SHOAL_ASSIGN_OR_RETURN(const int64_t token, ConfigInt(config, "", token_key, -1));
-  if (token < 0 || token > INT32_MAX)
+  if (token < 0 || token > INT32_MAX) {
     return ConfigError(token_key, "a vision-language model needs its image token");
+  }
   m->image_token_ = static_cast<int32_t>(token);
   if (config.contains("vision_feature_layer") &&
       !config["vision_feature_layer"].is_number_integer()) {
@@ -40,10 +41,12 @@ Result<std::unique_ptr<ImagePromptEncoder>> ImagePromptEncoder::Load(const std::
   }
   SHOAL_ASSIGN_OR_RETURN(const std::string act,
                          ConfigString(config, "", "projector_hidden_act", "gelu"));
-  if (act != "gelu")
+  if (act != "gelu") {
     return ConfigError("projector_hidden_act", "'" + act + "' is not supported (gelu)");
-  if (!config.contains("vision_config"))
+  }
+  if (!config.contains("vision_config")) {
     return ConfigError("vision_config", "a llava model needs its vision_config");
+  }
   SHOAL_ASSIGN_OR_RETURN(VisionConfig vision,
                          VisionConfig::FeatureTower(config["vision_config"], "vision_config.",
                                                     layer, strategy == "default"));
