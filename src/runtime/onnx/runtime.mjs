@@ -23,6 +23,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { Worker, isMainThread, parentPort } from 'node:worker_threads';
 import { decode, encode } from '@msgpack/msgpack';
+import { optimizeGraph } from './graph_passes.mjs';
 
 const require = createRequire(import.meta.url);
 const MAX_FRAME = 256 * 1024 * 1024;
@@ -64,7 +65,20 @@ function modelWorker() {
   });
 
   async function load({ file, threads, task, pooling, padId, graph }) {
-    const session = await ort.InferenceSession.create(file, {
+    // A graph goes through Shoal's passes first (graph_passes.mjs); one they
+    // cannot read goes to ORT as it is, for ORT to judge.
+    let passes = null;
+    let source = file;
+    if (graph) {
+      try {
+        const r = optimizeGraph(new Uint8Array(fs.readFileSync(file)));
+        passes = r.counts;
+        if (r.bytes) source = r.bytes;
+      } catch (e) {
+        passes = { unread: String(e?.message ?? e) };
+      }
+    }
+    const session = await ort.InferenceSession.create(source, {
       intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all',
       executionMode: 'sequential', logSeverityLevel: 3,
     });
@@ -75,7 +89,7 @@ function modelWorker() {
         throw coded('INVALID_INPUT', `${file}: the graph's input '${bad.name}' is ${bad.type}; a graph takes float32`);
       }
       m = { session, graph: true };
-      return { ok: {} };
+      return { ok: {}, passes };
     }
     const check = () => {
       for (const meta of session.inputMetadata) {
@@ -271,6 +285,14 @@ function modelFile(dir, file) {
   return candidates.find((f) => fs.existsSync(f)) ?? candidates[0];
 }
 
+// What the graph passes did, for the load's log line.
+function passesSaid(p) {
+  if (!p) return '';
+  if (p.unread) return ` (graph passes: not run, the graph did not read: ${p.unread})`;
+  return ` (graph passes: ${p.hardswish} hardswish, ${p.intoProducer} affines into their convolution, ` +
+    `${p.intoConsumer} into the next, ${p.batchNorm} as batch norms)`;
+}
+
 function fileSize(file) {
   try { return fs.statSync(file).size; } catch { return 0; }
 }
@@ -341,7 +363,7 @@ async function load(q) {
   });
   old?.worker.close();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  process.stderr.write(`onnx: loaded ${c.id ?? q.model} from ${file} in ${seconds.toFixed(2)} s\n`);
+  process.stderr.write(`onnx: loaded ${c.id ?? q.model} from ${file} in ${seconds.toFixed(2)} s${passesSaid(r.passes)}\n`);
   return { ok: graph ? { memory_bytes: bytes } : { memory_bytes: bytes, max_tokens: maxTokens } };
 }
 
