@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "image/resample.h"
 
@@ -48,10 +49,29 @@ PlaneBatch DetectorBatch(const image::Image& img, uint32_t limit_side) {
   return b;
 }
 
-PlaneBatch ClassifierBatch(std::span<const image::Image> lines) {
-  PlaneBatch b{static_cast<uint32_t>(lines.size()), 48, 192, {}};
+PlaneBatch ClassifierBatch(std::span<const image::Image> lines, std::vector<uint32_t>* line_of) {
+  constexpr uint32_t kWindows = 3, kAspect = 192 / 48;
+  std::vector<image::Image> windows;
+  line_of->clear();
+  for (uint32_t i = 0; i < lines.size(); ++i) {
+    const image::Image& line = lines[i];
+    const uint32_t width = kAspect * std::max(line.height, 1u);
+    if (line.width <= width) {
+      windows.push_back(ToHeight(line, 48, 192));
+      line_of->push_back(i);
+      continue;
+    }
+    for (uint32_t k = 0; k < kWindows; ++k) {
+      const auto x0 = static_cast<uint32_t>(uint64_t{line.width - width} * k / (kWindows - 1));
+      image::Image window = image::BlankImage(width, line.height);
+      for (uint32_t y = 0; y < line.height; ++y) std::memcpy(window.Pixel(0, y), line.Pixel(x0, y), size_t{width} * 3);
+      windows.push_back(ToHeight(window, 48, 192));
+      line_of->push_back(i);
+    }
+  }
+  PlaneBatch b{static_cast<uint32_t>(windows.size()), 48, 192, {}};
   b.values.assign(static_cast<size_t>(b.count) * 3 * b.height * b.width, 0.0f);
-  for (size_t i = 0; i < lines.size(); ++i) Put(ToHeight(lines[i], b.height, b.width), i, kHalf, kHalf, &b);
+  for (size_t i = 0; i < windows.size(); ++i) Put(windows[i], i, kHalf, kHalf, &b);
   return b;
 }
 

@@ -7,7 +7,12 @@
 //     std (DetResizeForTest, limit_type "max"; NormalizeImage);
 //   - the angle classifier: each line scaled to 48 pixels high (its width
 //     with it, at most 192) and padded with zeros to 192 wide;
-//     (v/255 − 0.5) / 0.5;
+//     (v/255 − 0.5) / 0.5 — except that Shoal shows it a line longer than
+//     4:1 as three windows of the line at its own aspect (its start, middle
+//     and end, 4:1 each) where PaddleOCR squeezes the whole line into
+//     192 × 48: squeezed 7× or more, a line's letters lose their shapes and
+//     the classifier turns upright lines upside down (7 of the 43 lines of
+//     the OCR benchmark's noisy page; none as windows);
 //   - the recognizer: each line scaled to 48 high, the batch as wide as its
 //     widest line needs (at least 320, 48 · 320/48), padded with zeros;
 //     (v/255 − 0.5) / 0.5.
@@ -29,7 +34,8 @@ struct PlaneBatch {
 };
 
 PlaneBatch DetectorBatch(const image::Image& image, uint32_t limit_side = 960);
-PlaneBatch ClassifierBatch(std::span<const image::Image> lines);
+// The classifier's windows of `lines`: window i shows line (*line_of)[i].
+PlaneBatch ClassifierBatch(std::span<const image::Image> lines, std::vector<uint32_t>* line_of);
 PlaneBatch RecognizerBatch(std::span<const image::Image* const> lines);
 
 }  // namespace shoal::ocr

@@ -161,10 +161,24 @@ TEST(OcrInputs, TheModelsTakeBgrPlanesOfTheirSizes) {
   EXPECT_EQ(rec.width, 960u) << "as wide as the widest line at 48 high";
   EXPECT_FLOAT_EQ(rec.values[3 * 48 * 960 + 100], 0.0f) << "padding right of the narrow line";
   EXPECT_FLOAT_EQ(rec.values[3 * 48 * 960 + 10], -1.0f) << "a black pixel: (0 − 0.5) / 0.5";
-  const std::vector<image::Image> cls_lines = {wide};
-  const PlaneBatch cls = ClassifierBatch(cls_lines);
+  // The classifier sees a line up to 4:1 whole, a longer one as three 4:1
+  // windows at its own aspect: its start, middle and end.
+  image::Image halves = image::BlankImage(600, 30);  // white left half, black right half
+  for (uint32_t y = 0; y < 30; ++y) std::fill_n(halves.Pixel(0, y), 300 * 3, uint8_t{255});
+  const std::vector<image::Image> cls_lines = {halves, narrow};
+  std::vector<uint32_t> line_of;
+  const PlaneBatch cls = ClassifierBatch(cls_lines, &line_of);
   EXPECT_EQ(cls.width, 192u);
   EXPECT_EQ(cls.height, 48u);
+  ASSERT_EQ(cls.count, 4u);
+  EXPECT_EQ(line_of, (std::vector<uint32_t>{0, 0, 0, 1}));
+  const size_t slot = 3 * 48 * 192;
+  EXPECT_FLOAT_EQ(cls.values[0 * slot + 191], 1.0f) << "the start window: white to its right edge (120 columns of 300)";
+  EXPECT_FLOAT_EQ(cls.values[1 * slot + 0], 1.0f) << "the middle window starts white";
+  EXPECT_FLOAT_EQ(cls.values[1 * slot + 191], -1.0f) << "and ends black";
+  EXPECT_FLOAT_EQ(cls.values[2 * slot + 0], -1.0f) << "the end window: black";
+  EXPECT_FLOAT_EQ(cls.values[3 * slot + 47], -1.0f) << "the short line whole, 48 wide";
+  EXPECT_FLOAT_EQ(cls.values[3 * slot + 48], 0.0f) << "and padded";
 }
 
 }  // namespace

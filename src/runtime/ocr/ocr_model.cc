@@ -131,18 +131,24 @@ Status OcrModel::Upright(std::vector<image::Image>* lines) const {
   constexpr size_t kChunk = 64;  // the classifier's input is small: many lines at once
   for (size_t start = 0; start < lines->size(); start += kChunk) {
     const size_t n = std::min(kChunk, lines->size() - start);
+    std::vector<uint32_t> line_of;  // a long line is seen as several windows (stage_inputs.h)
+    PlaneBatch windows = ClassifierBatch(std::span(*lines).subspan(start, n), &line_of);
     std::vector<Tensor> out;
-    SHOAL_RETURN_IF_ERROR(classifier_->Run(
-        std::vector<Tensor>{Input(ClassifierBatch(std::span(*lines).subspan(start, n)))}, RunOutputs::kWhole, &out));
+    SHOAL_RETURN_IF_ERROR(classifier_->Run(std::vector<Tensor>{Input(std::move(windows))}, RunOutputs::kWhole, &out));
     SHOAL_ASSIGN_OR_RETURN(const Tensor probs, OneOutput(std::move(out), 2, "classifier"));
-    if (probs.shape[0] != static_cast<int64_t>(n) || probs.shape[1] != 2) {
-      return Status(Code::kInferenceError, "ocr: the classifier's output is not two classes per line");
+    if (probs.shape[0] != static_cast<int64_t>(line_of.size()) || probs.shape[1] != 2) {
+      return Status(Code::kInferenceError, "ocr: the classifier's output is not two classes per window");
+    }
+    // Class 1 is "180": a line's probability of it is its windows' mean.
+    std::vector<double> turned(n, 0);
+    std::vector<uint32_t> seen(n, 0);
+    for (size_t w = 0; w < line_of.size(); ++w) {
+      turned[line_of[w]] += probs.values[2 * w + 1];
+      ++seen[line_of[w]];
     }
     for (size_t k = 0; k < n; ++k) {
-      // Class 1 is "180": turned when the classifier is sure (PaddleOCR's cls_thresh 0.9).
-      if (probs.values[2 * k + 1] > probs.values[2 * k] && probs.values[2 * k + 1] > 0.9f) {
-        (*lines)[start + k] = Rotate180((*lines)[start + k]);
-      }
+      // Turned when the classifier is sure (PaddleOCR's cls_thresh 0.9).
+      if (turned[k] / seen[k] > 0.9) (*lines)[start + k] = Rotate180((*lines)[start + k]);
     }
   }
   return Status::Ok();
@@ -230,9 +236,8 @@ Status OcrModel::Read(std::vector<image::Image>* lines, std::vector<RecognizedTe
   if (classifier_) SHOAL_RETURN_IF_ERROR(Upright(lines));
   SHOAL_RETURN_IF_ERROR(Recognize(*lines, texts));
   // The classifier proposes, the recognizer disposes: a line read with too
-  // little confidence is read again turned half a turn (the classifier,
-  // squeezing a long line into 192 columns, misjudges some on noisy pages),
-  // and the surer reading is kept.
+  // little confidence is read again turned half a turn (the classifier may
+  // have misjudged it, or there is none), and the surer reading is kept.
   std::vector<size_t> doubtful;
   std::vector<image::Image> turned;
   for (size_t k = 0; k < texts->size(); ++k) {

@@ -26,7 +26,7 @@
 // and the recognizer together, in batches of lines of similar shape — each
 // stage batched on its own across the requests of the batch. A line read
 // under drop_score is read once more turned half a turn, and the surer
-// reading kept (the classifier misjudges some long lines). An image's
+// reading kept (the classifier may misjudge a line). An image's
 // answer is its lines in reading order with their confidences and boxes;
 // lines still under drop_score are left out.
 //
