@@ -196,13 +196,16 @@ Status OcrModel::Recognize(std::span<const image::Image> lines, std::vector<Reco
 Status OcrModel::ForEachPage(const ExtractInput& in, const std::function<Status(Page&)>& each) const {
   if (in.document.empty()) {
     SHOAL_ASSIGN_OR_RETURN(const image::Image img, image::DecodeImage(in.image, limits_));
-    Page p{.image = &img};
+    Page p{.image = &img, .layer = {}};
     return each(p);
   }
   SHOAL_ASSIGN_OR_RETURN(const auto pdf, document::PdfDocument::Open(in.document, pdf_limits_));
   SHOAL_ASSIGN_OR_RETURN(const std::vector<int> selected, pdf->Select(in.pages));
   for (size_t k = 0; k < selected.size(); ++k) {
-    Page p{.number = static_cast<uint32_t>(selected[k] + 1), .place = static_cast<uint32_t>(k)};
+    Page p{.number = static_cast<uint32_t>(selected[k] + 1),
+           .place = static_cast<uint32_t>(k),
+           .image = nullptr,
+           .layer = {}};
     if (in.text_layer) {
       SHOAL_ASSIGN_OR_RETURN(const std::vector<document::PdfLine> lines, pdf->Lines(selected[k]));
       for (const document::PdfLine& l : lines) p.layer.push_back(TextLayerLine(l, p.number, dpi_));
