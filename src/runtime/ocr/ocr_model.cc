@@ -140,15 +140,15 @@ Status OcrModel::Upright(std::vector<image::Image>* lines) const {
       return Status(Code::kInferenceError, "ocr: the classifier's output is not two classes per window");
     }
     // Class 1 is "180": a line's probability of it is its windows' mean.
-    std::vector<double> turned(n, 0);
-    std::vector<uint32_t> seen(n, 0);
+    std::vector<double> upside_down(n, 0);
+    std::vector<uint32_t> windows_of(n, 0);
     for (size_t w = 0; w < line_of.size(); ++w) {
-      turned[line_of[w]] += probs.values[2 * w + 1];
-      ++seen[line_of[w]];
+      upside_down[line_of[w]] += probs.values[2 * w + 1];
+      ++windows_of[line_of[w]];
     }
     for (size_t k = 0; k < n; ++k) {
       // Turned when the classifier is sure (PaddleOCR's cls_thresh 0.9).
-      if (turned[k] / seen[k] > 0.9) (*lines)[start + k] = Rotate180((*lines)[start + k]);
+      if (upside_down[k] / windows_of[k] > 0.9) (*lines)[start + k] = Rotate180((*lines)[start + k]);
     }
   }
   return Status::Ok();
