@@ -1,7 +1,9 @@
 // llama.cpp alone, with no server: what the llama.cpp and int8 benchmarks
 // measure Shoal against. One warmed context; the prompts prefilled
 // together, then every sequence's next token in one llama_decode per step,
-// greedy — the ceiling any server on the same libllama can reach.
+// greedy — the ceiling any server on the same libllama can reach. Its
+// steps compute on a thread pool of its own, as the llamacpp runtime's do
+// (runtime/llamacpp/threadpool.h; `poll` its polling level).
 // (Call ggml_backend_load_all_from_path first.)
 #pragma once
 
@@ -10,10 +12,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "runtime/llamacpp/threadpool.h"
 
 namespace shoal::bench {
 
@@ -25,7 +29,7 @@ namespace shoal::bench {
 class BareLlama {
  public:
   BareLlama(const std::string& gguf, const char* prompt, int concurrency, int new_tokens,
-            int threads)
+            int threads, uint32_t poll = 0)
       : concurrency_(concurrency), new_tokens_(new_tokens) {
     model_ = llama_model_load_from_file(gguf.c_str(), llama_model_default_params());
     if (!model_) return;
@@ -41,7 +45,11 @@ class BareLlama {
     cp.n_ubatch = kBatch;
     cp.n_threads = threads;
     cp.n_threads_batch = threads;
+    auto pool = llamacpp::Threadpool::Create(threads, poll);
+    if (!pool.ok()) return;
+    pool_ = std::move(pool).value();
     ctx_ = llama_init_from_model(model_, cp);
+    if (ctx_) llama_attach_threadpool(ctx_, pool_->get(), pool_->get());
     batch_ = llama_batch_init(kBatch, 0, 1);
   }
   ~BareLlama() {
@@ -115,6 +123,7 @@ class BareLlama {
   std::vector<llama_token> generated_;
   llama_model* model_ = nullptr;
   const llama_vocab* vocab_ = nullptr;
+  std::unique_ptr<llamacpp::Threadpool> pool_;  // outlives ctx_ (freed in the destructor's body)
   llama_context* ctx_ = nullptr;
   llama_batch batch_{};
   std::vector<llama_token> prompt_;

@@ -213,7 +213,7 @@ class NativeDecoder {
     const auto t0 = SteadyClock::now();
     std::vector<SequenceChunk> chunks;
     for (int s = 0; s < concurrency_; ++s)
-      chunks.push_back({seqs[static_cast<size_t>(s)], 0, blocks_[static_cast<size_t>(s)], 1});
+      chunks.push_back({seqs[static_cast<size_t>(s)], 0, blocks_[static_cast<size_t>(s)], 1, {}, {}});
     if (!gen_->Forward(chunks, logits.data(), threads_).ok()) return NAN;
     generated_.clear();
     for (int step = 0; step < new_tokens; ++step) {
@@ -229,7 +229,7 @@ class NativeDecoder {
         const auto& seq = seqs[static_cast<size_t>(s)];
         chunks.push_back({std::span<const int32_t>(seq).last(1),
                           static_cast<uint32_t>(seq.size() - 1), blocks_[static_cast<size_t>(s)],
-                          1});
+                          1, {}, {}});
       }
       if (!gen_->Forward(chunks, logits.data(), threads_).ok()) return NAN;
     }
@@ -242,7 +242,7 @@ class NativeDecoder {
   std::vector<int32_t> TopOneAlong(const std::vector<int32_t>& tokens) {
     const size_t vocab = gen_->info().vocab_size;
     std::vector<float> logits(tokens.size() * vocab);
-    SequenceChunk c{tokens, 0, blocks_[0], static_cast<uint32_t>(tokens.size())};
+    SequenceChunk c{tokens, 0, blocks_[0], static_cast<uint32_t>(tokens.size()), {}, {}};
     std::vector<int32_t> out;
     if (!gen_->Forward({&c, 1}, logits.data(), threads_).ok()) return out;
     for (size_t i = 0; i < tokens.size(); ++i) {

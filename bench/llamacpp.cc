@@ -5,7 +5,8 @@
 // directly, with no server at all (one warmed context, the prompts
 // prefilled together, then every sequence's next token in one llama_decode
 // per step, greedy), the ceiling any server on it can reach. Same weights (qwen3-bench as F16 and Q8_0: scripts/make-test-models
-// --bench, scripts/make-test-gguf --bench), same threads, same prompt,
+// --bench, scripts/make-test-gguf --bench), same threads (a ggml thread
+// pool each, --poll their polling level), same prompt,
 // greedy, ignore_eos, --new-tokens tokens per sequence, at concurrency 1, 8
 // and 32. Each figure is the median of --repeats rounds.
 //
@@ -47,6 +48,7 @@ struct Options {
   int repeats = 3;
   int new_tokens = 64;
   int threads = 2;
+  uint32_t poll = 0;
 };
 
 int Run(const Options& o) {
@@ -69,7 +71,8 @@ int Run(const Options& o) {
     spec->batching.max_batch_requests = 32;
     spec->batching.max_batch_tokens = 512;
     spec->queue.ack_wait_ms = 60000;
-    spec->runtime_options_json = "{\"threads\": " + std::to_string(o.threads) + "}";
+    spec->runtime_options_json =
+        "{\"threads\": " + std::to_string(o.threads) + ", \"poll\": " + std::to_string(o.poll) + "}";
     specs.push_back(*spec);
   }
   const std::string dir = std::filesystem::temp_directory_path() / ("shoal-llamacpp-bench-" + std::to_string(::getpid()));
@@ -86,7 +89,7 @@ int Run(const Options& o) {
     const std::string gguf = models + "/qwen3-bench-gguf-" + t + "/qwen3-bench-" + (t == "f16" ? "F16" : "Q8_0") + ".gguf";
     for (int c : o.concurrency) {
       std::vector<double> shoal, bare;
-      BareLlama alone(gguf, kPrompt, c, o.new_tokens, o.threads);
+      BareLlama alone(gguf, kPrompt, c, o.new_tokens, o.threads, o.poll);
       alone.Round();  // warm: a context's first decodes allocate its graphs
       RunRound(port, id, kPrompt, c, 1, 8);  // and Shoal's, at this batch size
       for (int i = 0; i < o.repeats; ++i) {
@@ -148,6 +151,7 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", o.concurrency, "client counts")->delimiter(',');
   app.add_option("--new-tokens", o.new_tokens, "tokens per request");
   app.add_option("--threads", o.threads, "llama.cpp threads, in both");
+  app.add_option("--poll", o.poll, "their polling level between steps (0-100), in both");
   CLI11_PARSE(app, argc, argv);
   return shoal::bench::Run(o);
 }

@@ -467,6 +467,31 @@ TEST_F(LlamaCpp, SchemasOutsideTheSubsetAreRefusedNamingWhere) {
   EXPECT_EQ(refused("[1]"), "response_format.json_schema.schema: a schema is an object or a boolean");
 }
 
+// The thread pool's polling level (threadpool.h) changes when its threads
+// wake, not what they compute; out of ggml's 0-100 it is refused.
+TEST_F(LlamaCpp, ThreadsThatPollGenerateWhatThoseThatSleepDo) {
+  SKIP_WITHOUT("llama-tiny-gguf-f32");
+  std::vector<std::string> texts;
+  for (int64_t poll : {0, 100}) {
+    ModelConfig c = Config(Models() + "/llama-tiny-gguf-f32", Task::kGenerate);
+    c.options.Set("threads", int64_t{2});
+    c.options.Set("poll", poll);
+    auto m = Load("llama-tiny-gguf-f32", Task::kGenerate, &c);
+    ASSERT_TRUE(m);
+    const Outcome o = RunJob(m->streaming_generator(), Greedy(kPrompts[1], 16));
+    ASSERT_TRUE(o.final.status.ok()) << o.final.status.ToString();
+    EXPECT_EQ(o.tokens.size(), 16u);
+    texts.push_back(o.text);
+  }
+  EXPECT_FALSE(texts[0].empty());
+  EXPECT_EQ(texts[0], texts[1]);
+  ModelConfig too_much = Config(Models() + "/llama-tiny-gguf-f32", Task::kGenerate);
+  too_much.options.Set("poll", int64_t{101});
+  auto refused = runtime_.Load(too_much, LoadContext{.threads = 1});
+  EXPECT_EQ(refused.status().code(), Code::kInvalidInput);
+  EXPECT_NE(refused.status().message().find("poll"), std::string::npos) << refused.status().message();
+}
+
 TEST_F(LlamaCpp, BadModelsFailToLoad) {
   SKIP_WITHOUT("llama-tiny-gguf-f32");
   SKIP_WITHOUT("unknown-arch-gguf");

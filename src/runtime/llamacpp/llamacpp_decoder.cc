@@ -12,7 +12,7 @@ constexpr uint32_t kMaxSequences = 64;
 }  // namespace
 
 Result<std::unique_ptr<Model>> LlamaCppDecoder::Create(ModelPtr model, const ModelConfig& config, uint32_t context,
-                                                       int threads) {
+                                                       std::unique_ptr<Threadpool> pool) {
   if (!llama_model_has_decoder(model.get())) {
     return Status(Code::kModelLoadFailed, "model '" + config.id + "': the GGUF's model does not generate");
   }
@@ -22,8 +22,7 @@ Result<std::unique_ptr<Model>> LlamaCppDecoder::Create(ModelPtr model, const Mod
   limits.sequences = std::clamp<uint32_t>(config.max_batch_requests, 1, kMaxSequences);
   limits.context = context;
   limits.batch_tokens = config.max_batch_tokens;
-  limits.threads = threads;
-  SHOAL_ASSIGN_OR_RETURN(d->scheduler_, Scheduler::Create(d->model_.get(), d->prompts_.get(), limits));
+  SHOAL_ASSIGN_OR_RETURN(d->scheduler_, Scheduler::Create(d->model_.get(), d->prompts_.get(), limits, std::move(pool)));
   d->memory_bytes_ = llama_model_size(d->model_.get()) + d->scheduler_->memory_bytes();
   return std::unique_ptr<Model>(std::move(d));
 }

@@ -18,8 +18,9 @@ namespace shoal::llamacpp {
 
 class LlamaCppDecoder final : public Model {
  public:
+  // Its steps compute on `pool`'s threads.
   static Result<std::unique_ptr<Model>> Create(ModelPtr model, const ModelConfig& config, uint32_t context,
-                                               int threads);
+                                               std::unique_ptr<Threadpool> pool);
 
   const ModelConfig& config() const override { return config_; }
   size_t memory_bytes() const override { return memory_bytes_; }

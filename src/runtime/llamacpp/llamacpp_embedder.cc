@@ -27,15 +27,15 @@ std::vector<int32_t> Truncate(const std::vector<int32_t>& full, const std::vecto
 }  // namespace
 
 Result<std::unique_ptr<Model>> LlamaCppEmbedder::Create(ModelPtr model, const ModelConfig& config, uint32_t context,
-                                                        int threads) {
+                                                        std::unique_ptr<Threadpool> pool) {
   const uint32_t limit = std::min(config.max_input_tokens, context);
   llama_context_params p = llama_context_default_params();
   p.n_ctx = limit;  // a decoder-based embedder keeps one text in its cache, cleared after it
   p.n_batch = limit;
   p.n_ubatch = limit;  // without causal attention a text is computed in one piece
   p.n_seq_max = 1;
-  p.n_threads = threads;
-  p.n_threads_batch = threads;
+  p.n_threads = pool->threads();
+  p.n_threads_batch = pool->threads();
   p.embeddings = true;
   p.no_perf = true;
   LogCapture capture;
@@ -47,15 +47,18 @@ Result<std::unique_ptr<Model>> LlamaCppEmbedder::Create(ModelPtr model, const Mo
                                               "': the GGUF names no embedding pooling (mean, cls or last), "
                                               "so it is not an embedding model");
   }
-  return std::unique_ptr<Model>(new LlamaCppEmbedder(std::move(model), std::move(ctx), config, limit));
+  llama_attach_threadpool(ctx.get(), pool->get(), pool->get());
+  return std::unique_ptr<Model>(new LlamaCppEmbedder(std::move(model), std::move(pool), std::move(ctx), config, limit));
 }
 
-LlamaCppEmbedder::LlamaCppEmbedder(ModelPtr model, ContextPtr ctx, const ModelConfig& config, uint32_t limit)
+LlamaCppEmbedder::LlamaCppEmbedder(ModelPtr model, std::unique_ptr<Threadpool> pool, ContextPtr ctx,
+                                   const ModelConfig& config, uint32_t limit)
     : model_(std::move(model)),
       vocab_(llama_model_get_vocab(model_.get())),
       config_(config),
       limit_(limit),
       encoder_only_(llama_model_has_encoder(model_.get()) && !llama_model_has_decoder(model_.get())),
+      pool_(std::move(pool)),
       ctx_(std::move(ctx)),
       batch_(llama_batch_init(static_cast<int32_t>(limit), 0, 1)) {
   memory_bytes_ = llama_model_size(model_.get()) + llama_state_get_size(ctx_.get());

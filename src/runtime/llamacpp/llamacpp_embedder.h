@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 
+#include "runtime/llamacpp/threadpool.h"
 #include "runtime/llamacpp/vocab.h"
 #include "runtime/runtime.h"
 
@@ -25,9 +26,9 @@ namespace shoal::llamacpp {
 
 class LlamaCppEmbedder final : public Model {
  public:
-  // `context`: the most tokens of one text.
+  // `context`: the most tokens of one text; it computes on `pool`'s threads.
   static Result<std::unique_ptr<Model>> Create(ModelPtr model, const ModelConfig& config, uint32_t context,
-                                               int threads);
+                                               std::unique_ptr<Threadpool> pool);
   ~LlamaCppEmbedder() override;
 
   const ModelConfig& config() const override { return config_; }
@@ -36,7 +37,8 @@ class LlamaCppEmbedder final : public Model {
   Status Tokenize(std::span<const TokenizeInput> in, std::span<TokenizeOutput> out) override;
 
  private:
-  LlamaCppEmbedder(ModelPtr model, ContextPtr ctx, const ModelConfig& config, uint32_t limit);
+  LlamaCppEmbedder(ModelPtr model, std::unique_ptr<Threadpool> pool, ContextPtr ctx, const ModelConfig& config,
+                   uint32_t limit);
   // The text's tokens within limit_ (cut when it asks to be, else refused).
   Status Prepare(const EncodeInput& in, std::vector<int32_t>* ids, EncodeOutput* out) const;
   // One text's forward pass and pooling into `out`.
@@ -49,7 +51,8 @@ class LlamaCppEmbedder final : public Model {
   const bool encoder_only_;  // llama_encode rather than llama_decode
   size_t memory_bytes_ = 0;
 
-  std::mutex mu_;  // guards ctx_ and batch_
+  std::unique_ptr<Threadpool> pool_;  // outlives ctx_, which computes on it
+  std::mutex mu_;                     // guards ctx_ and batch_
   ContextPtr ctx_;
   llama_batch batch_;
 };

@@ -79,8 +79,9 @@ Result<std::unique_ptr<Model>> LlamaCppRuntime::Load(const ModelConfig& config, 
       options.context ? options.context : std::min(trained > 0 ? static_cast<uint32_t>(trained) : kDefaultMaxContext,
                                                    kDefaultMaxContext);
   const int threads = static_cast<int>(options.threads ? options.threads : std::max(1, ctx.threads));
-  if (config.task == Task::kEncode) return LlamaCppEmbedder::Create(std::move(model), config, context, threads);
-  return LlamaCppDecoder::Create(std::move(model), config, context, threads);
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Threadpool> pool, Threadpool::Create(threads, options.poll));
+  if (config.task == Task::kEncode) return LlamaCppEmbedder::Create(std::move(model), config, context, std::move(pool));
+  return LlamaCppDecoder::Create(std::move(model), config, context, std::move(pool));
 }
 
 }  // namespace shoal::llamacpp

@@ -24,7 +24,7 @@ size_t KvBytes(const llama_model* model, size_t positions, size_t bytes) {
 }  // namespace
 
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(const llama_model* model, const PromptBuilder* prompts,
-                                                     Limits limits) {
+                                                     Limits limits, std::unique_ptr<Threadpool> pool) {
   limits.batch_tokens = std::max(limits.batch_tokens, limits.sequences);
   llama_context_params p = llama_context_default_params();
   p.n_seq_max = limits.sequences;
@@ -32,8 +32,8 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const llama_model* model, c
   p.kv_unified = false;  // a stream per sequence: each may grow to its context
   p.n_batch = limits.batch_tokens;
   p.n_ubatch = std::min(limits.batch_tokens, kMicroBatch);
-  p.n_threads = limits.threads;
-  p.n_threads_batch = limits.threads;
+  p.n_threads = pool->threads();
+  p.n_threads_batch = pool->threads();
   p.no_perf = true;
   // An F32 model keeps an F32 cache (its results then match a float
   // reference); the others llama.cpp's default F16.
@@ -43,18 +43,21 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const llama_model* model, c
   LogCapture capture;
   ContextPtr ctx(llama_init_from_model(const_cast<llama_model*>(model), p));
   if (!ctx) return Status(Code::kModelLoadFailed, "llama.cpp could not make a context: " + capture.Reason());
-  std::unique_ptr<Scheduler> s(new Scheduler(model, prompts, limits, std::move(ctx)));
+  llama_attach_threadpool(ctx.get(), pool->get(), pool->get());
+  std::unique_ptr<Scheduler> s(new Scheduler(model, prompts, limits, std::move(pool), std::move(ctx)));
   s->memory_bytes_ = KvBytes(model, llama_n_ctx(s->ctx_.get()), f32 ? 4 : 2);
   s->thread_ = std::thread([p = s.get()] { p->Loop(); });
   return s;
 }
 
-Scheduler::Scheduler(const llama_model* model, const PromptBuilder* prompts, Limits limits, ContextPtr ctx)
+Scheduler::Scheduler(const llama_model* model, const PromptBuilder* prompts, Limits limits,
+                     std::unique_ptr<Threadpool> pool, ContextPtr ctx)
     : model_(model),
       vocab_(llama_model_get_vocab(model)),
       prompts_(prompts),
       limits_(limits),
       grammars_(vocab_),
+      pool_(std::move(pool)),
       ctx_(std::move(ctx)),
       batch_(llama_batch_init(static_cast<int32_t>(limits.batch_tokens), 0, 1)),
       slots_(limits.sequences) {}

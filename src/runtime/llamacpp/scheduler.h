@@ -32,6 +32,7 @@
 #include "runtime/llamacpp/output_grammars.h"
 #include "runtime/llamacpp/prompt.h"
 #include "runtime/llamacpp/sequence.h"
+#include "runtime/llamacpp/threadpool.h"
 #include "runtime/streaming_generator.h"
 
 namespace shoal::llamacpp {
@@ -42,11 +43,11 @@ class Scheduler final : public StreamingGenerator {
     uint32_t sequences = 1;      // at once
     uint32_t context = 0;        // positions per sequence (prompt + output)
     uint32_t batch_tokens = 0;   // tokens per step
-    int threads = 1;
   };
-  // MODEL_LOAD_FAILED when llama.cpp cannot make the context.
+  // Steps compute on `pool`'s threads. MODEL_LOAD_FAILED when llama.cpp
+  // cannot make the context.
   static Result<std::unique_ptr<Scheduler>> Create(const llama_model* model, const PromptBuilder* prompts,
-                                                   Limits limits);
+                                                   Limits limits, std::unique_ptr<Threadpool> pool);
   ~Scheduler() override;
 
   uint32_t max_sequences() const override { return limits_.sequences; }
@@ -71,7 +72,8 @@ class Scheduler final : public StreamingGenerator {
     bool logits;
   };
 
-  Scheduler(const llama_model* model, const PromptBuilder* prompts, Limits limits, ContextPtr ctx);
+  Scheduler(const llama_model* model, const PromptBuilder* prompts, Limits limits, std::unique_ptr<Threadpool> pool,
+            ContextPtr ctx);
   // The job's prompt and its format's sampler (null for text), or why it
   // cannot run.
   Result<std::vector<int32_t>> Prepare(const GenerationJob& job, SamplerPtr* format);
@@ -104,6 +106,7 @@ class Scheduler final : public StreamingGenerator {
   uint64_t next_handle_ = 1;
 
   // The thread's.
+  std::unique_ptr<Threadpool> pool_;  // outlives ctx_, which computes on it
   ContextPtr ctx_;
   llama_batch batch_;
   std::vector<std::unique_ptr<Sequence>> slots_;  // by llama seq_id; null: free
