@@ -74,6 +74,7 @@ struct Options {
   std::vector<int> concurrency = {8, 32};
   int new_tokens = 32;
   int threads = 2;
+  int poll = 50;  // llama-server's own default
 };
 
 // llama-server on `gguf` as `alias`, on a free port, until it is stopped.
@@ -88,7 +89,8 @@ struct Server {
     port = *p;
     std::vector<std::string> argv = {o.llama_server, "-m", gguf, "--alias", alias, "--host", "127.0.0.1",
                                      "--port", std::to_string(port), "--threads", std::to_string(o.threads),
-                                     "--threads-batch", std::to_string(o.threads), "--no-webui"};
+                                     "--threads-batch", std::to_string(o.threads), "--poll", std::to_string(o.poll),
+                                     "--no-webui"};
     argv.insert(argv.end(), args.begin(), args.end());
     auto s = Subprocess::Spawn(argv, log);
     if (!s.ok()) return false;
@@ -247,6 +249,7 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", o.concurrency, "generation client counts")->delimiter(',');
   app.add_option("--new-tokens", o.new_tokens, "tokens per generation");
   app.add_option("--threads", o.threads, "llama-server threads");
+  app.add_option("--poll", o.poll, "how hard its threads poll for work (0-100; llama-server's --poll)");
   CLI11_PARSE(app, argc, argv);
   return shoal::bench::Run(o);
 }

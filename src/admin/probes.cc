@@ -38,6 +38,7 @@ constexpr std::string_view kSentences[] = {
     "The train to Paris leaves from platform nine at 7:45.",
     "Le café était fermé, alors nous sommes rentrés à pied.",
 };
+constexpr uint32_t kSentenceTokensAtMost = 128;
 constexpr std::pair<std::string_view, std::string_view> kPairs[] = {
     {"how do I reset my password", "Open settings, choose Security, then Reset password."},
     {"how do I reset my password", "The cat sat on the warm windowsill all afternoon."},
@@ -129,11 +130,15 @@ Status AnswerAndTime(const std::vector<In>& probes, const ModelSpec& spec, Run r
 Status ProbeEncode(Model& model, const ModelSpec& spec, json* outputs, CapacityEstimate* capacity) {
   std::vector<EncodeInput> probes;
   const OutputKinds kinds = spec.encode_outputs();
+  // Truncation asked only of a model whose limit a sentence could reach (no
+  // tokenizer spends more than a token a byte on them, plus its specials):
+  // for the others it could change nothing, and an upstream cannot be asked.
+  const bool truncate = spec.max_input_tokens < kSentenceTokensAtMost;
   if (model.takes_images()) {
-    probes.push_back({.text = {}, .truncate = true, .image = kTestImage, .outputs = kinds});
+    probes.push_back({.text = {}, .truncate = truncate, .image = kTestImage, .outputs = kinds});
   } else {
     for (std::string_view s : kSentences)
-      probes.push_back({.text = s, .truncate = true, .outputs = kinds});
+      probes.push_back({.text = s, .truncate = truncate, .outputs = kinds});
   }
   for (EncodeInput& in : probes) in.role = InputRole::kDocument;
   std::vector<EncodeOutput> out;

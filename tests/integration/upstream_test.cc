@@ -110,8 +110,16 @@ TEST_F(Upstream, EmbeddingsEqualTheUpstreamsOwnAndConcurrentRequestsShareOneCall
   LlamaServer server(kEmbedder, "bert", {"--embeddings", "--pooling", "mean", "-c", "2048", "-b", "2048", "-ub", "2048"},
                      Log("llama-server"));
   ASSERT_TRUE(server.ok());
-  cluster_.Register(Profile("t/bert-up", "encode", server.base_url(), "bert",
-                            "batching: {max_batch_requests: 32, max_batch_wait_ms: 50}\n"));
+  const std::string profile = Profile("t/bert-up", "encode", server.base_url(), "bert",
+                                     "batching: {max_batch_requests: 32, max_batch_wait_ms: 50}\n");
+  {  // what registration checks (the test request, the probe set) it passes
+    auto spec = ModelSpec::Parse(profile);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    auto check = admin::CheckModel(*spec);
+    ASSERT_TRUE(check.ok()) << check.status().ToString();
+    EXPECT_NE(check->probes.golden_json.find("shoal-probes-v1"), std::string::npos);
+  }
+  cluster_.Register(profile);
   auto worker = cluster_.StartWorker();
   ASSERT_TRUE(worker);
   auto gateway = cluster_.StartGateway();
