@@ -133,14 +133,19 @@ Status ProbeEncode(Model& model, const ModelSpec& spec, json* outputs, CapacityE
   // Truncation asked only of a model whose limit a sentence could reach (no
   // tokenizer spends more than a token a byte on them, plus its specials):
   // for the others it could change nothing, and an upstream cannot be asked.
-  const bool truncate = spec.max_input_tokens < kSentenceTokensAtMost;
+  EncodeInput probe;
+  probe.truncate = spec.max_input_tokens < kSentenceTokensAtMost;
+  probe.outputs = kinds;
+  probe.role = InputRole::kDocument;
   if (model.takes_images()) {
-    probes.push_back({.text = {}, .truncate = truncate, .image = kTestImage, .outputs = kinds});
+    probe.image = kTestImage;
+    probes.push_back(probe);
   } else {
-    for (std::string_view s : kSentences)
-      probes.push_back({.text = s, .truncate = truncate, .outputs = kinds});
+    for (std::string_view s : kSentences) {
+      probe.text = s;
+      probes.push_back(probe);
+    }
   }
-  for (EncodeInput& in : probes) in.role = InputRole::kDocument;
   std::vector<EncodeOutput> out;
   SHOAL_RETURN_IF_ERROR(AnswerAndTime(
       probes, spec, [&](const auto& in, auto& answers) { return model.Encode(in, answers); }, &out,
@@ -151,7 +156,9 @@ Status ProbeEncode(Model& model, const ModelSpec& spec, json* outputs, CapacityE
 
 Status ProbeScore(Model& model, const ModelSpec& spec, json* outputs, CapacityEstimate* capacity) {
   std::vector<ScoreInput> probes;
-  for (const auto& [q, d] : kPairs) probes.push_back({.text = q, .text_pair = d, .truncate = true});
+  for (const auto& [q, d] : kPairs) {
+    probes.push_back({.text = q, .text_pair = d, .image = {}, .truncate = true, .lora = {}});
+  }
   std::vector<ScoreOutput> out;
   SHOAL_RETURN_IF_ERROR(AnswerAndTime(
       probes, spec, [&](const auto& in, auto& answers) { return model.Score(in, answers); }, &out,
@@ -163,10 +170,16 @@ Status ProbeScore(Model& model, const ModelSpec& spec, json* outputs, CapacityEs
 Status ProbeExtract(Model& model, const ModelSpec& spec, json* outputs,
                     CapacityEstimate* capacity) {
   std::vector<ExtractInput> probes;
+  ExtractInput probe;
   if (model.takes_images()) {
-    probes.push_back({.image = kTestImage});
+    probe.image = kTestImage;
+    probes.push_back(probe);
   } else {
-    for (std::string_view s : kEntitySentences) probes.push_back({.text = s, .truncate = true});
+    probe.truncate = true;
+    for (std::string_view s : kEntitySentences) {
+      probe.text = s;
+      probes.push_back(probe);
+    }
   }
   std::vector<ExtractOutput> out;
   SHOAL_RETURN_IF_ERROR(AnswerAndTime(

@@ -129,7 +129,7 @@ class LlamaCpp : public ::testing::Test {
     if (!fs::exists(dir)) return nullptr;
     ModelConfig c = Config(dir, task);
     if (config_out) c = *config_out;
-    auto m = runtime_.Load(c, LoadContext{.threads = 1});
+    auto m = runtime_.Load(c, LoadContext{.threads = 1, .progress = {}});
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     return m.ok() ? std::move(m).value() : nullptr;
   }
@@ -310,7 +310,11 @@ TEST_F(LlamaCpp, ChatRendersTheGgufTemplate) {
   ASSERT_TRUE(m);
   GenerationJob job = Greedy("", 4);
   job.chat = true;
-  job.messages = {{"system", "be brief"}, {"user", "what moves the river?"}};
+  job.messages.resize(2);
+  job.messages[0].role = "system";
+  job.messages[0].content = "be brief";
+  job.messages[1].role = "user";
+  job.messages[1].content = "what moves the river?";
   job.chat_template_kwargs_json = R"({"enable_thinking": false})";
   const Outcome o = RunJob(m->streaming_generator(), job);
   ASSERT_TRUE(o.final.status.ok()) << o.final.status.ToString();
@@ -405,7 +409,9 @@ TEST_F(LlamaCpp, AJsonSchemaHoldsSampledOutputToIt) {
     }
     ASSERT_TRUE(doc["when"].is_string()) << o.text;
     EXPECT_TRUE(std::regex_match(doc["when"].get<std::string>(), date)) << o.text;
-    if (doc.contains("ok")) EXPECT_TRUE(doc["ok"].is_boolean()) << o.text;
+    if (doc.contains("ok")) {
+      EXPECT_TRUE(doc["ok"].is_boolean()) << o.text;
+    }
   }
 }
 
@@ -421,7 +427,9 @@ TEST_F(LlamaCpp, JsonObjectOutputIsAnObjectAndRecursiveSchemasCompile) {
     ASSERT_TRUE(o.final.status.ok()) << o.final.status.ToString();
     ASSERT_FALSE(o.text.empty());
     EXPECT_EQ(o.text.front(), '{') << o.text;
-    if (o.final.finish_reason == "stop") EXPECT_TRUE(json::parse(o.text, nullptr, false).is_object()) << o.text;
+    if (o.final.finish_reason == "stop") {
+      EXPECT_TRUE(json::parse(o.text, nullptr, false).is_object()) << o.text;
+    }
   }
   // A tree: each node an integer and at most two children, the same schema.
   const std::string tree = R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
@@ -487,7 +495,7 @@ TEST_F(LlamaCpp, ThreadsThatPollGenerateWhatThoseThatSleepDo) {
   EXPECT_EQ(texts[0], texts[1]);
   ModelConfig too_much = Config(Models() + "/llama-tiny-gguf-f32", Task::kGenerate);
   too_much.options.Set("poll", int64_t{101});
-  auto refused = runtime_.Load(too_much, LoadContext{.threads = 1});
+  auto refused = runtime_.Load(too_much, LoadContext{.threads = 1, .progress = {}});
   EXPECT_EQ(refused.status().code(), Code::kInvalidInput);
   EXPECT_NE(refused.status().message().find("poll"), std::string::npos) << refused.status().message();
 }
@@ -496,7 +504,7 @@ TEST_F(LlamaCpp, BadModelsFailToLoad) {
   SKIP_WITHOUT("llama-tiny-gguf-f32");
   SKIP_WITHOUT("unknown-arch-gguf");
   const auto start = std::chrono::steady_clock::now();
-  auto unknown = runtime_.Load(Config(Models() + "/unknown-arch-gguf", Task::kGenerate), LoadContext{.threads = 1});
+  auto unknown = runtime_.Load(Config(Models() + "/unknown-arch-gguf", Task::kGenerate), LoadContext{.threads = 1, .progress = {}});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), Code::kModelLoadFailed);
   EXPECT_NE(unknown.status().message().find("florp"), std::string::npos) << unknown.status().message();
@@ -509,7 +517,7 @@ TEST_F(LlamaCpp, BadModelsFailToLoad) {
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream(tmp / "truncated" / "model.gguf", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
-  auto truncated = runtime_.Load(Config((tmp / "truncated").string(), Task::kGenerate), LoadContext{.threads = 1});
+  auto truncated = runtime_.Load(Config((tmp / "truncated").string(), Task::kGenerate), LoadContext{.threads = 1, .progress = {}});
   ASSERT_FALSE(truncated.ok());
   EXPECT_EQ(truncated.status().code(), Code::kModelLoadFailed) << truncated.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
@@ -517,17 +525,17 @@ TEST_F(LlamaCpp, BadModelsFailToLoad) {
   fs::create_directories(tmp / "two");
   fs::copy_file(good, tmp / "two" / "a.gguf");
   fs::copy_file(good, tmp / "two" / "b.gguf");
-  auto two = runtime_.Load(Config((tmp / "two").string(), Task::kGenerate), LoadContext{.threads = 1});
+  auto two = runtime_.Load(Config((tmp / "two").string(), Task::kGenerate), LoadContext{.threads = 1, .progress = {}});
   EXPECT_EQ(two.status().code(), Code::kInvalidInput);
   EXPECT_NE(two.status().message().find("a.gguf, b.gguf"), std::string::npos) << two.status().message();
   ModelConfig named = Config((tmp / "two").string(), Task::kGenerate);
   named.options.Set("file", std::string("b.gguf"));
-  EXPECT_TRUE(runtime_.Load(named, LoadContext{.threads = 1}).ok());
+  EXPECT_TRUE(runtime_.Load(named, LoadContext{.threads = 1, .progress = {}}).ok());
   fs::remove_all(tmp);
 
   ModelConfig unknown_option = Config(Models() + "/llama-tiny-gguf-f32", Task::kGenerate);
   unknown_option.options.Set("n_gpu_layers", int64_t{3});
-  auto refused = runtime_.Load(unknown_option, LoadContext{.threads = 1});
+  auto refused = runtime_.Load(unknown_option, LoadContext{.threads = 1, .progress = {}});
   EXPECT_EQ(refused.status().code(), Code::kInvalidInput);
   EXPECT_NE(refused.status().message().find("n_gpu_layers"), std::string::npos) << refused.status().message();
 }
@@ -537,7 +545,7 @@ std::unique_ptr<Model> LoadNative(const std::string& dir, uint32_t max_input_tok
   auto spec = ModelSpec::Parse("id: t/native\nruntime: native\ntask: encode\npath: " + dir +
                                "\nmax_input_tokens: " + std::to_string(max_input_tokens) + "\n");
   EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-  auto m = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{.threads = 1});
+  auto m = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{.threads = 1, .progress = {}});
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return m.ok() ? std::move(m).value() : nullptr;
 }
@@ -552,10 +560,13 @@ TEST_F(LlamaCpp, EmbeddingsEqualTheNativeRuntime) {
   ASSERT_TRUE(m && native);
   // One batch of several texts (one sequence each); the last is over 16
   // tokens and cut, the specials kept.
-  std::vector<EncodeInput> in;
-  for (const std::string& t : kPrompts) in.push_back({t, true, true, ""});
-  in.push_back({"the river runs past the old mill and into the town, where people stop on the bridge", true, true,
-                ""});
+  std::vector<std::string_view> texts(kPrompts.begin(), kPrompts.end());
+  texts.push_back("the river runs past the old mill and into the town, where people stop on the bridge");
+  std::vector<EncodeInput> in(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    in[i].text = texts[i];
+    in[i].truncate = true;
+  }
   std::vector<EncodeOutput> got(in.size()), want(in.size());
   ASSERT_TRUE(m->Encode(in, got).ok());
   ASSERT_TRUE(native->Encode(in, want).ok());
