@@ -22,6 +22,7 @@
 #include "runtime/text_stream.h"
 #include "support/files.h"
 #include "support/http_client.h"
+#include "support/seeded_images.h"
 #include "support/test_cluster.h"
 #include "support/test_models.h"
 #include "wire/json_writer.h"
@@ -50,19 +51,7 @@ class VisionChat : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("shoal-vision-chat-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    const std::string script =
-        "import sys, numpy as np\nfrom PIL import Image\nd = sys.argv[1]\n"
-        "r = np.random.default_rng(9)\ny, x = np.mgrid[0:32, 0:32]\n"
-        "Image.fromarray(np.stack([x * 8, y * 8, r.integers(0, 256, (32, 32))], "
-        "-1).astype(np.uint8))"
-        ".save(d + '/a.png')\n"
-        "Image.fromarray(r.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(d + '/b.png')\n"
-        "Image.fromarray(r.integers(0, 256, (600, 700, 3), dtype=np.uint8)).save(d + '/big.png')\n";
-    std::ofstream(dir_ / "images.py") << script;
-    ASSERT_EQ(
-        std::system(
-            ("/usr/bin/python3 " + (dir_ / "images.py").string() + " " + dir_.string()).c_str()),
-        0);
+    ASSERT_TRUE(WriteSeededImages(dir_, 9));
     cluster_ = new TestCluster();
     for (auto [name, id] : {std::pair{"llava-tiny", "t/llava"}, {"qwen3-tiny", "t/chat"}}) {
       auto spec = admin::SpecFromDirectory(kModels + "/" + name, id);

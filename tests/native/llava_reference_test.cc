@@ -29,6 +29,8 @@
 #include "runtime/native/loaders/decoder_config.h"
 #include "runtime/registry/registry.h"
 #include "runtime/runtime.h"
+#include "support/files.h"
+#include "support/seeded_images.h"
 
 namespace shoal {
 namespace {
@@ -39,30 +41,14 @@ using nlohmann::json;
 constexpr int kNewTokens = 10;
 constexpr double kRelBound = 1e-4;  // as decoder_reference_test.cc's
 
-std::string Bytes(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
-
 class LlavaReference : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     dir_ = std::string(SHOAL_TEST_MODELS) + "/" + GetParam();
     tmp_ = fs::temp_directory_path() / ("shoal-llava-" + std::to_string(::getpid()));
     fs::create_directories(tmp_);
-    // Two seeded 32 × 32 images (the tower's size: PIL and Shoal resize nothing).
-    const std::string script =
-        "import sys, numpy as np\nfrom PIL import Image\nd = sys.argv[1]\n"
-        "r = np.random.default_rng(5)\ny, x = np.mgrid[0:32, 0:32]\n"
-        "Image.fromarray(np.stack([x * 8, y * 8, r.integers(0, 256, (32, 32))], "
-        "-1).astype(np.uint8))"
-        ".save(d + '/a.png')\n"
-        "Image.fromarray(r.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(d + '/b.png')\n";
-    std::ofstream(tmp_ / "images.py") << script;
-    ASSERT_EQ(
-        std::system(
-            ("/usr/bin/python3 " + (tmp_ / "images.py").string() + " " + tmp_.string()).c_str()),
-        0);
+    // Seeded 32 × 32 images (the tower's size: PIL and Shoal resize nothing).
+    ASSERT_TRUE(testing::WriteSeededImages(tmp_, 5));
     auto spec = ModelSpec::Parse(
         "id: t/llava\nruntime: native\ntask: generate\npath: " + dir_ +
         "\nnative: {max_context: 128, kv_cache_tokens: 512, kv_block_tokens: 8}\n");
@@ -117,7 +103,7 @@ TEST_P(LlavaReference, AnImageAndAQuestionAnswerAsTheReferenceDoes) {
 
   const json ref = Reference(*spelled, "a.png");
   ASSERT_TRUE(ref.is_object());
-  auto rows = gen_->EmbedImage(Bytes(tmp_ / "a.png"), 2);
+  auto rows = gen_->EmbedImage(testing::FileText((tmp_ / "a.png").string()), 2);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   std::vector<int32_t> ids;
   PlacedEmbeddings placed;
@@ -168,7 +154,7 @@ TEST_P(LlavaReference, AnImageAndAQuestionAnswerAsTheReferenceDoes) {
 
   // Another image, the same question: other logits, here as in the reference.
   const json other = Reference(*spelled, "b.png");
-  auto other_rows = gen_->EmbedImage(Bytes(tmp_ / "b.png"), 2);
+  auto other_rows = gen_->EmbedImage(testing::FileText((tmp_ / "b.png").string()), 2);
   ASSERT_TRUE(other_rows.ok());
   placed.rows = other_rows->data();
   ASSERT_TRUE(gen_->Forward({&whole, 1}, logits.data(), 2).ok());
