@@ -56,7 +56,7 @@ struct Options {
 std::vector<LoraConfig> AdapterSpecs(const std::string& models, const std::string& base, int n) {
   std::vector<LoraConfig> specs;
   for (int i = 0; i < n; ++i) {
-    char name[8];
+    char name[16];
     std::snprintf(name, sizeof name, "b%03d", i);
     specs.push_back({name, models + "/loras/" + base + "/" + name});
   }

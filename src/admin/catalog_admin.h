@@ -60,9 +60,9 @@ namespace shoal::admin {
 
 // What a registration says besides the profile.
 struct RegisterOptions {
-  queue::StreamLimits limits;
-  std::string owner;            // who registers (provenance.h)
-  std::string license;          // the registrant's statement ("" none)
+  queue::StreamLimits limits{};
+  std::string owner{};          // who registers (provenance.h)
+  std::string license{};        // the registrant's statement ("" none)
   bool require_license = false;  // refuse a model without one (the catalog's policy)
   bool candidate = false;        // keep the serving version; this one waits for a promotion
 };

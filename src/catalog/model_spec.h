@@ -180,7 +180,7 @@ struct TunedSection {
 struct LoraSpec {
   std::string name;           // [A-Za-z0-9._-], at most 64 characters, unique per base
   std::string path;           // the adapter directory (absolute)
-  std::string artifact;       // "sha256:<hex>": its files in the model store ("" none)
+  std::string artifact{};     // "sha256:<hex>": its files in the model store ("" none)
   uint64_t memory_bytes = 0;  // what it holds loaded; measured when registered
 };
 

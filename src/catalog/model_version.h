@@ -66,11 +66,11 @@ struct PromotionRecord {
   std::string golden_json;
   // The reports of the evaluations run against it (admin/evaluation.h),
   // each a JSON object, the latest of each evaluation's name.
-  std::vector<std::string> evaluations;
+  std::vector<std::string> evaluations{};
   // A quantized variant (`shoal models quantize`): the version it was made
   // from, its precision, and how it stood against the bound
   // (admin/variant_gate.h), a JSON object; empty for any other version.
-  std::string variant_json;
+  std::string variant_json{};
 };
 
 struct ModelVersion {

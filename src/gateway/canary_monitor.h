@@ -41,9 +41,9 @@ class CanaryMonitor {
   };
   struct View {
     uint32_t version = 0;  // the canary's version these counts are of
-    Side serving, canary;
+    Side serving{}, canary{};
     uint64_t compared = 0;  // shadow: requests whose two answers were compared
-    AnswerComparison answers;  // and how alike those were, summed
+    AnswerComparison answers{};  // and how alike those were, summed
 
     // {"version", "serving": {"requests", "errors", "mean_ms"}, "canary":
     // {...}, "compared": {"requests", "mean_cosine", "min_cosine",

@@ -59,20 +59,20 @@ natsStatus AddStream(jsStreamInfo** si, jsCtx* js, jsStreamConfig* cfg, jsErrCod
 // connection fails rather than fall back to plaintext, and a file that
 // cannot be loaded is an error at connect, never ignored.
 struct NatsSecurity {
-  std::string ca_file;    // PEM CAs to trust for the server's certificate
-  std::string cert_file;  // client certificate chain (mutual TLS), with key_file
-  std::string key_file;
-  std::string user;       // user/password auth
-  std::string password;
-  std::string creds_file;  // NATS 2.x decentralized auth: a .creds file (JWT + nkey seed)
+  std::string ca_file{};     // PEM CAs to trust for the server's certificate
+  std::string cert_file{};   // client certificate chain (mutual TLS), with key_file
+  std::string key_file{};
+  std::string user{};        // user/password auth
+  std::string password{};
+  std::string creds_file{};  // NATS 2.x decentralized auth: a .creds file (JWT + nkey seed)
 
   bool tls() const { return !ca_file.empty() || !cert_file.empty(); }
 };
 
 struct ConnectOptions {
   std::string url = "nats://127.0.0.1:4222";  // or several servers, comma-separated
-  NatsSecurity security;
-  std::string name;               // shown by the server's monitoring
+  NatsSecurity security{};
+  std::string name{};             // shown by the server's monitoring
   int connect_timeout_ms = 2000;
   bool retry_initial_connect = false;
 
@@ -85,7 +85,7 @@ struct ConnectOptions {
     natsEvLoop_WriteAddRemove write = nullptr;
     natsEvLoop_Detach detach = nullptr;
   };
-  EventLoopHooks event_loop;
+  EventLoopHooks event_loop{};
 };
 
 Result<ConnectionPtr> Connect(const ConnectOptions& options);

@@ -13,13 +13,13 @@
 namespace shoal::queue {
 
 struct NatsServerOptions {
-  std::string data_dir;  // JetStream store (and the log file, nats-server.log)
-  int port = 0;          // 0: a free one
+  std::string data_dir{};  // JetStream store (and the log file, nats-server.log)
+  int port = 0;            // 0: a free one
   // Both set: clients must use TLS with this certificate and key (PEM).
-  std::string tls_cert_file;
-  std::string tls_key_file;
+  std::string tls_cert_file{};
+  std::string tls_key_file{};
   // Non-empty: clients must log in as one of these (user, password).
-  std::vector<std::pair<std::string, std::string>> users;
+  std::vector<std::pair<std::string, std::string>> users{};
   // The HTTP monitoring endpoint (/varz, /jsz: what KEDA's nats-jetstream
   // scaler reads), on 127.0.0.1: -1 none, 0 a free port.
   int monitoring_port = -1;

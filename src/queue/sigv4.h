@@ -20,15 +20,15 @@ struct SigV4Credentials {
 };
 
 struct SigV4Request {
-  std::string_view method;           // "GET", "PUT", ...
-  std::string_view host;             // the Host header: "bucket.s3.amazonaws.com", "127.0.0.1:4568"
-  std::string_view canonical_uri;    // the path, URI-encoded (UriEncode with keep_slash)
-  std::string_view canonical_query;  // "k=v&k2=v2", encoded, sorted by key; "" when none
+  std::string_view method{};           // "GET", "PUT", ...
+  std::string_view host{};             // the Host header: "bucket.s3.amazonaws.com", "127.0.0.1:4568"
+  std::string_view canonical_uri{};    // the path, URI-encoded (UriEncode with keep_slash)
+  std::string_view canonical_query{};  // "k=v&k2=v2", encoded, sorted by key; "" when none
   // Headers besides host, x-amz-content-sha256 and x-amz-date to sign
   // (lower-case names, trimmed values), e.g. {"range", "bytes=0-9"}.
-  std::vector<std::pair<std::string, std::string>> extra_headers;
-  std::string_view payload_sha256;   // hex SHA-256 of the body
-  std::string_view amz_date;         // "20130524T000000Z" (UTC)
+  std::vector<std::pair<std::string, std::string>> extra_headers{};
+  std::string_view payload_sha256{};   // hex SHA-256 of the body
+  std::string_view amz_date{};         // "20130524T000000Z" (UTC)
 };
 
 // The Authorization header's value.

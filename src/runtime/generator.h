@@ -34,21 +34,21 @@ namespace shoal {
 // template sees {"type": "image"}; the image itself goes to EmbedImage).
 struct ChatPart {
   bool image = false;
-  std::string text;
+  std::string text{};
 };
 
 // One message of a conversation, as the chat template reads it.
 struct ChatTurn {
-  std::string role;     // system, developer, user, assistant, tool
-  std::string content;  // its text
+  std::string role{};     // system, developer, user, assistant, tool
+  std::string content{};  // its text
   // An assistant's calls, a JSON array as chat templates read them
   // ([{"id", "type": "function", "function": {"name", "arguments": {...}}}],
   // the arguments an object); empty: none.
-  std::string tool_calls_json;
-  std::string tool_call_id;  // a tool's answer: the call it answers
+  std::string tool_calls_json{};
+  std::string tool_call_id{};  // a tool's answer: the call it answers
   // Its content's parts in order, when it carries images (content then
   // holds its text parts joined); empty: content is its one text.
-  std::vector<ChatPart> parts;
+  std::vector<ChatPart> parts{};
 };
 
 // A model's own sampling defaults (Hugging Face generation_config.json):
@@ -87,20 +87,20 @@ struct PlacedEmbeddings {
 
 // One sequence's share of a step: new tokens at positions [start, start + n).
 struct SequenceChunk {
-  std::span<const int32_t> tokens;
+  std::span<const int32_t> tokens{};
   uint32_t start = 0;
   // Block ids covering positions [0, start + tokens.size()).
-  std::span<const int32_t> blocks;
+  std::span<const int32_t> blocks{};
   // Rows of logits that come back: after each of its last `logit_rows`
   // tokens (0: none; 1: its next token's; more: a speculative step checking
   // drafted tokens), at most tokens.size().
   uint32_t logit_rows = 0;
   // The LoRA adapter the sequence runs under (one of the model's
   // UpdateLoras list); empty: the base model.
-  std::string_view lora;
+  std::string_view lora{};
   // The sequence's placed embeddings (its images), all of them: each row
   // whose position this chunk feeds is read in place of the token's.
-  std::span<const PlacedEmbeddings> embeddings;
+  std::span<const PlacedEmbeddings> embeddings{};
 };
 
 class Generator {

@@ -25,7 +25,7 @@ struct ModelConfig {
   // many sequences run at once (its KV cache is sized for them).
   uint32_t max_batch_tokens = 16384;
   uint32_t max_batch_requests = 64;
-  RuntimeOptions options;  // the profile's section named after the runtime
+  RuntimeOptions options{};  // the profile's section named after the runtime
   // Load it as a bare graph, a pipeline model's stage (OCR's detector):
   // Model::Run alone, no task of its own.
   bool graph = false;

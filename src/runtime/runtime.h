@@ -45,16 +45,16 @@ namespace shoal {
 inline constexpr int kRuntimeApiVersion = 17;
 
 struct EncodeInput {
-  std::string_view text;
+  std::string_view text{};
   bool truncate = false;   // cut to the model's limit instead of failing
   bool normalize = true;   // unit L2 norm
-  std::string_view lora;   // the adapter to run under; empty: the base model
+  std::string_view lora{};  // the adapter to run under; empty: the base model
   // Token ids to run as they are (special tokens included) instead of
   // `text`; only for a model whose takes_token_ids() says so.
-  std::span<const int32_t> ids;
+  std::span<const int32_t> ids{};
   // An encoded image (JPEG, PNG, WebP, GIF) instead of `text`; only for a
   // model whose takes_images() says so. The runtime decodes it.
-  std::string_view image;
+  std::string_view image{};
   // What to produce: OutputKind bits, among the model's encode_outputs().
   OutputKinds outputs = static_cast<OutputKinds>(OutputKind::kDense);
   // Query or document, for a model that encodes them differently (ColBERT
@@ -96,13 +96,13 @@ struct EncodeOutput {
 };
 
 struct ScoreInput {
-  std::string_view text;       // the query
-  std::string_view text_pair;  // the document
+  std::string_view text{};       // the query
+  std::string_view text_pair{};  // the document
   // An encoded image instead of text_pair: a two-tower image–text model
   // (takes_images() and takes_text()) scores `text` against it.
-  std::string_view image;
+  std::string_view image{};
   bool truncate = false;
-  std::string_view lora;       // the adapter to run under; empty: the base model
+  std::string_view lora{};       // the adapter to run under; empty: the base model
 };
 
 struct ScoreOutput {
@@ -113,19 +113,19 @@ struct ScoreOutput {
 };
 
 struct ExtractInput {
-  std::string_view text;
-  std::string_view image;  // instead of text, for a model that takes_images()
+  std::string_view text{};
+  std::string_view image{};  // instead of text, for a model that takes_images()
   // A PDF instead of text, for a model that takes_documents(), and the
   // pages to read ("1-3,7"; empty: all).
-  std::string_view document;
-  std::string_view pages;
+  std::string_view document{};
+  std::string_view pages{};
   // A document's pages that carry a text layer are read from it, not OCR'd
   // (false: every page is OCR'd).
   bool text_layer = true;
   bool truncate = false;
-  std::string_view lora;
+  std::string_view lora{};
   // Token classifiers only (absent: simple); a text classifier refuses it.
-  std::optional<Aggregation> aggregation;
+  std::optional<Aggregation> aggregation{};
   // Text classifiers only: the best k labels (0: all); a token classifier
   // refuses it.
   uint32_t top_k = 0;
@@ -258,7 +258,7 @@ struct LoadContext {
   int threads = 1;  // cores one call may use (the executor's share)
   // Called now and then during a long load with the fraction done (0..1),
   // on the loading thread; may be empty.
-  std::function<void(double)> progress;
+  std::function<void(double)> progress{};
 };
 
 // A model's tokenizer alone (`shoal tokenize`): text to token ids.

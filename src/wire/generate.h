@@ -50,13 +50,13 @@ struct ContentPart {
 };
 
 struct ChatMessage {
-  std::string role;     // system, user, assistant, tool, ...
-  std::string content;  // text parts of an OpenAI content array, concatenated
-  std::vector<ToolCall> tool_calls;  // assistant: the calls it made
-  std::string tool_call_id;          // tool: the call it answers
+  std::string role{};   // system, user, assistant, tool, ...
+  std::string content{};  // text parts of an OpenAI content array, concatenated
+  std::vector<ToolCall> tool_calls{};  // assistant: the calls it made
+  std::string tool_call_id{};        // tool: the call it answers
   // When its content has image parts: every part in order (content still
   // holds the text parts joined); empty otherwise.
-  std::vector<ContentPart> parts;
+  std::vector<ContentPart> parts{};
 };
 
 // OpenAI's tool_choice.

@@ -244,7 +244,11 @@ void Worker::Drain(std::chrono::milliseconds timeout) {
   }
   queue_.Close();
   executors_.clear();  // joins; running batches finish
-  if (control_.workers) queue::DeleteHeartbeat(control_.workers.get(), options_.id);
+  if (control_.workers) {
+    // Left behind, it goes stale: the pool counts this worker until then (worker_registry.h).
+    const Status s = queue::DeleteHeartbeat(control_.workers.get(), options_.id);
+    if (!s.ok()) spdlog::warn("worker {}: heartbeat not deleted: {}", options_.id, s.message());
+  }
   residency_.reset();  // before the intake its engines publish on
   if (intake_) intake_->Close();
   intake_.reset();

@@ -503,7 +503,7 @@ TEST_F(Generation, TopLogprobsListTheMostLikelyTokensOnEveryRoute) {
     EXPECT_NEAR(top[0]["logprob"].get<double>(), t["logprob"].get<double>(), 1e-5) << t.dump();
     double mass = 0;
     for (size_t k = 0; k < top.size(); ++k) {
-      if (k) EXPECT_LE(top[k]["logprob"].get<double>(), top[k - 1]["logprob"].get<double>());
+      if (k) { EXPECT_LE(top[k]["logprob"].get<double>(), top[k - 1]["logprob"].get<double>()); }
       mass += std::exp(top[k]["logprob"].get<double>());
     }
     EXPECT_LE(mass, 1.0 + 1e-5);

@@ -495,7 +495,7 @@ void NativeServing::ExpectSparseAsTheReference(const std::string& dir, const std
     for (size_t k = 0; k < indices.size(); ++k) {
       ASSERT_LT(indices[k], got.size());
       got[indices[k]] = values[k];
-      if (k > 0) EXPECT_GE(values[k - 1], values[k]) << "largest first";
+      if (k > 0) { EXPECT_GE(values[k - 1], values[k]) << "largest first"; }
     }
     EXPECT_LE(MaxAbsDiff(got, want[i].get<std::vector<double>>()), 1e-5) << "text " << i;
     size_t nonzero = 0;
@@ -837,8 +837,8 @@ TEST_F(NativeServing, TheModelListShowsWhatAProfileDeclares) {
       EXPECT_EQ(m["shoal"]["matryoshka_dimensions"], json::array({32, 16})) << m.dump();
       EXPECT_EQ(m["shoal"]["prompts"]["query"], "query: ") << m.dump();
     }
-    if (m["id"] == "t/ner") EXPECT_EQ(m["shoal"]["task"], "extract");
-    if (m["id"] == "t/xlmr") EXPECT_FALSE(m["shoal"].contains("prompts")) << m.dump();
+    if (m["id"] == "t/ner") { EXPECT_EQ(m["shoal"]["task"], "extract"); }
+    if (m["id"] == "t/xlmr") { EXPECT_FALSE(m["shoal"].contains("prompts")) << m.dump(); }
   }
   EXPECT_TRUE(found);
 }
@@ -980,7 +980,7 @@ TEST_F(NativeServing, ScoreAndRerankSpeakMessagePack) {
   const json ranked_json = Post("/v1/rerank", rerank.dump());
   ASSERT_EQ(ranked["results"].size(), 1u) << ranked.dump();
   EXPECT_EQ(ranked["results"][0]["index"], ranked_json["results"][0]["index"]);
-  if (ranked["results"][0]["index"] == 1) EXPECT_EQ(ranked["results"][0]["id"], "doc-7");
+  if (ranked["results"][0]["index"] == 1) { EXPECT_EQ(ranked["results"][0]["id"], "doc-7"); }
 
   // JSON in, MessagePack out; and a body that is not MessagePack is a 400.
   res = http.PostJson("/v1/score/t/rerank", score.dump(), {{"Accept", "application/msgpack"}});
@@ -1008,9 +1008,9 @@ TEST_F(NativeServing, CohereRerankRanksDocumentsAndKeepsTheCallersIds) {
     EXPECT_EQ(r["index"], want[k].second);
     EXPECT_NEAR(r["relevance_score"].get<double>(), want[k].first, 1e-6);
     EXPECT_EQ(r["document"]["text"], texts[want[k].second]);
-    if (want[k].second == 1) EXPECT_EQ(r["id"], "doc-7");
-    if (want[k].second == 2) EXPECT_EQ(r["id"], 42);
-    if (want[k].second == 0 || want[k].second == 3) EXPECT_FALSE(r.contains("id"));
+    if (want[k].second == 1) { EXPECT_EQ(r["id"], "doc-7"); }
+    if (want[k].second == 2) { EXPECT_EQ(r["id"], 42); }
+    if (want[k].second == 0 || want[k].second == 3) { EXPECT_FALSE(r.contains("id")); }
   }
   EXPECT_EQ(j["model"], "t/rerank");
   EXPECT_EQ(j["meta"]["api_version"]["version"], "1");

@@ -168,8 +168,8 @@ TEST_F(Traces, AClientsTraceContinuesThroughTheGatewayAndTheWorker) {
       EXPECT_EQ(s.attribute("shoal.model"), kTracedModel);
       EXPECT_EQ(s.attribute("shoal.worker"), worker_->id());
     }
-    if (s.span["name"] == "queue") EXPECT_EQ(s.span["kind"], 5);  // CONSUMER
-    if (s.span["name"] == "payload fetch") EXPECT_EQ(s.attribute("shoal.item"), "1");
+    if (s.span["name"] == "queue") { EXPECT_EQ(s.span["kind"], 5); }  // CONSUMER
+    if (s.span["name"] == "payload fetch") { EXPECT_EQ(s.attribute("shoal.item"), "1"); }
   }
 
   // The unsampled request, answered before, left nothing: exports are in
@@ -185,7 +185,7 @@ TEST_F(Traces, AClientsTraceContinuesThroughTheGatewayAndTheWorker) {
   ASSERT_TRUE(
       WaitFor([&] { return (fresh_spans = OfTrace(Spans(collector), fresh_id)).size() >= 7; }));
   for (const auto& s : fresh_spans) {
-    if (s.span["kind"] == 2) EXPECT_FALSE(s.span.contains("parentSpanId"));  // a root
+    if (s.span["kind"] == 2) { EXPECT_FALSE(s.span.contains("parentSpanId")); }  // a root
   }
 }
 

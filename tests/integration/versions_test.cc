@@ -110,7 +110,7 @@ TEST_F(Versions, EachRegistrationIsAVersionThatRequestsPinAndPromotionsMove) {
   json models = json::parse(Call("GET", "/v1/models").body);
   int listed = 0;
   for (const auto& m : models["data"]) {
-    if (m["id"] == "team/emb") EXPECT_EQ(m["shoal"]["version"], 2);
+    if (m["id"] == "team/emb") { EXPECT_EQ(m["shoal"]["version"], 2); }
     listed += m["id"].get<std::string>().starts_with("team/emb");
   }
   EXPECT_EQ(listed, 1) << models.dump();
@@ -173,8 +173,9 @@ TEST_F(Versions, EachRegistrationIsAVersionThatRequestsPinAndPromotionsMove) {
   EXPECT_GT(agreement["min_cosine"].get<double>(), 0.999999) << agreement.dump();
   EXPECT_EQ(agreement["agreement"].get<double>(), 1.0) << agreement.dump();
   json other = json::parse(Call("GET", "/v1/admin/models/team/emb@2").body);
-  if (other.contains("golden_vs_serving"))
+  if (other.contains("golden_vs_serving")) {
     EXPECT_LT(other["golden_vs_serving"]["mean_cosine"].get<double>(), 0.9);
+  }
   EXPECT_EQ(Embed("team/emb@3", std::string(kProbe)).second, "3");
 
   // The command line: versions, show, promote.

@@ -140,7 +140,9 @@ class OtlpJsonCheck {
            {"stringValue", "boolValue", "intValue", "doubleValue", "arrayValue", "kvlistValue",
             "bytesValue"});
     if (v.size() != 1) return Problem(at + " does not hold exactly one value");
-    const auto& [k, x] = *v.items().begin();
+    const auto first = v.begin();  // items().begin() would be a temporary the names outlive
+    const std::string& k = first.key();
+    const nlohmann::json& x = first.value();
     const bool ok = (k == "stringValue" && x.is_string()) || (k == "boolValue" && x.is_boolean()) ||
                     (k == "intValue" &&
                      (x.is_number_integer() || (x.is_string() && IsInt(x.get<std::string>())))) ||

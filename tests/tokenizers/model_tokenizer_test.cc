@@ -98,7 +98,7 @@ TEST(SentencePieceModel, RefusesWhatIsNotAModel) {
   // The unknown id names a piece that is not the unknown one.
   auto m = tok::ParseSentencePieceModel(Piece("a", 0) + Bytes(2, Number(40, 0)), "spiece.model");
   EXPECT_NE(m.status().message().find("unk_id 0"), std::string::npos) << m.status().message();
-  m = tok::ParseSentencePieceModel(Piece("a\xffb", 0), "spiece.model");
+  m = tok::ParseSentencePieceModel(Piece("a\xff" "b", 0), "spiece.model");
   EXPECT_EQ(m.status().message(), "spiece.model: a piece is not UTF-8");
   m = tok::ParseSentencePieceModel(Piece("a", 0, 9), "spiece.model");
   EXPECT_NE(m.status().message().find("piece type 9"), std::string::npos) << m.status().message();

@@ -203,7 +203,7 @@ TEST(ParseEncodeMsgpack, NamesTheFieldAtFault) {
     p->pack_array(1);
     p->pack_map(1);
     p->pack(std::string("text"));
-    std::string body = p.str() + std::string("\xdb\x40\x00\x00\x00abc", 8);
+    std::string body = p.str() + std::string("\xdb\x40\x00\x00\x00" "abc", 8);
     cases.push_back({"text cut short", body, Code::kInvalidInput,
                      "items[0].text: string length runs past the end of the body"});
     cases.push_back({"text header cut short", p.str() + std::string("\xdb\x00", 2), Code::kInvalidInput,

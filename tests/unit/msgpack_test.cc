@@ -150,7 +150,7 @@ TEST(MsgpackReader, RandomBytesNeverCrashOrOverrun) {
     std::string junk(rng() % 24, '\0');
     for (auto& c : junk) c = static_cast<char>(rng());
     MsgpackReader r(junk);
-    if (r.Skip()) EXPECT_LE(r.offset(), junk.size());
+    if (r.Skip()) { EXPECT_LE(r.offset(), junk.size()); }
   }
 }
 

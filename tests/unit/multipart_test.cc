@@ -67,7 +67,7 @@ TEST(Multipart, MalformedBodiesAreRefused) {
   for (const auto& [type, body] : cases) {
     auto parts = ParseMultipart(type, body);
     EXPECT_FALSE(parts.ok()) << type << " | " << body;
-    if (!parts.ok()) EXPECT_EQ(parts.status().code(), Code::kInvalidInput);
+    if (!parts.ok()) { EXPECT_EQ(parts.status().code(), Code::kInvalidInput); }
   }
 }
 

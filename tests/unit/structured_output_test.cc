@@ -215,7 +215,7 @@ TEST(JsonGrammar, SampledDocumentsOfASchemaParseAndValidate) {
       EXPECT_LE(d["tags"].size(), 3u) << doc;
       for (const json& t : d["tags"]) EXPECT_TRUE(t == "yes" || t == "no") << doc;
       EXPECT_TRUE(d["pet"].is_null() || d["pet"] == json({{"kind", "fish"}})) << doc;
-      if (d.contains("note")) EXPECT_TRUE(d["note"].is_string()) << doc;
+      if (d.contains("note")) { EXPECT_TRUE(d["note"].is_string()) << doc; }
     }
   }
 }
@@ -412,7 +412,7 @@ TEST(ToolCalls, ARequiredCallIsACallOfATool) {
         auto parsed = ParseToolCalls(syntax, out);
         ASSERT_TRUE(parsed) << out;
         ASSERT_FALSE(parsed->calls.empty()) << out;
-        if (!parallel) EXPECT_EQ(parsed->calls.size(), 1u) << out;
+        if (!parallel) { EXPECT_EQ(parsed->calls.size(), 1u) << out; }
         for (const ParsedCall& c : parsed->calls) {
           const json args = json::parse(c.arguments);
           if (c.name == "now") {

@@ -17,7 +17,7 @@ using loadtest::LevelResult;
 struct Curve {
   double per = 50, cap = 16, after = -1;  // after < 0: flat past the cap
   double ms_per_level = 2;
-  std::vector<double> run;  // levels asked for, in order
+  std::vector<double> run{};  // levels asked for, in order
 
   RunLevel Runner() {
     return [this](double level) -> Result<LevelResult> {

@@ -49,7 +49,7 @@ TEST(TuneSpace, OnlyTheNamedParametersAreSwept) {
   auto space = BuildSpace(Identity(), 4, {"max_batch_requests"});
   ASSERT_TRUE(space.ok());
   for (const auto& d : space->dims) {
-    if (d.name != "max_batch_requests") EXPECT_EQ(d.values.size(), 1u) << d.name;
+    if (d.name != "max_batch_requests") { EXPECT_EQ(d.values.size(), 1u) << d.name; }
   }
   EXPECT_GT(Dim(*space, "max_batch_requests").values.size(), 5u);
   EXPECT_FALSE(BuildSpace(Identity(), 4, {"colour"}).ok());

@@ -25,8 +25,8 @@ namespace shoal::runtime_process {
 // as the worker does. A command is started once per check that needs a
 // fresh connection.
 struct ConformanceTarget {
-  std::string socket;
-  std::vector<std::string> command;
+  std::string socket{};
+  std::vector<std::string> command{};
 };
 
 struct ConformanceOptions {
