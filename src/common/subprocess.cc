@@ -45,9 +45,22 @@ Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv, const
     log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) return Internal("cannot open " + log_path + ": " + std::strerror(errno));
   }
+  // The child writes exec's errno here; closed on a successful exec, the
+  // pipe reads empty. (The parent's read below waits for one or the other.)
+  int exec_error[2];
+  if (::pipe2(exec_error, O_CLOEXEC) != 0) {
+    if (log_fd >= 0) ::close(log_fd);
+    return Internal(std::string("pipe: ") + std::strerror(errno));
+  }
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) return Internal(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    const int e = errno;
+    for (int fd : {exec_error[0], exec_error[1], log_fd}) {
+      if (fd >= 0) ::close(fd);
+    }
+    return Internal(std::string("fork: ") + std::strerror(e));
+  }
   if (pid == 0) {
     setpgid(0, 0);
     if (socket < 0) {
@@ -67,9 +80,22 @@ Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv, const
       dup2(socket, 3);  // the copy does not close on exec
     }
     execvpe(args[0], args.data(), envp.data());
+    const int e = errno;
+    (void)!::write(exec_error[1], &e, sizeof e);  // nothing to do if it fails: the parent sees a dead child
     _exit(127);
   }
   if (log_fd >= 0) ::close(log_fd);
+  ::close(exec_error[1]);
+  int e = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_error[0], &e, sizeof e);
+  } while (n < 0 && errno == EINTR);
+  ::close(exec_error[0]);
+  if (n == static_cast<ssize_t>(sizeof e)) {
+    waitpid(pid, nullptr, 0);
+    return Internal("cannot run " + argv[0] + ": " + std::strerror(e));
+  }
   return Subprocess(pid);
 }
 

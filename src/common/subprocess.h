@@ -19,7 +19,9 @@ class Subprocess {
  public:
   // Starts `argv[0]` (looked up on PATH) with stdout and stderr appended to
   // `log_path` (inherited when empty), in this process's environment plus
-  // `env` ("NAME=value"; a name already set here keeps its value).
+  // `env` ("NAME=value"; a name already set here keeps its value). A
+  // command that cannot be run (not found, not executable) is an error
+  // naming it, not a child that exits 127.
   static Result<Subprocess> Spawn(const std::vector<std::string>& argv, const std::string& log_path = "",
                                   const std::vector<std::string>& env = {});
   // The same, and the child gets `socket` as its descriptor 3 (a runtime

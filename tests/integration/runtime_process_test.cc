@@ -191,6 +191,21 @@ TEST(RuntimeSupervision, ARuntimeThatIsNotTheOneAskedForIsRefused) {
   EXPECT_EQ(process->pid(), -1);
 }
 
+TEST(RuntimeSupervision, ACommandThatCannotRunIsNamedInTheError) {
+  MetricsRegistry metrics;
+  ProcessOptions o;
+  o.name = o.runtime = "identity";
+  o.command = {"/nonexistent/shoal-runtime"};
+  o.deaths = &metrics.AddCounter("deaths", "", {"runtime", "reason"});
+  RemoteRuntime runtime("identity", std::make_shared<RuntimeProcess>(std::move(o)));
+  auto model = runtime.Load(IdentityConfig(), LoadContext{});
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), Code::kModelLoadFailed);
+  EXPECT_NE(model.status().message().find("did not start: cannot run /nonexistent/shoal-runtime: No such file"),
+            std::string::npos)
+      << model.status().ToString();
+}
+
 TEST(RuntimeSupervision, AProcessOverItsMemoryIsKilled) {
   MetricsRegistry metrics;
   // No headroom: what the native runtime allocates past its hello and its
