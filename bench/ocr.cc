@@ -17,11 +17,13 @@
 // in Debian), and @gutenye/ocr-node, the same models in JavaScript, needs
 // sharp's prebuilt libvips and OpenCV's WebAssembly build. What bounds any
 // pipeline on these models is measured instead: the recognizer alone in
-// onnxruntime-node (bench/ocr/recognizer_alone.mjs) on full A4 lines, times
-// the page's lines, as exported and after the sidecar's graph passes — the
-// floor of a page's time on these cores.
+// onnxruntime-node (bench/ocr/recognizer_alone.mjs) on full A4 lines as the
+// pipeline feeds them (1440 columns at 48 rows; fewer with the line margin
+// the recognizer sees), times the page's lines, as exported and after the
+// sidecar's graph passes — the floor of a page's time on these cores.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -63,7 +65,7 @@ int main(int argc, char** argv) {
   const std::string png = testing::FileText(dir + "/page.png");
   std::ifstream truth_file(dir + "/truth.json");
   std::string truth;
-  for (const std::string& l : json::parse(truth_file)) truth += (truth.empty() ? "" : "\n") + l;
+  for (const json& l : json::parse(truth_file)) truth += (truth.empty() ? "" : "\n") + l.get<std::string>();
   std::string b64;
   wire::AppendBase64(png, &b64);
   const std::string body = json{{"items", {{{"image", b64}}}}, {"output", "ocr"}}.dump();
@@ -128,10 +130,14 @@ int main(int argc, char** argv) {
   std::map<std::string, double> figures;
   figures["ocr_pages_per_s"] = Median(rates);
   // The floor: the recognizer alone, for as many full lines as the page has
-  // — as exported, and as the sidecar runs it after Shoal's graph passes.
+  // — as exported, and as the sidecar runs it after Shoal's graph passes. A
+  // full line is 1440 columns at 48 rows, narrower by the margin added above
+  // and below it (ocr.line_margin, 0.15 unless the options say).
   {
+    const double margin = json::parse(spec->runtime_options_json).value("line_margin", 0.15);
+    const auto width = static_cast<long>(std::lround(1440 / (1 + 2 * margin)));
     const std::string cmd = "node " + std::string(SHOAL_SOURCE_DIR) + "/bench/ocr/recognizer_alone.mjs " + assets +
-                            "/ch_PP-OCRv4_rec_infer.onnx > " + dir + "/alone.json";
+                            "/ch_PP-OCRv4_rec_infer.onnx " + std::to_string(width) + " > " + dir + "/alone.json";
     std::fprintf(stderr, "ocr: the recognizer alone in onnxruntime-node\n");
     if (std::system(cmd.c_str()) == 0) {
       std::ifstream f(dir + "/alone.json");
@@ -142,10 +148,11 @@ int main(int argc, char** argv) {
       figures["ocr_recognizer_alone_s_per_page"] = exported * lines / 1000;
       figures["ocr_recognizer_rewritten_s_per_page"] = rewritten * lines / 1000;
       const double page_s = 1 / figures["ocr_pages_per_s"];
-      std::printf("the recognizer alone (onnxruntime-node, 2 threads), for the page's %.0f lines: %.2f s as exported "
+      std::printf("the recognizer alone (onnxruntime-node, 2 threads), for the page's %.0f lines of %ld columns: "
+                  "%.2f s as exported "
                   "(%.1f ms a line), %.2f s after the graph passes (%.1f ms, %.2f× faster); the pipeline's %.2f s "
                   "a page is %.2f× the latter\n",
-                  lines, figures["ocr_recognizer_alone_s_per_page"], exported,
+                  lines, width, figures["ocr_recognizer_alone_s_per_page"], exported,
                   figures["ocr_recognizer_rewritten_s_per_page"], rewritten, exported / rewritten, page_s,
                   page_s / figures["ocr_recognizer_rewritten_s_per_page"]);
     }

@@ -1,11 +1,11 @@
 // The PP-OCRv4 recognizer alone in onnxruntime-node, for bench/ocr.cc: the
-// milliseconds per text line of a batch of 8 lines 48 x 1440 (a full A4
+// milliseconds per text line of a batch of 8 lines 48 x WIDTH (a full A4
 // line at 150 dpi, as the pipeline feeds them), 2 intra-op threads as the
 // sidecar runs it — the graph as exported, and as the sidecar loads it
 // after Shoal's graph passes (src/runtime/onnx/graph_passes.mjs). One
 // warm-up run each, then 3 rounds alternated; the medians.
 //
-//   node recognizer_alone.mjs MODEL.onnx
+//   node recognizer_alone.mjs MODEL.onnx [WIDTH]   (default 1440)
 //     prints {"ms_per_line": as exported, "ms_per_line_rewritten": x}
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -22,7 +22,7 @@ const sessions = [
   await ort.InferenceSession.create(exported, options),
   await ort.InferenceSession.create(optimizeGraph(exported).bytes ?? exported, options),
 ];
-const [n, w] = [8, 1440];
+const [n, w] = [8, Number(process.argv[3] ?? 1440)];
 const data = new Float32Array(n * 3 * 48 * w);
 for (let i = 0; i < data.length; i++) data[i] = ((i * 2654435761) % 1000) / 500 - 1;
 const x = new ort.Tensor('float32', data, [n, 3, 48, w]);

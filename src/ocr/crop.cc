@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <vector>
 
 namespace shoal::ocr {
 namespace {
@@ -79,6 +80,27 @@ image::Image CropTextLine(const image::Image& img, const Quad& q) {
     }
   }
   return h >= 1.5 * w ? RotateQuarterCounterClockwise(out) : out;
+}
+
+image::Image WithMargin(const image::Image& line, double margin) {
+  const auto add = static_cast<uint32_t>(std::lround(line.height * margin));
+  if (add == 0 || line.width == 0) return line;
+  uint8_t background[3];
+  std::vector<uint8_t> edge(2 * size_t{line.width});
+  for (int c = 0; c < 3; ++c) {
+    for (uint32_t x = 0; x < line.width; ++x) {
+      edge[2 * x] = line.Pixel(x, 0)[c];
+      edge[2 * x + 1] = line.Pixel(x, line.height - 1)[c];
+    }
+    std::nth_element(edge.begin(), edge.begin() + edge.size() / 2, edge.end());
+    background[c] = edge[edge.size() / 2];
+  }
+  image::Image out = image::BlankImage(line.width, line.height + 2 * add);
+  for (uint32_t y = 0; y < out.height; ++y) {
+    const bool inside = y >= add && y < add + line.height;
+    for (uint32_t x = 0; x < out.width; ++x) std::copy_n(inside ? line.Pixel(x, y - add) : background, 3, out.Pixel(x, y));
+  }
+  return out;
 }
 
 image::Image Rotate180(const image::Image& in) {

@@ -15,6 +15,10 @@ namespace shoal::ocr {
 
 image::Image CropTextLine(const image::Image& image, const Quad& box);
 
+// `line` with `margin` × its height added above and below, in its
+// background colour (the median of its top and bottom rows, per channel).
+image::Image WithMargin(const image::Image& line, double margin);
+
 // Turned half a turn (the angle classifier's "180").
 image::Image Rotate180(const image::Image& image);
 

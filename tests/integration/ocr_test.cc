@@ -151,8 +151,11 @@ TEST_F(Ocr, ReadsRenderedTextBackInReadingOrder) {
   const double all = 1.0 - static_cast<double>(errors) / chars;
   std::printf("character accuracy: %.4f on clean pages (%zu characters), %.4f on all (%zu)\n", clean, clean_chars,
               all, chars);
-  EXPECT_GE(clean, 0.95);
-  EXPECT_GE(all, 0.90);
+  // The bar is 0.95 on clean text; with each line's margin
+  // (ocr_model.h line_margin_) every character of these pages was read, and
+  // without it 0.989 (words run together on lines with no descenders).
+  EXPECT_GE(clean, 0.99);
+  EXPECT_GE(all, 0.97);
 }
 
 // A PDF's pages, rendered by poppler and read as images: all of them, or
@@ -323,7 +326,7 @@ TEST_F(Ocr, ReadsImagesSentThroughTheGateway) {
     ASSERT_EQ(read.size(), set.size()) << r->body;
     EXPECT_EQ(read[0]["source"], text_layer == std::string("auto") ? "text_layer" : "ocr") << r->body;
     EXPECT_EQ(read[0]["page"], 1);
-    if (text_layer == std::string("auto")) EXPECT_EQ(read[2]["text"], set[2]);
+    if (text_layer == std::string("auto")) { EXPECT_EQ(read[2]["text"], set[2]); }
   }
   EXPECT_NE(error("/v1/extract/t/ocr", {{"items", {{{"document", mixed64}, {"text_layer", "never"}}}}})
                 .find("items[0].text_layer: 'never' is neither auto nor ignore"),

@@ -141,6 +141,29 @@ TEST(OcrCrop, ALineIsCutOutUprightAndATallOneTurned) {
   EXPECT_EQ(turned.Pixel(0, 0)[0], line.Pixel(19, 9)[0]);
 }
 
+TEST(OcrCrop, AMarginIsTheLinesBackgroundAboveAndBelow) {
+  // A dark line on a light grey page, one dark pixel reaching the top row.
+  image::Image line = image::BlankImage(10, 20);
+  for (uint32_t y = 0; y < 20; ++y) {
+    for (uint32_t x = 0; x < 10; ++x) {
+      const bool ink = (y >= 6 && y < 14 && x % 3 == 0) || (x == 4 && y == 0);
+      std::fill_n(line.Pixel(x, y), 3, ink ? 10 : 230);
+      line.Pixel(x, y)[2] = ink ? 10 : 240;
+    }
+  }
+  const image::Image framed = WithMargin(line, 0.15);
+  ASSERT_EQ(framed.width, 10u);
+  ASSERT_EQ(framed.height, 26u);  // 3 rows above, 3 below
+  for (uint32_t x = 0; x < 10; ++x) {
+    for (uint32_t y : {0u, 2u, 23u, 25u}) {
+      EXPECT_EQ(framed.Pixel(x, y)[0], 230);
+      EXPECT_EQ(framed.Pixel(x, y)[2], 240);
+    }
+    for (uint32_t y = 0; y < 20; ++y) EXPECT_EQ(framed.Pixel(x, y + 3)[0], line.Pixel(x, y)[0]);
+  }
+  EXPECT_EQ(WithMargin(line, 0).height, 20u);
+}
+
 TEST(OcrInputs, TheModelsTakeBgrPlanesOfTheirSizes) {
   image::Image img = image::BlankImage(1000, 500);
   for (size_t i = 0; i < img.rgb.size(); i += 3) img.rgb[i] = 255;  // pure red

@@ -90,6 +90,7 @@ Result<std::unique_ptr<Model>> OcrModel::Load(const ModelConfig& config, const L
   SHOAL_RETURN_IF_ERROR(o.Number("threshold", 0, 1, &threshold));
   SHOAL_RETURN_IF_ERROR(o.Number("box_threshold", 0, 1, &box_threshold));
   SHOAL_RETURN_IF_ERROR(o.Number("unclip_ratio", 0, 10, &m->detection_.unclip_ratio));
+  SHOAL_RETURN_IF_ERROR(o.Number("line_margin", 0, 1, &m->line_margin_));
   SHOAL_RETURN_IF_ERROR(o.Number("drop_score", 0, 1, &m->drop_score_));
   SHOAL_RETURN_IF_ERROR(o.Count("batch", 1, 256, &m->batch_));
   SHOAL_RETURN_IF_ERROR(o.Number("dpi", 18, 600, &m->dpi_));
@@ -154,8 +155,11 @@ Status OcrModel::Upright(std::vector<image::Image>* lines) const {
   return Status::Ok();
 }
 
-Status OcrModel::Recognize(std::span<const image::Image> lines, std::vector<RecognizedText>* texts) const {
-  texts->assign(lines.size(), {});
+Status OcrModel::Recognize(std::span<const image::Image> cut, std::vector<RecognizedText>* texts) const {
+  texts->assign(cut.size(), {});
+  std::vector<image::Image> lines;
+  lines.reserve(cut.size());
+  for (const image::Image& line : cut) lines.push_back(WithMargin(line, line_margin_));
   // Lines of similar aspect together, so that a batch pads little.
   std::vector<size_t> order(lines.size());
   std::iota(order.begin(), order.end(), 0);

@@ -80,7 +80,8 @@ class OcrModel final : public Model {
   // Each line's text: turned upright as the classifier says, read, and a
   // doubtful reading tried once more the other way up.
   Status Read(std::vector<image::Image>* lines, std::vector<RecognizedText>* texts) const;
-  // The recognizer's reading of each line, in batches of similar widths.
+  // The recognizer's reading of each line (with line_margin_), in batches
+  // of similar widths.
   Status Recognize(std::span<const image::Image> lines, std::vector<RecognizedText>* texts) const;
   // Lines the classifier finds upside down, turned.
   Status Upright(std::vector<image::Image>* lines) const;
@@ -92,6 +93,14 @@ class OcrModel final : public Model {
   image::ImageLimits limits_;
   uint32_t limit_side_ = 960;
   double drop_score_ = 0.5;
+  // Background added above and below each line the recognizer reads, as a
+  // share of its height: a line with no descenders is cut so tight (its box
+  // ends at the baseline) that the recognizer, trained on looser crops,
+  // reads its words as one ("Invoice2041:totaldue"). 0.15 read every
+  // character of the OCR test's pages (98.9 % without) and 99.85 % of the
+  // OCR benchmark's dense page (99.38 %); 0.3 shrank the letters too far
+  // (97.4 %). Shoal's, not PaddleOCR's.
+  double line_margin_ = 0.15;
   uint32_t batch_ = 8;
   double dpi_ = 300;  // Tesseract's advice for OCR; 150 lost spaces between words in the test's scans
   document::PdfLimits pdf_limits_;
