@@ -1,7 +1,8 @@
 """`shoal up` as a child process for the Python checks that drive a whole
-cluster (bench/cuda/cluster_check.py, transformers_fleet_check.py): started
-with a directory of profiles, returned once it prints its banner, stopped
-with Ctrl-C as a person would; and a JSON POST to it."""
+cluster (bench/cuda/cluster_check.py, transformers_fleet_check.py,
+transformers_image_check.py): started with a directory of profiles, returned
+once it prints its banner, stopped with Ctrl-C as a person would; a JSON POST
+to it; and a check run against it model by model."""
 import json
 import os
 import signal
@@ -47,3 +48,27 @@ def post(url, body):
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as r:
         return json.loads(r.read())
+
+
+def check_each(shoal, profile_dir, work, port, names, check, matched):
+    """`shoal up`, then check(url, name) -> (ok, detail) for each of `names`:
+    a line each ("NAME: ok: detail"), an exception counted as a failure, and
+    a last line "K/N models MATCHED". Exit status: 0 when every one passed."""
+    proc = start(shoal, profile_dir, work, port)
+    if proc is None:
+        print("shoal_up: shoal up did not come up", file=sys.stderr, flush=True)
+        return 1
+    failed = 0
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for n in names:
+            try:
+                ok, detail = check(url, n)
+            except Exception as e:  # a model the library cannot load, or a failed request
+                ok, detail = False, f"{type(e).__name__}: {e}"
+            print(f"{n}: {'ok' if ok else 'FAILED'}: {detail}", flush=True)
+            failed += not ok
+    finally:
+        stop(proc)
+    print(f"{len(names) - failed}/{len(names)} models {matched}", flush=True)
+    return 0 if failed == 0 else 1

@@ -130,25 +130,12 @@ def main(argv):
     for n in names:
         with open(os.path.join(profile_dir, n + ".yaml"), "w") as f:
             f.write(profile(n, os.path.abspath(os.path.join(args.models, n))))
-    proc = shoal_up.start(args.shoal, profile_dir, work, args.port)
-    if proc is None:
-        log("shoal up did not come up")
-        return 1
-    failed = 0
-    url = f"http://127.0.0.1:{args.port}"
-    try:
-        for n in names:
-            check = check_sparse if MODELS.get(n) == "sparse" else check_dense
-            try:
-                ok, detail = check(url, n, os.path.abspath(os.path.join(args.models, n)), device)
-            except Exception as e:  # a model the library cannot load, or a failed request
-                ok, detail = False, f"{type(e).__name__}: {e}"
-            print(f"{n}: {'ok' if ok else 'FAILED'}: {detail}", flush=True)
-            failed += not ok
-    finally:
-        shoal_up.stop(proc)
-    print(f"{len(names) - failed}/{len(names)} models match sentence-transformers", flush=True)
-    return 0 if failed == 0 else 1
+
+    def check(url, n):
+        path = os.path.abspath(os.path.join(args.models, n))
+        return (check_sparse if MODELS.get(n) == "sparse" else check_dense)(url, n, path, device)
+
+    return shoal_up.check_each(args.shoal, profile_dir, work, args.port, names, check, "match sentence-transformers")
 
 
 if __name__ == "__main__":

@@ -219,25 +219,12 @@ def main(argv):
     work = tempfile.mkdtemp(prefix="shoal-images-")
     profile_dir = os.path.join(work, "models")  # none: each model is registered as a user would
     os.makedirs(profile_dir)
-    proc = shoal_up.start(args.shoal, profile_dir, work, args.port)
-    if proc is None:
-        log("shoal up did not come up")
-        return 1
-    failed = 0
-    url = f"http://127.0.0.1:{args.port}"
-    try:
-        for n in names:
-            try:
-                ok, detail = check(url, n, os.path.abspath(os.path.join(args.models, n)), device, args.shoal_only)
-            except Exception as e:  # a model the library cannot load, or a failed request
-                ok, detail = False, f"{type(e).__name__}: {e}"
-            print(f"{n}: {'ok' if ok else 'FAILED'}: {detail}", flush=True)
-            failed += not ok
-    finally:
-        shoal_up.stop(proc)
-    print(f"{len(names) - failed}/{len(names)} models {'answered' if args.shoal_only else 'match transformers'}",
-          flush=True)
-    return 0 if failed == 0 else 1
+
+    def check_one(url, n):
+        return check(url, n, os.path.abspath(os.path.join(args.models, n)), device, args.shoal_only)
+
+    return shoal_up.check_each(args.shoal, profile_dir, work, args.port, names, check_one,
+                               "answered" if args.shoal_only else "match transformers")
 
 
 if __name__ == "__main__":
