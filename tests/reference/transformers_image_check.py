@@ -157,7 +157,8 @@ class Library:
 
 def check(url, name, path, device, shoal_only):
     shoal = Shoal(url, name)
-    task = register(url, name, path).get("task")
+    registered = register(url, name, path)
+    task, two_towers = registered.get("task"), registered.get("image_text_score") in ("softmax", "sigmoid")
     pictures = images()
     if shoal_only:
         parts = [f"task {task}"]
@@ -166,7 +167,7 @@ def check(url, name, path, device, shoal_only):
         else:
             dims = {len(v) for v in shoal.embed([{"image": b64} for _, b64 in pictures])}
             parts.append(f"image embeddings of {sorted(dims)} floats")
-            if name in ("clip-tiny", "siglip-tiny"):
+            if two_towers:
                 parts.append(f"text embeddings of {len(shoal.embed([{'text': TEXTS[0]}])[0])} floats")
                 parts.append(f"logits {[round(x, 4) for x in shoal.logits(pictures[0][1], TEXTS)]}")
         return True, ", ".join(parts)
@@ -186,7 +187,7 @@ def check(url, name, path, device, shoal_only):
         cos, diff = min(cos, c), max(diff, d)
     detail = f"images: min cosine {cos:.6f}, max |diff| {diff:.2e}"
     ok = cos >= 0.9999 and diff <= 1e-3
-    if lib.tokenizer is not None:
+    if two_towers:
         tcos, tdiff = 1.0, 0.0
         for text, v in zip(TEXTS, shoal.embed([{"text": t} for t in TEXTS])):
             c, d = compare_vectors(v, lib.text_embedding(text))
