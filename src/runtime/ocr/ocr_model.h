@@ -102,7 +102,9 @@ class OcrModel final : public Model {
   // (97.4 %). Shoal's, not PaddleOCR's.
   double line_margin_ = 0.15;
   uint32_t batch_ = 8;
-  double dpi_ = 300;  // Tesseract's advice for OCR; 150 lost spaces between words in the test's scans
+  // Tesseract's advice for OCR; 150 lost spaces between words in the test's
+  // scans (before line_margin_).
+  double dpi_ = 300;
   document::PdfLimits pdf_limits_;
 };
 
