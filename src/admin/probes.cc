@@ -156,9 +156,7 @@ Status ProbeEncode(Model& model, const ModelSpec& spec, json* outputs, CapacityE
 
 Status ProbeScore(Model& model, const ModelSpec& spec, json* outputs, CapacityEstimate* capacity) {
   std::vector<ScoreInput> probes;
-  for (const auto& [q, d] : kPairs) {
-    probes.push_back({.text = q, .text_pair = d, .image = {}, .truncate = true, .lora = {}});
-  }
+  for (const auto& [q, d] : kPairs) probes.push_back({.text = q, .text_pair = d, .truncate = true});
   std::vector<ScoreOutput> out;
   SHOAL_RETURN_IF_ERROR(AnswerAndTime(
       probes, spec, [&](const auto& in, auto& answers) { return model.Score(in, answers); }, &out,
@@ -170,16 +168,10 @@ Status ProbeScore(Model& model, const ModelSpec& spec, json* outputs, CapacityEs
 Status ProbeExtract(Model& model, const ModelSpec& spec, json* outputs,
                     CapacityEstimate* capacity) {
   std::vector<ExtractInput> probes;
-  ExtractInput probe;
   if (model.takes_images()) {
-    probe.image = kTestImage;
-    probes.push_back(probe);
+    probes.push_back({.image = kTestImage});
   } else {
-    probe.truncate = true;
-    for (std::string_view s : kEntitySentences) {
-      probe.text = s;
-      probes.push_back(probe);
-    }
+    for (std::string_view s : kEntitySentences) probes.push_back({.text = s, .truncate = true});
   }
   std::vector<ExtractOutput> out;
   SHOAL_RETURN_IF_ERROR(AnswerAndTime(

@@ -129,7 +129,7 @@ class LlamaCpp : public ::testing::Test {
     if (!fs::exists(dir)) return nullptr;
     ModelConfig c = Config(dir, task);
     if (config_out) c = *config_out;
-    auto m = runtime_.Load(c, LoadContext{.threads = 1, .progress = {}});
+    auto m = runtime_.Load(c, LoadContext{.threads = 1});
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     return m.ok() ? std::move(m).value() : nullptr;
   }
@@ -310,11 +310,7 @@ TEST_F(LlamaCpp, ChatRendersTheGgufTemplate) {
   ASSERT_TRUE(m);
   GenerationJob job = Greedy("", 4);
   job.chat = true;
-  job.messages.resize(2);
-  job.messages[0].role = "system";
-  job.messages[0].content = "be brief";
-  job.messages[1].role = "user";
-  job.messages[1].content = "what moves the river?";
+  job.messages = {{"system", "be brief"}, {"user", "what moves the river?"}};
   job.chat_template_kwargs_json = R"({"enable_thinking": false})";
   const Outcome o = RunJob(m->streaming_generator(), job);
   ASSERT_TRUE(o.final.status.ok()) << o.final.status.ToString();
@@ -495,7 +491,7 @@ TEST_F(LlamaCpp, ThreadsThatPollGenerateWhatThoseThatSleepDo) {
   EXPECT_EQ(texts[0], texts[1]);
   ModelConfig too_much = Config(Models() + "/llama-tiny-gguf-f32", Task::kGenerate);
   too_much.options.Set("poll", int64_t{101});
-  auto refused = runtime_.Load(too_much, LoadContext{.threads = 1, .progress = {}});
+  auto refused = runtime_.Load(too_much, LoadContext{.threads = 1});
   EXPECT_EQ(refused.status().code(), Code::kInvalidInput);
   EXPECT_NE(refused.status().message().find("poll"), std::string::npos) << refused.status().message();
 }
@@ -504,7 +500,7 @@ TEST_F(LlamaCpp, BadModelsFailToLoad) {
   SKIP_WITHOUT("llama-tiny-gguf-f32");
   SKIP_WITHOUT("unknown-arch-gguf");
   const auto start = std::chrono::steady_clock::now();
-  auto unknown = runtime_.Load(Config(Models() + "/unknown-arch-gguf", Task::kGenerate), LoadContext{.threads = 1, .progress = {}});
+  auto unknown = runtime_.Load(Config(Models() + "/unknown-arch-gguf", Task::kGenerate), LoadContext{.threads = 1});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), Code::kModelLoadFailed);
   EXPECT_NE(unknown.status().message().find("florp"), std::string::npos) << unknown.status().message();
@@ -517,7 +513,7 @@ TEST_F(LlamaCpp, BadModelsFailToLoad) {
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream(tmp / "truncated" / "model.gguf", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
-  auto truncated = runtime_.Load(Config((tmp / "truncated").string(), Task::kGenerate), LoadContext{.threads = 1, .progress = {}});
+  auto truncated = runtime_.Load(Config((tmp / "truncated").string(), Task::kGenerate), LoadContext{.threads = 1});
   ASSERT_FALSE(truncated.ok());
   EXPECT_EQ(truncated.status().code(), Code::kModelLoadFailed) << truncated.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
@@ -525,17 +521,17 @@ TEST_F(LlamaCpp, BadModelsFailToLoad) {
   fs::create_directories(tmp / "two");
   fs::copy_file(good, tmp / "two" / "a.gguf");
   fs::copy_file(good, tmp / "two" / "b.gguf");
-  auto two = runtime_.Load(Config((tmp / "two").string(), Task::kGenerate), LoadContext{.threads = 1, .progress = {}});
+  auto two = runtime_.Load(Config((tmp / "two").string(), Task::kGenerate), LoadContext{.threads = 1});
   EXPECT_EQ(two.status().code(), Code::kInvalidInput);
   EXPECT_NE(two.status().message().find("a.gguf, b.gguf"), std::string::npos) << two.status().message();
   ModelConfig named = Config((tmp / "two").string(), Task::kGenerate);
   named.options.Set("file", std::string("b.gguf"));
-  EXPECT_TRUE(runtime_.Load(named, LoadContext{.threads = 1, .progress = {}}).ok());
+  EXPECT_TRUE(runtime_.Load(named, LoadContext{.threads = 1}).ok());
   fs::remove_all(tmp);
 
   ModelConfig unknown_option = Config(Models() + "/llama-tiny-gguf-f32", Task::kGenerate);
   unknown_option.options.Set("n_gpu_layers", int64_t{3});
-  auto refused = runtime_.Load(unknown_option, LoadContext{.threads = 1, .progress = {}});
+  auto refused = runtime_.Load(unknown_option, LoadContext{.threads = 1});
   EXPECT_EQ(refused.status().code(), Code::kInvalidInput);
   EXPECT_NE(refused.status().message().find("n_gpu_layers"), std::string::npos) << refused.status().message();
 }
@@ -545,7 +541,7 @@ std::unique_ptr<Model> LoadNative(const std::string& dir, uint32_t max_input_tok
   auto spec = ModelSpec::Parse("id: t/native\nruntime: native\ntask: encode\npath: " + dir +
                                "\nmax_input_tokens: " + std::to_string(max_input_tokens) + "\n");
   EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-  auto m = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{.threads = 1, .progress = {}});
+  auto m = FindRuntime("native")->Load(*ModelConfig::FromSpec(*spec), LoadContext{.threads = 1});
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return m.ok() ? std::move(m).value() : nullptr;
 }

@@ -37,7 +37,7 @@ Result<std::unique_ptr<Model>> LoadStage(const ModelConfig& pipeline, const std:
   c.graph = true;
   c.options = RuntimeOptions(engine);
   c.options.Set("file", file);
-  auto model = runtime->Load(c, {.threads = ctx.threads, .progress = {}});
+  auto model = runtime->Load(c, {.threads = ctx.threads});
   if (!model.ok()) return Status(model.status().code(), "ocr." + stage + ": " + model.status().message());
   return model;
 }
