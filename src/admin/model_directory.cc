@@ -9,6 +9,7 @@
 
 #include "admin/gguf_header.h"
 #include "catalog/names.h"
+#include "runtime/registry/registry.h"
 
 namespace shoal::admin {
 namespace {
@@ -138,18 +139,22 @@ std::vector<fs::path> GgufFiles(const fs::path& dir) {
 }
 
 // The runtime a directory's weights call for: safetensors (a Hugging Face
-// checkpoint) → native; else an ONNX graph → onnx; else a TorchScript
-// module → pytorch; else a .gguf file → llamacpp; else native (whose load
+// checkpoint) → native, or pytorch (transformers) for a model type native
+// does not run; else an ONNX graph → onnx; else a TorchScript module →
+// pytorch; else a .gguf file → llamacpp; else as a checkpoint (whose load
 // then says what is missing).
 // The file names are the ones the sidecars look for by default.
-std::string RuntimeFor(const fs::path& dir) {
+std::string RuntimeFor(const fs::path& dir, const nlohmann::json& config) {
   std::error_code ec;
   auto has = [&](const char* name) { return fs::is_regular_file(dir / name, ec); };
-  if (has("model.safetensors")) return "native";
+  const auto type = config.find("model_type");
+  const std::string checkpoint(
+      RuntimeForModelType(type != config.end() && type->is_string() ? type->get<std::string>() : ""));
+  if (has("model.safetensors")) return checkpoint;
   if (has("model.onnx") || has("onnx/model.onnx")) return "onnx";
   if (has("model.pt") || has("model.torchscript") || has("traced_model.pt")) return "pytorch";
   if (!GgufFiles(dir).empty()) return "llamacpp";
-  return "native";
+  return checkpoint;
 }
 
 // The task of a GGUF: llama.cpp's encoder architectures embed; the others
@@ -188,8 +193,12 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
       return InvalidInput("path: " + dir.string() +
                           " has neither a shoal.yaml profile, a config.json (Hugging Face layout) nor a .gguf file");
     }
+    nlohmann::json json = nlohmann::json::object();
+    if (!use_lite && fs::exists(config, ec)) {
+      SHOAL_ASSIGN_OR_RETURN(json, ReadConfig(config));
+    }
     spec.id = dir.filename().string();
-    spec.runtime = use_lite ? "native" : RuntimeFor(dir);
+    spec.runtime = use_lite ? "native" : RuntimeFor(dir, json);
     spec.path = dir.string();
     if (spec.runtime == "llamacpp") {
       // One file, or the profile's llamacpp.file says which (the runtime refuses several).
@@ -197,7 +206,6 @@ Result<ModelSpec> SpecFromDirectory(const std::string& dir_arg, std::string_view
       if (!task.ok()) return task.status();
       spec.task = *task;
     } else if (!use_lite) {
-      SHOAL_ASSIGN_OR_RETURN(const nlohmann::json json, ReadConfig(config));
       spec.task = TaskFromConfig(json, dir);
       SHOAL_RETURN_IF_ERROR(CompleteFromFiles(&spec));
     }

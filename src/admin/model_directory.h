@@ -2,7 +2,8 @@
 // it. The directory's own `shoal.yaml` profile wins where there is one (its
 // `path` defaults to the directory); without one the profile is inferred as
 // Hugging Face tools would read the directory: the runtime from the weights'
-// format (model.safetensors: native; model.onnx or onnx/model.onnx: onnx;
+// format (model.safetensors: native, or pytorch — transformers — for a
+// model_type native does not run; model.onnx or onnx/model.onnx: onnx;
 // a TorchScript model.pt, model.torchscript or traced_model.pt: pytorch),
 // and the task from config.json's architectures (a *ForSequenceClassification
 // head is a cross-encoder: `score`; a *ForCausalLM a generator: `generate`;

@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -203,7 +205,48 @@ TEST_P(Sidecars, RefuseBrokenModelsAtRegistration) {
     refused(Profile(s.runtime, kModels + "/bad-input-onnx", "encode"), "pixel_values");
   } else {
     refused(Profile(s.runtime, kModels + "/raising-torchscript", "encode"), "test request failed");
+    refused(Profile(s.runtime, good, "encode", "pytorch: {device: cuda:99}\n"), "device=cuda:99");
+    refused(Profile(s.runtime, good, "encode", "pytorch: {dtype: bfloat16}\n"), "runs as it was saved");
   }
+}
+
+// A Hugging Face checkpoint of a model type the native runtime does not run
+// registers on the pytorch runtime, which runs it through transformers; where
+// Python cannot import transformers (this machine, CI) it is refused saying
+// so. (scripts/gpu-check runs transformers_runtime_check.py where it can.)
+TEST(PytorchSidecar, ACheckpointNativeDoesNotRunGoesToTransformersOrSaysWhyNot) {
+  if (std::system("/usr/bin/python3 -c 'import transformers' 2>/dev/null") == 0) {
+    GTEST_SKIP() << "transformers is importable here: tests/reference/transformers_runtime_check.py checks that path";
+  }
+  const std::string dir = CopyOf(kModels + "/bert-tiny-mean");
+  json config = json::parse(std::ifstream(dir + "/config.json"));
+  config["model_type"] = "albert";
+  config["architectures"] = {"AlbertModel"};
+  std::ofstream(dir + "/config.json") << config.dump();
+  auto spec = admin::SpecFromDirectory(dir, "t/albert");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->runtime, "pytorch");
+  auto r = admin::CheckModel(*spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidInput);
+  EXPECT_NE(r.status().message().find("model_type 'albert' is not one the native runtime runs"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("cannot import transformers"), std::string::npos) << r.status().message();
+  fs::remove_all(fs::path(dir).parent_path());
+}
+
+// SHOAL_PYTORCH_PYTHON names the sidecar's interpreter (one with transformers).
+TEST(PytorchSidecar, ItsPythonCanBeNamed) {
+  ASSERT_EQ(::setenv("SHOAL_PYTORCH_PYTHON", "/nonexistent/python3", 1), 0);
+  ModelRuntimes runtimes;  // reads it when its pytorch process is first wanted
+  Runtime* runtime = runtimes.For(Spec(Profile("pytorch", kModels + "/bert-tiny-mean-torchscript", "encode")));
+  ::unsetenv("SHOAL_PYTORCH_PYTHON");
+  ASSERT_TRUE(runtime);
+  auto m = runtime->Load(
+      *ModelConfig::FromSpec(Spec(Profile("pytorch", kModels + "/bert-tiny-mean-torchscript", "encode"))),
+      LoadContext{1});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("cannot run /nonexistent/python3"), std::string::npos) << m.status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, Sidecars, ::testing::Values(kOnnx, kPytorch),

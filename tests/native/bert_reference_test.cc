@@ -250,7 +250,8 @@ TEST(DebertaV2Config, RelativeRowsAreTheLogBucketsAndTheRefusals) {
         {"pos_att_type", nlohmann::json({"p2c", "p2p"}), "pos_att_type p2p"},
         {"share_att_key", nlohmann::json(false), "share_att_key false"},
         {"embedding_size", nlohmann::json(128), "embedding_size"},
-        {"model_type", nlohmann::json("deberta"), "DeBERTa v1"}}) {
+        {"model_type", nlohmann::json("deberta"), "DeBERTa v1"},
+        {"model_type", nlohmann::json("albert"), "model_type 'albert' is not an encoder the native runtime runs"}}) {
     nlohmann::json config = base;
     config[key] = value;
     std::ofstream(dir / "config.json") << config.dump();

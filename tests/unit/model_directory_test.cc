@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "common/ids.h"
 
@@ -152,6 +153,27 @@ TEST_F(ModelDirectory, ClassifiersOfSeveralLabelsAndTokenClassifiersExtract) {
     auto spec = SpecFromDirectory(d.string(), "org/classifier");
     ASSERT_TRUE(spec.ok()) << spec.status().ToString();
     EXPECT_EQ(spec->task, task) << config;
+  }
+}
+
+// transformers runs what the native runtime does not: the pytorch runtime's.
+TEST_F(ModelDirectory, ACheckpointOfAModelTypeNativeDoesNotRunGoesToPytorch) {
+  const std::tuple<const char*, const char*, Task> cases[] = {
+      {R"({"model_type": "bert", "architectures": ["BertModel"]})", "native", Task::kEncode},
+      {R"({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"]})", "native", Task::kGenerate},
+      {R"({"model_type": "albert", "architectures": ["AlbertModel"]})", "pytorch", Task::kEncode},
+      {R"({"model_type": "deberta", "architectures": ["DebertaForSequenceClassification"]})", "pytorch",
+       Task::kScore},
+  };
+  int n = 0;
+  for (const auto& [config, runtime, task] : cases) {
+    for (const char* weights : {"model.safetensors", "pytorch_model.bin"}) {
+      const auto d = Dir("checkpoint-" + std::to_string(n++), {{"config.json", config}, {weights, "x"}});
+      auto spec = SpecFromDirectory(d.string());
+      ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+      EXPECT_EQ(spec->runtime, runtime) << config << " " << weights;
+      EXPECT_EQ(spec->task, task) << config;
+    }
   }
 }
 

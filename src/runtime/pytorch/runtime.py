@@ -1,11 +1,17 @@
 #!/usr/bin/python3
-"""Shoal's PyTorch runtime: a sidecar that runs TorchScript encoders and cross-encoders.
+"""Shoal's PyTorch runtime: a sidecar that runs TorchScript encoders and cross-encoders,
+and Hugging Face directories through transformers where it can import it.
 
 It speaks the runtime protocol (docs/runtime-protocol.md, version 1) in its
 "tokens" input mode: Shoal tokenizes and sends token ids; this process pads them
-into one batch, runs the module (torch.jit.load on the CPU, under
-torch.inference_mode) and pools / L2-normalizes the embeddings. Tasks encode
-and score; no LoRA, no tokenize.
+into one batch, runs the module under torch.inference_mode and pools /
+L2-normalizes the embeddings. The module is a TorchScript file (torch.jit.load)
+or, in a directory without one, transformers' AutoModel (encode) or
+AutoModelForSequenceClassification (score) from its config.json and weights:
+registration sends here the checkpoints whose model_type the native runtime
+does not run. On the CPU by default, or a CUDA device (option device);
+transformers' modules in float32 or another dtype (option dtype). Tasks
+encode and score; no LoRA, no tokenize.
 
 Started by the worker with its end of a socket pair as fd 3 (SHOAL_RUNTIME_FD=3),
 or as `runtime.py --listen PATH` to serve each connection to a Unix socket path.
@@ -15,10 +21,14 @@ loras and stop inline (so health is answered while batches run); a
 ThreadPoolExecutor runs load, encode and score (torch releases the GIL in its
 ops). One lock per connection around socket writes: a frame goes out whole.
 
-Runs under Debian's /usr/bin/python3: stdlib, torch, numpy, msgpack.
+Runs under Debian's /usr/bin/python3: stdlib, torch, numpy, msgpack (and
+transformers, where installed).
 """
+import importlib.util
+import inspect
 import json
 import os
+import re
 import socket
 import struct
 import sys
@@ -34,7 +44,8 @@ NAME = "pytorch"
 MAX_FRAME = 256 << 20
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 DEFAULT_FILES = ("model.pt", "model.torchscript", "traced_model.pt")
-OPTIONS = ("file", "pooling")
+OPTIONS = ("file", "pooling", "device", "dtype")
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert")
 
 
@@ -86,7 +97,7 @@ def pooling_from_files(path):
 
 
 class Model:
-    """One loaded TorchScript module and what its batches need."""
+    """One loaded module (TorchScript, or transformers') and what its batches need."""
 
     def __init__(self, request):
         cfg = request.get("config")
@@ -123,32 +134,36 @@ class Model:
         if self.task == "encode" and self.pooling is None:
             self.pooling = pooling_from_files(path)
 
+        self.device = parse_device(options.get("device", "cpu"))
+        dtype = options.get("dtype", "float32")
+        self.dtype = DTYPES.get(dtype) if isinstance(dtype, str) else None
+        if self.dtype is None:
+            raise Failure("INVALID_INPUT", f"pytorch option dtype={options.get('dtype')!r}: "
+                          f"{', '.join(DTYPES)}")
         self.file = options.get("file")
         if self.file is not None and (not isinstance(self.file, str) or not self.file):
             raise Failure("INVALID_INPUT", "pytorch option file: a file name relative to path")
         if self.file is None:
             self.file = next((f for f in DEFAULT_FILES
                               if os.path.isfile(os.path.join(path, f))), None)
-            if self.file is None:
-                raise Failure("MODEL_LOAD_FAILED", f"{path}: no {', '.join(DEFAULT_FILES)}")
-        full = os.path.join(path, self.file)
+        if self.file is None and hf:
+            self.module, self.inputs = load_transformers(path, self.task, model_type)
+        elif self.file is None:
+            raise Failure("MODEL_LOAD_FAILED",
+                          f"{path}: no {', '.join(DEFAULT_FILES)}, nor a config.json for transformers")
+        elif self.dtype != torch.float32:  # a traced graph keeps the dtypes it was traced in
+            raise Failure("INVALID_INPUT", f"pytorch option dtype={dtype}: for a directory run through "
+                          f"transformers; TorchScript ({self.file}) runs as it was saved")
+        else:
+            self.module, self.inputs = load_torchscript(os.path.join(path, self.file))
         try:
-            self.module = torch.jit.load(full, map_location="cpu").eval()
-            self.memory = os.path.getsize(full)
+            self.module.to(device=self.device, dtype=self.dtype)
         except Exception as e:
-            raise Failure("MODEL_LOAD_FAILED", f"{full}: {short(e)}")
-
-        try:
-            args = self.module.forward.schema.arguments[1:]  # [0] is self
-        except Exception as e:
-            raise Failure("MODEL_LOAD_FAILED", f"{full}: no forward method ({short(e)})")
-        for a in args:  # an extra argument with a default value needs no feeding
-            if a.name not in INPUTS and a.default_value is None:
-                raise Failure("INVALID_INPUT", f"{self.file}: the graph's input '{a.name}' is not "
-                              f"one Shoal feeds ({', '.join(INPUTS)})")
-        self.inputs = [a.name for a in args if a.name in INPUTS]
-        if "input_ids" not in self.inputs:
-            raise Failure("INVALID_INPUT", f"{self.file}: the module takes no input_ids")
+            raise Failure("MODEL_LOAD_FAILED", f"{path}: to {self.device} in {self.dtype}: {short(e)}")
+        # A frozen TorchScript graph holds its weights as constants: then its file's size.
+        self.memory = sum(t.numel() * t.element_size() for t in
+                          list(self.module.parameters()) + list(self.module.buffers())) or \
+            os.path.getsize(os.path.join(path, self.file))
 
     def item_error(self, item, score):
         """The error of an item that fails alone, or None."""
@@ -207,8 +222,8 @@ class Model:
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         try:
             with torch.inference_mode():
-                y = self.output(self.module(**{k: feed[k] for k in self.inputs}), score)
-                return self.finish(y.to(torch.float32), mask, n, t, score)
+                y = self.output(self.module(**{k: feed[k].to(self.device) for k in self.inputs}), score)
+                return self.finish(y.to(device="cpu", dtype=torch.float32), mask, n, t, score)
         except Failure:
             raise
         except Exception as e:
@@ -243,6 +258,84 @@ class Model:
             raise Failure("INFERENCE_ERROR",
                           f"output of shape {shape}, expected [{n}, {t}, hidden] or [{n}, hidden]")
         return y.numpy()
+
+
+def parse_device(value):
+    """A torch.device from option device (cpu, cuda, cuda:N) that this torch can use."""
+    if not isinstance(value, str) or not re.fullmatch(r"cpu|cuda(:[0-9]+)?", value):
+        raise Failure("INVALID_INPUT", f"pytorch option device={value!r}: cpu, cuda or cuda:N")
+    if value.startswith("cuda"):
+        have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if int(value[5:] or 0) >= have:
+            raise Failure("INVALID_INPUT",
+                          f"pytorch option device={value}: torch {torch.__version__} sees {have} CUDA device(s)")
+    return torch.device(value)
+
+
+def transformers_version():
+    """transformers' version where this Python can import it, else None (without importing it)."""
+    if importlib.util.find_spec("transformers") is None:
+        return None
+    try:
+        from importlib.metadata import version
+        return version("transformers")
+    except Exception:
+        return "unknown"
+
+
+def load_torchscript(full):
+    """(module, the inputs of INPUTS it takes) of a TorchScript file."""
+    name = os.path.basename(full)
+    try:
+        module = torch.jit.load(full, map_location="cpu").eval()
+    except Exception as e:
+        raise Failure("MODEL_LOAD_FAILED", f"{full}: {short(e)}")
+    try:
+        args = module.forward.schema.arguments[1:]  # [0] is self
+    except Exception as e:
+        raise Failure("MODEL_LOAD_FAILED", f"{full}: no forward method ({short(e)})")
+    for a in args:  # an extra argument with a default value needs no feeding
+        if a.name not in INPUTS and a.default_value is None:
+            raise Failure("INVALID_INPUT", f"{name}: the graph's input '{a.name}' is not "
+                          f"one Shoal feeds ({', '.join(INPUTS)})")
+    inputs = [a.name for a in args if a.name in INPUTS]
+    if "input_ids" not in inputs:
+        raise Failure("INVALID_INPUT", f"{name}: the module takes no input_ids")
+    return module, inputs
+
+
+def load_transformers(path, task, model_type):
+    """(module, the inputs of INPUTS it takes) of a Hugging Face directory through transformers.
+
+    Every weight the class needs must be in the checkpoint: transformers would
+    start missing ones at random (a pooler, unused here, excepted)."""
+    try:
+        import transformers
+    except ImportError as e:
+        raise Failure("MODEL_LOAD_FAILED",
+                      f"{path}: model_type {model_type!r} is not one the native runtime runs, and "
+                      f"{sys.executable} cannot import transformers to run it ({e}; "
+                      "SHOAL_PYTORCH_PYTHON names another Python)")
+    auto = transformers.AutoModelForSequenceClassification if task == "score" else transformers.AutoModel
+    try:
+        module, info = auto.from_pretrained(path, local_files_only=True, output_loading_info=True)
+    except Exception as e:
+        raise Failure("MODEL_LOAD_FAILED", f"{path}: transformers {transformers.__version__}: {short(e)}")
+    info = info or {}  # its lists are sets in some versions
+    missing = sorted(k for k in info.get("missing_keys", [])
+                     if not (task == "encode" and ".pooler." in f".{k}"))
+    for what, keys in (("not in the checkpoint", missing),
+                       ("of another shape in the checkpoint", list(info.get("mismatched_keys", [])))):
+        if keys:
+            names = ", ".join(str(k) for k in list(keys)[:3]) + (", ..." if len(keys) > 3 else "")
+            raise Failure("MODEL_LOAD_FAILED", f"{path}: {len(keys)} weight(s) of "
+                          f"{type(module).__name__} {what} ({names})")
+    params = inspect.signature(module.forward).parameters
+    inputs = [name for name in INPUTS if name in params]
+    if "input_ids" not in inputs:
+        raise Failure("INVALID_INPUT", f"{path}: {type(module).__name__} takes no input_ids")
+    log(f"{path}: {type(module).__name__} through transformers {transformers.__version__}")
+    return module.eval(), inputs
 
 
 class Runtime:
@@ -328,7 +421,9 @@ class Connection:
                     "INVALID_INPUT", "this runtime speaks protocol versions [1]"))
                 return False
             self.said_hello = True
-            self.reply(id_, {"protocol": 1, "runtime": NAME, "version": f"torch {torch.__version__}",
+            hf = transformers_version()
+            version = f"torch {torch.__version__}" + (f", transformers {hf}" if hf else "")
+            self.reply(id_, {"protocol": 1, "runtime": NAME, "version": version,
                              "tasks": ["encode", "score"], "lora": False, "memory_bytes": 0,
                              "input": "tokens"})
         elif op == "health":

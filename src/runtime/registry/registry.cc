@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "runtime/identity/identity_runtime.h"
+#include "runtime/native/loaders/model_types.h"
 #include "runtime/native/native_runtime.h"
 #include "runtime/ocr/ocr_runtime.h"
 #include "runtime/process/remote_runtime.h"
@@ -52,12 +53,19 @@ namespace {
 // sidecar directory, or (no interpreter) a program built beside shoal.
 struct Sidecar {
   std::string_view runtime, interpreter, script;
+  const char* interpreter_env = nullptr;  // an environment variable that names another interpreter
 };
 constexpr Sidecar kSidecars[] = {
-    {"onnx", "node", "onnx/runtime.mjs"},                 // ONNX Runtime, through onnxruntime-node
-    {"pytorch", "/usr/bin/python3", "pytorch/runtime.py"},  // TorchScript, through Debian's torch
-    {"llamacpp", "", "shoal-llamacpp"},                     // GGUF, through llama.cpp's libraries
+    {"onnx", "node", "onnx/runtime.mjs"},  // ONNX Runtime, through onnxruntime-node
+    // TorchScript through Debian's torch; transformers where the interpreter has it.
+    {"pytorch", "/usr/bin/python3", "pytorch/runtime.py", "SHOAL_PYTORCH_PYTHON"},
+    {"llamacpp", "", "shoal-llamacpp"},  // GGUF, through llama.cpp's libraries
 };
+
+std::string Interpreter(const Sidecar& s) {
+  const char* env = s.interpreter_env ? std::getenv(s.interpreter_env) : nullptr;
+  return env && *env ? env : std::string(s.interpreter);
+}
 
 const Sidecar* FindSidecar(std::string_view runtime) {
   for (const Sidecar& s : kSidecars) {
@@ -97,6 +105,10 @@ ModelRuntimes::~ModelRuntimes() = default;
 
 bool RunsInItsOwnProcess(std::string_view runtime) { return FindSidecar(runtime) != nullptr; }
 
+std::string_view RuntimeForModelType(std::string_view model_type) {
+  return native::NativeRunsModelType(model_type) ? "native" : "pytorch";
+}
+
 Runtime* ModelRuntimes::For(const ModelSpec& spec) {
   if (spec.runtime == pipelines_->name()) {
     return spec.process == RuntimeProcess::kDefault || spec.process == RuntimeProcess::kWorker ? pipelines_.get()
@@ -119,8 +131,7 @@ Runtime* ModelRuntimes::For(const ModelSpec& spec) {
       const std::string host = HostBinary(settings_.host_binary);
       o.command = {host.substr(0, host.rfind('/') + 1) + std::string(sidecar->script)};
     } else if (sidecar) {
-      o.command = {std::string(sidecar->interpreter),
-                   SidecarDir(settings_.sidecar_dir) + "/" + std::string(sidecar->script)};
+      o.command = {Interpreter(*sidecar), SidecarDir(settings_.sidecar_dir) + "/" + std::string(sidecar->script)};
     } else {
       o.command = {HostBinary(settings_.host_binary), "runtime-host", "--runtime", spec.runtime};
     }

@@ -42,6 +42,12 @@ Runtime* FindRuntime(std::string_view name);
 // (TorchScript through Python) — so `process: worker` cannot hold it.
 bool RunsInItsOwnProcess(std::string_view runtime);
 
+// The runtime a Hugging Face checkpoint of `model_type` (config.json's)
+// loads through when its profile names none: native where it runs the
+// type, else pytorch, which runs it through transformers where Python can
+// import it.
+std::string_view RuntimeForModelType(std::string_view model_type);
+
 namespace runtime_process {
 class RemoteRuntime;
 }

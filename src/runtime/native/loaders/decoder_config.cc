@@ -5,16 +5,12 @@
 #include <numbers>
 
 #include "runtime/native/loaders/hf_config.h"
+#include "runtime/native/loaders/model_types.h"
 
 namespace shoal::native {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool KnownDecoder(const std::string& model_type) {
-  return model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ||
-         model_type == "qwen3";
-}
 
 // eos_token_id is an int or a list of ints; generation_config.json may
 // list more than config.json (Llama-3-Instruct adds <|eot_id|>).
@@ -83,7 +79,7 @@ bool IsDecoderConfig(const std::string& dir) {
   const std::string type = j->value("model_type", "");
   // LLaVA: a known decoder under its vision tower (LoadDecoderConfig says
   // what it lacks otherwise).
-  return KnownDecoder(type) || type == "llava";
+  return IsNativeDecoderType(type) || type == "llava";
 }
 
 Result<DecoderConfig> LoadDecoderConfig(const std::string& dir) {
@@ -106,7 +102,7 @@ Result<DecoderConfig> LoadDecoderConfig(const std::string& dir) {
       c.vision_language = true;
     }
     c.model_type = body->value("model_type", "");
-    if (!KnownDecoder(c.model_type)) {
+    if (!IsNativeDecoderType(c.model_type)) {
       return InvalidInput(path + ": model_type '" + c.model_type +
                           "' is not a supported decoder (llama, mistral, qwen2, qwen3)");
     }

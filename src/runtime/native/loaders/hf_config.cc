@@ -6,6 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "runtime/native/loaders/model_types.h"
+
 namespace shoal::native {
 namespace {
 
@@ -291,6 +293,12 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
     if (c.model_type == "deberta") {
       return InvalidInput(path.string() + ": DeBERTa v1 (model_type deberta) is not supported; DeBERTa-v2 and v3 "
                           "(deberta-v2) are");
+    }
+    // Another architecture under BERT's field names would load as BERT, wrongly.
+    if (!c.model_type.empty() && !IsNativeEncoderType(c.model_type)) {
+      return InvalidInput(path.string() + ": model_type '" + c.model_type +
+                          "' is not an encoder the native runtime runs (" + NativeModelTypes() +
+                          "); the pytorch runtime runs it through transformers where Python can import it");
     }
     // DistilBERT (BERT's layer under other names) names its sizes its own
     // way and fixes what BERT configures: LayerNorm eps 1e-12, no token types.
