@@ -4,28 +4,33 @@
 usage: transformers_runtime_check.py --shoal BIN --models DIR [--port 18092]
 
 A checkpoint whose model_type the native runtime does not run registers on
-the pytorch runtime, which loads it with transformers' AutoModel (encode) or
-AutoModelForSequenceClassification (score). This makes two such checkpoints
-with transformers itself, seeded, in the exact Hugging Face layout:
+the pytorch runtime, which loads it with transformers (the base class its
+config.json names, or AutoModel, to encode; AutoModelForSequenceClassification
+to score). This makes three such checkpoints with transformers itself,
+seeded, in the exact Hugging Face layout:
 
-  albert-tiny   an AlbertModel (factorised embeddings, one layer shared by
-                all), with bert-tiny-mean's tokenizer and sentence-transformers
-                files (mean pooling, normalised);
-  deberta-tiny  a DebertaForSequenceClassification (DeBERTa v1, which the
-                native runtime refuses; v2/v3 it runs), one label, with
-                cross-encoder-tiny's tokenizer;
+  albert-tiny      an AlbertModel (factorised embeddings, one layer shared
+                   by all), with bert-tiny-mean's tokenizer and
+                   sentence-transformers files (mean pooling, normalised);
+  t5-encoder-tiny  a T5EncoderModel (gtr-t5's and sentence-t5's class:
+                   relative position buckets, RMS norms), the same files;
+  deberta-tiny     a DebertaForSequenceClassification (DeBERTa v1, which the
+                   native runtime refuses; v2/v3 it runs), one label, with
+                   cross-encoder-tiny's tokenizer;
 
 registers each through /v1/admin/models of `shoal up` as a user would (the
 runtime and task inferred: both must say pytorch), and compares Shoal's
 answers through the whole serving path (gateway → JetStream → worker →
-sidecar) with the library's, on token ids from the `tokenizers` library and
+sidecar, several texts of different lengths in one padded batch) with the
+library's, each text alone, on token ids from the `tokenizers` library and
 the directory's own tokenizer.json: embeddings by cosine >= 0.9999 and max
 |difference| <= 1e-3 (unit vectors), cross-encoder logits (raw_scores)
 within 1e-3 · max(1, |logit|).
 
-The sidecar runs under /usr/bin/python3, which must import transformers
-(scripts/gpu-check skips this check where it cannot). Exit status 0 when
-both matched.
+The sidecar runs under $SHOAL_PYTORCH_PYTHON (default /usr/bin/python3),
+which must import transformers (scripts/gpu-check points it at its own
+Python, and skips this check where that cannot). Exit status 0 when all
+three matched.
 """
 import argparse
 import json
@@ -69,13 +74,18 @@ def make_models(seeded, out):
     tf.AlbertModel(tf.AlbertConfig(embedding_size=32, **small)).save_pretrained(albert)
     copy_files(os.path.join(seeded, "bert-tiny-mean"), albert,
                TOKENIZER_FILES + ("modules.json", "sentence_bert_config.json", "1_Pooling", "2_Normalize"))
+    t5 = os.path.join(out, "t5-encoder-tiny")
+    tf.T5EncoderModel(tf.T5Config(vocab_size=vocab, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
+                                  pad_token_id=0)).save_pretrained(t5)
+    copy_files(os.path.join(seeded, "bert-tiny-mean"), t5,
+               TOKENIZER_FILES + ("modules.json", "sentence_bert_config.json", "1_Pooling", "2_Normalize"))
     cross_vocab = json.load(open(os.path.join(seeded, "cross-encoder-tiny", "config.json")))["vocab_size"]
     deberta = os.path.join(out, "deberta-tiny")
     config = tf.DebertaConfig(relative_attention=True, pos_att_type=["c2p", "p2c"], max_relative_positions=64,
                               num_labels=1, **dict(small, vocab_size=cross_vocab))
     tf.DebertaForSequenceClassification(config).save_pretrained(deberta)
     copy_files(os.path.join(seeded, "cross-encoder-tiny"), deberta, TOKENIZER_FILES)
-    return {"albert-tiny": (albert, "encode"), "deberta-tiny": (deberta, "score")}
+    return {"albert-tiny": (albert, "encode"), "t5-encoder-tiny": (t5, "encode"), "deberta-tiny": (deberta, "score")}
 
 
 def register(url, name, path):
@@ -92,24 +102,24 @@ def unit(v):
 
 
 class Library:
-    """The checkpoint in transformers, float32, fed the tokenizers library's ids."""
+    """The checkpoint as the class it was saved as, float32, fed the tokenizers library's ids."""
 
-    def __init__(self, path, task, device):
+    def __init__(self, path, device):
+        import inspect
         import torch
         import tokenizers
         import transformers as tf
         self.torch, self.device = torch, device
         self.tok = tokenizers.Tokenizer.from_file(os.path.join(path, "tokenizer.json"))
-        cls = tf.AutoModelForSequenceClassification if task == "score" else tf.AutoModel
+        cls = getattr(tf, json.load(open(os.path.join(path, "config.json")))["architectures"][0])
         self.model = cls.from_pretrained(path, dtype=torch.float32).to(device).eval()
+        self.takes = inspect.signature(self.model.forward).parameters
 
     def run(self, enc):
         t = self.torch
-        feed = {"input_ids": t.tensor([enc.ids], device=self.device),
-                "attention_mask": t.tensor([enc.attention_mask], device=self.device),
-                "token_type_ids": t.tensor([enc.type_ids], device=self.device)}
+        feed = {"input_ids": enc.ids, "attention_mask": enc.attention_mask, "token_type_ids": enc.type_ids}
         with t.inference_mode():
-            return self.model(**feed)
+            return self.model(**{k: t.tensor([v], device=self.device) for k, v in feed.items() if k in self.takes})
 
     def embedding(self, text):
         hidden = self.run(self.tok.encode(text)).last_hidden_state[0].double()
@@ -124,12 +134,13 @@ def check(url, name, path, task, device):
     runtime = registered.get("runtime")
     if runtime != "pytorch" or registered.get("task") != task:
         return False, f"registered on {runtime!r} as {registered.get('task')!r}, not pytorch / {task}"
-    lib = Library(path, task, device)
+    lib = Library(path, device)
     if task == "encode":
         cos, diff = 1.0, 0.0
-        for text in TEXTS:
-            got = unit(shoal_up.post(url + "/v1/embeddings", {"model": name, "input": text})["data"][0]["embedding"])
-            want = lib.embedding(text)
+        # One call: the texts run as one padded batch in the sidecar, each alone in the library.
+        data = shoal_up.post(url + "/v1/embeddings", {"model": name, "input": TEXTS})["data"]
+        for text, item in zip(TEXTS, sorted(data, key=lambda d: d["index"])):
+            got, want = unit(item["embedding"]), lib.embedding(text)
             cos = min(cos, sum(a * b for a, b in zip(got, want)))
             diff = max(diff, max(abs(a - b) for a, b in zip(got, want)))
         return cos >= 0.9999 and diff <= 1e-3, f"min cosine {cos:.6f}, max |diff| {diff:.2e}"

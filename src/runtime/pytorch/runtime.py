@@ -304,6 +304,17 @@ def load_torchscript(full):
     return module, inputs
 
 
+def model_class(transformers, task, config):
+    """The class a checkpoint loads as: its own base class where config.json names one
+    (T5EncoderModel: AutoModel would make the whole encoder-decoder), else the Auto class
+    for the task (which also takes a base model out of a checkpoint with a head)."""
+    archs = config.get("architectures") if isinstance(config, dict) else None
+    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+    if task == "encode" and arch.endswith("Model") and isinstance(getattr(transformers, arch, None), type):
+        return getattr(transformers, arch)
+    return transformers.AutoModelForSequenceClassification if task == "score" else transformers.AutoModel
+
+
 def load_transformers(path, task, model_type):
     """(module, the inputs of INPUTS it takes) of a Hugging Face directory through transformers.
 
@@ -316,7 +327,7 @@ def load_transformers(path, task, model_type):
                       f"{path}: model_type {model_type!r} is not one the native runtime runs, and "
                       f"{sys.executable} cannot import transformers to run it ({e}; "
                       "SHOAL_PYTORCH_PYTHON names another Python)")
-    auto = transformers.AutoModelForSequenceClassification if task == "score" else transformers.AutoModel
+    auto = model_class(transformers, task, read_json(os.path.join(path, "config.json"), {}))
     try:
         module, info = auto.from_pretrained(path, local_files_only=True, output_loading_info=True)
     except Exception as e:

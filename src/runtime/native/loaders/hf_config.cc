@@ -297,7 +297,7 @@ Result<EncoderConfig> LoadEncoderConfig(const std::string& dir) {
     // Another architecture under BERT's field names would load as BERT, wrongly.
     if (!c.model_type.empty() && !IsNativeEncoderType(c.model_type)) {
       return InvalidInput(path.string() + ": model_type '" + c.model_type +
-                          "' is not an encoder the native runtime runs (" + NativeModelTypes() +
+                          "' is not an encoder the native runtime runs (" + NativeEncoderTypes() +
                           "); the pytorch runtime runs it through transformers where Python can import it");
     }
     // DistilBERT (BERT's layer under other names) names its sizes its own

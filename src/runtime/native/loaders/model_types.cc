@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <span>
 
 namespace shoal::native {
 namespace {
@@ -29,13 +28,9 @@ bool NativeRunsModelType(std::string_view model_type) {
          In(kImageModels, model_type);
 }
 
-std::string NativeModelTypes() {
+std::string NativeEncoderTypes() {
   std::string out;
-  for (std::span<const std::string_view> list : {std::span<const std::string_view>(kEncoders),
-                                                  std::span<const std::string_view>(kDecoders),
-                                                  std::span<const std::string_view>(kImageModels)}) {
-    for (std::string_view type : list) out += (out.empty() ? "" : ", ") + std::string(type);
-  }
+  for (std::string_view type : kEncoders) out += (out.empty() ? "" : ", ") + std::string(type);
   return out;
 }
 

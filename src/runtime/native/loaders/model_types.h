@@ -17,8 +17,7 @@ bool IsNativeDecoderType(std::string_view model_type);
 // Any of those, the image towers (CLIP, SigLIP, ViT) and LLaVA; an empty
 // type too (a config.json without one: the loaders decide).
 bool NativeRunsModelType(std::string_view model_type);
-// The non-empty types NativeRunsModelType accepts, comma-separated, for
-// messages.
-std::string NativeModelTypes();
+// IsNativeEncoderType's types, comma-separated, for messages.
+std::string NativeEncoderTypes();
 
 }  // namespace shoal::native
