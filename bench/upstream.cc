@@ -75,6 +75,9 @@ struct Options {
   int new_tokens = 32;
   int threads = 2;
   int poll = 50;  // llama-server's own default
+  // The Shoal embedder's max_batch_requests: the server's --parallel, as
+  // docs/architecture.md advises (a batch answers when its last call does).
+  int embed_batch = 8;
 };
 
 // llama-server on `gguf` as `alias`, on a free port, until it is stopped.
@@ -155,7 +158,8 @@ int Run(const Options& o) {
   auto url = [](int port) { return "http://127.0.0.1:" + std::to_string(port) + "/v1"; };
   const std::string profiles[] = {
       "id: bench/minilm\nruntime: upstream\ntask: encode\npinned: true\n"
-      "batching: {max_batch_requests: 32, max_batch_wait_ms: 2}\nupstream: {base_url: " + url(emb.port) +
+      "batching: {max_batch_requests: " + std::to_string(o.embed_batch) +
+          ", max_batch_wait_ms: 2}\nupstream: {base_url: " + url(emb.port) +
           ", model: minilm}\n",
       "id: bench/minilm-unbatched\nruntime: upstream\ntask: encode\npinned: true\n"
       "batching: {max_batch_requests: 1, max_batch_wait_ms: 0}\nupstream: {base_url: " + url(emb.port) +
@@ -178,8 +182,8 @@ int Run(const Options& o) {
 
   std::printf("Shoal in front of llama-server against llama-server alone, %d threads, median of %d\n", o.threads,
               o.repeats);
-  std::printf("embeddings (minilm-l6 F32, %d clients closed-loop, one text each, %d s runs):\n", o.connections,
-              o.duration_s);
+  std::printf("embeddings (minilm-l6 F32, %d clients closed-loop, one text each, %d s runs, up to %d a call):\n",
+              o.connections, o.duration_s, o.embed_batch);
   std::vector<double> bare, batched, unbatched;
   {  // warm: the server's first requests allocate its buffers
     Options warm = o;
@@ -250,6 +254,7 @@ int main(int argc, char** argv) {
   app.add_option("--new-tokens", o.new_tokens, "tokens per generation");
   app.add_option("--threads", o.threads, "llama-server threads");
   app.add_option("--poll", o.poll, "how hard its threads poll for work (0-100; llama-server's --poll)");
+  app.add_option("--embed-batch", o.embed_batch, "requests per upstream /embeddings call through Shoal");
   CLI11_PARSE(app, argc, argv);
   return shoal::bench::Run(o);
 }

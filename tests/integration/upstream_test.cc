@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -146,7 +147,7 @@ TEST_F(Upstream, EmbeddingsEqualTheUpstreamsOwnAndConcurrentRequestsShareOneCall
   ASSERT_EQ(openai["data"].size(), 1u) << openai.dump();
 
   // Sixteen one-text requests at once: the worker batches them, and each
-  // batch is one /embeddings call upstream.
+  // batch goes upstream as calls of at most the server's slots, at once.
   const double batches_before = MetricValue(worker->RenderMetrics(), R"(shoal_worker_batches_total{model="t/bert-up"})").value_or(0);
   std::vector<std::future<json>> calls;
   for (int i = 0; i < 16; ++i) {
@@ -163,8 +164,8 @@ TEST_F(Upstream, EmbeddingsEqualTheUpstreamsOwnAndConcurrentRequestsShareOneCall
     for (size_t k = 0; k < a.size(); ++k) ASSERT_NEAR(a[k], b[k], 1e-5);
   }
   const double batches = MetricValue(worker->RenderMetrics(), R"(shoal_worker_batches_total{model="t/bert-up"})").value_or(0) - batches_before;
-  EXPECT_LT(batches, 16) << "requests arriving together share upstream calls";
-  std::printf("16 concurrent embedding requests reached llama-server as %.0f call(s)\n", batches);
+  EXPECT_LT(batches, 16) << "requests arriving together share batches";
+  std::printf("16 concurrent embedding requests reached llama-server in %.0f batch(es)\n", batches);
 
   // llama-server fails an input over its batch with a 500: INFERENCE_ERROR
   // with its message (a 400 would fail the input alone: UpstreamFaults).
@@ -429,7 +430,64 @@ TEST(UpstreamFaults, AnInputTheUpstreamRefusesFailsAloneAndTheOthersAreAnswered)
   EXPECT_EQ(out[1].status.code(), Code::kInvalidInput);
   EXPECT_NE(out[1].status.message().find("poison word"), std::string::npos) << out[1].status.message();
   EXPECT_TRUE(out[2].status.ok());
-  EXPECT_EQ(server.requests(), 1 + 1 + 3);  // /models, the batch, then each input alone
+  EXPECT_EQ(server.requests(), 3 + 1 + 3);  // /models, /props, /info, the batch, then each input alone
+}
+
+// An embedder's batch goes out as calls of at most inputs_per_call texts,
+// at once, answered in the batch's order: the number llama-server's /props
+// (total_slots) or TEI's /info (max_client_batch_size, past which TEI
+// refuses a call) gives, unless the profile says.
+TEST(UpstreamCalls, ABatchGoesOutInCallsOfWhatTheServerRunsAtOnce) {
+  auto vectors = [](int n) {
+    json data = json::array();
+    for (int i = 0; i < n; ++i) data.push_back({{"index", i}, {"embedding", {i + 1, 0}}});
+    return ScriptedHttpServer::Reply(200, "application/json",
+                                     json{{"data", data}, {"usage", {{"prompt_tokens", 2 * n}}}}.dump());
+  };
+  const std::map<std::string, std::string> embeddings = {
+      {"/v1/models", kModelList}, {R"(/v1/embeddings|["a1","a2"])", vectors(2)},
+      {R"(/v1/embeddings|["b1","b2"])", vectors(2)}, {R"(/v1/embeddings|["c1"])", vectors(1)},
+      {"/v1/embeddings", vectors(5)}};  // all in one call
+  auto with = [&](std::map<std::string, std::string> extra) {
+    extra.insert(embeddings.begin(), embeddings.end());
+    return extra;
+  };
+  const std::string props = ScriptedHttpServer::Reply(200, "application/json", R"({"total_slots":2})");
+  const std::string info = ScriptedHttpServer::Reply(200, "application/json", R"({"max_client_batch_size":2})");
+  for (const auto& [server_says, profile, calls] :
+       {std::tuple{with({{"/props", props}}), std::string("timeout_ms: 3000"), 3},  // llama-server
+        {with({{"/info", info}}), "timeout_ms: 3000", 3},                           // TEI
+        {with({{"/props", props}}), "timeout_ms: 3000, inputs_per_call: 5", 1},     // the profile says
+        {with({}), "timeout_ms: 3000", 1}}) {                                       // nothing says
+    ScriptedHttpServer server(server_says);
+    Status error;
+    auto model = LoadUpstream("encode", server.base_url(), &error, profile);
+    ASSERT_TRUE(model) << error.ToString();
+    std::vector<EncodeInput> in;
+    for (const char* t : {"a1", "a2", "b1", "b2", "c1"}) in.push_back({.text = t, .normalize = false});
+    std::vector<EncodeOutput> out(in.size());
+    ASSERT_TRUE(model->Encode(in, out).ok());
+    int sent = 0;
+    for (const auto& r : server.received()) {
+      if (r.path != "/v1/embeddings") continue;
+      ++sent;
+      EXPECT_LE(json::parse(r.body)["input"].size(), calls == 1 ? 5u : 2u) << r.body;
+    }
+    EXPECT_EQ(sent, calls) << profile;
+    uint32_t tokens = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      ASSERT_TRUE(out[i].status.ok()) << out[i].status.ToString();
+      ASSERT_EQ(out[i].dense.size(), 2u);
+      // Each call's vectors come back in its own order: [k + 1, 0] for its k-th text.
+      const size_t k = calls == 1 ? i : i % 2;
+      EXPECT_EQ(out[i].dense[0], static_cast<float>(k + 1)) << in[i].text;
+      tokens += out[i].tokens;
+    }
+    EXPECT_EQ(tokens, 10u) << "every call's token count is shared out";
+  }
+  Status error;
+  EXPECT_EQ(LoadUpstream("generate", "http://127.0.0.1:1/v1", &error, "inputs_per_call: 4"), nullptr);
+  EXPECT_NE(error.message().find("inputs_per_call"), std::string::npos) << error.message();
 }
 
 TEST(UpstreamFaults, GarbageAndStreamsCutShortAreInferenceErrors) {

@@ -70,6 +70,23 @@ TEST(UpstreamOptions, BaseUrlIsRequiredAndUnknownOptionsRefused) {
   EXPECT_EQ(ParseUpstreamOptions(ftp, "m").status().code(), Code::kInvalidInput);
 }
 
+// llama-server's /props and TEI's /info as they answer (fields abridged).
+TEST(UpstreamOptions, TheServerSaysHowManyTextsACallCarries) {
+  EXPECT_EQ(ServerCallLimit(R"({"default_generation_settings":{"n_ctx":2048},"total_slots":8,"chat_template":""})", ""),
+            8u);
+  EXPECT_EQ(ServerCallLimit("", R"({"model_id":"BAAI/bge-small-en-v1.5","max_concurrent_requests":512,
+                                    "max_batch_tokens":16384,"max_client_batch_size":32})"),
+            32u);
+  EXPECT_EQ(ServerCallLimit(R"({"total_slots":0})", "not json"), 0u) << "neither says: no limit";
+  EXPECT_EQ(ServerCallLimit("", ""), 0u);
+  RuntimeOptions o("upstream");
+  o.Set("base_url", std::string("http://h:1/v1"));
+  o.Set("inputs_per_call", int64_t{0});
+  EXPECT_EQ(ParseUpstreamOptions(o, "m").status().code(), Code::kInvalidInput) << "at least 1";
+  o.Set("inputs_per_call", int64_t{4});
+  EXPECT_EQ(ParseUpstreamOptions(o, "m")->inputs_per_call, 4u);
+}
+
 TEST(OpenAiWire, EmbeddingsAreOnePerInputInIndexOrderAndNormalizedWhenAsked) {
   EncodeInput a{.text = "ab", .normalize = true}, b{.text = "cdef", .normalize = false};
   const EncodeInput* in[] = {&a, &b};

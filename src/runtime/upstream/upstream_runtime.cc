@@ -1,6 +1,8 @@
 #include "runtime/upstream/upstream_runtime.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <future>
 
 #include <nlohmann/json.hpp>
 
@@ -50,18 +52,40 @@ class UpstreamModel final : public Model {
       }
     }
     if (inputs.empty()) return Status::Ok();
-    Status whole = Embed(inputs, outputs);
+    // Calls of at most inputs_per_call texts, at once: while the server
+    // computes one, the next is already queued there.
+    const size_t per_call = http_.endpoint().options.inputs_per_call;
+    const size_t step = per_call == 0 ? inputs.size() : per_call;
+    std::vector<std::future<Status>> others;
+    for (size_t at = step; at < inputs.size(); at += step) {
+      const size_t n = std::min(step, inputs.size() - at);
+      others.push_back(std::async(std::launch::async, [this, &inputs, &outputs, at, n] {
+        return EmbedEach(std::span(inputs).subspan(at, n), std::span(outputs).subspan(at, n));
+      }));
+    }
+    Status first = EmbedEach(std::span(inputs).first(std::min(step, inputs.size())),
+                             std::span(outputs).first(std::min(step, inputs.size())));
+    for (auto& f : others) {
+      Status s = f.get();
+      if (first.ok()) first = std::move(s);
+    }
+    return first;
+  }
+
+ private:
+  // One call for `in`; where the upstream refuses it for one input or
+  // more, one call each, so that each input gets its own answer.
+  Status EmbedEach(std::span<const EncodeInput* const> in, std::span<EncodeOutput* const> out) {
+    Status whole = Embed(in, out);
     if (whole.code() != Code::kInvalidInput) return whole;
-    if (inputs.size() == 1) {
-      outputs[0]->status = std::move(whole);
+    if (in.size() == 1) {
+      out[0]->status = std::move(whole);
       return Status::Ok();
     }
-    // The upstream refused the call for one input or more: one call each,
-    // so each input gets its own answer.
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      Status s = Embed({&inputs[k], 1}, {&outputs[k], 1});
+    for (size_t k = 0; k < in.size(); ++k) {
+      Status s = Embed(in.subspan(k, 1), out.subspan(k, 1));
       if (s.code() == Code::kInvalidInput) {
-        outputs[k]->status = std::move(s);
+        out[k]->status = std::move(s);
       } else if (!s.ok()) {
         return s;
       }
@@ -69,7 +93,6 @@ class UpstreamModel final : public Model {
     return Status::Ok();
   }
 
- private:
   // One POST /embeddings for `in`. INVALID_INPUT: the upstream refused the
   // inputs; any other error is the whole call's.
   Status Embed(std::span<const EncodeInput* const> in, std::span<EncodeOutput* const> out) {
@@ -118,6 +141,21 @@ Status Probe(UpstreamHttp& http, const std::string& id) {
                       "' (it lists: " + (names.empty() ? "nothing" : names) + "); set upstream.model");
 }
 
+// ServerCallLimit from the server's root (base_url without its /v1): 0
+// where it answers neither route.
+uint32_t AskCallLimit(const Endpoint& endpoint) {
+  Endpoint root = endpoint;
+  std::string& url = root.options.base_url;
+  if (url.ends_with("/v1")) url.resize(url.size() - 3);
+  UpstreamHttp http(std::move(root));
+  auto body = [&](const char* path) {
+    auto reply = http.Call(path, "");
+    return reply.ok() && reply->status == 200 ? reply->body : std::string();
+  };
+  const std::string props = body("/props");
+  return upstream::ServerCallLimit(props, props.empty() ? body("/info") : "");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Model>> UpstreamRuntime::Load(const ModelConfig& config, const LoadContext&) {
@@ -127,6 +165,10 @@ Result<std::unique_ptr<Model>> UpstreamRuntime::Load(const ModelConfig& config, 
   }
   auto options = upstream::ParseUpstreamOptions(config.options, config.id);
   if (!options.ok()) return options.status();
+  if (config.task == Task::kGenerate && options->inputs_per_call > 0) {
+    return InvalidInput("upstream.inputs_per_call: for an embedder's /embeddings calls; a generator's requests "
+                        "stream one each");
+  }
   Endpoint endpoint{std::move(options).value(), ""};
   if (const std::string& var = endpoint.options.api_key_env; !var.empty()) {
     const char* key = std::getenv(var.c_str());
@@ -139,6 +181,13 @@ Result<std::unique_ptr<Model>> UpstreamRuntime::Load(const ModelConfig& config, 
   UpstreamHttp probe(endpoint);
   SHOAL_RETURN_IF_ERROR(Probe(probe, config.id));
   spdlog::info("upstream: {} is {} at {}", config.id, endpoint.options.model, endpoint.options.base_url);
+  if (config.task == Task::kEncode && endpoint.options.inputs_per_call == 0) {
+    endpoint.options.inputs_per_call = AskCallLimit(endpoint);
+    if (endpoint.options.inputs_per_call > 0) {
+      spdlog::info("upstream: {}: at most {} texts a call, as the server says", config.id,
+                   endpoint.options.inputs_per_call);
+    }
+  }
   return std::unique_ptr<Model>(std::make_unique<UpstreamModel>(config, std::move(endpoint)));
 }
 
