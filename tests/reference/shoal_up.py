@@ -50,6 +50,15 @@ def post(url, body):
         return json.loads(r.read())
 
 
+def register(url, name, path):
+    """POST /v1/admin/models {"path", "id"}: a model directory registered as a user would; its spec."""
+    req = urllib.request.Request(url + "/v1/admin/models", method="POST",
+                                 data=json.dumps({"path": path, "id": name}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return json.loads(r.read())
+
+
 def check_each(shoal, profile_dir, work, port, names, check, matched):
     """`shoal up`, then check(url, name) -> (ok, detail) for each of `names`:
     a line each ("NAME: ok: detail"), an exception counted as a failure, and

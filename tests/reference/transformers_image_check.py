@@ -38,7 +38,6 @@ import os
 import random
 import sys
 import tempfile
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shoal_up  # noqa: E402
@@ -75,14 +74,6 @@ def compare_vectors(got, want):
     """(min cosine, max |diff|) of unit vectors."""
     got, want = unit(got), unit(want)
     return sum(a * b for a, b in zip(got, want)), max(abs(a - b) for a, b in zip(got, want))
-
-
-def register(url, name, path):
-    req = urllib.request.Request(url + "/v1/admin/models", method="POST",
-                                 data=json.dumps({"path": path, "id": name}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=300) as r:
-        return json.loads(r.read())
 
 
 class Shoal:
@@ -157,7 +148,7 @@ class Library:
 
 def check(url, name, path, device, shoal_only):
     shoal = Shoal(url, name)
-    registered = register(url, name, path)
+    registered = shoal_up.register(url, name, path)
     task, two_towers = registered.get("task"), registered.get("image_text_score") in ("softmax", "sigmoid")
     pictures = images()
     if shoal_only:

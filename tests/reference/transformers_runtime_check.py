@@ -39,7 +39,6 @@ import os
 import shutil
 import sys
 import tempfile
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shoal_up  # noqa: E402
@@ -88,14 +87,6 @@ def make_models(seeded, out):
     return {"albert-tiny": (albert, "encode"), "t5-encoder-tiny": (t5, "encode"), "deberta-tiny": (deberta, "score")}
 
 
-def register(url, name, path):
-    req = urllib.request.Request(url + "/v1/admin/models", method="POST",
-                                 data=json.dumps({"path": path, "id": name}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=300) as r:
-        return json.loads(r.read())
-
-
 def unit(v):
     n = math.sqrt(sum(x * x for x in v)) or 1.0
     return [x / n for x in v]
@@ -130,7 +121,7 @@ class Library:
 
 
 def check(url, name, path, task, device):
-    registered = register(url, name, path)
+    registered = shoal_up.register(url, name, path)
     runtime = registered.get("runtime")
     if runtime != "pytorch" or registered.get("task") != task:
         return False, f"registered on {runtime!r} as {registered.get('task')!r}, not pytorch / {task}"
