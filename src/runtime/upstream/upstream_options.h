@@ -32,14 +32,14 @@ struct UpstreamOptions {
   std::string api_key_env;  // empty: no Authorization header
   uint32_t timeout_ms = 60000;
   uint32_t connect_timeout_ms = 5000;
-  uint32_t inputs_per_call = 0;  // 0: ask the server (ServerCallLimit), else no limit
+  uint32_t inputs_per_call = 0;  // 0: ask the server at load (ServerCallLimit); 0 still: no limit
 };
 
 // The texts one /embeddings call should carry, from the server's own
 // description at its root: llama-server's /props `total_slots` (the
-// sequences it runs at once: a larger call waits for slots, where several
-// smaller ones keep it busy), TEI's /info `max_client_batch_size` (it
-// refuses larger calls). 0 when neither says.
+// sequences it runs at once; the rest of a larger call waits for slots),
+// TEI's /info `max_client_batch_size` (it refuses larger calls). 0 when
+// neither says.
 uint32_t ServerCallLimit(std::string_view props_json, std::string_view info_json);
 
 // `id` is the model's id, the default upstream name.

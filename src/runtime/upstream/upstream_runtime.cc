@@ -52,8 +52,8 @@ class UpstreamModel final : public Model {
       }
     }
     if (inputs.empty()) return Status::Ok();
-    // Calls of at most inputs_per_call texts, at once: while the server
-    // computes one, the next is already queued there.
+    // Calls of at most inputs_per_call texts (TEI refuses larger ones;
+    // llama-server runs that many at once), all sent at once.
     const size_t per_call = http_.endpoint().options.inputs_per_call;
     const size_t step = per_call == 0 ? inputs.size() : per_call;
     std::vector<std::future<Status>> others;
