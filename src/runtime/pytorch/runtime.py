@@ -6,8 +6,9 @@ It speaks the runtime protocol (docs/runtime-protocol.md, version 1) in its
 "tokens" input mode: Shoal tokenizes and sends token ids; this process pads them
 into one batch, runs the module under torch.inference_mode and pools /
 L2-normalizes the embeddings. The module is a TorchScript file (torch.jit.load)
-or, in a directory without one, transformers' AutoModel (encode) or
-AutoModelForSequenceClassification (score) from its config.json and weights:
+or, in a directory without one, a transformers model from its config.json and
+weights (the base class it names, or AutoModel, to encode;
+AutoModelForSequenceClassification to score):
 registration sends here the checkpoints whose model_type the native runtime
 does not run. On the CPU by default, or a CUDA device (option device);
 transformers' modules in float32 or another dtype (option dtype). Tasks
@@ -163,7 +164,7 @@ class Model:
         # A frozen TorchScript graph holds its weights as constants: then its file's size.
         self.memory = sum(t.numel() * t.element_size() for t in
                           list(self.module.parameters()) + list(self.module.buffers())) or \
-            os.path.getsize(os.path.join(path, self.file))
+            (os.path.getsize(os.path.join(path, self.file)) if self.file else 0)
 
     def item_error(self, item, score):
         """The error of an item that fails alone, or None."""
