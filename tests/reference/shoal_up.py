@@ -43,20 +43,16 @@ def stop(proc):
         proc.wait()
 
 
-def post(url, body):
+def post(url, body, timeout=60):
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                  headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
+    with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read())
 
 
 def register(url, name, path):
     """POST /v1/admin/models {"path", "id"}: a model directory registered as a user would; its spec."""
-    req = urllib.request.Request(url + "/v1/admin/models", method="POST",
-                                 data=json.dumps({"path": path, "id": name}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=300) as r:
-        return json.loads(r.read())
+    return post(url + "/v1/admin/models", {"path": path, "id": name}, timeout=300)
 
 
 def check_each(shoal, profile_dir, work, port, names, check, matched):

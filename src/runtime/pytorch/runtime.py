@@ -148,7 +148,7 @@ class Model:
             self.file = next((f for f in DEFAULT_FILES
                               if os.path.isfile(os.path.join(path, f))), None)
         if self.file is None and hf:
-            self.module, self.inputs = load_transformers(path, self.task, model_type)
+            self.module, self.inputs = load_transformers(path, self.task, hf)
         elif self.file is None:
             raise Failure("MODEL_LOAD_FAILED",
                           f"{path}: no {', '.join(DEFAULT_FILES)}, nor a config.json for transformers")
@@ -309,26 +309,28 @@ def model_class(transformers, task, config):
     """The class a checkpoint loads as: its own base class where config.json names one
     (T5EncoderModel: AutoModel would make the whole encoder-decoder), else the Auto class
     for the task (which also takes a base model out of a checkpoint with a head)."""
-    archs = config.get("architectures") if isinstance(config, dict) else None
+    archs = config.get("architectures")
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
     if task == "encode" and arch.endswith("Model") and isinstance(getattr(transformers, arch, None), type):
         return getattr(transformers, arch)
     return transformers.AutoModelForSequenceClassification if task == "score" else transformers.AutoModel
 
 
-def load_transformers(path, task, model_type):
-    """(module, the inputs of INPUTS it takes) of a Hugging Face directory through transformers.
+def load_transformers(path, task, config):
+    """(module, the inputs of INPUTS it takes) of a Hugging Face directory (config: its
+    config.json) through transformers.
 
     Every weight the class needs must be in the checkpoint: transformers would
     start missing ones at random (a pooler, unused here, excepted)."""
     try:
         import transformers
     except ImportError as e:
+        model_type = config.get("model_type", "")
         raise Failure("MODEL_LOAD_FAILED",
                       f"{path}: model_type {model_type!r} is not one the native runtime runs, and "
                       f"{sys.executable} cannot import transformers to run it ({e}; "
                       "SHOAL_PYTORCH_PYTHON names another Python)")
-    auto = model_class(transformers, task, read_json(os.path.join(path, "config.json"), {}))
+    auto = model_class(transformers, task, config)
     try:
         module, info = auto.from_pretrained(path, local_files_only=True, output_loading_info=True)
     except Exception as e:

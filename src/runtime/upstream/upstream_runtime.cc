@@ -56,15 +56,13 @@ class UpstreamModel final : public Model {
     // llama-server runs that many at once), all sent at once.
     const size_t per_call = http_.endpoint().options.inputs_per_call;
     const size_t step = per_call == 0 ? inputs.size() : per_call;
-    std::vector<std::future<Status>> others;
-    for (size_t at = step; at < inputs.size(); at += step) {
+    auto call = [this, &inputs, &outputs, step](size_t at) {
       const size_t n = std::min(step, inputs.size() - at);
-      others.push_back(std::async(std::launch::async, [this, &inputs, &outputs, at, n] {
-        return EmbedEach(std::span(inputs).subspan(at, n), std::span(outputs).subspan(at, n));
-      }));
-    }
-    Status first = EmbedEach(std::span(inputs).first(std::min(step, inputs.size())),
-                             std::span(outputs).first(std::min(step, inputs.size())));
+      return EmbedEach(std::span(inputs).subspan(at, n), std::span(outputs).subspan(at, n));
+    };
+    std::vector<std::future<Status>> others;
+    for (size_t at = step; at < inputs.size(); at += step) others.push_back(std::async(std::launch::async, call, at));
+    Status first = call(0);
     for (auto& f : others) {
       Status s = f.get();
       if (first.ok()) first = std::move(s);
