@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <mutex>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -488,6 +489,42 @@ TEST(UpstreamCalls, ABatchGoesOutInCallsOfWhatTheServerRunsAtOnce) {
   Status error;
   EXPECT_EQ(LoadUpstream("generate", "http://127.0.0.1:1/v1", &error, "inputs_per_call: 4"), nullptr);
   EXPECT_NE(error.message().find("inputs_per_call"), std::string::npos) << error.message();
+}
+
+// More streams at once than the loop takes from one wait (64): each is
+// answered whole, in its own order, and ends as its stream says.
+TEST(UpstreamCalls, ManyStreamsAtOnceEachGetTheirWholeText) {
+  const std::string stream =
+      "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\n"
+      "data: {\"choices\":[{\"text\":\"c\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
+  ScriptedHttpServer server(
+      {{"/v1/models", kModelList}, {"/v1/completions", ScriptedHttpServer::Reply(200, "text/event-stream", stream)}});
+  auto model = LoadUpstream("generate", server.base_url(), nullptr, "timeout_ms: 60000");
+  ASSERT_TRUE(model);
+  constexpr int kStreams = 100;
+  std::mutex mu;
+  std::vector<std::string> text(kStreams);
+  std::vector<std::promise<GenerationUpdate>> finals(kStreams);
+  std::vector<std::future<GenerationUpdate>> ends;
+  for (auto& f : finals) ends.push_back(f.get_future());
+  for (int i = 0; i < kStreams; ++i) {
+    GenerationJob job;
+    job.prompt = "hi " + std::to_string(i);
+    job.max_tokens = 3;
+    model->streaming_generator()->Start(job, [&, i](GenerationUpdate&& u) {
+      if (u.final) return finals[i].set_value(std::move(u));
+      std::lock_guard lock(mu);
+      text[i] += u.text;
+    });
+  }
+  for (int i = 0; i < kStreams; ++i) {
+    const GenerationUpdate u = ends[i].get();
+    EXPECT_TRUE(u.status.ok()) << i << ": " << u.status.ToString();
+    EXPECT_EQ(u.finish_reason, "length") << i;
+    std::lock_guard lock(mu);
+    EXPECT_EQ(text[i], "abc") << i;
+  }
+  EXPECT_EQ(server.requests(), kStreams + 1);  // /models at load, then one call a stream
 }
 
 TEST(UpstreamFaults, GarbageAndStreamsCutShortAreInferenceErrors) {

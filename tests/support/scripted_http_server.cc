@@ -47,7 +47,7 @@ ScriptedHttpServer::ScriptedHttpServer(std::map<std::string, std::string> replie
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
   ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::listen(listen_fd_, 16);
+  ::listen(listen_fd_, 128);  // tests start many requests at once
   socklen_t len = sizeof addr;
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   port_ = ntohs(addr.sin_port);

@@ -1,8 +1,13 @@
 #include "runtime/upstream/upstream_streams.h"
 
 #include <curl/curl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "common/log.h"
 #include "runtime/upstream/openai_wire.h"
@@ -15,6 +20,8 @@ using Clock = std::chrono::steady_clock;
 
 // At most this much of a refusal's body is kept for its message.
 constexpr size_t kErrorBodyBytes = 4096;
+// How often the loop looks for streams that went silent.
+constexpr auto kSweepEvery = std::chrono::milliseconds(100);
 
 GenerationUpdate Final(Status status, std::string finish) {
   GenerationUpdate u;
@@ -79,7 +86,23 @@ struct UpstreamStreams::Transfer {
 };
 
 UpstreamStreams::UpstreamStreams(Endpoint endpoint, uint32_t max_sequences)
-    : endpoint_(std::move(endpoint)), max_sequences_(max_sequences), multi_(curl_multi_init()) {
+    : endpoint_(std::move(endpoint)),
+      max_sequences_(max_sequences),
+      multi_(curl_multi_init()),
+      epoll_(epoll_create1(EPOLL_CLOEXEC)),
+      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  auto* multi = static_cast<CURLM*>(multi_);
+  curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &UpstreamStreams::OnSocket);
+  curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+  curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &UpstreamStreams::OnTimer);
+  curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+  epoll_event e{};
+  e.events = EPOLLIN;
+  e.data.fd = wake_;
+  if (epoll_ < 0 || wake_ < 0 || epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &e) != 0) {
+    spdlog::error("upstream {}: no epoll or eventfd for the stream loop: {}", endpoint_.options.base_url,
+                  std::strerror(errno));
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -88,14 +111,47 @@ UpstreamStreams::~UpstreamStreams() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
-  curl_multi_wakeup(static_cast<CURLM*>(multi_));
+  Wake();
   thread_.join();
   curl_multi_cleanup(static_cast<CURLM*>(multi_));
+  close(wake_);
+  close(epoll_);
+}
+
+void UpstreamStreams::Wake() {
+  const uint64_t one = 1;
+  (void)!write(wake_, &one, sizeof(one));  // EAGAIN: already woken
+}
+
+int UpstreamStreams::OnSocket(void* /*easy*/, int fd, int what, void* self, void* socket_data) {
+  auto* streams = static_cast<UpstreamStreams*>(self);
+  if (what == CURL_POLL_REMOVE) {
+    epoll_ctl(streams->epoll_, EPOLL_CTL_DEL, fd, nullptr);
+    return 0;
+  }
+  epoll_event e{};
+  e.events = (what & CURL_POLL_IN ? uint32_t{EPOLLIN} : 0u) | (what & CURL_POLL_OUT ? uint32_t{EPOLLOUT} : 0u);
+  e.data.fd = fd;
+  // libcurl keeps `socket_data` per socket until it says REMOVE: set, the
+  // socket is in the epoll set already.
+  if (socket_data) return epoll_ctl(streams->epoll_, EPOLL_CTL_MOD, fd, &e) == 0 ? 0 : -1;
+  if (epoll_ctl(streams->epoll_, EPOLL_CTL_ADD, fd, &e) != 0) return -1;
+  curl_multi_assign(static_cast<CURLM*>(streams->multi_), fd, streams);
+  return 0;
+}
+
+int UpstreamStreams::OnTimer(void* /*multi*/, long timeout_ms, void* self) {
+  static_cast<UpstreamStreams*>(self)->curl_deadline_ =
+      timeout_ms < 0 ? Clock::time_point::max() : Clock::now() + std::chrono::milliseconds(timeout_ms);
+  return 0;
 }
 
 uint64_t UpstreamStreams::Start(GenerationJob job, Sink sink) {
   const uint64_t handle = next_handle_.fetch_add(1);
   auto call = GenerationRequest(endpoint_.options.model, job);
+  if (call.ok() && (epoll_ < 0 || wake_ < 0)) {
+    call = Internal("upstream: the stream loop has no epoll or eventfd (see the worker's log)");
+  }
   if (!call.ok()) {
     sink(Final(call.status(), ""));
     return handle;
@@ -111,7 +167,7 @@ uint64_t UpstreamStreams::Start(GenerationJob job, Sink sink) {
     t->sink(Final(Status(Code::kNoCapacity, "the upstream model is being unloaded"), ""));
     return handle;
   }
-  curl_multi_wakeup(static_cast<CURLM*>(multi_));
+  Wake();
   return handle;
 }
 
@@ -120,7 +176,7 @@ void UpstreamStreams::Cancel(uint64_t handle) {
     std::lock_guard lock(mu_);
     cancelling_.push_back(handle);
   }
-  curl_multi_wakeup(static_cast<CURLM*>(multi_));
+  Wake();
 }
 
 void UpstreamStreams::Begin(std::unique_ptr<Transfer> t) {
@@ -163,8 +219,36 @@ void UpstreamStreams::Sweep() {
   }
 }
 
+void UpstreamStreams::Finished() {
+  int left = 0;
+  while (CURLMsg* m = curl_multi_info_read(static_cast<CURLM*>(multi_), &left)) {
+    if (m->msg != CURLMSG_DONE) continue;
+    Transfer* t = nullptr;
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &t);
+    const CURLcode rc = m->data.result;
+    const std::string where = "upstream " + endpoint_.options.base_url + t->call.path;
+    if (t->status == 0) curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->status);
+    if (rc == CURLE_WRITE_ERROR && !t->failed.ok()) {
+      End(t->handle, t->failed, "");
+    } else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) {
+      spdlog::warn("{}: {}; the request goes back to the queue", where, curl_easy_strerror(rc));
+      End(t->handle, Status(Code::kNoCapacity, where + ": " + curl_easy_strerror(rc)), "");
+    } else if (rc != CURLE_OK) {
+      End(t->handle, Status(Code::kInferenceError, where + ": " + curl_easy_strerror(rc)), "");
+    } else if (t->status < 200 || t->status >= 300) {
+      End(t->handle, ErrorFromReply(endpoint_, t->status, t->error_body), "");
+    } else if (t->finish.empty() && !t->done) {
+      End(t->handle, Status(Code::kInferenceError, where + ": the stream ended before the generation finished"), "");
+    } else {
+      End(t->handle, Status::Ok(), t->finish == "length" ? "length" : "stop");
+    }
+  }
+}
+
 void UpstreamStreams::Loop() {
   auto* multi = static_cast<CURLM*>(multi_);
+  auto next_sweep = Clock::now() + kSweepEvery;
+  epoll_event events[64];
   for (;;) {
     std::vector<std::unique_ptr<Transfer>> starting;
     std::vector<uint64_t> cancelling;
@@ -179,34 +263,32 @@ void UpstreamStreams::Loop() {
     for (uint64_t h : cancelling) End(h, Status::Ok(), "cancelled");
     if (stop) break;
 
-    int active = 0;
-    curl_multi_perform(multi, &active);
-    int left = 0;
-    while (CURLMsg* m = curl_multi_info_read(multi, &left)) {
-      if (m->msg != CURLMSG_DONE) continue;
-      Transfer* t = nullptr;
-      curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &t);
-      const CURLcode rc = m->data.result;
-      const std::string where = "upstream " + endpoint_.options.base_url + t->call.path;
-      if (t->status == 0) curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->status);
-      if (rc == CURLE_WRITE_ERROR && !t->failed.ok()) {
-        End(t->handle, t->failed, "");
-      } else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) {
-        spdlog::warn("{}: {}; the request goes back to the queue", where, curl_easy_strerror(rc));
-        End(t->handle, Status(Code::kNoCapacity, where + ": " + curl_easy_strerror(rc)), "");
-      } else if (rc != CURLE_OK) {
-        End(t->handle, Status(Code::kInferenceError, where + ": " + curl_easy_strerror(rc)), "");
-      } else if (t->status < 200 || t->status >= 300) {
-        End(t->handle, ErrorFromReply(endpoint_, t->status, t->error_body), "");
-      } else if (t->finish.empty() && !t->done) {
-        End(t->handle, Status(Code::kInferenceError, where + ": the stream ended before the generation finished"),
-            "");
-      } else {
-        End(t->handle, Status::Ok(), t->finish == "length" ? "length" : "stop");
+    // Wait for a socket, a wake-up, libcurl's timer or the next sweep.
+    const auto until = std::min(next_sweep, curl_deadline_);
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+    const int n = epoll_wait(epoll_, events, 64, static_cast<int>(std::clamp<int64_t>(wait, 0, 1000)));
+    int running = 0;
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == wake_) {
+        uint64_t count;
+        (void)!read(wake_, &count, sizeof(count));
+        continue;
       }
+      const uint32_t ev = events[i].events;
+      const int flags = (ev & EPOLLIN ? CURL_CSELECT_IN : 0) | (ev & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                        (ev & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+      curl_multi_socket_action(multi, fd, flags, &running);
     }
-    Sweep();
-    curl_multi_poll(multi, nullptr, 0, 100, nullptr);
+    if (Clock::now() >= curl_deadline_) {
+      curl_deadline_ = Clock::time_point::max();  // spent: libcurl sets it again if it wants it
+      curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+    Finished();
+    if (Clock::now() >= next_sweep) {
+      Sweep();
+      next_sweep = Clock::now() + kSweepEvery;
+    }
   }
   // Unloading: whatever still runs goes back to be tried again.
   while (!running_.empty()) {

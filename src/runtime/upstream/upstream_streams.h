@@ -14,12 +14,18 @@
 //   Cancel                                   finish_reason "cancelled"
 //   the model is unloaded                    NO_CAPACITY
 //
-// Threading: Start and Cancel from any thread; they queue and wake the loop.
-// The loop thread owns every transfer and calls the sinks. The destructor
-// ends what still runs (NO_CAPACITY) and joins.
+// The loop waits in epoll on the transfers' sockets and hands libcurl only
+// the socket that is ready (its socket interface), so a token costs the
+// same at 4 streams as at 256: curl_multi_perform and poll would visit
+// every transfer on every wake-up.
+//
+// Threading: Start and Cancel from any thread; they queue and wake the loop
+// (an eventfd). The loop thread owns every transfer and calls the sinks.
+// The destructor ends what still runs (NO_CAPACITY) and joins.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -45,13 +51,23 @@ class UpstreamStreams final : public StreamingGenerator {
   struct Transfer;
 
   void Loop();
+  void Wake();
   void Begin(std::unique_ptr<Transfer> t);                 // loop thread
   void End(uint64_t handle, Status status, std::string finish);  // loop thread
+  void Finished();                                         // loop thread: transfers libcurl has done with
   void Sweep();                                            // loop thread: timeouts
+  // libcurl's socket interface (loop thread): which sockets to watch, and
+  // when to call it back without one.
+  static int OnSocket(void* easy, int fd, int what, void* self, void* socket_data);
+  static int OnTimer(void* multi, long timeout_ms, void* self);
 
   const Endpoint endpoint_;
   const uint32_t max_sequences_;
   void* multi_ = nullptr;  // CURLM*
+  int epoll_ = -1;
+  int wake_ = -1;          // eventfd: Start, Cancel and the destructor
+  // When libcurl wants to be called without a socket (max: never); loop thread.
+  std::chrono::steady_clock::time_point curl_deadline_ = std::chrono::steady_clock::time_point::max();
 
   std::mutex mu_;  // guards the queues below and stop_
   std::vector<std::unique_ptr<Transfer>> starting_;
