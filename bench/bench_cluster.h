@@ -30,6 +30,7 @@ class BenchCluster {
 
   int port() const { return gateway_->port(); }
   std::string nats_url() const { return nats_->url(); }
+  pid_t nats_pid() const { return nats_->pid(); }
   const worker::Worker& worker() const { return *worker_; }
 
  private:

@@ -92,6 +92,7 @@ Round RunRound(int port, const std::string& model, const std::string& prompt, in
   }
   for (auto& t : clients) t.join();
   const double s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  r.seconds = s;
   r.tokens_per_s = tokens.load() / s;
   r.errors = errors.load();
   return r;

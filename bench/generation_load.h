@@ -18,6 +18,7 @@ namespace shoal::bench {
 struct Round {
   int concurrency = 0;
   double tokens_per_s = 0;
+  double seconds = 0;  // the round's wall time
   std::vector<double> ttft_ms, itl_ms;
   int errors = 0;
   int prompt_tokens = 0;

@@ -25,6 +25,7 @@
 
 #include "common/subprocess.h"
 #include "figures.h"
+#include "process_cpu.h"
 #include "loadtest/load_generator.h"
 #include "queue/nats_server.h"
 
@@ -55,22 +56,6 @@ bool WaitServing(int port) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
-}
-
-// CPU seconds (user + system) a process has used so far.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  // Fields after the command name (which may hold spaces, so skip past ')').
-  std::istringstream rest(line.substr(line.rfind(')') + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 // The processes whose CPU a measurement accounts for.

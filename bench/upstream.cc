@@ -10,8 +10,15 @@
 //               and, to show what that batching buys, a second model on the
 //               same upstream with batches of one;
 //   generation  qwen3-bench Q8_0 in llama-server (--parallel as the top
-//               concurrency); C clients each stream one greedy completion of
-//               --new-tokens tokens (bench/generation_load.h), at each C.
+//               concurrency); C clients each stream --requests greedy
+//               completions of --new-tokens tokens one after another
+//               (bench/generation_load.h), at each C: closed loop, so a
+//               run measures the knee more than the ramp of C prompts
+//               arriving at once. Beside tokens/s it prints TTFT and ITL
+//               and the CPU each process spends per token generated — the
+//               server, this process (the clients; through Shoal also the
+//               gateway and the worker) and nats-server — so what relaying
+//               a token costs is a figure, not a guess.
 //
 // Each figure is the median of --repeats runs. Everything shares the
 // machine's cores: llama-server, and (for Shoal) nats-server, the gateway
@@ -33,6 +40,7 @@
 #include "common/subprocess.h"
 #include "figures.h"
 #include "generation_load.h"
+#include "process_cpu.h"
 #include "loadtest/load_generator.h"
 #include "support/http_client.h"
 
@@ -73,6 +81,7 @@ struct Options {
   int connections = 32;
   std::vector<int> concurrency = {8, 32};
   int new_tokens = 32;
+  int requests = 4;  // streamed completions per client per run, one after another
   int threads = 2;
   int poll = 50;  // llama-server's own default
   // The Shoal embedder's max_batch_requests: the server's --parallel, as
@@ -209,23 +218,47 @@ int Run(const Options& o) {
 
   const std::string prompt = FirstPromptAnswered(gen.port, "qwen3", o.new_tokens);
   if (prompt.empty()) return std::fprintf(stderr, "upstream: llama-server completes none of the prompts\n"), 1;
-  std::printf("generation (qwen3-bench Q8_0, %d new tokens, greedy, streamed):\n", o.new_tokens);
+  std::printf("generation (qwen3-bench Q8_0, %d completions a client of %d new tokens, greedy, streamed; "
+              "Shoal / alone):\n", o.requests, o.new_tokens);
   std::printf("  %-5s %14s %14s %7s\n", "conc", "shoal tok/s", "bare tok/s", "ratio");
   for (int c : o.concurrency) {
     RunRound(gen.port, "qwen3", prompt, c, 1, 8);  // warm both at this concurrency
     RunRound(port, "bench/qwen3", prompt, c, 1, 8);
-    std::vector<double> s, b;
+    // CPU µs per token generated, by process: the server, this process
+    // (the clients; through Shoal also the gateway and the worker), and
+    // nats-server.
+    struct Side {
+      std::vector<double> tokens_per_s, ttft, itl, server_us, self_us, nats_us;
+    } s, b;
+    auto round = [&](Side* side, int p, const char* model) {
+      const double server0 = CpuSeconds(gen.process->pid()), self0 = CpuSeconds(getpid()),
+                   nats0 = CpuSeconds(cluster->nats_pid());
+      const Round r = RunRound(p, model, prompt, c, o.requests, o.new_tokens);
+      const double per_token = 1e6 / std::max(1.0, r.tokens_per_s * r.seconds);
+      side->tokens_per_s.push_back(r.tokens_per_s);
+      side->ttft.push_back(Percentile(r.ttft_ms, 0.5));
+      side->itl.push_back(Percentile(r.itl_ms, 0.5));
+      side->server_us.push_back((CpuSeconds(gen.process->pid()) - server0) * per_token);
+      side->self_us.push_back((CpuSeconds(getpid()) - self0) * per_token);
+      side->nats_us.push_back((CpuSeconds(cluster->nats_pid()) - nats0) * per_token);
+    };
     for (int i = 0; i < o.repeats; ++i) {
       std::fprintf(stderr, "upstream: generation concurrency %d, run %d/%d\n", c, i + 1, o.repeats);
-      b.push_back(RunRound(gen.port, "qwen3", prompt, c, 1, o.new_tokens).tokens_per_s);
-      s.push_back(RunRound(port, "bench/qwen3", prompt, c, 1, o.new_tokens).tokens_per_s);
+      round(&b, gen.port, "qwen3");
+      round(&s, port, "bench/qwen3");
     }
-    std::printf("  %-5d %14.1f %14.1f %6.2fx\n", c, Median(s), Median(b), Median(s) / Median(b));
+    std::printf("  %-5d %14.1f %14.1f %6.2fx   TTFT p50 %.1f / %.1f ms, ITL p50 %.2f / %.2f ms\n", c,
+                Median(s.tokens_per_s), Median(b.tokens_per_s), Median(s.tokens_per_s) / Median(b.tokens_per_s),
+                Median(s.ttft), Median(b.ttft), Median(s.itl), Median(b.itl));
+    std::printf("        CPU per token (µs): llama-server %.0f / %.0f, this process %.0f / %.0f, nats-server %.0f\n",
+                Median(s.server_us), Median(b.server_us), Median(s.self_us), Median(b.self_us), Median(s.nats_us));
     std::fflush(stdout);
     const std::string k = "generate_c" + std::to_string(c);
-    figures[k + "_shoal_tokens_per_s"] = Median(s);
-    figures[k + "_bare_tokens_per_s"] = Median(b);
-    figures[k + "_over_bare"] = Median(s) / Median(b);
+    figures[k + "_shoal_tokens_per_s"] = Median(s.tokens_per_s);
+    figures[k + "_bare_tokens_per_s"] = Median(b.tokens_per_s);
+    figures[k + "_over_bare"] = Median(s.tokens_per_s) / Median(b.tokens_per_s);
+    figures[k + "_relay_cpu_us_per_token"] = Median(s.self_us) - Median(b.self_us) + Median(s.nats_us);
+    figures[k + "_server_cpu_us_per_token"] = Median(b.server_us);
   }
   figures["upstream_generate_knee_over_bare"] = figures["generate_c" + std::to_string(top) + "_over_bare"];
   figures["upstream_knee_over_bare"] =
@@ -252,6 +285,7 @@ int main(int argc, char** argv) {
   app.add_option("--connections", o.connections, "embedding clients");
   app.add_option("--concurrency", o.concurrency, "generation client counts")->delimiter(',');
   app.add_option("--new-tokens", o.new_tokens, "tokens per generation");
+  app.add_option("--requests", o.requests, "streamed completions each generation client sends per run");
   app.add_option("--threads", o.threads, "llama-server threads");
   app.add_option("--poll", o.poll, "how hard its threads poll for work (0-100; llama-server's --poll)");
   app.add_option("--embed-batch", o.embed_batch, "requests per upstream /embeddings call through Shoal");
