@@ -70,6 +70,11 @@ TEST(Autoscaling, TheBacklogShowsWhereAutoscalersReadIt) {
   Subprocess worker = cluster.SpawnWorker({"--model", kModel});
   cluster.WaitForWorkers(kModel, 1);
   ASSERT_EQ(Call(port, "POST", "/v1/embeddings", Embed(kModel)).status, 200);
+  // The worker acks after it answers: frozen before that ack, its message
+  // would stay in the backlog counted below.
+  ASSERT_TRUE(WaitFor([&] {
+    return cluster.StreamMessages() == 0 && KedaLag(cluster.nats_monitoring_port(), stream, consumer) == 0;
+  }));
 
   // Frozen: its heartbeat is still fresh for a few seconds, so the gateway
   // queues what comes now, and nothing is acked.
@@ -77,6 +82,17 @@ TEST(Autoscaling, TheBacklogShowsWhereAutoscalersReadIt) {
   constexpr int kQueued = 6;
   std::vector<std::thread> clients;
   std::atomic<int> answered{0};
+  // However the test ends, the worker runs again and the clients are joined.
+  struct Thaw {
+    Subprocess& worker;
+    std::vector<std::thread>& clients;
+    ~Thaw() {
+      worker.Signal(SIGCONT);
+      for (auto& c : clients) {
+        if (c.joinable()) c.join();
+      }
+    }
+  } thaw{worker, clients};
   for (int i = 0; i < kQueued; ++i) {
     clients.emplace_back([&, i] {
       HttpClient http(port, 60000);
