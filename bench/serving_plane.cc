@@ -19,14 +19,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <unistd.h>
 #include <thread>
 
 #include "common/subprocess.h"
 #include "figures.h"
-#include "process_cpu.h"
 #include "loadtest/load_generator.h"
+#include "process_cpu.h"
 #include "queue/nats_server.h"
 
 namespace shoal::bench {

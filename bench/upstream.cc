@@ -40,8 +40,8 @@
 #include "common/subprocess.h"
 #include "figures.h"
 #include "generation_load.h"
-#include "process_cpu.h"
 #include "loadtest/load_generator.h"
+#include "process_cpu.h"
 #include "support/http_client.h"
 
 namespace shoal::bench {
