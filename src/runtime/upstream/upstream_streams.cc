@@ -280,14 +280,15 @@ void UpstreamStreams::Loop() {
                         (ev & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
       curl_multi_socket_action(multi, fd, flags, &running);
     }
-    if (Clock::now() >= curl_deadline_) {
+    const auto now = Clock::now();
+    if (now >= curl_deadline_) {
       curl_deadline_ = Clock::time_point::max();  // spent: libcurl sets it again if it wants it
       curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
     }
     Finished();
-    if (Clock::now() >= next_sweep) {
+    if (now >= next_sweep) {
       Sweep();
-      next_sweep = Clock::now() + kSweepEvery;
+      next_sweep = now + kSweepEvery;
     }
   }
   // Unloading: whatever still runs goes back to be tried again.
